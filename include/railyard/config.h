@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * railyard configuration: the parsed, validated form of a railyard.conf.
+ *
+ * A struct ry_config is plain data.  It is produced by ry_config_load() (or
+ * ry_config_parse()), or filled by hand after ry_config_init_defaults(), and
+ * handed to ry_manager_create().  The manager copies what it needs, so the
+ * caller may free the config right after.  Every option, its unit and its
+ * default is documented in etc/railyard.conf.
+ *
+ * Threading: the functions here keep no global state and may be called from
+ * any thread.
+ */
+#ifndef RAILYARD_CONFIG_H
+#define RAILYARD_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <railyard/api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RY_NAME_MAX 64   /* rail, peer, node and network names */
+#define RY_ADDR_MAX 108  /* "host:port", "[v6]:port" or a UNIX path */
+#define RY_MAX_RAILS 16  /* rails per node */
+#define RY_MAX_PEERS 1024 /* peers named in one config file */
+
+enum ry_provider {
+	RY_PROVIDER_SOFT = 0, /* userspace RC over UDP (rails/soft) */
+	RY_PROVIDER_VERBS,    /* libibverbs HCA port (rails/verbs) */
+};
+
+/* Fault injection for a soft rail, from the config's rail { fault { } }. */
+struct ry_fault_config {
+	bool down;             /* start with the cable "pulled": drop all */
+	double drop;           /* probability of dropping a packet, 0..1 */
+	double duplicate;      /* probability of sending a packet twice */
+	double reorder;        /* probability of holding a packet back */
+	double corrupt;        /* probability of flipping a payload bit */
+	uint32_t delay_us;     /* added one-way delay */
+};
+
+struct ry_rail_config {
+	char name[RY_NAME_MAX];
+	enum ry_provider provider;
+	char network[RY_NAME_MAX]; /* rails pair with the peer's by network */
+	/* soft: bind address "ip[:port]" and/or interface name */
+	char address[RY_ADDR_MAX];
+	char interface[RY_NAME_MAX];
+	/* verbs: device name or node GUID, port number, GID index */
+	char device[RY_NAME_MAX];
+	uint32_t port;
+	int32_t gid_index;        /* -1: pick the RoCE v2 GID of the port */
+	uint32_t mtu;             /* bytes; 0: the device's or 1500 for soft */
+	uint32_t weight;          /* relative share when rate is unknown */
+	uint64_t rate_bps;        /* bits per second; 0: measure */
+	struct ry_fault_config fault;
+	int line;                 /* where it was defined, for messages */
+};
+
+struct ry_peer_config {
+	char name[RY_NAME_MAX];
+	char address[RY_ADDR_MAX]; /* control address "host:port" */
+	int line;
+};
+
+struct ry_failover_config {
+	uint32_t heartbeat_ms;     /* idle keepalive interval */
+	uint32_t timeout_ms;       /* silence before a connection is dead */
+	uint32_t ack_timeout_ms;   /* transport retransmit timer */
+	uint32_t retry_count;      /* transport retries before QP error, 0..6 */
+	uint32_t rnr_retry;        /* receiver-not-ready retries, 0..6 */
+	uint32_t reconnect_min_ms; /* first reconnect backoff */
+	uint32_t reconnect_max_ms; /* backoff ceiling */
+	uint32_t op_timeout_ms;    /* an operation with no path fails after */
+	bool fence;                /* fence replayed operations (see README) */
+};
+
+enum ry_log_level {
+	RY_LOG_ERROR = 0,
+	RY_LOG_WARN,
+	RY_LOG_INFO,
+	RY_LOG_DEBUG,
+	RY_LOG_TRACE,
+};
+
+struct ry_log_config {
+	enum ry_log_level level;
+	bool syslog;
+};
+
+struct ry_config {
+	char source[256];            /* file name, or "<defaults>" */
+	char node[RY_NAME_MAX];      /* this node's name */
+	char control[RY_ADDR_MAX];   /* control channel listen address */
+	uint32_t fragment_size;      /* power of two, 512 B .. 1 MiB */
+	uint32_t ops_in_flight;      /* per peer */
+	uint64_t max_op_size;        /* bytes */
+	uint32_t wr_per_qp;          /* work requests outstanding per QP */
+	uint32_t frags_per_wr;       /* adjacent fragments merged in one WR */
+	struct ry_failover_config failover;
+	struct ry_log_config log;
+	unsigned n_rails;
+	struct ry_rail_config rails[RY_MAX_RAILS];
+	unsigned n_peers;
+	struct ry_peer_config *peers; /* n_peers entries, owned */
+};
+
+/*
+ * One problem found in a config file.  `line` is 0 when the problem is not
+ * tied to a line (an unreadable or empty file).  `hint` says how to fix it
+ * and may be empty.
+ */
+struct ry_config_error {
+	const char *file;
+	int line;
+	const char *message;
+	const char *hint;
+};
+
+/*
+ * Called once per problem, in file order where the parser allows.  The
+ * strings live only for the duration of the call.
+ */
+typedef void (*ry_config_report_fn)(const struct ry_config_error *err,
+				    void *arg);
+
+/* Fill *cfg with the defaults documented in etc/railyard.conf: no rails. */
+RY_API void ry_config_init_defaults(struct ry_config *cfg);
+
+/*
+ * The built-in configuration `railyard demo` uses: node "demo", four soft
+ * rails on 127.0.0.1 with kernel-chosen ports, all on network "loop".
+ * Returns 0 or -ENOMEM; free with ry_config_free().
+ */
+RY_API int ry_config_demo(struct ry_config **cfg_p);
+
+/*
+ * Parse and validate a config file.  Every problem is passed to report
+ * (which may be NULL); on any problem nothing is returned and the result is
+ * -EINVAL (bad content), -ENOENT/-EACCES/-EISDIR (cannot read) or -ENOMEM.
+ * On success *cfg_p owns a new config; free it with ry_config_free().
+ * Opens no device and no socket.
+ */
+RY_API int ry_config_load(const char *path, struct ry_config **cfg_p,
+		   ry_config_report_fn report, void *arg);
+
+/* Same, from a NUL-terminated buffer; `name` is used in messages. */
+RY_API int ry_config_parse(const char *text, const char *name,
+		    struct ry_config **cfg_p, ry_config_report_fn report,
+		    void *arg);
+
+/*
+ * Validate a config built by hand (the checks ry_config_load() applies after
+ * parsing).  Returns the number of problems reported; 0 means valid.
+ */
+RY_API int ry_config_validate(const struct ry_config *cfg,
+		       ry_config_report_fn report, void *arg);
+
+/* Write the effective configuration in config-file syntax. */
+RY_API void ry_config_print(const struct ry_config *cfg, FILE *out);
+
+/* Free a config from ry_config_load/parse/demo.  NULL is a no-op. */
+RY_API void ry_config_free(struct ry_config *cfg);
+
+RY_API const char *ry_provider_name(enum ry_provider p);
+RY_API const char *ry_log_level_name(enum ry_log_level l);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RAILYARD_CONFIG_H */

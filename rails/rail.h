@@ -1,0 +1,369 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The rail provider contract.
+ *
+ * A rail is one port of one device: a soft rail (userspace RC over UDP,
+ * rails/soft) or a verbs rail (an HCA port, rails/verbs).  Both implement the
+ * same verbs-shaped semantics behind struct ry_rail_ops, so the rail manager
+ * never knows which one it drives:
+ *
+ *   rail      open/close, link state and link events, a pollable fd
+ *   pd        protection domain; regions and QPs belong to one
+ *   mr        registered memory with an lkey and a random 32-bit rkey
+ *   cq        one per rail, shared by all of its QPs (ry_rail_poll_cq)
+ *   srq       one per rail, shared by all of its QPs (ry_rail_post_recv)
+ *   qp        reliable connected, RESET -> INIT -> RTR -> RTS -> ERR
+ *
+ * Ownership: the manager owns rails; a rail owns its PDs, MRs, QPs, CQ and
+ * SRQ, and ry_rail_close() destroys whatever is left.  Destroying a QP or
+ * deregistering an MR revokes it at once: no later packet can use it.
+ *
+ * Threading: a rail is not thread-safe.  Its owner serialises every call on
+ * one rail (the manager holds the rail's lock); different rails may be used
+ * from different threads concurrently.
+ *
+ * Progress: ry_rail_progress() does the provider's protocol work (the soft
+ * rail receives packets, sends ACKs, runs its retransmit timers there; the
+ * verbs rail reads async events).  ry_rail_fd() returns one fd that becomes
+ * readable when progress has something to do, for epoll.
+ *
+ * Completion semantics follow verbs: every posted send WR produces exactly
+ * one completion (we always signal); in ERR every outstanding and every newly
+ * posted WR completes with RY_WC_FLUSHED, in order.
+ *
+ * Errors: functions return 0 or a negative errno; output objects are set
+ * only on success.  A slot the provider does not implement returns
+ * -EOPNOTSUPP (never NULL in the table).
+ */
+#ifndef RAILYARD_RAIL_H
+#define RAILYARD_RAIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#include <railyard/config.h>
+
+struct ry_rail;
+struct ry_pd;
+struct ry_mr;
+struct ry_qp;
+
+enum ry_link_state {
+	RY_LINK_DOWN = 0,
+	RY_LINK_UP,
+};
+
+enum ry_qp_state {
+	RY_QPS_RESET = 0,
+	RY_QPS_INIT,
+	RY_QPS_RTR,
+	RY_QPS_RTS,
+	RY_QPS_ERR,
+};
+
+/* Memory access flags, as IBV_ACCESS_*. */
+enum ry_access {
+	RY_ACCESS_LOCAL_WRITE = 1u << 0,
+	RY_ACCESS_REMOTE_WRITE = 1u << 1,
+	RY_ACCESS_REMOTE_READ = 1u << 2,
+};
+
+enum ry_wr_opcode {
+	RY_WR_RDMA_WRITE = 0,
+	RY_WR_RDMA_WRITE_IMM,
+	RY_WR_RDMA_READ,
+	RY_WR_SEND,
+	RY_WR_SEND_IMM,
+};
+
+enum ry_wc_opcode {
+	RY_WC_RDMA_WRITE = 0,
+	RY_WC_RDMA_READ,
+	RY_WC_SEND,
+	RY_WC_RECV,             /* a SEND arrived */
+	RY_WC_RECV_RDMA_IMM,    /* a WRITE with immediate arrived */
+};
+
+/* Completion status, as enum ibv_wc_status for the ones we need. */
+enum ry_wc_status {
+	RY_WC_SUCCESS = 0,
+	RY_WC_FLUSHED,          /* QP in ERR: work request not executed */
+	RY_WC_RETRY_EXCEEDED,   /* transport retries exhausted */
+	RY_WC_RNR_RETRY_EXCEEDED, /* peer had no receive posted */
+	RY_WC_REM_ACCESS,       /* bad rkey, access or bounds at the peer */
+	RY_WC_REM_INVALID_REQ,  /* peer rejected the request */
+	RY_WC_REM_OP,           /* peer failed to execute (e.g. length) */
+	RY_WC_LOC_PROT,         /* bad lkey or local bounds */
+	RY_WC_LOC_LEN,          /* receive buffer too small */
+	RY_WC_GENERAL_ERR,
+	RY_WC__MAX
+};
+
+enum ry_wc_flags {
+	RY_WC_WITH_IMM = 1u << 0,
+};
+
+/* One scatter/gather element; the manager only ever needs one per WR. */
+struct ry_sge {
+	uint64_t addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+struct ry_send_wr {
+	uint64_t wr_id;
+	enum ry_wr_opcode opcode;
+	struct ry_sge sge;
+	uint64_t remote_addr;   /* RDMA ops */
+	uint32_t rkey;          /* RDMA ops */
+	uint32_t imm_data;      /* *_IMM ops, host order */
+};
+
+struct ry_recv_wr {
+	uint64_t wr_id;
+	struct ry_sge sge;
+};
+
+struct ry_wc {
+	uint64_t wr_id;
+	enum ry_wc_status status;
+	enum ry_wc_opcode opcode;
+	uint32_t byte_len;      /* receives: bytes received */
+	uint32_t imm_data;      /* with RY_WC_WITH_IMM, host order */
+	uint32_t qp_num;        /* local QP the completion belongs to */
+	uint32_t flags;         /* enum ry_wc_flags */
+	uint32_t vendor_err;    /* provider detail for logs */
+};
+
+/*
+ * What one side of a connection tells the other (over the manager's control
+ * channel) to bring a QP to RTR.  gid carries the IPv6 or IPv4-mapped
+ * address of the rail (RoCE GID, or the soft rail's UDP address); udp_port is
+ * the soft rail's port, lid the InfiniBand LID; mtu in bytes.
+ */
+struct ry_qp_endpoint {
+	uint32_t qpn;           /* 24 bits */
+	uint32_t psn;           /* 24 bits: the first PSN this side sends */
+	uint64_t cookie;        /* random per connection; 0 for verbs */
+	uint8_t gid[16];
+	uint16_t lid;
+	uint16_t udp_port;
+	uint32_t mtu;
+};
+
+/*
+ * Attributes for ry_rail_modify_qp().  Which fields are read depends on the
+ * target state, as in verbs: INIT reads access; RTR reads remote, mtu;
+ * RTS reads timeouts and retry counts.  ERR and RESET read nothing.
+ */
+struct ry_qp_attr {
+	unsigned access;            /* enum ry_access for inbound requests */
+	struct ry_qp_endpoint remote;
+	uint32_t mtu;               /* path MTU, min of both sides */
+	uint32_t ack_timeout_us;    /* retransmit after this much silence */
+	uint32_t retry_cnt;         /* 0..6; never 7 (infinite on some HCAs) */
+	uint32_t rnr_retry;         /* 0..6 */
+	uint32_t min_rnr_timer_us;  /* wait before retrying after RNR NAK */
+	uint32_t max_rd_atomic;     /* outstanding READs, initiator side */
+};
+
+struct ry_qp_init {
+	uint32_t max_send_wr;
+	void *context;              /* returned by ry_rail_qp_context() */
+};
+
+struct ry_rail_attr {
+	enum ry_link_state link;
+	uint32_t mtu;               /* active MTU of the port/interface */
+	uint64_t rate_bps;          /* 0 when unknown */
+	struct ry_qp_endpoint local; /* gid/lid/udp_port filled; no QP */
+	uint32_t max_qp_wr;
+	uint32_t max_msg_size;
+};
+
+enum ry_rail_event_type {
+	RY_RAIL_EV_LINK_DOWN = 0,
+	RY_RAIL_EV_LINK_UP,
+	RY_RAIL_EV_QP_FATAL,        /* qpn names the QP */
+	RY_RAIL_EV_DEVICE_FATAL,
+};
+
+struct ry_rail_event {
+	enum ry_rail_event_type type;
+	uint32_t qpn;
+	uint64_t time_ns;           /* CLOCK_MONOTONIC when it was seen */
+};
+
+/* Runtime fault injection (soft rail only; verbs returns -EOPNOTSUPP). */
+struct ry_fault {
+	bool drop_all;              /* an unplugged cable: nothing in or out */
+	double drop;
+	double duplicate;
+	double reorder;
+	double corrupt;
+	uint32_t delay_us;
+};
+
+/* Per-rail counters a provider keeps; all monotonic. */
+struct ry_rail_stats {
+	uint64_t tx_packets, tx_bytes, rx_packets, rx_bytes;
+	uint64_t retransmits;       /* packets sent again */
+	uint64_t naks_sent, naks_rcvd, rnr_naks_sent;
+	uint64_t dup_rcvd;          /* duplicate requests re-acked */
+	uint64_t rx_dropped;        /* failed a check: counted, dropped */
+	uint64_t rx_bad_crc, rx_bad_header, rx_bad_qpn, rx_bad_cookie;
+	uint64_t rx_bad_psn, rx_access_err, rx_qp_err_dropped;
+	uint64_t faults_dropped, faults_duplicated, faults_reordered,
+		faults_corrupted;
+};
+
+struct ry_rail_ops {
+	const char *name;
+	int (*open)(const struct ry_rail_config *cfg, struct ry_rail **rail_p);
+	void (*close)(struct ry_rail *rail);
+	int (*query)(struct ry_rail *rail, struct ry_rail_attr *attr);
+	int (*fd)(struct ry_rail *rail);
+	int (*progress)(struct ry_rail *rail);
+	int (*get_event)(struct ry_rail *rail, struct ry_rail_event *ev);
+	int (*alloc_pd)(struct ry_rail *rail, struct ry_pd **pd_p);
+	int (*dealloc_pd)(struct ry_pd *pd);
+	int (*reg_mr)(struct ry_pd *pd, void *addr, size_t length,
+		      unsigned access, struct ry_mr **mr_p);
+	int (*dereg_mr)(struct ry_mr *mr);
+	int (*create_qp)(struct ry_pd *pd, const struct ry_qp_init *init,
+			 struct ry_qp **qp_p);
+	int (*modify_qp)(struct ry_qp *qp, enum ry_qp_state state,
+			 const struct ry_qp_attr *attr);
+	int (*destroy_qp)(struct ry_qp *qp);
+	int (*post_send)(struct ry_qp *qp, const struct ry_send_wr *wr,
+			 unsigned n);
+	int (*post_recv)(struct ry_rail *rail, const struct ry_recv_wr *wr,
+			 unsigned n);
+	int (*poll_cq)(struct ry_rail *rail, struct ry_wc *wc, int n);
+	int (*set_fault)(struct ry_rail *rail, const struct ry_fault *f);
+	int (*set_link)(struct ry_rail *rail, enum ry_link_state state);
+	int (*get_stats)(struct ry_rail *rail, struct ry_rail_stats *st);
+};
+
+/*
+ * Base objects.  A provider embeds these first in its own structs and gets
+ * back with container_of; the manager reads only these fields.
+ */
+struct ry_rail {
+	const struct ry_rail_ops *ops;
+	char name[RY_NAME_MAX];
+};
+
+struct ry_pd {
+	struct ry_rail *rail;
+};
+
+struct ry_mr {
+	struct ry_pd *pd;
+	void *addr;
+	size_t length;
+	uint32_t lkey;
+	uint32_t rkey;
+	unsigned access;
+};
+
+struct ry_qp {
+	struct ry_pd *pd;
+	uint32_t qp_num;
+	enum ry_qp_state state;
+	void *context;
+};
+
+/* Provider table: soft always, verbs when built with RY_WITH_VERBS. */
+const struct ry_rail_ops *ry__rail_ops(enum ry_provider provider);
+
+int ry__rail_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p);
+
+/* Thin inline dispatch, so callers read like verbs code. */
+static inline void ry_rail_close(struct ry_rail *r)
+{
+	if (r)
+		r->ops->close(r);
+}
+static inline int ry_rail_query(struct ry_rail *r, struct ry_rail_attr *a)
+{
+	return r->ops->query(r, a);
+}
+static inline int ry_rail_fd(struct ry_rail *r)
+{
+	return r->ops->fd(r);
+}
+static inline int ry_rail_progress(struct ry_rail *r)
+{
+	return r->ops->progress(r);
+}
+static inline int ry_rail_get_event(struct ry_rail *r,
+				    struct ry_rail_event *ev)
+{
+	return r->ops->get_event(r, ev);
+}
+static inline int ry_rail_alloc_pd(struct ry_rail *r, struct ry_pd **pd_p)
+{
+	return r->ops->alloc_pd(r, pd_p);
+}
+static inline int ry_rail_dealloc_pd(struct ry_pd *pd)
+{
+	return pd ? pd->rail->ops->dealloc_pd(pd) : 0;
+}
+static inline int ry_rail_reg_mr(struct ry_pd *pd, void *addr, size_t len,
+				 unsigned access, struct ry_mr **mr_p)
+{
+	return pd->rail->ops->reg_mr(pd, addr, len, access, mr_p);
+}
+static inline int ry_rail_dereg_mr(struct ry_mr *mr)
+{
+	return mr ? mr->pd->rail->ops->dereg_mr(mr) : 0;
+}
+static inline int ry_rail_create_qp(struct ry_pd *pd,
+				    const struct ry_qp_init *init,
+				    struct ry_qp **qp_p)
+{
+	return pd->rail->ops->create_qp(pd, init, qp_p);
+}
+static inline int ry_rail_modify_qp(struct ry_qp *qp, enum ry_qp_state s,
+				    const struct ry_qp_attr *attr)
+{
+	return qp->pd->rail->ops->modify_qp(qp, s, attr);
+}
+static inline int ry_rail_destroy_qp(struct ry_qp *qp)
+{
+	return qp ? qp->pd->rail->ops->destroy_qp(qp) : 0;
+}
+static inline int ry_rail_post_send(struct ry_qp *qp,
+				    const struct ry_send_wr *wr, unsigned n)
+{
+	return qp->pd->rail->ops->post_send(qp, wr, n);
+}
+static inline int ry_rail_post_recv(struct ry_rail *r,
+				    const struct ry_recv_wr *wr, unsigned n)
+{
+	return r->ops->post_recv(r, wr, n);
+}
+static inline int ry_rail_poll_cq(struct ry_rail *r, struct ry_wc *wc, int n)
+{
+	return r->ops->poll_cq(r, wc, n);
+}
+static inline int ry_rail_set_fault(struct ry_rail *r, const struct ry_fault *f)
+{
+	return r->ops->set_fault(r, f);
+}
+static inline int ry_rail_set_link(struct ry_rail *r, enum ry_link_state s)
+{
+	return r->ops->set_link(r, s);
+}
+static inline int ry_rail_get_stats(struct ry_rail *r,
+				    struct ry_rail_stats *st)
+{
+	return r->ops->get_stats(r, st);
+}
+
+const char *ry_wc_status_str(enum ry_wc_status s);
+const char *ry_qp_state_str(enum ry_qp_state s);
+
+#endif /* RAILYARD_RAIL_H */

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <syslog.h>
+#include <time.h>
+
+#include <railyard/railyard.h>
+
+#include "src/log.h"
+
+enum ry_log_level ry__log_level = RY_LOG_WARN;
+
+static pthread_mutex_t sink_lock = PTHREAD_MUTEX_INITIALIZER;
+static ry_log_fn sink_fn;
+static void *sink_arg;
+static bool use_syslog;
+
+static const char *const level_names[] = {
+	[RY_LOG_ERROR] = "error", [RY_LOG_WARN] = "warn",
+	[RY_LOG_INFO] = "info",   [RY_LOG_DEBUG] = "debug",
+	[RY_LOG_TRACE] = "trace",
+};
+
+const char *ry_log_level_name(enum ry_log_level l)
+{
+	if ((unsigned)l > RY_LOG_TRACE)
+		return "?";
+	return level_names[l];
+}
+
+void ry_log_set_level(enum ry_log_level level)
+{
+	ry__log_level = level;
+}
+
+void ry_log_set_sink(ry_log_fn fn, void *arg)
+{
+	pthread_mutex_lock(&sink_lock);
+	sink_fn = fn;
+	sink_arg = arg;
+	pthread_mutex_unlock(&sink_lock);
+}
+
+void ry_log_use_syslog(bool on)
+{
+	pthread_mutex_lock(&sink_lock);
+	if (on && !use_syslog)
+		openlog("railyard", LOG_PID, LOG_DAEMON);
+	use_syslog = on;
+	pthread_mutex_unlock(&sink_lock);
+}
+
+void ry__log_emit(enum ry_log_level level, const char *comp, const char *fmt,
+		  ...)
+{
+	static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG,
+				    LOG_DEBUG };
+	int saved = errno; /* keep %m and the caller's errno intact */
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+
+	pthread_mutex_lock(&sink_lock);
+	if (sink_fn) {
+		sink_fn(level, comp, msg, sink_arg);
+	} else if (use_syslog) {
+		syslog(prio[level], "%s: %s", comp, msg);
+	} else {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		fprintf(stderr, "[%5lld.%06ld] railyard %s %s: %s\n",
+			(long long)ts.tv_sec, ts.tv_nsec / 1000,
+			ry_log_level_name(level), comp, msg);
+	}
+	pthread_mutex_unlock(&sink_lock);
+	errno = saved;
+}

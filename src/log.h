@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Internal logging.  Levels error..trace, a component tag, a sink the
+ * application can replace (ry_log_set_sink in railyard.h).  The level is
+ * checked before anything is formatted, so a disabled trace costs a load
+ * and a compare.  Log an error once, where it is decided.
+ */
+#ifndef RAILYARD_LOG_H
+#define RAILYARD_LOG_H
+
+#include <railyard/config.h>
+
+extern enum ry_log_level ry__log_level;
+
+void ry__log_emit(enum ry_log_level level, const char *comp, const char *fmt,
+		  ...) __attribute__((format(printf, 3, 4)));
+
+#define ry__log(level, comp, ...)                                           \
+	do {                                                                \
+		if ((level) <= ry__log_level)                               \
+			ry__log_emit((level), (comp), __VA_ARGS__);         \
+	} while (0)
+
+#define RY_ERR(comp, ...) ry__log(RY_LOG_ERROR, comp, __VA_ARGS__)
+#define RY_WARN(comp, ...) ry__log(RY_LOG_WARN, comp, __VA_ARGS__)
+#define RY_INFO(comp, ...) ry__log(RY_LOG_INFO, comp, __VA_ARGS__)
+#define RY_DBG(comp, ...) ry__log(RY_LOG_DEBUG, comp, __VA_ARGS__)
+#define RY_TRACE(comp, ...) ry__log(RY_LOG_TRACE, comp, __VA_ARGS__)
+
+#endif
