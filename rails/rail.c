@@ -9,6 +9,7 @@
 
 #include "rails/rail.h"
 #include "rails/soft/soft.h"
+#include "rails/loop/loop.h"
 #ifdef RY_WITH_VERBS
 #include "rails/verbs/verbs.h"
 #endif
@@ -18,6 +19,8 @@ static const struct ry_rail_ops *const providers[] = {
 #ifdef RY_WITH_VERBS
 	[RY_PROVIDER_VERBS] = &ry_verbs_ops,
 #endif
+	[RY_PROVIDER_LOOP] = &ry_loop_ops,	/* test-only */
+	[RY_PROVIDER_NULL] = &ry_null_ops,	/* test-only */
 };
 
 const struct ry_rail_ops *ry__rail_ops(enum ry_provider provider)

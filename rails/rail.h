@@ -273,6 +273,9 @@ struct ry_qp {
 	uint32_t qp_num;
 	enum ry_qp_state state;
 	void *context;
+	/* This side's qpn/psn/cookie (and gid/lid/udp_port/mtu), filled by
+	 * create_qp, for the manager to send to the peer. */
+	struct ry_qp_endpoint local;
 };
 
 /* Provider table: soft always, verbs when built with RY_WITH_VERBS. */

@@ -6,33 +6,37 @@
  *
  *   manager   one per process: owns the rails, the peers, the control
  *             channel, and the progress engine.
- *   mr        a registered buffer: registered on every rail at once, one
- *             rkey per rail.  ry_mr_pack() turns it into a descriptor of at
- *             most RY_DESC_MAX bytes that the application sends to a peer
- *             inside its own RPC; the peer uses it as the remote side of a
- *             write or read.
+ *   region    a registered buffer (struct ry_region, from ry_mr_reg):
+ *             registered on every rail at once, one rkey per rail.
+ *             ry_mr_pack() turns it into a descriptor of at most RY_DESC_MAX
+ *             bytes that the application sends to a peer inside its own
+ *             RPC; the peer uses it as the remote side of a write or read.
  *   peer      another node, by name or control address.  Connections to it
  *             (one RC QP per shared rail) are made lazily on first use.
  *   op        one write/read/send of any length up to max_op_size; it is
  *             striped in fragments across the peer's rails, replayed on
  *             surviving rails if one fails, and completes exactly once.
  *
- * Ownership: every handle is created by a ry_*_create/reg/get call and
- * released by the matching destroy/dereg/put; destroy(NULL) is a no-op.
+ * Ownership: the manager owns everything it hands out.  Regions are released
+ * by ry_mr_dereg() or, when still registered, by ry_manager_destroy().
+ * Peers live until the manager is destroyed.  destroy(NULL) is a no-op.
  * Destroying the manager completes every operation still in flight with
- * RY_ECANCELED and releases everything it owns.  An mr must not be
+ * RY_ECANCELED (callbacks run; completions meant for ry_poll_completions()
+ * are dropped) and releases everything it owns.  A region must not be
  * deregistered while an operation that uses it is in flight (-EBUSY).
+ * Buffers passed to ry_send() are copied before it returns; the memory of a
+ * region given to ry_write()/ry_read() must stay valid until completion.
  *
- * Threading: every function is thread-safe.  Completion callbacks run in the
- * thread that calls ry_progress() (or the internal progress thread) with no
- * manager lock held, so they may post new operations; they must not call
- * ry_manager_destroy().
+ * Threading: every function is thread-safe.  Callbacks (completion,
+ * receive, event) run in the thread that calls ry_progress() (or the
+ * internal progress thread) with no manager lock held, so they may post new
+ * operations; they must not call ry_manager_destroy() or
+ * ry_progress_thread_stop().
  *
- * Errors: functions return 0 or a negative errno; output arguments are set
- * only on success.  Operation results are one of enum ry_status.
- *
- * Status of this draft: calls marked "not implemented yet" return -ENOSYS
- * until the rail manager lands (issue "rail manager").
+ * Errors: functions return 0 (or a count) or a negative errno; output
+ * arguments are set only on success.  The errnos each function returns are
+ * listed with it; in addition any call may return -ENOMEM.  Operation
+ * results arrive as enum ry_status with a human-readable reason.
  */
 #ifndef RAILYARD_RAILYARD_H
 #define RAILYARD_RAILYARD_H
@@ -50,10 +54,11 @@ extern "C" {
 
 #define RY_VERSION_MAJOR 0
 #define RY_VERSION_MINOR 1
-#define RY_DESC_MAX 256 /* bytes of a packed memory descriptor */
+#define RY_DESC_MAX 256  /* bytes of a packed memory descriptor */
+#define RY_MSG_MAX 4096  /* bytes of one two-sided message */
 
 struct ry_manager;
-struct ry_mr;
+struct ry_region;
 struct ry_peer;
 
 /* Result of an operation, passed to its completion. */
@@ -85,14 +90,24 @@ RY_API void ry_log_use_syslog(bool on);
 /* ---- manager ---- */
 
 /*
- * Create a manager from a validated config (copied; the caller keeps
- * ownership of cfg).  Opens every rail and starts the control channel
- * listener.  Not implemented yet: returns -ENOSYS.
+ * Create a manager from a config (copied; the caller keeps ownership of
+ * cfg).  Opens every rail, registers receive buffers and starts the control
+ * channel listener on cfg->control ("host:port"; port 0 picks one, see
+ * ry_manager_control_addr; empty means "127.0.0.1:0").  Zero failover
+ * values take the manager's defaults (heartbeat 50 ms, timeout 200 ms,
+ * ack timeout 20 ms, retry 3, reconnect 50..2000 ms, op timeout 5000 ms).
+ * Errors: -EINVAL (no rails, fragment_size not a power of two in
+ * 512..1 MiB, two rails with one name), -EADDRINUSE/-EADDRNOTAVAIL (control
+ * address), a rail's open error (-ENOSYS: provider not implemented,
+ * -EPROTONOSUPPORT: provider not built), -ENOMEM.
  */
 RY_API int ry_manager_create(const struct ry_config *cfg,
 			     struct ry_manager **mgr_p);
 
-/* Load the file, validate it (errors to stderr) and create.  -ENOSYS yet. */
+/*
+ * Load the file with ry_config_load() (problems logged at error level) and
+ * create.  Errors: those of ry_config_load() and of ry_manager_create().
+ */
 RY_API int ry_manager_create_from_file(const char *path,
 				       struct ry_manager **mgr_p);
 
@@ -100,16 +115,32 @@ RY_API int ry_manager_create_from_file(const char *path,
 RY_API void ry_manager_destroy(struct ry_manager *mgr);
 
 /*
+ * The control address actually listened on, "host:port", into buf.
+ * Returns 0 or -ENOSPC.
+ */
+RY_API int ry_manager_control_addr(struct ry_manager *mgr, char *buf,
+				   size_t len);
+
+/*
  * Do pending work: rail protocol work, completions, replay, heartbeats,
- * reconnects, timeouts; run completion callbacks.  Returns the number of
- * completions delivered, or a negative errno.  -ENOSYS yet.
+ * reconnects, timeouts; then run callbacks.  Never blocks.  Returns the
+ * number of operation completions and messages delivered, or -ESHUTDOWN
+ * while the manager is being destroyed.
  */
 RY_API int ry_progress(struct ry_manager *mgr);
 
-/* An fd that is readable when ry_progress() has work; for epoll. */
+/*
+ * An fd that becomes readable when ry_progress() has work, for epoll (it is
+ * itself an epoll fd; never read it or close it).  A periodic internal
+ * timer keeps it waking up while peers exist, so heartbeats and timeouts
+ * run.  Do not wait on it while the internal progress thread runs.
+ */
 RY_API int ry_event_fd(struct ry_manager *mgr);
 
-/* Start/stop an internal thread that calls ry_progress().  -ENOSYS yet. */
+/*
+ * Start/stop an internal thread that waits on the event fd and calls
+ * ry_progress().  start: 0, -EALREADY, or pthread_create's error.
+ */
 RY_API int ry_progress_thread_start(struct ry_manager *mgr);
 RY_API void ry_progress_thread_stop(struct ry_manager *mgr);
 
@@ -120,26 +151,43 @@ enum ry_mr_access {
 	RY_MR_REMOTE_READ = 1u << 1,
 };
 
-/* Register [addr, addr+len) on every rail.  -ENOSYS yet. */
-RY_API int ry_mr_reg(struct ry_manager *mgr, void *addr, size_t len,
-		     unsigned access, struct ry_mr **mr_p);
-/* -EBUSY while an operation uses it; NULL is a no-op. */
-RY_API int ry_mr_dereg(struct ry_mr *mr);
 /*
- * Write the descriptor (address, length, one rkey per rail, node identity)
- * into buf; returns its length or -ENOSPC.  -ENOSYS yet.
+ * Register [addr, addr+len) on every rail (local write is always allowed).
+ * Errors: -EINVAL (NULL addr, len 0, unknown access bits), a rail's
+ * registration error, -ESHUTDOWN.
  */
-RY_API int ry_mr_pack(const struct ry_mr *mr, void *buf, size_t len);
+RY_API int ry_mr_reg(struct ry_manager *mgr, void *addr, size_t len,
+		     unsigned access, struct ry_region **mr_p);
+/* Deregister on every rail.  -EBUSY while an operation uses it; NULL: 0. */
+RY_API int ry_mr_dereg(struct ry_region *mr);
+/*
+ * Write the descriptor into buf: a versioned little-endian layout with the
+ * owner's node identity, address, length, access, one rkey per rail and a
+ * checksum.  Returns its length (at most RY_DESC_MAX) or -ENOSPC.
+ */
+RY_API int ry_mr_pack(const struct ry_region *mr, void *buf, size_t len);
+/*
+ * Check a descriptor received from elsewhere without using it; returns 0
+ * or the error ry_write()/ry_read() would return for it: -EBADMSG
+ * (truncated, bad magic, bad checksum, inconsistent contents),
+ * -EPROTONOSUPPORT (a layout version this library does not know).
+ */
+RY_API int ry_desc_check(const void *desc, size_t len);
 
 /* ---- peers ---- */
 
 /*
- * Find a peer by config name, or add one by control address "host:port".
- * Connecting happens on first use.  The manager owns peers; the handle stays
- * valid until the manager is destroyed.  -ENOSYS yet.
+ * Find a peer by name (a config peer, or a node that connected to us), or
+ * by control address "host:port" (added if new).  Connecting happens on
+ * first use.  The handle stays valid until the manager is destroyed.
+ * Errors: -EINVAL (NULL or empty), -ENOENT (a name that is neither a known
+ * peer nor an address), -ESHUTDOWN.
  */
 RY_API int ry_peer_get(struct ry_manager *mgr, const char *name_or_addr,
 		       struct ry_peer **peer_p);
+
+/* The peer's name (as configured, or the address it was added by). */
+RY_API const char *ry_peer_name(const struct ry_peer *peer);
 
 /* ---- operations ---- */
 
@@ -151,27 +199,170 @@ struct ry_completion {
 	char reason[192];
 };
 
+/* Runs once per operation; c is valid only during the call. */
 typedef void (*ry_complete_fn)(const struct ry_completion *c, void *arg);
 
 /*
- * Write len bytes from local mr at local_off to the remote descriptor at
- * remote_off.  The op completes by cb (when non-NULL) or by
- * ry_poll_completions().  -ENOSYS yet.
+ * Write len bytes (1..max_op_size) from local region at local_off to the
+ * remote descriptor at remote_off.  The op completes exactly once, by cb
+ * (called with arg = context) when non-NULL, else through
+ * ry_poll_completions().  Operations beyond ops_in_flight per peer wait
+ * their turn inside the manager.
+ * Errors: -EINVAL (NULL handle, len 0, a range outside the local region
+ * or the descriptor), -EMSGSIZE (len > max_op_size), -EBADMSG or
+ * -EPROTONOSUPPORT (bad descriptor, see ry_desc_check), -EACCES (the
+ * descriptor does not allow the access), -ESHUTDOWN.
  */
-RY_API int ry_write(struct ry_peer *peer, struct ry_mr *local,
+RY_API int ry_write(struct ry_peer *peer, struct ry_region *local,
 		    size_t local_off, const void *remote_desc, size_t desc_len,
 		    size_t remote_off, size_t len, ry_complete_fn cb,
 		    void *context);
 
-/* The reverse direction.  -ENOSYS yet. */
-RY_API int ry_read(struct ry_peer *peer, struct ry_mr *local,
+/* The reverse direction; same errors. */
+RY_API int ry_read(struct ry_peer *peer, struct ry_region *local,
 		   size_t local_off, const void *remote_desc, size_t desc_len,
 		   size_t remote_off, size_t len, ry_complete_fn cb,
 		   void *context);
 
-/* Completions of ops posted without a callback.  -ENOSYS yet. */
+/*
+ * ry_write(), then a notification carrying `notify` that the target's
+ * receive callback gets exactly once, after all bytes have landed (and, if
+ * fragments were replayed, after the fence).  The op completes when the
+ * notification has been delivered to the target's transport.
+ * Errors: those of ry_write(), and -EAGAIN when the manager's message slots
+ * are all in use (retry after progress).
+ */
+RY_API int ry_write_notify(struct ry_peer *peer, struct ry_region *local,
+			   size_t local_off, const void *remote_desc,
+			   size_t desc_len, size_t remote_off, size_t len,
+			   uint64_t notify, ry_complete_fn cb, void *context);
+
+/*
+ * Send a two-sided message of 0..RY_MSG_MAX bytes (copied before return).
+ * The target's receive callback gets it exactly once, across failovers;
+ * messages are not ordered with each other.  Errors: -EINVAL, -EMSGSIZE,
+ * -EAGAIN (all message slots in use), -ESHUTDOWN.
+ */
+RY_API int ry_send(struct ry_peer *peer, const void *buf, size_t len,
+		   ry_complete_fn cb, void *context);
+
+/*
+ * Completions of ops posted without a callback, up to max; returns how many
+ * were written to out (0 when none).  Errors: -EINVAL.
+ */
 RY_API int ry_poll_completions(struct ry_manager *mgr,
 			       struct ry_completion *out, int max);
+
+/* ---- receiving ---- */
+
+enum ry_msg_type {
+	RY_MSG_DATA = 0,  /* from ry_send(): data, len */
+	RY_MSG_NOTIFY,    /* from ry_write_notify(): notify */
+};
+
+struct ry_message {
+	enum ry_msg_type type;
+	const void *data; /* valid only during the callback */
+	size_t len;
+	uint64_t notify;
+};
+
+typedef void (*ry_recv_fn)(struct ry_peer *from, const struct ry_message *m,
+			   void *arg);
+
+/*
+ * Set the receive callback (NULL drops arriving messages).  Messages that
+ * arrive before one is set are dropped, after being acknowledged.
+ */
+RY_API void ry_set_recv_cb(struct ry_manager *mgr, ry_recv_fn fn, void *arg);
+
+/* ---- events ---- */
+
+enum ry_event_type {
+	RY_EV_RAIL_DOWN = 0, /* a local rail's link went down */
+	RY_EV_RAIL_UP,       /* ... and came back */
+	RY_EV_CONN_DOWN,     /* one rail's connection to a peer failed */
+	RY_EV_CONN_UP,       /* ... connected and probed (again) */
+};
+
+struct ry_event {
+	enum ry_event_type type;
+	const char *rail;    /* local rail name */
+	const char *peer;    /* NULL for RY_EV_RAIL_* */
+	const char *reason;  /* why it went down; "" for up */
+	uint64_t time_ns;    /* CLOCK_MONOTONIC */
+};
+
+typedef void (*ry_event_fn)(const struct ry_event *ev, void *arg);
+
+/* Set the event callback (NULL: none).  Strings live during the call. */
+RY_API void ry_set_event_cb(struct ry_manager *mgr, ry_event_fn fn, void *arg);
+
+/* ---- counters ---- */
+
+/*
+ * Monotonic counters.  Per rail: everything carried by that local rail to
+ * all peers; per peer: everything sent to that peer on all rails.
+ * detect: failure (last sign of life, or the link event) to detection;
+ * resume: detection to the first replayed traffic completing elsewhere.
+ */
+struct ry_counters {
+	uint64_t bytes;              /* payload bytes completed */
+	uint64_t fragments;          /* fragments completed */
+	uint64_t work_requests;      /* WRs posted (fragments, messages) */
+	uint64_t messages;           /* two-sided messages completed */
+	uint64_t replayed_fragments; /* fragments put back for replay */
+	uint64_t retransmits;        /* transport retransmits (rails only) */
+	uint64_t failovers;          /* connection failures handled */
+	uint64_t fences;             /* fences acknowledged by the peer */
+	uint64_t reconnects;         /* connections (re)established */
+	uint64_t heartbeats;         /* keepalives sent */
+	uint64_t detect_count, detect_ns_total, detect_ns_max;
+	uint64_t resume_count, resume_ns_total, resume_ns_max;
+};
+
+/* Errors: -EINVAL, -ENOENT (no rail by that name). */
+RY_API int ry_rail_counters(struct ry_manager *mgr, const char *rail,
+			    struct ry_counters *out);
+RY_API int ry_peer_counters(struct ry_peer *peer, struct ry_counters *out);
+
+/* ---- rails: state and fault injection (drills, tests) ---- */
+
+/* Names of the local rails, in config order; returns the count. */
+RY_API int ry_rail_count(struct ry_manager *mgr);
+RY_API const char *ry_rail_name(struct ry_manager *mgr, unsigned index);
+
+/* Whether a rail's link is up and how many peers are connected on it. */
+struct ry_rail_info {
+	bool link_up;
+	unsigned peers_active;
+	unsigned health_min; /* lowest connection health, 0..1000 */
+};
+RY_API int ry_rail_info(struct ry_manager *mgr, const char *rail,
+			struct ry_rail_info *out);
+
+/* What to do to a rail's packets; all zero clears every fault. */
+struct ry_fault_spec {
+	bool drop_all;     /* an unplugged cable: nothing in or out, silently */
+	double drop;       /* probabilities 0..1 */
+	double duplicate;
+	double reorder;
+	double corrupt;
+	uint32_t delay_us; /* added one-way delay */
+};
+
+/*
+ * Inject a fault on a local rail by name.  Errors: -ENOENT (no such rail),
+ * -EINVAL, -EOPNOTSUPP (the provider has no fault injection).
+ */
+RY_API int ry_rail_fault(struct ry_manager *mgr, const char *rail,
+			 const struct ry_fault_spec *spec);
+
+/*
+ * Take a local rail's link down or up, as pulling a cable would; the rail
+ * reports it as a link event.  Errors: -ENOENT, -EOPNOTSUPP.
+ */
+RY_API int ry_rail_link(struct ry_manager *mgr, const char *rail, bool up);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The loop rail: a test-only provider.  Rails opened in one process find
+ * each other by address through a process-global registry; RDMA WRITE, READ
+ * and SEND are executed by memcpy against the peer rail's registered regions
+ * with real rkey, access and bounds checks.
+ *
+ * A pulled cable (set_link DOWN on either end, or set_fault drop_all) makes
+ * every WR posted afterwards on an affected QP stay unacknowledged until
+ * ack_timeout * (retry_cnt + 1) has passed; then the head completes with
+ * RY_WC_RETRY_EXCEEDED, the QP goes to ERR and the rest are flushed, as an
+ * RC HCA does.  Only drop_all of struct ry_fault is implemented.
+ *
+ * With ry_loop_hold() on, packets lost that way stay "in the network" and
+ * ry_loop_release_held() delivers them later, to test fencing: a stale
+ * packet lands only if its destination QP is still connected to its source.
+ *
+ * The null provider (RY_PROVIDER_NULL) completes every WR at once with
+ * success and moves no bytes.
+ */
+#ifndef RAILYARD_LOOP_H
+#define RAILYARD_LOOP_H
+
+#include "rails/rail.h"
+
+extern const struct ry_rail_ops ry_loop_ops;
+extern const struct ry_rail_ops ry_null_ops;
+
+/* Keep packets lost to a pulled cable for ry_loop_release_held(). */
+void ry_loop_hold(struct ry_rail *rail, bool on);
+
+/*
+ * Deliver the packets this rail sent that were held in the network.
+ * Returns how many landed (changed memory or consumed a receive).
+ */
+int ry_loop_release_held(struct ry_rail *rail);
+
+#endif

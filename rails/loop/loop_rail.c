@@ -1,0 +1,913 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The loop rail (see loop.h).  One global lock covers the registry and every
+ * loop rail's state, because a post on one rail writes into another rail's
+ * memory, SRQ and CQ.  The null provider never touches another rail, so its
+ * post and poll paths run without the lock (the owner serialises them).
+ *
+ * Lock order: the manager's lock, then loop_lock (never the reverse: the
+ * loop rail calls nothing outside itself).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+
+#include "rails/loop/loop.h"
+#include "src/log.h"
+
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+struct loop_pend {
+	struct ry_send_wr lp_wr;
+	struct loop_pend *lp_next;
+};
+
+/* A packet "in the network" while a cable is pulled (ry_loop_hold). */
+struct loop_pkt {
+	uint32_t pk_src_qpn, pk_dst_qpn;
+	struct ry_send_wr pk_wr;
+	struct loop_pkt *pk_next;
+	unsigned char pk_data[];
+};
+
+struct loop_qp {
+	struct ry_qp lq_base;
+	struct ry_qp_attr lq_attr;
+	unsigned lq_access;
+	/* WRs posted into a pulled cable, in order, all unacknowledged */
+	struct loop_pend *lq_pend_head, *lq_pend_tail;
+	uint64_t lq_pend_deadline;
+	struct loop_qp *lq_next;
+};
+
+struct loop_mr {
+	struct ry_mr lm_base;
+	struct loop_mr *lm_next;
+};
+
+struct loop_pd {
+	struct ry_pd lpd_base;
+};
+
+struct loop_rail {
+	struct ry_rail lr_base;
+	char lr_addr[RY_ADDR_MAX];
+	bool lr_null;
+	bool lr_hold;
+	int lr_efd;
+	bool lr_efd_armed;
+	enum ry_link_state lr_link;
+	struct ry_fault lr_fault;
+	struct ry_wc *lr_cq;
+	unsigned lr_cq_head, lr_cq_count, lr_cq_cap;
+	struct ry_recv_wr *lr_srq;
+	unsigned lr_srq_head, lr_srq_count, lr_srq_cap;
+	struct ry_rail_event lr_ev[64];
+	unsigned lr_ev_head, lr_ev_count;
+	struct loop_mr *lr_mrs;
+	struct loop_qp *lr_qps;
+	struct loop_pkt *lr_held_head, *lr_held_tail;
+	struct ry_rail_stats lr_stats;
+	struct loop_rail *lr_next;
+};
+
+static pthread_mutex_t loop_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct loop_rail *loop_rails;
+
+static inline struct loop_rail *to_lr(struct ry_rail *r)
+{
+	return container_of(r, struct loop_rail, lr_base);
+}
+
+static inline struct loop_qp *to_lq(struct ry_qp *q)
+{
+	return container_of(q, struct loop_qp, lq_base);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t rnd64(void)
+{
+	uint64_t v = 0;
+
+	if (getrandom(&v, sizeof(v), 0) != sizeof(v))
+		v = now_ns() * 0x9e3779b97f4a7c15ull;
+	return v;
+}
+
+static void efd_signal(struct loop_rail *lr)
+{
+	uint64_t one = 1;
+
+	if (lr->lr_efd_armed)
+		return;
+	lr->lr_efd_armed = true;
+	if (write(lr->lr_efd, &one, sizeof(one)) < 0)
+		RY_DBG("loop", "rail %s: eventfd write: %m", lr->lr_base.name);
+}
+
+static void efd_clear(struct loop_rail *lr)
+{
+	uint64_t v;
+
+	if (!lr->lr_efd_armed)
+		return;
+	lr->lr_efd_armed = false;
+	if (read(lr->lr_efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		RY_DBG("loop", "rail %s: eventfd read: %m", lr->lr_base.name);
+}
+
+static int grow(void **arr, unsigned *cap, unsigned head, unsigned count,
+		size_t elem)
+{
+	unsigned ncap = *cap ? *cap * 2 : 256;
+	unsigned char *n = malloc(ncap * elem);
+	unsigned i;
+
+	if (!n)
+		return -ENOMEM;
+	for (i = 0; i < count; i++)
+		memcpy(n + i * elem,
+		       (unsigned char *)*arr + ((head + i) % *cap) * elem, elem);
+	free(*arr);
+	*arr = n;
+	*cap = ncap;
+	return 0;
+}
+
+static void cq_push(struct loop_rail *lr, const struct ry_wc *wc)
+{
+	if (lr->lr_cq_count == lr->lr_cq_cap) {
+		if (grow((void **)&lr->lr_cq, &lr->lr_cq_cap, lr->lr_cq_head,
+			 lr->lr_cq_count, sizeof(*wc))) {
+			RY_ERR("loop", "rail %s: CQ overflow, completion lost",
+			       lr->lr_base.name);
+			return;
+		}
+		lr->lr_cq_head = 0;
+	}
+	lr->lr_cq[(lr->lr_cq_head + lr->lr_cq_count++) % lr->lr_cq_cap] = *wc;
+	if (!lr->lr_null)
+		efd_signal(lr);
+}
+
+static void send_wc(struct loop_rail *lr, struct loop_qp *q,
+		    const struct ry_send_wr *wr, enum ry_wc_status st)
+{
+	static const enum ry_wc_opcode opc[] = {
+		[RY_WR_RDMA_WRITE] = RY_WC_RDMA_WRITE,
+		[RY_WR_RDMA_WRITE_IMM] = RY_WC_RDMA_WRITE,
+		[RY_WR_RDMA_READ] = RY_WC_RDMA_READ,
+		[RY_WR_SEND] = RY_WC_SEND,
+		[RY_WR_SEND_IMM] = RY_WC_SEND,
+	};
+	struct ry_wc wc = {
+		.wr_id = wr->wr_id,
+		.status = st,
+		.opcode = opc[wr->opcode],
+		.byte_len = wr->sge.length,
+		.qp_num = q->lq_base.qp_num,
+	};
+
+	cq_push(lr, &wc);
+}
+
+static void ev_push(struct loop_rail *lr, enum ry_rail_event_type t)
+{
+	struct ry_rail_event *ev;
+
+	if (lr->lr_ev_count == 64) /* oldest is least useful */
+		lr->lr_ev_head = (lr->lr_ev_head + 1) % 64, lr->lr_ev_count--;
+	ev = &lr->lr_ev[(lr->lr_ev_head + lr->lr_ev_count++) % 64];
+	ev->type = t;
+	ev->qpn = 0;
+	ev->time_ns = now_ns();
+	efd_signal(lr);
+}
+
+/* Flush everything pending on q, the head with head_st. */
+static void qp_to_err(struct loop_rail *lr, struct loop_qp *q,
+		      enum ry_wc_status head_st)
+{
+	struct loop_pend *p;
+
+	q->lq_base.state = RY_QPS_ERR;
+	while ((p = q->lq_pend_head)) {
+		q->lq_pend_head = p->lp_next;
+		send_wc(lr, q, &p->lp_wr, head_st);
+		head_st = RY_WC_FLUSHED;
+		free(p);
+	}
+	q->lq_pend_tail = NULL;
+}
+
+static void check_deadlines(struct loop_rail *lr)
+{
+	uint64_t now = 0;
+	struct loop_qp *q;
+
+	for (q = lr->lr_qps; q; q = q->lq_next) {
+		if (!q->lq_pend_head)
+			continue;
+		if (!now)
+			now = now_ns();
+		if (now >= q->lq_pend_deadline) {
+			lr->lr_stats.retransmits += q->lq_attr.retry_cnt;
+			qp_to_err(lr, q, RY_WC_RETRY_EXCEEDED);
+		}
+	}
+}
+
+static struct loop_qp *find_qp(uint32_t qpn, struct loop_rail **lr_p)
+{
+	struct loop_rail *lr;
+	struct loop_qp *q;
+
+	for (lr = loop_rails; lr; lr = lr->lr_next)
+		for (q = lr->lr_qps; q; q = q->lq_next)
+			if (q->lq_base.qp_num == qpn) {
+				*lr_p = lr;
+				return q;
+			}
+	return NULL;
+}
+
+static bool cable_cut(const struct loop_rail *lr)
+{
+	return lr->lr_link == RY_LINK_DOWN || lr->lr_fault.drop_all;
+}
+
+static struct loop_mr *find_mr(struct loop_rail *lr, uint32_t key, bool rkey)
+{
+	struct loop_mr *m;
+
+	for (m = lr->lr_mrs; m; m = m->lm_next)
+		if ((rkey ? m->lm_base.rkey : m->lm_base.lkey) == key)
+			return m;
+	return NULL;
+}
+
+static bool in_bounds(const struct ry_mr *m, uint64_t addr, uint64_t len)
+{
+	uint64_t base = (uintptr_t)m->addr;
+
+	return addr >= base && len <= m->length &&
+	       addr - base <= m->length - len;
+}
+
+/* The responder's checks on an RDMA request; true when it may proceed. */
+static struct loop_mr *remote_mr(struct loop_rail *dlr, const struct ry_send_wr *wr,
+				 unsigned need)
+{
+	struct loop_mr *m;
+
+	if (!wr->sge.length)
+		return NULL;
+	m = find_mr(dlr, wr->rkey, true);
+	if (!m || !(m->lm_base.access & need) ||
+	    !in_bounds(&m->lm_base, wr->remote_addr, wr->sge.length))
+		return NULL;
+	return m;
+}
+
+/* Consume a receive on dlr for a SEND or WRITE_IMM from src to dq. */
+static enum ry_wc_status deliver_recv(struct loop_rail *dlr,
+				      struct loop_qp *dq,
+				      const struct ry_send_wr *wr,
+				      const void *data)
+{
+	struct ry_recv_wr rwr;
+	struct ry_wc wc = { 0 };
+	bool is_send = wr->opcode == RY_WR_SEND || wr->opcode == RY_WR_SEND_IMM;
+
+	if (!dlr->lr_srq_count)
+		return RY_WC_RNR_RETRY_EXCEEDED;
+	rwr = dlr->lr_srq[dlr->lr_srq_head];
+	dlr->lr_srq_head = (dlr->lr_srq_head + 1) % dlr->lr_srq_cap;
+	dlr->lr_srq_count--;
+	wc.wr_id = rwr.wr_id;
+	wc.qp_num = dq->lq_base.qp_num;
+	if (is_send) {
+		wc.opcode = RY_WC_RECV;
+		if (wr->sge.length > rwr.sge.length) {
+			wc.status = RY_WC_LOC_LEN;
+			cq_push(dlr, &wc);
+			return RY_WC_REM_INVALID_REQ;
+		}
+		memcpy((void *)(uintptr_t)rwr.sge.addr, data, wr->sge.length);
+		wc.byte_len = wr->sge.length;
+	} else {
+		wc.opcode = RY_WC_RECV_RDMA_IMM;
+		wc.byte_len = wr->sge.length;
+	}
+	if (wr->opcode == RY_WR_SEND_IMM || wr->opcode == RY_WR_RDMA_WRITE_IMM) {
+		wc.flags = RY_WC_WITH_IMM;
+		wc.imm_data = wr->imm_data;
+	}
+	cq_push(dlr, &wc);
+	dlr->lr_stats.rx_packets++;
+	dlr->lr_stats.rx_bytes += wr->sge.length;
+	return RY_WC_SUCCESS;
+}
+
+/*
+ * Execute one request at the responder.  data is the payload for WRITE and
+ * SEND (the sender's buffer, or a held packet's copy).
+ */
+static enum ry_wc_status execute(struct loop_rail *dlr, struct loop_qp *dq,
+				 const struct ry_send_wr *wr, const void *data)
+{
+	struct loop_mr *m;
+
+	switch (wr->opcode) {
+	case RY_WR_RDMA_WRITE:
+	case RY_WR_RDMA_WRITE_IMM:
+		if (wr->sge.length) {
+			m = remote_mr(dlr, wr, RY_ACCESS_REMOTE_WRITE);
+			if (!m || !(dq->lq_access & RY_ACCESS_REMOTE_WRITE)) {
+				dlr->lr_stats.rx_access_err++;
+				return RY_WC_REM_ACCESS;
+			}
+			memcpy((void *)(uintptr_t)wr->remote_addr, data,
+			       wr->sge.length);
+		}
+		dlr->lr_stats.rx_packets++;
+		dlr->lr_stats.rx_bytes += wr->sge.length;
+		if (wr->opcode == RY_WR_RDMA_WRITE_IMM)
+			return deliver_recv(dlr, dq, wr, data);
+		return RY_WC_SUCCESS;
+	case RY_WR_RDMA_READ:
+		if (!wr->sge.length)
+			return RY_WC_SUCCESS;
+		m = remote_mr(dlr, wr, RY_ACCESS_REMOTE_READ);
+		if (!m || !(dq->lq_access & RY_ACCESS_REMOTE_READ)) {
+			dlr->lr_stats.rx_access_err++;
+			return RY_WC_REM_ACCESS;
+		}
+		memcpy((void *)(uintptr_t)wr->sge.addr,
+		       (void *)(uintptr_t)wr->remote_addr, wr->sge.length);
+		dlr->lr_stats.rx_packets++;
+		return RY_WC_SUCCESS;
+	case RY_WR_SEND:
+	case RY_WR_SEND_IMM:
+		return deliver_recv(dlr, dq, wr, data);
+	}
+	return RY_WC_REM_INVALID_REQ;
+}
+
+static void hold_packet(struct loop_rail *lr, struct loop_qp *q,
+			const struct ry_send_wr *wr)
+{
+	size_t len = wr->opcode == RY_WR_RDMA_READ ? 0 : wr->sge.length;
+	struct loop_pkt *pk = malloc(sizeof(*pk) + len);
+
+	if (!pk)
+		return; /* a lost packet is still a lost packet */
+	pk->pk_src_qpn = q->lq_base.qp_num;
+	pk->pk_dst_qpn = q->lq_attr.remote.qpn;
+	pk->pk_wr = *wr;
+	pk->pk_next = NULL;
+	memcpy(pk->pk_data, (void *)(uintptr_t)wr->sge.addr, len);
+	if (lr->lr_held_tail)
+		lr->lr_held_tail->pk_next = pk;
+	else
+		lr->lr_held_head = pk;
+	lr->lr_held_tail = pk;
+}
+
+static int pend(struct loop_rail *lr, struct loop_qp *q,
+		const struct ry_send_wr *wr)
+{
+	struct loop_pend *p = malloc(sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	p->lp_wr = *wr;
+	p->lp_next = NULL;
+	if (!q->lq_pend_head) {
+		uint64_t t = (uint64_t)q->lq_attr.ack_timeout_us *
+			     (q->lq_attr.retry_cnt + 1);
+
+		q->lq_pend_deadline = now_ns() + t * 1000;
+		q->lq_pend_head = p;
+	} else {
+		q->lq_pend_tail->lp_next = p;
+	}
+	q->lq_pend_tail = p;
+	if (lr->lr_hold)
+		hold_packet(lr, q, wr);
+	return 0;
+}
+
+static int loop_post_send(struct ry_qp *qp, const struct ry_send_wr *wr,
+			  unsigned n)
+{
+	struct loop_qp *q = to_lq(qp);
+	struct loop_rail *lr = to_lr(qp->pd->rail);
+	struct loop_rail *dlr;
+	struct loop_qp *dq;
+	enum ry_wc_status st;
+	unsigned i;
+	int ret = 0;
+
+	if (qp->state != RY_QPS_RTS && qp->state != RY_QPS_ERR)
+		return -EINVAL;
+	pthread_mutex_lock(&loop_lock);
+	for (i = 0; i < n; i++, wr++) {
+		if (qp->state == RY_QPS_ERR) {
+			send_wc(lr, q, wr, RY_WC_FLUSHED);
+			continue;
+		}
+		lr->lr_stats.tx_packets++;
+		lr->lr_stats.tx_bytes += wr->sge.length;
+		dq = NULL;
+		if (!q->lq_pend_head && !cable_cut(lr))
+			dq = find_qp(q->lq_attr.remote.qpn, &dlr);
+		if (!dq || cable_cut(dlr) ||
+		    (dq->lq_base.state != RY_QPS_RTR &&
+		     dq->lq_base.state != RY_QPS_RTS) ||
+		    dq->lq_attr.remote.qpn != qp->qp_num) {
+			/* nobody answers: the transport retries, then gives up */
+			ret = pend(lr, q, wr);
+			if (ret)
+				break;
+			continue;
+		}
+		st = execute(dlr, dq, wr, (void *)(uintptr_t)wr->sge.addr);
+		send_wc(lr, q, wr, st);
+		if (st != RY_WC_SUCCESS)
+			qp_to_err(lr, q, RY_WC_FLUSHED);
+	}
+	pthread_mutex_unlock(&loop_lock);
+	return ret;
+}
+
+static int null_post_send(struct ry_qp *qp, const struct ry_send_wr *wr,
+			  unsigned n)
+{
+	struct loop_rail *lr = to_lr(qp->pd->rail);
+	struct loop_qp *q = to_lq(qp);
+	enum ry_wc_status st;
+	unsigned i;
+
+	if (qp->state != RY_QPS_RTS && qp->state != RY_QPS_ERR)
+		return -EINVAL;
+	st = qp->state == RY_QPS_ERR ? RY_WC_FLUSHED : RY_WC_SUCCESS;
+	for (i = 0; i < n; i++)
+		send_wc(lr, q, &wr[i], st);
+	return 0;
+}
+
+static int loop_poll_cq(struct ry_rail *rail, struct ry_wc *wc, int n)
+{
+	struct loop_rail *lr = to_lr(rail);
+	int i = 0;
+
+	if (!lr->lr_null) {
+		pthread_mutex_lock(&loop_lock);
+		check_deadlines(lr);
+	}
+	while (i < n && lr->lr_cq_count) {
+		wc[i++] = lr->lr_cq[lr->lr_cq_head];
+		if (++lr->lr_cq_head == lr->lr_cq_cap)
+			lr->lr_cq_head = 0;
+		lr->lr_cq_count--;
+	}
+	if (!lr->lr_null) {
+		if (!lr->lr_cq_count && !lr->lr_ev_count)
+			efd_clear(lr);
+		pthread_mutex_unlock(&loop_lock);
+	}
+	return i;
+}
+
+static int loop_post_recv(struct ry_rail *rail, const struct ry_recv_wr *wr,
+			  unsigned n)
+{
+	struct loop_rail *lr = to_lr(rail);
+	unsigned i;
+	int ret = 0;
+
+	pthread_mutex_lock(&loop_lock);
+	for (i = 0; i < n; i++) {
+		if (lr->lr_srq_count == lr->lr_srq_cap) {
+			ret = grow((void **)&lr->lr_srq, &lr->lr_srq_cap,
+				   lr->lr_srq_head, lr->lr_srq_count,
+				   sizeof(*wr));
+			if (ret)
+				break;
+			lr->lr_srq_head = 0;
+		}
+		lr->lr_srq[(lr->lr_srq_head + lr->lr_srq_count++) %
+			   lr->lr_srq_cap] = wr[i];
+	}
+	pthread_mutex_unlock(&loop_lock);
+	return ret;
+}
+
+static int open_common(const struct ry_rail_config *cfg, bool null,
+		       struct ry_rail **rail_p)
+{
+	struct loop_rail *lr = calloc(1, sizeof(*lr));
+
+	if (!lr)
+		return -ENOMEM;
+	lr->lr_base.ops = null ? &ry_null_ops : &ry_loop_ops;
+	snprintf(lr->lr_base.name, sizeof(lr->lr_base.name), "%s", cfg->name);
+	snprintf(lr->lr_addr, sizeof(lr->lr_addr), "%s", cfg->address);
+	lr->lr_null = null;
+	lr->lr_link = cfg->fault.down ? RY_LINK_DOWN : RY_LINK_UP;
+	lr->lr_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (lr->lr_efd < 0) {
+		int err = -errno;
+
+		RY_ERR("loop", "rail %s: eventfd: %m", cfg->name);
+		free(lr);
+		return err;
+	}
+	pthread_mutex_lock(&loop_lock);
+	lr->lr_next = loop_rails;
+	loop_rails = lr;
+	pthread_mutex_unlock(&loop_lock);
+	*rail_p = &lr->lr_base;
+	return 0;
+}
+
+static int loop_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
+{
+	return open_common(cfg, false, rail_p);
+}
+
+static int null_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
+{
+	return open_common(cfg, true, rail_p);
+}
+
+static void free_qp(struct loop_qp *q)
+{
+	struct loop_pend *p;
+
+	while ((p = q->lq_pend_head)) {
+		q->lq_pend_head = p->lp_next;
+		free(p);
+	}
+	free(q);
+}
+
+static void loop_close(struct ry_rail *rail)
+{
+	struct loop_rail *lr = to_lr(rail), **pp;
+	struct loop_pkt *pk;
+	struct loop_mr *m;
+	struct loop_qp *q;
+
+	pthread_mutex_lock(&loop_lock);
+	for (pp = &loop_rails; *pp; pp = &(*pp)->lr_next)
+		if (*pp == lr) {
+			*pp = lr->lr_next;
+			break;
+		}
+	pthread_mutex_unlock(&loop_lock);
+	while ((q = lr->lr_qps)) {
+		lr->lr_qps = q->lq_next;
+		free_qp(q);
+	}
+	while ((m = lr->lr_mrs)) {
+		lr->lr_mrs = m->lm_next;
+		free(m);
+	}
+	while ((pk = lr->lr_held_head)) {
+		lr->lr_held_head = pk->pk_next;
+		free(pk);
+	}
+	free(lr->lr_cq);
+	free(lr->lr_srq);
+	close(lr->lr_efd);
+	free(lr);
+}
+
+static int loop_query(struct ry_rail *rail, struct ry_rail_attr *attr)
+{
+	struct loop_rail *lr = to_lr(rail);
+
+	memset(attr, 0, sizeof(*attr));
+	pthread_mutex_lock(&loop_lock);
+	attr->link = lr->lr_link;
+	pthread_mutex_unlock(&loop_lock);
+	attr->mtu = 4096;
+	attr->max_qp_wr = 1u << 16;
+	attr->max_msg_size = 1u << 31;
+	return 0;
+}
+
+static int loop_fd(struct ry_rail *rail)
+{
+	return to_lr(rail)->lr_efd;
+}
+
+static int loop_progress(struct ry_rail *rail)
+{
+	struct loop_rail *lr = to_lr(rail);
+
+	if (lr->lr_null)
+		return 0;
+	pthread_mutex_lock(&loop_lock);
+	check_deadlines(lr);
+	pthread_mutex_unlock(&loop_lock);
+	return 0;
+}
+
+static int loop_get_event(struct ry_rail *rail, struct ry_rail_event *ev)
+{
+	struct loop_rail *lr = to_lr(rail);
+	int ret = -EAGAIN;
+
+	pthread_mutex_lock(&loop_lock);
+	if (lr->lr_ev_count) {
+		*ev = lr->lr_ev[lr->lr_ev_head];
+		lr->lr_ev_head = (lr->lr_ev_head + 1) % 64;
+		lr->lr_ev_count--;
+		ret = 0;
+	}
+	pthread_mutex_unlock(&loop_lock);
+	return ret;
+}
+
+static int loop_alloc_pd(struct ry_rail *rail, struct ry_pd **pd_p)
+{
+	struct loop_pd *pd = calloc(1, sizeof(*pd));
+
+	if (!pd)
+		return -ENOMEM;
+	pd->lpd_base.rail = rail;
+	*pd_p = &pd->lpd_base;
+	return 0;
+}
+
+static int loop_dealloc_pd(struct ry_pd *pd)
+{
+	free(container_of(pd, struct loop_pd, lpd_base));
+	return 0;
+}
+
+static int loop_reg_mr(struct ry_pd *pd, void *addr, size_t length,
+		       unsigned access, struct ry_mr **mr_p)
+{
+	struct loop_rail *lr = to_lr(pd->rail);
+	struct loop_mr *m;
+
+	if (!addr || !length)
+		return -EINVAL;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->lm_base.pd = pd;
+	m->lm_base.addr = addr;
+	m->lm_base.length = length;
+	m->lm_base.access = access;
+	pthread_mutex_lock(&loop_lock);
+	do {
+		uint64_t r = rnd64();
+
+		m->lm_base.lkey = (uint32_t)r;
+		m->lm_base.rkey = (uint32_t)(r >> 32);
+	} while (!m->lm_base.rkey || find_mr(lr, m->lm_base.rkey, true) ||
+		 find_mr(lr, m->lm_base.lkey, false));
+	m->lm_next = lr->lr_mrs;
+	lr->lr_mrs = m;
+	pthread_mutex_unlock(&loop_lock);
+	*mr_p = &m->lm_base;
+	return 0;
+}
+
+static int loop_dereg_mr(struct ry_mr *mr)
+{
+	struct loop_rail *lr = to_lr(mr->pd->rail);
+	struct loop_mr *m = container_of(mr, struct loop_mr, lm_base), **pp;
+
+	pthread_mutex_lock(&loop_lock);
+	for (pp = &lr->lr_mrs; *pp; pp = &(*pp)->lm_next)
+		if (*pp == m) {
+			*pp = m->lm_next;
+			break;
+		}
+	pthread_mutex_unlock(&loop_lock);
+	free(m);
+	return 0;
+}
+
+static int loop_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
+			  struct ry_qp **qp_p)
+{
+	struct loop_rail *lr = to_lr(pd->rail), *dummy;
+	struct loop_qp *q = calloc(1, sizeof(*q));
+	uint32_t qpn;
+
+	if (!q)
+		return -ENOMEM;
+	q->lq_base.pd = pd;
+	q->lq_base.context = init->context;
+	q->lq_base.state = RY_QPS_RESET;
+	pthread_mutex_lock(&loop_lock);
+	do {
+		qpn = (uint32_t)rnd64() & 0xffffff;
+	} while (!qpn || find_qp(qpn, &dummy));
+	q->lq_base.qp_num = qpn;
+	q->lq_base.local.qpn = qpn;
+	q->lq_base.local.psn = (uint32_t)rnd64() & 0xffffff;
+	q->lq_base.local.cookie = rnd64();
+	q->lq_base.local.mtu = 4096;
+	q->lq_next = lr->lr_qps;
+	lr->lr_qps = q;
+	pthread_mutex_unlock(&loop_lock);
+	*qp_p = &q->lq_base;
+	return 0;
+}
+
+static int loop_modify_qp(struct ry_qp *qp, enum ry_qp_state state,
+			  const struct ry_qp_attr *attr)
+{
+	struct loop_rail *lr = to_lr(qp->pd->rail);
+	struct loop_qp *q = to_lq(qp);
+	int ret = 0;
+
+	pthread_mutex_lock(&loop_lock);
+	switch (state) {
+	case RY_QPS_INIT:
+		if (qp->state != RY_QPS_RESET)
+			goto bad;
+		q->lq_access = attr->access;
+		break;
+	case RY_QPS_RTR:
+		if (qp->state != RY_QPS_INIT)
+			goto bad;
+		q->lq_attr.remote = attr->remote;
+		q->lq_attr.mtu = attr->mtu;
+		break;
+	case RY_QPS_RTS:
+		if (qp->state != RY_QPS_RTR)
+			goto bad;
+		q->lq_attr.ack_timeout_us = attr->ack_timeout_us;
+		q->lq_attr.retry_cnt = attr->retry_cnt;
+		q->lq_attr.rnr_retry = attr->rnr_retry;
+		break;
+	case RY_QPS_ERR:
+		qp_to_err(lr, q, RY_WC_FLUSHED);
+		break;
+	case RY_QPS_RESET:
+		qp_to_err(lr, q, RY_WC_FLUSHED);
+		memset(&q->lq_attr.remote, 0, sizeof(q->lq_attr.remote));
+		break;
+	}
+	qp->state = state;
+	pthread_mutex_unlock(&loop_lock);
+	return ret;
+bad:
+	pthread_mutex_unlock(&loop_lock);
+	RY_ERR("loop", "qp 0x%x: bad transition %s -> %s", qp->qp_num,
+	       ry_qp_state_str(qp->state), ry_qp_state_str(state));
+	return -EINVAL;
+}
+
+static int loop_destroy_qp(struct ry_qp *qp)
+{
+	struct loop_rail *lr = to_lr(qp->pd->rail);
+	struct loop_qp *q = to_lq(qp), **pp;
+
+	pthread_mutex_lock(&loop_lock);
+	for (pp = &lr->lr_qps; *pp; pp = &(*pp)->lq_next)
+		if (*pp == q) {
+			*pp = q->lq_next;
+			break;
+		}
+	pthread_mutex_unlock(&loop_lock);
+	free_qp(q);
+	return 0;
+}
+
+static int loop_set_fault(struct ry_rail *rail, const struct ry_fault *f)
+{
+	struct loop_rail *lr = to_lr(rail);
+
+	pthread_mutex_lock(&loop_lock);
+	lr->lr_fault = *f;
+	pthread_mutex_unlock(&loop_lock);
+	return 0;
+}
+
+static int loop_set_link(struct ry_rail *rail, enum ry_link_state state)
+{
+	struct loop_rail *lr = to_lr(rail);
+
+	pthread_mutex_lock(&loop_lock);
+	if (lr->lr_link != state) {
+		lr->lr_link = state;
+		ev_push(lr, state == RY_LINK_UP ? RY_RAIL_EV_LINK_UP :
+						  RY_RAIL_EV_LINK_DOWN);
+	}
+	pthread_mutex_unlock(&loop_lock);
+	return 0;
+}
+
+static int loop_get_stats(struct ry_rail *rail, struct ry_rail_stats *st)
+{
+	struct loop_rail *lr = to_lr(rail);
+
+	pthread_mutex_lock(&loop_lock);
+	*st = lr->lr_stats;
+	pthread_mutex_unlock(&loop_lock);
+	return 0;
+}
+
+void ry_loop_hold(struct ry_rail *rail, bool on)
+{
+	pthread_mutex_lock(&loop_lock);
+	to_lr(rail)->lr_hold = on;
+	pthread_mutex_unlock(&loop_lock);
+}
+
+int ry_loop_release_held(struct ry_rail *rail)
+{
+	struct loop_rail *lr = to_lr(rail), *dlr;
+	struct loop_pkt *pk;
+	struct loop_qp *dq;
+	int landed = 0;
+
+	pthread_mutex_lock(&loop_lock);
+	while ((pk = lr->lr_held_head)) {
+		lr->lr_held_head = pk->pk_next;
+		dq = find_qp(pk->pk_dst_qpn, &dlr);
+		/* a stale packet lands only on a QP still talking to its
+		 * source; an ERR or destroyed QP drops it */
+		if (dq && pk->pk_wr.opcode != RY_WR_RDMA_READ &&
+		    (dq->lq_base.state == RY_QPS_RTR ||
+		     dq->lq_base.state == RY_QPS_RTS) &&
+		    dq->lq_attr.remote.qpn == pk->pk_src_qpn &&
+		    execute(dlr, dq, &pk->pk_wr, pk->pk_data) == RY_WC_SUCCESS)
+			landed++;
+		else
+			lr->lr_stats.rx_qp_err_dropped++;
+		free(pk);
+	}
+	lr->lr_held_tail = NULL;
+	pthread_mutex_unlock(&loop_lock);
+	return landed;
+}
+
+const struct ry_rail_ops ry_loop_ops = {
+	.alloc_pd = loop_alloc_pd,
+	.close = loop_close,
+	.create_qp = loop_create_qp,
+	.dealloc_pd = loop_dealloc_pd,
+	.dereg_mr = loop_dereg_mr,
+	.destroy_qp = loop_destroy_qp,
+	.fd = loop_fd,
+	.get_event = loop_get_event,
+	.get_stats = loop_get_stats,
+	.modify_qp = loop_modify_qp,
+	.name = "loop",
+	.open = loop_open,
+	.poll_cq = loop_poll_cq,
+	.post_recv = loop_post_recv,
+	.post_send = loop_post_send,
+	.progress = loop_progress,
+	.query = loop_query,
+	.reg_mr = loop_reg_mr,
+	.set_fault = loop_set_fault,
+	.set_link = loop_set_link,
+};
+
+const struct ry_rail_ops ry_null_ops = {
+	.alloc_pd = loop_alloc_pd,
+	.close = loop_close,
+	.create_qp = loop_create_qp,
+	.dealloc_pd = loop_dealloc_pd,
+	.dereg_mr = loop_dereg_mr,
+	.destroy_qp = loop_destroy_qp,
+	.fd = loop_fd,
+	.get_event = loop_get_event,
+	.get_stats = loop_get_stats,
+	.modify_qp = loop_modify_qp,
+	.name = "null",
+	.open = null_open,
+	.poll_cq = loop_poll_cq,
+	.post_recv = loop_post_recv,
+	.post_send = null_post_send,
+	.progress = loop_progress,
+	.query = loop_query,
+	.reg_mr = loop_reg_mr,
+	.set_fault = loop_set_fault,
+	.set_link = loop_set_link,
+};

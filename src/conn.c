@@ -1,0 +1,446 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * One RC connection per (our rail, peer's rail) pair: connect, probe,
+ * reconnect with exponential backoff and jitter, and the health score that
+ * lowers a flapping rail's share (as LNet Health does: halved on every
+ * failure, restored step by step while the connection stays up).
+ *
+ * Connection state machine (enum ry__conn_state):
+ *
+ *   UNPAIRED   the peer has no rail on this network
+ *   IDLE -> CONNECTING        we sent CONNECT_REQ (QP in INIT)
+ *   IDLE -> PROBING           we accepted the peer's CONNECT_REQ (QP in RTS)
+ *   CONNECTING -> PROBING     CONNECT_REP: QP to RTS, probe SEND posted
+ *   PROBING -> ACTIVE         our probe completed, or the peer's arrived
+ *   CONNECTING -> BACKOFF     reject or timeout (nothing was posted)
+ *   PROBING|ACTIVE -> FAILED  error completion, link down, silence, fence
+ *   FAILED -> DRAINING        (replay.c) QP to ERR, flushed WRs replayed
+ *   DRAINING -> BACKOFF       last flushed WR seen; QP destroyed
+ *   BACKOFF -> CONNECTING     backoff expired, link up, control channel up
+ *
+ * Both sides may connect a pair at once; the CONNECT_REQ of the node with
+ * the larger incarnation id wins and the other side abandons its own.
+ * Every connection gets a fresh QP, so a new random QPN, PSN and cookie.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "src/manager.h"
+
+static const char *const conn_state_names[CONN__MAX] = {
+	[CONN_UNPAIRED] = "unpaired",
+	[CONN_IDLE] = "idle",
+	[CONN_CONNECTING] = "connecting",
+	[CONN_PROBING] = "probing",
+	[CONN_ACTIVE] = "active",
+	[CONN_FAILED] = "failed",
+	[CONN_DRAINING] = "draining",
+	[CONN_BACKOFF] = "backoff",
+};
+
+const char *ry__conn_state_str(enum ry__conn_state s)
+{
+	return (unsigned)s < CONN__MAX ? conn_state_names[s] : "?";
+}
+
+void ry__conn_init(struct ry__conn *c, struct ry_peer *p,
+		   struct ry__lrail *lr)
+{
+	const struct ry_rail_config *rc = &lr->lr_cfg;
+
+	memset(c, 0, sizeof(*c));
+	c->cn_peer = p;
+	c->cn_lrail = lr;
+	c->cn_ridx = -1;
+	c->cn_state = CONN_UNPAIRED;
+	c->cn_health = 1000;
+	/* a known rate beats a configured weight; Mb/s keeps it in range */
+	if (rc->rate_bps)
+		c->cn_weight = (uint32_t)ry__min64(rc->rate_bps / 1000000 + 1,
+						    1u << 20);
+	else
+		c->cn_weight = rc->weight ? rc->weight : 1;
+	c->cn_backoff_ms = lr->lr_mgr->m_cfg.failover.reconnect_min_ms;
+	ry__conn_update_share(c);
+}
+
+static unsigned qpn_hash(uint32_t qpn)
+{
+	return (qpn * 2654435761u) >> 24 & (RY__QPN_HASH - 1);
+}
+
+void ry__conn_hash_add(struct ry__conn *c)
+{
+	struct ry__conn **b =
+		&c->cn_lrail->lr_qpn_hash[qpn_hash(c->cn_qp->qp_num)];
+
+	c->cn_hnext = *b;
+	*b = c;
+}
+
+void ry__conn_hash_del(struct ry__conn *c)
+{
+	struct ry__conn **pp =
+		&c->cn_lrail->lr_qpn_hash[qpn_hash(c->cn_qp->qp_num)];
+
+	for (; *pp; pp = &(*pp)->cn_hnext)
+		if (*pp == c) {
+			*pp = c->cn_hnext;
+			break;
+		}
+	c->cn_hnext = NULL;
+}
+
+struct ry__conn *ry__conn_by_qpn(struct ry__lrail *lr, uint32_t qpn)
+{
+	struct ry__conn *c = lr->lr_qpn_hash[qpn_hash(qpn)];
+
+	while (c && c->cn_qp->qp_num != qpn)
+		c = c->cn_hnext;
+	return c;
+}
+
+void ry__conn_destroy_qp(struct ry__conn *c)
+{
+	int ret;
+
+	if (!c->cn_qp)
+		return;
+	ry__conn_hash_del(c);
+	ret = ry_rail_destroy_qp(c->cn_qp);
+	if (ret)
+		RY_ERR("mgr", "qp 0x%x: destroy: %d", c->cn_qp->qp_num, ret);
+	c->cn_qp = NULL;
+}
+
+static int create_qp(struct ry__conn *c)
+{
+	struct ry_manager *m = c->cn_lrail->lr_mgr;
+	struct ry_qp_init init = {
+		/* room for a heartbeat or probe beside a full window */
+		.max_send_wr = m->m_cfg.wr_per_qp + 2,
+		.context = c,
+	};
+	struct ry_qp_attr attr = {
+		.access = RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE |
+			  RY_ACCESS_REMOTE_READ,
+	};
+	int ret;
+
+	ret = ry_rail_create_qp(c->cn_lrail->lr_pd, &init, &c->cn_qp);
+	if (ret) {
+		RY_ERR("mgr", "rail %s: create QP: %d", c->cn_lrail->lr_cfg.name,
+		       ret);
+		return ret;
+	}
+	ret = ry_rail_modify_qp(c->cn_qp, RY_QPS_INIT, &attr);
+	if (ret) {
+		ry_rail_destroy_qp(c->cn_qp);
+		c->cn_qp = NULL;
+		return ret;
+	}
+	ry__conn_hash_add(c);
+	return 0;
+}
+
+static void local_ep(struct ry__conn *c, struct ry_qp_endpoint *ep)
+{
+	static const uint8_t zero[16];
+	const struct ry_rail_attr *a = &c->cn_lrail->lr_attr;
+
+	*ep = c->cn_qp->local;
+	ep->qpn = c->cn_qp->qp_num;
+	if (!memcmp(ep->gid, zero, 16) && !ep->udp_port && !ep->lid) {
+		memcpy(ep->gid, a->local.gid, 16);
+		ep->lid = a->local.lid;
+		ep->udp_port = a->local.udp_port;
+	}
+	if (!ep->mtu)
+		ep->mtu = a->mtu;
+}
+
+static int to_rts(struct ry__conn *c, const struct ry_qp_endpoint *rem)
+{
+	const struct ry_failover_config *f =
+		&c->cn_lrail->lr_mgr->m_cfg.failover;
+	struct ry_qp_attr attr = {
+		.remote = *rem,
+		.mtu = rem->mtu && rem->mtu < c->cn_lrail->lr_attr.mtu ?
+			       rem->mtu :
+			       c->cn_lrail->lr_attr.mtu,
+		.ack_timeout_us = f->ack_timeout_ms * 1000,
+		.retry_cnt = f->retry_count,
+		.rnr_retry = f->rnr_retry,
+		.min_rnr_timer_us = 1000,
+		.max_rd_atomic = 16,
+	};
+	int ret;
+
+	ret = ry_rail_modify_qp(c->cn_qp, RY_QPS_RTR, &attr);
+	if (!ret)
+		ret = ry_rail_modify_qp(c->cn_qp, RY_QPS_RTS, &attr);
+	if (ret)
+		RY_ERR("mgr", "qp 0x%x: to RTS: %d", c->cn_qp->qp_num, ret);
+	c->cn_remote = *rem;
+	return ret;
+}
+
+void ry__conn_update_share(struct ry__conn *c)
+{
+	c->cn_share = (uint64_t)c->cn_weight * (c->cn_health + 10);
+}
+
+void ry__conn_backoff(struct ry__conn *c, uint64_t now)
+{
+	const struct ry_failover_config *f =
+		&c->cn_lrail->lr_mgr->m_cfg.failover;
+	uint64_t ns = (uint64_t)c->cn_backoff_ms * 1000000ull;
+
+	c->cn_state = CONN_BACKOFF;
+	/* jitter: half to one and a half times the backoff */
+	c->cn_deadline_ns = now + ns / 2 + ry__rand64() % (ns + 1);
+	c->cn_backoff_ms = (uint32_t)ry__min64((uint64_t)c->cn_backoff_ms * 2,
+					       f->reconnect_max_ms);
+}
+
+static bool can_connect(struct ry__conn *c)
+{
+	struct ry_peer *p = c->cn_peer;
+
+	return c->cn_ridx >= 0 && p->pr_state == PEER_READY &&
+	       ry__ctl_alive(p->pr_ctl) &&
+	       c->cn_lrail->lr_link == RY_LINK_UP;
+}
+
+void ry__conn_start(struct ry__conn *c, uint64_t now)
+{
+	struct ry_manager *m = c->cn_lrail->lr_mgr;
+	struct ry_qp_endpoint ep;
+
+	if (!can_connect(c) || create_qp(c)) {
+		ry__conn_backoff(c, now);
+		return;
+	}
+	local_ep(c, &ep);
+	c->cn_attempt++;
+	c->cn_state = CONN_CONNECTING;
+	c->cn_deadline_ns = now + m->m_connect_ns;
+	ry__ctl_send_conn(c->cn_peer->pr_ctl, CTL_CONN_REQ, c->cn_lrail->lr_idx,
+			  (unsigned)c->cn_ridx, c->cn_attempt, &ep, 0);
+	RY_DBG("mgr", "peer %s rail %s: connecting qp 0x%x",
+	       c->cn_peer->pr_name, c->cn_lrail->lr_cfg.name, ep.qpn);
+}
+
+void ry__conn_activate(struct ry__conn *c, uint64_t now)
+{
+	struct ry_peer *p = c->cn_peer;
+
+	c->cn_state = CONN_ACTIVE;
+	c->cn_active_ns = now;
+	c->cn_health_ns = now;
+	c->cn_last_ok_ns = now;
+	c->cn_reason[0] = 0;
+	c->cn_lrail->lr_active++;
+	c->cn_cnt.reconnects++;
+	ry__peer_update_paths(p);
+	RY_INFO("mgr", "peer %s rail %s: connected, qp 0x%x -> 0x%x",
+		p->pr_name, c->cn_lrail->lr_cfg.name, c->cn_qp->qp_num,
+		c->cn_remote.qpn);
+	ry__queue_event(c->cn_lrail->lr_mgr, RY_EV_CONN_UP, c->cn_lrail, p, "",
+			now);
+	ry__peer_dirty(p);
+}
+
+/* Drain a connection that must be replaced now (the peer reconnects it). */
+static bool make_room(struct ry__conn *c, uint64_t now)
+{
+	struct ry_manager *m = c->cn_lrail->lr_mgr;
+
+	if (c->cn_state == CONN_PROBING || c->cn_state == CONN_ACTIVE)
+		ry__conn_mark_failed(c, "peer reconnected", now);
+	if (c->cn_state == CONN_FAILED)
+		ry__replay_run(m);
+	if (c->cn_state == CONN_DRAINING)
+		ry__poll_rail(c->cn_lrail, now);
+	return c->cn_state == CONN_IDLE || c->cn_state == CONN_BACKOFF;
+}
+
+void ry__conn_on_req(struct ry_peer *p, unsigned src, unsigned dst,
+		     uint32_t attempt, const struct ry_qp_endpoint *ep,
+		     struct ry__ctl *ctl)
+{
+	struct ry_manager *m = p->pr_mgr;
+	uint64_t now = ry__now_ns();
+	struct ry_qp_endpoint mine;
+	struct ry__conn *c;
+
+	if (dst >= m->m_nrails || p->pr_conns[dst].cn_ridx != (int)src) {
+		ry__ctl_send_conn(ctl, CTL_CONN_REJ, dst, src, attempt, NULL,
+				  -EINVAL);
+		return;
+	}
+	c = &p->pr_conns[dst];
+	if (c->cn_state == CONN_CONNECTING) {
+		if (m->m_node > p->pr_node)
+			return; /* ours wins; the peer will take it */
+		ry__conn_destroy_qp(c);
+		c->cn_state = CONN_IDLE;
+	}
+	if (c->cn_lrail->lr_link != RY_LINK_UP || !make_room(c, now) ||
+	    create_qp(c)) {
+		ry__ctl_send_conn(ctl, CTL_CONN_REJ, dst, src, attempt, NULL,
+				  -EAGAIN);
+		return;
+	}
+	if (to_rts(c, ep)) {
+		ry__conn_destroy_qp(c);
+		ry__conn_backoff(c, now);
+		ry__ctl_send_conn(ctl, CTL_CONN_REJ, dst, src, attempt, NULL,
+				  -EIO);
+		return;
+	}
+	local_ep(c, &mine);
+	c->cn_state = CONN_PROBING;
+	c->cn_deadline_ns = now + m->m_connect_ns;
+	c->cn_last_ok_ns = now;
+	ry__ctl_send_conn(ctl, CTL_CONN_REP, dst, src, attempt, &mine, 0);
+}
+
+void ry__conn_on_rep(struct ry_peer *p, unsigned src, unsigned dst,
+		     uint32_t attempt, const struct ry_qp_endpoint *ep)
+{
+	struct ry_manager *m = p->pr_mgr;
+	uint64_t now = ry__now_ns();
+	struct ry__conn *c;
+
+	if (dst >= m->m_nrails)
+		return;
+	c = &p->pr_conns[dst];
+	if (c->cn_state != CONN_CONNECTING || c->cn_attempt != attempt ||
+	    c->cn_ridx != (int)src)
+		return; /* an attempt we gave up on */
+	if (to_rts(c, ep)) {
+		ry__conn_destroy_qp(c);
+		ry__conn_backoff(c, now);
+		return;
+	}
+	c->cn_state = CONN_PROBING;
+	c->cn_deadline_ns = now + m->m_connect_ns;
+	c->cn_last_ok_ns = now;
+	if (ry__post_ctl_msg(c, WRK_PROBE, now))
+		ry__conn_mark_failed(c, "cannot post probe", now);
+}
+
+void ry__conn_on_rej(struct ry_peer *p, unsigned src, unsigned dst,
+		     uint32_t attempt, int err)
+{
+	struct ry__conn *c;
+
+	if (dst >= p->pr_mgr->m_nrails)
+		return;
+	c = &p->pr_conns[dst];
+	if (c->cn_state != CONN_CONNECTING || c->cn_attempt != attempt)
+		return;
+	RY_DBG("mgr", "peer %s rail %s: connect rejected: %d", p->pr_name,
+	       c->cn_lrail->lr_cfg.name, err);
+	ry__conn_destroy_qp(c);
+	ry__conn_backoff(c, ry__now_ns());
+}
+
+int ry__conn_post(struct ry__conn *c, struct ry__wr **wrs,
+		  struct ry_send_wr *swr, unsigned n, uint64_t now)
+{
+	unsigned i;
+	int ret;
+
+	ret = ry_rail_post_send(c->cn_qp, swr, n);
+	if (ret)
+		return ret;
+	for (i = 0; i < n; i++) {
+		struct ry__wr *w = wrs[i];
+
+		w->wr_next = NULL;
+		w->wr_prev = c->cn_posted_tail;
+		if (c->cn_posted_tail)
+			c->cn_posted_tail->wr_next = w;
+		else
+			c->cn_posted_head = w;
+		c->cn_posted_tail = w;
+	}
+	c->cn_last_tx_ns = now;
+	c->cn_cnt.work_requests += n;
+	return 0;
+}
+
+int ry__post_ctl_msg(struct ry__conn *c, enum ry__wr_kind kind, uint64_t now)
+{
+	struct ry_manager *m = c->cn_lrail->lr_mgr;
+	struct ry_region *rg = m->m_ctl_region;
+	struct ry__wr *w = ry__pool_get(&m->m_wr_pool);
+	struct ry_send_wr swr = { 0 };
+	int ret;
+
+	if (!w)
+		return -ENOMEM;
+	memset(w, 0, sizeof(*w));
+	w->wr_conn = c;
+	w->wr_kind = (uint8_t)kind;
+	w->wr_post_ns = now;
+	swr.wr_id = (uintptr_t)w;
+	swr.opcode = RY_WR_SEND;
+	swr.sge.addr = (uintptr_t)rg->rg_addr +
+		       (kind == WRK_PROBE ? sizeof(struct ry__mhdr) : 0);
+	swr.sge.length = RY__MSG_HDR;
+	swr.sge.lkey = rg->rg_mr[c->cn_lrail->lr_idx]->lkey;
+	if (!c->cn_out_wrs)
+		c->cn_busy_since_ns = now;
+	c->cn_out_wrs++;
+	ret = ry__conn_post(c, &w, &swr, 1, now);
+	if (ret) {
+		c->cn_out_wrs--;
+		ry__pool_put(&m->m_wr_pool, w);
+	}
+	return ret;
+}
+
+void ry__conn_timers(struct ry__conn *c, uint64_t now)
+{
+	struct ry_manager *m = c->cn_lrail->lr_mgr;
+
+	switch (c->cn_state) {
+	case CONN_CONNECTING:
+		if (now >= c->cn_deadline_ns) {
+			ry__conn_destroy_qp(c);
+			snprintf(c->cn_reason, sizeof(c->cn_reason),
+				 "connect timed out");
+			ry__conn_backoff(c, now);
+		}
+		break;
+	case CONN_PROBING:
+		if (now >= c->cn_deadline_ns)
+			ry__conn_mark_failed(c, "probe timed out", now);
+		break;
+	case CONN_BACKOFF:
+		if (now >= c->cn_deadline_ns) {
+			if (can_connect(c))
+				ry__conn_start(c, now);
+			else
+				c->cn_deadline_ns = now + m->m_tick_ns * 4;
+		}
+		break;
+	case CONN_ACTIVE:
+		if (c->cn_health < 1000 &&
+		    now - c->cn_health_ns >= 100000000ull) {
+			c->cn_health = c->cn_health + 50 > 1000 ?
+					       1000 : c->cn_health + 50;
+			c->cn_health_ns = now;
+			ry__conn_update_share(c);
+		}
+		if (now - c->cn_active_ns > 1000000000ull)
+			c->cn_backoff_ms = m->m_cfg.failover.reconnect_min_ms;
+		ry__heartbeat(c, now);
+		break;
+	default:
+		break;
+	}
+}

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Counters.  Each connection keeps its own; a rail's are the sum over its
+ * connections to every peer (plus the transport's retransmits), a peer's
+ * the sum over its connections (plus its fences).  Summing on read keeps
+ * the hot path to one increment per event.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "src/manager.h"
+
+void ry__cnt_add(struct ry_counters *d, const struct ry_counters *s)
+{
+	d->bytes += s->bytes;
+	d->fragments += s->fragments;
+	d->work_requests += s->work_requests;
+	d->messages += s->messages;
+	d->replayed_fragments += s->replayed_fragments;
+	d->retransmits += s->retransmits;
+	d->failovers += s->failovers;
+	d->fences += s->fences;
+	d->reconnects += s->reconnects;
+	d->heartbeats += s->heartbeats;
+	d->detect_count += s->detect_count;
+	d->detect_ns_total += s->detect_ns_total;
+	if (s->detect_ns_max > d->detect_ns_max)
+		d->detect_ns_max = s->detect_ns_max;
+	d->resume_count += s->resume_count;
+	d->resume_ns_total += s->resume_ns_total;
+	if (s->resume_ns_max > d->resume_ns_max)
+		d->resume_ns_max = s->resume_ns_max;
+}
+
+static struct ry__lrail *rail_by_name(struct ry_manager *m, const char *name)
+{
+	unsigned i;
+
+	for (i = 0; i < m->m_nrails; i++)
+		if (!strcmp(m->m_rails[i].lr_cfg.name, name))
+			return &m->m_rails[i];
+	return NULL;
+}
+
+int ry_rail_counters(struct ry_manager *m, const char *rail,
+		     struct ry_counters *out)
+{
+	struct ry_rail_stats st;
+	struct ry_counters sum;
+	struct ry__lrail *lr;
+	struct ry_peer *p;
+
+	if (!m || !rail || !out)
+		return -EINVAL;
+	pthread_mutex_lock(&m->m_lock);
+	lr = rail_by_name(m, rail);
+	if (!lr) {
+		pthread_mutex_unlock(&m->m_lock);
+		return -ENOENT;
+	}
+	sum = lr->lr_gone;
+	for (p = m->m_peers; p; p = p->pr_next)
+		ry__cnt_add(&sum, &p->pr_conns[lr->lr_idx].cn_cnt);
+	if (!ry_rail_get_stats(lr->lr_rail, &st))
+		sum.retransmits += st.retransmits;
+	pthread_mutex_unlock(&m->m_lock);
+	*out = sum;
+	return 0;
+}
+
+int ry_peer_counters(struct ry_peer *p, struct ry_counters *out)
+{
+	struct ry_manager *m;
+	struct ry_counters sum;
+	unsigned i;
+
+	if (!p || !out)
+		return -EINVAL;
+	m = p->pr_mgr;
+	memset(&sum, 0, sizeof(sum));
+	pthread_mutex_lock(&m->m_lock);
+	for (i = 0; i < m->m_nrails; i++)
+		ry__cnt_add(&sum, &p->pr_conns[i].cn_cnt);
+	sum.fences = p->pr_fences;
+	pthread_mutex_unlock(&m->m_lock);
+	*out = sum;
+	return 0;
+}
+
+int ry_rail_info(struct ry_manager *m, const char *rail,
+		 struct ry_rail_info *out)
+{
+	struct ry_rail_info ri = { .health_min = 1000 };
+	struct ry__lrail *lr;
+	struct ry_peer *p;
+
+	if (!m || !rail || !out)
+		return -EINVAL;
+	pthread_mutex_lock(&m->m_lock);
+	lr = rail_by_name(m, rail);
+	if (!lr) {
+		pthread_mutex_unlock(&m->m_lock);
+		return -ENOENT;
+	}
+	ri.link_up = lr->lr_link == RY_LINK_UP;
+	ri.peers_active = lr->lr_active;
+	for (p = m->m_peers; p; p = p->pr_next) {
+		const struct ry__conn *c = &p->pr_conns[lr->lr_idx];
+
+		if (c->cn_state != CONN_UNPAIRED && c->cn_health < ri.health_min)
+			ri.health_min = c->cn_health;
+	}
+	pthread_mutex_unlock(&m->m_lock);
+	*out = ri;
+	return 0;
+}

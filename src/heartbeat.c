@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Heartbeats.  An idle ACTIVE connection sends a small SEND every
+ * heartbeat_ms; a connection with work outstanding that has seen no
+ * completion (and received nothing) for timeout_ms is declared dead.  So a
+ * silent unplug at the far end, which raises no local event, is noticed
+ * within heartbeat_ms + timeout_ms even without traffic, and usually
+ * sooner by the transport's own retry-exceeded completion.
+ */
+#include <stdio.h>
+
+#include "src/manager.h"
+
+void ry__heartbeat(struct ry__conn *c, uint64_t now)
+{
+	struct ry_manager *m = c->cn_lrail->lr_mgr;
+	uint64_t since;
+
+	if (c->cn_out_wrs) {
+		since = c->cn_last_ok_ns > c->cn_busy_since_ns ?
+				c->cn_last_ok_ns : c->cn_busy_since_ns;
+		if (now - since > m->m_timeout_ns) {
+			char why[64];
+
+			snprintf(why, sizeof(why),
+				 "silent for %llu ms (heartbeat)",
+				 (unsigned long long)((now - since) / 1000000));
+			ry__conn_mark_failed(c, why, c->cn_last_ok_ns);
+		}
+		return;
+	}
+	since = c->cn_last_ok_ns > c->cn_last_tx_ns ? c->cn_last_ok_ns :
+						      c->cn_last_tx_ns;
+	if (!c->cn_hb_out && now - since >= m->m_hb_ns) {
+		if (ry__post_ctl_msg(c, WRK_HEARTBEAT, now)) {
+			ry__conn_mark_failed(c, "cannot post heartbeat", now);
+			return;
+		}
+		c->cn_hb_out = true;
+		c->cn_cnt.heartbeats++;
+	}
+}

@@ -1,0 +1,524 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The rail manager's internal structures, shared by the files in src/.
+ *
+ * LOCKING
+ *
+ *   m_lock (struct ry_manager)  protects every structure in this file: local
+ *                               rails, peers, connections, operations, pools,
+ *                               control sockets, counters; and serialises
+ *                               every call into the rails (rail.h asks its
+ *                               owner to).
+ *   m_cb_lock                   serialises the application's callbacks
+ *                               (recv, event) registration against delivery.
+ *
+ *   Lock order: m_lock -> provider-internal locks (the loop rail's
+ *   loop_lock) -> the log sink lock.  m_cb_lock is never held with m_lock.
+ *
+ *   No application callback runs with m_lock held: completions, messages
+ *   and events are moved to a delivery list under m_lock and handed out
+ *   after it is dropped (deliver() in manager.c).
+ *
+ * OWNERSHIP
+ *
+ *   A fragment is in exactly one place: queued (an op's fresh range
+ *   [op_next_frag, op_nfrags) or a struct ry__range on the peer's replay
+ *   list), posted (inside one struct ry__wr on one connection), or done
+ *   (counted in op_done_frags).  Whoever takes a fragment out of a place
+ *   puts it in the next one; the op completes when op_done_frags reaches
+ *   op_nfrags and no message of it is outstanding.
+ *
+ *   Replay and teardown never happen while a completion is being handled:
+ *   completion handling marks a connection CONN_FAILED (mark_failed);
+ *   ry__replay_run() moves it to ERR, fences and drains it later in the
+ *   same progress call.
+ */
+#ifndef RAILYARD_MANAGER_H
+#define RAILYARD_MANAGER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <railyard/railyard.h>
+
+#include "rails/rail.h"
+#include "src/log.h"
+
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+#define RY__RECV_BUFS 256        /* receive buffers per rail (the SRQ) */
+#define RY__MSG_SLOTS 256        /* send slots for messages per manager */
+#define RY__MSG_HDR 40           /* struct ry__mhdr on the wire */
+#define RY__MSG_BUF (RY_MSG_MAX + 64)
+#define RY__RXWIN 1024           /* message dedupe window, in sequences */
+#define RY__POST_BATCH 32        /* WRs handed to one post_send call */
+
+static inline uint64_t ry__min64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+uint64_t ry__now_ns(void);
+uint64_t ry__rand64(void);
+
+/* ---- inflight.c: bounded-chunk pools ---- */
+
+struct ry__pool_chunk;
+
+struct ry__pool {
+	size_t pl_size;         /* object size, rounded */
+	unsigned pl_per_chunk;
+	void *pl_free;          /* free objects, linked through their first word */
+	struct ry__pool_chunk *pl_chunks;
+	unsigned long pl_in_use;
+};
+
+void ry__pool_init(struct ry__pool *pl, size_t size);
+void *ry__pool_get(struct ry__pool *pl);
+void ry__pool_put(struct ry__pool *pl, void *obj);
+void ry__pool_fini(struct ry__pool *pl);
+
+/* ---- mr.c ---- */
+
+struct ry_region {
+	struct ry_manager *rg_mgr;
+	void *rg_addr;
+	size_t rg_len;
+	unsigned rg_access;       /* enum ry_mr_access */
+	unsigned rg_users;        /* ops in flight using it */
+	struct ry_mr *rg_mr[RY_MAX_RAILS];
+	struct ry_region *rg_next, *rg_prev;
+};
+
+/* An unpacked descriptor. */
+struct ry__desc {
+	uint64_t d_node;
+	uint64_t d_addr;
+	uint64_t d_len;
+	unsigned d_access;
+	uint32_t d_mask;          /* which of the owner's rails have an rkey */
+	uint32_t d_rkey[RY_MAX_RAILS];
+};
+
+int ry__desc_unpack(const void *buf, size_t len, struct ry__desc *d);
+int ry__region_reg(struct ry_manager *m, void *addr, size_t len,
+		   unsigned access, struct ry_region **rg_p);
+void ry__region_dereg(struct ry_region *rg);
+
+/* ---- state machines ---- */
+
+enum ry__conn_state {
+	CONN_UNPAIRED = 0,  /* the peer has no rail on this network */
+	CONN_IDLE,          /* paired, never connected */
+	CONN_CONNECTING,    /* QP in INIT, our CONNECT_REQ sent */
+	CONN_PROBING,       /* QP in RTS, probe outstanding */
+	CONN_ACTIVE,        /* carrying traffic */
+	CONN_FAILED,        /* marked by completion handling; not yet in ERR */
+	CONN_DRAINING,      /* QP in ERR, waiting for its flushed WRs */
+	CONN_BACKOFF,       /* no QP; reconnect at cn_deadline_ns */
+	CONN__MAX
+};
+const char *ry__conn_state_str(enum ry__conn_state s);
+
+enum ry__peer_state {
+	PEER_NEW = 0,       /* not used yet */
+	PEER_CONNECTING,    /* control connection being made */
+	PEER_HELLO,         /* HELLO sent, waiting for the peer's */
+	PEER_READY,         /* rail lists exchanged */
+	PEER_BACKOFF,       /* control channel lost; redial at pr_ctl_retry_ns */
+	PEER__MAX
+};
+const char *ry__peer_state_str(enum ry__peer_state s);
+
+enum ry__op_type {
+	OP_WRITE = 0,
+	OP_READ,
+	OP_SEND,
+};
+
+enum ry__op_state {
+	OPS_WAITING = 0,    /* beyond ops_in_flight: on pr_waitq */
+	OPS_RUNNING,        /* fragments queued, posted or done */
+	OPS_FENCING,        /* all fragments done; waiting for the fence ack */
+	OPS_MESSAGE,        /* its message (send/notify) queued or posted */
+	OPS_DONE,           /* completed; on a delivery list */
+};
+
+enum ry__wr_kind {
+	WRK_FRAG = 0,
+	WRK_MSG,
+	WRK_HEARTBEAT,
+	WRK_PROBE,
+};
+
+/* Rail message types (struct ry__mhdr.mh_type). */
+enum ry__mtype {
+	MT_HEARTBEAT = 1,
+	MT_PROBE,
+	MT_DATA,
+	MT_NOTIFY,
+};
+
+struct ry__mhdr {
+	uint32_t mh_magic;
+	uint16_t mh_type;
+	uint16_t mh_flags;
+	uint64_t mh_seq;
+	uint64_t mh_node;
+	uint64_t mh_notify;
+	uint32_t mh_len;
+	uint32_t mh_rsvd;
+};
+#define RY__MH_MAGIC 0x52594d47u /* "RYMG" */
+
+struct ry__conn;
+struct ry__op;
+
+/* Posted work: one WR on one connection. */
+struct ry__wr {
+	struct ry__conn *wr_conn;
+	struct ry__op *wr_op;
+	uint32_t wr_first;        /* first fragment */
+	uint32_t wr_n;            /* fragments */
+	uint32_t wr_bytes;
+	uint8_t wr_kind;          /* enum ry__wr_kind */
+	bool wr_replay;           /* carries replayed fragments */
+	uint64_t wr_post_ns;
+	struct ry__wr *wr_next, *wr_prev; /* cn_posted */
+};
+
+/* Replayed fragments waiting at the head of the peer's queue. */
+struct ry__range {
+	struct ry__range *rn_next;
+	struct ry__op *rn_op;
+	uint32_t rn_first, rn_n;
+};
+
+struct ry__op {
+	struct ry_peer *op_peer;
+	enum ry__op_type op_type;
+	enum ry__op_state op_state;
+	struct ry_region *op_region;
+	size_t op_local_off;
+	size_t op_len;
+	uint64_t op_raddr;
+	uint32_t op_rmask;               /* peer rails with an rkey */
+	uint32_t op_rkey[RY_MAX_RAILS];
+	uint64_t op_rnode;               /* the descriptor's owner */
+	uint32_t op_nfrags;
+	uint32_t op_next_frag;           /* fresh fragments start here */
+	uint32_t op_done_frags;
+	uint32_t op_posted;              /* WRs of this op posted */
+	bool op_replayed;
+	bool op_notify;
+	uint64_t op_fence_gen;           /* peer fence this op must wait for */
+	uint64_t op_wait_ns;             /* waiting for a path since */
+	/* the message phase (OP_SEND, and a write's notification) */
+	uint64_t op_seq;
+	uint64_t op_notify_val;
+	unsigned op_slot;                /* send slot, or ~0u */
+	uint32_t op_msg_len;
+	ry_complete_fn op_cb;
+	void *op_ctx;
+	enum ry_status op_status;
+	char op_reason[192];
+	struct ry__op *op_all_next, *op_all_prev; /* pr_ops: all of the peer's */
+	struct ry__op *op_q_next;        /* pr_waitq, pr_sched, pr_msgq, done */
+	bool op_on_sched;
+	bool op_on_msgq;
+};
+
+struct ry__lrail;
+
+struct ry__conn {
+	struct ry_peer *cn_peer;
+	struct ry__lrail *cn_lrail;
+	int cn_ridx;                     /* the peer's rail index */
+	enum ry__conn_state cn_state;
+	struct ry_qp *cn_qp;
+	struct ry_qp_endpoint cn_remote;
+	uint32_t cn_attempt;
+	uint64_t cn_deadline_ns;         /* connect/probe timeout, backoff end */
+	uint32_t cn_backoff_ms;
+	uint64_t cn_last_ok_ns;          /* last sign of life */
+	uint64_t cn_busy_since_ns;       /* first post after being idle */
+	uint64_t cn_last_tx_ns;
+	uint64_t cn_active_ns;           /* when it became ACTIVE */
+	uint64_t cn_health_ns;           /* last health recovery step */
+	uint32_t cn_health;              /* 0..1000 */
+	uint32_t cn_weight;              /* from the rail's rate or weight */
+	uint64_t cn_share;               /* weight * health, >= 1 */
+	uint64_t cn_out_bytes;
+	unsigned cn_out_wrs;
+	bool cn_hb_out;
+	struct ry__wr *cn_posted_head, *cn_posted_tail;
+	uint64_t cn_fail_ns;             /* last sign of life before failure */
+	uint64_t cn_fence_gen;           /* fence to request for this failure */
+	uint32_t cn_dead_qpn, cn_dead_rqpn;
+	char cn_reason[96];
+	struct ry__conn *cn_hnext;       /* lr_qpn_hash */
+	struct ry__conn *cn_fnext;       /* m_failed */
+	struct ry_counters cn_cnt;
+};
+
+#define RY__QPN_HASH 256
+
+struct ry__lrail {
+	struct ry_manager *lr_mgr;
+	unsigned lr_idx;
+	struct ry_rail *lr_rail;
+	struct ry_pd *lr_pd;
+	struct ry_rail_config lr_cfg;
+	struct ry_rail_attr lr_attr;
+	enum ry_link_state lr_link;
+	void *lr_recv_buf;
+	struct ry_mr *lr_recv_mr;
+	unsigned lr_active;               /* ACTIVE connections */
+	struct ry__conn *lr_qpn_hash[RY__QPN_HASH];
+	struct ry_counters lr_gone;       /* counters of peers forgotten */
+};
+
+struct ry__ctl;
+
+struct ry__rrail {
+	char rr_name[RY_NAME_MAX];
+	char rr_network[RY_NAME_MAX];
+	struct ry_qp_endpoint rr_ep;      /* gid/lid/udp_port/mtu, no QP */
+};
+
+struct ry_peer {
+	struct ry_manager *pr_mgr;
+	char pr_name[RY_ADDR_MAX];
+	char pr_addr[RY_ADDR_MAX];
+	char pr_node_name[RY_NAME_MAX];   /* from its HELLO */
+	uint64_t pr_node;                 /* its incarnation id; 0 until HELLO */
+	enum ry__peer_state pr_state;
+	struct ry__ctl *pr_ctl;           /* where requests go */
+	uint64_t pr_ctl_retry_ns;
+	uint32_t pr_ctl_backoff_ms;
+	bool pr_dial;                     /* we may dial pr_addr */
+	unsigned pr_nrrails;
+	struct ry__rrail pr_rrails[RY_MAX_RAILS];
+	struct ry__conn pr_conns[RY_MAX_RAILS]; /* by local rail index */
+	unsigned pr_nactive;
+	uint64_t pr_nopath_ns;            /* no ACTIVE connection since */
+	/* operations */
+	struct ry__op *pr_ops_head, *pr_ops_tail;   /* all, in post order */
+	struct ry__op *pr_waitq_head, *pr_waitq_tail;
+	struct ry__op *pr_sched_head, *pr_sched_tail; /* fresh fragments */
+	struct ry__op *pr_msgq_head, *pr_msgq_tail;
+	struct ry__range *pr_replay_head, *pr_replay_tail;
+	unsigned pr_inflight;
+	bool pr_dirty;                    /* on m_dirty: stripe me */
+	struct ry_peer *pr_dnext;
+	/* fencing */
+	uint64_t pr_fence_gen, pr_fence_acked;
+	/* messages */
+	uint64_t pr_tx_seq;
+	uint64_t pr_rx_base;              /* lowest sequence not yet seen */
+	uint64_t pr_rx_bits[RY__RXWIN / 64];
+	/* failover timing */
+	uint64_t pr_resume_from_ns;
+	struct ry__conn *pr_resume_conn;
+	uint64_t pr_fences;
+	struct ry_peer *pr_next;
+};
+
+/* Something to hand to the application after m_lock is dropped. */
+struct ry__delivery {
+	struct ry__delivery *dv_next;
+	int dv_kind;                      /* 0 message, 1 event */
+	struct ry_peer *dv_peer;
+	struct ry_message dv_msg;
+	struct ry_event dv_ev;
+	char dv_rail[RY_NAME_MAX];
+	char dv_peer_name[RY_ADDR_MAX];
+	char dv_reason[128];
+	unsigned char dv_data[];
+};
+
+/* epoll tags */
+enum ry__fd_kind {
+	FDK_LISTEN = 0,
+	FDK_CTL,
+	FDK_RAIL,
+	FDK_TIMER,
+	FDK_WAKE,
+};
+
+struct ry__fdtag {
+	enum ry__fd_kind ft_kind;
+	void *ft_ptr;
+};
+
+struct ry_manager {
+	pthread_mutex_t m_lock;
+	struct ry_config m_cfg;           /* copy; m_cfg.peers owned */
+	uint64_t m_node;                  /* random incarnation id */
+	bool m_closing;
+	unsigned m_nrails;
+	struct ry__lrail m_rails[RY_MAX_RAILS];
+	/* timing, resolved defaults */
+	uint64_t m_hb_ns, m_timeout_ns, m_op_timeout_ns, m_connect_ns;
+	uint64_t m_tick_ns, m_next_tick_ns;
+	/* control channel */
+	int m_listen_fd;
+	char m_listen_addr[RY_ADDR_MAX];
+	struct ry__ctl *m_ctls;
+	/* event fd */
+	int m_epfd, m_timer_fd, m_wake_fd;
+	bool m_timer_armed;
+	struct ry__fdtag m_listen_tag, m_timer_tag, m_wake_tag;
+	struct ry__fdtag m_rail_tag[RY_MAX_RAILS];
+	/* progress thread */
+	pthread_t m_thread;
+	bool m_thread_on, m_thread_stop;
+	/* peers */
+	struct ry_peer *m_peers;
+	struct ry_peer *m_dirty;
+	struct ry__conn *m_failed;
+	/* memory */
+	struct ry_region *m_regions;
+	struct ry_region *m_msg_region;   /* send slots */
+	unsigned m_slot_free[RY__MSG_SLOTS];
+	unsigned m_nslot_free;
+	struct ry_region *m_ctl_region;   /* heartbeat and probe headers */
+	struct ry__pool m_op_pool, m_wr_pool, m_range_pool;
+	/* delivery */
+	struct ry__op *m_done_head, *m_done_tail;   /* with a callback */
+	struct ry__op *m_poll_head, *m_poll_tail;   /* for ry_poll_completions */
+	struct ry__delivery *m_dv_head, *m_dv_tail;
+	pthread_mutex_t m_cb_lock;
+	ry_recv_fn m_recv_fn;
+	void *m_recv_arg;
+	ry_event_fn m_event_fn;
+	void *m_event_arg;
+};
+
+/* manager.c */
+void ry__queue_event(struct ry_manager *m, enum ry_event_type t,
+		     struct ry__lrail *lr, struct ry_peer *p, const char *reason,
+		     uint64_t time_ns);
+void ry__queue_message(struct ry_manager *m, struct ry_peer *p,
+		       enum ry_msg_type t, const void *data, size_t len,
+		       uint64_t notify);
+void ry__fd_watch(struct ry_manager *m, int fd, struct ry__fdtag *tag,
+		  bool out);
+void ry__fd_unwatch(struct ry_manager *m, int fd);
+void ry__timer_arm(struct ry_manager *m);
+
+/* peer.c */
+struct ry_peer *ry__peer_find(struct ry_manager *m, const char *name,
+			      const char *addr);
+struct ry_peer *ry__peer_new(struct ry_manager *m, const char *name,
+			     const char *addr);
+void ry__peer_use(struct ry_peer *p);
+void ry__peer_ready(struct ry_peer *p, bool new_incarnation, bool dialer);
+void ry__peer_path_reason(struct ry_peer *p, uint64_t waited_ns, char *buf,
+			  size_t len);
+void ry__peer_ctl_lost(struct ry_peer *p, struct ry__ctl *c);
+void ry__peer_dirty(struct ry_peer *p);
+void ry__peer_update_paths(struct ry_peer *p);
+void ry__peer_free(struct ry_peer *p);
+
+/* op.c */
+void ry__op_frags_done(struct ry__op *op, uint32_t n);
+void ry__op_fail(struct ry__op *op, enum ry_status st, const char *reason);
+void ry__op_check(struct ry__op *op);
+void ry__op_msg_done(struct ry__op *op);
+void ry__ops_timeouts(struct ry_peer *p, uint64_t now);
+void ry__op_cancel_all(struct ry_peer *p);
+void ry__msgq_push(struct ry_peer *p, struct ry__op *op, bool head);
+void ry__sched_push(struct ry_peer *p, struct ry__op *op);
+void ry__op_release(struct ry_manager *m, struct ry__op *op);
+void ry__op_fill(struct ry_completion *c, const struct ry__op *op);
+
+/* stripe.c */
+void ry__stripe(struct ry_peer *p);
+void ry__conn_update_share(struct ry__conn *c);
+
+/* conn.c */
+void ry__conn_init(struct ry__conn *c, struct ry_peer *p,
+		   struct ry__lrail *lr);
+void ry__conn_start(struct ry__conn *c, uint64_t now);
+void ry__conn_activate(struct ry__conn *c, uint64_t now);
+void ry__conn_backoff(struct ry__conn *c, uint64_t now);
+void ry__conn_timers(struct ry__conn *c, uint64_t now);
+void ry__conn_destroy_qp(struct ry__conn *c);
+struct ry__conn *ry__conn_by_qpn(struct ry__lrail *lr, uint32_t qpn);
+void ry__conn_hash_add(struct ry__conn *c);
+void ry__conn_hash_del(struct ry__conn *c);
+int ry__conn_post(struct ry__conn *c, struct ry__wr **wrs,
+		  struct ry_send_wr *swr, unsigned n, uint64_t now);
+void ry__conn_on_req(struct ry_peer *p, unsigned src, unsigned dst,
+		     uint32_t attempt, const struct ry_qp_endpoint *ep,
+		     struct ry__ctl *ctl);
+void ry__conn_on_rep(struct ry_peer *p, unsigned src, unsigned dst,
+		     uint32_t attempt, const struct ry_qp_endpoint *ep);
+void ry__conn_on_rej(struct ry_peer *p, unsigned src, unsigned dst,
+		     uint32_t attempt, int err);
+int ry__post_ctl_msg(struct ry__conn *c, enum ry__wr_kind kind, uint64_t now);
+
+/* replay.c */
+void ry__conn_mark_failed(struct ry__conn *c, const char *reason,
+			  uint64_t fail_ns);
+void ry__replay_run(struct ry_manager *m);
+void ry__wr_complete(struct ry_manager *m, struct ry__wr *w,
+		     const struct ry_wc *wc, uint64_t now);
+void ry__conn_drained_check(struct ry__conn *c, uint64_t now);
+
+/* fence.c */
+void ry__fence_request(struct ry__conn *c);
+void ry__fence_resend(struct ry_peer *p);
+void ry__fence_on_req(struct ry_peer *p, struct ry__ctl *ctl, uint64_t gen,
+		      unsigned src, unsigned dst, uint32_t src_qpn,
+		      uint32_t dst_qpn);
+void ry__fence_on_ack(struct ry_peer *p, uint64_t gen);
+bool ry__fence_pending(const struct ry__op *op);
+
+/* heartbeat.c */
+void ry__heartbeat(struct ry__conn *c, uint64_t now);
+
+/* msg.c */
+int ry__recv_setup(struct ry__lrail *lr);
+void ry__recv_teardown(struct ry__lrail *lr);
+void ry__on_recv(struct ry__lrail *lr, const struct ry_wc *wc, uint64_t now);
+int ry__msg_slots_setup(struct ry_manager *m);
+unsigned ry__slot_get(struct ry_manager *m);
+void ry__slot_put(struct ry_manager *m, unsigned slot);
+void *ry__slot_addr(struct ry_manager *m, unsigned slot);
+void ry__msg_prepare(struct ry__op *op, enum ry__mtype type, const void *data,
+		     size_t len);
+
+/* control.c */
+int ry__ctl_listen(struct ry_manager *m);
+void ry__ctl_accept(struct ry_manager *m);
+int ry__ctl_dial(struct ry_peer *p);
+void ry__ctl_io(struct ry__ctl *c, uint32_t events);
+void ry__ctl_reap(struct ry_manager *m);
+void ry__ctl_close_all(struct ry_manager *m);
+void ry__ctl_send_hello(struct ry__ctl *c, bool reply);
+void ry__ctl_send_conn(struct ry__ctl *c, int type, unsigned src,
+		       unsigned dst, uint32_t attempt,
+		       const struct ry_qp_endpoint *ep, int err);
+void ry__ctl_send_fence(struct ry__ctl *c, bool ack, uint64_t gen,
+			unsigned src, unsigned dst, uint32_t src_qpn,
+			uint32_t dst_qpn);
+bool ry__ctl_alive(const struct ry__ctl *c);
+#define CTL_CONN_REQ 3
+#define CTL_CONN_REP 4
+#define CTL_CONN_REJ 5
+
+/* timers.c */
+void ry__timers_run(struct ry_manager *m, uint64_t now);
+
+/* manager.c: the rail a local rail name refers to (tests, fault hooks) */
+struct ry_rail *ry__mgr_rail(struct ry_manager *m, const char *name);
+void ry__poll_rail(struct ry__lrail *lr, uint64_t now);
+
+/* counters.c */
+void ry__cnt_add(struct ry_counters *dst, const struct ry_counters *src);
+
+#endif /* RAILYARD_MANAGER_H */

@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Memory registration on every rail, and the memory descriptor an
+ * application carries in its own RPCs.
+ *
+ * Descriptor layout, version 1, all little-endian:
+ *
+ *   0   u32  magic "RYMD" (0x444d5952 read as LE u32)
+ *   4   u8   version (1)
+ *   5   u8   n: rails with an rkey (1..RY_MAX_RAILS)
+ *   6   u16  access (enum ry_mr_access)
+ *   8   u64  owner node (incarnation id)
+ *   16  u64  address
+ *   24  u64  length
+ *   32  n x { u8 rail index, u8 zero[3], u32 rkey }
+ *   32+8n u32 checksum: FNV-1a over every byte before it
+ *
+ * A descriptor crosses trust boundaries (it arrives in someone else's RPC),
+ * so unpacking checks every field and the exact length; a bad one is
+ * -EBADMSG, never a crash or a wild rkey.  The checksum catches truncation
+ * and corruption; a forged but well-formed one is caught by the owner's
+ * rail (rkey, access, bounds) and fails the operation with
+ * RY_EREMOTE_ACCESS.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/manager.h"
+
+#define DESC_MAGIC 0x444d5952u
+#define DESC_VERSION 1
+#define DESC_HDR 32
+#define DESC_ENT 8
+
+static uint32_t fnv1a(const unsigned char *p, size_t n)
+{
+	uint32_t h = 2166136261u;
+
+	while (n--)
+		h = (h ^ *p++) * 16777619u;
+	return h;
+}
+
+static void put16(unsigned char *p, uint16_t v)
+{
+	v = htole16(v);
+	memcpy(p, &v, 2);
+}
+
+static void put32(unsigned char *p, uint32_t v)
+{
+	v = htole32(v);
+	memcpy(p, &v, 4);
+}
+
+static void put64(unsigned char *p, uint64_t v)
+{
+	v = htole64(v);
+	memcpy(p, &v, 8);
+}
+
+static uint16_t get16(const unsigned char *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, 2);
+	return le16toh(v);
+}
+
+static uint32_t get32(const unsigned char *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return le32toh(v);
+}
+
+static uint64_t get64(const unsigned char *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return le64toh(v);
+}
+
+int ry__desc_unpack(const void *buf, size_t len, struct ry__desc *d)
+{
+	const unsigned char *p = buf;
+	struct ry__desc out = { 0 };
+	unsigned n, i;
+
+	if (!buf || len < DESC_HDR + 4)
+		return -EBADMSG;
+	if (get32(p) != DESC_MAGIC)
+		return -EBADMSG;
+	if (p[4] != DESC_VERSION)
+		return -EPROTONOSUPPORT;
+	n = p[5];
+	if (!n || n > RY_MAX_RAILS || len != DESC_HDR + DESC_ENT * n + 4)
+		return -EBADMSG;
+	if (fnv1a(p, len - 4) != get32(p + len - 4))
+		return -EBADMSG;
+	out.d_access = get16(p + 6);
+	out.d_node = get64(p + 8);
+	out.d_addr = get64(p + 16);
+	out.d_len = get64(p + 24);
+	if (out.d_access & ~(unsigned)(RY_MR_REMOTE_WRITE | RY_MR_REMOTE_READ) ||
+	    !out.d_len || out.d_addr + out.d_len < out.d_addr)
+		return -EBADMSG;
+	for (i = 0; i < n; i++) {
+		const unsigned char *e = p + DESC_HDR + DESC_ENT * i;
+
+		if (e[0] >= RY_MAX_RAILS || e[1] || e[2] || e[3] ||
+		    out.d_mask & (1u << e[0]))
+			return -EBADMSG;
+		out.d_mask |= 1u << e[0];
+		out.d_rkey[e[0]] = get32(e + 4);
+	}
+	*d = out;
+	return 0;
+}
+
+int ry_desc_check(const void *desc, size_t len)
+{
+	struct ry__desc d;
+
+	return ry__desc_unpack(desc, len, &d);
+}
+
+int ry_mr_pack(const struct ry_region *rg, void *buf, size_t len)
+{
+	const struct ry_manager *m;
+	unsigned char *p = buf;
+	size_t need;
+	unsigned i, n = 0;
+
+	if (!rg || !buf)
+		return -EINVAL;
+	m = rg->rg_mgr;
+	need = DESC_HDR + DESC_ENT * m->m_nrails + 4;
+	if (len < need)
+		return -ENOSPC;
+	memset(p, 0, need);
+	put32(p, DESC_MAGIC);
+	p[4] = DESC_VERSION;
+	put16(p + 6, (uint16_t)rg->rg_access);
+	put64(p + 8, m->m_node);
+	put64(p + 16, (uintptr_t)rg->rg_addr);
+	put64(p + 24, rg->rg_len);
+	for (i = 0; i < m->m_nrails; i++) {
+		unsigned char *e = p + DESC_HDR + DESC_ENT * n++;
+
+		e[0] = (unsigned char)i;
+		put32(e + 4, rg->rg_mr[i]->rkey);
+	}
+	p[5] = (unsigned char)n;
+	need = DESC_HDR + DESC_ENT * n;
+	put32(p + need, fnv1a(p, need));
+	return (int)(need + 4);
+}
+
+/* Called with m_lock held. */
+int ry__region_reg(struct ry_manager *m, void *addr, size_t len,
+		   unsigned access, struct ry_region **rg_p)
+{
+	unsigned ra = RY_ACCESS_LOCAL_WRITE;
+	struct ry_region *rg;
+	unsigned i;
+	int ret;
+
+	if (access & RY_MR_REMOTE_WRITE)
+		ra |= RY_ACCESS_REMOTE_WRITE;
+	if (access & RY_MR_REMOTE_READ)
+		ra |= RY_ACCESS_REMOTE_READ;
+	rg = calloc(1, sizeof(*rg));
+	if (!rg)
+		return -ENOMEM;
+	rg->rg_mgr = m;
+	rg->rg_addr = addr;
+	rg->rg_len = len;
+	rg->rg_access = access;
+	for (i = 0; i < m->m_nrails; i++) {
+		ret = ry_rail_reg_mr(m->m_rails[i].lr_pd, addr, len, ra,
+				     &rg->rg_mr[i]);
+		if (ret) {
+			RY_ERR("mgr", "rail %s: registering %zu bytes: %d",
+			       m->m_rails[i].lr_cfg.name, len, ret);
+			goto err_dereg;
+		}
+	}
+	rg->rg_next = m->m_regions;
+	if (m->m_regions)
+		m->m_regions->rg_prev = rg;
+	m->m_regions = rg;
+	*rg_p = rg;
+	return 0;
+
+err_dereg:
+	while (i-- > 0)
+		ry_rail_dereg_mr(rg->rg_mr[i]);
+	free(rg);
+	return ret;
+}
+
+/* Called with m_lock held. */
+void ry__region_dereg(struct ry_region *rg)
+{
+	struct ry_manager *m = rg->rg_mgr;
+	unsigned i;
+
+	for (i = 0; i < m->m_nrails; i++)
+		ry_rail_dereg_mr(rg->rg_mr[i]);
+	if (rg->rg_prev)
+		rg->rg_prev->rg_next = rg->rg_next;
+	else
+		m->m_regions = rg->rg_next;
+	if (rg->rg_next)
+		rg->rg_next->rg_prev = rg->rg_prev;
+	free(rg);
+}
+
+int ry_mr_reg(struct ry_manager *m, void *addr, size_t len, unsigned access,
+	      struct ry_region **rg_p)
+{
+	int ret;
+
+	if (!m || !addr || !len || !rg_p ||
+	    access & ~(unsigned)(RY_MR_REMOTE_WRITE | RY_MR_REMOTE_READ))
+		return -EINVAL;
+	pthread_mutex_lock(&m->m_lock);
+	ret = m->m_closing ? -ESHUTDOWN :
+			     ry__region_reg(m, addr, len, access, rg_p);
+	pthread_mutex_unlock(&m->m_lock);
+	return ret;
+}
+
+int ry_mr_dereg(struct ry_region *rg)
+{
+	struct ry_manager *m;
+	int ret = 0;
+
+	if (!rg)
+		return 0;
+	m = rg->rg_mgr;
+	pthread_mutex_lock(&m->m_lock);
+	if (rg->rg_users)
+		ret = -EBUSY;
+	else
+		ry__region_dereg(rg);
+	pthread_mutex_unlock(&m->m_lock);
+	return ret;
+}

@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Two-sided messages over the rails: the receive buffers each rail's SRQ
+ * holds (so receive memory does not grow with the number of peers), the
+ * send slots messages are copied into, and exactly-once delivery.
+ *
+ * Every message carries a per-peer sequence number, assigned when it is
+ * first posted and kept across replays.  The receiver remembers which
+ * sequences in [pr_rx_base, pr_rx_base + RY__RXWIN) it has delivered in a
+ * ring bitmap (bit seq % RY__RXWIN) and everything below pr_rx_base; a
+ * replayed copy of a message that had in fact arrived is acknowledged by
+ * the transport and dropped here.  A sender keeps at most RY__MSG_SLOTS
+ * messages outstanding, well inside the window.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/manager.h"
+
+static void repost(struct ry__lrail *lr, uint64_t idx)
+{
+	struct ry_recv_wr rwr = {
+		.wr_id = idx,
+		.sge = {
+			.addr = (uintptr_t)lr->lr_recv_buf + idx * RY__MSG_BUF,
+			.length = RY__MSG_BUF,
+			.lkey = lr->lr_recv_mr->lkey,
+		},
+	};
+	int ret = ry_rail_post_recv(lr->lr_rail, &rwr, 1);
+
+	if (ret)
+		RY_ERR("mgr", "rail %s: reposting a receive: %d",
+		       lr->lr_cfg.name, ret);
+}
+
+int ry__recv_setup(struct ry__lrail *lr)
+{
+	size_t len = (size_t)RY__RECV_BUFS * RY__MSG_BUF;
+	uint64_t i;
+	int ret;
+
+	lr->lr_recv_buf = malloc(len);
+	if (!lr->lr_recv_buf)
+		return -ENOMEM;
+	ret = ry_rail_reg_mr(lr->lr_pd, lr->lr_recv_buf, len,
+			     RY_ACCESS_LOCAL_WRITE, &lr->lr_recv_mr);
+	if (ret) {
+		RY_ERR("mgr", "rail %s: registering receive buffers: %d",
+		       lr->lr_cfg.name, ret);
+		free(lr->lr_recv_buf);
+		lr->lr_recv_buf = NULL;
+		return ret;
+	}
+	for (i = 0; i < RY__RECV_BUFS; i++)
+		repost(lr, i);
+	return 0;
+}
+
+void ry__recv_teardown(struct ry__lrail *lr)
+{
+	if (lr->lr_recv_mr)
+		ry_rail_dereg_mr(lr->lr_recv_mr);
+	lr->lr_recv_mr = NULL;
+	free(lr->lr_recv_buf);
+	lr->lr_recv_buf = NULL;
+}
+
+/* True the first time seq is seen from p. */
+static bool rx_first(struct ry_peer *p, uint64_t seq)
+{
+	uint64_t *w;
+	uint64_t bit;
+
+	if (seq < p->pr_rx_base)
+		return false;
+	while (seq >= p->pr_rx_base + RY__RXWIN) {
+		/* cannot happen with a conforming sender; forget the oldest
+		 * rather than refuse new messages */
+		bit = p->pr_rx_base % RY__RXWIN;
+		p->pr_rx_bits[bit / 64] &= ~(1ull << (bit % 64));
+		p->pr_rx_base++;
+	}
+	bit = seq % RY__RXWIN;
+	w = &p->pr_rx_bits[bit / 64];
+	if (*w & (1ull << (bit % 64)))
+		return false;
+	*w |= 1ull << (bit % 64);
+	for (;;) {
+		bit = p->pr_rx_base % RY__RXWIN;
+		w = &p->pr_rx_bits[bit / 64];
+		if (!(*w & (1ull << (bit % 64))))
+			break;
+		*w &= ~(1ull << (bit % 64));
+		p->pr_rx_base++;
+	}
+	return true;
+}
+
+void ry__on_recv(struct ry__lrail *lr, const struct ry_wc *wc, uint64_t now)
+{
+	const unsigned char *buf = (unsigned char *)lr->lr_recv_buf +
+				   wc->wr_id * RY__MSG_BUF;
+	struct ry__mhdr h;
+	struct ry__conn *c;
+	struct ry_peer *p;
+
+	if (wc->status != RY_WC_SUCCESS)
+		goto out;
+	c = ry__conn_by_qpn(lr, wc->qp_num);
+	if (!c || wc->byte_len < RY__MSG_HDR)
+		goto out;
+	memcpy(&h, buf, sizeof(h));
+	if (le32toh(h.mh_magic) != RY__MH_MAGIC)
+		goto out;
+	p = c->cn_peer;
+	c->cn_last_ok_ns = now;
+	if (c->cn_state == CONN_PROBING)
+		ry__conn_activate(c, now);
+	switch (le16toh(h.mh_type)) {
+	case MT_DATA:
+	case MT_NOTIFY:
+		if (le64toh(h.mh_node) != p->pr_node ||
+		    le32toh(h.mh_len) > wc->byte_len - RY__MSG_HDR)
+			break;
+		if (!rx_first(p, le64toh(h.mh_seq)))
+			break;
+		ry__queue_message(lr->lr_mgr, p,
+				  le16toh(h.mh_type) == MT_DATA ? RY_MSG_DATA :
+								  RY_MSG_NOTIFY,
+				  buf + RY__MSG_HDR, le32toh(h.mh_len),
+				  le64toh(h.mh_notify));
+		break;
+	default:
+		break; /* heartbeat, probe: being here was the point */
+	}
+out:
+	repost(lr, wc->wr_id);
+}
+
+int ry__msg_slots_setup(struct ry_manager *m)
+{
+	size_t len = (size_t)RY__MSG_SLOTS * RY__MSG_BUF;
+	struct ry__mhdr *h;
+	void *buf;
+	unsigned i;
+	int ret;
+
+	buf = calloc(1, len);
+	if (!buf)
+		return -ENOMEM;
+	ret = ry__region_reg(m, buf, len, 0, &m->m_msg_region);
+	if (ret) {
+		free(buf);
+		return ret;
+	}
+	for (i = 0; i < RY__MSG_SLOTS; i++)
+		m->m_slot_free[i] = RY__MSG_SLOTS - 1 - i;
+	m->m_nslot_free = RY__MSG_SLOTS;
+
+	h = calloc(2, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	ret = ry__region_reg(m, h, 2 * sizeof(*h), 0, &m->m_ctl_region);
+	if (ret) {
+		free(h);
+		return ret;
+	}
+	for (i = 0; i < 2; i++) {
+		h[i].mh_magic = htole32(RY__MH_MAGIC);
+		h[i].mh_type = htole16(i ? MT_PROBE : MT_HEARTBEAT);
+		h[i].mh_node = htole64(m->m_node);
+	}
+	return 0;
+}
+
+unsigned ry__slot_get(struct ry_manager *m)
+{
+	if (!m->m_nslot_free)
+		return ~0u;
+	return m->m_slot_free[--m->m_nslot_free];
+}
+
+void ry__slot_put(struct ry_manager *m, unsigned slot)
+{
+	m->m_slot_free[m->m_nslot_free++] = slot;
+}
+
+void *ry__slot_addr(struct ry_manager *m, unsigned slot)
+{
+	return (unsigned char *)m->m_msg_region->rg_addr +
+	       (size_t)slot * RY__MSG_BUF;
+}
+
+void ry__msg_prepare(struct ry__op *op, enum ry__mtype type, const void *data,
+		     size_t len)
+{
+	struct ry_manager *m = op->op_peer->pr_mgr;
+	unsigned char *s = ry__slot_addr(m, op->op_slot);
+	struct ry__mhdr h = {
+		.mh_magic = htole32(RY__MH_MAGIC),
+		.mh_type = htole16(type),
+		.mh_node = htole64(m->m_node),
+		.mh_notify = htole64(op->op_notify_val),
+		.mh_len = htole32((uint32_t)len),
+	};
+
+	memcpy(s, &h, sizeof(h));
+	if (len)
+		memcpy(s + RY__MSG_HDR, data, len);
+	op->op_msg_len = (uint32_t)(RY__MSG_HDR + len);
+	op->op_seq = 0; /* assigned at first post */
+}

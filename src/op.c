@@ -1,0 +1,500 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Operations: posting (ry_write, ry_read, ry_write_notify, ry_send), the
+ * op state machine, timeouts, and completion.
+ *
+ * Op state machine (enum ry__op_state):
+ *
+ *   WAITING  -> RUNNING   a slot among ops_in_flight frees up
+ *   RUNNING  -> FENCING   all fragments done, some were replayed, and the
+ *                         peer has not yet acknowledged the fence
+ *   RUNNING|FENCING -> MESSAGE   a write's notification is queued
+ *   (OP_SEND starts in MESSAGE)
+ *   any      -> DONE      success, or failure once nothing is posted
+ *
+ * Whoever moves an op to DONE unlinks it from every peer list; it is then
+ * on exactly one delivery list until the application has seen it, and is
+ * freed by whoever delivers it.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "src/manager.h"
+
+void ry__sched_push(struct ry_peer *p, struct ry__op *op)
+{
+	op->op_q_next = NULL;
+	if (p->pr_sched_tail)
+		p->pr_sched_tail->op_q_next = op;
+	else
+		p->pr_sched_head = op;
+	p->pr_sched_tail = op;
+	op->op_on_sched = true;
+}
+
+void ry__msgq_push(struct ry_peer *p, struct ry__op *op, bool head)
+{
+	if (head) {
+		op->op_q_next = p->pr_msgq_head;
+		p->pr_msgq_head = op;
+		if (!p->pr_msgq_tail)
+			p->pr_msgq_tail = op;
+	} else {
+		op->op_q_next = NULL;
+		if (p->pr_msgq_tail)
+			p->pr_msgq_tail->op_q_next = op;
+		else
+			p->pr_msgq_head = op;
+		p->pr_msgq_tail = op;
+	}
+	op->op_on_msgq = true;
+	ry__peer_dirty(p);
+}
+
+/* Unlink op from a singly linked queue through op_q_next. */
+static void q_remove(struct ry__op **head, struct ry__op **tail,
+		     struct ry__op *op)
+{
+	struct ry__op *prev = NULL, *o;
+
+	for (o = *head; o; prev = o, o = o->op_q_next) {
+		if (o != op)
+			continue;
+		if (prev)
+			prev->op_q_next = o->op_q_next;
+		else
+			*head = o->op_q_next;
+		if (*tail == o)
+			*tail = prev;
+		return;
+	}
+}
+
+static void start(struct ry_peer *p, struct ry__op *op)
+{
+	p->pr_inflight++;
+	op->op_wait_ns = ry__now_ns();
+	if (op->op_type == OP_SEND) {
+		op->op_state = OPS_MESSAGE;
+		ry__msgq_push(p, op, false);
+	} else {
+		op->op_state = OPS_RUNNING;
+		ry__sched_push(p, op);
+	}
+	ry__peer_dirty(p);
+}
+
+static void complete(struct ry__op *op)
+{
+	struct ry_peer *p = op->op_peer;
+	struct ry_manager *m = p->pr_mgr;
+
+	if (op->op_all_prev)
+		op->op_all_prev->op_all_next = op->op_all_next;
+	else
+		p->pr_ops_head = op->op_all_next;
+	if (op->op_all_next)
+		op->op_all_next->op_all_prev = op->op_all_prev;
+	else
+		p->pr_ops_tail = op->op_all_prev;
+	if (op->op_state != OPS_WAITING)
+		p->pr_inflight--;
+	op->op_state = OPS_DONE;
+	if (op->op_region)
+		op->op_region->rg_users--;
+	if (op->op_slot != ~0u) {
+		ry__slot_put(m, op->op_slot);
+		op->op_slot = ~0u;
+	}
+	if (op->op_status == RY_OK)
+		op->op_reason[0] = 0;
+	op->op_q_next = NULL;
+	if (op->op_cb) {
+		if (m->m_done_tail)
+			m->m_done_tail->op_q_next = op;
+		else
+			m->m_done_head = op;
+		m->m_done_tail = op;
+	} else {
+		if (m->m_poll_tail)
+			m->m_poll_tail->op_q_next = op;
+		else
+			m->m_poll_head = op;
+		m->m_poll_tail = op;
+	}
+	while (p->pr_inflight < m->m_cfg.ops_in_flight && p->pr_waitq_head) {
+		struct ry__op *w = p->pr_waitq_head;
+
+		p->pr_waitq_head = w->op_q_next;
+		if (!p->pr_waitq_head)
+			p->pr_waitq_tail = NULL;
+		start(p, w);
+	}
+}
+
+static void after_frags(struct ry__op *op)
+{
+	if (op->op_notify && op->op_status == RY_OK) {
+		op->op_state = OPS_MESSAGE;
+		ry__msg_prepare(op, MT_NOTIFY, NULL, 0);
+		ry__msgq_push(op->op_peer, op, false);
+		return;
+	}
+	complete(op);
+}
+
+void ry__op_check(struct ry__op *op)
+{
+	switch (op->op_state) {
+	case OPS_WAITING:
+		if (op->op_status != RY_OK)
+			complete(op);
+		return;
+	case OPS_RUNNING:
+		if (op->op_done_frags < op->op_nfrags || op->op_posted)
+			return;
+		if (op->op_status != RY_OK) {
+			complete(op);
+			return;
+		}
+		if (ry__fence_pending(op)) {
+			op->op_state = OPS_FENCING;
+			op->op_wait_ns = ry__now_ns();
+			return;
+		}
+		after_frags(op);
+		return;
+	case OPS_FENCING:
+		if (op->op_status != RY_OK)
+			complete(op);
+		else if (!ry__fence_pending(op))
+			after_frags(op);
+		return;
+	case OPS_MESSAGE:
+		if (op->op_status != RY_OK && !op->op_posted &&
+		    !op->op_on_msgq)
+			complete(op);
+		return;
+	case OPS_DONE:
+		return;
+	}
+}
+
+void ry__op_frags_done(struct ry__op *op, uint32_t n)
+{
+	op->op_done_frags += n;
+	ry__op_check(op);
+}
+
+void ry__op_msg_done(struct ry__op *op)
+{
+	if (op->op_state == OPS_MESSAGE)
+		complete(op);
+}
+
+void ry__op_fail(struct ry__op *op, enum ry_status st, const char *reason)
+{
+	struct ry_peer *p = op->op_peer;
+	struct ry_manager *m = p->pr_mgr;
+	struct ry__range **pp, *rn;
+
+	if (op->op_state == OPS_DONE)
+		return;
+	if (op->op_status == RY_OK) {
+		op->op_status = st;
+		snprintf(op->op_reason, sizeof(op->op_reason), "%s", reason);
+		RY_INFO("mgr", "op failed: %s", reason);
+	}
+	if (op->op_state == OPS_WAITING) {
+		q_remove(&p->pr_waitq_head, &p->pr_waitq_tail, op);
+		ry__op_check(op);
+		return;
+	}
+	if (op->op_on_sched) {
+		q_remove(&p->pr_sched_head, &p->pr_sched_tail, op);
+		op->op_on_sched = false;
+	}
+	op->op_done_frags += op->op_nfrags - op->op_next_frag;
+	op->op_next_frag = op->op_nfrags;
+	pp = &p->pr_replay_head;
+	p->pr_replay_tail = NULL;
+	while ((rn = *pp)) {
+		if (rn->rn_op == op) {
+			*pp = rn->rn_next;
+			op->op_done_frags += rn->rn_n;
+			ry__pool_put(&m->m_range_pool, rn);
+		} else {
+			p->pr_replay_tail = rn;
+			pp = &rn->rn_next;
+		}
+	}
+	if (op->op_on_msgq) {
+		q_remove(&p->pr_msgq_head, &p->pr_msgq_tail, op);
+		op->op_on_msgq = false;
+	}
+	ry__op_check(op);
+}
+
+void ry__ops_timeouts(struct ry_peer *p, uint64_t now)
+{
+	struct ry_manager *m = p->pr_mgr;
+	struct ry__op *op, *next;
+	char why[192];
+
+	for (op = p->pr_ops_head; op; op = next) {
+		uint64_t since;
+
+		next = op->op_all_next;
+		if (op->op_status != RY_OK)
+			continue;
+		if (op->op_state == OPS_FENCING) {
+			if (now - op->op_wait_ns <= m->m_op_timeout_ns)
+				continue;
+			snprintf(why, sizeof(why),
+				 "peer %s: fence not acknowledged within %llu ms (control %s)",
+				 p->pr_name,
+				 (unsigned long long)(m->m_op_timeout_ns /
+						      1000000),
+				 ry__peer_state_str(p->pr_state));
+			ry__op_fail(op, RY_ETIMEDOUT, why);
+			continue;
+		}
+		if (p->pr_nactive)
+			continue;
+		since = op->op_wait_ns > p->pr_nopath_ns ? op->op_wait_ns :
+							   p->pr_nopath_ns;
+		if (now - since <= m->m_op_timeout_ns)
+			continue;
+		ry__peer_path_reason(p, now - since, why, sizeof(why));
+		ry__op_fail(op, RY_ETIMEDOUT, why);
+	}
+}
+
+/* Manager teardown: every op completes as canceled, nothing is posted. */
+void ry__op_cancel_all(struct ry_peer *p)
+{
+	struct ry__op *op;
+
+	p->pr_waitq_head = p->pr_waitq_tail = NULL;
+	p->pr_sched_head = p->pr_sched_tail = NULL;
+	p->pr_msgq_head = p->pr_msgq_tail = NULL;
+	p->pr_replay_head = p->pr_replay_tail = NULL;
+	while ((op = p->pr_ops_head)) {
+		op->op_status = RY_ECANCELED;
+		snprintf(op->op_reason, sizeof(op->op_reason),
+			 "peer %s: canceled, manager destroyed", p->pr_name);
+		op->op_posted = 0;
+		op->op_on_sched = op->op_on_msgq = false;
+		complete(op);
+	}
+}
+
+void ry__op_release(struct ry_manager *m, struct ry__op *op)
+{
+	ry__pool_put(&m->m_op_pool, op);
+}
+
+static struct ry__op *op_new(struct ry_peer *p, enum ry__op_type type,
+			     ry_complete_fn cb, void *ctx)
+{
+	struct ry_manager *m = p->pr_mgr;
+	struct ry__op *op = ry__pool_get(&m->m_op_pool);
+
+	if (!op)
+		return NULL;
+	memset(op, 0, offsetof(struct ry__op, op_reason));
+	op->op_reason[0] = 0;
+	op->op_all_next = op->op_all_prev = op->op_q_next = NULL;
+	op->op_on_sched = op->op_on_msgq = false;
+	op->op_peer = p;
+	op->op_type = type;
+	op->op_slot = ~0u;
+	op->op_cb = cb;
+	op->op_ctx = ctx;
+	op->op_state = OPS_WAITING;
+	return op;
+}
+
+static void enqueue(struct ry_peer *p, struct ry__op *op)
+{
+	struct ry_manager *m = p->pr_mgr;
+
+	op->op_all_next = NULL;
+	op->op_all_prev = p->pr_ops_tail;
+	if (p->pr_ops_tail)
+		p->pr_ops_tail->op_all_next = op;
+	else
+		p->pr_ops_head = op;
+	p->pr_ops_tail = op;
+	op->op_wait_ns = ry__now_ns();
+	if (p->pr_inflight < m->m_cfg.ops_in_flight) {
+		start(p, op);
+	} else {
+		op->op_q_next = NULL;
+		if (p->pr_waitq_tail)
+			p->pr_waitq_tail->op_q_next = op;
+		else
+			p->pr_waitq_head = op;
+		p->pr_waitq_tail = op;
+	}
+	ry__peer_use(p);
+	ry__stripe(p);
+}
+
+static int post_rdma(struct ry_peer *p, enum ry__op_type type,
+		     struct ry_region *rg, size_t loff, const void *desc,
+		     size_t dlen, size_t roff, size_t len, bool notify,
+		     uint64_t nval, ry_complete_fn cb, void *ctx)
+{
+	struct ry_manager *m;
+	struct ry__desc d;
+	struct ry__op *op;
+	unsigned need;
+	int ret;
+
+	if (!p || !rg || !desc || !len || rg->rg_mgr != p->pr_mgr)
+		return -EINVAL;
+	m = p->pr_mgr;
+	if (len > m->m_cfg.max_op_size)
+		return -EMSGSIZE;
+	if (loff > rg->rg_len || len > rg->rg_len - loff)
+		return -EINVAL;
+	ret = ry__desc_unpack(desc, dlen, &d);
+	if (ret)
+		return ret;
+	if (roff > d.d_len || len > d.d_len - roff)
+		return -EINVAL;
+	need = type == OP_READ ? RY_MR_REMOTE_READ : RY_MR_REMOTE_WRITE;
+	if (!(d.d_access & need))
+		return -EACCES;
+
+	pthread_mutex_lock(&m->m_lock);
+	if (m->m_closing) {
+		ret = -ESHUTDOWN;
+		goto out;
+	}
+	op = op_new(p, type, cb, ctx);
+	if (!op) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (notify) {
+		op->op_slot = ry__slot_get(m);
+		if (op->op_slot == ~0u) {
+			ry__op_release(m, op);
+			ret = -EAGAIN;
+			goto out;
+		}
+		op->op_notify = true;
+		op->op_notify_val = nval;
+	}
+	op->op_region = rg;
+	rg->rg_users++;
+	op->op_local_off = loff;
+	op->op_len = len;
+	op->op_raddr = d.d_addr + roff;
+	op->op_rmask = d.d_mask;
+	memcpy(op->op_rkey, d.d_rkey, sizeof(op->op_rkey));
+	op->op_rnode = d.d_node;
+	op->op_nfrags = (uint32_t)((len + m->m_cfg.fragment_size - 1) /
+				   m->m_cfg.fragment_size);
+	enqueue(p, op);
+out:
+	pthread_mutex_unlock(&m->m_lock);
+	return ret;
+}
+
+int ry_write(struct ry_peer *p, struct ry_region *local, size_t local_off,
+	     const void *desc, size_t desc_len, size_t remote_off, size_t len,
+	     ry_complete_fn cb, void *context)
+{
+	return post_rdma(p, OP_WRITE, local, local_off, desc, desc_len,
+			 remote_off, len, false, 0, cb, context);
+}
+
+int ry_read(struct ry_peer *p, struct ry_region *local, size_t local_off,
+	    const void *desc, size_t desc_len, size_t remote_off, size_t len,
+	    ry_complete_fn cb, void *context)
+{
+	return post_rdma(p, OP_READ, local, local_off, desc, desc_len,
+			 remote_off, len, false, 0, cb, context);
+}
+
+int ry_write_notify(struct ry_peer *p, struct ry_region *local,
+		    size_t local_off, const void *desc, size_t desc_len,
+		    size_t remote_off, size_t len, uint64_t notify,
+		    ry_complete_fn cb, void *context)
+{
+	return post_rdma(p, OP_WRITE, local, local_off, desc, desc_len,
+			 remote_off, len, true, notify, cb, context);
+}
+
+int ry_send(struct ry_peer *p, const void *buf, size_t len,
+	    ry_complete_fn cb, void *context)
+{
+	struct ry_manager *m;
+	struct ry__op *op;
+	int ret = 0;
+
+	if (!p || (len && !buf))
+		return -EINVAL;
+	if (len > RY_MSG_MAX)
+		return -EMSGSIZE;
+	m = p->pr_mgr;
+	pthread_mutex_lock(&m->m_lock);
+	if (m->m_closing) {
+		ret = -ESHUTDOWN;
+		goto out;
+	}
+	op = op_new(p, OP_SEND, cb, context);
+	if (!op) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	op->op_slot = ry__slot_get(m);
+	if (op->op_slot == ~0u) {
+		ry__op_release(m, op);
+		ret = -EAGAIN;
+		goto out;
+	}
+	op->op_len = len;
+	ry__msg_prepare(op, MT_DATA, buf, len);
+	enqueue(p, op);
+out:
+	pthread_mutex_unlock(&m->m_lock);
+	return ret;
+}
+
+static void fill(struct ry_completion *c, const struct ry__op *op)
+{
+	c->context = op->op_ctx;
+	c->status = op->op_status;
+	c->length = op->op_status == RY_OK ? op->op_len : 0;
+	snprintf(c->reason, sizeof(c->reason), "%s", op->op_reason);
+}
+
+void ry__op_fill(struct ry_completion *c, const struct ry__op *op)
+{
+	fill(c, op);
+}
+
+int ry_poll_completions(struct ry_manager *m, struct ry_completion *out,
+			int max)
+{
+	struct ry__op *op;
+	int n = 0;
+
+	if (!m || (!out && max > 0) || max < 0)
+		return -EINVAL;
+	pthread_mutex_lock(&m->m_lock);
+	while (n < max && (op = m->m_poll_head)) {
+		m->m_poll_head = op->op_q_next;
+		if (!m->m_poll_head)
+			m->m_poll_tail = NULL;
+		fill(&out[n++], op);
+		ry__op_release(m, op);
+	}
+	pthread_mutex_unlock(&m->m_lock);
+	return n;
+}

@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Peers: lookup by name or control address, discovery (pairing our rails
+ * with the peer's by network name once the HELLOs are exchanged), the
+ * control channel's lifecycle, and the text that says why no path is left.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "src/manager.h"
+
+static const char *const peer_state_names[PEER__MAX] = {
+	[PEER_NEW] = "new",
+	[PEER_CONNECTING] = "connecting",
+	[PEER_HELLO] = "hello",
+	[PEER_READY] = "ready",
+	[PEER_BACKOFF] = "backoff",
+};
+
+const char *ry__peer_state_str(enum ry__peer_state s)
+{
+	return (unsigned)s < PEER__MAX ? peer_state_names[s] : "?";
+}
+
+struct ry_peer *ry__peer_find(struct ry_manager *m, const char *name,
+			      const char *addr)
+{
+	struct ry_peer *p;
+
+	for (p = m->m_peers; p; p = p->pr_next) {
+		if (name && name[0] &&
+		    (!strcmp(p->pr_name, name) ||
+		     !strcmp(p->pr_node_name, name)))
+			return p;
+		if (addr && addr[0] && !strcmp(p->pr_addr, addr))
+			return p;
+	}
+	return NULL;
+}
+
+struct ry_peer *ry__peer_new(struct ry_manager *m, const char *name,
+			     const char *addr)
+{
+	struct ry_peer *p = calloc(1, sizeof(*p));
+	unsigned i;
+
+	if (!p)
+		return NULL;
+	p->pr_mgr = m;
+	snprintf(p->pr_name, sizeof(p->pr_name), "%s", name);
+	snprintf(p->pr_addr, sizeof(p->pr_addr), "%s", addr ? addr : "");
+	p->pr_dial = addr && addr[0];
+	p->pr_state = PEER_NEW;
+	p->pr_ctl_backoff_ms = m->m_cfg.failover.reconnect_min_ms;
+	p->pr_rx_base = 1;
+	p->pr_nopath_ns = ry__now_ns();
+	for (i = 0; i < m->m_nrails; i++)
+		ry__conn_init(&p->pr_conns[i], p, &m->m_rails[i]);
+	p->pr_next = m->m_peers;
+	m->m_peers = p;
+	return p;
+}
+
+void ry__peer_free(struct ry_peer *p)
+{
+	free(p);
+}
+
+void ry__peer_dirty(struct ry_peer *p)
+{
+	struct ry_manager *m = p->pr_mgr;
+
+	if (p->pr_dirty)
+		return;
+	p->pr_dirty = true;
+	p->pr_dnext = m->m_dirty;
+	m->m_dirty = p;
+}
+
+static void ctl_backoff(struct ry_peer *p, uint64_t now)
+{
+	struct ry_manager *m = p->pr_mgr;
+	uint64_t ms = p->pr_ctl_backoff_ms;
+
+	p->pr_state = PEER_BACKOFF;
+	p->pr_ctl = NULL;
+	p->pr_ctl_retry_ns = now + ms * 1000000ull / 2 +
+			     ry__rand64() % (ms * 1000000ull + 1);
+	p->pr_ctl_backoff_ms = (uint32_t)ry__min64(
+		ms * 2, m->m_cfg.failover.reconnect_max_ms);
+}
+
+/* Make sure a control connection is on its way (first use of the peer). */
+void ry__peer_use(struct ry_peer *p)
+{
+	if (p->pr_state != PEER_NEW)
+		return;
+	if (!p->pr_dial || ry__ctl_dial(p))
+		ctl_backoff(p, ry__now_ns());
+}
+
+void ry__peer_update_paths(struct ry_peer *p)
+{
+	unsigned i, n = 0;
+
+	for (i = 0; i < p->pr_mgr->m_nrails; i++)
+		n += p->pr_conns[i].cn_state == CONN_ACTIVE;
+	if (!n && p->pr_nactive)
+		p->pr_nopath_ns = ry__now_ns();
+	p->pr_nactive = n;
+}
+
+/* Pair our rails with the peer's by network name, first match first. */
+static void pair_rails(struct ry_peer *p)
+{
+	struct ry_manager *m = p->pr_mgr;
+	uint32_t used = 0;
+	unsigned i, j;
+
+	for (i = 0; i < m->m_nrails; i++)
+		if (p->pr_conns[i].cn_ridx >= 0 &&
+		    p->pr_conns[i].cn_state != CONN_UNPAIRED &&
+		    p->pr_conns[i].cn_state != CONN_IDLE &&
+		    p->pr_conns[i].cn_state != CONN_BACKOFF)
+			used |= 1u << p->pr_conns[i].cn_ridx;
+	for (i = 0; i < m->m_nrails; i++) {
+		struct ry__conn *c = &p->pr_conns[i];
+
+		if (c->cn_state != CONN_UNPAIRED && c->cn_state != CONN_IDLE &&
+		    c->cn_state != CONN_BACKOFF)
+			continue;
+		c->cn_ridx = -1;
+		for (j = 0; j < p->pr_nrrails; j++) {
+			if (used & (1u << j) ||
+			    strcmp(p->pr_rrails[j].rr_network,
+				   m->m_rails[i].lr_cfg.network))
+				continue;
+			c->cn_ridx = (int)j;
+			used |= 1u << j;
+			break;
+		}
+		if (c->cn_ridx < 0) {
+			if (c->cn_state != CONN_UNPAIRED)
+				RY_INFO("mgr", "peer %s: no rail on network %s for rail %s",
+					p->pr_name, m->m_rails[i].lr_cfg.network,
+					m->m_rails[i].lr_cfg.name);
+			c->cn_state = CONN_UNPAIRED;
+		} else if (c->cn_state == CONN_UNPAIRED) {
+			c->cn_state = CONN_IDLE;
+		}
+	}
+}
+
+void ry__peer_ready(struct ry_peer *p, bool fresh, bool dialer)
+{
+	struct ry_manager *m = p->pr_mgr;
+	uint64_t now = ry__now_ns();
+	struct ry__op *op;
+	unsigned i;
+
+	if (fresh) {
+		RY_WARN("mgr", "peer %s restarted: dropping its connections",
+			p->pr_name);
+		for (i = 0; i < m->m_nrails; i++)
+			ry__conn_mark_failed(&p->pr_conns[i], "peer restarted",
+					     now);
+		ry__replay_run(m);
+		/* the old incarnation's QPs died with it: nothing to fence */
+		p->pr_fence_acked = p->pr_fence_gen;
+		p->pr_rx_base = 1;
+		memset(p->pr_rx_bits, 0, sizeof(p->pr_rx_bits));
+		p->pr_tx_seq = 0;
+		for (op = p->pr_ops_head; op; op = op->op_all_next)
+			op->op_seq = 0;
+	}
+	p->pr_state = PEER_READY;
+	p->pr_ctl_backoff_ms = m->m_cfg.failover.reconnect_min_ms;
+	pair_rails(p);
+	ry__fence_resend(p);
+	for (i = 0; i < m->m_nrails; i++) {
+		struct ry__conn *c = &p->pr_conns[i];
+
+		if (c->cn_state == CONN_IDLE && dialer)
+			ry__conn_start(c, now);
+		else if (c->cn_state == CONN_BACKOFF && fresh)
+			c->cn_deadline_ns = now;
+	}
+	ry__peer_dirty(p);
+}
+
+void ry__peer_ctl_lost(struct ry_peer *p, struct ry__ctl *c)
+{
+	if (p->pr_ctl != c)
+		return;
+	p->pr_ctl = NULL;
+	ctl_backoff(p, ry__now_ns());
+}
+
+void ry__peer_path_reason(struct ry_peer *p, uint64_t waited_ns, char *buf,
+			  size_t len)
+{
+	struct ry_manager *m = p->pr_mgr;
+	size_t n;
+	unsigned i;
+
+	n = (size_t)snprintf(buf, len, "peer %s: no path for %llu ms (control %s); rails:",
+			     p->pr_name,
+			     (unsigned long long)(waited_ns / 1000000),
+			     ry__peer_state_str(p->pr_state));
+	for (i = 0; i < m->m_nrails && n < len; i++) {
+		const struct ry__conn *c = &p->pr_conns[i];
+
+		n += (size_t)snprintf(buf + n, len - n, " %s %s%s%s",
+				      m->m_rails[i].lr_cfg.name,
+				      m->m_rails[i].lr_link == RY_LINK_UP ?
+					      ry__conn_state_str(c->cn_state) :
+					      "link-down",
+				      c->cn_reason[0] ? ": " : "",
+				      c->cn_reason);
+		if (n < len && i + 1 < m->m_nrails)
+			n += (size_t)snprintf(buf + n, len - n, ",");
+	}
+}
+
+int ry_peer_get(struct ry_manager *m, const char *s, struct ry_peer **peer_p)
+{
+	struct ry_peer *p;
+	unsigned i;
+	int ret = 0;
+
+	if (!m || !s || !s[0] || !peer_p)
+		return -EINVAL;
+	pthread_mutex_lock(&m->m_lock);
+	if (m->m_closing) {
+		ret = -ESHUTDOWN;
+		goto out;
+	}
+	p = ry__peer_find(m, s, s);
+	if (!p) {
+		for (i = 0; i < m->m_cfg.n_peers; i++)
+			if (!strcmp(m->m_cfg.peers[i].name, s))
+				break;
+		if (i < m->m_cfg.n_peers)
+			p = ry__peer_find(m, NULL, m->m_cfg.peers[i].address);
+		if (!p && i < m->m_cfg.n_peers)
+			p = ry__peer_new(m, s, m->m_cfg.peers[i].address);
+		else if (!p && strchr(s, ':'))
+			p = ry__peer_new(m, s, s);
+		else if (!p) {
+			ret = -ENOENT;
+			goto out;
+		}
+		if (!p) {
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
+	*peer_p = p;
+out:
+	pthread_mutex_unlock(&m->m_lock);
+	return ret;
+}
+
+const char *ry_peer_name(const struct ry_peer *p)
+{
+	return p ? p->pr_name : "";
+}

@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The striping scheduler.  Work is taken in this order: messages, replayed
+ * fragments (head of the queue), then fresh fragments of running ops in
+ * post order.  Each piece goes to the ACTIVE connection with the earliest
+ * expected completion time, (outstanding bytes + these bytes) / share,
+ * where share = weight (or rate) x health: unequal rails each finish at
+ * about the same time, and a flapping rail gets less.  Up to frags_per_wr
+ * adjacent fragments of one op share a work request; no connection gets
+ * more than wr_per_qp work requests outstanding.
+ *
+ * This is the manager's hot path: no allocation beyond the WR pool, no
+ * syscall, one clock read per call, WRs handed to the rail in batches.
+ */
+#include <endian.h>
+#include <string.h>
+
+#include "src/manager.h"
+
+struct batch {
+	struct ry__conn *b_conn;
+	unsigned b_n;
+	struct ry__wr *b_wr[RY__POST_BATCH];
+	struct ry_send_wr b_swr[RY__POST_BATCH];
+};
+
+/* Put back what a failed post_send did not take. */
+static void unpost(struct ry_peer *p, struct batch *b, int err)
+{
+	struct ry_manager *m = p->pr_mgr;
+	struct ry__conn *c = b->b_conn;
+	struct ry_wc wc = { .status = RY_WC_FLUSHED };
+	unsigned i;
+
+	RY_ERR("mgr", "qp 0x%x: post_send: %d", c->cn_qp->qp_num, err);
+	ry__conn_mark_failed(c, "post_send failed", ry__now_ns());
+	for (i = 0; i < b->b_n; i++) {
+		struct ry__wr *w = b->b_wr[i];
+
+		/* ry__wr_complete unlinks; make it a no-op link first */
+		w->wr_prev = NULL;
+		w->wr_next = c->cn_posted_head;
+		if (c->cn_posted_head)
+			c->cn_posted_head->wr_prev = w;
+		else
+			c->cn_posted_tail = w;
+		c->cn_posted_head = w;
+		ry__wr_complete(m, w, &wc, ry__now_ns());
+	}
+	b->b_n = 0;
+}
+
+static void flush(struct ry_peer *p, struct batch *b, uint64_t now)
+{
+	int ret;
+
+	if (!b->b_n)
+		return;
+	ret = ry__conn_post(b->b_conn, b->b_wr, b->b_swr, b->b_n, now);
+	if (ret)
+		unpost(p, b, ret);
+	b->b_n = 0;
+}
+
+static struct batch *pick(struct batch *bt, unsigned na, uint32_t bytes,
+			  uint32_t mask, unsigned max_wrs)
+{
+	struct batch *best = NULL;
+	unsigned i;
+
+	for (i = 0; i < na; i++) {
+		struct ry__conn *c = bt[i].b_conn;
+
+		if (c->cn_out_wrs >= max_wrs || c->cn_state != CONN_ACTIVE ||
+		    !(mask & (1u << c->cn_ridx)))
+			continue;
+		if (!best ||
+		    (c->cn_out_bytes + bytes) * best->b_conn->cn_share <
+			    (best->b_conn->cn_out_bytes + bytes) * c->cn_share)
+			best = &bt[i];
+	}
+	return best;
+}
+
+static void account(struct ry__conn *c, struct ry__wr *w, uint64_t now)
+{
+	if (!c->cn_out_wrs)
+		c->cn_busy_since_ns = now;
+	c->cn_out_wrs++;
+	c->cn_out_bytes += w->wr_bytes;
+}
+
+static void post_msgs(struct ry_peer *p, struct batch *bt, unsigned na,
+		      uint64_t now)
+{
+	struct ry_manager *m = p->pr_mgr;
+	struct ry__op *op;
+	struct batch *b;
+	struct ry__wr *w;
+
+	while ((op = p->pr_msgq_head)) {
+		unsigned char *slot = ry__slot_addr(m, op->op_slot);
+		struct ry_send_wr *s;
+		uint64_t seq;
+
+		b = pick(bt, na, op->op_msg_len, ~0u, m->m_cfg.wr_per_qp);
+		if (!b)
+			return;
+		w = ry__pool_get(&m->m_wr_pool);
+		if (!w)
+			return;
+		p->pr_msgq_head = op->op_q_next;
+		if (!p->pr_msgq_head)
+			p->pr_msgq_tail = NULL;
+		op->op_on_msgq = false;
+		if (!op->op_seq) {
+			op->op_seq = ++p->pr_tx_seq;
+			seq = htole64(op->op_seq);
+			memcpy(slot + offsetof(struct ry__mhdr, mh_seq), &seq,
+			       sizeof(seq));
+		}
+		memset(w, 0, sizeof(*w));
+		w->wr_conn = b->b_conn;
+		w->wr_op = op;
+		w->wr_bytes = op->op_msg_len;
+		w->wr_kind = WRK_MSG;
+		w->wr_post_ns = now;
+		s = &b->b_swr[b->b_n];
+		memset(s, 0, sizeof(*s));
+		s->wr_id = (uintptr_t)w;
+		s->opcode = RY_WR_SEND;
+		s->sge.addr = (uintptr_t)slot;
+		s->sge.length = op->op_msg_len;
+		s->sge.lkey =
+			m->m_msg_region->rg_mr[b->b_conn->cn_lrail->lr_idx]->lkey;
+		b->b_wr[b->b_n++] = w;
+		op->op_posted++;
+		account(b->b_conn, w, now);
+		if (b->b_n == RY__POST_BATCH)
+			flush(p, b, now);
+	}
+}
+
+/* Fragments of an op that will never be posted (the op failed). */
+static bool discard(struct ry_peer *p, struct ry__op *op)
+{
+	char why[192];
+
+	if (op->op_status == RY_OK && op->op_rnode != p->pr_node) {
+		snprintf(why, sizeof(why),
+			 "peer %s: the descriptor belongs to another node (or an earlier run of it)",
+			 p->pr_name);
+		ry__op_fail(op, RY_EPEER, why);
+		return true;
+	}
+	return op->op_status != RY_OK;
+}
+
+void ry__stripe(struct ry_peer *p)
+{
+	struct ry_manager *m = p->pr_mgr;
+	const uint32_t fs = m->m_cfg.fragment_size;
+	const uint32_t fpw = m->m_cfg.frags_per_wr;
+	const unsigned max_wrs = m->m_cfg.wr_per_qp;
+	struct batch bt[RY_MAX_RAILS];
+	unsigned na = 0, i;
+	uint64_t now;
+
+	if (!p->pr_nactive || p->pr_state == PEER_NEW)
+		return;
+	for (i = 0; i < m->m_nrails; i++)
+		if (p->pr_conns[i].cn_state == CONN_ACTIVE) {
+			bt[na].b_conn = &p->pr_conns[i];
+			bt[na++].b_n = 0;
+		}
+	now = ry__now_ns();
+	post_msgs(p, bt, na, now);
+
+	for (;;) {
+		struct ry__range *rn = p->pr_replay_head;
+		struct ry__op *op;
+		struct ry_send_wr *s;
+		struct ry__wr *w;
+		struct batch *b;
+		uint32_t first, n, nf;
+		uint64_t off, end;
+
+		if (rn) {
+			op = rn->rn_op;
+			first = rn->rn_first;
+			n = rn->rn_n;
+		} else if ((op = p->pr_sched_head)) {
+			first = op->op_next_frag;
+			n = op->op_nfrags - first;
+		} else {
+			break;
+		}
+		if (discard(p, op))
+			continue; /* ry__op_fail() took its fragments out */
+		nf = n < fpw ? n : fpw;
+		off = (uint64_t)first * fs;
+		end = (uint64_t)(first + nf) * fs;
+		if (end > op->op_len)
+			end = op->op_len;
+		b = pick(bt, na, (uint32_t)(end - off), op->op_rmask, max_wrs);
+		if (!b)
+			break;
+		/* take the fragments out of the queue */
+		if (rn) {
+			rn->rn_first += nf;
+			rn->rn_n -= nf;
+			if (!rn->rn_n) {
+				p->pr_replay_head = rn->rn_next;
+				if (!p->pr_replay_head)
+					p->pr_replay_tail = NULL;
+				ry__pool_put(&m->m_range_pool, rn);
+			}
+		} else {
+			op->op_next_frag += nf;
+			if (op->op_next_frag == op->op_nfrags) {
+				p->pr_sched_head = op->op_q_next;
+				if (!p->pr_sched_head)
+					p->pr_sched_tail = NULL;
+				op->op_on_sched = false;
+			}
+		}
+		w = ry__pool_get(&m->m_wr_pool);
+		if (!w) {
+			ry__op_fail(op, RY_ELOCAL, "out of memory");
+			ry__op_frags_done(op, nf);
+			continue;
+		}
+		w->wr_conn = b->b_conn;
+		w->wr_op = op;
+		w->wr_first = first;
+		w->wr_n = nf;
+		w->wr_bytes = (uint32_t)(end - off);
+		w->wr_kind = WRK_FRAG;
+		w->wr_replay = rn != NULL;
+		w->wr_post_ns = now;
+		s = &b->b_swr[b->b_n];
+		s->wr_id = (uintptr_t)w;
+		s->opcode = op->op_type == OP_READ ? RY_WR_RDMA_READ :
+						     RY_WR_RDMA_WRITE;
+		s->sge.addr = (uintptr_t)op->op_region->rg_addr +
+			      op->op_local_off + off;
+		s->sge.length = w->wr_bytes;
+		s->sge.lkey =
+			op->op_region->rg_mr[b->b_conn->cn_lrail->lr_idx]->lkey;
+		s->remote_addr = op->op_raddr + off;
+		s->rkey = op->op_rkey[b->b_conn->cn_ridx];
+		s->imm_data = 0;
+		b->b_wr[b->b_n++] = w;
+		op->op_posted++;
+		account(b->b_conn, w, now);
+		if (b->b_n == RY__POST_BATCH)
+			flush(p, b, now);
+	}
+	for (i = 0; i < na; i++)
+		flush(p, &bt[i], now);
+}
