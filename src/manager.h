@@ -53,6 +53,7 @@
 #define RY__MSG_HDR 40           /* struct ry__mhdr on the wire */
 #define RY__MSG_BUF (RY_MSG_MAX + 64)
 #define RY__RXWIN 1024           /* message dedupe window, in sequences */
+#define RY__TXWIN (RY__RXWIN / 2) /* sender's window: slack for CQ lag */
 #define RY__POST_BATCH 32        /* WRs handed to one post_send call */
 
 static inline uint64_t ry__min64(uint64_t a, uint64_t b)
@@ -228,6 +229,7 @@ struct ry__op {
 	struct ry__op *op_q_next;        /* pr_waitq, pr_sched, pr_msgq, done */
 	bool op_on_sched;
 	bool op_on_msgq;
+	bool op_parked;                  /* on pr_parked: unknown incarnation */
 };
 
 struct ry__lrail;
@@ -309,6 +311,7 @@ struct ry_peer {
 	struct ry__op *pr_waitq_head, *pr_waitq_tail;
 	struct ry__op *pr_sched_head, *pr_sched_tail; /* fresh fragments */
 	struct ry__op *pr_msgq_head, *pr_msgq_tail;
+	struct ry__op *pr_parked_head, *pr_parked_tail;
 	struct ry__range *pr_replay_head, *pr_replay_tail;
 	unsigned pr_inflight;
 	bool pr_dirty;                    /* on m_dirty: stripe me */
@@ -316,7 +319,9 @@ struct ry_peer {
 	/* fencing */
 	uint64_t pr_fence_gen, pr_fence_acked;
 	/* messages */
-	uint64_t pr_tx_seq;
+	uint64_t pr_tx_seq;               /* last sequence assigned */
+	uint64_t pr_tx_low;               /* lowest not yet completed */
+	uint64_t pr_tx_bits[RY__RXWIN / 64]; /* outstanding, ring */
 	uint64_t pr_rx_base;              /* lowest sequence not yet seen */
 	uint64_t pr_rx_bits[RY__RXWIN / 64];
 	/* failover timing */
@@ -433,6 +438,8 @@ void ry__op_cancel_all(struct ry_peer *p);
 void ry__msgq_push(struct ry_peer *p, struct ry__op *op, bool head);
 void ry__sched_push(struct ry_peer *p, struct ry__op *op);
 void ry__op_release(struct ry_manager *m, struct ry__op *op);
+void ry__op_park(struct ry_peer *p, struct ry__op *op);
+void ry__op_unpark_all(struct ry_peer *p);
 void ry__op_fill(struct ry_completion *c, const struct ry__op *op);
 
 /* stripe.c */
@@ -491,6 +498,9 @@ void ry__slot_put(struct ry_manager *m, unsigned slot);
 void *ry__slot_addr(struct ry_manager *m, unsigned slot);
 void ry__msg_prepare(struct ry__op *op, enum ry__mtype type, const void *data,
 		     size_t len);
+uint64_t ry__tx_seq_take(struct ry_peer *p);
+void ry__tx_seq_done(struct ry_peer *p, uint64_t seq);
+void ry__tx_seq_reset(struct ry_peer *p);
 
 /* control.c */
 int ry__ctl_listen(struct ry_manager *m);

@@ -9,8 +9,10 @@
  * sequences in [pr_rx_base, pr_rx_base + RY__RXWIN) it has delivered in a
  * ring bitmap (bit seq % RY__RXWIN) and everything below pr_rx_base; a
  * replayed copy of a message that had in fact arrived is acknowledged by
- * the transport and dropped here.  A sender keeps at most RY__MSG_SLOTS
- * messages outstanding, well inside the window.
+ * the transport and dropped here.  The sender never assigns a sequence
+ * RY__TXWIN or more above its oldest message not yet completed, so every
+ * sequence the receiver can see lies inside its window even when it lags
+ * behind its completion queue.
  */
 #include <endian.h>
 #include <errno.h>
@@ -212,4 +214,39 @@ void ry__msg_prepare(struct ry__op *op, enum ry__mtype type, const void *data,
 		memcpy(s + RY__MSG_HDR, data, len);
 	op->op_msg_len = (uint32_t)(RY__MSG_HDR + len);
 	op->op_seq = 0; /* assigned at first post */
+}
+
+uint64_t ry__tx_seq_take(struct ry_peer *p)
+{
+	uint64_t s = p->pr_tx_seq + 1, bit;
+
+	if (s >= p->pr_tx_low + RY__TXWIN)
+		return 0;
+	bit = s % RY__RXWIN;
+	p->pr_tx_bits[bit / 64] |= 1ull << (bit % 64);
+	p->pr_tx_seq = s;
+	return s;
+}
+
+void ry__tx_seq_done(struct ry_peer *p, uint64_t seq)
+{
+	uint64_t bit;
+
+	if (seq < p->pr_tx_low || seq > p->pr_tx_seq)
+		return;
+	bit = seq % RY__RXWIN;
+	p->pr_tx_bits[bit / 64] &= ~(1ull << (bit % 64));
+	while (p->pr_tx_low <= p->pr_tx_seq) {
+		bit = p->pr_tx_low % RY__RXWIN;
+		if (p->pr_tx_bits[bit / 64] & (1ull << (bit % 64)))
+			break;
+		p->pr_tx_low++;
+	}
+}
+
+void ry__tx_seq_reset(struct ry_peer *p)
+{
+	p->pr_tx_seq = 0;
+	p->pr_tx_low = 1;
+	memset(p->pr_tx_bits, 0, sizeof(p->pr_tx_bits));
 }

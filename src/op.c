@@ -103,6 +103,8 @@ static void complete(struct ry__op *op)
 	op->op_state = OPS_DONE;
 	if (op->op_region)
 		op->op_region->rg_users--;
+	if (op->op_seq)
+		ry__tx_seq_done(p, op->op_seq);
 	if (op->op_slot != ~0u) {
 		ry__slot_put(m, op->op_slot);
 		op->op_slot = ~0u;
@@ -233,7 +235,44 @@ void ry__op_fail(struct ry__op *op, enum ry_status st, const char *reason)
 		q_remove(&p->pr_msgq_head, &p->pr_msgq_tail, op);
 		op->op_on_msgq = false;
 	}
+	if (op->op_parked) {
+		q_remove(&p->pr_parked_head, &p->pr_parked_tail, op);
+		op->op_parked = false;
+	}
 	ry__op_check(op);
+}
+
+/*
+ * An op whose descriptor names another incarnation of the peer than the
+ * one we know waits here (it has posted nothing) until the peer's next
+ * HELLO, or op_timeout.  Seeing such a descriptor is a hint the peer
+ * restarted, so a control channel in backoff is redialed at once.
+ */
+void ry__op_park(struct ry_peer *p, struct ry__op *op)
+{
+	q_remove(&p->pr_sched_head, &p->pr_sched_tail, op);
+	op->op_on_sched = false;
+	op->op_parked = true;
+	op->op_q_next = NULL;
+	if (p->pr_parked_tail)
+		p->pr_parked_tail->op_q_next = op;
+	else
+		p->pr_parked_head = op;
+	p->pr_parked_tail = op;
+	if (p->pr_state == PEER_BACKOFF)
+		p->pr_ctl_retry_ns = 0;
+}
+
+void ry__op_unpark_all(struct ry_peer *p)
+{
+	struct ry__op *op;
+
+	while ((op = p->pr_parked_head)) {
+		p->pr_parked_head = op->op_q_next;
+		op->op_parked = false;
+		ry__sched_push(p, op);
+	}
+	p->pr_parked_tail = NULL;
 }
 
 void ry__ops_timeouts(struct ry_peer *p, uint64_t now)
@@ -248,6 +287,15 @@ void ry__ops_timeouts(struct ry_peer *p, uint64_t now)
 		next = op->op_all_next;
 		if (op->op_status != RY_OK)
 			continue;
+		if (op->op_parked) {
+			if (now - op->op_wait_ns <= m->m_op_timeout_ns)
+				continue;
+			snprintf(why, sizeof(why),
+				 "peer %s: the descriptor is for a node (or run) other than the peer's (control %s)",
+				 p->pr_name, ry__peer_state_str(p->pr_state));
+			ry__op_fail(op, RY_EPEER, why);
+			continue;
+		}
 		if (op->op_state == OPS_FENCING) {
 			if (now - op->op_wait_ns <= m->m_op_timeout_ns)
 				continue;
@@ -279,13 +327,15 @@ void ry__op_cancel_all(struct ry_peer *p)
 	p->pr_waitq_head = p->pr_waitq_tail = NULL;
 	p->pr_sched_head = p->pr_sched_tail = NULL;
 	p->pr_msgq_head = p->pr_msgq_tail = NULL;
+	p->pr_parked_head = p->pr_parked_tail = NULL;
 	p->pr_replay_head = p->pr_replay_tail = NULL;
 	while ((op = p->pr_ops_head)) {
 		op->op_status = RY_ECANCELED;
 		snprintf(op->op_reason, sizeof(op->op_reason),
 			 "peer %s: canceled, manager destroyed", p->pr_name);
 		op->op_posted = 0;
-		op->op_on_sched = op->op_on_msgq = false;
+		op->op_on_sched = op->op_on_msgq = op->op_parked = false;
+		op->op_seq = 0;
 		complete(op);
 	}
 }
@@ -306,7 +356,7 @@ static struct ry__op *op_new(struct ry_peer *p, enum ry__op_type type,
 	memset(op, 0, offsetof(struct ry__op, op_reason));
 	op->op_reason[0] = 0;
 	op->op_all_next = op->op_all_prev = op->op_q_next = NULL;
-	op->op_on_sched = op->op_on_msgq = false;
+	op->op_on_sched = op->op_on_msgq = op->op_parked = false;
 	op->op_peer = p;
 	op->op_type = type;
 	op->op_slot = ~0u;

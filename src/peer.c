@@ -55,6 +55,7 @@ struct ry_peer *ry__peer_new(struct ry_manager *m, const char *name,
 	p->pr_state = PEER_NEW;
 	p->pr_ctl_backoff_ms = m->m_cfg.failover.reconnect_min_ms;
 	p->pr_rx_base = 1;
+	ry__tx_seq_reset(p);
 	p->pr_nopath_ns = ry__now_ns();
 	for (i = 0; i < m->m_nrails; i++)
 		ry__conn_init(&p->pr_conns[i], p, &m->m_rails[i]);
@@ -171,11 +172,12 @@ void ry__peer_ready(struct ry_peer *p, bool fresh, bool dialer)
 		p->pr_fence_acked = p->pr_fence_gen;
 		p->pr_rx_base = 1;
 		memset(p->pr_rx_bits, 0, sizeof(p->pr_rx_bits));
-		p->pr_tx_seq = 0;
+		ry__tx_seq_reset(p);
 		for (op = p->pr_ops_head; op; op = op->op_all_next)
 			op->op_seq = 0;
 	}
 	p->pr_state = PEER_READY;
+	ry__op_unpark_all(p);
 	p->pr_ctl_backoff_ms = m->m_cfg.failover.reconnect_min_ms;
 	pair_rails(p);
 	ry__fence_resend(p);

@@ -103,6 +103,16 @@ static void post_msgs(struct ry_peer *p, struct batch *bt, unsigned na,
 		struct ry_send_wr *s;
 		uint64_t seq;
 
+		if (!op->op_seq) {
+			/* a new message: only inside the sender's window */
+			seq = ry__tx_seq_take(p);
+			if (!seq)
+				return;
+			op->op_seq = seq;
+			seq = htole64(seq);
+			memcpy(slot + offsetof(struct ry__mhdr, mh_seq), &seq,
+			       sizeof(seq));
+		}
 		b = pick(bt, na, op->op_msg_len, ~0u, m->m_cfg.wr_per_qp);
 		if (!b)
 			return;
@@ -113,12 +123,6 @@ static void post_msgs(struct ry_peer *p, struct batch *bt, unsigned na,
 		if (!p->pr_msgq_head)
 			p->pr_msgq_tail = NULL;
 		op->op_on_msgq = false;
-		if (!op->op_seq) {
-			op->op_seq = ++p->pr_tx_seq;
-			seq = htole64(op->op_seq);
-			memcpy(slot + offsetof(struct ry__mhdr, mh_seq), &seq,
-			       sizeof(seq));
-		}
 		memset(w, 0, sizeof(*w));
 		w->wr_conn = b->b_conn;
 		w->wr_op = op;
@@ -146,6 +150,13 @@ static bool discard(struct ry_peer *p, struct ry__op *op)
 {
 	char why[192];
 
+	if (op->op_status == RY_OK && op->op_rnode != p->pr_node &&
+	    !op->op_posted && !op->op_done_frags && !op->op_next_frag &&
+	    !op->op_replayed) {
+		/* maybe the peer restarted and we have not heard yet */
+		ry__op_park(p, op);
+		return true;
+	}
 	if (op->op_status == RY_OK && op->op_rnode != p->pr_node) {
 		snprintf(why, sizeof(why),
 			 "peer %s: the descriptor belongs to another node (or an earlier run of it)",

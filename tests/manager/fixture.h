@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * A pair of rail managers, "a" and "b", in one process, over the provider
+ * the suite is built for (FX_PROVIDER: loop for label unit, soft for label
+ * soft), driven by one thread calling ry_progress() on both.
+ */
+#ifndef RY_TEST_FIXTURE_H
+#define RY_TEST_FIXTURE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+
+#include <railyard/railyard.h>
+
+#ifndef FX_PROVIDER
+#define FX_PROVIDER RY_PROVIDER_LOOP
+#endif
+
+#define FX_MAX_RAILS 4
+
+struct fx_opts {
+	unsigned nrails_a, nrails_b;       /* default 2 */
+	const char *net_a[FX_MAX_RAILS];   /* default "net<i>" */
+	const char *net_b[FX_MAX_RAILS];
+	uint32_t weight_a[FX_MAX_RAILS];
+	uint32_t heartbeat_ms, timeout_ms, ack_timeout_ms, retry_count;
+	uint32_t op_timeout_ms, reconnect_min_ms, reconnect_max_ms;
+	uint32_t ops_in_flight, frags_per_wr, wr_per_qp;
+	uint64_t max_op_size;
+	bool fence_off;
+	enum ry_provider provider;         /* 0: FX_PROVIDER */
+	size_t buflen;                     /* default 8 MiB + 64 KiB */
+	char b_control[100];               /* "" : 127.0.0.1:0 */
+};
+
+struct fx_events {
+	unsigned n_conn_down, n_conn_up, n_rail_down, n_rail_up;
+	uint64_t first_conn_down_ns;
+	char last_reason[128];
+};
+
+struct fx {
+	struct fx_opts o;
+	struct ry_manager *a, *b;
+	struct ry_peer *ab;                /* a's handle on b */
+	char b_addr[100];
+	unsigned char *bufa, *bufb;
+	size_t buflen;
+	struct ry_region *ra, *rb;
+	unsigned char desc_a[RY_DESC_MAX], desc_b[RY_DESC_MAX];
+	int desc_a_len, desc_b_len;
+	struct fx_events ev_a, ev_b;
+};
+
+struct fx_done {
+	unsigned ok, err, total;
+	enum ry_status last_err;
+	char reason[192];
+};
+
+void fx_config(struct ry_config *c, const struct fx_opts *o, bool is_b);
+/* 0, or the manager create error (-ENOSYS: provider not there). */
+int fx_init(struct fx *f, const struct fx_opts *o);
+void fx_fini(struct fx *f);
+int fx_create_b(struct fx *f);    /* (re)create b and its buffer */
+void fx_destroy_b(struct fx *f);
+void fx_progress(struct fx *f);
+/* Progress until pred(arg) or ms elapse; returns pred's last value. */
+bool fx_until(struct fx *f, bool (*pred)(void *), void *arg, unsigned ms);
+bool fx_until_done(struct fx *f, struct fx_done *d, unsigned n, unsigned ms);
+void fx_sleep_progress(struct fx *f, unsigned ms);
+void fx_cb(const struct ry_completion *c, void *arg);
+uint64_t fx_now_ns(void);
+void fx_fill(unsigned char *p, size_t n, uint32_t seed);
+unsigned fx_active(struct ry_manager *m, const char *rail);
+/* exit 77 with a message when the provider cannot be opened here */
+void fx_skip_if_unavailable(void);
+bool fx_is_loop(void);
+
+#endif

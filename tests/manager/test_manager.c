@@ -1,0 +1,952 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The rail manager, end to end: two managers in one process over the loop
+ * rail (label unit) or the soft rail (label soft), with fault injection.
+ * Every transfer is verified byte for byte.
+ */
+#include <check.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "rails/loop/loop.h"
+#include "src/manager.h"
+#include "tests/manager/fixture.h"
+
+#define MiB (1u << 20)
+
+static struct fx F;
+
+static void setup_opts(const struct fx_opts *o)
+{
+	int ret = fx_init(&F, o);
+
+	ck_assert_msg(ret == 0, "fixture: %s", strerror(-ret));
+}
+
+static void teardown(void)
+{
+	fx_fini(&F);
+}
+
+/* Write len bytes at off from a to b, wait, verify; returns status. */
+static enum ry_status write_verify(size_t off, size_t len, uint32_t seed)
+{
+	struct fx_done d = { 0 };
+	int ret;
+
+	fx_fill(F.bufa + off, len, seed);
+	ret = ry_write(F.ab, F.ra, off, F.desc_b, (size_t)F.desc_b_len, off,
+		       len, fx_cb, &d);
+	ck_assert_int_eq(ret, 0);
+	ck_assert_msg(fx_until_done(&F, &d, 1, 20000), "write %zu timed out",
+		      len);
+	ck_assert_uint_eq(d.total, 1);
+	if (d.ok)
+		ck_assert_msg(!memcmp(F.bufa + off, F.bufb + off, len),
+			      "data mismatch, len %zu", len);
+	else
+		fprintf(stderr, "write of %zu failed: %s\n", len, d.reason);
+	return d.ok ? RY_OK : d.last_err;
+}
+
+static enum ry_status read_verify(size_t off, size_t len, uint32_t seed)
+{
+	struct fx_done d = { 0 };
+	int ret;
+
+	fx_fill(F.bufb + off, len, seed);
+	memset(F.bufa + off, 0, len);
+	ret = ry_read(F.ab, F.ra, off, F.desc_b, (size_t)F.desc_b_len, off,
+		      len, fx_cb, &d);
+	ck_assert_int_eq(ret, 0);
+	ck_assert_msg(fx_until_done(&F, &d, 1, 20000), "read %zu timed out",
+		      len);
+	if (d.ok)
+		ck_assert_msg(!memcmp(F.bufa + off, F.bufb + off, len),
+			      "read data mismatch, len %zu", len);
+	return d.ok ? RY_OK : d.last_err;
+}
+
+/* ---- descriptors ---- */
+
+static uint32_t fnv(const unsigned char *p, size_t n)
+{
+	uint32_t h = 2166136261u;
+
+	while (n--)
+		h = (h ^ *p++) * 16777619u;
+	return h;
+}
+
+START_TEST(desc_validation)
+{
+	unsigned char d[RY_DESC_MAX];
+	int len, i;
+
+	setup_opts(NULL);
+	len = F.desc_b_len;
+	ck_assert_int_gt(len, 32);
+	ck_assert_int_le(len, RY_DESC_MAX);
+	ck_assert_int_eq(ry_desc_check(F.desc_b, (size_t)len), 0);
+	ck_assert_int_eq(ry_mr_pack(F.rb, d, 8), -ENOSPC);
+	/* every truncation is caught */
+	for (i = 0; i < len; i++)
+		ck_assert_int_eq(ry_desc_check(F.desc_b, (size_t)i), -EBADMSG);
+	/* every single-bit flip is caught */
+	for (i = 0; i < len * 8; i++) {
+		memcpy(d, F.desc_b, (size_t)len);
+		d[i / 8] ^= (unsigned char)(1u << (i % 8));
+		ck_assert_int_ne(ry_desc_check(d, (size_t)len), 0);
+	}
+	memcpy(d, F.desc_b, (size_t)len);
+	d[4] = 9; /* a future version */
+	ck_assert_int_eq(ry_desc_check(d, (size_t)len), -EPROTONOSUPPORT);
+	/* the API refuses them too */
+	ck_assert_int_eq(ry_write(F.ab, F.ra, 0, F.desc_b, (size_t)len - 1, 0,
+				  10, fx_cb, NULL),
+			 -EBADMSG);
+	ck_assert_int_eq(ry_write(F.ab, F.ra, 0, F.desc_b, (size_t)len,
+				  F.buflen - 5, 10, fx_cb, NULL),
+			 -EINVAL);
+	ck_assert_int_eq(ry_write(F.ab, F.ra, 0, F.desc_b, (size_t)len, 0, 0,
+				  fx_cb, NULL),
+			 -EINVAL);
+	ck_assert_int_eq(ry_write(F.ab, F.ra, 0, F.desc_b, (size_t)len, 0,
+				  (8u << 20) + 1, fx_cb, NULL),
+			 -EMSGSIZE);
+	ck_assert_int_eq(ry_mr_dereg(NULL), 0);
+	teardown();
+}
+END_TEST
+
+/* A well-formed descriptor with a forged rkey fails at the owner. */
+START_TEST(forged_rkey)
+{
+	unsigned char d[RY_DESC_MAX];
+	int len, i;
+
+	setup_opts(NULL);
+	len = F.desc_b_len;
+	memcpy(d, F.desc_b, (size_t)len);
+	for (i = 0; i < (len - 36) / 8; i++)
+		d[32 + 8 * i + 4] ^= 0x5a;
+	{
+		uint32_t h = fnv(d, (size_t)len - 4);
+
+		memcpy(d + len - 4, &h, 4);
+	}
+	ck_assert_int_eq(ry_desc_check(d, (size_t)len), 0);
+	{
+		struct fx_done dn = { 0 };
+
+		fx_fill(F.bufa, 3 * 4096, 7);
+		memset(F.bufb, 0, 3 * 4096);
+		ck_assert_int_eq(ry_write(F.ab, F.ra, 0, d, (size_t)len, 0,
+					  3 * 4096, fx_cb, &dn),
+				 0);
+		ck_assert(fx_until_done(&F, &dn, 1, 10000));
+		ck_assert_uint_eq(dn.err, 1);
+		ck_assert_int_eq(dn.last_err, RY_EREMOTE_ACCESS);
+		ck_assert_msg(strstr(dn.reason, "remote access"), "%s",
+			      dn.reason);
+		for (i = 0; i < 3 * 4096; i++)
+			ck_assert_int_eq(F.bufb[i], 0);
+	}
+	/* the connection recovers and the real descriptor works */
+	ck_assert_int_eq(write_verify(0, MiB, 8), RY_OK);
+	teardown();
+}
+END_TEST
+
+/* ---- sizes ---- */
+
+START_TEST(all_sizes)
+{
+	static const size_t fixed[] = {
+		1, 2, 3, 7, 511, 512, 513, 4095, 4096, 4097, 8191, 8192, 8193,
+		65535, 65536, 65537, 16 * 4096 - 1, 16 * 4096 + 1,
+		17 * 4096, 1000000, MiB - 1, MiB, MiB + 1, 3 * MiB + 7,
+		8 * MiB - 1, 8 * MiB,
+	};
+	unsigned i, seed = 1;
+	size_t len;
+
+	setup_opts(&(struct fx_opts){ .nrails_a = 3 });
+	for (i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
+		ck_assert_int_eq(write_verify(0, fixed[i], seed++), RY_OK);
+		ck_assert_int_eq(read_verify(0, fixed[i], seed++), RY_OK);
+	}
+	/* every length 1..4200 at an odd offset, and a sweep to 8 MiB */
+	for (len = 1; len <= 4200; len += (len < 300 ? 1 : 37))
+		ck_assert_int_eq(write_verify(13, len, seed++), RY_OK);
+	for (len = 4096; len <= 8 * MiB; len = len * 3 / 2 + 1)
+		ck_assert_int_eq(read_verify(len & 4095, len, seed++), RY_OK);
+	teardown();
+}
+END_TEST
+
+/* ---- striping ---- */
+
+START_TEST(unequal_rates)
+{
+	struct ry_counters c0, c1;
+	unsigned i;
+	double share;
+
+	setup_opts(&(struct fx_opts){ .weight_a = { 1, 3 } });
+	for (i = 0; i < 32; i++)
+		ck_assert_int_eq(write_verify((i % 4) * MiB, MiB, i), RY_OK);
+	ck_assert_int_eq(ry_rail_counters(F.a, "r0", &c0), 0);
+	ck_assert_int_eq(ry_rail_counters(F.a, "r1", &c1), 0);
+	share = (double)c1.bytes / (double)(c0.bytes + c1.bytes);
+	ck_assert_msg(share > 0.70 && share < 0.80,
+		      "rail with weight 3 of 4 carried %.3f", share);
+	ck_assert_uint_eq(c0.fragments + c1.fragments, 32 * 256);
+	teardown();
+}
+END_TEST
+
+START_TEST(ops_in_flight_limit)
+{
+	struct fx_done d = { 0 };
+	unsigned i;
+
+	setup_opts(&(struct fx_opts){ .ops_in_flight = 3 });
+	fx_fill(F.bufa, 8 * MiB, 3);
+	for (i = 0; i < 40; i++)
+		ck_assert_int_eq(ry_write(F.ab, F.ra, (i % 8) * MiB, F.desc_b,
+					  (size_t)F.desc_b_len, (i % 8) * MiB,
+					  MiB, fx_cb, &d),
+				 0);
+	ck_assert(fx_until_done(&F, &d, 40, 20000));
+	ck_assert_uint_eq(d.ok, 40);
+	ck_assert(!memcmp(F.bufa, F.bufb, 8 * MiB));
+	teardown();
+}
+END_TEST
+
+/* ---- failover ---- */
+
+struct stream {
+	unsigned slots, posted, done_ok, done_err;
+	bool is_read;
+	struct fx_done d[8];
+	bool busy[8];
+	uint32_t seed;
+	char reason[192];
+};
+
+/* Keep `slots` 1 MiB ops going; verify each as it completes. */
+static void stream_pump(struct stream *s)
+{
+	unsigned i;
+	int ret;
+
+	for (i = 0; i < s->slots; i++) {
+		size_t off = (size_t)i * MiB;
+
+		if (s->busy[i] && s->d[i].total) {
+			s->busy[i] = false;
+			if (s->d[i].ok) {
+				s->done_ok++;
+				ck_assert_msg(!memcmp(F.bufa + off, F.bufb + off,
+						      MiB),
+					      "data mismatch after failover");
+			} else {
+				s->done_err++;
+				snprintf(s->reason, sizeof(s->reason), "%s",
+					 s->d[i].reason);
+			}
+		}
+		if (s->busy[i])
+			continue;
+		memset(&s->d[i], 0, sizeof(s->d[i]));
+		if (s->is_read) {
+			fx_fill(F.bufb + off, MiB, ++s->seed);
+			ret = ry_read(F.ab, F.ra, off, F.desc_b,
+				      (size_t)F.desc_b_len, off, MiB, fx_cb,
+				      &s->d[i]);
+		} else {
+			fx_fill(F.bufa + off, MiB, ++s->seed);
+			ret = ry_write(F.ab, F.ra, off, F.desc_b,
+				       (size_t)F.desc_b_len, off, MiB, fx_cb,
+				       &s->d[i]);
+		}
+		ck_assert_int_eq(ret, 0);
+		s->busy[i] = true;
+		s->posted++;
+	}
+}
+
+static void stream_run(struct stream *s, unsigned ms)
+{
+	uint64_t end = fx_now_ns() + (uint64_t)ms * 1000000;
+
+	while (fx_now_ns() < end) {
+		stream_pump(s);
+		fx_progress(&F);
+	}
+}
+
+static void stream_finish(struct stream *s)
+{
+	unsigned i;
+
+	for (i = 0; i < s->slots; i++)
+		if (s->busy[i])
+			ck_assert_msg(fx_until_done(&F, &s->d[i], 1, 20000),
+				      "op hung");
+	s->slots = 0;
+	stream_pump(s); /* account the last ones, post nothing */
+	for (i = 0; i < 8; i++)
+		if (s->busy[i] && s->d[i].total) {
+			s->busy[i] = false;
+			if (s->d[i].ok)
+				s->done_ok++;
+			else
+				s->done_err++;
+		}
+}
+
+static void kill_mid_stream(bool is_read, bool local_link)
+{
+	struct stream s = { .slots = 4, .is_read = is_read };
+	struct ry_counters pc;
+	struct ry_fault_spec cut = { .drop_all = true };
+
+	setup_opts(&(struct fx_opts){ .nrails_a = 3 });
+	stream_run(&s, 300);
+	if (local_link)
+		ck_assert_int_eq(ry_rail_link(F.a, "r1", false), 0);
+	else
+		ck_assert_int_eq(ry_rail_fault(F.a, "r1", &cut), 0);
+	stream_run(&s, 700);
+	stream_finish(&s);
+	ck_assert_msg(s.done_err == 0, "%u failed: %s", s.done_err, s.reason);
+	ck_assert_uint_gt(s.done_ok, 8);
+	ck_assert_int_eq(ry_peer_counters(F.ab, &pc), 0);
+	ck_assert_uint_ge(pc.failovers, 1);
+	ck_assert_uint_gt(pc.replayed_fragments, 0);
+	ck_assert_uint_ge(pc.detect_count, 1);
+	if (fx_is_loop())
+		ck_assert_uint_ge(pc.fences, 1);
+	teardown();
+}
+
+START_TEST(kill_rail_mid_write)
+{
+	kill_mid_stream(false, true);
+}
+END_TEST
+
+START_TEST(kill_rail_mid_read)
+{
+	kill_mid_stream(true, true);
+}
+END_TEST
+
+START_TEST(unplug_rail_mid_write)
+{
+	kill_mid_stream(false, false);
+}
+END_TEST
+
+START_TEST(two_rails_killed)
+{
+	struct stream s = { .slots = 4 };
+	struct ry_fault_spec cut = { .drop_all = true };
+
+	setup_opts(&(struct fx_opts){ .nrails_a = 4 });
+	stream_run(&s, 200);
+	ck_assert_int_eq(ry_rail_link(F.a, "r0", false), 0);
+	stream_run(&s, 200);
+	ck_assert_int_eq(ry_rail_fault(F.b, "r2", &cut), 0);
+	stream_run(&s, 800);
+	stream_finish(&s);
+	ck_assert_msg(s.done_err == 0, "%u failed: %s", s.done_err, s.reason);
+	ck_assert_uint_eq(fx_active(F.a, "r0"), 0);
+	ck_assert_uint_eq(fx_active(F.a, "r2"), 0);
+	ck_assert_uint_eq(fx_active(F.a, "r1"), 1);
+	teardown();
+}
+END_TEST
+
+struct active_wait {
+	const char *rail;
+	unsigned n;
+};
+
+static bool all_active(void *arg)
+{
+	unsigned i;
+
+	(void)arg;
+	for (i = 0; i < F.o.nrails_a; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "r%u", i);
+		if (fx_active(F.a, name) != 1)
+			return false;
+	}
+	return true;
+}
+
+START_TEST(all_rails_killed_then_restored)
+{
+	struct fx_done d = { 0 };
+	uint64_t t0;
+	double ms;
+
+	setup_opts(&(struct fx_opts){ .op_timeout_ms = 600 });
+	ck_assert_int_eq(write_verify(0, MiB, 1), RY_OK);
+	ck_assert_int_eq(ry_rail_link(F.a, "r0", false), 0);
+	ck_assert_int_eq(ry_rail_link(F.a, "r1", false), 0);
+	fx_fill(F.bufa, MiB, 2);
+	t0 = fx_now_ns();
+	ck_assert_int_eq(ry_write(F.ab, F.ra, 0, F.desc_b,
+				  (size_t)F.desc_b_len, 0, MiB, fx_cb, &d),
+			 0);
+	ck_assert_int_eq(ry_read(F.ab, F.ra, MiB, F.desc_b,
+				 (size_t)F.desc_b_len, MiB, MiB, fx_cb, &d),
+			 0);
+	ck_assert(fx_until_done(&F, &d, 2, 5000));
+	ms = (double)(fx_now_ns() - t0) / 1e6;
+	ck_assert_uint_eq(d.err, 2);
+	ck_assert_int_eq(d.last_err, RY_ETIMEDOUT);
+	ck_assert_msg(ms >= 550 && ms < 2000, "timed out after %.0f ms", ms);
+	ck_assert_msg(strstr(d.reason, "peer 127.0.0.1") &&
+			      strstr(d.reason, "r0") && strstr(d.reason, "r1") &&
+			      strstr(d.reason, "link-down"),
+		      "reason: %s", d.reason);
+	/* restore: new operations succeed */
+	ck_assert_int_eq(ry_rail_link(F.a, "r0", true), 0);
+	ck_assert_int_eq(ry_rail_link(F.a, "r1", true), 0);
+	ck_assert(fx_until(&F, all_active, NULL, 5000));
+	ck_assert_int_eq(write_verify(0, MiB, 3), RY_OK);
+	ck_assert_int_eq(read_verify(MiB, MiB, 4), RY_OK);
+	ck_assert_uint_ge(F.ev_a.n_rail_down, 2);
+	ck_assert_uint_ge(F.ev_a.n_rail_up, 2);
+	teardown();
+}
+END_TEST
+
+START_TEST(flapping_rail)
+{
+	struct stream s = { .slots = 4 };
+	struct ry_rail_info ri;
+	uint64_t end, next;
+	bool up = true;
+	struct ry_counters c1;
+
+	setup_opts(&(struct fx_opts){ .nrails_a = 2, .reconnect_min_ms = 20 });
+	end = fx_now_ns() + 10000000000ull;
+	next = fx_now_ns() + 100000000ull;
+	while (fx_now_ns() < end) {
+		stream_pump(&s);
+		fx_progress(&F);
+		if (fx_now_ns() >= next) {
+			up = !up;
+			ck_assert_int_eq(ry_rail_link(F.a, "r1", up), 0);
+			next += 100000000ull;
+		}
+	}
+	ck_assert_int_eq(ry_rail_link(F.a, "r1", true), 0);
+	stream_finish(&s);
+	ck_assert_msg(s.done_err == 0, "%u failed: %s", s.done_err, s.reason);
+	ck_assert_uint_gt(s.done_ok, 50);
+	ck_assert_int_eq(ry_rail_counters(F.a, "r1", &c1), 0);
+	ck_assert_uint_ge(c1.failovers, 5);
+	ck_assert_int_eq(ry_rail_info(F.a, "r1", &ri), 0);
+	ck_assert_msg(ri.health_min < 1000, "health %u", ri.health_min);
+	teardown();
+}
+END_TEST
+
+/* ---- detection times ---- */
+
+static bool a_conn_down(void *arg)
+{
+	return F.ev_a.n_conn_down > 0;
+}
+
+START_TEST(detect_local_link_down)
+{
+	uint64_t t0;
+	double ms;
+
+	setup_opts(NULL); /* failover defaults */
+	ck_assert_int_eq(write_verify(0, 4096, 1), RY_OK);
+	fx_sleep_progress(&F, 100);
+	t0 = fx_now_ns();
+	ck_assert_int_eq(ry_rail_link(F.a, "r1", false), 0);
+	ck_assert(fx_until(&F, a_conn_down, NULL, 2000));
+	ms = (double)(fx_now_ns() - t0) / 1e6;
+	ck_assert_msg(ms < 50, "local link down detected after %.1f ms", ms);
+	teardown();
+}
+END_TEST
+
+START_TEST(detect_far_unplug_idle)
+{
+	struct ry_fault_spec cut = { .drop_all = true };
+	uint64_t t0;
+	double ms;
+
+	setup_opts(NULL); /* failover defaults */
+	ck_assert_int_eq(write_verify(0, 4096, 1), RY_OK);
+	fx_sleep_progress(&F, 150);
+	t0 = fx_now_ns();
+	ck_assert_int_eq(ry_rail_fault(F.b, "r0", &cut), 0);
+	ck_assert(fx_until(&F, a_conn_down, NULL, 3000));
+	ms = (double)(fx_now_ns() - t0) / 1e6;
+	ck_assert_msg(ms < 300, "silent far-side unplug detected after %.1f ms",
+		      ms);
+	teardown();
+}
+END_TEST
+
+/* ---- fencing ---- */
+
+static void fence_case(bool fence)
+{
+	struct ry_fault_spec cut = { .drop_all = true };
+	struct fx_done d = { 0 };
+	struct ry_rail *r1 = NULL;
+	int landed;
+	size_t i;
+
+	/* b is slow to notice on its own, so only the fence protects it */
+	setup_opts(&(struct fx_opts){ .fence_off = !fence,
+				      .heartbeat_ms = 2000,
+				      .timeout_ms = 4000 });
+	ck_assert_int_eq(write_verify(0, MiB, 1), RY_OK);
+	r1 = ry__mgr_rail(F.a, "r1");
+	ck_assert_ptr_nonnull(r1);
+	ry_loop_hold(r1, true);
+	ck_assert_int_eq(ry_rail_fault(F.a, "r1", &cut), 0);
+	fx_fill(F.bufa, MiB, 2);
+	ck_assert_int_eq(ry_write(F.ab, F.ra, 0, F.desc_b,
+				  (size_t)F.desc_b_len, 0, MiB, fx_cb, &d),
+			 0);
+	ck_assert(fx_until_done(&F, &d, 1, 10000));
+	ck_assert_uint_eq(d.ok, 1);
+	ck_assert(!memcmp(F.bufa, F.bufb, MiB));
+	/* the application reuses the memory; then the stale packets arrive */
+	memset(F.bufb, 0xee, MiB);
+	landed = ry_loop_release_held(r1);
+	if (fence) {
+		ck_assert_int_eq(landed, 0);
+		for (i = 0; i < MiB; i++)
+			ck_assert_int_eq(F.bufb[i], 0xee);
+	} else {
+		/* the control: without the fence a stale write does land */
+		ck_assert_int_gt(landed, 0);
+	}
+	teardown();
+}
+
+START_TEST(fence_stale_packet_dropped)
+{
+	fence_case(true);
+}
+END_TEST
+
+START_TEST(no_fence_stale_packet_lands)
+{
+	fence_case(false);
+}
+END_TEST
+
+/* ---- messages ---- */
+
+struct rx {
+	unsigned n, dup, notify;
+	unsigned char seen[4096];
+	uint64_t last_notify;
+	bool notify_data_ok;
+};
+
+static struct rx RX;
+
+static void on_recv(struct ry_peer *from, const struct ry_message *m,
+		    void *arg)
+{
+	struct rx *r = arg;
+	unsigned id;
+
+	if (m->type == RY_MSG_NOTIFY) {
+		r->notify++;
+		r->last_notify = m->notify;
+		/* all bytes have landed before the notification */
+		r->notify_data_ok = !memcmp(F.bufa, F.bufb, MiB);
+		return;
+	}
+	ck_assert_uint_ge(m->len, sizeof(id));
+	memcpy(&id, m->data, sizeof(id));
+	ck_assert_uint_lt(id, 4096);
+	if (r->seen[id]++)
+		r->dup++;
+	r->n++;
+}
+
+static bool rx_all(void *arg)
+{
+	return RX.n >= *(unsigned *)arg;
+}
+
+START_TEST(messages_exactly_once_across_failover)
+{
+	struct fx_done d = { 0 };
+	unsigned char buf[600];
+	unsigned i, sent = 0, total = 3000;
+	int ret;
+
+	memset(&RX, 0, sizeof(RX));
+	setup_opts(&(struct fx_opts){ .nrails_a = 3 });
+	ry_set_recv_cb(F.b, on_recv, &RX);
+	while (sent < total) {
+		for (i = 0; i < 64 && sent < total; i++) {
+			memcpy(buf, &sent, sizeof(sent));
+			memset(buf + 4, (int)sent, sizeof(buf) - 4);
+			ret = ry_send(F.ab, buf, 4 + sent % 590, fx_cb, &d);
+			if (ret == -EAGAIN)
+				break;
+			ck_assert_int_eq(ret, 0);
+			sent++;
+		}
+		fx_progress(&F);
+		if (sent == 1000)
+			ck_assert_int_eq(ry_rail_link(F.a, "r2", false), 0);
+		if (sent == 2000) {
+			struct ry_fault_spec cut = { .drop_all = true };
+
+			ck_assert_int_eq(ry_rail_fault(F.b, "r0", &cut), 0);
+		}
+	}
+	ck_assert(fx_until_done(&F, &d, total, 20000));
+	if (!fx_until(&F, rx_all, &total, 5000)) {
+		for (i = 0; i < total; i++)
+			if (RX.seen[i] != 1)
+				fprintf(stderr, "msg %u seen %u times\n", i,
+					RX.seen[i]);
+		ck_abort_msg("received %u of %u", RX.n, total);
+	}
+	fx_sleep_progress(&F, 200);
+	ck_assert_uint_eq(d.ok, total);
+	ck_assert_uint_eq(RX.n, total);
+	ck_assert_uint_eq(RX.dup, 0);
+	for (i = 0; i < total; i++)
+		ck_assert_uint_eq(RX.seen[i], 1);
+	teardown();
+}
+END_TEST
+
+static bool notified(void *arg)
+{
+	return RX.notify >= *(unsigned *)arg;
+}
+
+START_TEST(write_notify_once_after_data)
+{
+	struct fx_done d = { 0 };
+	unsigned one = 1, two = 2;
+
+	memset(&RX, 0, sizeof(RX));
+	setup_opts(NULL);
+	ry_set_recv_cb(F.b, on_recv, &RX);
+	fx_fill(F.bufa, MiB, 5);
+	ck_assert_int_eq(ry_write_notify(F.ab, F.ra, 0, F.desc_b,
+					 (size_t)F.desc_b_len, 0, MiB, 0xabcdef,
+					 fx_cb, &d),
+			 0);
+	ck_assert(fx_until_done(&F, &d, 1, 10000));
+	ck_assert_uint_eq(d.ok, 1);
+	ck_assert(fx_until(&F, notified, &one, 5000));
+	ck_assert_uint_eq(RX.last_notify, 0xabcdef);
+	ck_assert(RX.notify_data_ok);
+	/* again, with a rail dying under it */
+	fx_fill(F.bufa, MiB, 6);
+	ck_assert_int_eq(ry_write_notify(F.ab, F.ra, 0, F.desc_b,
+					 (size_t)F.desc_b_len, 0, MiB, 42,
+					 fx_cb, &d),
+			 0);
+	ck_assert_int_eq(ry_rail_link(F.a, "r0", false), 0);
+	ck_assert(fx_until_done(&F, &d, 2, 10000));
+	ck_assert_uint_eq(d.ok, 2);
+	ck_assert(fx_until(&F, notified, &two, 5000));
+	fx_sleep_progress(&F, 300);
+	ck_assert_uint_eq(RX.notify, 2);
+	ck_assert_uint_eq(RX.last_notify, 42);
+	ck_assert(RX.notify_data_ok);
+	teardown();
+}
+END_TEST
+
+/* ---- peers ---- */
+
+START_TEST(partial_rail_pairing)
+{
+	struct ry_counters c;
+
+	setup_opts(&(struct fx_opts){
+		.nrails_a = 3, .nrails_b = 2,
+		.net_a = { "eth", "ib", "roce" },
+		.net_b = { "roce", "eth" } });
+	ck_assert_int_eq(write_verify(0, 4 * MiB, 1), RY_OK);
+	ck_assert_int_eq(read_verify(0, 4 * MiB, 2), RY_OK);
+	ck_assert_int_eq(ry_rail_counters(F.a, "r1", &c), 0);
+	ck_assert_uint_eq(c.bytes, 0);
+	ck_assert_int_eq(ry_rail_counters(F.a, "r0", &c), 0);
+	ck_assert_uint_gt(c.bytes, 0);
+	ck_assert_int_eq(ry_rail_counters(F.a, "r2", &c), 0);
+	ck_assert_uint_gt(c.bytes, 0);
+	ck_assert_int_eq(ry_rail_counters(F.a, "nope", &c), -ENOENT);
+	teardown();
+}
+END_TEST
+
+START_TEST(peer_crash)
+{
+	struct stream s = { .slots = 4 };
+	char addr[128];
+	struct ry_peer *again;
+
+	setup_opts(&(struct fx_opts){ .op_timeout_ms = 1000 });
+	stream_run(&s, 200);
+	/* b dies without a word, mid-transfer */
+	snprintf(F.o.b_control, sizeof(F.o.b_control), "%s", F.b_addr);
+	fx_destroy_b(&F);
+	s.slots = 0;
+	{
+		unsigned i;
+
+		for (i = 0; i < 4; i++)
+			if (s.busy[i])
+				ck_assert_msg(fx_until_done(&F, &s.d[i], 1,
+							    5000),
+					      "op hung after peer crash");
+		for (i = 0; i < 4; i++)
+			if (s.busy[i] && s.d[i].err) {
+				ck_assert_int_eq(s.d[i].last_err,
+						 RY_ETIMEDOUT);
+				ck_assert_msg(strstr(s.d[i].reason, "peer"),
+					      "%s", s.d[i].reason);
+			}
+	}
+	/* a new b on the same address: new incarnation, old descriptor
+	 * refused, new one works */
+	ck_assert_int_eq(fx_create_b(&F), 0);
+	snprintf(addr, sizeof(addr), "%s", F.b_addr);
+	ck_assert_int_eq(ry_peer_get(F.a, addr, &again), 0);
+	ck_assert_ptr_eq(again, F.ab);
+	ck_assert_int_eq(write_verify(0, MiB, 77), RY_OK);
+	ck_assert_int_eq(read_verify(MiB, MiB, 78), RY_OK);
+	teardown();
+}
+END_TEST
+
+static struct fx_done CANCEL;
+
+START_TEST(destroy_cancels_in_flight)
+{
+	struct ry_fault_spec cut = { .drop_all = true };
+	unsigned i;
+
+	memset(&CANCEL, 0, sizeof(CANCEL));
+	setup_opts(NULL);
+	ck_assert_int_eq(write_verify(0, 4096, 1), RY_OK);
+	ck_assert_int_eq(ry_rail_fault(F.a, "r0", &cut), 0);
+	ck_assert_int_eq(ry_rail_fault(F.a, "r1", &cut), 0);
+	for (i = 0; i < 20; i++)
+		ck_assert_int_eq(ry_write(F.ab, F.ra, 0, F.desc_b,
+					  (size_t)F.desc_b_len, 0, MiB, fx_cb,
+					  &CANCEL),
+				 0);
+	ck_assert_int_eq(ry_send(F.ab, "x", 1, fx_cb, &CANCEL), 0);
+	fx_sleep_progress(&F, 20);
+	ry_manager_destroy(F.a);
+	F.a = NULL;
+	ck_assert_uint_eq(CANCEL.total, 21);
+	ck_assert_uint_eq(CANCEL.err, 21);
+	ck_assert_int_eq(CANCEL.last_err, RY_ECANCELED);
+	teardown();
+}
+END_TEST
+
+/* ---- completion styles and threads ---- */
+
+START_TEST(poll_mode_and_event_fd)
+{
+	struct ry_completion cpl[8];
+	struct epoll_event ev = { .events = EPOLLIN };
+	int ep, fd, n = 0, got;
+	unsigned i;
+	uint64_t end;
+
+	setup_opts(NULL);
+	fd = ry_event_fd(F.a);
+	ck_assert_int_ge(fd, 0);
+	ep = epoll_create1(0);
+	ck_assert_int_ge(ep, 0);
+	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
+	fx_fill(F.bufa, 4 * MiB, 9);
+	for (i = 0; i < 4; i++)
+		ck_assert_int_eq(ry_write(F.ab, F.ra, i * MiB, F.desc_b,
+					  (size_t)F.desc_b_len, i * MiB, MiB,
+					  NULL, (void *)(uintptr_t)(i + 1)),
+				 0);
+	end = fx_now_ns() + 10000000000ull;
+	while (n < 4 && fx_now_ns() < end) {
+		epoll_wait(ep, &ev, 1, 5); /* a sleeps here; b is driven */
+		ry_progress(F.b);
+		ry_progress(F.a);
+		got = ry_poll_completions(F.a, cpl, 8);
+		ck_assert_int_ge(got, 0);
+		for (i = 0; i < (unsigned)got; i++) {
+			ck_assert_int_eq(cpl[i].status, RY_OK);
+			ck_assert_uint_eq(cpl[i].length, MiB);
+			ck_assert_uint_ge((uintptr_t)cpl[i].context, 1);
+		}
+		n += got;
+	}
+	ck_assert_int_eq(n, 4);
+	ck_assert(!memcmp(F.bufa, F.bufb, 4 * MiB));
+	close(ep);
+	teardown();
+}
+END_TEST
+
+struct poster {
+	unsigned id;
+	struct fx_done d;
+	pthread_mutex_t *lock;
+};
+
+static void locked_cb(const struct ry_completion *c, void *arg)
+{
+	struct poster *p = arg;
+
+	pthread_mutex_lock(p->lock);
+	fx_cb(c, &p->d);
+	pthread_mutex_unlock(p->lock);
+}
+
+static void *post_thread(void *arg)
+{
+	struct poster *p = arg;
+	size_t off = (size_t)p->id * MiB;
+	unsigned i;
+
+	for (i = 0; i < 25; i++) {
+		int ret;
+
+		do {
+			ret = ry_write(F.ab, F.ra, off, F.desc_b,
+				       (size_t)F.desc_b_len, off, MiB,
+				       locked_cb, p);
+		} while (ret == -EAGAIN);
+		ck_assert_int_eq(ret, 0);
+		while (1) {
+			unsigned t;
+
+			pthread_mutex_lock(p->lock);
+			t = p->d.total;
+			pthread_mutex_unlock(p->lock);
+			if (t > i)
+				break;
+			usleep(200);
+		}
+	}
+	return NULL;
+}
+
+START_TEST(progress_threads)
+{
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	struct poster ps[4];
+	pthread_t th[4];
+	unsigned i;
+
+	setup_opts(&(struct fx_opts){ .nrails_a = 3 });
+	ck_assert_int_eq(ry_progress_thread_start(F.a), 0);
+	ck_assert_int_eq(ry_progress_thread_start(F.a), -EALREADY);
+	ck_assert_int_eq(ry_progress_thread_start(F.b), 0);
+	fx_fill(F.bufa, 4 * MiB, 11);
+	for (i = 0; i < 4; i++) {
+		memset(&ps[i], 0, sizeof(ps[i]));
+		ps[i].id = i;
+		ps[i].lock = &lock;
+		ck_assert_int_eq(pthread_create(&th[i], NULL, post_thread,
+						&ps[i]),
+				 0);
+	}
+	usleep(100000);
+	ck_assert_int_eq(ry_rail_link(F.a, "r1", false), 0);
+	for (i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	for (i = 0; i < 4; i++)
+		ck_assert_uint_eq(ps[i].d.ok, 25);
+	ry_progress_thread_stop(F.a);
+	ry_progress_thread_stop(F.b);
+	ck_assert(!memcmp(F.bufa, F.bufb, 4 * MiB));
+	teardown();
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create(FX_PROVIDER == RY_PROVIDER_SOFT ?
+					"manager-soft" : "manager");
+	TCase *tc = tcase_create("manager");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, desc_validation);
+	tcase_add_test(tc, forged_rkey);
+	tcase_add_test(tc, all_sizes);
+	tcase_add_test(tc, unequal_rates);
+	tcase_add_test(tc, ops_in_flight_limit);
+	tcase_add_test(tc, kill_rail_mid_write);
+	tcase_add_test(tc, kill_rail_mid_read);
+	tcase_add_test(tc, unplug_rail_mid_write);
+	tcase_add_test(tc, two_rails_killed);
+	tcase_add_test(tc, all_rails_killed_then_restored);
+	tcase_add_test(tc, flapping_rail);
+	tcase_add_test(tc, detect_local_link_down);
+	tcase_add_test(tc, detect_far_unplug_idle);
+	if (fx_is_loop()) {
+		/* needs the loop rail's held-packet release */
+		tcase_add_test(tc, fence_stale_packet_dropped);
+		tcase_add_test(tc, no_fence_stale_packet_lands);
+	}
+	tcase_add_test(tc, messages_exactly_once_across_failover);
+	tcase_add_test(tc, write_notify_once_after_data);
+	tcase_add_test(tc, partial_rail_pairing);
+	tcase_add_test(tc, peer_crash);
+	tcase_add_test(tc, destroy_cancels_in_flight);
+	tcase_add_test(tc, poll_mode_and_event_fd);
+	tcase_add_test(tc, progress_threads);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr;
+	int failed;
+
+	/* failovers are the point here; RY_TEST_LOG=1 shows them */
+	if (!getenv("RY_TEST_LOG"))
+		ry_log_set_level(RY_LOG_ERROR);
+	fx_skip_if_unavailable();
+	sr = srunner_create(suite());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
