@@ -2,8 +2,8 @@
 /*
  * The loop rail (see loop.h).  One global lock covers the registry and every
  * loop rail's state, because a post on one rail writes into another rail's
- * memory, SRQ and CQ.  The null provider never touches another rail, so its
- * post and poll paths run without the lock (the owner serialises them).
+ * memory, SRQ and CQ.  The null provider takes it too: its SENDs do cross
+ * rails, and the benchmark should pay what a real provider's CQ lock costs.
  *
  * Lock order: the manager's lock, then loop_lock (never the reverse: the
  * loop rail calls nothing outside itself).
@@ -159,8 +159,7 @@ static void cq_push(struct loop_rail *lr, const struct ry_wc *wc)
 		lr->lr_cq_head = 0;
 	}
 	lr->lr_cq[(lr->lr_cq_head + lr->lr_cq_count++) % lr->lr_cq_cap] = *wc;
-	if (!lr->lr_null)
-		efd_signal(lr);
+	efd_signal(lr);
 }
 
 static void send_wc(struct loop_rail *lr, struct loop_qp *q,
@@ -454,6 +453,11 @@ static int loop_post_send(struct ry_qp *qp, const struct ry_send_wr *wr,
 	return ret;
 }
 
+/*
+ * Null mode: RDMA WRITE and READ complete at once and move nothing.  SENDs
+ * still go through the loop path, so probes and heartbeats arrive and
+ * connections come up as on a real rail.
+ */
 static int null_post_send(struct ry_qp *qp, const struct ry_send_wr *wr,
 			  unsigned n)
 {
@@ -461,12 +465,23 @@ static int null_post_send(struct ry_qp *qp, const struct ry_send_wr *wr,
 	struct loop_qp *q = to_lq(qp);
 	enum ry_wc_status st;
 	unsigned i;
+	int ret;
 
 	if (qp->state != RY_QPS_RTS && qp->state != RY_QPS_ERR)
 		return -EINVAL;
-	st = qp->state == RY_QPS_ERR ? RY_WC_FLUSHED : RY_WC_SUCCESS;
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		if (wr[i].opcode == RY_WR_SEND ||
+		    wr[i].opcode == RY_WR_SEND_IMM) {
+			ret = loop_post_send(qp, &wr[i], 1);
+			if (ret)
+				return ret;
+			continue;
+		}
+		pthread_mutex_lock(&loop_lock);
+		st = qp->state == RY_QPS_ERR ? RY_WC_FLUSHED : RY_WC_SUCCESS;
 		send_wc(lr, q, &wr[i], st);
+		pthread_mutex_unlock(&loop_lock);
+	}
 	return 0;
 }
 
@@ -475,21 +490,17 @@ static int loop_poll_cq(struct ry_rail *rail, struct ry_wc *wc, int n)
 	struct loop_rail *lr = to_lr(rail);
 	int i = 0;
 
-	if (!lr->lr_null) {
-		pthread_mutex_lock(&loop_lock);
-		check_deadlines(lr);
-	}
+	pthread_mutex_lock(&loop_lock);
+	check_deadlines(lr);
 	while (i < n && lr->lr_cq_count) {
 		wc[i++] = lr->lr_cq[lr->lr_cq_head];
 		if (++lr->lr_cq_head == lr->lr_cq_cap)
 			lr->lr_cq_head = 0;
 		lr->lr_cq_count--;
 	}
-	if (!lr->lr_null) {
-		if (!lr->lr_cq_count && !lr->lr_ev_count)
-			efd_clear(lr);
-		pthread_mutex_unlock(&loop_lock);
-	}
+	if (!lr->lr_cq_count && !lr->lr_ev_count)
+		efd_clear(lr);
+	pthread_mutex_unlock(&loop_lock);
 	return i;
 }
 
