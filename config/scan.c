@@ -122,6 +122,13 @@ static void scopy(char *d, size_t n, const char *s)
 	d[l] = 0;
 }
 
+static void sappend(char *d, size_t n, const char *s)
+{
+	size_t l = strlen(d);
+
+	scopy(d + l, n - l, s);
+}
+
 static cfg_opt_t *find_opt(cfg_opt_t *opts, const char *name)
 {
 	for (; opts && opts->name; opts++)
@@ -345,10 +352,8 @@ int ry__cfg_scan(struct ry__loader *ld, const char *text, cfg_opt_t *root)
 			f->line = name_line;
 			scopy(f->path, sizeof(f->path), st[depth - 1].path);
 			if (*f->path)
-				strncat(f->path, ".",
-					sizeof(f->path) - strlen(f->path) - 1);
-			strncat(f->path, name,
-				sizeof(f->path) - strlen(f->path) - 1);
+				sappend(f->path, sizeof(f->path), ".");
+			sappend(f->path, sizeof(f->path), name);
 			if (push_sec(ld, f->path, title, index, name_line))
 				return -1;
 			continue;

@@ -14,18 +14,19 @@ export PKG_CONFIG_PATH=$libdir/pkgconfig
 export LD_LIBRARY_PATH=$libdir
 
 echo "== pkg-config"
-${CC:-cc} -o "$root/consumer_pc" "$src/consumer.c" \
+${CC:-cc} ${CFLAGS:-} -o "$root/consumer_pc" "$src/consumer.c" \
 	$(pkg-config --cflags --libs railyard)
 "$root/consumer_pc"
 
 echo "== pkg-config --static"
-${CC:-cc} -o "$root/consumer_pc_static" "$src/consumer.c" \
+${CC:-cc} ${CFLAGS:-} -o "$root/consumer_pc_static" "$src/consumer.c" \
 	$(pkg-config --cflags railyard) "$libdir/librailyard.a" \
 	$(pkg-config --static --libs-only-l railyard | sed 's/-lrailyard//')
 "$root/consumer_pc_static"
 
 echo "== find_package"
 cmake -S "$src" -B "$root/cmake-build" -DCMAKE_PREFIX_PATH="$root/usr" \
+	-DCMAKE_C_FLAGS="${CFLAGS:-}" \
 	>/dev/null
 cmake --build "$root/cmake-build" >/dev/null
 "$root/cmake-build/consumer_shared"
