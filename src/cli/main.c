@@ -14,6 +14,8 @@ static const struct {
 } commands[] = {
 	{ "demo", ry_cli_demo,
 	  "run the built-in demo on soft rails over loopback (no config)" },
+	{ "devices", ry_cli_devices,
+	  "list RDMA ports (verbs rails) and interfaces (soft rails)" },
 	{ "check-config", ry_cli_check_config,
 	  "check a config file; print every problem or the effective config" },
 };

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* The railyard tool as an operator runs it: exit codes and what it prints. */
 #include <check.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +94,29 @@ START_TEST(test_demo_runs)
 }
 END_TEST
 
+/* On a machine without RDMA devices (this one, CI) devices says so plainly
+ * and exits 1; with devices it lists them and exits 0.  Either way the
+ * loopback interface is listed for soft rails. */
+START_TEST(test_devices)
+{
+	bool have = access("/sys/class/infiniband", F_OK) == 0;
+	int rc = run("devices", out, sizeof(out));
+
+	ck_assert_ptr_nonnull(strstr(out, "Interfaces (soft rails)"));
+	ck_assert_ptr_nonnull(strstr(out, "lo "));
+	if (!have) {
+		ck_assert_int_eq(rc, 1);
+		ck_assert_ptr_nonnull(strstr(out, "no RDMA device found"));
+		ck_assert_ptr_nonnull(strstr(out, "rdma link"));
+	}
+	rc = run("devices --json", out, sizeof(out));
+	ck_assert_int_eq(rc, have ? rc : 1);
+	ck_assert_ptr_nonnull(strstr(out, "\"rdma_ports\":["));
+	ck_assert_ptr_nonnull(strstr(out, "\"name\":\"lo\""));
+	ck_assert_int_eq(run("devices --bogus", out, sizeof(out)), 2);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cli");
@@ -106,6 +130,7 @@ int main(void)
 	tcase_add_test(tc, test_check_config_missing);
 	tcase_add_test(tc, test_usage);
 	tcase_add_test(tc, test_demo_runs);
+	tcase_add_test(tc, test_devices);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
