@@ -504,6 +504,14 @@ static int open_rail(struct ry_manager *m, unsigned i)
 	ret = ry_rail_query(lr->lr_rail, &lr->lr_attr);
 	if (ret)
 		return ret;
+	/* leave room for a heartbeat or probe beside a full window */
+	if (lr->lr_attr.max_qp_wr > 2 &&
+	    m->m_cfg.wr_per_qp > lr->lr_attr.max_qp_wr - 2) {
+		RY_WARN("mgr", "rail %s: wr_per_qp %u lowered to %u",
+			lr->lr_cfg.name, m->m_cfg.wr_per_qp,
+			lr->lr_attr.max_qp_wr - 2);
+		m->m_cfg.wr_per_qp = lr->lr_attr.max_qp_wr - 2;
+	}
 	lr->lr_link = lr->lr_attr.link;
 	ret = ry_rail_alloc_pd(lr->lr_rail, &lr->lr_pd);
 	if (ret)
@@ -711,8 +719,6 @@ void ry_manager_destroy(struct ry_manager *m)
 		dv = next;
 	}
 	deliver(m, done, NULL);
-	pthread_mutex_lock(&m->m_lock);
-	pthread_mutex_unlock(&m->m_lock);
 	teardown(m);
 }
 
