@@ -430,13 +430,13 @@ void ry__conn_timers(struct ry__conn *c, uint64_t now)
 		break;
 	case CONN_ACTIVE:
 		if (c->cn_health < 1000 &&
-		    now - c->cn_health_ns >= 100000000ull) {
+		    ry__since(now, c->cn_health_ns) >= 100000000ull) {
 			c->cn_health = c->cn_health + 50 > 1000 ?
 					       1000 : c->cn_health + 50;
 			c->cn_health_ns = now;
 			ry__conn_update_share(c);
 		}
-		if (now - c->cn_active_ns > 1000000000ull)
+		if (ry__since(now, c->cn_active_ns) > 1000000000ull)
 			c->cn_backoff_ms = m->m_cfg.failover.reconnect_min_ms;
 		ry__heartbeat(c, now);
 		break;

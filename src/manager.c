@@ -435,27 +435,30 @@ static void apply_defaults(struct ry_config *c)
 	if (!c->max_op_size)
 		c->max_op_size = 64ull << 20;
 	if (!c->wr_per_qp)
-		c->wr_per_qp = 64;
+		c->wr_per_qp = 256;
 	if (!c->frags_per_wr)
 		c->frags_per_wr = 16;
 	if (!f->heartbeat_ms)
-		f->heartbeat_ms = 50;
+		f->heartbeat_ms = 10;
 	if (!f->timeout_ms)
-		f->timeout_ms = 200;
+		f->timeout_ms = 100;
 	if (!f->ack_timeout_ms)
 		f->ack_timeout_ms = 20;
 	if (!f->retry_count)
-		f->retry_count = 3;
-	if (!f->rnr_retry)
-		f->rnr_retry = 3;
+		f->retry_count = 5;
+	/* 7 means "forever" on some HCAs: a dead path would never error */
+	if (f->retry_count > 6)
+		f->retry_count = 6;
+	if (!f->rnr_retry || f->rnr_retry > 6)
+		f->rnr_retry = 6;
 	if (!f->reconnect_min_ms)
-		f->reconnect_min_ms = 50;
+		f->reconnect_min_ms = 100;
 	if (!f->reconnect_max_ms)
-		f->reconnect_max_ms = 2000;
+		f->reconnect_max_ms = 5000;
 	if (f->reconnect_max_ms < f->reconnect_min_ms)
 		f->reconnect_max_ms = f->reconnect_min_ms;
 	if (!f->op_timeout_ms)
-		f->op_timeout_ms = 5000;
+		f->op_timeout_ms = 10000;
 	if (!c->node[0])
 		snprintf(c->node, sizeof(c->node), "node-%08x",
 			 (unsigned)ry__rand64());

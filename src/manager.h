@@ -62,6 +62,15 @@ static inline uint64_t ry__min64(uint64_t a, uint64_t b)
 }
 
 uint64_t ry__now_ns(void);
+
+/*
+ * Time from t to now, 0 if t is later: stamps taken during one progress
+ * call may be newer than the `now` it started with.
+ */
+static inline uint64_t ry__since(uint64_t now, uint64_t t)
+{
+	return now > t ? now - t : 0;
+}
 uint64_t ry__rand64(void);
 
 /* ---- inflight.c: bounded-chunk pools ---- */

@@ -288,7 +288,7 @@ void ry__ops_timeouts(struct ry_peer *p, uint64_t now)
 		if (op->op_status != RY_OK)
 			continue;
 		if (op->op_parked) {
-			if (now - op->op_wait_ns <= m->m_op_timeout_ns)
+			if (ry__since(now, op->op_wait_ns) <= m->m_op_timeout_ns)
 				continue;
 			snprintf(why, sizeof(why),
 				 "peer %s: the descriptor is for a node (or run) other than the peer's (control %s)",
@@ -297,7 +297,7 @@ void ry__ops_timeouts(struct ry_peer *p, uint64_t now)
 			continue;
 		}
 		if (op->op_state == OPS_FENCING) {
-			if (now - op->op_wait_ns <= m->m_op_timeout_ns)
+			if (ry__since(now, op->op_wait_ns) <= m->m_op_timeout_ns)
 				continue;
 			snprintf(why, sizeof(why),
 				 "peer %s: fence not acknowledged within %llu ms (control %s)",
@@ -312,9 +312,9 @@ void ry__ops_timeouts(struct ry_peer *p, uint64_t now)
 			continue;
 		since = op->op_wait_ns > p->pr_nopath_ns ? op->op_wait_ns :
 							   p->pr_nopath_ns;
-		if (now - since <= m->m_op_timeout_ns)
+		if (ry__since(now, since) <= m->m_op_timeout_ns)
 			continue;
-		ry__peer_path_reason(p, now - since, why, sizeof(why));
+		ry__peer_path_reason(p, ry__since(now, since), why, sizeof(why));
 		ry__op_fail(op, RY_ETIMEDOUT, why);
 	}
 }

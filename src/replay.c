@@ -177,7 +177,8 @@ void ry__wr_complete(struct ry_manager *m, struct ry__wr *w,
 			    p->pr_resume_from_ns && c->cn_state == CONN_ACTIVE) {
 				struct ry_counters *rc =
 					&p->pr_resume_conn->cn_cnt;
-				uint64_t d = now - p->pr_resume_from_ns;
+				uint64_t d = ry__since(now,
+						       p->pr_resume_from_ns);
 
 				rc->resume_count++;
 				rc->resume_ns_total += d;

@@ -93,9 +93,11 @@ RY_API void ry_log_use_syslog(bool on);
  * Create a manager from a config (copied; the caller keeps ownership of
  * cfg).  Opens every rail, registers receive buffers and starts the control
  * channel listener on cfg->control ("host:port"; port 0 picks one, see
- * ry_manager_control_addr; empty means "127.0.0.1:0").  Zero failover
- * values take the manager's defaults (heartbeat 50 ms, timeout 200 ms,
- * ack timeout 20 ms, retry 3, reconnect 50..2000 ms, op timeout 5000 ms).
+ * ry_manager_control_addr; empty means "127.0.0.1:0").  Zero sizes and
+ * failover times take the defaults of ry_config_init_defaults() (heartbeat
+ * 10 ms, timeout 100 ms, ack timeout 20 ms, retry 5, reconnect
+ * 100..5000 ms, op timeout 10 s); retry counts above 6 are lowered to 6.
+ * failover.fence is taken as given (false: no fencing).
  * Errors: -EINVAL (no rails, fragment_size not a power of two in
  * 512..1 MiB, two rails with one name), -EADDRINUSE/-EADDRNOTAVAIL (control
  * address), a rail's open error (-ENOSYS: provider not implemented,

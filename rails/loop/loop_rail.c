@@ -812,6 +812,9 @@ static int loop_set_fault(struct ry_rail *rail, const struct ry_fault *f)
 {
 	struct loop_rail *lr = to_lr(rail);
 
+	/* only the pulled cable is modelled; say so instead of ignoring */
+	if (f->drop || f->duplicate || f->reorder || f->corrupt || f->delay_us)
+		return -EOPNOTSUPP;
 	pthread_mutex_lock(&loop_lock);
 	lr->lr_fault = *f;
 	pthread_mutex_unlock(&loop_lock);

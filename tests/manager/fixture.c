@@ -24,23 +24,26 @@ void fx_config(struct ry_config *c, const struct fx_opts *o, bool is_b)
 {
 	unsigned n = is_b ? o->nrails_b : o->nrails_a, i;
 
-	memset(c, 0, sizeof(*c));
+	/* the shipped defaults, so the detection tests check those */
+	ry_config_init_defaults(c);
 	snprintf(c->source, sizeof(c->source), "<test>");
 	snprintf(c->node, sizeof(c->node), "%s", is_b ? "b" : "a");
 	snprintf(c->control, sizeof(c->control), "%s",
 		 is_b && o->b_control[0] ? o->b_control : "127.0.0.1:0");
 	c->fragment_size = 4096;
-	c->ops_in_flight = o->ops_in_flight ? o->ops_in_flight : 8;
 	c->max_op_size = o->max_op_size ? o->max_op_size : 8u << 20;
-	c->wr_per_qp = o->wr_per_qp ? o->wr_per_qp : 64;
-	c->frags_per_wr = o->frags_per_wr ? o->frags_per_wr : 16;
-	c->failover.heartbeat_ms = o->heartbeat_ms;
-	c->failover.timeout_ms = o->timeout_ms;
-	c->failover.ack_timeout_ms = o->ack_timeout_ms;
-	c->failover.retry_count = o->retry_count;
-	c->failover.reconnect_min_ms = o->reconnect_min_ms;
-	c->failover.reconnect_max_ms = o->reconnect_max_ms;
-	c->failover.op_timeout_ms = o->op_timeout_ms;
+#define FX_SET(field, v) do { if (v) field = v; } while (0)
+	FX_SET(c->ops_in_flight, o->ops_in_flight);
+	FX_SET(c->wr_per_qp, o->wr_per_qp);
+	FX_SET(c->frags_per_wr, o->frags_per_wr);
+	FX_SET(c->failover.heartbeat_ms, o->heartbeat_ms);
+	FX_SET(c->failover.timeout_ms, o->timeout_ms);
+	FX_SET(c->failover.ack_timeout_ms, o->ack_timeout_ms);
+	FX_SET(c->failover.retry_count, o->retry_count);
+	FX_SET(c->failover.reconnect_min_ms, o->reconnect_min_ms);
+	FX_SET(c->failover.reconnect_max_ms, o->reconnect_max_ms);
+	FX_SET(c->failover.op_timeout_ms, o->op_timeout_ms);
+#undef FX_SET
 	c->failover.fence = !o->fence_off;
 	c->log.level = RY_LOG_WARN;
 	c->n_rails = n;
