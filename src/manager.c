@@ -678,6 +678,13 @@ err:
 	return ret;
 }
 
+static void log_config_error(const struct ry_config_error *e, void *arg)
+{
+	(void)arg;
+	RY_ERR("config", "%s:%d: %s%s%s", e->file, e->line, e->message,
+	       e->hint && e->hint[0] ? "; " : "", e->hint ? e->hint : "");
+}
+
 int ry_manager_create_from_file(const char *path, struct ry_manager **mgr_p)
 {
 	struct ry_config *cfg;
@@ -685,7 +692,7 @@ int ry_manager_create_from_file(const char *path, struct ry_manager **mgr_p)
 
 	if (!path || !mgr_p)
 		return -EINVAL;
-	ret = ry_config_load(path, &cfg, NULL, NULL);
+	ret = ry_config_load(path, &cfg, log_config_error, NULL);
 	if (ret) {
 		RY_ERR("mgr", "%s: cannot load config: %s", path,
 		       strerror(-ret));

@@ -753,6 +753,46 @@ START_TEST(peer_crash)
 }
 END_TEST
 
+/* Both sides dial each other at once and connect the same rail pairs. */
+START_TEST(both_sides_connect_at_once)
+{
+	struct fx_done da = { 0 }, db = { 0 };
+	char a_addr[100];
+	struct ry_peer *ba;
+	unsigned i;
+
+	setup_opts(&(struct fx_opts){ .nrails_a = 3 });
+	ck_assert_int_eq(ry_manager_control_addr(F.a, a_addr, sizeof(a_addr)),
+			 0);
+	ck_assert_int_eq(ry_peer_get(F.b, a_addr, &ba), 0);
+	fx_fill(F.bufa, 2 * MiB, 21);
+	fx_fill(F.bufb + 4 * MiB, 2 * MiB, 22);
+	for (i = 0; i < 2; i++) {
+		ck_assert_int_eq(ry_write(F.ab, F.ra, i * MiB, F.desc_b,
+					  (size_t)F.desc_b_len, i * MiB, MiB,
+					  fx_cb, &da),
+				 0);
+		ck_assert_int_eq(ry_write(ba, F.rb, (4 + i) * MiB, F.desc_a,
+					  (size_t)F.desc_a_len, (4 + i) * MiB,
+					  MiB, fx_cb, &db),
+				 0);
+	}
+	ck_assert(fx_until_done(&F, &da, 2, 10000));
+	ck_assert(fx_until_done(&F, &db, 2, 10000));
+	ck_assert_uint_eq(da.ok + db.ok, 4);
+	ck_assert(!memcmp(F.bufa, F.bufb, 2 * MiB));
+	ck_assert(!memcmp(F.bufa + 4 * MiB, F.bufb + 4 * MiB, 2 * MiB));
+	for (i = 0; i < 3; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "r%u", i);
+		ck_assert_uint_eq(fx_active(F.a, name), 1);
+		ck_assert_uint_eq(fx_active(F.b, name), 1);
+	}
+	teardown();
+}
+END_TEST
+
 static struct fx_done CANCEL;
 
 START_TEST(destroy_cancels_in_flight)
@@ -930,6 +970,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, write_notify_once_after_data);
 	tcase_add_test(tc, partial_rail_pairing);
 	tcase_add_test(tc, peer_crash);
+	tcase_add_test(tc, both_sides_connect_at_once);
 	tcase_add_test(tc, destroy_cancels_in_flight);
 	tcase_add_test(tc, poll_mode_and_event_fd);
 	tcase_add_test(tc, progress_threads);
