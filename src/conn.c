@@ -28,14 +28,10 @@
 #include "src/manager.h"
 
 static const char *const conn_state_names[CONN__MAX] = {
-	[CONN_UNPAIRED] = "unpaired",
-	[CONN_IDLE] = "idle",
-	[CONN_CONNECTING] = "connecting",
-	[CONN_PROBING] = "probing",
-	[CONN_ACTIVE] = "active",
-	[CONN_FAILED] = "failed",
-	[CONN_DRAINING] = "draining",
-	[CONN_BACKOFF] = "backoff",
+    [CONN_UNPAIRED] = "unpaired",     [CONN_IDLE] = "idle",
+    [CONN_CONNECTING] = "connecting", [CONN_PROBING] = "probing",
+    [CONN_ACTIVE] = "active",	      [CONN_FAILED] = "failed",
+    [CONN_DRAINING] = "draining",     [CONN_BACKOFF] = "backoff",
 };
 
 const char *ry__conn_state_str(enum ry__conn_state s)
@@ -43,8 +39,7 @@ const char *ry__conn_state_str(enum ry__conn_state s)
 	return (unsigned)s < CONN__MAX ? conn_state_names[s] : "?";
 }
 
-void ry__conn_init(struct ry__conn *c, struct ry_peer *p,
-		   struct ry__lrail *lr)
+void ry__conn_init(struct ry__conn *c, struct ry_peer *p, struct ry__lrail *lr)
 {
 	const struct ry_rail_config *rc = &lr->lr_cfg;
 
@@ -56,8 +51,8 @@ void ry__conn_init(struct ry__conn *c, struct ry_peer *p,
 	c->cn_health = 1000;
 	/* a known rate beats a configured weight; Mb/s keeps it in range */
 	if (rc->rate_bps)
-		c->cn_weight = (uint32_t)ry__min64(rc->rate_bps / 1000000 + 1,
-						    1u << 20);
+		c->cn_weight =
+		    (uint32_t)ry__min64(rc->rate_bps / 1000000 + 1, 1u << 20);
 	else
 		c->cn_weight = rc->weight ? rc->weight : 1;
 	c->cn_backoff_ms = lr->lr_mgr->m_cfg.failover.reconnect_min_ms;
@@ -72,7 +67,7 @@ static unsigned qpn_hash(uint32_t qpn)
 void ry__conn_hash_add(struct ry__conn *c)
 {
 	struct ry__conn **b =
-		&c->cn_lrail->lr_qpn_hash[qpn_hash(c->cn_qp->qp_num)];
+	    &c->cn_lrail->lr_qpn_hash[qpn_hash(c->cn_qp->qp_num)];
 
 	c->cn_hnext = *b;
 	*b = c;
@@ -81,7 +76,7 @@ void ry__conn_hash_add(struct ry__conn *c)
 void ry__conn_hash_del(struct ry__conn *c)
 {
 	struct ry__conn **pp =
-		&c->cn_lrail->lr_qpn_hash[qpn_hash(c->cn_qp->qp_num)];
+	    &c->cn_lrail->lr_qpn_hash[qpn_hash(c->cn_qp->qp_num)];
 
 	for (; *pp; pp = &(*pp)->cn_hnext)
 		if (*pp == c) {
@@ -117,20 +112,20 @@ static int create_qp(struct ry__conn *c)
 {
 	struct ry_manager *m = c->cn_lrail->lr_mgr;
 	struct ry_qp_init init = {
-		/* room for a heartbeat or probe beside a full window */
-		.max_send_wr = m->m_cfg.wr_per_qp + 2,
-		.context = c,
+	    /* room for a heartbeat or probe beside a full window */
+	    .max_send_wr = m->m_cfg.wr_per_qp + 2,
+	    .context = c,
 	};
 	struct ry_qp_attr attr = {
-		.access = RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE |
-			  RY_ACCESS_REMOTE_READ,
+	    .access = RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE |
+		      RY_ACCESS_REMOTE_READ,
 	};
 	int ret;
 
 	ret = ry_rail_create_qp(c->cn_lrail->lr_pd, &init, &c->cn_qp);
 	if (ret) {
-		RY_ERR("mgr", "rail %s: create QP: %d", c->cn_lrail->lr_cfg.name,
-		       ret);
+		RY_ERR("mgr", "rail %s: create QP: %d",
+		       c->cn_lrail->lr_cfg.name, ret);
 		return ret;
 	}
 	ret = ry_rail_modify_qp(c->cn_qp, RY_QPS_INIT, &attr);
@@ -162,17 +157,17 @@ static void local_ep(struct ry__conn *c, struct ry_qp_endpoint *ep)
 static int to_rts(struct ry__conn *c, const struct ry_qp_endpoint *rem)
 {
 	const struct ry_failover_config *f =
-		&c->cn_lrail->lr_mgr->m_cfg.failover;
+	    &c->cn_lrail->lr_mgr->m_cfg.failover;
 	struct ry_qp_attr attr = {
-		.remote = *rem,
-		.mtu = rem->mtu && rem->mtu < c->cn_lrail->lr_attr.mtu ?
-			       rem->mtu :
-			       c->cn_lrail->lr_attr.mtu,
-		.ack_timeout_us = f->ack_timeout_ms * 1000,
-		.retry_cnt = f->retry_count,
-		.rnr_retry = f->rnr_retry,
-		.min_rnr_timer_us = 1000,
-		.max_rd_atomic = 16,
+	    .remote = *rem,
+	    .mtu = rem->mtu && rem->mtu < c->cn_lrail->lr_attr.mtu
+		       ? rem->mtu
+		       : c->cn_lrail->lr_attr.mtu,
+	    .ack_timeout_us = f->ack_timeout_ms * 1000,
+	    .retry_cnt = f->retry_count,
+	    .rnr_retry = f->rnr_retry,
+	    .min_rnr_timer_us = 1000,
+	    .max_rd_atomic = 16,
 	};
 	int ret;
 
@@ -193,7 +188,7 @@ void ry__conn_update_share(struct ry__conn *c)
 void ry__conn_backoff(struct ry__conn *c, uint64_t now)
 {
 	const struct ry_failover_config *f =
-		&c->cn_lrail->lr_mgr->m_cfg.failover;
+	    &c->cn_lrail->lr_mgr->m_cfg.failover;
 	uint64_t ns = (uint64_t)c->cn_backoff_ms * 1000000ull;
 
 	c->cn_state = CONN_BACKOFF;
@@ -208,8 +203,7 @@ static bool can_connect(struct ry__conn *c)
 	struct ry_peer *p = c->cn_peer;
 
 	return c->cn_ridx >= 0 && p->pr_state == PEER_READY &&
-	       ry__ctl_alive(p->pr_ctl) &&
-	       c->cn_lrail->lr_link == RY_LINK_UP;
+	       ry__ctl_alive(p->pr_ctl) && c->cn_lrail->lr_link == RY_LINK_UP;
 }
 
 void ry__conn_start(struct ry__conn *c, uint64_t now)
@@ -377,7 +371,7 @@ int ry__post_ctl_msg(struct ry__conn *c, enum ry__wr_kind kind, uint64_t now)
 	struct ry_manager *m = c->cn_lrail->lr_mgr;
 	struct ry_region *rg = m->m_ctl_region;
 	struct ry__wr *w = ry__pool_get(&m->m_wr_pool);
-	struct ry_send_wr swr = { 0 };
+	struct ry_send_wr swr = {0};
 	int ret;
 
 	if (!w)
@@ -431,8 +425,8 @@ void ry__conn_timers(struct ry__conn *c, uint64_t now)
 	case CONN_ACTIVE:
 		if (c->cn_health < 1000 &&
 		    ry__since(now, c->cn_health_ns) >= 100000000ull) {
-			c->cn_health = c->cn_health + 50 > 1000 ?
-					       1000 : c->cn_health + 50;
+			c->cn_health =
+			    c->cn_health + 50 > 1000 ? 1000 : c->cn_health + 50;
 			c->cn_health_ns = now;
 			ry__conn_update_share(c);
 		}

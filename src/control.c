@@ -293,8 +293,8 @@ static int parse_addr(const char *addr, struct sockaddr_storage *ss,
 		      socklen_t *len)
 {
 	char host[RY_ADDR_MAX], *colon;
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
-				  .ai_flags = AI_NUMERICSERV };
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_NUMERICSERV};
 	struct addrinfo *res;
 	int ret;
 
@@ -308,8 +308,8 @@ static int parse_addr(const char *addr, struct sockaddr_storage *ss,
 		if (host[0] && host[strlen(host) - 1] == ']')
 			host[strlen(host) - 1] = 0;
 	}
-	ret = getaddrinfo(host[0] ? host : "127.0.0.1", colon + 1, &hints,
-			  &res);
+	ret =
+	    getaddrinfo(host[0] ? host : "127.0.0.1", colon + 1, &hints, &res);
 	if (ret)
 		return -EADDRNOTAVAIL;
 	memcpy(ss, res->ai_addr, res->ai_addrlen);
@@ -320,8 +320,8 @@ static int parse_addr(const char *addr, struct sockaddr_storage *ss,
 
 int ry__ctl_listen(struct ry_manager *m)
 {
-	const char *addr = m->m_cfg.control[0] ? m->m_cfg.control :
-						 "127.0.0.1:0";
+	const char *addr =
+	    m->m_cfg.control[0] ? m->m_cfg.control : "127.0.0.1:0";
 	struct sockaddr_storage ss;
 	socklen_t len;
 	char host[64];
@@ -332,8 +332,8 @@ int ry__ctl_listen(struct ry_manager *m)
 		RY_ERR("mgr", "control address %s: cannot resolve", addr);
 		return ret;
 	}
-	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-		    0);
+	fd =
+	    socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		ret = -errno;
 		RY_ERR("mgr", "control socket: %m");
@@ -352,8 +352,8 @@ int ry__ctl_listen(struct ry_manager *m)
 		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
 
 		inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
-		snprintf(m->m_listen_addr, sizeof(m->m_listen_addr),
-			 "[%s]:%u", host, ntohs(s6->sin6_port));
+		snprintf(m->m_listen_addr, sizeof(m->m_listen_addr), "[%s]:%u",
+			 host, ntohs(s6->sin6_port));
 	} else {
 		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
 
@@ -393,8 +393,8 @@ int ry__ctl_dial(struct ry_peer *p)
 		       p->pr_addr);
 		return ret;
 	}
-	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-		    0);
+	fd =
+	    socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	if (connect(fd, (struct sockaddr *)&ss, len) && errno != EINPROGRESS) {
@@ -438,9 +438,9 @@ void ry__ctl_send_hello(struct ry__ctl *c, bool reply)
 	free(w);
 }
 
-void ry__ctl_send_conn(struct ry__ctl *c, int type, unsigned src,
-		       unsigned dst, uint32_t attempt,
-		       const struct ry_qp_endpoint *ep, int err)
+void ry__ctl_send_conn(struct ry__ctl *c, int type, unsigned src, unsigned dst,
+		       uint32_t attempt, const struct ry_qp_endpoint *ep,
+		       int err)
 {
 	struct wbuf *w = malloc(sizeof(*w));
 
@@ -459,9 +459,8 @@ void ry__ctl_send_conn(struct ry__ctl *c, int type, unsigned src,
 	free(w);
 }
 
-void ry__ctl_send_fence(struct ry__ctl *c, bool ack, uint64_t gen,
-			unsigned src, unsigned dst, uint32_t src_qpn,
-			uint32_t dst_qpn)
+void ry__ctl_send_fence(struct ry__ctl *c, bool ack, uint64_t gen, unsigned src,
+			unsigned dst, uint32_t src_qpn, uint32_t dst_qpn)
 {
 	struct wbuf *w = malloc(sizeof(*w));
 

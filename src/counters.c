@@ -90,7 +90,7 @@ int ry_peer_counters(struct ry_peer *p, struct ry_counters *out)
 int ry_rail_info(struct ry_manager *m, const char *rail,
 		 struct ry_rail_info *out)
 {
-	struct ry_rail_info ri = { .health_min = 1000 };
+	struct ry_rail_info ri = {.health_min = 1000};
 	struct ry__lrail *lr;
 	struct ry_peer *p;
 
@@ -107,7 +107,8 @@ int ry_rail_info(struct ry_manager *m, const char *rail,
 	for (p = m->m_peers; p; p = p->pr_next) {
 		const struct ry__conn *c = &p->pr_conns[lr->lr_idx];
 
-		if (c->cn_state != CONN_UNPAIRED && c->cn_health < ri.health_min)
+		if (c->cn_state != CONN_UNPAIRED &&
+		    c->cn_health < ri.health_min)
 			ri.health_min = c->cn_health;
 	}
 	pthread_mutex_unlock(&m->m_lock);

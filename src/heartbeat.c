@@ -17,20 +17,22 @@ void ry__heartbeat(struct ry__conn *c, uint64_t now)
 	uint64_t since;
 
 	if (c->cn_out_wrs) {
-		since = c->cn_last_ok_ns > c->cn_busy_since_ns ?
-				c->cn_last_ok_ns : c->cn_busy_since_ns;
+		since = c->cn_last_ok_ns > c->cn_busy_since_ns
+			    ? c->cn_last_ok_ns
+			    : c->cn_busy_since_ns;
 		if (ry__since(now, since) > m->m_timeout_ns) {
 			char why[64];
 
 			snprintf(why, sizeof(why),
 				 "silent for %llu ms (heartbeat)",
-				 (unsigned long long)((ry__since(now, since)) / 1000000));
+				 (unsigned long long)((ry__since(now, since)) /
+						      1000000));
 			ry__conn_mark_failed(c, why, c->cn_last_ok_ns);
 		}
 		return;
 	}
-	since = c->cn_last_ok_ns > c->cn_last_tx_ns ? c->cn_last_ok_ns :
-						      c->cn_last_tx_ns;
+	since = c->cn_last_ok_ns > c->cn_last_tx_ns ? c->cn_last_ok_ns
+						    : c->cn_last_tx_ns;
 	if (!c->cn_hb_out && ry__since(now, since) >= m->m_hb_ns) {
 		if (ry__post_ctl_msg(c, WRK_HEARTBEAT, now)) {
 			ry__conn_mark_failed(c, "cannot post heartbeat", now);

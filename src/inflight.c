@@ -20,8 +20,8 @@ struct ry__pool_chunk {
 void ry__pool_init(struct ry__pool *pl, size_t size)
 {
 	pl->pl_size = (size + 15) & ~(size_t)15;
-	pl->pl_per_chunk = (RY__CHUNK_BYTES - sizeof(struct ry__pool_chunk)) /
-			   pl->pl_size;
+	pl->pl_per_chunk =
+	    (RY__CHUNK_BYTES - sizeof(struct ry__pool_chunk)) / pl->pl_size;
 	if (!pl->pl_per_chunk)
 		pl->pl_per_chunk = 1;
 	pl->pl_free = NULL;

@@ -45,12 +45,11 @@ uint64_t ry__rand64(void)
 
 /* ---- fds ---- */
 
-void ry__fd_watch(struct ry_manager *m, int fd, struct ry__fdtag *tag,
-		  bool out)
+void ry__fd_watch(struct ry_manager *m, int fd, struct ry__fdtag *tag, bool out)
 {
 	struct epoll_event ev = {
-		.events = EPOLLIN | (out ? EPOLLOUT : 0),
-		.data.ptr = tag,
+	    .events = EPOLLIN | (out ? EPOLLOUT : 0),
+	    .data.ptr = tag,
 	};
 
 	if (epoll_ctl(m->m_epfd, EPOLL_CTL_MOD, fd, &ev) && errno == ENOENT &&
@@ -65,7 +64,7 @@ void ry__fd_unwatch(struct ry_manager *m, int fd)
 
 void ry__timer_arm(struct ry_manager *m)
 {
-	struct itimerspec its = { 0 };
+	struct itimerspec its = {0};
 
 	its.it_interval.tv_sec = (time_t)(m->m_tick_ns / 1000000000ull);
 	its.it_interval.tv_nsec = (long)(m->m_tick_ns % 1000000000ull);
@@ -100,8 +99,8 @@ static struct ry__delivery *dv_new(struct ry_manager *m, size_t extra)
 }
 
 void ry__queue_event(struct ry_manager *m, enum ry_event_type t,
-		     struct ry__lrail *lr, struct ry_peer *p, const char *reason,
-		     uint64_t time_ns)
+		     struct ry__lrail *lr, struct ry_peer *p,
+		     const char *reason, uint64_t time_ns)
 {
 	struct ry__delivery *dv;
 
@@ -241,8 +240,8 @@ static void rail_event(struct ry__lrail *lr, const struct ry_rail_event *ev,
 		for (p = m->m_peers; p; p = p->pr_next) {
 			c = &p->pr_conns[lr->lr_idx];
 			if (c->cn_state == CONN_BACKOFF)
-				c->cn_deadline_ns = now + ry__rand64() %
-							  (m->m_tick_ns + 1);
+				c->cn_deadline_ns =
+				    now + ry__rand64() % (m->m_tick_ns + 1);
 			c->cn_backoff_ms = m->m_cfg.failover.reconnect_min_ms;
 		}
 		ry__queue_event(m, RY_EV_RAIL_UP, lr, NULL, "", ev->time_ns);
@@ -268,9 +267,9 @@ void ry__poll_rail(struct ry__lrail *lr, uint64_t now)
 			    wc[i].opcode == RY_WC_RECV_RDMA_IMM)
 				ry__on_recv(lr, &wc[i], now);
 			else
-				ry__wr_complete(m, (struct ry__wr *)(uintptr_t)
-							   wc[i].wr_id,
-						&wc[i], now);
+				ry__wr_complete(
+				    m, (struct ry__wr *)(uintptr_t)wc[i].wr_id,
+				    &wc[i], now);
 		}
 	} while (n == 64 && ++rounds < 64);
 }
@@ -476,7 +475,9 @@ static int check_config(const struct ry_config *c)
 	if (c->fragment_size &&
 	    (!pow2(c->fragment_size) || c->fragment_size < 512 ||
 	     c->fragment_size > (1u << 20))) {
-		RY_ERR("mgr", "%s: fragment_size %u is not a power of two in 512..1048576",
+		RY_ERR("mgr",
+		       "%s: fragment_size %u is not a power of two in "
+		       "512..1048576",
 		       c->source, c->fragment_size);
 		return -EINVAL;
 	}
@@ -629,8 +630,9 @@ int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 	m->m_hb_ns = m->m_cfg.failover.heartbeat_ms * 1000000ull;
 	m->m_timeout_ns = m->m_cfg.failover.timeout_ms * 1000000ull;
 	m->m_op_timeout_ns = m->m_cfg.failover.op_timeout_ms * 1000000ull;
-	m->m_connect_ns = 4 * m->m_timeout_ns > 500000000ull ?
-				  4 * m->m_timeout_ns : 500000000ull;
+	m->m_connect_ns = 4 * m->m_timeout_ns > 500000000ull
+			      ? 4 * m->m_timeout_ns
+			      : 500000000ull;
 	shortest = m->m_hb_ns < m->m_timeout_ns ? m->m_hb_ns : m->m_timeout_ns;
 	m->m_tick_ns = shortest / 4;
 	if (m->m_tick_ns > 10000000ull)
@@ -642,8 +644,8 @@ int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 	ry__pool_init(&m->m_range_pool, sizeof(struct ry__range));
 
 	m->m_epfd = epoll_create1(EPOLL_CLOEXEC);
-	m->m_timer_fd = timerfd_create(CLOCK_MONOTONIC,
-				       TFD_NONBLOCK | TFD_CLOEXEC);
+	m->m_timer_fd =
+	    timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	m->m_wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (m->m_epfd < 0 || m->m_timer_fd < 0 || m->m_wake_fd < 0) {
 		ret = -errno;
@@ -767,14 +769,13 @@ int ry_rail_count(struct ry_manager *m)
 
 const char *ry_rail_name(struct ry_manager *m, unsigned index)
 {
-	return m && index < m->m_nrails ? m->m_rails[index].lr_cfg.name :
-					  NULL;
+	return m && index < m->m_nrails ? m->m_rails[index].lr_cfg.name : NULL;
 }
 
 int ry_rail_fault(struct ry_manager *m, const char *rail,
 		  const struct ry_fault_spec *spec)
 {
-	struct ry_fault f = { 0 };
+	struct ry_fault f = {0};
 	struct ry__lrail *lr;
 	int ret;
 
@@ -804,9 +805,8 @@ int ry_rail_link(struct ry_manager *m, const char *rail, bool up)
 		return -EINVAL;
 	pthread_mutex_lock(&m->m_lock);
 	lr = lrail(m, rail);
-	ret = lr ? ry_rail_set_link(lr->lr_rail,
-				    up ? RY_LINK_UP : RY_LINK_DOWN) :
-		   -ENOENT;
+	ret = lr ? ry_rail_set_link(lr->lr_rail, up ? RY_LINK_UP : RY_LINK_DOWN)
+		 : -ENOENT;
 	pthread_mutex_unlock(&m->m_lock);
 	return ret;
 }

@@ -45,16 +45,16 @@
 #include "rails/rail.h"
 #include "src/log.h"
 
-#define container_of(ptr, type, member) \
-	((type *)((char *)(ptr) - offsetof(type, member)))
+#define container_of(ptr, type, member)                                        \
+	((type *)((char *)(ptr)-offsetof(type, member)))
 
-#define RY__RECV_BUFS 256        /* receive buffers per rail (the SRQ) */
-#define RY__MSG_SLOTS 256        /* send slots for messages per manager */
-#define RY__MSG_HDR 40           /* struct ry__mhdr on the wire */
+#define RY__RECV_BUFS 256 /* receive buffers per rail (the SRQ) */
+#define RY__MSG_SLOTS 256 /* send slots for messages per manager */
+#define RY__MSG_HDR 40	  /* struct ry__mhdr on the wire */
 #define RY__MSG_BUF (RY_MSG_MAX + 64)
-#define RY__RXWIN 1024           /* message dedupe window, in sequences */
+#define RY__RXWIN 1024		  /* message dedupe window, in sequences */
 #define RY__TXWIN (RY__RXWIN / 2) /* sender's window: slack for CQ lag */
-#define RY__POST_BATCH 32        /* WRs handed to one post_send call */
+#define RY__POST_BATCH 32	  /* WRs handed to one post_send call */
 
 static inline uint64_t ry__min64(uint64_t a, uint64_t b)
 {
@@ -78,9 +78,9 @@ uint64_t ry__rand64(void);
 struct ry__pool_chunk;
 
 struct ry__pool {
-	size_t pl_size;         /* object size, rounded */
+	size_t pl_size; /* object size, rounded */
 	unsigned pl_per_chunk;
-	void *pl_free;          /* free objects, linked through their first word */
+	void *pl_free; /* free objects, linked through their first word */
 	struct ry__pool_chunk *pl_chunks;
 	unsigned long pl_in_use;
 };
@@ -96,8 +96,8 @@ struct ry_region {
 	struct ry_manager *rg_mgr;
 	void *rg_addr;
 	size_t rg_len;
-	unsigned rg_access;       /* enum ry_mr_access */
-	unsigned rg_users;        /* ops in flight using it */
+	unsigned rg_access; /* enum ry_mr_access */
+	unsigned rg_users;  /* ops in flight using it */
 	struct ry_mr *rg_mr[RY_MAX_RAILS];
 	struct ry_region *rg_next, *rg_prev;
 };
@@ -108,7 +108,7 @@ struct ry__desc {
 	uint64_t d_addr;
 	uint64_t d_len;
 	unsigned d_access;
-	uint32_t d_mask;          /* which of the owner's rails have an rkey */
+	uint32_t d_mask; /* which of the owner's rails have an rkey */
 	uint32_t d_rkey[RY_MAX_RAILS];
 };
 
@@ -120,24 +120,24 @@ void ry__region_dereg(struct ry_region *rg);
 /* ---- state machines ---- */
 
 enum ry__conn_state {
-	CONN_UNPAIRED = 0,  /* the peer has no rail on this network */
-	CONN_IDLE,          /* paired, never connected */
-	CONN_CONNECTING,    /* QP in INIT, our CONNECT_REQ sent */
-	CONN_PROBING,       /* QP in RTS, probe outstanding */
-	CONN_ACTIVE,        /* carrying traffic */
-	CONN_FAILED,        /* marked by completion handling; not yet in ERR */
-	CONN_DRAINING,      /* QP in ERR, waiting for its flushed WRs */
-	CONN_BACKOFF,       /* no QP; reconnect at cn_deadline_ns */
+	CONN_UNPAIRED = 0, /* the peer has no rail on this network */
+	CONN_IDLE,	   /* paired, never connected */
+	CONN_CONNECTING,   /* QP in INIT, our CONNECT_REQ sent */
+	CONN_PROBING,	   /* QP in RTS, probe outstanding */
+	CONN_ACTIVE,	   /* carrying traffic */
+	CONN_FAILED,	   /* marked by completion handling; not yet in ERR */
+	CONN_DRAINING,	   /* QP in ERR, waiting for its flushed WRs */
+	CONN_BACKOFF,	   /* no QP; reconnect at cn_deadline_ns */
 	CONN__MAX
 };
 const char *ry__conn_state_str(enum ry__conn_state s);
 
 enum ry__peer_state {
-	PEER_NEW = 0,       /* not used yet */
-	PEER_CONNECTING,    /* control connection being made */
-	PEER_HELLO,         /* HELLO sent, waiting for the peer's */
-	PEER_READY,         /* rail lists exchanged */
-	PEER_BACKOFF,       /* control channel lost; redial at pr_ctl_retry_ns */
+	PEER_NEW = 0,	 /* not used yet */
+	PEER_CONNECTING, /* control connection being made */
+	PEER_HELLO,	 /* HELLO sent, waiting for the peer's */
+	PEER_READY,	 /* rail lists exchanged */
+	PEER_BACKOFF,	 /* control channel lost; redial at pr_ctl_retry_ns */
 	PEER__MAX
 };
 const char *ry__peer_state_str(enum ry__peer_state s);
@@ -149,11 +149,11 @@ enum ry__op_type {
 };
 
 enum ry__op_state {
-	OPS_WAITING = 0,    /* beyond ops_in_flight: on pr_waitq */
-	OPS_RUNNING,        /* fragments queued, posted or done */
-	OPS_FENCING,        /* all fragments done; waiting for the fence ack */
-	OPS_MESSAGE,        /* its message (send/notify) queued or posted */
-	OPS_DONE,           /* completed; on a delivery list */
+	OPS_WAITING = 0, /* beyond ops_in_flight: on pr_waitq */
+	OPS_RUNNING,	 /* fragments queued, posted or done */
+	OPS_FENCING,	 /* all fragments done; waiting for the fence ack */
+	OPS_MESSAGE,	 /* its message (send/notify) queued or posted */
+	OPS_DONE,	 /* completed; on a delivery list */
 };
 
 enum ry__wr_kind {
@@ -190,11 +190,11 @@ struct ry__op;
 struct ry__wr {
 	struct ry__conn *wr_conn;
 	struct ry__op *wr_op;
-	uint32_t wr_first;        /* first fragment */
-	uint32_t wr_n;            /* fragments */
+	uint32_t wr_first; /* first fragment */
+	uint32_t wr_n;	   /* fragments */
 	uint32_t wr_bytes;
-	uint8_t wr_kind;          /* enum ry__wr_kind */
-	bool wr_replay;           /* carries replayed fragments */
+	uint8_t wr_kind; /* enum ry__wr_kind */
+	bool wr_replay;	 /* carries replayed fragments */
 	uint64_t wr_post_ns;
 	struct ry__wr *wr_next, *wr_prev; /* cn_posted */
 };
@@ -214,31 +214,32 @@ struct ry__op {
 	size_t op_local_off;
 	size_t op_len;
 	uint64_t op_raddr;
-	uint32_t op_rmask;               /* peer rails with an rkey */
+	uint32_t op_rmask; /* peer rails with an rkey */
 	uint32_t op_rkey[RY_MAX_RAILS];
-	uint64_t op_rnode;               /* the descriptor's owner */
+	uint64_t op_rnode; /* the descriptor's owner */
 	uint32_t op_nfrags;
-	uint32_t op_next_frag;           /* fresh fragments start here */
+	uint32_t op_next_frag; /* fresh fragments start here */
 	uint32_t op_done_frags;
-	uint32_t op_posted;              /* WRs of this op posted */
+	uint32_t op_posted; /* WRs of this op posted */
 	bool op_replayed;
 	bool op_notify;
-	uint64_t op_fence_gen;           /* peer fence this op must wait for */
-	uint64_t op_wait_ns;             /* waiting for a path since */
+	uint64_t op_fence_gen; /* peer fence this op must wait for */
+	uint64_t op_wait_ns;   /* waiting for a path since */
 	/* the message phase (OP_SEND, and a write's notification) */
 	uint64_t op_seq;
 	uint64_t op_notify_val;
-	unsigned op_slot;                /* send slot, or ~0u */
+	unsigned op_slot; /* send slot, or ~0u */
 	uint32_t op_msg_len;
 	ry_complete_fn op_cb;
 	void *op_ctx;
 	enum ry_status op_status;
 	char op_reason[192];
-	struct ry__op *op_all_next, *op_all_prev; /* pr_ops: all of the peer's */
-	struct ry__op *op_q_next;        /* pr_waitq, pr_sched, pr_msgq, done */
+	struct ry__op *op_all_next,
+	    *op_all_prev;	  /* pr_ops: all of the peer's */
+	struct ry__op *op_q_next; /* pr_waitq, pr_sched, pr_msgq, done */
 	bool op_on_sched;
 	bool op_on_msgq;
-	bool op_parked;                  /* on pr_parked: unknown incarnation */
+	bool op_parked; /* on pr_parked: unknown incarnation */
 };
 
 struct ry__lrail;
@@ -246,31 +247,31 @@ struct ry__lrail;
 struct ry__conn {
 	struct ry_peer *cn_peer;
 	struct ry__lrail *cn_lrail;
-	int cn_ridx;                     /* the peer's rail index */
+	int cn_ridx; /* the peer's rail index */
 	enum ry__conn_state cn_state;
 	struct ry_qp *cn_qp;
 	struct ry_qp_endpoint cn_remote;
 	uint32_t cn_attempt;
-	uint64_t cn_deadline_ns;         /* connect/probe timeout, backoff end */
+	uint64_t cn_deadline_ns; /* connect/probe timeout, backoff end */
 	uint32_t cn_backoff_ms;
-	uint64_t cn_last_ok_ns;          /* last sign of life */
-	uint64_t cn_busy_since_ns;       /* first post after being idle */
+	uint64_t cn_last_ok_ns;	   /* last sign of life */
+	uint64_t cn_busy_since_ns; /* first post after being idle */
 	uint64_t cn_last_tx_ns;
-	uint64_t cn_active_ns;           /* when it became ACTIVE */
-	uint64_t cn_health_ns;           /* last health recovery step */
-	uint32_t cn_health;              /* 0..1000 */
-	uint32_t cn_weight;              /* from the rail's rate or weight */
-	uint64_t cn_share;               /* weight * health, >= 1 */
+	uint64_t cn_active_ns; /* when it became ACTIVE */
+	uint64_t cn_health_ns; /* last health recovery step */
+	uint32_t cn_health;    /* 0..1000 */
+	uint32_t cn_weight;    /* from the rail's rate or weight */
+	uint64_t cn_share;     /* weight * health, >= 1 */
 	uint64_t cn_out_bytes;
 	unsigned cn_out_wrs;
 	bool cn_hb_out;
 	struct ry__wr *cn_posted_head, *cn_posted_tail;
-	uint64_t cn_fail_ns;             /* last sign of life before failure */
-	uint64_t cn_fence_gen;           /* fence to request for this failure */
+	uint64_t cn_fail_ns;   /* last sign of life before failure */
+	uint64_t cn_fence_gen; /* fence to request for this failure */
 	uint32_t cn_dead_qpn, cn_dead_rqpn;
 	char cn_reason[96];
-	struct ry__conn *cn_hnext;       /* lr_qpn_hash */
-	struct ry__conn *cn_fnext;       /* m_failed */
+	struct ry__conn *cn_hnext; /* lr_qpn_hash */
+	struct ry__conn *cn_fnext; /* m_failed */
 	struct ry_counters cn_cnt;
 };
 
@@ -286,9 +287,9 @@ struct ry__lrail {
 	enum ry_link_state lr_link;
 	void *lr_recv_buf;
 	struct ry_mr *lr_recv_mr;
-	unsigned lr_active;               /* ACTIVE connections */
+	unsigned lr_active; /* ACTIVE connections */
 	struct ry__conn *lr_qpn_hash[RY__QPN_HASH];
-	struct ry_counters lr_gone;       /* counters of peers forgotten */
+	struct ry_counters lr_gone; /* counters of peers forgotten */
 };
 
 struct ry__ctl;
@@ -296,42 +297,42 @@ struct ry__ctl;
 struct ry__rrail {
 	char rr_name[RY_NAME_MAX];
 	char rr_network[RY_NAME_MAX];
-	struct ry_qp_endpoint rr_ep;      /* gid/lid/udp_port/mtu, no QP */
+	struct ry_qp_endpoint rr_ep; /* gid/lid/udp_port/mtu, no QP */
 };
 
 struct ry_peer {
 	struct ry_manager *pr_mgr;
 	char pr_name[RY_ADDR_MAX];
 	char pr_addr[RY_ADDR_MAX];
-	char pr_node_name[RY_NAME_MAX];   /* from its HELLO */
-	uint64_t pr_node;                 /* its incarnation id; 0 until HELLO */
+	char pr_node_name[RY_NAME_MAX]; /* from its HELLO */
+	uint64_t pr_node;		/* its incarnation id; 0 until HELLO */
 	enum ry__peer_state pr_state;
-	struct ry__ctl *pr_ctl;           /* where requests go */
+	struct ry__ctl *pr_ctl; /* where requests go */
 	uint64_t pr_ctl_retry_ns;
 	uint32_t pr_ctl_backoff_ms;
-	bool pr_dial;                     /* we may dial pr_addr */
+	bool pr_dial; /* we may dial pr_addr */
 	unsigned pr_nrrails;
 	struct ry__rrail pr_rrails[RY_MAX_RAILS];
 	struct ry__conn pr_conns[RY_MAX_RAILS]; /* by local rail index */
 	unsigned pr_nactive;
-	uint64_t pr_nopath_ns;            /* no ACTIVE connection since */
+	uint64_t pr_nopath_ns; /* no ACTIVE connection since */
 	/* operations */
-	struct ry__op *pr_ops_head, *pr_ops_tail;   /* all, in post order */
+	struct ry__op *pr_ops_head, *pr_ops_tail; /* all, in post order */
 	struct ry__op *pr_waitq_head, *pr_waitq_tail;
 	struct ry__op *pr_sched_head, *pr_sched_tail; /* fresh fragments */
 	struct ry__op *pr_msgq_head, *pr_msgq_tail;
 	struct ry__op *pr_parked_head, *pr_parked_tail;
 	struct ry__range *pr_replay_head, *pr_replay_tail;
 	unsigned pr_inflight;
-	bool pr_dirty;                    /* on m_dirty: stripe me */
+	bool pr_dirty; /* on m_dirty: stripe me */
 	struct ry_peer *pr_dnext;
 	/* fencing */
 	uint64_t pr_fence_gen, pr_fence_acked;
 	/* messages */
-	uint64_t pr_tx_seq;               /* last sequence assigned */
-	uint64_t pr_tx_low;               /* lowest not yet completed */
+	uint64_t pr_tx_seq;		     /* last sequence assigned */
+	uint64_t pr_tx_low;		     /* lowest not yet completed */
 	uint64_t pr_tx_bits[RY__RXWIN / 64]; /* outstanding, ring */
-	uint64_t pr_rx_base;              /* lowest sequence not yet seen */
+	uint64_t pr_rx_base;		     /* lowest sequence not yet seen */
 	uint64_t pr_rx_bits[RY__RXWIN / 64];
 	/* failover timing */
 	uint64_t pr_resume_from_ns;
@@ -343,7 +344,7 @@ struct ry_peer {
 /* Something to hand to the application after m_lock is dropped. */
 struct ry__delivery {
 	struct ry__delivery *dv_next;
-	int dv_kind;                      /* 0 message, 1 event */
+	int dv_kind; /* 0 message, 1 event */
 	struct ry_peer *dv_peer;
 	struct ry_message dv_msg;
 	struct ry_event dv_ev;
@@ -369,8 +370,8 @@ struct ry__fdtag {
 
 struct ry_manager {
 	pthread_mutex_t m_lock;
-	struct ry_config m_cfg;           /* copy; m_cfg.peers owned */
-	uint64_t m_node;                  /* random incarnation id */
+	struct ry_config m_cfg; /* copy; m_cfg.peers owned */
+	uint64_t m_node;	/* random incarnation id */
 	bool m_closing;
 	unsigned m_nrails;
 	struct ry__lrail m_rails[RY_MAX_RAILS];
@@ -395,14 +396,14 @@ struct ry_manager {
 	struct ry__conn *m_failed;
 	/* memory */
 	struct ry_region *m_regions;
-	struct ry_region *m_msg_region;   /* send slots */
+	struct ry_region *m_msg_region; /* send slots */
 	unsigned m_slot_free[RY__MSG_SLOTS];
 	unsigned m_nslot_free;
-	struct ry_region *m_ctl_region;   /* heartbeat and probe headers */
+	struct ry_region *m_ctl_region; /* heartbeat and probe headers */
 	struct ry__pool m_op_pool, m_wr_pool, m_range_pool;
 	/* delivery */
-	struct ry__op *m_done_head, *m_done_tail;   /* with a callback */
-	struct ry__op *m_poll_head, *m_poll_tail;   /* for ry_poll_completions */
+	struct ry__op *m_done_head, *m_done_tail; /* with a callback */
+	struct ry__op *m_poll_head, *m_poll_tail; /* for ry_poll_completions */
 	struct ry__delivery *m_dv_head, *m_dv_tail;
 	pthread_mutex_t m_cb_lock;
 	ry_recv_fn m_recv_fn;
@@ -413,8 +414,8 @@ struct ry_manager {
 
 /* manager.c */
 void ry__queue_event(struct ry_manager *m, enum ry_event_type t,
-		     struct ry__lrail *lr, struct ry_peer *p, const char *reason,
-		     uint64_t time_ns);
+		     struct ry__lrail *lr, struct ry_peer *p,
+		     const char *reason, uint64_t time_ns);
 void ry__queue_message(struct ry_manager *m, struct ry_peer *p,
 		       enum ry_msg_type t, const void *data, size_t len,
 		       uint64_t notify);
@@ -456,8 +457,7 @@ void ry__stripe(struct ry_peer *p);
 void ry__conn_update_share(struct ry__conn *c);
 
 /* conn.c */
-void ry__conn_init(struct ry__conn *c, struct ry_peer *p,
-		   struct ry__lrail *lr);
+void ry__conn_init(struct ry__conn *c, struct ry_peer *p, struct ry__lrail *lr);
 void ry__conn_start(struct ry__conn *c, uint64_t now);
 void ry__conn_activate(struct ry__conn *c, uint64_t now);
 void ry__conn_backoff(struct ry__conn *c, uint64_t now);
@@ -519,12 +519,11 @@ void ry__ctl_io(struct ry__ctl *c, uint32_t events);
 void ry__ctl_reap(struct ry_manager *m);
 void ry__ctl_close_all(struct ry_manager *m);
 void ry__ctl_send_hello(struct ry__ctl *c, bool reply);
-void ry__ctl_send_conn(struct ry__ctl *c, int type, unsigned src,
-		       unsigned dst, uint32_t attempt,
-		       const struct ry_qp_endpoint *ep, int err);
-void ry__ctl_send_fence(struct ry__ctl *c, bool ack, uint64_t gen,
-			unsigned src, unsigned dst, uint32_t src_qpn,
-			uint32_t dst_qpn);
+void ry__ctl_send_conn(struct ry__ctl *c, int type, unsigned src, unsigned dst,
+		       uint32_t attempt, const struct ry_qp_endpoint *ep,
+		       int err);
+void ry__ctl_send_fence(struct ry__ctl *c, bool ack, uint64_t gen, unsigned src,
+			unsigned dst, uint32_t src_qpn, uint32_t dst_qpn);
 bool ry__ctl_alive(const struct ry__ctl *c);
 #define CTL_CONN_REQ 3
 #define CTL_CONN_REP 4

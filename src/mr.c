@@ -88,7 +88,7 @@ static uint64_t get64(const unsigned char *p)
 int ry__desc_unpack(const void *buf, size_t len, struct ry__desc *d)
 {
 	const unsigned char *p = buf;
-	struct ry__desc out = { 0 };
+	struct ry__desc out = {0};
 	unsigned n, i;
 
 	if (!buf || len < DESC_HDR + 4)
@@ -106,7 +106,8 @@ int ry__desc_unpack(const void *buf, size_t len, struct ry__desc *d)
 	out.d_node = get64(p + 8);
 	out.d_addr = get64(p + 16);
 	out.d_len = get64(p + 24);
-	if (out.d_access & ~(unsigned)(RY_MR_REMOTE_WRITE | RY_MR_REMOTE_READ) ||
+	if (out.d_access &
+		~(unsigned)(RY_MR_REMOTE_WRITE | RY_MR_REMOTE_READ) ||
 	    !out.d_len || out.d_addr + out.d_len < out.d_addr)
 		return -EBADMSG;
 	for (i = 0; i < n; i++) {
@@ -230,8 +231,8 @@ int ry_mr_reg(struct ry_manager *m, void *addr, size_t len, unsigned access,
 	    access & ~(unsigned)(RY_MR_REMOTE_WRITE | RY_MR_REMOTE_READ))
 		return -EINVAL;
 	pthread_mutex_lock(&m->m_lock);
-	ret = m->m_closing ? -ESHUTDOWN :
-			     ry__region_reg(m, addr, len, access, rg_p);
+	ret = m->m_closing ? -ESHUTDOWN
+			   : ry__region_reg(m, addr, len, access, rg_p);
 	pthread_mutex_unlock(&m->m_lock);
 	return ret;
 }

@@ -24,11 +24,12 @@
 static void repost(struct ry__lrail *lr, uint64_t idx)
 {
 	struct ry_recv_wr rwr = {
-		.wr_id = idx,
-		.sge = {
-			.addr = (uintptr_t)lr->lr_recv_buf + idx * RY__MSG_BUF,
-			.length = RY__MSG_BUF,
-			.lkey = lr->lr_recv_mr->lkey,
+	    .wr_id = idx,
+	    .sge =
+		{
+		    .addr = (uintptr_t)lr->lr_recv_buf + idx * RY__MSG_BUF,
+		    .length = RY__MSG_BUF,
+		    .lkey = lr->lr_recv_mr->lkey,
 		},
 	};
 	int ret = ry_rail_post_recv(lr->lr_rail, &rwr, 1);
@@ -103,8 +104,8 @@ static bool rx_first(struct ry_peer *p, uint64_t seq)
 
 void ry__on_recv(struct ry__lrail *lr, const struct ry_wc *wc, uint64_t now)
 {
-	const unsigned char *buf = (unsigned char *)lr->lr_recv_buf +
-				   wc->wr_id * RY__MSG_BUF;
+	const unsigned char *buf =
+	    (unsigned char *)lr->lr_recv_buf + wc->wr_id * RY__MSG_BUF;
 	struct ry__mhdr h;
 	struct ry__conn *c;
 	struct ry_peer *p;
@@ -129,11 +130,10 @@ void ry__on_recv(struct ry__lrail *lr, const struct ry_wc *wc, uint64_t now)
 			break;
 		if (!rx_first(p, le64toh(h.mh_seq)))
 			break;
-		ry__queue_message(lr->lr_mgr, p,
-				  le16toh(h.mh_type) == MT_DATA ? RY_MSG_DATA :
-								  RY_MSG_NOTIFY,
-				  buf + RY__MSG_HDR, le32toh(h.mh_len),
-				  le64toh(h.mh_notify));
+		ry__queue_message(
+		    lr->lr_mgr, p,
+		    le16toh(h.mh_type) == MT_DATA ? RY_MSG_DATA : RY_MSG_NOTIFY,
+		    buf + RY__MSG_HDR, le32toh(h.mh_len), le64toh(h.mh_notify));
 		break;
 	default:
 		break; /* heartbeat, probe: being here was the point */
@@ -202,11 +202,11 @@ void ry__msg_prepare(struct ry__op *op, enum ry__mtype type, const void *data,
 	struct ry_manager *m = op->op_peer->pr_mgr;
 	unsigned char *s = ry__slot_addr(m, op->op_slot);
 	struct ry__mhdr h = {
-		.mh_magic = htole32(RY__MH_MAGIC),
-		.mh_type = htole16(type),
-		.mh_node = htole64(m->m_node),
-		.mh_notify = htole64(op->op_notify_val),
-		.mh_len = htole32((uint32_t)len),
+	    .mh_magic = htole32(RY__MH_MAGIC),
+	    .mh_type = htole16(type),
+	    .mh_node = htole64(m->m_node),
+	    .mh_notify = htole64(op->op_notify_val),
+	    .mh_len = htole32((uint32_t)len),
 	};
 
 	memcpy(s, &h, sizeof(h));

@@ -174,8 +174,7 @@ void ry__op_check(struct ry__op *op)
 			after_frags(op);
 		return;
 	case OPS_MESSAGE:
-		if (op->op_status != RY_OK && !op->op_posted &&
-		    !op->op_on_msgq)
+		if (op->op_status != RY_OK && !op->op_posted && !op->op_on_msgq)
 			complete(op);
 		return;
 	case OPS_DONE:
@@ -288,33 +287,38 @@ void ry__ops_timeouts(struct ry_peer *p, uint64_t now)
 		if (op->op_status != RY_OK)
 			continue;
 		if (op->op_parked) {
-			if (ry__since(now, op->op_wait_ns) <= m->m_op_timeout_ns)
+			if (ry__since(now, op->op_wait_ns) <=
+			    m->m_op_timeout_ns)
 				continue;
 			snprintf(why, sizeof(why),
-				 "peer %s: the descriptor is for a node (or run) other than the peer's (control %s)",
+				 "peer %s: the descriptor is for a node (or "
+				 "run) other than the peer's (control %s)",
 				 p->pr_name, ry__peer_state_str(p->pr_state));
 			ry__op_fail(op, RY_EPEER, why);
 			continue;
 		}
 		if (op->op_state == OPS_FENCING) {
-			if (ry__since(now, op->op_wait_ns) <= m->m_op_timeout_ns)
+			if (ry__since(now, op->op_wait_ns) <=
+			    m->m_op_timeout_ns)
 				continue;
-			snprintf(why, sizeof(why),
-				 "peer %s: fence not acknowledged within %llu ms (control %s)",
-				 p->pr_name,
-				 (unsigned long long)(m->m_op_timeout_ns /
-						      1000000),
-				 ry__peer_state_str(p->pr_state));
+			snprintf(
+			    why, sizeof(why),
+			    "peer %s: fence not acknowledged within %llu ms "
+			    "(control %s)",
+			    p->pr_name,
+			    (unsigned long long)(m->m_op_timeout_ns / 1000000),
+			    ry__peer_state_str(p->pr_state));
 			ry__op_fail(op, RY_ETIMEDOUT, why);
 			continue;
 		}
 		if (p->pr_nactive)
 			continue;
-		since = op->op_wait_ns > p->pr_nopath_ns ? op->op_wait_ns :
-							   p->pr_nopath_ns;
+		since = op->op_wait_ns > p->pr_nopath_ns ? op->op_wait_ns
+							 : p->pr_nopath_ns;
 		if (ry__since(now, since) <= m->m_op_timeout_ns)
 			continue;
-		ry__peer_path_reason(p, ry__since(now, since), why, sizeof(why));
+		ry__peer_path_reason(p, ry__since(now, since), why,
+				     sizeof(why));
 		ry__op_fail(op, RY_ETIMEDOUT, why);
 	}
 }
@@ -480,8 +484,8 @@ int ry_write_notify(struct ry_peer *p, struct ry_region *local,
 			 remote_off, len, true, notify, cb, context);
 }
 
-int ry_send(struct ry_peer *p, const void *buf, size_t len,
-	    ry_complete_fn cb, void *context)
+int ry_send(struct ry_peer *p, const void *buf, size_t len, ry_complete_fn cb,
+	    void *context)
 {
 	struct ry_manager *m;
 	struct ry__op *op;

@@ -12,11 +12,9 @@
 #include "src/manager.h"
 
 static const char *const peer_state_names[PEER__MAX] = {
-	[PEER_NEW] = "new",
-	[PEER_CONNECTING] = "connecting",
-	[PEER_HELLO] = "hello",
-	[PEER_READY] = "ready",
-	[PEER_BACKOFF] = "backoff",
+    [PEER_NEW] = "new",		[PEER_CONNECTING] = "connecting",
+    [PEER_HELLO] = "hello",	[PEER_READY] = "ready",
+    [PEER_BACKOFF] = "backoff",
 };
 
 const char *ry__peer_state_str(enum ry__peer_state s)
@@ -87,10 +85,10 @@ static void ctl_backoff(struct ry_peer *p, uint64_t now)
 
 	p->pr_state = PEER_BACKOFF;
 	p->pr_ctl = NULL;
-	p->pr_ctl_retry_ns = now + ms * 1000000ull / 2 +
-			     ry__rand64() % (ms * 1000000ull + 1);
-	p->pr_ctl_backoff_ms = (uint32_t)ry__min64(
-		ms * 2, m->m_cfg.failover.reconnect_max_ms);
+	p->pr_ctl_retry_ns =
+	    now + ms * 1000000ull / 2 + ry__rand64() % (ms * 1000000ull + 1);
+	p->pr_ctl_backoff_ms =
+	    (uint32_t)ry__min64(ms * 2, m->m_cfg.failover.reconnect_max_ms);
 }
 
 /* Make sure a control connection is on its way (first use of the peer). */
@@ -144,8 +142,11 @@ static void pair_rails(struct ry_peer *p)
 		}
 		if (c->cn_ridx < 0) {
 			if (c->cn_state != CONN_UNPAIRED)
-				RY_INFO("mgr", "peer %s: no rail on network %s for rail %s",
-					p->pr_name, m->m_rails[i].lr_cfg.network,
+				RY_INFO("mgr",
+					"peer %s: no rail on network %s for "
+					"rail %s",
+					p->pr_name,
+					m->m_rails[i].lr_cfg.network,
 					m->m_rails[i].lr_cfg.name);
 			c->cn_state = CONN_UNPAIRED;
 		} else if (c->cn_state == CONN_UNPAIRED) {
@@ -207,20 +208,20 @@ void ry__peer_path_reason(struct ry_peer *p, uint64_t waited_ns, char *buf,
 	size_t n;
 	unsigned i;
 
-	n = (size_t)snprintf(buf, len, "peer %s: no path for %llu ms (control %s); rails:",
-			     p->pr_name,
-			     (unsigned long long)(waited_ns / 1000000),
-			     ry__peer_state_str(p->pr_state));
+	n = (size_t)snprintf(
+	    buf, len,
+	    "peer %s: no path for %llu ms (control %s); rails:", p->pr_name,
+	    (unsigned long long)(waited_ns / 1000000),
+	    ry__peer_state_str(p->pr_state));
 	for (i = 0; i < m->m_nrails && n < len; i++) {
 		const struct ry__conn *c = &p->pr_conns[i];
 
-		n += (size_t)snprintf(buf + n, len - n, " %s %s%s%s",
-				      m->m_rails[i].lr_cfg.name,
-				      m->m_rails[i].lr_link == RY_LINK_UP ?
-					      ry__conn_state_str(c->cn_state) :
-					      "link-down",
-				      c->cn_reason[0] ? ": " : "",
-				      c->cn_reason);
+		n += (size_t)snprintf(
+		    buf + n, len - n, " %s %s%s%s", m->m_rails[i].lr_cfg.name,
+		    m->m_rails[i].lr_link == RY_LINK_UP
+			? ry__conn_state_str(c->cn_state)
+			: "link-down",
+		    c->cn_reason[0] ? ": " : "", c->cn_reason);
 		if (n < len && i + 1 < m->m_nrails)
 			n += (size_t)snprintf(buf + n, len - n, ",");
 	}

@@ -69,7 +69,8 @@ void ry__conn_mark_failed(struct ry__conn *c, const char *reason,
 	RY_WARN("mgr", "peer %s rail %s: connection qp 0x%x failed: %s",
 		p->pr_name, c->cn_lrail->lr_cfg.name, c->cn_dead_qpn, reason);
 	if (was_active)
-		ry__queue_event(m, RY_EV_CONN_DOWN, c->cn_lrail, p, reason, now);
+		ry__queue_event(m, RY_EV_CONN_DOWN, c->cn_lrail, p, reason,
+				now);
 }
 
 void ry__conn_drained_check(struct ry__conn *c, uint64_t now)
@@ -173,12 +174,13 @@ void ry__wr_complete(struct ry_manager *m, struct ry__wr *w,
 		case WRK_FRAG:
 			c->cn_cnt.bytes += w->wr_bytes;
 			c->cn_cnt.fragments += w->wr_n;
-			if (p->pr_resume_from_ns && w->wr_post_ns >=
-			    p->pr_resume_from_ns && c->cn_state == CONN_ACTIVE) {
+			if (p->pr_resume_from_ns &&
+			    w->wr_post_ns >= p->pr_resume_from_ns &&
+			    c->cn_state == CONN_ACTIVE) {
 				struct ry_counters *rc =
-					&p->pr_resume_conn->cn_cnt;
-				uint64_t d = ry__since(now,
-						       p->pr_resume_from_ns);
+				    &p->pr_resume_conn->cn_cnt;
+				uint64_t d =
+				    ry__since(now, p->pr_resume_from_ns);
 
 				rc->resume_count++;
 				rc->resume_ns_total += d;

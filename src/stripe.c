@@ -29,7 +29,7 @@ static void unpost(struct ry_peer *p, struct batch *b, int err)
 {
 	struct ry_manager *m = p->pr_mgr;
 	struct ry__conn *c = b->b_conn;
-	struct ry_wc wc = { .status = RY_WC_FLUSHED };
+	struct ry_wc wc = {.status = RY_WC_FLUSHED};
 	unsigned i;
 
 	RY_ERR("mgr", "qp 0x%x: post_send: %d", c->cn_qp->qp_num, err);
@@ -76,7 +76,7 @@ static struct batch *pick(struct batch *bt, unsigned na, uint32_t bytes,
 			continue;
 		if (!best ||
 		    (c->cn_out_bytes + bytes) * best->b_conn->cn_share <
-			    (best->b_conn->cn_out_bytes + bytes) * c->cn_share)
+			(best->b_conn->cn_out_bytes + bytes) * c->cn_share)
 			best = &bt[i];
 	}
 	return best;
@@ -136,7 +136,7 @@ static void post_msgs(struct ry_peer *p, struct batch *bt, unsigned na,
 		s->sge.addr = (uintptr_t)slot;
 		s->sge.length = op->op_msg_len;
 		s->sge.lkey =
-			m->m_msg_region->rg_mr[b->b_conn->cn_lrail->lr_idx]->lkey;
+		    m->m_msg_region->rg_mr[b->b_conn->cn_lrail->lr_idx]->lkey;
 		b->b_wr[b->b_n++] = w;
 		op->op_posted++;
 		account(b->b_conn, w, now);
@@ -159,7 +159,8 @@ static bool discard(struct ry_peer *p, struct ry__op *op)
 	}
 	if (op->op_status == RY_OK && op->op_rnode != p->pr_node) {
 		snprintf(why, sizeof(why),
-			 "peer %s: the descriptor belongs to another node (or an earlier run of it)",
+			 "peer %s: the descriptor belongs to another node (or "
+			 "an earlier run of it)",
 			 p->pr_name);
 		ry__op_fail(op, RY_EPEER, why);
 		return true;
@@ -251,13 +252,13 @@ void ry__stripe(struct ry_peer *p)
 		w->wr_post_ns = now;
 		s = &b->b_swr[b->b_n];
 		s->wr_id = (uintptr_t)w;
-		s->opcode = op->op_type == OP_READ ? RY_WR_RDMA_READ :
-						     RY_WR_RDMA_WRITE;
-		s->sge.addr = (uintptr_t)op->op_region->rg_addr +
-			      op->op_local_off + off;
+		s->opcode =
+		    op->op_type == OP_READ ? RY_WR_RDMA_READ : RY_WR_RDMA_WRITE;
+		s->sge.addr =
+		    (uintptr_t)op->op_region->rg_addr + op->op_local_off + off;
 		s->sge.length = w->wr_bytes;
 		s->sge.lkey =
-			op->op_region->rg_mr[b->b_conn->cn_lrail->lr_idx]->lkey;
+		    op->op_region->rg_mr[b->b_conn->cn_lrail->lr_idx]->lkey;
 		s->remote_addr = op->op_raddr + off;
 		s->rkey = op->op_rkey[b->b_conn->cn_ridx];
 		s->imm_data = 0;

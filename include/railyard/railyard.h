@@ -54,8 +54,8 @@ extern "C" {
 
 #define RY_VERSION_MAJOR 0
 #define RY_VERSION_MINOR 1
-#define RY_DESC_MAX 256  /* bytes of a packed memory descriptor */
-#define RY_MSG_MAX 4096  /* bytes of one two-sided message */
+#define RY_DESC_MAX 256 /* bytes of a packed memory descriptor */
+#define RY_MSG_MAX 4096 /* bytes of one two-sided message */
 
 struct ry_manager;
 struct ry_region;
@@ -64,11 +64,11 @@ struct ry_peer;
 /* Result of an operation, passed to its completion. */
 enum ry_status {
 	RY_OK = 0,
-	RY_ETIMEDOUT,      /* no path to the peer within op_timeout_ms */
-	RY_ECANCELED,      /* manager destroyed with the op in flight */
+	RY_ETIMEDOUT,	   /* no path to the peer within op_timeout_ms */
+	RY_ECANCELED,	   /* manager destroyed with the op in flight */
 	RY_EREMOTE_ACCESS, /* the peer rejected the rkey, bounds or access */
-	RY_ELOCAL,         /* bad local region or length */
-	RY_EPEER,          /* the peer is unknown or refused us */
+	RY_ELOCAL,	   /* bad local region or length */
+	RY_EPEER,	   /* the peer is unknown or refused us */
 	RY_ESTATUS__MAX
 };
 
@@ -194,7 +194,7 @@ RY_API const char *ry_peer_name(const struct ry_peer *peer);
 /* ---- operations ---- */
 
 struct ry_completion {
-	void *context;          /* as given when posting */
+	void *context; /* as given when posting */
 	enum ry_status status;
 	size_t length;
 	/* For failures: which peer, which rails, why.  Empty on success. */
@@ -258,8 +258,8 @@ RY_API int ry_poll_completions(struct ry_manager *mgr,
 /* ---- receiving ---- */
 
 enum ry_msg_type {
-	RY_MSG_DATA = 0,  /* from ry_send(): data, len */
-	RY_MSG_NOTIFY,    /* from ry_write_notify(): notify */
+	RY_MSG_DATA = 0, /* from ry_send(): data, len */
+	RY_MSG_NOTIFY,	 /* from ry_write_notify(): notify */
 };
 
 struct ry_message {
@@ -282,17 +282,17 @@ RY_API void ry_set_recv_cb(struct ry_manager *mgr, ry_recv_fn fn, void *arg);
 
 enum ry_event_type {
 	RY_EV_RAIL_DOWN = 0, /* a local rail's link went down */
-	RY_EV_RAIL_UP,       /* ... and came back */
+	RY_EV_RAIL_UP,	     /* ... and came back */
 	RY_EV_CONN_DOWN,     /* one rail's connection to a peer failed */
-	RY_EV_CONN_UP,       /* ... connected and probed (again) */
+	RY_EV_CONN_UP,	     /* ... connected and probed (again) */
 };
 
 struct ry_event {
 	enum ry_event_type type;
-	const char *rail;    /* local rail name */
-	const char *peer;    /* NULL for RY_EV_RAIL_* */
-	const char *reason;  /* why it went down; "" for up */
-	uint64_t time_ns;    /* CLOCK_MONOTONIC */
+	const char *rail;   /* local rail name */
+	const char *peer;   /* NULL for RY_EV_RAIL_* */
+	const char *reason; /* why it went down; "" for up */
+	uint64_t time_ns;   /* CLOCK_MONOTONIC */
 };
 
 typedef void (*ry_event_fn)(const struct ry_event *ev, void *arg);
@@ -309,16 +309,16 @@ RY_API void ry_set_event_cb(struct ry_manager *mgr, ry_event_fn fn, void *arg);
  * resume: detection to the first replayed traffic completing elsewhere.
  */
 struct ry_counters {
-	uint64_t bytes;              /* payload bytes completed */
-	uint64_t fragments;          /* fragments completed */
-	uint64_t work_requests;      /* WRs posted (fragments, messages) */
-	uint64_t messages;           /* two-sided messages completed */
+	uint64_t bytes;		     /* payload bytes completed */
+	uint64_t fragments;	     /* fragments completed */
+	uint64_t work_requests;	     /* WRs posted (fragments, messages) */
+	uint64_t messages;	     /* two-sided messages completed */
 	uint64_t replayed_fragments; /* fragments put back for replay */
-	uint64_t retransmits;        /* transport retransmits (rails only) */
-	uint64_t failovers;          /* connection failures handled */
-	uint64_t fences;             /* fences acknowledged by the peer */
-	uint64_t reconnects;         /* connections (re)established */
-	uint64_t heartbeats;         /* keepalives sent */
+	uint64_t retransmits;	     /* transport retransmits (rails only) */
+	uint64_t failovers;	     /* connection failures handled */
+	uint64_t fences;	     /* fences acknowledged by the peer */
+	uint64_t reconnects;	     /* connections (re)established */
+	uint64_t heartbeats;	     /* keepalives sent */
 	uint64_t detect_count, detect_ns_total, detect_ns_max;
 	uint64_t resume_count, resume_ns_total, resume_ns_max;
 };
@@ -345,8 +345,8 @@ RY_API int ry_rail_info(struct ry_manager *mgr, const char *rail,
 
 /* What to do to a rail's packets; all zero clears every fault. */
 struct ry_fault_spec {
-	bool drop_all;     /* an unplugged cable: nothing in or out, silently */
-	double drop;       /* probabilities 0..1 */
+	bool drop_all; /* an unplugged cable: nothing in or out, silently */
+	double drop;   /* probabilities 0..1 */
 	double duplicate;
 	double reorder;
 	double corrupt;

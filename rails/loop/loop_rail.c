@@ -20,8 +20,8 @@
 #include "rails/loop/loop.h"
 #include "src/log.h"
 
-#define container_of(ptr, type, member) \
-	((type *)((char *)(ptr) - offsetof(type, member)))
+#define container_of(ptr, type, member)                                        \
+	((type *)((char *)(ptr)-offsetof(type, member)))
 
 struct loop_pend {
 	struct ry_send_wr lp_wr;
@@ -140,7 +140,8 @@ static int grow(void **arr, unsigned *cap, unsigned head, unsigned count,
 		return -ENOMEM;
 	for (i = 0; i < count; i++)
 		memcpy(n + i * elem,
-		       (unsigned char *)*arr + ((head + i) % *cap) * elem, elem);
+		       (unsigned char *)*arr + ((head + i) % *cap) * elem,
+		       elem);
 	free(*arr);
 	*arr = n;
 	*cap = ncap;
@@ -166,18 +167,18 @@ static void send_wc(struct loop_rail *lr, struct loop_qp *q,
 		    const struct ry_send_wr *wr, enum ry_wc_status st)
 {
 	static const enum ry_wc_opcode opc[] = {
-		[RY_WR_RDMA_WRITE] = RY_WC_RDMA_WRITE,
-		[RY_WR_RDMA_WRITE_IMM] = RY_WC_RDMA_WRITE,
-		[RY_WR_RDMA_READ] = RY_WC_RDMA_READ,
-		[RY_WR_SEND] = RY_WC_SEND,
-		[RY_WR_SEND_IMM] = RY_WC_SEND,
+	    [RY_WR_RDMA_WRITE] = RY_WC_RDMA_WRITE,
+	    [RY_WR_RDMA_WRITE_IMM] = RY_WC_RDMA_WRITE,
+	    [RY_WR_RDMA_READ] = RY_WC_RDMA_READ,
+	    [RY_WR_SEND] = RY_WC_SEND,
+	    [RY_WR_SEND_IMM] = RY_WC_SEND,
 	};
 	struct ry_wc wc = {
-		.wr_id = wr->wr_id,
-		.status = st,
-		.opcode = opc[wr->opcode],
-		.byte_len = wr->sge.length,
-		.qp_num = q->lq_base.qp_num,
+	    .wr_id = wr->wr_id,
+	    .status = st,
+	    .opcode = opc[wr->opcode],
+	    .byte_len = wr->sge.length,
+	    .qp_num = q->lq_base.qp_num,
 	};
 
 	cq_push(lr, &wc);
@@ -267,8 +268,8 @@ static bool in_bounds(const struct ry_mr *m, uint64_t addr, uint64_t len)
 }
 
 /* The responder's checks on an RDMA request; true when it may proceed. */
-static struct loop_mr *remote_mr(struct loop_rail *dlr, const struct ry_send_wr *wr,
-				 unsigned need)
+static struct loop_mr *remote_mr(struct loop_rail *dlr,
+				 const struct ry_send_wr *wr, unsigned need)
 {
 	struct loop_mr *m;
 
@@ -282,13 +283,12 @@ static struct loop_mr *remote_mr(struct loop_rail *dlr, const struct ry_send_wr 
 }
 
 /* Consume a receive on dlr for a SEND or WRITE_IMM from src to dq. */
-static enum ry_wc_status deliver_recv(struct loop_rail *dlr,
-				      struct loop_qp *dq,
+static enum ry_wc_status deliver_recv(struct loop_rail *dlr, struct loop_qp *dq,
 				      const struct ry_send_wr *wr,
 				      const void *data)
 {
 	struct ry_recv_wr rwr;
-	struct ry_wc wc = { 0 };
+	struct ry_wc wc = {0};
 	bool is_send = wr->opcode == RY_WR_SEND || wr->opcode == RY_WR_SEND_IMM;
 
 	if (!dlr->lr_srq_count)
@@ -311,7 +311,8 @@ static enum ry_wc_status deliver_recv(struct loop_rail *dlr,
 		wc.opcode = RY_WC_RECV_RDMA_IMM;
 		wc.byte_len = wr->sge.length;
 	}
-	if (wr->opcode == RY_WR_SEND_IMM || wr->opcode == RY_WR_RDMA_WRITE_IMM) {
+	if (wr->opcode == RY_WR_SEND_IMM ||
+	    wr->opcode == RY_WR_RDMA_WRITE_IMM) {
 		wc.flags = RY_WC_WITH_IMM;
 		wc.imm_data = wr->imm_data;
 	}
@@ -438,7 +439,8 @@ static int loop_post_send(struct ry_qp *qp, const struct ry_send_wr *wr,
 		    (dq->lq_base.state != RY_QPS_RTR &&
 		     dq->lq_base.state != RY_QPS_RTS) ||
 		    dq->lq_attr.remote.qpn != qp->qp_num) {
-			/* nobody answers: the transport retries, then gives up */
+			/* nobody answers: the transport retries, then gives up
+			 */
 			ret = pend(lr, q, wr);
 			if (ret)
 				break;
@@ -828,8 +830,8 @@ static int loop_set_link(struct ry_rail *rail, enum ry_link_state state)
 	pthread_mutex_lock(&loop_lock);
 	if (lr->lr_link != state) {
 		lr->lr_link = state;
-		ev_push(lr, state == RY_LINK_UP ? RY_RAIL_EV_LINK_UP :
-						  RY_RAIL_EV_LINK_DOWN);
+		ev_push(lr, state == RY_LINK_UP ? RY_RAIL_EV_LINK_UP
+						: RY_RAIL_EV_LINK_DOWN);
 	}
 	pthread_mutex_unlock(&loop_lock);
 	return 0;
@@ -881,47 +883,47 @@ int ry_loop_release_held(struct ry_rail *rail)
 }
 
 const struct ry_rail_ops ry_loop_ops = {
-	.alloc_pd = loop_alloc_pd,
-	.close = loop_close,
-	.create_qp = loop_create_qp,
-	.dealloc_pd = loop_dealloc_pd,
-	.dereg_mr = loop_dereg_mr,
-	.destroy_qp = loop_destroy_qp,
-	.fd = loop_fd,
-	.get_event = loop_get_event,
-	.get_stats = loop_get_stats,
-	.modify_qp = loop_modify_qp,
-	.name = "loop",
-	.open = loop_open,
-	.poll_cq = loop_poll_cq,
-	.post_recv = loop_post_recv,
-	.post_send = loop_post_send,
-	.progress = loop_progress,
-	.query = loop_query,
-	.reg_mr = loop_reg_mr,
-	.set_fault = loop_set_fault,
-	.set_link = loop_set_link,
+    .alloc_pd = loop_alloc_pd,
+    .close = loop_close,
+    .create_qp = loop_create_qp,
+    .dealloc_pd = loop_dealloc_pd,
+    .dereg_mr = loop_dereg_mr,
+    .destroy_qp = loop_destroy_qp,
+    .fd = loop_fd,
+    .get_event = loop_get_event,
+    .get_stats = loop_get_stats,
+    .modify_qp = loop_modify_qp,
+    .name = "loop",
+    .open = loop_open,
+    .poll_cq = loop_poll_cq,
+    .post_recv = loop_post_recv,
+    .post_send = loop_post_send,
+    .progress = loop_progress,
+    .query = loop_query,
+    .reg_mr = loop_reg_mr,
+    .set_fault = loop_set_fault,
+    .set_link = loop_set_link,
 };
 
 const struct ry_rail_ops ry_null_ops = {
-	.alloc_pd = loop_alloc_pd,
-	.close = loop_close,
-	.create_qp = loop_create_qp,
-	.dealloc_pd = loop_dealloc_pd,
-	.dereg_mr = loop_dereg_mr,
-	.destroy_qp = loop_destroy_qp,
-	.fd = loop_fd,
-	.get_event = loop_get_event,
-	.get_stats = loop_get_stats,
-	.modify_qp = loop_modify_qp,
-	.name = "null",
-	.open = null_open,
-	.poll_cq = loop_poll_cq,
-	.post_recv = loop_post_recv,
-	.post_send = null_post_send,
-	.progress = loop_progress,
-	.query = loop_query,
-	.reg_mr = loop_reg_mr,
-	.set_fault = loop_set_fault,
-	.set_link = loop_set_link,
+    .alloc_pd = loop_alloc_pd,
+    .close = loop_close,
+    .create_qp = loop_create_qp,
+    .dealloc_pd = loop_dealloc_pd,
+    .dereg_mr = loop_dereg_mr,
+    .destroy_qp = loop_destroy_qp,
+    .fd = loop_fd,
+    .get_event = loop_get_event,
+    .get_stats = loop_get_stats,
+    .modify_qp = loop_modify_qp,
+    .name = "null",
+    .open = null_open,
+    .poll_cq = loop_poll_cq,
+    .post_recv = loop_post_recv,
+    .post_send = null_post_send,
+    .progress = loop_progress,
+    .query = loop_query,
+    .reg_mr = loop_reg_mr,
+    .set_fault = loop_set_fault,
+    .set_link = loop_set_link,
 };

@@ -29,8 +29,12 @@
 #endif
 #ifndef CALLGRIND_START_INSTRUMENTATION
 /* no valgrind headers: -n still bounds the run, callgrind sees it all */
-#define CALLGRIND_START_INSTRUMENTATION do { } while (0)
-#define CALLGRIND_STOP_INSTRUMENTATION do { } while (0)
+#define CALLGRIND_START_INSTRUMENTATION                                        \
+	do {                                                                   \
+	} while (0)
+#define CALLGRIND_STOP_INSTRUMENTATION                                         \
+	do {                                                                   \
+	} while (0)
 #endif
 
 #include <railyard/railyard.h>
@@ -120,7 +124,9 @@ int main(int argc, char **argv)
 			nops = strtoul(optarg, NULL, 0);
 			break;
 		default:
-			fprintf(stderr, "usage: %s [-r rails] [-s seconds] [-w frags_per_wr] [-n ops]\n",
+			fprintf(stderr,
+				"usage: %s [-r rails] [-s seconds] [-w "
+				"frags_per_wr] [-n ops]\n",
 				argv[0]);
 			return 2;
 		}
@@ -180,7 +186,8 @@ int main(int argc, char **argv)
 	CALLGRIND_STOP_INSTRUMENTATION;
 
 	frags = (double)done_ops * (MiB / 4096);
-	printf("rails %u frags_per_wr %u: %lu ops, %.0f fragments, %.3f s cpu, %.3f s wall: %.1f M fragments/s/core, %.1f ns/fragment%s\n",
+	printf("rails %u frags_per_wr %u: %lu ops, %.0f fragments, %.3f s cpu, "
+	       "%.3f s wall: %.1f M fragments/s/core, %.1f ns/fragment%s\n",
 	       rails, fpw, done_ops, frags, c1 - c0, w1 - w0,
 	       frags / (c1 - c0) / 1e6, (c1 - c0) * 1e9 / frags,
 	       failed_ops ? " (SOME FAILED)" : "");

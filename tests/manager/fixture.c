@@ -32,7 +32,11 @@ void fx_config(struct ry_config *c, const struct fx_opts *o, bool is_b)
 		 is_b && o->b_control[0] ? o->b_control : "127.0.0.1:0");
 	c->fragment_size = 4096;
 	c->max_op_size = o->max_op_size ? o->max_op_size : 8u << 20;
-#define FX_SET(field, v) do { if (v) field = v; } while (0)
+#define FX_SET(field, v)                                                       \
+	do {                                                                   \
+		if (v)                                                         \
+			field = v;                                             \
+	} while (0)
 	FX_SET(c->ops_in_flight, o->ops_in_flight);
 	FX_SET(c->wr_per_qp, o->wr_per_qp);
 	FX_SET(c->frags_per_wr, o->frags_per_wr);
@@ -58,8 +62,7 @@ void fx_config(struct ry_config *c, const struct fx_opts *o, bool is_b)
 		else
 			snprintf(r->network, sizeof(r->network), "net%u", i);
 		if (r->provider == RY_PROVIDER_SOFT)
-			snprintf(r->address, sizeof(r->address),
-				 "127.0.0.1:0");
+			snprintf(r->address, sizeof(r->address), "127.0.0.1:0");
 		else
 			snprintf(r->address, sizeof(r->address), "%s-r%u",
 				 is_b ? "b" : "a", i);
@@ -181,7 +184,7 @@ bool fx_until(struct fx *f, bool (*pred)(void *), void *arg, unsigned ms)
 			return pred(arg);
 		fx_progress(f);
 		if (++spins % 64 == 0) {
-			struct timespec ts = { 0, 100000 };
+			struct timespec ts = {0, 100000};
 
 			nanosleep(&ts, NULL);
 		}
@@ -203,7 +206,7 @@ static bool done_pred(void *arg)
 
 bool fx_until_done(struct fx *f, struct fx_done *d, unsigned n, unsigned ms)
 {
-	struct done_wait w = { d, n };
+	struct done_wait w = {d, n};
 
 	return fx_until(f, done_pred, &w, ms);
 }
@@ -258,7 +261,7 @@ void fx_skip_if_unavailable(void)
 {
 	struct ry_manager *m;
 	struct ry_config c;
-	struct fx_opts o = { .nrails_a = 1 };
+	struct fx_opts o = {.nrails_a = 1};
 	int ret;
 
 	fx_config(&c, &o, false);

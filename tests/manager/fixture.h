@@ -20,8 +20,8 @@
 #define FX_MAX_RAILS 4
 
 struct fx_opts {
-	unsigned nrails_a, nrails_b;       /* default 2 */
-	const char *net_a[FX_MAX_RAILS];   /* default "net<i>" */
+	unsigned nrails_a, nrails_b;	 /* default 2 */
+	const char *net_a[FX_MAX_RAILS]; /* default "net<i>" */
 	const char *net_b[FX_MAX_RAILS];
 	uint32_t weight_a[FX_MAX_RAILS];
 	uint32_t heartbeat_ms, timeout_ms, ack_timeout_ms, retry_count;
@@ -29,9 +29,9 @@ struct fx_opts {
 	uint32_t ops_in_flight, frags_per_wr, wr_per_qp;
 	uint64_t max_op_size;
 	bool fence_off;
-	enum ry_provider provider;         /* 0: FX_PROVIDER */
-	size_t buflen;                     /* default 8 MiB + 64 KiB */
-	char b_control[100];               /* "" : 127.0.0.1:0 */
+	enum ry_provider provider; /* 0: FX_PROVIDER */
+	size_t buflen;		   /* default 8 MiB + 64 KiB */
+	char b_control[100];	   /* "" : 127.0.0.1:0 */
 };
 
 struct fx_events {
@@ -43,7 +43,7 @@ struct fx_events {
 struct fx {
 	struct fx_opts o;
 	struct ry_manager *a, *b;
-	struct ry_peer *ab;                /* a's handle on b */
+	struct ry_peer *ab; /* a's handle on b */
 	char b_addr[100];
 	unsigned char *bufa, *bufb;
 	size_t buflen;
@@ -63,7 +63,7 @@ void fx_config(struct ry_config *c, const struct fx_opts *o, bool is_b);
 /* 0, or the manager create error (-ENOSYS: provider not there). */
 int fx_init(struct fx *f, const struct fx_opts *o);
 void fx_fini(struct fx *f);
-int fx_create_b(struct fx *f);    /* (re)create b and its buffer */
+int fx_create_b(struct fx *f); /* (re)create b and its buffer */
 void fx_destroy_b(struct fx *f);
 void fx_progress(struct fx *f);
 /* Progress until pred(arg) or ms elapse; returns pred's last value. */

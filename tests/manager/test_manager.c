@@ -37,7 +37,7 @@ static void teardown(void)
 /* Write len bytes at off from a to b, wait, verify; returns status. */
 static enum ry_status write_verify(size_t off, size_t len, uint32_t seed)
 {
-	struct fx_done d = { 0 };
+	struct fx_done d = {0};
 	int ret;
 
 	fx_fill(F.bufa + off, len, seed);
@@ -57,13 +57,13 @@ static enum ry_status write_verify(size_t off, size_t len, uint32_t seed)
 
 static enum ry_status read_verify(size_t off, size_t len, uint32_t seed)
 {
-	struct fx_done d = { 0 };
+	struct fx_done d = {0};
 	int ret;
 
 	fx_fill(F.bufb + off, len, seed);
 	memset(F.bufa + off, 0, len);
-	ret = ry_read(F.ab, F.ra, off, F.desc_b, (size_t)F.desc_b_len, off,
-		      len, fx_cb, &d);
+	ret = ry_read(F.ab, F.ra, off, F.desc_b, (size_t)F.desc_b_len, off, len,
+		      fx_cb, &d);
 	ck_assert_int_eq(ret, 0);
 	ck_assert_msg(fx_until_done(&F, &d, 1, 20000), "read %zu timed out",
 		      len);
@@ -114,9 +114,9 @@ START_TEST(desc_validation)
 	ck_assert_int_eq(ry_write(F.ab, F.ra, 0, F.desc_b, (size_t)len,
 				  F.buflen - 5, 10, fx_cb, NULL),
 			 -EINVAL);
-	ck_assert_int_eq(ry_write(F.ab, F.ra, 0, F.desc_b, (size_t)len, 0, 0,
-				  fx_cb, NULL),
-			 -EINVAL);
+	ck_assert_int_eq(
+	    ry_write(F.ab, F.ra, 0, F.desc_b, (size_t)len, 0, 0, fx_cb, NULL),
+	    -EINVAL);
 	ck_assert_int_eq(ry_write(F.ab, F.ra, 0, F.desc_b, (size_t)len, 0,
 				  (8u << 20) + 1, fx_cb, NULL),
 			 -EMSGSIZE);
@@ -143,7 +143,7 @@ START_TEST(forged_rkey)
 	}
 	ck_assert_int_eq(ry_desc_check(d, (size_t)len), 0);
 	{
-		struct fx_done dn = { 0 };
+		struct fx_done dn = {0};
 
 		fx_fill(F.bufa, 3 * 4096, 7);
 		memset(F.bufb, 0, 3 * 4096);
@@ -169,15 +169,16 @@ END_TEST
 START_TEST(all_sizes)
 {
 	static const size_t fixed[] = {
-		1, 2, 3, 7, 511, 512, 513, 4095, 4096, 4097, 8191, 8192, 8193,
-		65535, 65536, 65537, 16 * 4096 - 1, 16 * 4096 + 1,
-		17 * 4096, 1000000, MiB - 1, MiB, MiB + 1, 3 * MiB + 7,
-		8 * MiB - 1, 8 * MiB,
+	    1,		 2,	  3,	   7,	  511,		 512,
+	    513,	 4095,	  4096,	   4097,  8191,		 8192,
+	    8193,	 65535,	  65536,   65537, 16 * 4096 - 1, 16 * 4096 + 1,
+	    17 * 4096,	 1000000, MiB - 1, MiB,	  MiB + 1,	 3 * MiB + 7,
+	    8 * MiB - 1, 8 * MiB,
 	};
 	unsigned i, seed = 1;
 	size_t len;
 
-	setup_opts(&(struct fx_opts){ .nrails_a = 3 });
+	setup_opts(&(struct fx_opts){.nrails_a = 3});
 	for (i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
 		ck_assert_int_eq(write_verify(0, fixed[i], seed++), RY_OK);
 		ck_assert_int_eq(read_verify(0, fixed[i], seed++), RY_OK);
@@ -199,7 +200,7 @@ START_TEST(unequal_rates)
 	unsigned i;
 	double share;
 
-	setup_opts(&(struct fx_opts){ .weight_a = { 1, 3 } });
+	setup_opts(&(struct fx_opts){.weight_a = {1, 3}});
 	for (i = 0; i < 32; i++)
 		ck_assert_int_eq(write_verify((i % 4) * MiB, MiB, i), RY_OK);
 	ck_assert_int_eq(ry_rail_counters(F.a, "r0", &c0), 0);
@@ -214,10 +215,10 @@ END_TEST
 
 START_TEST(ops_in_flight_limit)
 {
-	struct fx_done d = { 0 };
+	struct fx_done d = {0};
 	unsigned i;
 
-	setup_opts(&(struct fx_opts){ .ops_in_flight = 3 });
+	setup_opts(&(struct fx_opts){.ops_in_flight = 3});
 	fx_fill(F.bufa, 8 * MiB, 3);
 	for (i = 0; i < 40; i++)
 		ck_assert_int_eq(ry_write(F.ab, F.ra, (i % 8) * MiB, F.desc_b,
@@ -255,9 +256,9 @@ static void stream_pump(struct stream *s)
 			s->busy[i] = false;
 			if (s->d[i].ok) {
 				s->done_ok++;
-				ck_assert_msg(!memcmp(F.bufa + off, F.bufb + off,
-						      MiB),
-					      "data mismatch after failover");
+				ck_assert_msg(
+				    !memcmp(F.bufa + off, F.bufb + off, MiB),
+				    "data mismatch after failover");
 			} else {
 				s->done_err++;
 				snprintf(s->reason, sizeof(s->reason), "%s",
@@ -316,11 +317,11 @@ static void stream_finish(struct stream *s)
 
 static void kill_mid_stream(bool is_read, bool local_link)
 {
-	struct stream s = { .slots = 4, .is_read = is_read };
+	struct stream s = {.slots = 4, .is_read = is_read};
 	struct ry_counters pc;
-	struct ry_fault_spec cut = { .drop_all = true };
+	struct ry_fault_spec cut = {.drop_all = true};
 
-	setup_opts(&(struct fx_opts){ .nrails_a = 3 });
+	setup_opts(&(struct fx_opts){.nrails_a = 3});
 	stream_run(&s, 300);
 	if (local_link)
 		ck_assert_int_eq(ry_rail_link(F.a, "r1", false), 0);
@@ -359,10 +360,10 @@ END_TEST
 
 START_TEST(two_rails_killed)
 {
-	struct stream s = { .slots = 4 };
-	struct ry_fault_spec cut = { .drop_all = true };
+	struct stream s = {.slots = 4};
+	struct ry_fault_spec cut = {.drop_all = true};
 
-	setup_opts(&(struct fx_opts){ .nrails_a = 4 });
+	setup_opts(&(struct fx_opts){.nrails_a = 4});
 	stream_run(&s, 200);
 	ck_assert_int_eq(ry_rail_link(F.a, "r0", false), 0);
 	stream_run(&s, 200);
@@ -399,18 +400,18 @@ static bool all_active(void *arg)
 
 START_TEST(all_rails_killed_then_restored)
 {
-	struct fx_done d = { 0 };
+	struct fx_done d = {0};
 	uint64_t t0;
 	double ms;
 
-	setup_opts(&(struct fx_opts){ .op_timeout_ms = 600 });
+	setup_opts(&(struct fx_opts){.op_timeout_ms = 600});
 	ck_assert_int_eq(write_verify(0, MiB, 1), RY_OK);
 	ck_assert_int_eq(ry_rail_link(F.a, "r0", false), 0);
 	ck_assert_int_eq(ry_rail_link(F.a, "r1", false), 0);
 	fx_fill(F.bufa, MiB, 2);
 	t0 = fx_now_ns();
-	ck_assert_int_eq(ry_write(F.ab, F.ra, 0, F.desc_b,
-				  (size_t)F.desc_b_len, 0, MiB, fx_cb, &d),
+	ck_assert_int_eq(ry_write(F.ab, F.ra, 0, F.desc_b, (size_t)F.desc_b_len,
+				  0, MiB, fx_cb, &d),
 			 0);
 	ck_assert_int_eq(ry_read(F.ab, F.ra, MiB, F.desc_b,
 				 (size_t)F.desc_b_len, MiB, MiB, fx_cb, &d),
@@ -421,8 +422,8 @@ START_TEST(all_rails_killed_then_restored)
 	ck_assert_int_eq(d.last_err, RY_ETIMEDOUT);
 	ck_assert_msg(ms >= 550 && ms < 2000, "timed out after %.0f ms", ms);
 	ck_assert_msg(strstr(d.reason, "peer 127.0.0.1") &&
-			      strstr(d.reason, "r0") && strstr(d.reason, "r1") &&
-			      strstr(d.reason, "link-down"),
+			  strstr(d.reason, "r0") && strstr(d.reason, "r1") &&
+			  strstr(d.reason, "link-down"),
 		      "reason: %s", d.reason);
 	/* restore: new operations succeed */
 	ck_assert_int_eq(ry_rail_link(F.a, "r0", true), 0);
@@ -438,13 +439,13 @@ END_TEST
 
 START_TEST(flapping_rail)
 {
-	struct stream s = { .slots = 4 };
+	struct stream s = {.slots = 4};
 	struct ry_rail_info ri;
 	uint64_t end, next;
 	bool up = true;
 	struct ry_counters c1;
 
-	setup_opts(&(struct fx_opts){ .nrails_a = 2, .reconnect_min_ms = 20 });
+	setup_opts(&(struct fx_opts){.nrails_a = 2, .reconnect_min_ms = 20});
 	end = fx_now_ns() + 10000000000ull;
 	next = fx_now_ns() + 100000000ull;
 	while (fx_now_ns() < end) {
@@ -495,7 +496,7 @@ END_TEST
 
 START_TEST(detect_far_unplug_idle)
 {
-	struct ry_fault_spec cut = { .drop_all = true };
+	struct ry_fault_spec cut = {.drop_all = true};
 	uint64_t t0;
 	double ms;
 
@@ -517,24 +518,23 @@ END_TEST
 
 static void fence_case(bool fence)
 {
-	struct ry_fault_spec cut = { .drop_all = true };
-	struct fx_done d = { 0 };
+	struct ry_fault_spec cut = {.drop_all = true};
+	struct fx_done d = {0};
 	struct ry_rail *r1 = NULL;
 	int landed;
 	size_t i;
 
 	/* b is slow to notice on its own, so only the fence protects it */
-	setup_opts(&(struct fx_opts){ .fence_off = !fence,
-				      .heartbeat_ms = 2000,
-				      .timeout_ms = 4000 });
+	setup_opts(&(struct fx_opts){
+	    .fence_off = !fence, .heartbeat_ms = 2000, .timeout_ms = 4000});
 	ck_assert_int_eq(write_verify(0, MiB, 1), RY_OK);
 	r1 = ry__mgr_rail(F.a, "r1");
 	ck_assert_ptr_nonnull(r1);
 	ry_loop_hold(r1, true);
 	ck_assert_int_eq(ry_rail_fault(F.a, "r1", &cut), 0);
 	fx_fill(F.bufa, MiB, 2);
-	ck_assert_int_eq(ry_write(F.ab, F.ra, 0, F.desc_b,
-				  (size_t)F.desc_b_len, 0, MiB, fx_cb, &d),
+	ck_assert_int_eq(ry_write(F.ab, F.ra, 0, F.desc_b, (size_t)F.desc_b_len,
+				  0, MiB, fx_cb, &d),
 			 0);
 	ck_assert(fx_until_done(&F, &d, 1, 10000));
 	ck_assert_uint_eq(d.ok, 1);
@@ -576,8 +576,7 @@ struct rx {
 
 static struct rx RX;
 
-static void on_recv(struct ry_peer *from, const struct ry_message *m,
-		    void *arg)
+static void on_recv(struct ry_peer *from, const struct ry_message *m, void *arg)
 {
 	struct rx *r = arg;
 	unsigned id;
@@ -604,13 +603,13 @@ static bool rx_all(void *arg)
 
 START_TEST(messages_exactly_once_across_failover)
 {
-	struct fx_done d = { 0 };
+	struct fx_done d = {0};
 	unsigned char buf[600];
 	unsigned i, sent = 0, total = 3000;
 	int ret;
 
 	memset(&RX, 0, sizeof(RX));
-	setup_opts(&(struct fx_opts){ .nrails_a = 3 });
+	setup_opts(&(struct fx_opts){.nrails_a = 3});
 	ry_set_recv_cb(F.b, on_recv, &RX);
 	while (sent < total) {
 		for (i = 0; i < 64 && sent < total; i++) {
@@ -626,7 +625,7 @@ START_TEST(messages_exactly_once_across_failover)
 		if (sent == 1000)
 			ck_assert_int_eq(ry_rail_link(F.a, "r2", false), 0);
 		if (sent == 2000) {
-			struct ry_fault_spec cut = { .drop_all = true };
+			struct ry_fault_spec cut = {.drop_all = true};
 
 			ck_assert_int_eq(ry_rail_fault(F.b, "r0", &cut), 0);
 		}
@@ -656,7 +655,7 @@ static bool notified(void *arg)
 
 START_TEST(write_notify_once_after_data)
 {
-	struct fx_done d = { 0 };
+	struct fx_done d = {0};
 	unsigned one = 1, two = 2;
 
 	memset(&RX, 0, sizeof(RX));
@@ -696,10 +695,10 @@ START_TEST(partial_rail_pairing)
 {
 	struct ry_counters c;
 
-	setup_opts(&(struct fx_opts){
-		.nrails_a = 3, .nrails_b = 2,
-		.net_a = { "eth", "ib", "roce" },
-		.net_b = { "roce", "eth" } });
+	setup_opts(&(struct fx_opts){.nrails_a = 3,
+				     .nrails_b = 2,
+				     .net_a = {"eth", "ib", "roce"},
+				     .net_b = {"roce", "eth"}});
 	ck_assert_int_eq(write_verify(0, 4 * MiB, 1), RY_OK);
 	ck_assert_int_eq(read_verify(0, 4 * MiB, 2), RY_OK);
 	ck_assert_int_eq(ry_rail_counters(F.a, "r1", &c), 0);
@@ -715,11 +714,11 @@ END_TEST
 
 START_TEST(peer_crash)
 {
-	struct stream s = { .slots = 4 };
+	struct stream s = {.slots = 4};
 	char addr[128];
 	struct ry_peer *again;
 
-	setup_opts(&(struct fx_opts){ .op_timeout_ms = 1000 });
+	setup_opts(&(struct fx_opts){.op_timeout_ms = 1000});
 	stream_run(&s, 200);
 	/* b dies without a word, mid-transfer */
 	snprintf(F.o.b_control, sizeof(F.o.b_control), "%s", F.b_addr);
@@ -730,13 +729,12 @@ START_TEST(peer_crash)
 
 		for (i = 0; i < 4; i++)
 			if (s.busy[i])
-				ck_assert_msg(fx_until_done(&F, &s.d[i], 1,
-							    5000),
-					      "op hung after peer crash");
+				ck_assert_msg(
+				    fx_until_done(&F, &s.d[i], 1, 5000),
+				    "op hung after peer crash");
 		for (i = 0; i < 4; i++)
 			if (s.busy[i] && s.d[i].err) {
-				ck_assert_int_eq(s.d[i].last_err,
-						 RY_ETIMEDOUT);
+				ck_assert_int_eq(s.d[i].last_err, RY_ETIMEDOUT);
 				ck_assert_msg(strstr(s.d[i].reason, "peer"),
 					      "%s", s.d[i].reason);
 			}
@@ -756,12 +754,12 @@ END_TEST
 /* Both sides dial each other at once and connect the same rail pairs. */
 START_TEST(both_sides_connect_at_once)
 {
-	struct fx_done da = { 0 }, db = { 0 };
+	struct fx_done da = {0}, db = {0};
 	char a_addr[100];
 	struct ry_peer *ba;
 	unsigned i;
 
-	setup_opts(&(struct fx_opts){ .nrails_a = 3 });
+	setup_opts(&(struct fx_opts){.nrails_a = 3});
 	ck_assert_int_eq(ry_manager_control_addr(F.a, a_addr, sizeof(a_addr)),
 			 0);
 	ck_assert_int_eq(ry_peer_get(F.b, a_addr, &ba), 0);
@@ -797,7 +795,7 @@ static struct fx_done CANCEL;
 
 START_TEST(destroy_cancels_in_flight)
 {
-	struct ry_fault_spec cut = { .drop_all = true };
+	struct ry_fault_spec cut = {.drop_all = true};
 	unsigned i;
 
 	memset(&CANCEL, 0, sizeof(CANCEL));
@@ -826,7 +824,7 @@ END_TEST
 START_TEST(poll_mode_and_event_fd)
 {
 	struct ry_completion cpl[8];
-	struct epoll_event ev = { .events = EPOLLIN };
+	struct epoll_event ev = {.events = EPOLLIN};
 	int ep, fd, n = 0, got;
 	unsigned i;
 	uint64_t end;
@@ -915,7 +913,7 @@ START_TEST(progress_threads)
 	pthread_t th[4];
 	unsigned i;
 
-	setup_opts(&(struct fx_opts){ .nrails_a = 3 });
+	setup_opts(&(struct fx_opts){.nrails_a = 3});
 	ck_assert_int_eq(ry_progress_thread_start(F.a), 0);
 	ck_assert_int_eq(ry_progress_thread_start(F.a), -EALREADY);
 	ck_assert_int_eq(ry_progress_thread_start(F.b), 0);
@@ -924,9 +922,8 @@ START_TEST(progress_threads)
 		memset(&ps[i], 0, sizeof(ps[i]));
 		ps[i].id = i;
 		ps[i].lock = &lock;
-		ck_assert_int_eq(pthread_create(&th[i], NULL, post_thread,
-						&ps[i]),
-				 0);
+		ck_assert_int_eq(
+		    pthread_create(&th[i], NULL, post_thread, &ps[i]), 0);
 	}
 	usleep(100000);
 	ck_assert_int_eq(ry_rail_link(F.a, "r1", false), 0);
@@ -943,8 +940,8 @@ END_TEST
 
 static Suite *suite(void)
 {
-	Suite *s = suite_create(FX_PROVIDER == RY_PROVIDER_SOFT ?
-					"manager-soft" : "manager");
+	Suite *s = suite_create(FX_PROVIDER == RY_PROVIDER_SOFT ? "manager-soft"
+								: "manager");
 	TCase *tc = tcase_create("manager");
 
 	tcase_set_timeout(tc, 120);
