@@ -11,7 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "rails/loop/loop.h"
@@ -437,6 +440,15 @@ START_TEST(all_rails_killed_then_restored)
 }
 END_TEST
 
+static bool health_full(void *arg)
+{
+	struct ry_rail_info ri;
+
+	(void)arg;
+	return !ry_rail_info(F.a, "r1", &ri) && ri.health_min == 1000 &&
+	       ri.peers_active == 1;
+}
+
 START_TEST(flapping_rail)
 {
 	struct stream s = {.slots = 4};
@@ -465,6 +477,8 @@ START_TEST(flapping_rail)
 	ck_assert_uint_ge(c1.failovers, 5);
 	ck_assert_int_eq(ry_rail_info(F.a, "r1", &ri), 0);
 	ck_assert_msg(ri.health_min < 1000, "health %u", ri.health_min);
+	/* a rail that stays up earns its share back */
+	ck_assert(fx_until(&F, health_full, NULL, 6000));
 	teardown();
 }
 END_TEST
@@ -791,6 +805,90 @@ START_TEST(both_sides_connect_at_once)
 }
 END_TEST
 
+/* A peer named in the config is found by name; unknown names are not. */
+START_TEST(peer_by_config_name)
+{
+	struct ry_config c;
+	struct ry_peer_config pc = { .name = "bee" };
+	struct ry_manager *m;
+	struct ry_region *rg;
+	struct ry_peer *p, *q;
+	struct fx_done d = { 0 };
+	unsigned char *buf = malloc(MiB);
+	uint64_t end;
+
+	setup_opts(NULL);
+	ck_assert_ptr_nonnull(buf);
+	fx_config(&c, &F.o, false);
+	snprintf(c.node, sizeof(c.node), "c");
+	snprintf(pc.address, sizeof(pc.address), "%s", F.b_addr);
+	c.peers = &pc;
+	c.n_peers = 1;
+	ck_assert_int_eq(ry_manager_create(&c, &m), 0);
+	ck_assert_int_eq(ry_peer_get(m, "nosuch", &p), -ENOENT);
+	ck_assert_int_eq(ry_peer_get(m, "bee", &p), 0);
+	ck_assert_str_eq(ry_peer_name(p), "bee");
+	ck_assert_int_eq(ry_peer_get(m, F.b_addr, &q), 0);
+	ck_assert_ptr_eq(p, q);
+	ck_assert_int_eq(ry_mr_reg(m, buf, MiB, 0, &rg), 0);
+	fx_fill(buf, MiB, 31);
+	ck_assert_int_eq(ry_write(p, rg, 0, F.desc_b, (size_t)F.desc_b_len,
+				  0, MiB, fx_cb, &d),
+			 0);
+	end = fx_now_ns() + 10000000000ull;
+	while (!d.total && fx_now_ns() < end) {
+		ry_progress(m);
+		fx_progress(&F);
+	}
+	ck_assert_uint_eq(d.ok, 1);
+	ck_assert(!memcmp(buf, F.bufb, MiB));
+	ck_assert_int_eq(ry_mr_dereg(rg), 0);
+	ry_manager_destroy(m);
+	free(buf);
+	teardown();
+}
+END_TEST
+
+/* Garbage on the control port closes that socket and nothing else. */
+START_TEST(control_garbage)
+{
+	static const unsigned char bad_version[8] = { 4, 0, 0, 0, 1, 0, 9, 0 };
+	static const unsigned char huge[8] = { 0xff, 0xff, 0xff, 0x7f, 1, 0, 1,
+					       0 };
+	static const unsigned char short_hello[12] = { 4, 0, 0, 0, 1, 0,
+						       1, 0, 1, 2, 3, 4 };
+	const unsigned char *frames[] = { bad_version, huge, short_hello };
+	const size_t lens[] = { 8, 8, 12 };
+	unsigned char junk[4096];
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	unsigned i;
+
+	setup_opts(NULL);
+	ck_assert_int_eq(write_verify(0, MiB, 1), RY_OK);
+	fx_fill(junk, sizeof(junk), 3);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sa.sin_port = htons((uint16_t)atoi(strrchr(F.b_addr, ':') + 1));
+	for (i = 0; i < 4; i++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa,
+					 sizeof(sa)),
+				 0);
+		if (i < 3)
+			ck_assert(write(fd, frames[i], lens[i]) > 0);
+		else
+			ck_assert(write(fd, junk, sizeof(junk)) > 0);
+		fx_sleep_progress(&F, 20);
+		close(fd);
+	}
+	fx_sleep_progress(&F, 50);
+	ck_assert_int_eq(write_verify(0, MiB, 2), RY_OK);
+	ck_assert_int_eq(read_verify(MiB, MiB, 3), RY_OK);
+	teardown();
+}
+END_TEST
+
 static struct fx_done CANCEL;
 
 START_TEST(destroy_cancels_in_flight)
@@ -968,6 +1066,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, partial_rail_pairing);
 	tcase_add_test(tc, peer_crash);
 	tcase_add_test(tc, both_sides_connect_at_once);
+	tcase_add_test(tc, peer_by_config_name);
+	tcase_add_test(tc, control_garbage);
 	tcase_add_test(tc, destroy_cancels_in_flight);
 	tcase_add_test(tc, poll_mode_and_event_fd);
 	tcase_add_test(tc, progress_threads);
