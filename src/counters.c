@@ -81,7 +81,6 @@ int ry_peer_counters(struct ry_peer *p, struct ry_counters *out)
 	pthread_mutex_lock(&m->m_lock);
 	for (i = 0; i < m->m_nrails; i++)
 		ry__cnt_add(&sum, &p->pr_conns[i].cn_cnt);
-	sum.fences = p->pr_fences;
 	pthread_mutex_unlock(&m->m_lock);
 	*out = sum;
 	return 0;

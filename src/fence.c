@@ -70,12 +70,21 @@ void ry__fence_on_req(struct ry_peer *p, struct ry__ctl *ctl, uint64_t gen,
 
 void ry__fence_on_ack(struct ry_peer *p, uint64_t gen)
 {
+	struct ry_manager *m = p->pr_mgr;
 	struct ry__op *op, *next;
+	unsigned i;
 
 	if (gen <= p->pr_fence_acked)
 		return;
+	/* count each fenced connection on its rail */
+	for (i = 0; i < m->m_nrails; i++) {
+		struct ry__conn *c = &p->pr_conns[i];
+
+		if (c->cn_fence_gen > p->pr_fence_acked &&
+		    c->cn_fence_gen <= gen)
+			c->cn_cnt.fences++;
+	}
 	p->pr_fence_acked = gen;
-	p->pr_fences++;
 	for (op = p->pr_ops_head; op; op = next) {
 		next = op->op_all_next;
 		if (op->op_state == OPS_FENCING)

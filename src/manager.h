@@ -337,7 +337,6 @@ struct ry_peer {
 	/* failover timing */
 	uint64_t pr_resume_from_ns;
 	struct ry__conn *pr_resume_conn;
-	uint64_t pr_fences;
 	struct ry_peer *pr_next;
 };
 

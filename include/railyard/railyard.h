@@ -27,6 +27,11 @@
  * Buffers passed to ry_send() are copied before it returns; the memory of a
  * region given to ry_write()/ry_read() must stay valid until completion.
  *
+ * Progress: nothing moves unless someone calls ry_progress() (or runs the
+ * progress thread) on each side: a node that is only the target of writes
+ * and reads must progress too, since its rail protocol, heartbeats,
+ * reconnects and fence acknowledgements run there.
+ *
  * Threading: every function is thread-safe.  Callbacks (completion,
  * receive, event) run in the thread that calls ry_progress() (or the
  * internal progress thread) with no manager lock held, so they may post new
@@ -354,8 +359,10 @@ struct ry_fault_spec {
 };
 
 /*
- * Inject a fault on a local rail by name.  Errors: -ENOENT (no such rail),
- * -EINVAL, -EOPNOTSUPP (the provider has no fault injection).
+ * Inject a fault on a local rail by name; it replaces the previous one.
+ * Errors: -ENOENT (no such rail), -EINVAL (a probability outside 0..1),
+ * -EOPNOTSUPP (the provider cannot inject that fault: the verbs rail none,
+ * the test-only loop rail only drop_all).
  */
 RY_API int ry_rail_fault(struct ry_manager *mgr, const char *rail,
 			 const struct ry_fault_spec *spec);
