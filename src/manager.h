@@ -155,6 +155,7 @@ enum ry__op_state {
 	OPS_MESSAGE,	 /* its message (send/notify) queued or posted */
 	OPS_DONE,	 /* completed; on a delivery list */
 };
+const char *ry__op_state_str(enum ry__op_state s);
 
 enum ry__wr_kind {
 	WRK_FRAG = 0,

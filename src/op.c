@@ -22,6 +22,17 @@
 
 #include "src/manager.h"
 
+static const char *const op_state_names[] = {
+	[OPS_WAITING] = "waiting", [OPS_RUNNING] = "running",
+	[OPS_FENCING] = "fencing", [OPS_MESSAGE] = "message",
+	[OPS_DONE] = "done",
+};
+
+const char *ry__op_state_str(enum ry__op_state s)
+{
+	return (unsigned)s <= OPS_DONE ? op_state_names[s] : "?";
+}
+
 void ry__sched_push(struct ry_peer *p, struct ry__op *op)
 {
 	op->op_q_next = NULL;
@@ -205,7 +216,8 @@ void ry__op_fail(struct ry__op *op, enum ry_status st, const char *reason)
 	if (op->op_status == RY_OK) {
 		op->op_status = st;
 		snprintf(op->op_reason, sizeof(op->op_reason), "%s", reason);
-		RY_INFO("mgr", "op failed: %s", reason);
+		RY_INFO("mgr", "op failed while %s: %s",
+			ry__op_state_str(op->op_state), reason);
 	}
 	if (op->op_state == OPS_WAITING) {
 		q_remove(&p->pr_waitq_head, &p->pr_waitq_tail, op);
