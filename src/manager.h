@@ -314,7 +314,6 @@ struct ry_peer {
 	bool pr_dial; /* we may dial pr_addr */
 	unsigned pr_nrrails;
 	struct ry__rrail pr_rrails[RY_MAX_RAILS];
-	struct ry__conn pr_conns[RY_MAX_RAILS]; /* by local rail index */
 	unsigned pr_nactive;
 	uint64_t pr_nopath_ns; /* no ACTIVE connection since */
 	/* operations */
@@ -339,6 +338,8 @@ struct ry_peer {
 	uint64_t pr_resume_from_ns;
 	struct ry__conn *pr_resume_conn;
 	struct ry_peer *pr_next;
+	/* one per local rail (m_nrails): memory grows with rails in use */
+	struct ry__conn pr_conns[];
 };
 
 /* Something to hand to the application after m_lock is dropped. */

@@ -41,7 +41,8 @@ struct ry_peer *ry__peer_find(struct ry_manager *m, const char *name,
 struct ry_peer *ry__peer_new(struct ry_manager *m, const char *name,
 			     const char *addr)
 {
-	struct ry_peer *p = calloc(1, sizeof(*p));
+	struct ry_peer *p = calloc(1, sizeof(*p) + m->m_nrails *
+						      sizeof(p->pr_conns[0]));
 	unsigned i;
 
 	if (!p)
