@@ -4,10 +4,13 @@
  * fragments (head of the queue), then fresh fragments of running ops in
  * post order.  Each piece goes to the ACTIVE connection with the earliest
  * expected completion time, (outstanding bytes + these bytes) / share,
- * where share = weight (or rate) x health: unequal rails each finish at
- * about the same time, and a flapping rail gets less.  Up to frags_per_wr
- * adjacent fragments of one op share a work request; no connection gets
- * more than wr_per_qp work requests outstanding.
+ * where share = configured rate (or weight when the rate is 0) x health:
+ * unequal rails each finish at about the same time, and a flapping rail
+ * gets less.  The rate is not measured separately: a rail that drains
+ * slower than its share keeps more bytes outstanding, so it is picked
+ * less until it catches up -- completions clock each rail's queue.  Up to
+ * frags_per_wr adjacent fragments of one op share a work request; no
+ * connection gets more than wr_per_qp work requests outstanding.
  *
  * This is the manager's hot path: no allocation beyond the WR pool, no
  * syscall, one clock read per call, WRs handed to the rail in batches.
