@@ -479,10 +479,15 @@ static int null_post_send(struct ry_qp *qp, const struct ry_send_wr *wr,
 				return ret;
 			continue;
 		}
+		/* one lock for the run of RDMA WRs, as a doorbell would */
 		pthread_mutex_lock(&loop_lock);
 		st = qp->state == RY_QPS_ERR ? RY_WC_FLUSHED : RY_WC_SUCCESS;
-		send_wc(lr, q, &wr[i], st);
+		for (; i < n && wr[i].opcode != RY_WR_SEND &&
+		       wr[i].opcode != RY_WR_SEND_IMM;
+		     i++)
+			send_wc(lr, q, &wr[i], st);
 		pthread_mutex_unlock(&loop_lock);
+		i--;
 	}
 	return 0;
 }
