@@ -190,7 +190,7 @@ void ry_soft_qp_error_at(struct ry_soft_qp *qp, uint32_t idx,
 	if (qp->base.state == RY_QPS_ERR)
 		return;
 	if (status != RY_WC_FLUSHED)
-		RY_WARN("soft", "rail %s: qp 0x%x to ERR: %s", r->base.name,
+		RY_INFO("soft", "rail %s: qp 0x%x to ERR: %s", r->base.name,
 			qp->base.qp_num, ry_wc_status_str(status));
 	qp->base.state = RY_QPS_ERR;
 	qp->req.state = RY_SOFT_REQ_ERROR;
