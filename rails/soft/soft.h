@@ -21,4 +21,10 @@ extern const struct ry_rail_ops ry_soft_ops;
 void ry_soft_inject(struct ry_rail *rail, const void *pkt, size_t len,
 		    const uint8_t gid[16], uint16_t udp_port);
 
+/*
+ * Test hook: choose the initial PSN of a QP in RESET or INIT (instead of
+ * the random one), to test the 24-bit wrap.  -EINVAL in other states.
+ */
+int ry_soft_test_set_psn(struct ry_qp *qp, uint32_t psn);
+
 #endif

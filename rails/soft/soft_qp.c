@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rails/soft/soft.h"
 #include "rails/soft/soft_int.h"
 #include "src/log.h"
 
@@ -373,5 +374,14 @@ int ry_soft_post_send(struct ry_qp *base, const struct ry_send_wr *wr,
 		w->done = false;
 		qp->post_psn = ry_soft_psn_add(qp->post_psn, (int32_t)w->npkts);
 	}
+	return 0;
+}
+
+int ry_soft_test_set_psn(struct ry_qp *base, uint32_t psn)
+{
+	if ((base->state != RY_QPS_RESET && base->state != RY_QPS_INIT) ||
+	    (psn & ~RY_SOFT_PSN_MASK))
+		return -EINVAL;
+	base->local.psn = psn;
 	return 0;
 }
