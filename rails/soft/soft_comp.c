@@ -90,6 +90,13 @@ static void read_resp(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
 		if (ack_upto(qp, ry_soft_psn_add(p->psn, -1)))
 			progressed(qp);
 		if (ry_soft_psn_cmp(p->psn, qp->comp.psn) > 0) {
+			/* A PSN at or below the last out-of-order one means
+			 * the responder started over and lost its head again:
+			 * that is a new gap, ask again. */
+			if (qp->comp.rewound &&
+			    ry_soft_psn_cmp(p->psn, qp->comp.ooo_psn) <= 0)
+				qp->comp.rewound = false;
+			qp->comp.ooo_psn = p->psn;
 			rewind_once(qp);
 			return;
 		}

@@ -125,6 +125,7 @@ struct ry_soft_qp {
 		uint64_t deadline;  /* 0: timer off */
 		uint64_t rnr_until; /* 0: not waiting */
 		uint32_t rewound_psn; /* last go-back-N target, once per gap */
+		uint32_t ooo_psn;   /* last out-of-order READ response */
 		bool rewound;
 	} comp;
 
