@@ -205,12 +205,11 @@ static void tx_append(struct ry_soft_rail *r, const struct sockaddr_in *dst,
 		      uint32_t paylen)
 {
 	uint32_t seglen = hlen + paylen;
-	struct ry_soft_txmsg *m = r->ntxm ? &r->txi[r->ntxm - 1] : NULL;
+	struct ry_soft_txmsg *m;
 
 	if (ry_soft_tx_full(r))
 		ry_soft_tx_flush(r);
-	if (r->ntxm)
-		m = &r->txi[r->ntxm - 1];
+	m = r->ntxm ? &r->txi[r->ntxm - 1] : NULL;
 	if (!(r->gso && m && !m->closed && same_dst(&m->dst, dst) &&
 	      seglen <= m->seg && m->nseg < RY_SOFT_GSO_SEGS &&
 	      m->bytes + seglen <= RY_SOFT_GSO_BYTES)) {
