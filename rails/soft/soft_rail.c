@@ -354,7 +354,7 @@ static bool is_request(uint8_t op)
 void ry_soft_rx_packet(struct ry_soft_rail *r, const uint8_t *buf,
 		       uint32_t len, const struct sockaddr_in *from)
 {
-	const struct ry_soft_hdr *h = (const void *)buf;
+	struct ry_soft_hdr hdr, *h = &hdr;
 	struct ry_soft_pkt p;
 	struct ry_soft_qp *qp;
 	uint32_t crc;
@@ -365,7 +365,13 @@ void ry_soft_rx_packet(struct ry_soft_rail *r, const uint8_t *buf,
 		r->st.faults_dropped++;
 		return;
 	}
-	if (len < RY_SOFT_HDR_LEN || h->version != RY_SOFT_WIRE_VERSION ||
+	if (len < RY_SOFT_HDR_LEN) {
+		count_drop(r, &r->st.rx_bad_header);
+		return;
+	}
+	/* GRO segments and held packets sit at any alignment. */
+	memcpy(&hdr, buf, sizeof(hdr));
+	if (h->version != RY_SOFT_WIRE_VERSION ||
 	    h->rsvd || !h->opcode || h->opcode >= RY_SOFT_OP__MAX ||
 	    (h->flags & ~RY_SOFT_F__ALL) ||
 	    be32toh(h->paylen) != len - RY_SOFT_HDR_LEN) {
