@@ -1,0 +1,317 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The checks a config must pass before anything is opened.  Each message
+ * names the option and says what is wrong; the hint says how to fix it.
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/config_int.h"
+
+/*
+ * "ip", "ip:port", "[v6]:port" or "v6".  Numeric addresses only: the
+ * control channel and soft rails must not depend on DNS during a failover.
+ */
+int ry__parse_hostport(const char *s, bool need_port, char *host,
+		       size_t host_len, uint16_t *port)
+{
+	char h[64];
+	const char *colon;
+	unsigned char buf[16];
+	long p = -1;
+	size_t hl;
+
+	if (s[0] == '[') {
+		const char *end = strchr(s, ']');
+
+		if (!end)
+			return -EINVAL;
+		hl = (size_t)(end - s - 1);
+		if (hl >= sizeof(h))
+			return -EINVAL;
+		memcpy(h, s + 1, hl);
+		h[hl] = 0;
+		if (end[1] == ':')
+			colon = end + 1;
+		else if (!end[1])
+			colon = NULL;
+		else
+			return -EINVAL;
+		if (inet_pton(AF_INET6, h, buf) != 1)
+			return -EINVAL;
+	} else {
+		colon = strrchr(s, ':');
+		if (colon && strchr(s, ':') != colon) {
+			/* bare IPv6, no port */
+			if (inet_pton(AF_INET6, s, buf) != 1)
+				return -EINVAL;
+			colon = NULL;
+			hl = strlen(s);
+		} else {
+			hl = colon ? (size_t)(colon - s) : strlen(s);
+		}
+		if (hl >= sizeof(h))
+			return -EINVAL;
+		memcpy(h, s, hl);
+		h[hl] = 0;
+		if (inet_pton(AF_INET, h, buf) != 1 &&
+		    inet_pton(AF_INET6, h, buf) != 1)
+			return -EINVAL;
+	}
+	if (colon) {
+		char *end;
+
+		if (!isdigit((unsigned char)colon[1]))
+			return -EINVAL;
+		p = strtol(colon + 1, &end, 10);
+		if (*end || p < 0 || p > 65535)
+			return -EINVAL;
+	}
+	if (need_port && p <= 0)
+		return -EINVAL;
+	if (host) {
+		if (strlen(h) >= host_len)
+			return -EINVAL;
+		strcpy(host, h);
+	}
+	if (port)
+		*port = p < 0 ? 0 : (uint16_t)p;
+	return 0;
+}
+
+struct vctx {
+	struct ry__loader *ld;
+	struct ry__loader fallback;
+};
+
+static int line_of(struct vctx *v, const char *path, int index,
+		   const char *name, int own_line)
+{
+	int l = v->ld->sites ? ry__cfg_line(v->ld, path, index, name) : 0;
+
+	return l ? l : own_line;
+}
+
+#define REPORT(v, line, hint, ...) ry__cfg_report((v)->ld, line, hint, __VA_ARGS__)
+
+static bool valid_name(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && !strchr("._-", *s))
+			return false;
+	return true;
+}
+
+static void check_range(struct vctx *v, const char *path, const char *name,
+			uint64_t val, uint64_t lo, uint64_t hi, const char *hint)
+{
+	if (val >= lo && val <= hi)
+		return;
+	REPORT(v, line_of(v, path, 0, name, 0), hint,
+	       "%s%s%s must be from %llu to %llu", path, *path ? "." : "",
+	       name, (unsigned long long)lo, (unsigned long long)hi);
+}
+
+static void check_rail(struct vctx *v, const struct ry_rail_config *r, int i)
+{
+	int line = r->line;
+
+#define RL(name) line_of(v, "rail", i, name, line)
+	if (!valid_name(r->name))
+		REPORT(v, line, "use letters, digits, '.', '_' and '-'",
+		       "rail name '%s' is not valid", r->name);
+	if (!valid_name(r->network))
+		REPORT(v, RL("network"), "use letters, digits, '.', '_' and '-'",
+		       "rail '%s': network name '%s' is not valid", r->name,
+		       r->network);
+	if (r->provider == RY_PROVIDER_SOFT) {
+		if (!r->address[0] && !r->interface[0])
+			REPORT(v, line,
+			       "add address = \"198.18.0.1\" or interface = \"eth1\"",
+			       "soft rail '%s' has neither address nor interface",
+			       r->name);
+		if (r->address[0] &&
+		    ry__parse_hostport(r->address, false, NULL, 0, NULL))
+			REPORT(v, RL("address"),
+			       "write a numeric IPv4 or IPv6 address, optionally with :port",
+			       "rail '%s': address '%s' does not parse",
+			       r->name, r->address);
+		if (r->device[0])
+			REPORT(v, RL("device"),
+			       "device is for verbs rails; remove it or set provider = verbs",
+			       "soft rail '%s' does not use a device", r->name);
+	} else if (r->provider == RY_PROVIDER_VERBS) {
+		if (!r->device[0])
+			REPORT(v, line,
+			       "add device = \"mlx5_0\" (see railyard devices)",
+			       "verbs rail '%s' has no device", r->name);
+		if (r->port < 1 || r->port > 255)
+			REPORT(v, RL("port"), "HCA ports are numbered from 1",
+			       "rail '%s': port must be from 1 to 255",
+			       r->name);
+		if (r->address[0] &&
+		    ry__parse_hostport(r->address, false, NULL, 0, NULL))
+			REPORT(v, RL("address"),
+			       "write the RoCE address as a numeric IP",
+			       "rail '%s': address '%s' does not parse",
+			       r->name, r->address);
+	}
+	if (r->gid_index < -1)
+		REPORT(v, RL("gid_index"), "-1 picks the RoCE v2 GID",
+		       "rail '%s': gid_index must be from -1 to 255", r->name);
+	if (r->mtu && (r->mtu < 256 || r->mtu > 65536))
+		REPORT(v, RL("mtu"), "0 uses the interface's MTU",
+		       "rail '%s': mtu must be 0 or from 256 to 65536",
+		       r->name);
+	if (r->weight < 1 || r->weight > 1000)
+		REPORT(v, RL("weight"), "weights are relative: 1 for equal rails",
+		       "rail '%s': weight must be from 1 to 1000", r->name);
+#define PROB(field)                                                          \
+	if (!(r->fault.field >= 0 && r->fault.field <= 1))                   \
+		REPORT(v, line_of(v, "rail.fault", i, #field, line),         \
+		       "a probability from 0 to 1",                           \
+		       "rail '%s': fault " #field " must be from 0 to 1",     \
+		       r->name);
+	PROB(drop)
+	PROB(duplicate)
+	PROB(reorder)
+	PROB(corrupt)
+#undef PROB
+	if (r->fault.delay_us > 10000000)
+		REPORT(v, line_of(v, "rail.fault", i, "delay_us", line),
+		       "at most 10 s (10000000)",
+		       "rail '%s': fault delay_us must be from 0 to 10000000",
+		       r->name);
+	if (r->provider == RY_PROVIDER_VERBS &&
+	    (r->fault.down || r->fault.drop > 0 || r->fault.duplicate > 0 ||
+	     r->fault.reorder > 0 || r->fault.corrupt > 0 ||
+	     r->fault.delay_us))
+		REPORT(v, line_of(v, "rail.fault", i, "", line),
+		       "fault injection is done by the soft rail; pull the cable instead",
+		       "verbs rail '%s' cannot inject faults", r->name);
+#undef RL
+}
+
+int ry__cfg_validate(const struct ry_config *cfg, struct ry__loader *ld)
+{
+	const struct ry_failover_config *f = &cfg->failover;
+	struct vctx v = { .ld = ld };
+	int before;
+
+	if (!ld)
+		v.ld = &v.fallback; /* counts only */
+	before = v.ld->errors;
+
+	if (!valid_name(cfg->node))
+		REPORT(&v, line_of(&v, "", 0, "node", 0),
+		       "use letters, digits, '.', '_' and '-'",
+		       "node name '%s' is not valid", cfg->node);
+	if (ry__parse_hostport(cfg->control, false, NULL, 0, NULL))
+		REPORT(&v, line_of(&v, "", 0, "control", 0),
+		       "write ip:port, e.g. \"198.18.0.1:7470\" or \"[2001:db8::1]:7470\"",
+		       "control address '%s' does not parse", cfg->control);
+	if (cfg->fragment_size < 512 || cfg->fragment_size > (1u << 20) ||
+	    (cfg->fragment_size & (cfg->fragment_size - 1)))
+		REPORT(&v, line_of(&v, "", 0, "fragment_size", 0),
+		       "use a power of two from 512 to 1M; 4096 (a page) is the default",
+		       "fragment_size %u is not a power of two from 512 B to 1 MiB",
+		       cfg->fragment_size);
+	check_range(&v, "", "ops_in_flight", cfg->ops_in_flight, 1, 4096,
+		    "operations in flight per peer; 8 is the default");
+	if (cfg->max_op_size < cfg->fragment_size ||
+	    cfg->max_op_size > (1ull << 32))
+		REPORT(&v, line_of(&v, "", 0, "max_op_size", 0),
+		       "at least one fragment, at most 4G",
+		       "max_op_size must be from fragment_size to 4 GiB");
+	check_range(&v, "", "wr_per_qp", cfg->wr_per_qp, 1, 16384,
+		    "work requests per QP; 256 is the default");
+	check_range(&v, "", "frags_per_wr", cfg->frags_per_wr, 1, 256,
+		    "fragments merged in one work request; 16 is the default");
+
+	check_range(&v, "failover", "heartbeat_ms", f->heartbeat_ms, 1, 60000,
+		    "a positive number of milliseconds");
+	check_range(&v, "failover", "timeout_ms", f->timeout_ms, 2, 600000,
+		    "a positive number of milliseconds");
+	check_range(&v, "failover", "ack_timeout_ms", f->ack_timeout_ms, 1,
+		    60000, "a positive number of milliseconds");
+	check_range(&v, "failover", "retry_count", f->retry_count, 0, 6,
+		    "7 means retry forever on some HCAs, so it is not allowed");
+	check_range(&v, "failover", "rnr_retry", f->rnr_retry, 0, 6,
+		    "7 means retry forever on some HCAs, so it is not allowed");
+	check_range(&v, "failover", "reconnect_min_ms", f->reconnect_min_ms, 1,
+		    3600000, "a positive number of milliseconds");
+	check_range(&v, "failover", "reconnect_max_ms", f->reconnect_max_ms, 1,
+		    3600000, "a positive number of milliseconds");
+	check_range(&v, "failover", "op_timeout_ms", f->op_timeout_ms, 1,
+		    3600000, "a positive number of milliseconds");
+	if (f->heartbeat_ms && f->timeout_ms &&
+	    f->heartbeat_ms >= f->timeout_ms)
+		REPORT(&v, line_of(&v, "failover", 0, "heartbeat_ms", 0),
+		       "heartbeats must come several times per timeout, e.g. heartbeat_ms = timeout_ms / 10",
+		       "heartbeat_ms (%u) must be less than timeout_ms (%u)",
+		       f->heartbeat_ms, f->timeout_ms);
+	if (f->reconnect_min_ms > f->reconnect_max_ms)
+		REPORT(&v, line_of(&v, "failover", 0, "reconnect_min_ms", 0),
+		       "the backoff grows from min to max",
+		       "reconnect_min_ms (%u) is greater than reconnect_max_ms (%u)",
+		       f->reconnect_min_ms, f->reconnect_max_ms);
+	if (f->op_timeout_ms && f->timeout_ms &&
+	    f->op_timeout_ms <= f->timeout_ms)
+		REPORT(&v, line_of(&v, "failover", 0, "op_timeout_ms", 0),
+		       "an operation must outlive the detection of a dead rail to be replayed",
+		       "op_timeout_ms (%u) must be greater than timeout_ms (%u)",
+		       f->op_timeout_ms, f->timeout_ms);
+	if (f->ack_timeout_ms >= f->op_timeout_ms && f->op_timeout_ms)
+		REPORT(&v, line_of(&v, "failover", 0, "ack_timeout_ms", 0),
+		       "retransmits must happen well within an operation's lifetime",
+		       "ack_timeout_ms (%u) must be less than op_timeout_ms (%u)",
+		       f->ack_timeout_ms, f->op_timeout_ms);
+
+	if (cfg->n_rails == 0)
+		REPORT(&v, 0, "add a rail NAME { provider = soft; address = ... } section",
+		       "no rail is defined");
+	for (unsigned i = 0; i < cfg->n_rails && i < RY_MAX_RAILS; i++) {
+		check_rail(&v, &cfg->rails[i], (int)i);
+		if (!v.ld->sites) /* hand-built: names may repeat */
+			for (unsigned j = 0; j < i; j++)
+				if (!strcmp(cfg->rails[i].name,
+					    cfg->rails[j].name))
+					REPORT(&v, 0, "give each rail its own name",
+					       "rail '%s' is defined twice",
+					       cfg->rails[i].name);
+	}
+	for (unsigned i = 0; i < cfg->n_peers; i++) {
+		const struct ry_peer_config *p = &cfg->peers[i];
+
+		if (!valid_name(p->name))
+			REPORT(&v, p->line, "use letters, digits, '.', '_' and '-'",
+			       "peer name '%s' is not valid", p->name);
+		if (!p->address[0])
+			REPORT(&v, p->line,
+			       "add address = \"198.18.0.2:7470\", the peer's control address",
+			       "peer '%s' has no address", p->name);
+		else if (ry__parse_hostport(p->address, true, NULL, 0, NULL))
+			REPORT(&v, line_of(&v, "peer", (int)i, "address", p->line),
+			       "write the peer's control address as ip:port",
+			       "peer '%s': address '%s' does not parse", p->name,
+			       p->address);
+	}
+	return v.ld->errors - before;
+}
+
+int ry_config_validate(const struct ry_config *cfg,
+		       ry_config_report_fn report, void *arg)
+{
+	struct ry__loader ld = { .file = cfg->source, .report = report,
+				 .arg = arg };
+	int n = ry__cfg_validate(cfg, &ld);
+
+	ry__cfg_flush(&ld);
+	return n;
+}

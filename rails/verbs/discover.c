@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: BSD-2-Clause
+#include <endian.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <net/if.h>
+
+#include <infiniband/umad.h>
+#include <infiniband/verbs.h>
+
+#include "rails/verbs/discover.h"
+
+static const char *port_state_name(unsigned s)
+{
+	static const char *const n[] = { "NOP", "DOWN", "INIT", "ARMED",
+					 "ACTIVE", "ACT_DEFER" };
+
+	return s < sizeof(n) / sizeof(n[0]) ? n[s] : "?";
+}
+
+static const char *phys_state_name(unsigned s)
+{
+	static const char *const n[] = { "NOP", "Sleep", "Polling", "Disabled",
+					 "PortConfigurationTraining", "LinkUp",
+					 "LinkErrorRecovery", "PhyTest" };
+
+	return s < sizeof(n) / sizeof(n[0]) ? n[s] : "?";
+}
+
+/* GID types and the active MTU need a device context. */
+static void fill_from_verbs(struct ry_verbs_port *p)
+{
+	struct ibv_device **list;
+	struct ibv_context *ctx = NULL;
+	struct ibv_port_attr pa;
+	int n = 0;
+
+	list = ibv_get_device_list(&n);
+	if (!list)
+		return;
+	for (int i = 0; i < n && !ctx; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), p->device))
+			ctx = ibv_open_device(list[i]);
+	ibv_free_device_list(list);
+	if (!ctx)
+		return;
+	if (!ibv_query_port(ctx, (uint8_t)p->port, &pa)) {
+		p->active_mtu = 128u << pa.active_mtu;
+		p->n_gids = 0;
+		for (int g = 0; g < pa.gid_tbl_len &&
+				p->n_gids < RY_VERBS_MAX_GIDS; g++) {
+			struct ibv_gid_entry e;
+			struct ry_verbs_gid *o = &p->gids[p->n_gids];
+
+			if (ibv_query_gid_ex(ctx, (uint32_t)p->port, (uint32_t)g,
+					     &e, 0))
+				continue;
+			o->index = e.gid_index;
+			memcpy(o->raw, e.gid.raw, 16);
+			snprintf(o->type, sizeof(o->type), "%s",
+				 e.gid_type == IBV_GID_TYPE_IB ? "IB" :
+				 e.gid_type == IBV_GID_TYPE_ROCE_V1 ?
+								 "RoCE v1" :
+								 "RoCE v2");
+			o->netdev[0] = 0;
+			if (e.ndev_ifindex &&
+			    !if_indextoname(e.ndev_ifindex, o->netdev))
+				o->netdev[0] = 0;
+			p->n_gids++;
+		}
+	}
+	ibv_close_device(ctx);
+}
+
+int ry_verbs_discover(struct ry_verbs_port **ports_p, char *why,
+		      size_t why_len)
+{
+	char names[UMAD_MAX_DEVICES][UMAD_CA_NAME_LEN];
+	struct ry_verbs_port *ports = NULL;
+	int n_cas, n = 0;
+
+	/* With no device, libibumad still returns one made-up default name
+	 * ("mthca0") whose umad_get_ca() then fails: count ports, not names. */
+	n_cas = umad_get_cas_names(names, UMAD_MAX_DEVICES);
+	for (int c = 0; c < n_cas; c++) {
+		umad_ca_t ca;
+
+		if (umad_get_ca(names[c], &ca))
+			continue;
+		for (int i = 0; i < UMAD_CA_MAX_PORTS; i++) {
+			umad_port_t *up = ca.ports[i];
+			struct ry_verbs_port *p;
+			void *v;
+
+			if (!up)
+				continue;
+			v = realloc(ports, (size_t)(n + 1) * sizeof(*ports));
+			if (!v) {
+				umad_release_ca(&ca);
+				free(ports);
+				return -ENOMEM;
+			}
+			ports = v;
+			p = &ports[n++];
+			memset(p, 0, sizeof(*p));
+			snprintf(p->device, sizeof(p->device), "%s", ca.ca_name);
+			p->port = up->portnum;
+			snprintf(p->state, sizeof(p->state), "%s",
+				 port_state_name(up->state));
+			snprintf(p->phys_state, sizeof(p->phys_state), "%s",
+				 phys_state_name(up->phys_state));
+			p->rate_gbps = up->rate;
+			snprintf(p->link_layer, sizeof(p->link_layer), "%s",
+				 up->link_layer);
+			p->node_guid = be64toh(ca.node_guid);
+			p->port_guid = be64toh(up->port_guid);
+			p->lid = (uint16_t)up->base_lid;
+			fill_from_verbs(p);
+		}
+		umad_release_ca(&ca);
+	}
+	if (!n && why)
+		snprintf(why, why_len,
+			 "no RDMA device found: /sys/class/infiniband is %s. "
+			 "Check the kernel side: 'lsmod | grep -E \"mlx5_ib|irdma|rdma_rxe|siw\"', "
+			 "'rdma link show' (iproute2), and 'ls /sys/class/infiniband'; "
+			 "for soft-RoCE on an Ethernet port: 'rdma link add rxe0 type rxe netdev eth0'. "
+			 "Soft rails (provider = soft) need no RDMA device.",
+			 access("/sys/class/infiniband", F_OK) ?
+				 "missing (the kernel has no RDMA support loaded)" :
+				 "empty");
+	*ports_p = ports;
+	return n;
+}
+
+static int guid_matches(uint64_t guid, const char *s)
+{
+	unsigned a, b, c, d;
+	char *end;
+	uint64_t v;
+
+	if (sscanf(s, "%4x:%4x:%4x:%4x", &a, &b, &c, &d) == 4)
+		return guid == ((uint64_t)a << 48 | (uint64_t)b << 32 |
+				(uint64_t)c << 16 | d);
+	v = strtoull(s, &end, 16);
+	return *end == 0 && end != s && v == guid;
+}
+
+const struct ry_verbs_port *ry_verbs_find(const struct ry_verbs_port *ports,
+					  int n, const char *device, int port)
+{
+	for (int i = 0; i < n; i++)
+		if (ports[i].port == port &&
+		    (!strcmp(ports[i].device, device) ||
+		     guid_matches(ports[i].node_guid, device)))
+			return &ports[i];
+	return NULL;
+}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Device discovery for verbs rails and `railyard devices`: every HCA port
+ * with its state, rate, link layer, GUIDs, LID and GIDs, from libibumad
+ * (sysfs: works without opening the device) and libibverbs (GID types and
+ * the active MTU, which only a device context tells).
+ */
+#ifndef RAILYARD_VERBS_DISCOVER_H
+#define RAILYARD_VERBS_DISCOVER_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#define RY_VERBS_MAX_GIDS 8
+
+struct ry_verbs_gid {
+	uint32_t index;
+	uint8_t raw[16];
+	char type[12];        /* "IB", "RoCE v1", "RoCE v2" */
+	char netdev[32];      /* RoCE: the interface it belongs to (>= IF_NAMESIZE) */
+};
+
+struct ry_verbs_port {
+	char device[64];
+	int port;
+	char state[16];       /* DOWN, INIT, ARMED, ACTIVE */
+	char phys_state[16];  /* LinkUp, Disabled, Polling, ... */
+	unsigned rate_gbps;
+	char link_layer[24];  /* InfiniBand, Ethernet */
+	uint64_t node_guid;   /* host order */
+	uint64_t port_guid;
+	uint16_t lid;
+	unsigned active_mtu;  /* bytes; 0 if the device could not be opened */
+	unsigned n_gids;
+	struct ry_verbs_gid gids[RY_VERBS_MAX_GIDS];
+};
+
+/*
+ * List every port of every RDMA device.  Returns the number of ports (0
+ * when there is no device) and a malloc'd array in *ports_p (free()), or a
+ * negative errno.  `why` receives a plain explanation when no device is
+ * found: what the kernel side lacks and how to check it.
+ */
+int ry_verbs_discover(struct ry_verbs_port **ports_p, char *why,
+		      size_t why_len);
+
+/* Find a port by device name or node GUID ("0x..." or "xxxx:xxxx:..."). */
+const struct ry_verbs_port *ry_verbs_find(const struct ry_verbs_port *ports,
+					  int n, const char *device, int port);
+
+#endif

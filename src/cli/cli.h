@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Subcommands of the railyard tool.  Exit codes (README "Exit codes"):
+ * 0 success, 1 failure (bad config, failed operation), 2 usage error. */
+#ifndef RAILYARD_CLI_H
+#define RAILYARD_CLI_H
+
+enum { RY_EXIT_OK = 0, RY_EXIT_FAIL = 1, RY_EXIT_USAGE = 2 };
+
+int ry_cli_check_config(int argc, char **argv);
+int ry_cli_demo(int argc, char **argv);
+int ry_cli_devices(int argc, char **argv);
+
+/* Print every config problem as FILE:LINE: message, then the hint. */
+struct ry_config_error;
+void ry_cli_print_config_error(const struct ry_config_error *e, void *arg);
+
+#endif

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * What a drill leaves behind: a CSV of per-rail throughput over time and an
+ * SVG plot of it with the events (down, replay, fence, reconnect, up)
+ * marked.  Plain data in, files out: no manager involved, so it is tested
+ * on its own.
+ */
+#ifndef RAILYARD_CLI_REPORT_H
+#define RAILYARD_CLI_REPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define RY_REPORT_MAX_RAILS 16
+
+struct ry_report_sample {
+	double t;                               /* seconds since start */
+	double mbyte_s[RY_REPORT_MAX_RAILS];    /* per rail, MB/s (1e6) */
+};
+
+struct ry_report_event {
+	double t;
+	char rail[64];
+	char event[16];        /* down, replay, fence, reconnect, up, ... */
+	double detect_ms;      /* < 0: not applicable */
+	double resume_ms;
+};
+
+struct ry_report {
+	char title[128];
+	unsigned n_rails;
+	char rails[RY_REPORT_MAX_RAILS][64];
+	unsigned n_samples, cap_samples;
+	struct ry_report_sample *samples;
+	unsigned n_events, cap_events;
+	struct ry_report_event *events;
+};
+
+int ry_report_add_sample(struct ry_report *r, const struct ry_report_sample *s);
+int ry_report_add_event(struct ry_report *r, const struct ry_report_event *e);
+void ry_report_free(struct ry_report *r);
+
+/* t,<rail>... rows, then a blank line and t,rail,event,detect_ms,resume_ms */
+int ry_report_write_csv(const struct ry_report *r, FILE *out);
+/* A self-contained SVG: one line per rail, total, events as markers. */
+int ry_report_write_svg(const struct ry_report *r, FILE *out);
+
+#endif

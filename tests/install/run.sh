@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Install railyard into a scratch prefix and build an out-of-tree program
+# against it twice: with pkg-config and with find_package(railyard).  Also
+# checks that the shared library exports only public ry_ symbols.
+# usage: run.sh BUILD_DIR SCRATCH_DIR SOURCE_DIR
+set -euo pipefail
+build=$1 root=$2 src=$3
+rm -rf "$root"
+mkdir -p "$root"
+cmake --install "$build" --prefix "$root/usr" >/dev/null
+libdir=$(dirname "$(find "$root/usr" -name railyard.pc | head -n1)")/..
+libdir=$(cd "$libdir" && pwd)
+export PKG_CONFIG_PATH=$libdir/pkgconfig
+export LD_LIBRARY_PATH=$libdir
+
+echo "== pkg-config"
+${CC:-cc} ${CFLAGS:-} -o "$root/consumer_pc" "$src/consumer.c" \
+	$(pkg-config --cflags --libs railyard)
+"$root/consumer_pc"
+
+echo "== pkg-config --static"
+${CC:-cc} ${CFLAGS:-} -o "$root/consumer_pc_static" "$src/consumer.c" \
+	$(pkg-config --cflags railyard) "$libdir/librailyard.a" \
+	$(pkg-config --static --libs-only-l railyard | sed 's/-lrailyard//')
+"$root/consumer_pc_static"
+
+echo "== find_package"
+cmake -S "$src" -B "$root/cmake-build" -DCMAKE_PREFIX_PATH="$root/usr" \
+	-DCMAKE_C_FLAGS="${CFLAGS:-}" \
+	>/dev/null
+cmake --build "$root/cmake-build" >/dev/null
+"$root/cmake-build/consumer_shared"
+"$root/cmake-build/consumer_static"
+
+echo "== exported symbols"
+so=$(ls "$libdir"/librailyard.so.* | head -n1)
+readelf -d "$so" | grep -q 'SONAME.*librailyard.so.0' ||
+	{ echo "SONAME is not librailyard.so.0"; exit 1; }
+bad=$(nm -D --defined-only "$so" | awk '{print $3}' |
+	grep -v -E '^ry_[a-z0-9]' || true)
+if [[ -n $bad ]]; then
+	echo "symbols exported that are not public ry_ API:"
+	echo "$bad"
+	exit 1
+fi
+internal=$(nm -D --defined-only "$so" | awk '{print $3}' | grep '^ry__' || true)
+[[ -z $internal ]] || { echo "internal symbols exported: $internal"; exit 1; }
+echo "$(nm -D --defined-only "$so" | wc -l) symbols exported, all ry_"
+echo "install consumer: ok"

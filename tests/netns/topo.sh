@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Namespace drill topology: two hosts, a switch with one bridge per rail,
+# and a management link for the control channel.
+#
+#   ns <P>-a                  ns <P>-sw                    ns <P>-b
+#  +-----------+         +-------------------+         +-----------+
+#  | r0 .1.1/24|---veth--|a-r0 -[br0]- b-r0  |--veth---|r0 .1.2/24 |
+#  | r1 .2.1/24|---veth--|a-r1 -[br1]- b-r1  |--veth---|r1 .2.2/24 |
+#  | ...       |         |  ...              |         | ...       |
+#  | mg .0.1/24|---veth--|a-mg -[brm]- b-mg  |--veth---|mg .0.2/24 |
+#  +-----------+         +-------------------+         +-----------+
+#   addresses 198.18.<rail+1>.<host>/24; management 198.18.0.<host>/24
+#
+# Each host's cable ends in the switch, so unplugging host a's cable
+# (`ip link set r0 down` inside a) leaves b's port up: b sees nothing
+# locally and must notice the loss itself, as with a real switch.
+#
+# usage (root):
+#   topo.sh up PREFIX RAILS [RATE]   build it; RATE shapes every rail with
+#                                    tc tbf on both hosts (e.g. 200mbit)
+#   topo.sh unplug PREFIX a|b RAIL   pull host's cable of rail RAIL
+#   topo.sh plug PREFIX a|b RAIL     plug it back
+#   topo.sh down PREFIX              delete all three namespaces
+# Only addresses from 198.18.0.0/15 are used, only inside these namespaces.
+set -euo pipefail
+
+ns_up() {
+	local p=$1 rails=$2 rate=${3:-}
+	ip netns add "$p-a"
+	ip netns add "$p-b"
+	ip netns add "$p-sw"
+	for ns in "$p-a" "$p-b" "$p-sw"; do
+		ip -n "$ns" link set lo up
+	done
+	local i h n br
+	for ((i = 0; i <= rails; i++)); do
+		if ((i == rails)); then n=mg; br=brm; net=0; else n=r$i; br=br$i; net=$((i + 1)); fi
+		ip -n "$p-sw" link add "$br" type bridge
+		ip -n "$p-sw" link set "$br" up
+		for h in a b; do
+			local hostnum=1
+			[[ $h == b ]] && hostnum=2
+			ip link add "$p$h$n" type veth peer name "$p${h}s$n"
+			ip link set "$p$h$n" netns "$p-$h" name "$n"
+			ip link set "$p${h}s$n" netns "$p-sw" name "$h-$n"
+			ip -n "$p-sw" link set "$h-$n" master "$br" up
+			ip -n "$p-$h" addr add "198.18.$net.$hostnum/24" dev "$n"
+			ip -n "$p-$h" link set "$n" up
+			if [[ -n $rate && $n != mg ]]; then
+				tc -n "$p-$h" qdisc add dev "$n" root tbf \
+					rate "$rate" burst 256kb latency 20ms
+			fi
+		done
+	done
+}
+
+ns_down() {
+	local p=$1 ns
+	for ns in "$p-a" "$p-b" "$p-sw"; do
+		ip netns del "$ns" 2>/dev/null || true
+	done
+}
+
+cmd=${1:-}
+case $cmd in
+up) ns_up "$2" "$3" "${4:-}" ;;
+down) ns_down "$2" ;;
+unplug) ip -n "$2-$3" link set "r$4" down ;;
+plug) ip -n "$2-$3" link set "r$4" up ;;
+*)
+	sed -n '2,30p' "$0"
+	exit 2
+	;;
+esac

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Install what is missing, build twice and run the whole test suite:
+#   1. gcc, optimised with debug info: every label (unit, soft, netns, hw)
+#   2. clang with AddressSanitizer + UBSan and the libFuzzer targets
+# Suites that cannot run here (no root for namespaces, no QEMU) skip with
+# exit code 77 and say why.  Exits non-zero on any failure.
+# usage: bash tests/run-all.sh     (from the repository root; root or sudo)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+
+pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev
+      libibverbs-dev librdmacm-dev libibumad-dev libconfuse-dev check
+      iproute2 iputils-ping iperf3 jq)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+		grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+	echo "== installing: ${missing[*]}"
+	sudo=""
+	[[ $(id -u) -eq 0 ]] || sudo=sudo
+	$sudo apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
+		--no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+start=$(date +%s)
+status=0
+
+echo "== build 1: gcc"
+CC=gcc cmake -S . -B build/gcc -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build/gcc -j"$jobs" >/dev/null
+(cd build/gcc && ctest -j"$jobs" --output-on-failure) || status=1
+
+echo "== build 2: clang, ASan + UBSan, fuzz targets"
+CC=clang cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DRY_SANITIZE=ON \
+	-DRY_FUZZ=ON >/dev/null
+cmake --build build/asan -j"$jobs" >/dev/null
+(cd build/asan &&
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	ctest -j"$jobs" --output-on-failure -LE hw) || status=1
+
+echo "== whole suite: $(( $(date +%s) - start )) s, $([[ $status -eq 0 ]] && echo passed || echo FAILED)"
+exit $status
