@@ -551,6 +551,69 @@ START_TEST(test_fd_readable)
 }
 END_TEST
 
+
+/* Two QPs on each rail: one CQ and one SRQ per rail serve both, and each
+ * completion names its QP. */
+START_TEST(test_two_qps_share_cq_srq)
+{
+	struct ry_test_pair p, q;
+	struct region a, b;
+	struct ry_wc wc;
+	unsigned seen[2] = { 0, 0 };
+
+	pair_open(&p);
+	pair_connect(&p);
+	q = p; /* same rails and PDs, second pair of QPs */
+	pair_create_qps(&q);
+	pair_connect_qps(&q);
+	region_get(&p, 0, &a, 2 * 8192, 1, ALL);
+	region_get(&p, 1, &b, 4 * 8192, 2, ALL);
+	for (int i = 0; i < 4; i++) {
+		struct ry_recv_wr rw = {
+			.wr_id = 100 + (uint64_t)i,
+			.sge = { (uintptr_t)b.mr->addr + (uint64_t)i * 8192,
+				 8192, b.mr->lkey },
+		};
+
+		ck_assert_int_eq(ry_rail_post_recv(p.r[1], &rw, 1), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		struct ry_send_wr wr = wr_make(RY_WR_SEND, &a, NULL, 8192,
+					       (uint64_t)i);
+
+		wr.sge.addr += (uint64_t)(i & 1) * 8192;
+		ck_assert_int_eq(ry_rail_post_send(i & 1 ? q.qp[0] : p.qp[0],
+						   &wr, 1), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pair_wait_wc(&p, 0, &wc, 5000);
+		ck_assert_int_eq(wc.status, RY_WC_SUCCESS);
+		ck_assert_uint_eq(wc.qp_num, (wc.wr_id & 1 ? q.qp[0] :
+					      p.qp[0])->qp_num);
+	}
+	for (int i = 0; i < 4; i++) {
+		pair_wait_wc(&p, 1, &wc, 5000);
+		ck_assert_int_eq(wc.status, RY_WC_SUCCESS);
+		ck_assert_uint_eq(wc.byte_len, 8192);
+		ck_assert(wc.qp_num == p.qp[1]->qp_num ||
+			  wc.qp_num == q.qp[1]->qp_num);
+		seen[wc.qp_num == q.qp[1]->qp_num]++;
+		/* every receive buffer holds one whole message */
+		ck_assert(!memcmp(b.mr->addr +
+				  (wc.wr_id - 100) * 8192,
+				  a.mr->addr + (wc.qp_num == q.qp[1]->qp_num) *
+				  8192, 8192));
+	}
+	ck_assert_uint_eq(seen[0], 2);
+	ck_assert_uint_eq(seen[1], 2);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(ry_rail_destroy_qp(q.qp[i]), 0);
+	region_put(&a);
+	region_put(&b);
+	pair_close(&p);
+}
+END_TEST
+
 void rail_conformance_add(Suite *s)
 {
 	TCase *tc = tcase_create("contract");
@@ -564,6 +627,7 @@ void rail_conformance_add(Suite *s)
 	tcase_add_test(tc, test_send_sizes);
 	tcase_add_test(tc, test_send_imm_sizes);
 	tcase_add_test(tc, test_many_outstanding);
+	tcase_add_test(tc, test_two_qps_share_cq_srq);
 	tcase_add_test(tc, test_flush_on_err);
 	tcase_add_test(tc, test_bad_rkey);
 	tcase_add_test(tc, test_out_of_bounds);

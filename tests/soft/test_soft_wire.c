@@ -386,6 +386,35 @@ START_TEST(test_new_qp_rejects_old)
 }
 END_TEST
 
+
+/* A clean path needs no retransmission and far fewer ACKs than packets:
+ * a lost packet in the sender's own batching would show up here. */
+START_TEST(test_clean_path)
+{
+	struct ry_test_pair p;
+	struct ry_rail_stats st[2];
+
+	pair_open(&p);
+	p.attr_set = true;
+	p.attr = (struct ry_qp_attr){ .access = ALL,
+				      .ack_timeout_us = 500000,
+				      .retry_cnt = 6, .rnr_retry = 6,
+				      .max_rd_atomic = 4 };
+	pair_connect(&p);
+	for (int i = 0; i < 4; i++)
+		xfer_check(&p, RY_WR_RDMA_WRITE, 8 << 20, (unsigned)i);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(ry_rail_get_stats(p.r[i], &st[i]), 0);
+	ck_assert_uint_eq(st[0].retransmits, 0);
+	ck_assert_uint_eq(st[1].naks_sent, 0);
+	ck_assert_uint_eq(st[1].rx_dropped, 0);
+	ck_assert_uint_gt(st[0].tx_packets, 4 * (8 << 20) / 1416);
+	/* coalesced: one ACK covers many packets */
+	ck_assert_uint_lt(st[1].tx_packets * 8, st[0].tx_packets);
+	pair_close(&p);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("soft_wire");
@@ -397,6 +426,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_psn_cmp_table);
 	tcase_add_test(tc, test_psn_wrap_transfers);
+	tcase_add_test(tc, test_clean_path);
 	tcase_add_test(tc, test_crc32c);
 	tcase_add_test(tc, test_header_layout);
 	tcase_add_test(tc, test_forged_valid_lands);
