@@ -171,6 +171,7 @@ struct ry_soft_rail {
 	bool eff_up;                /* both: what query reports */
 	bool efd_set;
 	uint64_t timer_armed;
+	uint64_t nl_checked;         /* last netlink read */
 
 	struct ry_rail_stats st;
 	struct ry_fault fault;

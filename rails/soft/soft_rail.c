@@ -519,8 +519,12 @@ static int soft_progress(struct ry_rail *rail)
 			RY_DBG("soft", "timerfd read: %m");
 		r->timer_armed = 0;
 	}
-	if (r->nlfd >= 0)
+	/* Link changes are needed within milliseconds, not per call: a
+	 * busy-polling owner must not pay a netlink syscall each time. */
+	if (r->nlfd >= 0 && r->now - r->nl_checked >= 1000000) {
+		r->nl_checked = r->now;
 		ry_soft_nl_run(r);
+	}
 	ry_soft_fault_run(r);
 	for (int round = 0; round < 8; round++) {
 		int n = rx_batch(r);
