@@ -14,9 +14,9 @@
 
 static struct ry_soft_wqe *head(struct ry_soft_qp *qp)
 {
-	return qp->sq_head == qp->sq_tail ?
-		       NULL :
-		       &qp->sq[qp->sq_head & (qp->sq_size - 1)];
+	return qp->sq_head == qp->sq_tail
+		   ? NULL
+		   : &qp->sq[qp->sq_head & (qp->sq_size - 1)];
 }
 
 static void progressed(struct ry_soft_qp *qp)
@@ -26,9 +26,8 @@ static void progressed(struct ry_soft_qp *qp)
 	qp->comp.retry_left = qp->retry_cnt;
 	qp->comp.rnr_left = qp->rnr_retry;
 	qp->comp.rewound = false;
-	qp->comp.deadline = qp->comp.psn == qp->req.max_psn ?
-				    0 :
-				    r->now + qp->ack_timeout_ns;
+	qp->comp.deadline =
+	    qp->comp.psn == qp->req.max_psn ? 0 : r->now + qp->ack_timeout_ns;
 	/* An old ACK may cover PSNs the requester rewound to resend. */
 	if (ry_soft_psn_cmp(qp->req.psn, qp->comp.psn) < 0)
 		ry_soft_req_rewind(qp, qp->comp.psn);
@@ -41,8 +40,8 @@ static bool ack_upto(struct ry_soft_qp *qp, uint32_t x)
 	bool moved = false;
 
 	while ((w = head(qp))) {
-		uint32_t last = ry_soft_psn_add(w->first_psn,
-						(int32_t)w->npkts - 1);
+		uint32_t last =
+		    ry_soft_psn_add(w->first_psn, (int32_t)w->npkts - 1);
 
 		if (ry_soft_psn_cmp(x, w->first_psn) < 0 ||
 		    w->wr.opcode == RY_WR_RDMA_READ)

@@ -47,8 +47,8 @@ int ry_soft_set_fault(struct ry_rail *rail, const struct ry_fault *f)
 	if ((f->delay_us || f->reorder > 0) && !r->slots) {
 		r->slot_size = RY_SOFT_HDR_LEN + r->mtu;
 		r->slots = calloc(RY_SOFT_FAULT_SLOTS, sizeof(*r->slots));
-		r->slot_mem = malloc((size_t)RY_SOFT_FAULT_SLOTS *
-				     r->slot_size);
+		r->slot_mem =
+		    malloc((size_t)RY_SOFT_FAULT_SLOTS * r->slot_size);
 		if (!r->slots || !r->slot_mem) {
 			free(r->slots);
 			free(r->slot_mem);
@@ -57,8 +57,8 @@ int ry_soft_set_fault(struct ry_rail *rail, const struct ry_fault *f)
 			return -ENOMEM;
 		}
 		for (unsigned i = 0; i < RY_SOFT_FAULT_SLOTS; i++)
-			r->slots[i].buf = r->slot_mem +
-					  (size_t)i * r->slot_size;
+			r->slots[i].buf =
+			    r->slot_mem + (size_t)i * r->slot_size;
 	}
 	r->fault = *f;
 	return 0;
@@ -111,8 +111,8 @@ bool ry_soft_fault_tx(struct ry_soft_rail *r, const struct sockaddr_in *dst,
 	if (f->corrupt > 0 && chance(r, f->corrupt)) {
 		/* Flip a header bit after the version byte: the payload is
 		 * the caller's memory and must not change. */
-		unsigned bit = (unsigned)(rng_next(r) % ((RY_SOFT_HDR_LEN - 1) *
-							 8));
+		unsigned bit =
+		    (unsigned)(rng_next(r) % ((RY_SOFT_HDR_LEN - 1) * 8));
 
 		((uint8_t *)h)[1 + bit / 8] ^= (uint8_t)(1u << (bit % 8));
 		r->st.faults_corrupted++;
@@ -124,8 +124,8 @@ bool ry_soft_fault_tx(struct ry_soft_rail *r, const struct sockaddr_in *dst,
 	if (f->delay_us)
 		release = r->now + (uint64_t)f->delay_us * 1000;
 	if (f->reorder > 0 && chance(r, f->reorder)) {
-		release = r->now + (uint64_t)f->delay_us * 1000 +
-			  REORDER_HOLD_NS;
+		release =
+		    r->now + (uint64_t)f->delay_us * 1000 + REORDER_HOLD_NS;
 		r->st.faults_reordered++;
 	}
 	if (!release || !r->slots)

@@ -32,17 +32,17 @@
 #include "rails/soft/psn.h"
 #include "rails/soft/wire.h"
 
-#define container_of(ptr, type, member)                                     \
-	((type *)((char *)(ptr) - offsetof(type, member)))
+#define container_of(ptr, type, member)                                        \
+	((type *)((char *)(ptr)-offsetof(type, member)))
 
 #define RY_SOFT_MAX_QP_WR 4096
 #define RY_SOFT_MAX_MSG (1u << 30)
 #define RY_SOFT_SRQ_SIZE 4096
 #define RY_SOFT_KEY_BUCKETS 1024
 #define RY_SOFT_QP_BUCKETS 1024
-#define RY_SOFT_MAX_RD 16           /* READs outstanding per QP */
+#define RY_SOFT_MAX_RD 16 /* READs outstanding per QP */
 #define RY_SOFT_WINDOW_BYTES (4u << 20)
-#define RY_SOFT_WINDOW_MAX 4096     /* packets in flight per QP */
+#define RY_SOFT_WINDOW_MAX 4096 /* packets in flight per QP */
 /* A PSN further than this from the expected one is not ours: dropped. */
 #define RY_SOFT_PSN_WINDOW (1 << 20)
 
@@ -60,47 +60,47 @@ struct ry_soft_rail;
 
 struct ry_soft_pd {
 	struct ry_pd base;
-	struct ry_soft_pd *next;    /* rail's list, freed at close */
-	unsigned refs;              /* MRs and QPs */
+	struct ry_soft_pd *next; /* rail's list, freed at close */
+	unsigned refs;		 /* MRs and QPs */
 };
 
 struct ry_soft_mr {
 	struct ry_mr base;
-	struct ry_soft_mr *rnext;   /* rkey hash chain */
-	struct ry_soft_mr *lnext;   /* lkey hash chain */
+	struct ry_soft_mr *rnext; /* rkey hash chain */
+	struct ry_soft_mr *lnext; /* lkey hash chain */
 };
 
 struct ry_soft_wqe {
 	struct ry_send_wr wr;
 	uint32_t first_psn;
-	uint32_t npkts;             /* PSNs it occupies */
+	uint32_t npkts; /* PSNs it occupies */
 	bool done;
 };
 
-struct ry_soft_rd {                 /* a READ the responder is answering */
+struct ry_soft_rd { /* a READ the responder is answering */
 	uint64_t va;
 	uint32_t rkey;
 	uint32_t len;
-	uint32_t psn;               /* PSN of the first response */
-	uint32_t pkt, npkts;        /* next response to send, how many */
+	uint32_t psn;	     /* PSN of the first response */
+	uint32_t pkt, npkts; /* next response to send, how many */
 };
 
-enum ry_soft_req_state {            /* for logs: what the requester waits on */
-	RY_SOFT_REQ_IDLE = 0,
-	RY_SOFT_REQ_SENDING,
-	RY_SOFT_REQ_WAIT_ACK,
-	RY_SOFT_REQ_WAIT_RNR,
-	RY_SOFT_REQ_ERROR,
+enum ry_soft_req_state { /* for logs: what the requester waits on */
+			 RY_SOFT_REQ_IDLE = 0,
+			 RY_SOFT_REQ_SENDING,
+			 RY_SOFT_REQ_WAIT_ACK,
+			 RY_SOFT_REQ_WAIT_RNR,
+			 RY_SOFT_REQ_ERROR,
 };
 
 struct ry_soft_qp {
-	struct ry_qp base;          /* base.local: our qpn, psn, cookie */
-	struct ry_soft_qp *hnext;   /* QPN hash chain */
+	struct ry_qp base;		/* base.local: our qpn, psn, cookie */
+	struct ry_soft_qp *hnext;	/* QPN hash chain */
 	struct ry_soft_qp *next, *prev; /* rail's list of QPs */
 	struct ry_qp_endpoint remote;
 	struct sockaddr_in peer;
-	uint32_t pmtu;              /* payload bytes per packet */
-	uint32_t window;            /* packets in flight */
+	uint32_t pmtu;	 /* payload bytes per packet */
+	uint32_t window; /* packets in flight */
 	unsigned access;
 	uint64_t ack_timeout_ns, min_rnr_ns;
 	uint32_t retry_cnt, rnr_retry, max_rd;
@@ -108,31 +108,31 @@ struct ry_soft_qp {
 	/* send queue: free-running counters, index & (sq_size - 1) */
 	struct ry_soft_wqe *sq;
 	uint32_t sq_size, sq_max;
-	uint32_t sq_head;           /* oldest WR not yet completed */
-	uint32_t sq_tail;           /* next free slot */
-	uint32_t post_psn;          /* first PSN of the next posted WR */
+	uint32_t sq_head;  /* oldest WR not yet completed */
+	uint32_t sq_tail;  /* next free slot */
+	uint32_t post_psn; /* first PSN of the next posted WR */
 
-	struct {                    /* requester: the next packet to send */
+	struct { /* requester: the next packet to send */
 		enum ry_soft_req_state state;
 		uint32_t idx, pkt, psn;
-		uint32_t max_psn;   /* one past the highest PSN ever sent */
-		uint32_t rd_out;    /* READ requests sent, not completed */
+		uint32_t max_psn; /* one past the highest PSN ever sent */
+		uint32_t rd_out;  /* READ requests sent, not completed */
 	} req;
 
-	struct {                    /* completer */
-		uint32_t psn;       /* oldest PSN not acknowledged */
+	struct {	      /* completer */
+		uint32_t psn; /* oldest PSN not acknowledged */
 		uint32_t retry_left, rnr_left;
-		uint64_t deadline;  /* 0: timer off */
-		uint64_t rnr_until; /* 0: not waiting */
+		uint64_t deadline;    /* 0: timer off */
+		uint64_t rnr_until;   /* 0: not waiting */
 		uint32_t rewound_psn; /* last go-back-N target, once per gap */
-		uint32_t ooo_psn;   /* last out-of-order READ response */
+		uint32_t ooo_psn;     /* last out-of-order READ response */
 		bool rewound;
 	} comp;
 
-	struct {                    /* responder */
-		uint32_t psn;       /* expected PSN */
+	struct {	      /* responder */
+		uint32_t psn; /* expected PSN */
 		uint32_t msn;
-		uint32_t nak_hi;    /* PSN of the last out-of-order packet */
+		uint32_t nak_hi; /* PSN of the last out-of-order packet */
 		bool nak_sent;
 		bool ack_pending;
 		bool has_rwqe;
@@ -145,9 +145,9 @@ struct ry_soft_qp {
 
 struct ry_soft_txmsg {
 	struct sockaddr_in dst;
-	uint32_t seg;               /* GSO segment size; 0: single */
+	uint32_t seg; /* GSO segment size; 0: single */
 	uint32_t nseg, bytes;
-	bool closed;                /* a short segment ended it */
+	bool closed; /* a short segment ended it */
 	unsigned iov0, niov;
 };
 
@@ -166,12 +166,12 @@ struct ry_soft_rail {
 	struct sockaddr_in addr;
 	uint32_t mtu;
 	bool gso, gro;
-	enum ry_link_state link;    /* set_link */
-	bool nl_up;                 /* the real interface, from rtnetlink */
-	bool eff_up;                /* both: what query reports */
+	enum ry_link_state link; /* set_link */
+	bool nl_up;		 /* the real interface, from rtnetlink */
+	bool eff_up;		 /* both: what query reports */
 	bool efd_set;
 	uint64_t timer_armed;
-	uint64_t nl_checked;         /* last netlink read */
+	uint64_t nl_checked; /* last netlink read */
 
 	struct ry_rail_stats st;
 	struct ry_fault fault;
@@ -184,7 +184,7 @@ struct ry_soft_rail {
 	struct ry_soft_mr *rkeys[RY_SOFT_KEY_BUCKETS];
 	struct ry_soft_mr *lkeys[RY_SOFT_KEY_BUCKETS];
 	struct ry_soft_qp *qpns[RY_SOFT_QP_BUCKETS];
-	struct ry_soft_qp *qps;     /* all QPs */
+	struct ry_soft_qp *qps; /* all QPs */
 	struct ry_soft_pd *pds;
 
 	/* the one CQ */
@@ -212,7 +212,7 @@ struct ry_soft_rail {
 	char rxc[RY_SOFT_RX_MSGS][64];
 	uint8_t *rxbuf;
 
-	uint64_t now;               /* CLOCK_MONOTONIC ns, per progress */
+	uint64_t now; /* CLOCK_MONOTONIC ns, per progress */
 };
 
 static inline struct ry_soft_rail *to_srail(struct ry_rail *r)
@@ -244,14 +244,14 @@ void ry_soft_tx_raw(struct ry_soft_rail *r, const struct sockaddr_in *dst,
 		    const void *pkt, uint32_t len);
 void ry_soft_tx_flush(struct ry_soft_rail *r);
 bool ry_soft_tx_full(const struct ry_soft_rail *r);
-void ry_soft_rx_packet(struct ry_soft_rail *r, const uint8_t *buf,
-		       uint32_t len, const struct sockaddr_in *from);
+void ry_soft_rx_packet(struct ry_soft_rail *r, const uint8_t *buf, uint32_t len,
+		       const struct sockaddr_in *from);
 
 /* soft_mr.c */
 int ry_soft_alloc_pd(struct ry_rail *rail, struct ry_pd **pd_p);
 int ry_soft_dealloc_pd(struct ry_pd *pd);
-int ry_soft_reg_mr(struct ry_pd *pd, void *addr, size_t length,
-		   unsigned access, struct ry_mr **mr_p);
+int ry_soft_reg_mr(struct ry_pd *pd, void *addr, size_t length, unsigned access,
+		   struct ry_mr **mr_p);
 int ry_soft_dereg_mr(struct ry_mr *mr);
 void ry_soft_mr_cleanup(struct ry_soft_rail *r);
 /* Region for [va, va + len) under key, or NULL: checks key, PD, access,

@@ -84,20 +84,20 @@ static int new_key(struct ry_soft_rail *r, uint32_t *key, bool rkey)
 	return -EAGAIN;
 }
 
-int ry_soft_reg_mr(struct ry_pd *pd, void *addr, size_t length,
-		   unsigned access, struct ry_mr **mr_p)
+int ry_soft_reg_mr(struct ry_pd *pd, void *addr, size_t length, unsigned access,
+		   struct ry_mr **mr_p)
 {
 	struct ry_soft_rail *r = to_srail(pd->rail);
 	struct ry_soft_mr *m;
 	uintptr_t end;
 	int rc;
 
-	if ((!addr && length) || __builtin_add_overflow((uintptr_t)addr,
-							length, &end))
+	if ((!addr && length) ||
+	    __builtin_add_overflow((uintptr_t)addr, length, &end))
 		return -EINVAL;
-	if (access & ~(unsigned)(RY_ACCESS_LOCAL_WRITE |
-				 RY_ACCESS_REMOTE_WRITE |
-				 RY_ACCESS_REMOTE_READ))
+	if (access &
+	    ~(unsigned)(RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE |
+			RY_ACCESS_REMOTE_READ))
 		return -EINVAL;
 	/* verbs: remote write needs local write */
 	if ((access & RY_ACCESS_REMOTE_WRITE) &&

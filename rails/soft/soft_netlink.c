@@ -25,8 +25,8 @@ static bool flags_up(unsigned flags)
 
 int ry_soft_nl_open(struct ry_soft_rail *r, const char *ifname)
 {
-	struct sockaddr_nl sa = { .nl_family = AF_NETLINK,
-				  .nl_groups = RTMGRP_LINK };
+	struct sockaddr_nl sa = {.nl_family = AF_NETLINK,
+				 .nl_groups = RTMGRP_LINK};
 	struct ifreq ifr;
 
 	r->ifindex = (int)if_nametoindex(ifname);
@@ -64,13 +64,13 @@ void ry_soft_nl_run(struct ry_soft_rail *r)
 		if (n <= 0) {
 			if (n < 0 && errno == ENOBUFS) {
 				/* Overrun: events lost, read the state. */
-				struct ifreq ifr = { 0 };
+				struct ifreq ifr = {0};
 
 				if (if_indextoname((unsigned)r->ifindex,
 						   ifr.ifr_name) &&
 				    !ioctl(r->sock, SIOCGIFFLAGS, &ifr))
-					r->nl_up = flags_up(
-						(unsigned)ifr.ifr_flags);
+					r->nl_up =
+					    flags_up((unsigned)ifr.ifr_flags);
 				ry_soft_link_update(r);
 				continue;
 			}

@@ -172,11 +172,11 @@ void ry_soft_wqe_complete(struct ry_soft_qp *qp, struct ry_soft_wqe *w,
 			  enum ry_wc_status status)
 {
 	struct ry_wc wc = {
-		.wr_id = w->wr.wr_id,
-		.status = status,
-		.opcode = wc_opcode(w->wr.opcode),
-		.byte_len = w->wr.sge.length,
-		.qp_num = qp->base.qp_num,
+	    .wr_id = w->wr.wr_id,
+	    .status = status,
+	    .opcode = wc_opcode(w->wr.opcode),
+	    .byte_len = w->wr.sge.length,
+	    .qp_num = qp->base.qp_num,
 	};
 
 	w->done = true;
@@ -201,10 +201,10 @@ void ry_soft_qp_error_at(struct ry_soft_qp *qp, uint32_t idx,
 	qp->sq_head = qp->sq_tail;
 	if (qp->resp.has_rwqe) {
 		struct ry_wc wc = {
-			.wr_id = qp->resp.rwqe.wr_id,
-			.status = RY_WC_FLUSHED,
-			.opcode = RY_WC_RECV,
-			.qp_num = qp->base.qp_num,
+		    .wr_id = qp->resp.rwqe.wr_id,
+		    .status = RY_WC_FLUSHED,
+		    .opcode = RY_WC_RECV,
+		    .qp_num = qp->base.qp_num,
 		};
 
 		ry_soft_cq_push(r, &wc);
@@ -224,14 +224,16 @@ void ry_soft_qp_error(struct ry_soft_qp *qp, enum ry_wc_status head_status)
 static int to_rtr(struct ry_soft_qp *qp, const struct ry_qp_attr *attr)
 {
 	struct ry_soft_rail *r = qp_rail(qp);
-	static const uint8_t v4mapped[12] = { [10] = 0xff, [11] = 0xff };
+	static const uint8_t v4mapped[12] = {[10] = 0xff, [11] = 0xff};
 	uint32_t mtu = attr->mtu ? attr->mtu : attr->remote.mtu;
 
 	if (memcmp(attr->remote.gid, v4mapped, 12) || !attr->remote.udp_port ||
 	    (attr->remote.qpn & ~RY_SOFT_PSN_MASK) ||
 	    (attr->remote.psn & ~RY_SOFT_PSN_MASK)) {
-		RY_ERR("soft", "qp 0x%x: RTR needs an IPv4-mapped gid, a "
-		       "port and 24-bit qpn/psn", qp->base.qp_num);
+		RY_ERR("soft",
+		       "qp 0x%x: RTR needs an IPv4-mapped gid, a "
+		       "port and 24-bit qpn/psn",
+		       qp->base.qp_num);
 		return -EINVAL;
 	}
 	if (!mtu || mtu > r->mtu)
@@ -259,10 +261,12 @@ static void to_rts(struct ry_soft_qp *qp, const struct ry_qp_attr *attr)
 {
 	uint32_t psn = qp->base.local.psn;
 
-	qp->ack_timeout_ns = (uint64_t)(attr->ack_timeout_us ?
-					attr->ack_timeout_us : 100000) * 1000;
-	qp->min_rnr_ns = (uint64_t)(attr->min_rnr_timer_us ?
-				    attr->min_rnr_timer_us : 1000) * 1000;
+	qp->ack_timeout_ns =
+	    (uint64_t)(attr->ack_timeout_us ? attr->ack_timeout_us : 100000) *
+	    1000;
+	qp->min_rnr_ns =
+	    (uint64_t)(attr->min_rnr_timer_us ? attr->min_rnr_timer_us : 1000) *
+	    1000;
 	qp->retry_cnt = attr->retry_cnt > 6 ? 6 : attr->retry_cnt;
 	qp->rnr_retry = attr->rnr_retry > 6 ? 6 : attr->rnr_retry;
 	qp->max_rd = attr->max_rd_atomic ? attr->max_rd_atomic : 1;
@@ -331,8 +335,8 @@ int ry_soft_modify_qp(struct ry_qp *base, enum ry_qp_state state,
 	}
 	if (rc)
 		return rc;
-	RY_DBG("soft", "qp 0x%x: %s -> %s", base->qp_num,
-	       ry_qp_state_str(cur), ry_qp_state_str(state));
+	RY_DBG("soft", "qp 0x%x: %s -> %s", base->qp_num, ry_qp_state_str(cur),
+	       ry_qp_state_str(state));
 	base->state = state;
 	return 0;
 }
@@ -354,7 +358,7 @@ int ry_soft_post_send(struct ry_qp *base, const struct ry_send_wr *wr,
 	if (base->state == RY_QPS_ERR) {
 		/* verbs: in ERR a new WR completes at once, flushed */
 		for (unsigned i = 0; i < n; i++) {
-			struct ry_soft_wqe w = { .wr = wr[i] };
+			struct ry_soft_wqe w = {.wr = wr[i]};
 
 			ry_soft_wqe_complete(qp, &w, RY_WC_FLUSHED);
 		}
@@ -365,8 +369,8 @@ int ry_soft_post_send(struct ry_qp *base, const struct ry_send_wr *wr,
 	if (qp->sq_tail - qp->sq_head + n > qp->sq_max)
 		return -ENOMEM;
 	for (unsigned i = 0; i < n; i++) {
-		struct ry_soft_wqe *w = &qp->sq[qp->sq_tail++ &
-						(qp->sq_size - 1)];
+		struct ry_soft_wqe *w =
+		    &qp->sq[qp->sq_tail++ & (qp->sq_size - 1)];
 
 		w->wr = wr[i];
 		w->first_psn = qp->post_psn;

@@ -94,7 +94,8 @@ void ry_soft_cq_push(struct ry_soft_rail *r, const struct ry_wc *wc)
 {
 	/* Sized at create_qp for every WR that can be outstanding. */
 	if (r->cq_tail - r->cq_head >= r->cq_size) {
-		RY_ERR("soft", "rail %s: CQ overrun, completion of qp 0x%x lost",
+		RY_ERR("soft",
+		       "rail %s: CQ overrun, completion of qp 0x%x lost",
 		       r->base.name, wc->qp_num);
 		return;
 	}
@@ -153,7 +154,8 @@ void ry_soft_event(struct ry_soft_rail *r, enum ry_rail_event_type type,
 	struct ry_rail_event *ev;
 
 	if (r->ev_tail - r->ev_head >= RY_SOFT_EVENTS)
-		r->ev_head++; /* keep the newest: the last state is what counts */
+		r->ev_head++; /* keep the newest: the last state is what counts
+			       */
 	ev = &r->ev[r->ev_tail++ % RY_SOFT_EVENTS];
 	ev->type = type;
 	ev->qpn = qpn;
@@ -190,8 +192,7 @@ void ry_soft_link_update(struct ry_soft_rail *r)
 bool ry_soft_tx_full(const struct ry_soft_rail *r)
 {
 	return r->ntxh >= RY_SOFT_TX_PKTS - 2 ||
-	       r->ntxv >= 2 * RY_SOFT_TX_PKTS - 4 ||
-	       r->ntxm >= RY_SOFT_TX_MSGS;
+	       r->ntxv >= 2 * RY_SOFT_TX_PKTS - 4 || r->ntxm >= RY_SOFT_TX_MSGS;
 }
 
 static bool same_dst(const struct sockaddr_in *a, const struct sockaddr_in *b)
@@ -316,15 +317,17 @@ void ry_soft_tx_flush(struct ry_soft_rail *r)
 		if ((errno == EAGAIN || errno == ENOBUFS) && waits++ < 4) {
 			/* The socket buffer drains in microseconds; a lost
 			 * batch costs a retransmit timeout. */
-			struct pollfd pfd = { .fd = r->sock, .events = POLLOUT };
+			struct pollfd pfd = {.fd = r->sock, .events = POLLOUT};
 
 			poll(&pfd, 1, 1);
 			continue;
 		}
 		if ((errno == EIO || errno == EINVAL) && r->gso &&
 		    r->txi[off].nseg > 1) {
-			RY_WARN("soft", "rail %s: UDP GSO refused (%m), "
-				"sending single datagrams", r->base.name);
+			RY_WARN("soft",
+				"rail %s: UDP GSO refused (%m), "
+				"sending single datagrams",
+				r->base.name);
 			r->gso = false;
 		} else if (errno != EAGAIN && errno != ENOBUFS &&
 			   errno != ECONNREFUSED && errno != EHOSTUNREACH &&
@@ -351,8 +354,8 @@ static bool is_request(uint8_t op)
 	       op == RY_SOFT_OP_READ_REQ;
 }
 
-void ry_soft_rx_packet(struct ry_soft_rail *r, const uint8_t *buf,
-		       uint32_t len, const struct sockaddr_in *from)
+void ry_soft_rx_packet(struct ry_soft_rail *r, const uint8_t *buf, uint32_t len,
+		       const struct sockaddr_in *from)
 {
 	struct ry_soft_hdr hdr, *h = &hdr;
 	struct ry_soft_pkt p;
@@ -371,9 +374,8 @@ void ry_soft_rx_packet(struct ry_soft_rail *r, const uint8_t *buf,
 	}
 	/* GRO segments and held packets sit at any alignment. */
 	memcpy(&hdr, buf, sizeof(hdr));
-	if (h->version != RY_SOFT_WIRE_VERSION ||
-	    h->rsvd || !h->opcode || h->opcode >= RY_SOFT_OP__MAX ||
-	    (h->flags & ~RY_SOFT_F__ALL) ||
+	if (h->version != RY_SOFT_WIRE_VERSION || h->rsvd || !h->opcode ||
+	    h->opcode >= RY_SOFT_OP__MAX || (h->flags & ~RY_SOFT_F__ALL) ||
 	    be32toh(h->paylen) != len - RY_SOFT_HDR_LEN) {
 		count_drop(r, &r->st.rx_bad_header);
 		return;
@@ -493,7 +495,7 @@ static int rx_batch(struct ry_soft_rail *r)
 
 static void arm_timer(struct ry_soft_rail *r, uint64_t when)
 {
-	struct itimerspec its = { 0 };
+	struct itimerspec its = {0};
 
 	if (when == r->timer_armed)
 		return;
@@ -623,7 +625,7 @@ static int parse_address(const struct ry_rail_config *cfg,
 			if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
 			    !strcmp(i->ifa_name, cfg->interface)) {
 				sa->sin_addr =
-				((struct sockaddr_in *)(void *)i->ifa_addr)
+				    ((struct sockaddr_in *)(void *)i->ifa_addr)
 					->sin_addr;
 				rc = 0;
 				break;
@@ -636,8 +638,7 @@ static int parse_address(const struct ry_rail_config *cfg,
 }
 
 /* The interface that owns addr, for the link watch; "" when none. */
-static void owner_ifname(const struct sockaddr_in *addr, char *name,
-			 size_t len)
+static void owner_ifname(const struct sockaddr_in *addr, char *name, size_t len)
 {
 	struct ifaddrs *ifa, *i;
 
@@ -647,8 +648,7 @@ static void owner_ifname(const struct sockaddr_in *addr, char *name,
 	for (i = ifa; i; i = i->ifa_next) {
 		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
 		    ((struct sockaddr_in *)(void *)i->ifa_addr)
-				    ->sin_addr.s_addr ==
-			    addr->sin_addr.s_addr) {
+			    ->sin_addr.s_addr == addr->sin_addr.s_addr) {
 			snprintf(name, len, "%s", i->ifa_name);
 			break;
 		}
@@ -674,8 +674,8 @@ static int open_socket(struct ry_soft_rail *r, const struct ry_rail_config *cfg)
 	}
 	set_buf(r->sock, SO_RCVBUFFORCE, SO_RCVBUF, SOCK_BUF);
 	set_buf(r->sock, SO_SNDBUFFORCE, SO_SNDBUF, SOCK_BUF);
-	r->gso = !setsockopt(r->sock, SOL_UDP, UDP_SEGMENT, &zero,
-			     sizeof(zero));
+	r->gso =
+	    !setsockopt(r->sock, SOL_UDP, UDP_SEGMENT, &zero, sizeof(zero));
 	r->gro = !setsockopt(r->sock, SOL_UDP, UDP_GRO, &one, sizeof(one));
 	if (cfg->interface[0] && geteuid() == 0 &&
 	    setsockopt(r->sock, SOL_SOCKET, SO_BINDTODEVICE, cfg->interface,
@@ -685,8 +685,7 @@ static int open_socket(struct ry_soft_rail *r, const struct ry_rail_config *cfg)
 		return -errno;
 	}
 	if (bind(r->sock, (struct sockaddr *)&r->addr, sizeof(r->addr))) {
-		RY_ERR("soft", "rail %s: bind %s: %m", cfg->name,
-		       cfg->address);
+		RY_ERR("soft", "rail %s: bind %s: %m", cfg->name, cfg->address);
 		return -errno;
 	}
 	if (getsockname(r->sock, (struct sockaddr *)&r->addr, &alen))
@@ -696,7 +695,7 @@ static int open_socket(struct ry_soft_rail *r, const struct ry_rail_config *cfg)
 
 static int epoll_add(int epfd, int fd)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+	struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
 
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
 }
@@ -707,7 +706,7 @@ static int soft_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 {
 	struct ry_soft_rail *r;
 	char ifname[IF_NAMESIZE] = "";
-	struct ry_fault f = { 0 };
+	struct ry_fault f = {0};
 	int rc;
 
 	r = calloc(1, sizeof(*r));
@@ -841,7 +840,7 @@ void ry_soft_inject(struct ry_rail *rail, const void *pkt, size_t len,
 		    const uint8_t gid[16], uint16_t udp_port)
 {
 	struct ry_soft_rail *r = to_srail(rail);
-	struct sockaddr_in from = { .sin_family = AF_INET };
+	struct sockaddr_in from = {.sin_family = AF_INET};
 
 	memcpy(&from.sin_addr, gid + 12, 4);
 	from.sin_port = htons(udp_port);
@@ -851,24 +850,24 @@ void ry_soft_inject(struct ry_rail *rail, const void *pkt, size_t len,
 }
 
 const struct ry_rail_ops ry_soft_ops = {
-	.name = "soft",
-	.alloc_pd = ry_soft_alloc_pd,
-	.close = soft_close,
-	.create_qp = ry_soft_create_qp,
-	.dealloc_pd = ry_soft_dealloc_pd,
-	.dereg_mr = ry_soft_dereg_mr,
-	.destroy_qp = ry_soft_destroy_qp,
-	.fd = soft_fd,
-	.get_event = soft_get_event,
-	.get_stats = soft_get_stats,
-	.modify_qp = ry_soft_modify_qp,
-	.open = soft_open,
-	.poll_cq = soft_poll_cq,
-	.post_recv = soft_post_recv,
-	.post_send = ry_soft_post_send,
-	.progress = soft_progress,
-	.query = soft_query,
-	.reg_mr = ry_soft_reg_mr,
-	.set_fault = ry_soft_set_fault,
-	.set_link = ry_soft_set_link,
+    .name = "soft",
+    .alloc_pd = ry_soft_alloc_pd,
+    .close = soft_close,
+    .create_qp = ry_soft_create_qp,
+    .dealloc_pd = ry_soft_dealloc_pd,
+    .dereg_mr = ry_soft_dereg_mr,
+    .destroy_qp = ry_soft_destroy_qp,
+    .fd = soft_fd,
+    .get_event = soft_get_event,
+    .get_stats = soft_get_stats,
+    .modify_qp = ry_soft_modify_qp,
+    .open = soft_open,
+    .poll_cq = soft_poll_cq,
+    .post_recv = soft_post_recv,
+    .post_send = ry_soft_post_send,
+    .progress = soft_progress,
+    .query = soft_query,
+    .reg_mr = ry_soft_reg_mr,
+    .set_fault = ry_soft_set_fault,
+    .set_link = ry_soft_set_link,
 };

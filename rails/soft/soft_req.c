@@ -15,11 +15,9 @@
 #include "src/log.h"
 
 const char *const ry_soft_req_state_names[] = {
-	[RY_SOFT_REQ_IDLE] = "idle",
-	[RY_SOFT_REQ_SENDING] = "sending",
-	[RY_SOFT_REQ_WAIT_ACK] = "wait-ack",
-	[RY_SOFT_REQ_WAIT_RNR] = "wait-rnr",
-	[RY_SOFT_REQ_ERROR] = "error",
+    [RY_SOFT_REQ_IDLE] = "idle",	 [RY_SOFT_REQ_SENDING] = "sending",
+    [RY_SOFT_REQ_WAIT_ACK] = "wait-ack", [RY_SOFT_REQ_WAIT_RNR] = "wait-rnr",
+    [RY_SOFT_REQ_ERROR] = "error",
 };
 
 static struct ry_soft_wqe *wqe(struct ry_soft_qp *qp, uint32_t idx)
@@ -51,8 +49,7 @@ void ry_soft_req_rewind(struct ry_soft_qp *qp, uint32_t psn)
 	}
 	qp->req.idx = i;
 	qp->req.psn = psn;
-	RY_TRACE("soft", "qp 0x%x: go back to psn 0x%x", qp->base.qp_num,
-		 psn);
+	RY_TRACE("soft", "qp 0x%x: go back to psn 0x%x", qp->base.qp_num, psn);
 }
 
 static void send_read_req(struct ry_soft_qp *qp, struct ry_soft_wqe *w,
@@ -60,15 +57,15 @@ static void send_read_req(struct ry_soft_qp *qp, struct ry_soft_wqe *w,
 {
 	uint64_t off = (uint64_t)qp->req.pkt * qp->pmtu;
 	struct ry_soft_pkt p = {
-		.opcode = RY_SOFT_OP_READ_REQ,
-		.flags = flags | RY_SOFT_F_FIRST | RY_SOFT_F_LAST,
-		.dqpn = qp->remote.qpn,
-		.sqpn = qp->base.qp_num,
-		.psn = qp->req.psn,
-		.cookie = qp->remote.cookie,
-		.va = w->wr.remote_addr + off,
-		.rkey = w->wr.rkey,
-		.len = (uint32_t)(w->wr.sge.length - off),
+	    .opcode = RY_SOFT_OP_READ_REQ,
+	    .flags = flags | RY_SOFT_F_FIRST | RY_SOFT_F_LAST,
+	    .dqpn = qp->remote.qpn,
+	    .sqpn = qp->base.qp_num,
+	    .psn = qp->req.psn,
+	    .cookie = qp->remote.cookie,
+	    .va = w->wr.remote_addr + off,
+	    .rkey = w->wr.rkey,
+	    .len = (uint32_t)(w->wr.sge.length - off),
 	};
 
 	ry_soft_tx(qp_rail(qp), &qp->peer, &p, NULL);
@@ -83,16 +80,16 @@ static void send_data(struct ry_soft_qp *qp, struct ry_soft_wqe *w,
 	bool imm = w->wr.opcode == RY_WR_RDMA_WRITE_IMM ||
 		   w->wr.opcode == RY_WR_SEND_IMM;
 	struct ry_soft_pkt p = {
-		.opcode = write ? RY_SOFT_OP_WRITE : RY_SOFT_OP_SEND,
-		.flags = flags,
-		.dqpn = qp->remote.qpn,
-		.sqpn = qp->base.qp_num,
-		.psn = qp->req.psn,
-		.cookie = qp->remote.cookie,
-		.va = write ? w->wr.remote_addr + off : off,
-		.rkey = write ? w->wr.rkey : 0,
-		.len = w->wr.sge.length,
-		.paylen = chunk,
+	    .opcode = write ? RY_SOFT_OP_WRITE : RY_SOFT_OP_SEND,
+	    .flags = flags,
+	    .dqpn = qp->remote.qpn,
+	    .sqpn = qp->base.qp_num,
+	    .psn = qp->req.psn,
+	    .cookie = qp->remote.cookie,
+	    .va = write ? w->wr.remote_addr + off : off,
+	    .rkey = write ? w->wr.rkey : 0,
+	    .len = w->wr.sge.length,
+	    .paylen = chunk,
 	};
 
 	if (qp->req.pkt == 0)
@@ -160,9 +157,10 @@ void ry_soft_req_run(struct ry_soft_qp *qp)
 						    RY_WC_LOC_PROT);
 				return;
 			}
-			send_data(qp, w, flags,
-				  (const void *)(uintptr_t)(w->wr.sge.addr +
-							    off), chunk);
+			send_data(
+			    qp, w, flags,
+			    (const void *)(uintptr_t)(w->wr.sge.addr + off),
+			    chunk);
 		}
 		qp->req.state = RY_SOFT_REQ_SENDING;
 		qp->req.psn = ry_soft_psn_add(qp->req.psn, (int32_t)n);

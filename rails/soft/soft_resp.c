@@ -20,13 +20,13 @@
 static void send_ack(struct ry_soft_qp *qp, uint8_t syn, uint32_t psn)
 {
 	struct ry_soft_pkt p = {
-		.opcode = RY_SOFT_OP_ACK,
-		.dqpn = qp->remote.qpn,
-		.sqpn = qp->base.qp_num,
-		.psn = psn,
-		.cookie = qp->remote.cookie,
-		.syndrome = syn,
-		.msn = qp->resp.msn,
+	    .opcode = RY_SOFT_OP_ACK,
+	    .dqpn = qp->remote.qpn,
+	    .sqpn = qp->base.qp_num,
+	    .psn = psn,
+	    .cookie = qp->remote.cookie,
+	    .syndrome = syn,
+	    .msn = qp->resp.msn,
 	};
 
 	ry_soft_tx(qp_rail(qp), &qp->peer, &p, NULL);
@@ -57,11 +57,11 @@ static void recv_complete(struct ry_soft_qp *qp, const struct ry_recv_wr *rw,
 			  uint32_t len, const struct ry_soft_pkt *p)
 {
 	struct ry_wc wc = {
-		.wr_id = rw->wr_id,
-		.status = status,
-		.opcode = op,
-		.byte_len = len,
-		.qp_num = qp->base.qp_num,
+	    .wr_id = rw->wr_id,
+	    .status = status,
+	    .opcode = op,
+	    .byte_len = len,
+	    .qp_num = qp->base.qp_num,
 	};
 
 	if (p && (p->flags & RY_SOFT_F_IMM)) {
@@ -130,8 +130,8 @@ static bool do_send(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
 	       p->paylen);
 	qp->resp.roff = (uint32_t)end;
 	if (p->flags & RY_SOFT_F_LAST) {
-		recv_complete(qp, rw, RY_WC_SUCCESS, RY_WC_RECV,
-			      qp->resp.roff, p);
+		recv_complete(qp, rw, RY_WC_SUCCESS, RY_WC_RECV, qp->resp.roff,
+			      p);
 		qp->resp.has_rwqe = false;
 		qp->resp.msn = (qp->resp.msn + 1) & RY_SOFT_PSN_MASK;
 	}
@@ -141,7 +141,7 @@ static bool do_send(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
 static bool do_write(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
 {
 	struct ry_soft_rail *r = qp_rail(qp);
-	struct ry_recv_wr rw = { 0 };
+	struct ry_recv_wr rw = {0};
 	uint64_t end;
 
 	/* The whole message must fit, not just this packet. */
@@ -181,14 +181,14 @@ static bool read_ok(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
 	return (qp->access & RY_ACCESS_REMOTE_READ) && !p->paylen &&
 	       p->len <= RY_SOFT_MAX_MSG &&
 	       !__builtin_add_overflow(p->va, (uint64_t)p->len, &end) &&
-	       ry_soft_mr_rkey(qp_rail(qp), qp->base.pd, p->rkey, p->va,
-			       p->len, RY_ACCESS_REMOTE_READ);
+	       ry_soft_mr_rkey(qp_rail(qp), qp->base.pd, p->rkey, p->va, p->len,
+			       RY_ACCESS_REMOTE_READ);
 }
 
 static void queue_read(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
 {
-	struct ry_soft_rd *rd = &qp->resp.rd[qp->resp.rd_tail++ %
-					     RY_SOFT_MAX_RD];
+	struct ry_soft_rd *rd =
+	    &qp->resp.rd[qp->resp.rd_tail++ % RY_SOFT_MAX_RD];
 
 	rd->va = p->va;
 	rd->rkey = p->rkey;
@@ -209,9 +209,9 @@ static void duplicate(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
 	}
 	/* Only a READ we already executed may be executed again. */
 	if (!read_ok(qp, p) ||
-	    ry_soft_psn_cmp(ry_soft_psn_add(p->psn,
-					    (int32_t)read_npkts(qp, p->len)),
-			    qp->resp.psn) > 0) {
+	    ry_soft_psn_cmp(
+		ry_soft_psn_add(p->psn, (int32_t)read_npkts(qp, p->len)),
+		qp->resp.psn) > 0) {
 		r->st.rx_bad_psn++;
 		r->st.rx_dropped++;
 		return;
@@ -283,19 +283,19 @@ void ry_soft_resp_run(struct ry_soft_qp *qp)
 	if (qp->base.state != RY_QPS_RTR && qp->base.state != RY_QPS_RTS)
 		return;
 	while (qp->resp.rd_head != qp->resp.rd_tail && !ry_soft_tx_full(r)) {
-		struct ry_soft_rd *rd = &qp->resp.rd[qp->resp.rd_head %
-						     RY_SOFT_MAX_RD];
+		struct ry_soft_rd *rd =
+		    &qp->resp.rd[qp->resp.rd_head % RY_SOFT_MAX_RD];
 		uint64_t off = (uint64_t)rd->pkt * qp->pmtu;
 		uint32_t chunk = rd->len - (uint32_t)off;
 		struct ry_soft_pkt p = {
-			.opcode = RY_SOFT_OP_READ_RESP,
-			.dqpn = qp->remote.qpn,
-			.sqpn = qp->base.qp_num,
-			.psn = ry_soft_psn_add(rd->psn, (int32_t)rd->pkt),
-			.cookie = qp->remote.cookie,
-			.va = off,
-			.len = rd->len,
-			.msn = qp->resp.msn,
+		    .opcode = RY_SOFT_OP_READ_RESP,
+		    .dqpn = qp->remote.qpn,
+		    .sqpn = qp->base.qp_num,
+		    .psn = ry_soft_psn_add(rd->psn, (int32_t)rd->pkt),
+		    .cookie = qp->remote.cookie,
+		    .va = off,
+		    .len = rd->len,
+		    .msn = qp->resp.msn,
 		};
 
 		if (chunk > qp->pmtu)

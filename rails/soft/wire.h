@@ -48,7 +48,7 @@ enum ry_soft_op {
 	RY_SOFT_OP_WRITE,
 	RY_SOFT_OP_READ_REQ,
 	RY_SOFT_OP_READ_RESP,
-	RY_SOFT_OP_ACK,         /* ACK or NAK, by the AETH syndrome */
+	RY_SOFT_OP_ACK, /* ACK or NAK, by the AETH syndrome */
 	RY_SOFT_OP__MAX
 };
 

@@ -45,7 +45,7 @@ static void die(const char *what, int rc)
 static struct ry_rail *open_rail(const char *name, const char *addr,
 				 const char *ns, uint32_t mtu)
 {
-	struct ry_rail_config cfg = { 0 };
+	struct ry_rail_config cfg = {0};
 	struct ry_rail *r;
 	int self = -1, fd, rc;
 
@@ -85,8 +85,8 @@ static void *responder(void *arg)
 
 int main(int argc, char **argv)
 {
-	const char *addr[2] = { "127.0.0.1:0", "127.0.0.1:0" };
-	const char *ns[2] = { NULL, NULL };
+	const char *addr[2] = {"127.0.0.1:0", "127.0.0.1:0"};
+	const char *ns[2] = {NULL, NULL};
 	uint32_t sizes[32], n_sizes = 0, mtu = 1500;
 	double secs = 2.0;
 	struct ry_rail *r[2];
@@ -95,18 +95,30 @@ int main(int argc, char **argv)
 	struct ry_mr *mr[2];
 	uint8_t *buf[2];
 	size_t buflen = 16u << 20;
-	struct ry_qp_init init = { .max_send_wr = 1024 };
+	struct ry_qp_init init = {.max_send_wr = 1024};
 	pthread_t tb;
 	int c;
 
 	while ((c = getopt(argc, argv, "a:b:A:B:m:t:s:")) != -1) {
 		switch (c) {
-		case 'a': addr[0] = optarg; break;
-		case 'b': addr[1] = optarg; break;
-		case 'A': ns[0] = optarg; break;
-		case 'B': ns[1] = optarg; break;
-		case 'm': mtu = (uint32_t)atoi(optarg); break;
-		case 't': secs = atof(optarg); break;
+		case 'a':
+			addr[0] = optarg;
+			break;
+		case 'b':
+			addr[1] = optarg;
+			break;
+		case 'A':
+			ns[0] = optarg;
+			break;
+		case 'B':
+			ns[1] = optarg;
+			break;
+		case 'm':
+			mtu = (uint32_t)atoi(optarg);
+			break;
+		case 't':
+			secs = atof(optarg);
+			break;
 		case 's':
 			if (n_sizes < 32)
 				sizes[n_sizes++] = (uint32_t)atoi(optarg);
@@ -129,7 +141,8 @@ int main(int argc, char **argv)
 		if (!rc)
 			rc = ry_rail_reg_mr(pd[i], buf[i], buflen,
 					    RY_ACCESS_LOCAL_WRITE |
-					    RY_ACCESS_REMOTE_WRITE, &mr[i]);
+						RY_ACCESS_REMOTE_WRITE,
+					    &mr[i]);
 		if (!rc)
 			rc = ry_rail_create_qp(pd[i], &init, &qp[i]);
 		if (rc)
@@ -137,14 +150,14 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < 2; i++) {
 		struct ry_qp_attr at = {
-			.access = RY_ACCESS_REMOTE_WRITE,
-			.remote = qp[1 - i]->local,
-			.mtu = mtu,
-			.ack_timeout_us = 20000,
-			.retry_cnt = 6,
-			.rnr_retry = 6,
-			.min_rnr_timer_us = 1000,
-			.max_rd_atomic = 4,
+		    .access = RY_ACCESS_REMOTE_WRITE,
+		    .remote = qp[1 - i]->local,
+		    .mtu = mtu,
+		    .ack_timeout_us = 20000,
+		    .retry_cnt = 6,
+		    .rnr_retry = 6,
+		    .min_rnr_timer_us = 1000,
+		    .max_rd_atomic = 4,
 		};
 		int rc = ry_rail_modify_qp(qp[i], RY_QPS_INIT, &at);
 
@@ -179,14 +192,14 @@ int main(int argc, char **argv)
 
 			while (posted - done < depth && now_s() < end) {
 				struct ry_send_wr wr = {
-					.wr_id = posted,
-					.opcode = RY_WR_RDMA_WRITE,
-					.sge = { (uintptr_t)buf[0] +
-							 (posted % slots) * size,
-						 size, mr[0]->lkey },
-					.remote_addr = (uintptr_t)buf[1] +
-						       (posted % slots) * size,
-					.rkey = mr[1]->rkey,
+				    .wr_id = posted,
+				    .opcode = RY_WR_RDMA_WRITE,
+				    .sge = {(uintptr_t)buf[0] +
+						(posted % slots) * size,
+					    size, mr[0]->lkey},
+				    .remote_addr = (uintptr_t)buf[1] +
+						   (posted % slots) * size,
+				    .rkey = mr[1]->rkey,
 				};
 
 				if (ry_rail_post_send(qp[0], &wr, 1))
@@ -209,13 +222,15 @@ int main(int argc, char **argv)
 		}
 		t1 = now_s();
 		ry_rail_get_stats(r[0], &st1);
-		printf("%10u %12.1f %12llu\n", size, (double)bytes / (t1 - t0) / 1e6,
+		printf("%10u %12.1f %12llu\n", size,
+		       (double)bytes / (t1 - t0) / 1e6,
 		       (unsigned long long)(st1.retransmits - st0.retransmits));
 		if (getenv("BENCH_STATS")) {
 			struct ry_rail_stats sb;
 
 			ry_rail_get_stats(r[1], &sb);
-			fprintf(stderr, "  a: tx %llu naks_rcvd %llu | b: rx %llu "
+			fprintf(stderr,
+				"  a: tx %llu naks_rcvd %llu | b: rx %llu "
 				"dropped %llu dup %llu naks_sent %llu "
 				"bad_psn %llu\n",
 				(unsigned long long)st1.tx_packets,

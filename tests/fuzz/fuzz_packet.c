@@ -30,7 +30,7 @@ static unsigned inputs;
 
 static void connect_qps(void)
 {
-	struct ry_qp_init init = { .max_send_wr = 64 };
+	struct ry_qp_init init = {.max_send_wr = 64};
 
 	for (int i = 0; i < 2; i++) {
 		if (qp[i])
@@ -40,15 +40,14 @@ static void connect_qps(void)
 	}
 	for (int i = 0; i < 2; i++) {
 		struct ry_qp_attr at = {
-			.access = RY_ACCESS_LOCAL_WRITE |
-				  RY_ACCESS_REMOTE_WRITE |
-				  RY_ACCESS_REMOTE_READ,
-			.remote = qp[1 - i]->local,
-			.mtu = 1500,
-			.ack_timeout_us = 1000,
-			.retry_cnt = 1,
-			.rnr_retry = 1,
-			.max_rd_atomic = 4,
+		    .access = RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE |
+			      RY_ACCESS_REMOTE_READ,
+		    .remote = qp[1 - i]->local,
+		    .mtu = 1500,
+		    .ack_timeout_us = 1000,
+		    .retry_cnt = 1,
+		    .rnr_retry = 1,
+		    .max_rd_atomic = 4,
 		};
 
 		if (ry_rail_modify_qp(qp[i], RY_QPS_INIT, &at) ||
@@ -60,11 +59,11 @@ static void connect_qps(void)
 	 * to act on. */
 	for (int k = 0; k < 3; k++) {
 		struct ry_send_wr wr = {
-			.wr_id = (uint64_t)k,
-			.opcode = k == 1 ? RY_WR_RDMA_READ : RY_WR_RDMA_WRITE,
-			.sge = { (uintptr_t)mem[0], 5000, mr[0]->lkey },
-			.remote_addr = (uintptr_t)mem[1],
-			.rkey = mr[1]->rkey,
+		    .wr_id = (uint64_t)k,
+		    .opcode = k == 1 ? RY_WR_RDMA_READ : RY_WR_RDMA_WRITE,
+		    .sge = {(uintptr_t)mem[0], 5000, mr[0]->lkey},
+		    .remote_addr = (uintptr_t)mem[1],
+		    .rkey = mr[1]->rkey,
 		};
 
 		ry_rail_post_send(qp[0], &wr, 1);
@@ -74,7 +73,7 @@ static void connect_qps(void)
 static void setup(void)
 {
 	for (int i = 0; i < 2; i++) {
-		struct ry_rail_config cfg = { .mtu = 1500 };
+		struct ry_rail_config cfg = {.mtu = 1500};
 
 		strcpy(cfg.name, i ? "fz1" : "fz0");
 		strcpy(cfg.address, "127.0.0.1:0");
@@ -82,11 +81,11 @@ static void setup(void)
 		    ry_rail_alloc_pd(rail[i], &pd[i]))
 			abort();
 		mem[i] = calloc(1, REGION);
-		if (!mem[i] ||
-		    ry_rail_reg_mr(pd[i], mem[i], REGION,
-				   RY_ACCESS_LOCAL_WRITE |
-				   RY_ACCESS_REMOTE_WRITE |
-				   RY_ACCESS_REMOTE_READ, &mr[i]))
+		if (!mem[i] || ry_rail_reg_mr(pd[i], mem[i], REGION,
+					      RY_ACCESS_LOCAL_WRITE |
+						  RY_ACCESS_REMOTE_WRITE |
+						  RY_ACCESS_REMOTE_READ,
+					      &mr[i]))
 			abort();
 	}
 	connect_qps();

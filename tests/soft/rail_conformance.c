@@ -15,7 +15,7 @@
 #define GUARD 64
 
 struct region {
-	uint8_t *buf;               /* GUARD | len | GUARD */
+	uint8_t *buf; /* GUARD | len | GUARD */
 	size_t len;
 	struct ry_mr *mr;
 };
@@ -25,8 +25,9 @@ static void region_get(struct ry_test_pair *p, int side, struct region *g,
 {
 	g->len = len;
 	g->buf = test_buf(len + 2 * GUARD, seed);
-	ck_assert_int_eq(ry_rail_reg_mr(p->pd[side], g->buf + GUARD, len,
-					access, &g->mr), 0);
+	ck_assert_int_eq(
+	    ry_rail_reg_mr(p->pd[side], g->buf + GUARD, len, access, &g->mr),
+	    0);
 	ck_assert_ptr_eq(g->mr->addr, g->buf + GUARD);
 }
 
@@ -36,21 +37,21 @@ static void region_put(struct region *g)
 	free(g->buf);
 }
 
-static const unsigned ALL = RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE |
-			    RY_ACCESS_REMOTE_READ;
+static const unsigned ALL =
+    RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE | RY_ACCESS_REMOTE_READ;
 
 static struct ry_send_wr wr_make(enum ry_wr_opcode op, struct region *l,
 				 struct region *r, size_t len, uint64_t id)
 {
 	struct ry_send_wr wr = {
-		.wr_id = id,
-		.opcode = op,
-		.sge = { .addr = (uintptr_t)l->mr->addr,
-			 .length = (uint32_t)len,
-			 .lkey = l->mr->lkey },
-		.remote_addr = r ? (uintptr_t)r->mr->addr : 0,
-		.rkey = r ? r->mr->rkey : 0,
-		.imm_data = 0xc0ffee00u + (uint32_t)id,
+	    .wr_id = id,
+	    .opcode = op,
+	    .sge = {.addr = (uintptr_t)l->mr->addr,
+		    .length = (uint32_t)len,
+		    .lkey = l->mr->lkey},
+	    .remote_addr = r ? (uintptr_t)r->mr->addr : 0,
+	    .rkey = r ? r->mr->rkey : 0,
+	    .imm_data = 0xc0ffee00u + (uint32_t)id,
 	};
 
 	return wr;
@@ -74,10 +75,10 @@ void xfer_check(struct ry_test_pair *p, enum ry_wr_opcode op, size_t len,
 	memcpy(ref.buf + GUARD, src.buf + GUARD, len);
 	if (recv) {
 		struct ry_recv_wr rw = {
-			.wr_id = 77,
-			.sge = { .addr = (uintptr_t)dst.mr->addr,
-				 .length = (uint32_t)len,
-				 .lkey = dst.mr->lkey },
+		    .wr_id = 77,
+		    .sge = {.addr = (uintptr_t)dst.mr->addr,
+			    .length = (uint32_t)len,
+			    .lkey = dst.mr->lkey},
 		};
 
 		ck_assert_int_eq(ry_rail_post_recv(p->r[1], &rw, 1), 0);
@@ -93,9 +94,11 @@ void xfer_check(struct ry_test_pair *p, enum ry_wr_opcode op, size_t len,
 		      ry_wc_status_str(wc.status));
 	ck_assert_uint_eq(wc.wr_id, 1);
 	ck_assert_uint_eq(wc.qp_num, p->qp[0]->qp_num);
-	ck_assert_int_eq(wc.opcode, read ? RY_WC_RDMA_READ :
-			 op == RY_WR_RDMA_WRITE || op == RY_WR_RDMA_WRITE_IMM ?
-			 RY_WC_RDMA_WRITE : RY_WC_SEND);
+	ck_assert_int_eq(wc.opcode,
+			 read ? RY_WC_RDMA_READ
+			 : op == RY_WR_RDMA_WRITE || op == RY_WR_RDMA_WRITE_IMM
+			     ? RY_WC_RDMA_WRITE
+			     : RY_WC_SEND);
 	if (recv) {
 		pair_wait_wc(p, 1, &wc, 30000);
 		ck_assert_int_eq(wc.status, RY_WC_SUCCESS);
@@ -106,8 +109,9 @@ void xfer_check(struct ry_test_pair *p, enum ry_wr_opcode op, size_t len,
 			ck_assert_int_eq(wc.opcode, RY_WC_RECV);
 			ck_assert(!(wc.flags & RY_WC_WITH_IMM));
 		} else {
-			ck_assert_int_eq(wc.opcode, op == RY_WR_SEND_IMM ?
-					 RY_WC_RECV : RY_WC_RECV_RDMA_IMM);
+			ck_assert_int_eq(wc.opcode, op == RY_WR_SEND_IMM
+							? RY_WC_RECV
+							: RY_WC_RECV_RDMA_IMM);
 			ck_assert(wc.flags & RY_WC_WITH_IMM);
 			ck_assert_uint_eq(wc.imm_data, 0xc0ffee01u);
 		}
@@ -128,8 +132,8 @@ static void sizes_for(struct ry_test_pair *p)
 {
 	/* 84: IPv4 + UDP + soft header; harmless extra sizes elsewhere */
 	size_t pm = p->mtu - 84;
-	size_t s[] = { 0, 1, p->mtu - 1, p->mtu, p->mtu + 1, pm - 1, pm,
-		       pm + 1, 3 * pm, 1 << 20, 8 << 20 };
+	size_t s[] = {0,  1,	  p->mtu - 1, p->mtu,  p->mtu + 1, pm - 1,
+		      pm, pm + 1, 3 * pm,     1 << 20, 8 << 20};
 
 	n_sizes = sizeof(s) / sizeof(s[0]);
 	memcpy(sizes, s, sizeof(s));
@@ -147,15 +151,30 @@ static void sizes_case(enum ry_wr_opcode op)
 	pair_close(&p);
 }
 
-START_TEST(test_write_sizes) { sizes_case(RY_WR_RDMA_WRITE); }
+START_TEST(test_write_sizes)
+{
+	sizes_case(RY_WR_RDMA_WRITE);
+}
 END_TEST
-START_TEST(test_write_imm_sizes) { sizes_case(RY_WR_RDMA_WRITE_IMM); }
+START_TEST(test_write_imm_sizes)
+{
+	sizes_case(RY_WR_RDMA_WRITE_IMM);
+}
 END_TEST
-START_TEST(test_read_sizes) { sizes_case(RY_WR_RDMA_READ); }
+START_TEST(test_read_sizes)
+{
+	sizes_case(RY_WR_RDMA_READ);
+}
 END_TEST
-START_TEST(test_send_sizes) { sizes_case(RY_WR_SEND); }
+START_TEST(test_send_sizes)
+{
+	sizes_case(RY_WR_SEND);
+}
 END_TEST
-START_TEST(test_send_imm_sizes) { sizes_case(RY_WR_SEND_IMM); }
+START_TEST(test_send_imm_sizes)
+{
+	sizes_case(RY_WR_SEND_IMM);
+}
 END_TEST
 
 /* Many WRs of every kind in flight at once, completed in order. */
@@ -171,9 +190,9 @@ START_TEST(test_many_outstanding)
 	region_get(&p, 0, &a, (size_t)N * LEN, 5, ALL);
 	region_get(&p, 1, &b, (size_t)N * LEN, 6, ALL);
 	for (int i = 0; i < N; i++) {
-		struct ry_send_wr wr = wr_make(i % 3 == 2 ? RY_WR_RDMA_READ :
-					       RY_WR_RDMA_WRITE, &a, &b, LEN,
-					       (uint64_t)i);
+		struct ry_send_wr wr =
+		    wr_make(i % 3 == 2 ? RY_WR_RDMA_READ : RY_WR_RDMA_WRITE, &a,
+			    &b, LEN, (uint64_t)i);
 
 		wr.sge.addr += (uint64_t)i * LEN;
 		wr.remote_addr += (uint64_t)i * LEN;
@@ -196,7 +215,7 @@ END_TEST
 START_TEST(test_state_machine)
 {
 	struct ry_test_pair p;
-	struct ry_qp_attr at = { .access = ALL };
+	struct ry_qp_attr at = {.access = ALL};
 	struct region a;
 	struct ry_send_wr wr;
 
@@ -228,7 +247,7 @@ START_TEST(test_random_qpn_psn)
 {
 	struct ry_test_pair p;
 	struct ry_qp *q[8];
-	struct ry_qp_init init = { .max_send_wr = 4 };
+	struct ry_qp_init init = {.max_send_wr = 4};
 	unsigned same_psn = 0;
 
 	pair_open(&p);
@@ -259,15 +278,15 @@ START_TEST(test_flush_on_err)
 	region_get(&p, 0, &a, 1 << 20, 1, ALL);
 	region_get(&p, 1, &b, 1 << 20, 2, ALL);
 	for (int i = 0; i < 20; i++) {
-		struct ry_send_wr wr = wr_make(RY_WR_RDMA_WRITE, &a, &b,
-					       1 << 20, (uint64_t)i);
+		struct ry_send_wr wr =
+		    wr_make(RY_WR_RDMA_WRITE, &a, &b, 1 << 20, (uint64_t)i);
 
 		ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
 	}
 	ck_assert_int_eq(ry_rail_modify_qp(p.qp[0], RY_QPS_ERR, NULL), 0);
 	for (int i = 20; i < 25; i++) {
-		struct ry_send_wr wr = wr_make(RY_WR_RDMA_READ, &a, &b, 10,
-					       (uint64_t)i);
+		struct ry_send_wr wr =
+		    wr_make(RY_WR_RDMA_READ, &a, &b, 10, (uint64_t)i);
 
 		ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
 	}
@@ -325,7 +344,10 @@ static void access_case(unsigned dst_access, bool bad_rkey, int64_t shift,
 	pair_close(&p);
 }
 
-START_TEST(test_bad_rkey) { access_case(ALL, true, 0, RY_WR_RDMA_WRITE, 0); }
+START_TEST(test_bad_rkey)
+{
+	access_case(ALL, true, 0, RY_WR_RDMA_WRITE, 0);
+}
 END_TEST
 START_TEST(test_out_of_bounds)
 {
@@ -401,8 +423,8 @@ START_TEST(test_rnr_recovers)
 	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
 	pair_spin(&p, 3); /* a few RNR NAKs, fewer than rnr_retry */
 	ck_assert_int_eq(ry_rail_poll_cq(p.r[0], &wc, 1), 0);
-	rw = (struct ry_recv_wr){ .wr_id = 8, .sge = { (uintptr_t)b.mr->addr,
-						       5000, b.mr->lkey } };
+	rw = (struct ry_recv_wr){
+	    .wr_id = 8, .sge = {(uintptr_t)b.mr->addr, 5000, b.mr->lkey}};
 	ck_assert_int_eq(ry_rail_post_recv(p.r[1], &rw, 1), 0);
 	pair_wait_wc(&p, 0, &wc, 5000);
 	ck_assert_int_eq(wc.status, RY_WC_SUCCESS);
@@ -424,16 +446,18 @@ START_TEST(test_rnr_exceeded)
 
 	pair_open(&p);
 	p.attr_set = true;
-	p.attr = (struct ry_qp_attr){ .access = ALL, .ack_timeout_us = 10000,
-				      .retry_cnt = 3, .rnr_retry = 2,
-				      .min_rnr_timer_us = 1000,
-				      .max_rd_atomic = 1 };
+	p.attr = (struct ry_qp_attr){.access = ALL,
+				     .ack_timeout_us = 10000,
+				     .retry_cnt = 3,
+				     .rnr_retry = 2,
+				     .min_rnr_timer_us = 1000,
+				     .max_rd_atomic = 1};
 	pair_connect(&p);
 	region_get(&p, 0, &a, 100, 1, ALL);
 	for (int i = 0; i < 3; i++) {
-		struct ry_send_wr wr = wr_make(i == 1 ? RY_WR_RDMA_WRITE_IMM :
-					       RY_WR_SEND, &a, &a, 100,
-					       (uint64_t)i);
+		struct ry_send_wr wr =
+		    wr_make(i == 1 ? RY_WR_RDMA_WRITE_IMM : RY_WR_SEND, &a, &a,
+			    100, (uint64_t)i);
 
 		ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
 	}
@@ -465,8 +489,8 @@ START_TEST(test_recv_too_small)
 	pair_connect(&p);
 	region_get(&p, 0, &a, 8192, 1, ALL);
 	region_get(&p, 1, &b, 8192, 2, ALL);
-	rw = (struct ry_recv_wr){ .wr_id = 8, .sge = { (uintptr_t)b.mr->addr,
-						       100, b.mr->lkey } };
+	rw = (struct ry_recv_wr){
+	    .wr_id = 8, .sge = {(uintptr_t)b.mr->addr, 100, b.mr->lkey}};
 	ck_assert_int_eq(ry_rail_post_recv(p.r[1], &rw, 1), 0);
 	wr = wr_make(RY_WR_SEND, &a, NULL, 8192, 4);
 	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
@@ -526,8 +550,8 @@ START_TEST(test_fd_readable)
 	end = test_now_ms() + 5000;
 	for (;;) {
 		struct pollfd fds[2] = {
-			{ .fd = ry_rail_fd(p.r[0]), .events = POLLIN },
-			{ .fd = ry_rail_fd(p.r[1]), .events = POLLIN },
+		    {.fd = ry_rail_fd(p.r[0]), .events = POLLIN},
+		    {.fd = ry_rail_fd(p.r[1]), .events = POLLIN},
 		};
 
 		ck_assert_int_ge(fds[0].fd, 0);
@@ -543,14 +567,13 @@ START_TEST(test_fd_readable)
 	ck_assert_int_eq(wc.status, RY_WC_SUCCESS);
 	pair_spin(&p, 5);
 	ck_assert_int_eq(ry_rail_poll_cq(p.r[0], &wc, 1), 0);
-	pfd = (struct pollfd){ .fd = ry_rail_fd(p.r[0]), .events = POLLIN };
+	pfd = (struct pollfd){.fd = ry_rail_fd(p.r[0]), .events = POLLIN};
 	ck_assert_int_eq(poll(&pfd, 1, 0), 0);
 	region_put(&a);
 	region_put(&b);
 	pair_close(&p);
 }
 END_TEST
-
 
 /* Two QPs on each rail: one CQ and one SRQ per rail serve both, and each
  * completion names its QP. */
@@ -559,7 +582,7 @@ START_TEST(test_two_qps_share_cq_srq)
 	struct ry_test_pair p, q;
 	struct region a, b;
 	struct ry_wc wc;
-	unsigned seen[2] = { 0, 0 };
+	unsigned seen[2] = {0, 0};
 
 	pair_open(&p);
 	pair_connect(&p);
@@ -570,26 +593,26 @@ START_TEST(test_two_qps_share_cq_srq)
 	region_get(&p, 1, &b, 4 * 8192, 2, ALL);
 	for (int i = 0; i < 4; i++) {
 		struct ry_recv_wr rw = {
-			.wr_id = 100 + (uint64_t)i,
-			.sge = { (uintptr_t)b.mr->addr + (uint64_t)i * 8192,
-				 8192, b.mr->lkey },
+		    .wr_id = 100 + (uint64_t)i,
+		    .sge = {(uintptr_t)b.mr->addr + (uint64_t)i * 8192, 8192,
+			    b.mr->lkey},
 		};
 
 		ck_assert_int_eq(ry_rail_post_recv(p.r[1], &rw, 1), 0);
 	}
 	for (int i = 0; i < 4; i++) {
-		struct ry_send_wr wr = wr_make(RY_WR_SEND, &a, NULL, 8192,
-					       (uint64_t)i);
+		struct ry_send_wr wr =
+		    wr_make(RY_WR_SEND, &a, NULL, 8192, (uint64_t)i);
 
 		wr.sge.addr += (uint64_t)(i & 1) * 8192;
-		ck_assert_int_eq(ry_rail_post_send(i & 1 ? q.qp[0] : p.qp[0],
-						   &wr, 1), 0);
+		ck_assert_int_eq(
+		    ry_rail_post_send(i & 1 ? q.qp[0] : p.qp[0], &wr, 1), 0);
 	}
 	for (int i = 0; i < 4; i++) {
 		pair_wait_wc(&p, 0, &wc, 5000);
 		ck_assert_int_eq(wc.status, RY_WC_SUCCESS);
-		ck_assert_uint_eq(wc.qp_num, (wc.wr_id & 1 ? q.qp[0] :
-					      p.qp[0])->qp_num);
+		ck_assert_uint_eq(wc.qp_num,
+				  (wc.wr_id & 1 ? q.qp[0] : p.qp[0])->qp_num);
 	}
 	for (int i = 0; i < 4; i++) {
 		pair_wait_wc(&p, 1, &wc, 5000);
@@ -599,10 +622,9 @@ START_TEST(test_two_qps_share_cq_srq)
 			  wc.qp_num == q.qp[1]->qp_num);
 		seen[wc.qp_num == q.qp[1]->qp_num]++;
 		/* every receive buffer holds one whole message */
-		ck_assert(!memcmp(b.mr->addr +
-				  (wc.wr_id - 100) * 8192,
-				  a.mr->addr + (wc.qp_num == q.qp[1]->qp_num) *
-				  8192, 8192));
+		ck_assert(!memcmp(
+		    b.mr->addr + (wc.wr_id - 100) * 8192,
+		    a.mr->addr + (wc.qp_num == q.qp[1]->qp_num) * 8192, 8192));
 	}
 	ck_assert_uint_eq(seen[0], 2);
 	ck_assert_uint_eq(seen[1], 2);

@@ -57,7 +57,7 @@ void pair_open(struct ry_test_pair *p)
 void pair_create_qps(struct ry_test_pair *p)
 {
 	struct ry_qp_init init = {
-		.max_send_wr = p->max_send_wr ? p->max_send_wr : 256,
+	    .max_send_wr = p->max_send_wr ? p->max_send_wr : 256,
 	};
 
 	for (int i = 0; i < 2; i++) {
@@ -88,15 +88,15 @@ void pair_connect_qps(struct ry_test_pair *p)
 			at[i].max_rd_atomic = 4;
 		}
 		at[i].mtu = p->mtu;
-		ck_assert_int_eq(ry_rail_modify_qp(p->qp[i], RY_QPS_INIT,
-						   &at[i]), 0);
+		ck_assert_int_eq(
+		    ry_rail_modify_qp(p->qp[i], RY_QPS_INIT, &at[i]), 0);
 	}
 	for (int i = 0; i < 2; i++) {
 		at[i].remote = p->qp[1 - i]->local;
-		ck_assert_int_eq(ry_rail_modify_qp(p->qp[i], RY_QPS_RTR,
-						   &at[i]), 0);
-		ck_assert_int_eq(ry_rail_modify_qp(p->qp[i], RY_QPS_RTS,
-						   &at[i]), 0);
+		ck_assert_int_eq(
+		    ry_rail_modify_qp(p->qp[i], RY_QPS_RTR, &at[i]), 0);
+		ck_assert_int_eq(
+		    ry_rail_modify_qp(p->qp[i], RY_QPS_RTS, &at[i]), 0);
 		ck_assert_int_eq(p->qp[i]->state, RY_QPS_RTS);
 	}
 }

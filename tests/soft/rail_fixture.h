@@ -18,7 +18,7 @@ struct ry_test_provider {
 	const struct ry_rail_ops *ops;
 	/* Fill the config of rail idx (0 or 1). */
 	void (*config)(struct ry_rail_config *cfg, int idx);
-	bool has_faults;            /* set_fault/set_link work */
+	bool has_faults; /* set_fault/set_link work */
 };
 
 extern const struct ry_test_provider *ry_test_provider;
@@ -27,9 +27,9 @@ struct ry_test_pair {
 	struct ry_rail *r[2];
 	struct ry_pd *pd[2];
 	struct ry_qp *qp[2];
-	struct ry_qp_attr attr;     /* used for RTS of both sides */
-	bool attr_set;              /* attr is complete: no defaults */
-	uint32_t max_send_wr;       /* 0: 256 */
+	struct ry_qp_attr attr; /* used for RTS of both sides */
+	bool attr_set;		/* attr is complete: no defaults */
+	uint32_t max_send_wr;	/* 0: 256 */
 	uint32_t mtu;
 };
 

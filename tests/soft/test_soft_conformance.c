@@ -16,10 +16,10 @@ static void soft_config(struct ry_rail_config *cfg, int idx)
 }
 
 static const struct ry_test_provider soft = {
-	.name = "soft",
-	.ops = &ry_soft_ops,
-	.config = soft_config,
-	.has_faults = true,
+    .name = "soft",
+    .ops = &ry_soft_ops,
+    .config = soft_config,
+    .has_faults = true,
 };
 
 int main(void)

@@ -18,8 +18,8 @@
 #include "rails/soft/soft.h"
 #include "rail_conformance.h"
 
-static const unsigned ALL = RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE |
-			    RY_ACCESS_REMOTE_READ;
+static const unsigned ALL =
+    RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE | RY_ACCESS_REMOTE_READ;
 
 static void soft_config(struct ry_rail_config *cfg, int idx)
 {
@@ -30,8 +30,10 @@ static void soft_config(struct ry_rail_config *cfg, int idx)
 }
 
 static const struct ry_test_provider soft = {
-	.name = "soft", .ops = &ry_soft_ops, .config = soft_config,
-	.has_faults = true,
+    .name = "soft",
+    .ops = &ry_soft_ops,
+    .config = soft_config,
+    .has_faults = true,
 };
 
 static void faults_both(struct ry_test_pair *p, const struct ry_fault *f)
@@ -45,10 +47,12 @@ static void lossy_pair(struct ry_test_pair *p)
 {
 	pair_open(p);
 	p->attr_set = true;
-	p->attr = (struct ry_qp_attr){ .access = ALL, .ack_timeout_us = 2000,
-				       .retry_cnt = 6, .rnr_retry = 6,
-				       .min_rnr_timer_us = 500,
-				       .max_rd_atomic = 4 };
+	p->attr = (struct ry_qp_attr){.access = ALL,
+				      .ack_timeout_us = 2000,
+				      .retry_cnt = 6,
+				      .rnr_retry = 6,
+				      .min_rnr_timer_us = 500,
+				      .max_rd_atomic = 4};
 	pair_connect(p);
 }
 
@@ -56,10 +60,10 @@ static void lossy_pair(struct ry_test_pair *p)
 static void mix(struct ry_test_pair *p, size_t big)
 {
 	static const enum ry_wr_opcode ops[] = {
-		RY_WR_RDMA_WRITE, RY_WR_RDMA_READ, RY_WR_SEND,
-		RY_WR_RDMA_WRITE_IMM, RY_WR_SEND_IMM,
+	    RY_WR_RDMA_WRITE,	  RY_WR_RDMA_READ, RY_WR_SEND,
+	    RY_WR_RDMA_WRITE_IMM, RY_WR_SEND_IMM,
 	};
-	size_t lens[] = { 1, 1416, 1417, 20000, big };
+	size_t lens[] = {1, 1416, 1417, 20000, big};
 	unsigned seed = 1;
 
 	for (unsigned o = 0; o < 5; o++)
@@ -78,7 +82,7 @@ static void mix(struct ry_test_pair *p, size_t big)
 static void loss_case(double drop, size_t big, unsigned rails)
 {
 	struct ry_test_pair p;
-	struct ry_fault f = { .drop = drop };
+	struct ry_fault f = {.drop = drop};
 	struct ry_rail_stats st[2];
 
 	lossy_pair(&p);
@@ -93,19 +97,31 @@ static void loss_case(double drop, size_t big, unsigned rails)
 	pair_close(&p);
 }
 
-START_TEST(test_loss_1) { loss_case(0.01, 1 << 20, 3); }
+START_TEST(test_loss_1)
+{
+	loss_case(0.01, 1 << 20, 3);
+}
 END_TEST
-START_TEST(test_loss_10) { loss_case(0.10, 256 << 10, 3); }
+START_TEST(test_loss_10)
+{
+	loss_case(0.10, 256 << 10, 3);
+}
 END_TEST
-START_TEST(test_loss_30_forward) { loss_case(0.30, 64 << 10, 1); }
+START_TEST(test_loss_30_forward)
+{
+	loss_case(0.30, 64 << 10, 1);
+}
 END_TEST
-START_TEST(test_loss_30_reverse) { loss_case(0.30, 64 << 10, 2); }
+START_TEST(test_loss_30_reverse)
+{
+	loss_case(0.30, 64 << 10, 2);
+}
 END_TEST
 
 START_TEST(test_duplicate_reorder)
 {
 	struct ry_test_pair p;
-	struct ry_fault f = { .duplicate = 0.2, .reorder = 0.2 };
+	struct ry_fault f = {.duplicate = 0.2, .reorder = 0.2};
 	struct ry_rail_stats st;
 
 	lossy_pair(&p);
@@ -123,7 +139,7 @@ END_TEST
 START_TEST(test_corrupt)
 {
 	struct ry_test_pair p;
-	struct ry_fault f = { .corrupt = 0.05 };
+	struct ry_fault f = {.corrupt = 0.05};
 	struct ry_rail_stats st[2];
 
 	lossy_pair(&p);
@@ -142,7 +158,7 @@ END_TEST
 START_TEST(test_delay)
 {
 	struct ry_test_pair p;
-	struct ry_fault f = { .delay_us = 3000 };
+	struct ry_fault f = {.delay_us = 3000};
 	uint64_t t0;
 
 	pair_open(&p);
@@ -161,7 +177,7 @@ END_TEST
 static void exhaust_case(bool use_link)
 {
 	struct ry_test_pair p;
-	struct ry_fault f = { .drop_all = true };
+	struct ry_fault f = {.drop_all = true};
 	uint8_t *a = test_buf(1 << 20, 1), *b = test_buf(1 << 20, 2);
 	struct ry_mr *ma, *mb;
 	struct ry_wc wc;
@@ -169,10 +185,12 @@ static void exhaust_case(bool use_link)
 
 	pair_open(&p);
 	p.attr_set = true;
-	p.attr = (struct ry_qp_attr){ .access = ALL, .ack_timeout_us = 5000,
-				      .retry_cnt = 3, .rnr_retry = 3,
-				      .min_rnr_timer_us = 500,
-				      .max_rd_atomic = 2 };
+	p.attr = (struct ry_qp_attr){.access = ALL,
+				     .ack_timeout_us = 5000,
+				     .retry_cnt = 3,
+				     .rnr_retry = 3,
+				     .min_rnr_timer_us = 500,
+				     .max_rd_atomic = 2};
 	pair_connect(&p);
 	ck_assert_int_eq(ry_rail_reg_mr(p.pd[0], a, 1 << 20, ALL, &ma), 0);
 	ck_assert_int_eq(ry_rail_reg_mr(p.pd[1], b, 1 << 20, ALL, &mb), 0);
@@ -183,12 +201,11 @@ static void exhaust_case(bool use_link)
 	t0 = test_now_ms();
 	for (int i = 0; i < 10; i++) {
 		struct ry_send_wr wr = {
-			.wr_id = (uint64_t)i,
-			.opcode = i % 4 == 3 ? RY_WR_RDMA_READ :
-					       RY_WR_RDMA_WRITE,
-			.sge = { (uintptr_t)a, 100000, ma->lkey },
-			.remote_addr = (uintptr_t)b,
-			.rkey = mb->rkey,
+		    .wr_id = (uint64_t)i,
+		    .opcode = i % 4 == 3 ? RY_WR_RDMA_READ : RY_WR_RDMA_WRITE,
+		    .sge = {(uintptr_t)a, 100000, ma->lkey},
+		    .remote_addr = (uintptr_t)b,
+		    .rkey = mb->rkey,
 		};
 
 		ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
@@ -211,16 +228,22 @@ static void exhaust_case(bool use_link)
 	pair_close(&p);
 }
 
-START_TEST(test_retry_exhausted) { exhaust_case(false); }
+START_TEST(test_retry_exhausted)
+{
+	exhaust_case(false);
+}
 END_TEST
-START_TEST(test_link_down_exhausts) { exhaust_case(true); }
+START_TEST(test_link_down_exhausts)
+{
+	exhaust_case(true);
+}
 END_TEST
 
 /* The cable comes back before the retries run out: nothing is lost. */
 START_TEST(test_unplug_replug)
 {
 	struct ry_test_pair p;
-	struct ry_fault down = { .drop_all = true }, up = { 0 };
+	struct ry_fault down = {.drop_all = true}, up = {0};
 	uint8_t *a = test_buf(1 << 20, 1), *b = test_buf(1 << 20, 2);
 	struct ry_mr *ma, *mb;
 	struct ry_send_wr wr;
@@ -231,10 +254,11 @@ START_TEST(test_unplug_replug)
 	ck_assert_int_eq(ry_rail_reg_mr(p.pd[0], a, 1 << 20, ALL, &ma), 0);
 	ck_assert_int_eq(ry_rail_reg_mr(p.pd[1], b, 1 << 20, ALL, &mb), 0);
 	ck_assert_int_eq(ry_rail_set_fault(p.r[0], &down), 0);
-	wr = (struct ry_send_wr){ .wr_id = 1, .opcode = RY_WR_RDMA_WRITE,
-				  .sge = { (uintptr_t)a, 1 << 20, ma->lkey },
-				  .remote_addr = (uintptr_t)b,
-				  .rkey = mb->rkey };
+	wr = (struct ry_send_wr){.wr_id = 1,
+				 .opcode = RY_WR_RDMA_WRITE,
+				 .sge = {(uintptr_t)a, 1 << 20, ma->lkey},
+				 .remote_addr = (uintptr_t)b,
+				 .rkey = mb->rkey};
 	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
 	pair_spin(&p, 25);
 	ck_assert_int_eq(ry_rail_poll_cq(p.r[0], &wc, 1), 0);
@@ -253,8 +277,8 @@ END_TEST
 /* Fault settings from the config are applied at open. */
 START_TEST(test_config_fault)
 {
-	struct ry_rail_config cfg = { 0 };
-	struct ry_fault bad = { .drop = 1.5 };
+	struct ry_rail_config cfg = {0};
+	struct ry_fault bad = {.drop = 1.5};
 	struct ry_rail *r;
 
 	soft_config(&cfg, 0);
@@ -274,14 +298,15 @@ END_TEST
  */
 static int netns_child(void)
 {
-	struct ry_rail_config cfg = { 0 };
+	struct ry_rail_config cfg = {0};
 	struct ry_rail_event ev;
 	struct ry_rail *r;
 	uint64_t t0;
 
 	if (unshare(CLONE_NEWNET))
 		return 10;
-	if (system("ip link set lo up && ip link add ry0 type veth peer name ry1 && "
+	if (system("ip link set lo up && ip link add ry0 type veth peer name "
+		   "ry1 && "
 		   "ip addr add 198.18.0.1/24 dev ry0 && ip link set ry1 up && "
 		   "ip link set ry0 up"))
 		return 11;
@@ -334,7 +359,7 @@ START_TEST(test_netlink_link_down)
 
 	if (geteuid() != 0 || system("ip -V >/dev/null 2>&1")) {
 		fprintf(stderr, "test_netlink_link_down: needs root and "
-			"iproute2, skipped\n");
+				"iproute2, skipped\n");
 		return;
 	}
 	pid = fork();

@@ -17,8 +17,8 @@
 
 uint32_t ry_soft_crc32c_sw(uint32_t crc, const void *buf, size_t len);
 
-static const unsigned ALL = RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE |
-			    RY_ACCESS_REMOTE_READ;
+static const unsigned ALL =
+    RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE | RY_ACCESS_REMOTE_READ;
 
 static void soft_config(struct ry_rail_config *cfg, int idx)
 {
@@ -29,8 +29,10 @@ static void soft_config(struct ry_rail_config *cfg, int idx)
 }
 
 static const struct ry_test_provider soft = {
-	.name = "soft", .ops = &ry_soft_ops, .config = soft_config,
-	.has_faults = true,
+    .name = "soft",
+    .ops = &ry_soft_ops,
+    .config = soft_config,
+    .has_faults = true,
 };
 
 /* ---- PSN ---- */
@@ -41,16 +43,16 @@ START_TEST(test_psn_cmp_table)
 		uint32_t a, b;
 		int32_t d;
 	} t[] = {
-		{ 0, 0, 0 },
-		{ 1, 0, 1 },
-		{ 0, 1, -1 },
-		{ 0, 0xffffff, 1 },         /* the wrap: 0 follows 0xffffff */
-		{ 0xffffff, 0, -1 },
-		{ 5, 0xfffffb, 10 },
-		{ 0xfffffb, 5, -10 },
-		{ 0x7fffff, 0, 0x7fffff },  /* half the space minus one */
-		{ 0x800000, 0, -0x800000 }, /* exactly half: "before" */
-		{ 0, 0x800001, 0x7fffff },
+	    {0, 0, 0},
+	    {1, 0, 1},
+	    {0, 1, -1},
+	    {0, 0xffffff, 1}, /* the wrap: 0 follows 0xffffff */
+	    {0xffffff, 0, -1},
+	    {5, 0xfffffb, 10},
+	    {0xfffffb, 5, -10},
+	    {0x7fffff, 0, 0x7fffff},  /* half the space minus one */
+	    {0x800000, 0, -0x800000}, /* exactly half: "before" */
+	    {0, 0x800001, 0x7fffff},
 	};
 
 	for (unsigned i = 0; i < sizeof(t) / sizeof(t[0]); i++)
@@ -66,7 +68,7 @@ END_TEST
 /* Whole transfers whose PSNs cross 0xffffff -> 0 on both sides. */
 START_TEST(test_psn_wrap_transfers)
 {
-	static const uint32_t starts[] = { 0xffffff, 0xfffff0, 0xfffd00 };
+	static const uint32_t starts[] = {0xffffff, 0xfffff0, 0xfffd00};
 
 	for (unsigned s = 0; s < 3; s++) {
 		struct ry_test_pair p;
@@ -101,8 +103,8 @@ START_TEST(test_crc32c)
 			uint32_t b = ry_soft_crc32c_sw(0, buf + off, len);
 			/* continuing over a split gives the same CRC */
 			uint32_t c = ry_soft_crc32c(
-				ry_soft_crc32c(0, buf + off, len / 3),
-				buf + off + len / 3, len - len / 3);
+			    ry_soft_crc32c(0, buf + off, len / 3),
+			    buf + off + len / 3, len - len / 3);
 
 			ck_assert_uint_eq(a, b);
 			ck_assert_uint_eq(a, c);
@@ -113,11 +115,19 @@ END_TEST
 START_TEST(test_header_layout)
 {
 	struct ry_soft_pkt p = {
-		.opcode = RY_SOFT_OP_WRITE, .flags = RY_SOFT_F_FIRST,
-		.dqpn = 0xabcdef, .sqpn = 0x123456, .psn = 0xfffffe,
-		.cookie = 0x0102030405060708ull, .va = 0x1122334455667788ull,
-		.rkey = 0xdeadbeef, .len = 0x10000, .syndrome = 0x62,
-		.msn = 0x42, .imm = 0xcafe, .paylen = 0,
+	    .opcode = RY_SOFT_OP_WRITE,
+	    .flags = RY_SOFT_F_FIRST,
+	    .dqpn = 0xabcdef,
+	    .sqpn = 0x123456,
+	    .psn = 0xfffffe,
+	    .cookie = 0x0102030405060708ull,
+	    .va = 0x1122334455667788ull,
+	    .rkey = 0xdeadbeef,
+	    .len = 0x10000,
+	    .syndrome = 0x62,
+	    .msn = 0x42,
+	    .imm = 0xcafe,
+	    .paylen = 0,
 	};
 	struct ry_soft_hdr h;
 	const uint8_t *b = (const uint8_t *)&h;
@@ -142,7 +152,7 @@ END_TEST
 
 struct forge {
 	struct ry_test_pair p;
-	uint8_t *buf;               /* 8 KiB, region = buf + 1024 .. +4096 */
+	uint8_t *buf; /* 8 KiB, region = buf + 1024 .. +4096 */
 	uint8_t snap[8192];
 	struct ry_mr *mr;
 	struct ry_soft_pkt f;
@@ -156,21 +166,21 @@ static void forge_setup(struct forge *F)
 	pair_open(&F->p);
 	pair_connect(&F->p);
 	F->buf = test_buf(8192, 3);
-	ck_assert_int_eq(ry_rail_reg_mr(F->p.pd[1], F->buf + 1024, 4096, ALL,
-					&F->mr), 0);
+	ck_assert_int_eq(
+	    ry_rail_reg_mr(F->p.pd[1], F->buf + 1024, 4096, ALL, &F->mr), 0);
 	memcpy(F->snap, F->buf, 8192);
 	test_fill(F->payload, sizeof(F->payload), 99);
 	F->f = (struct ry_soft_pkt){
-		.opcode = RY_SOFT_OP_WRITE,
-		.flags = RY_SOFT_F_FIRST | RY_SOFT_F_LAST,
-		.dqpn = F->p.qp[1]->qp_num,
-		.sqpn = F->p.qp[0]->qp_num,
-		.psn = F->p.qp[0]->local.psn,
-		.cookie = F->p.qp[1]->local.cookie,
-		.va = (uintptr_t)F->mr->addr + 100,
-		.rkey = F->mr->rkey,
-		.len = sizeof(F->payload),
-		.paylen = sizeof(F->payload),
+	    .opcode = RY_SOFT_OP_WRITE,
+	    .flags = RY_SOFT_F_FIRST | RY_SOFT_F_LAST,
+	    .dqpn = F->p.qp[1]->qp_num,
+	    .sqpn = F->p.qp[0]->qp_num,
+	    .psn = F->p.qp[0]->local.psn,
+	    .cookie = F->p.qp[1]->local.cookie,
+	    .va = (uintptr_t)F->mr->addr + 100,
+	    .rkey = F->mr->rkey,
+	    .len = sizeof(F->payload),
+	    .paylen = sizeof(F->payload),
 	};
 }
 
@@ -221,9 +231,24 @@ START_TEST(test_forged_valid_lands)
 END_TEST
 
 enum mut {
-	M_COOKIE, M_DQPN, M_SQPN, M_PORT, M_STALE, M_AHEAD, M_WINDOW,
-	M_RKEY, M_OOB, M_OVERFLOW, M_LEN_OVERFLOW, M_TRUNC, M_CRC,
-	M_VERSION, M_PAYLEN, M_READ_OOB, M_READ_RKEY, M_IMM_FIRST,
+	M_COOKIE,
+	M_DQPN,
+	M_SQPN,
+	M_PORT,
+	M_STALE,
+	M_AHEAD,
+	M_WINDOW,
+	M_RKEY,
+	M_OOB,
+	M_OVERFLOW,
+	M_LEN_OVERFLOW,
+	M_TRUNC,
+	M_CRC,
+	M_VERSION,
+	M_PAYLEN,
+	M_READ_OOB,
+	M_READ_RKEY,
+	M_IMM_FIRST,
 	M__N
 };
 
@@ -231,39 +256,34 @@ static const struct {
 	const char *name;
 	size_t counter;
 } muts[M__N] = {
-	[M_COOKIE] = { "wrong cookie",
-		       offsetof(struct ry_rail_stats, rx_bad_cookie) },
-	[M_DQPN] = { "wrong dest qpn",
-		     offsetof(struct ry_rail_stats, rx_bad_qpn) },
-	[M_SQPN] = { "wrong source qpn",
-		     offsetof(struct ry_rail_stats, rx_bad_qpn) },
-	[M_PORT] = { "wrong source port",
-		     offsetof(struct ry_rail_stats, rx_bad_qpn) },
-	[M_STALE] = { "stale psn", offsetof(struct ry_rail_stats, dup_rcvd) },
-	[M_AHEAD] = { "psn ahead", offsetof(struct ry_rail_stats, naks_sent) },
-	[M_WINDOW] = { "psn out of window",
-		       offsetof(struct ry_rail_stats, rx_bad_psn) },
-	[M_RKEY] = { "bad rkey",
-		     offsetof(struct ry_rail_stats, rx_access_err) },
-	[M_OOB] = { "out of bounds",
-		    offsetof(struct ry_rail_stats, rx_access_err) },
-	[M_OVERFLOW] = { "address overflow",
-			 offsetof(struct ry_rail_stats, rx_access_err) },
-	[M_LEN_OVERFLOW] = { "length overflow",
-			     offsetof(struct ry_rail_stats, rx_access_err) },
-	[M_TRUNC] = { "truncated header",
-		      offsetof(struct ry_rail_stats, rx_bad_header) },
-	[M_CRC] = { "bad crc", offsetof(struct ry_rail_stats, rx_bad_crc) },
-	[M_VERSION] = { "bad version",
-			offsetof(struct ry_rail_stats, rx_bad_header) },
-	[M_PAYLEN] = { "paylen lies",
-		       offsetof(struct ry_rail_stats, rx_bad_header) },
-	[M_READ_OOB] = { "read out of bounds",
-			 offsetof(struct ry_rail_stats, rx_access_err) },
-	[M_READ_RKEY] = { "read bad rkey",
-			  offsetof(struct ry_rail_stats, rx_access_err) },
-	[M_IMM_FIRST] = { "imm on a first packet",
-			  offsetof(struct ry_rail_stats, rx_bad_header) },
+    [M_COOKIE] = {"wrong cookie",
+		  offsetof(struct ry_rail_stats, rx_bad_cookie)},
+    [M_DQPN] = {"wrong dest qpn", offsetof(struct ry_rail_stats, rx_bad_qpn)},
+    [M_SQPN] = {"wrong source qpn", offsetof(struct ry_rail_stats, rx_bad_qpn)},
+    [M_PORT] = {"wrong source port",
+		offsetof(struct ry_rail_stats, rx_bad_qpn)},
+    [M_STALE] = {"stale psn", offsetof(struct ry_rail_stats, dup_rcvd)},
+    [M_AHEAD] = {"psn ahead", offsetof(struct ry_rail_stats, naks_sent)},
+    [M_WINDOW] = {"psn out of window",
+		  offsetof(struct ry_rail_stats, rx_bad_psn)},
+    [M_RKEY] = {"bad rkey", offsetof(struct ry_rail_stats, rx_access_err)},
+    [M_OOB] = {"out of bounds", offsetof(struct ry_rail_stats, rx_access_err)},
+    [M_OVERFLOW] = {"address overflow",
+		    offsetof(struct ry_rail_stats, rx_access_err)},
+    [M_LEN_OVERFLOW] = {"length overflow",
+			offsetof(struct ry_rail_stats, rx_access_err)},
+    [M_TRUNC] = {"truncated header",
+		 offsetof(struct ry_rail_stats, rx_bad_header)},
+    [M_CRC] = {"bad crc", offsetof(struct ry_rail_stats, rx_bad_crc)},
+    [M_VERSION] = {"bad version",
+		   offsetof(struct ry_rail_stats, rx_bad_header)},
+    [M_PAYLEN] = {"paylen lies", offsetof(struct ry_rail_stats, rx_bad_header)},
+    [M_READ_OOB] = {"read out of bounds",
+		    offsetof(struct ry_rail_stats, rx_access_err)},
+    [M_READ_RKEY] = {"read bad rkey",
+		     offsetof(struct ry_rail_stats, rx_access_err)},
+    [M_IMM_FIRST] = {"imm on a first packet",
+		     offsetof(struct ry_rail_stats, rx_bad_header)},
 };
 
 START_TEST(test_forged_rejected)
@@ -277,17 +297,39 @@ START_TEST(test_forged_rejected)
 	forge_setup(&F);
 	f = F.f;
 	switch ((enum mut)_i) {
-	case M_COOKIE: f.cookie ^= 1; break;
-	case M_DQPN: f.dqpn ^= 0x10; break;
-	case M_SQPN: f.sqpn ^= 0x10; break;
-	case M_PORT: port_delta = 1; break;
-	case M_STALE: f.psn = ry_soft_psn_add(f.psn, -1); break;
-	case M_AHEAD: f.psn = ry_soft_psn_add(f.psn, 5); break;
-	case M_WINDOW: f.psn = ry_soft_psn_add(f.psn, 0x400000); break;
-	case M_RKEY: f.rkey ^= 0x80000000u; break;
-	case M_OOB: f.va = (uintptr_t)F.mr->addr + 4096 - 10; break;
-	case M_OVERFLOW: f.va = UINT64_MAX - 10; break;
-	case M_LEN_OVERFLOW: f.len = UINT32_MAX; break;
+	case M_COOKIE:
+		f.cookie ^= 1;
+		break;
+	case M_DQPN:
+		f.dqpn ^= 0x10;
+		break;
+	case M_SQPN:
+		f.sqpn ^= 0x10;
+		break;
+	case M_PORT:
+		port_delta = 1;
+		break;
+	case M_STALE:
+		f.psn = ry_soft_psn_add(f.psn, -1);
+		break;
+	case M_AHEAD:
+		f.psn = ry_soft_psn_add(f.psn, 5);
+		break;
+	case M_WINDOW:
+		f.psn = ry_soft_psn_add(f.psn, 0x400000);
+		break;
+	case M_RKEY:
+		f.rkey ^= 0x80000000u;
+		break;
+	case M_OOB:
+		f.va = (uintptr_t)F.mr->addr + 4096 - 10;
+		break;
+	case M_OVERFLOW:
+		f.va = UINT64_MAX - 10;
+		break;
+	case M_LEN_OVERFLOW:
+		f.len = UINT32_MAX;
+		break;
 	case M_READ_OOB:
 	case M_READ_RKEY:
 		f.opcode = RY_SOFT_OP_READ_REQ;
@@ -296,12 +338,14 @@ START_TEST(test_forged_rejected)
 		if (_i == M_READ_RKEY)
 			f.rkey ^= 1;
 		break;
-	case M_IMM_FIRST: f.flags = RY_SOFT_F_FIRST | RY_SOFT_F_IMM; break;
-	default: break;
+	case M_IMM_FIRST:
+		f.flags = RY_SOFT_F_FIRST | RY_SOFT_F_IMM;
+		break;
+	default:
+		break;
 	}
 	before = stat_at(F.p.r[1], muts[_i].counter);
-	dropped = stat_at(F.p.r[1], offsetof(struct ry_rail_stats,
-					     rx_dropped));
+	dropped = stat_at(F.p.r[1], offsetof(struct ry_rail_stats, rx_dropped));
 	len = forge_build(&F, &f);
 	if (_i == M_TRUNC)
 		len = 30;
@@ -316,9 +360,8 @@ START_TEST(test_forged_rejected)
 	ck_assert_msg(stat_at(F.p.r[1], muts[_i].counter) == before + 1,
 		      "%s: counter not bumped", muts[_i].name);
 	if (_i != M_STALE && _i != M_AHEAD)
-		ck_assert_msg(stat_at(F.p.r[1],
-				      offsetof(struct ry_rail_stats,
-					       rx_dropped)) > dropped,
+		ck_assert_msg(stat_at(F.p.r[1], offsetof(struct ry_rail_stats,
+							 rx_dropped)) > dropped,
 			      "%s: not counted as dropped", muts[_i].name);
 	ck_assert_msg(!memcmp(F.buf, F.snap, sizeof(F.snap)),
 		      "%s: memory touched", muts[_i].name);
@@ -342,7 +385,8 @@ START_TEST(test_err_qp_drops_replay)
 	ck_assert_int_eq(ry_rail_modify_qp(F.p.qp[1], RY_QPS_ERR, NULL), 0);
 	forge_inject(&F, len, 0);
 	ck_assert_uint_eq(stat_at(F.p.r[1], offsetof(struct ry_rail_stats,
-						     rx_qp_err_dropped)), 1);
+						     rx_qp_err_dropped)),
+			  1);
 	ck_assert(!memcmp(F.buf, F.snap, sizeof(F.snap)));
 	forge_teardown(&F);
 }
@@ -370,22 +414,22 @@ START_TEST(test_new_qp_rejects_old)
 	pair_connect(&F.p);
 	ck_assert_uint_ne(F.p.qp[1]->local.cookie, old.cookie);
 	forge_inject(&F, len, 0);
-	ck_assert_uint_eq(stat_at(F.p.r[1], offsetof(struct ry_rail_stats,
-						     rx_bad_qpn)), 1);
+	ck_assert_uint_eq(
+	    stat_at(F.p.r[1], offsetof(struct ry_rail_stats, rx_bad_qpn)), 1);
 	/* the old packet aimed at the new QPN: the cookie gives it away */
 	old.dqpn = F.p.qp[1]->qp_num;
 	old.sqpn = F.p.qp[0]->qp_num;
 	len = forge_build(&F, &old);
 	forge_inject(&F, len, 0);
-	ck_assert_uint_eq(stat_at(F.p.r[1], offsetof(struct ry_rail_stats,
-						     rx_bad_cookie)), 1);
+	ck_assert_uint_eq(
+	    stat_at(F.p.r[1], offsetof(struct ry_rail_stats, rx_bad_cookie)),
+	    1);
 	ck_assert(!memcmp(F.buf, F.snap, sizeof(F.snap)));
 	/* and the new connection works */
 	xfer_check(&F.p, RY_WR_RDMA_WRITE, 5000, 1);
 	forge_teardown(&F);
 }
 END_TEST
-
 
 /* A clean path needs no retransmission and far fewer ACKs than packets:
  * a lost packet in the sender's own batching would show up here. */
@@ -396,10 +440,11 @@ START_TEST(test_clean_path)
 
 	pair_open(&p);
 	p.attr_set = true;
-	p.attr = (struct ry_qp_attr){ .access = ALL,
-				      .ack_timeout_us = 500000,
-				      .retry_cnt = 6, .rnr_retry = 6,
-				      .max_rd_atomic = 4 };
+	p.attr = (struct ry_qp_attr){.access = ALL,
+				     .ack_timeout_us = 500000,
+				     .retry_cnt = 6,
+				     .rnr_retry = 6,
+				     .max_rd_atomic = 4};
 	pair_connect(&p);
 	for (int i = 0; i < 4; i++)
 		xfer_check(&p, RY_WR_RDMA_WRITE, 8 << 20, (unsigned)i);
