@@ -56,11 +56,68 @@ static uint32_t crc_sw(uint32_t crc, const uint8_t *p, size_t len)
 #if defined(__x86_64__)
 #include <nmmintrin.h>
 
+/*
+ * The crc32 instruction has a latency of three cycles and a throughput of
+ * one, so one dependent chain runs at a third of the speed the unit has.
+ * Blocks of 3 * BLK bytes are done as three independent chains, joined
+ * with the linear "append BLK zero bytes" operator, applied by table.
+ */
+#define BLK 448 /* 3 * 448 = 1344: one 1500-MTU packet's payload */
+
+static uint32_t zeros[2][4][256]; /* append BLK, 2 * BLK zero bytes */
+static pthread_once_t zeros_once = PTHREAD_ONCE_INIT;
+
+__attribute__((target("sse4.2"))) static uint32_t zeros_hw(uint32_t c, size_t n)
+{
+	uint64_t v = c;
+
+	for (size_t i = 0; i < n / 8; i++)
+		v = _mm_crc32_u64(v, 0);
+	return (uint32_t)v;
+}
+
+static int have_hw;
+
+static void zeros_init(void)
+{
+	__builtin_cpu_init();
+	have_hw = __builtin_cpu_supports("sse4.2");
+	if (!have_hw)
+		return;
+	for (unsigned k = 0; k < 2; k++)
+		for (unsigned i = 0; i < 4; i++)
+			for (unsigned b = 0; b < 256; b++)
+				zeros[k][i][b] =
+				    zeros_hw(b << (8 * i), (k + 1) * BLK);
+}
+
+static inline uint32_t shift(const uint32_t t[4][256], uint32_t c)
+{
+	return t[0][c & 0xff] ^ t[1][(c >> 8) & 0xff] ^ t[2][(c >> 16) & 0xff] ^
+	       t[3][c >> 24];
+}
+
 __attribute__((target("sse4.2"))) static uint32_t
 crc_hw(uint32_t crc, const uint8_t *p, size_t len)
 {
 	uint64_t c = crc;
 
+	while (len >= 3 * BLK) {
+		uint64_t c1 = 0, c2 = 0, v0, v1, v2;
+
+		for (size_t i = 0; i < BLK; i += 8) {
+			memcpy(&v0, p + i, 8);
+			memcpy(&v1, p + BLK + i, 8);
+			memcpy(&v2, p + 2 * BLK + i, 8);
+			c = _mm_crc32_u64(c, v0);
+			c1 = _mm_crc32_u64(c1, v1);
+			c2 = _mm_crc32_u64(c2, v2);
+		}
+		c = shift(zeros[1], (uint32_t)c) ^
+		    shift(zeros[0], (uint32_t)c1) ^ (uint32_t)c2;
+		p += 3 * BLK;
+		len -= 3 * BLK;
+	}
 	while (len >= 8) {
 		uint64_t v;
 
@@ -75,7 +132,6 @@ crc_hw(uint32_t crc, const uint8_t *p, size_t len)
 	return crc;
 }
 
-static int have_hw = -1;
 #endif
 
 /* Standard CRC32C of buf continuing from crc (0 to start). */
@@ -83,10 +139,8 @@ uint32_t ry_soft_crc32c(uint32_t crc, const void *buf, size_t len)
 {
 	crc = ~crc;
 #if defined(__x86_64__)
-	if (have_hw < 0) {
-		__builtin_cpu_init();
-		have_hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
-	}
+	/* pthread_once orders the tables before any thread uses them */
+	pthread_once(&zeros_once, zeros_init);
 	if (have_hw)
 		return ~crc_hw(crc, buf, len);
 #endif
