@@ -43,8 +43,10 @@
 #define RY_SOFT_MAX_RD 16 /* READs outstanding per QP */
 #define RY_SOFT_WINDOW_BYTES (4u << 20)
 #define RY_SOFT_WINDOW_MAX 4096 /* packets in flight per QP */
-/* A PSN further than this from the expected one is not ours: dropped. */
-#define RY_SOFT_PSN_WINDOW (1 << 20)
+/* A PSN further than this from the expected one is not ours: dropped.
+ * One WR may span at most half of it, so no WR ever looks out of window. */
+#define RY_SOFT_PSN_WINDOW (1 << 22)
+#define RY_SOFT_WR_MAX_PKTS (1u << 21)
 
 /* Batching. */
 #define RY_SOFT_RX_MSGS 16

@@ -353,7 +353,9 @@ int ry_soft_post_send(struct ry_qp *base, const struct ry_send_wr *wr,
 
 	for (unsigned i = 0; i < n; i++)
 		if ((unsigned)wr[i].opcode > RY_WR_SEND_IMM ||
-		    wr[i].sge.length > RY_SOFT_MAX_MSG)
+		    wr[i].sge.length > RY_SOFT_MAX_MSG ||
+		    (qp->pmtu &&
+		     wr_npkts(qp, wr[i].sge.length) > RY_SOFT_WR_MAX_PKTS))
 			return -EINVAL;
 	if (base->state == RY_QPS_ERR) {
 		/* verbs: in ERR a new WR completes at once, flushed */

@@ -580,6 +580,11 @@ static int soft_query(struct ry_rail *rail, struct ry_rail_attr *attr)
 	attr->local.mtu = r->mtu;
 	attr->max_qp_wr = RY_SOFT_MAX_QP_WR;
 	attr->max_msg_size = RY_SOFT_MAX_MSG;
+	/* small MTUs: a WR may not span more PSNs than the window allows */
+	if ((uint64_t)RY_SOFT_WR_MAX_PKTS * (r->mtu - RY_SOFT_OVERHEAD) <
+	    attr->max_msg_size)
+		attr->max_msg_size =
+			RY_SOFT_WR_MAX_PKTS * (r->mtu - RY_SOFT_OVERHEAD);
 	return 0;
 }
 

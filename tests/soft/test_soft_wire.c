@@ -316,7 +316,7 @@ START_TEST(test_forged_rejected)
 		f.psn = ry_soft_psn_add(f.psn, 5);
 		break;
 	case M_WINDOW:
-		f.psn = ry_soft_psn_add(f.psn, 0x400000);
+		f.psn = ry_soft_psn_add(f.psn, 0x600000);
 		break;
 	case M_RKEY:
 		f.rkey ^= 0x80000000u;
