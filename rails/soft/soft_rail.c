@@ -545,6 +545,10 @@ static int soft_progress(struct ry_rail *rail)
 		ry_soft_resp_run(qp);
 		ry_soft_req_run(qp);
 		t = ry_soft_req_next_timer(qp);
+		/* READ responses left over when the batch filled */
+		if (qp->resp.rd_head != qp->resp.rd_tail &&
+		    qp->base.state != RY_QPS_ERR)
+			t = 1;
 		if (t && (!next || t < next))
 			next = t;
 	}

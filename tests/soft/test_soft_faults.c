@@ -275,11 +275,35 @@ START_TEST(test_unplug_replug)
 END_TEST
 
 /* Fault settings from the config are applied at open. */
+static void lossy_config(struct ry_rail_config *cfg, int idx)
+{
+	soft_config(cfg, idx);
+	cfg->fault.drop = 0.05;
+	cfg->fault.duplicate = 0.05;
+}
+
 START_TEST(test_config_fault)
 {
+	static const struct ry_test_provider lossy = {
+	    .name = "soft-lossy",
+	    .ops = &ry_soft_ops,
+	    .config = lossy_config,
+	    .has_faults = true,
+	};
 	struct ry_rail_config cfg = {0};
 	struct ry_fault bad = {.drop = 1.5};
+	struct ry_rail_stats st;
+	struct ry_test_pair p;
 	struct ry_rail *r;
+
+	ry_test_provider = &lossy;
+	lossy_pair(&p);
+	xfer_check(&p, RY_WR_RDMA_WRITE, 1 << 20, 1);
+	ck_assert_int_eq(ry_rail_get_stats(p.r[0], &st), 0);
+	ck_assert_uint_gt(st.faults_dropped, 0);
+	ck_assert_uint_gt(st.faults_duplicated, 0);
+	pair_close(&p);
+	ry_test_provider = &soft;
 
 	soft_config(&cfg, 0);
 	cfg.fault.down = true;
