@@ -18,9 +18,17 @@
 #include "rails/soft/soft_int.h"
 #include "src/log.h"
 
+/* linux/if.h's IFF_LOWER_UP; that header clashes with net/if.h */
+#define RY_IFF_LOWER_UP 0x10000u
+
+/*
+ * Up: administratively up with a carrier.  LOWER_UP is the carrier itself;
+ * RUNNING (the operstate) follows it only after linkwatch's delay of up to
+ * a second, which must not hold back a link that was just brought up.
+ */
 static bool flags_up(unsigned flags)
 {
-	return (flags & IFF_UP) && (flags & IFF_RUNNING);
+	return (flags & IFF_UP) && (flags & (RY_IFF_LOWER_UP | IFF_RUNNING));
 }
 
 int ry_soft_nl_open(struct ry_soft_rail *r, const char *ifname)
@@ -45,11 +53,13 @@ int ry_soft_nl_open(struct ry_soft_rail *r, const char *ifname)
 		RY_ERR("soft", "rail %s: netlink bind: %m", r->base.name);
 		return -errno;
 	}
-	/* Subscribed first, then read the state: no change slips between. */
+	/* Subscribed first, then read the state: no change slips between.
+	 * The ioctl's 16 flag bits lack LOWER_UP, so only IFF_UP counts
+	 * here; a missing carrier shows in the next netlink message. */
 	memset(&ifr, 0, sizeof(ifr));
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
 	if (ioctl(r->sock, SIOCGIFFLAGS, &ifr) == 0)
-		r->nl_up = flags_up((unsigned)ifr.ifr_flags);
+		r->nl_up = ifr.ifr_flags & IFF_UP;
 	return 0;
 }
 
@@ -69,8 +79,7 @@ void ry_soft_nl_run(struct ry_soft_rail *r)
 				if (if_indextoname((unsigned)r->ifindex,
 						   ifr.ifr_name) &&
 				    !ioctl(r->sock, SIOCGIFFLAGS, &ifr))
-					r->nl_up =
-					    flags_up((unsigned)ifr.ifr_flags);
+					r->nl_up = ifr.ifr_flags & IFF_UP;
 				ry_soft_link_update(r);
 				continue;
 			}

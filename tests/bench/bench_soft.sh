@@ -14,7 +14,8 @@
 #
 #      at MTU 1500 and at MTU 9000.  The namespaces are deleted on exit.
 #
-# usage: bench_soft.sh [BENCH_BINARY]   (env T=seconds per point, default 2)
+# usage: bench_soft.sh [BENCH_BINARY]   (env T=seconds per point, default 2;
+#        SKIP_LO=1 skips loopback, MTUS="1500 9000" picks the veth MTUs)
 # Not a test: it prints numbers and asserts nothing.
 set -euo pipefail
 
@@ -59,10 +60,12 @@ table() {
 }
 
 echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) cpus, T=$T s per point"
-ip_lo=$(iperf_mbs "" "" 127.0.0.1)
-table "loopback mtu 1500" "$ip_lo" -m 1500
-table "loopback mtu 9000" "$ip_lo" -m 9000
-table "loopback mtu 65000" "$ip_lo" -m 65000
+if [ -z "${SKIP_LO:-}" ]; then
+	ip_lo=$(iperf_mbs "" "" 127.0.0.1)
+	table "loopback mtu 1500" "$ip_lo" -m 1500
+	table "loopback mtu 9000" "$ip_lo" -m 9000
+	table "loopback mtu 65000" "$ip_lo" -m 65000
+fi
 
 if [ "$(id -u)" != 0 ]; then
 	echo "# veth between namespaces skipped: needs root"
@@ -76,7 +79,7 @@ ip -n "$NSB" addr add 198.18.0.2/24 dev ryb
 for ns in "$NSA" "$NSB"; do ip -n "$ns" link set lo up; done
 ip -n "$NSA" link set rya up
 ip -n "$NSB" link set ryb up
-for mtu in 1500 9000; do
+for mtu in ${MTUS:-1500 9000}; do
 	ip -n "$NSA" link set rya mtu $mtu
 	ip -n "$NSB" link set ryb mtu $mtu
 	sleep 0.2

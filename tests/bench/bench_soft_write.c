@@ -210,8 +210,30 @@ int main(int argc, char **argv)
 			n = ry_rail_poll_cq(r[0], wc, 64);
 			for (int i = 0; i < n; i++) {
 				if (wc[i].status != RY_WC_SUCCESS) {
-					fprintf(stderr, "write failed: %s\n",
-						ry_wc_status_str(wc[i].status));
+					struct ry_rail_stats s0, s1;
+
+					ry_rail_get_stats(r[0], &s0);
+					ry_rail_get_stats(r[1], &s1);
+					fprintf(
+					    stderr,
+					    "write failed: %s (a: tx %llu "
+					    "rx %llu dropped %llu; b: tx "
+					    "%llu rx %llu dropped %llu "
+					    "header %llu crc %llu qpn %llu "
+					    "faults %llu)\n",
+					    ry_wc_status_str(wc[i].status),
+					    (unsigned long long)s0.tx_packets,
+					    (unsigned long long)s0.rx_packets,
+					    (unsigned long long)s0.rx_dropped,
+					    (unsigned long long)s1.tx_packets,
+					    (unsigned long long)s1.rx_packets,
+					    (unsigned long long)s1.rx_dropped,
+					    (unsigned long long)
+						s1.rx_bad_header,
+					    (unsigned long long)s1.rx_bad_crc,
+					    (unsigned long long)s1.rx_bad_qpn,
+					    (unsigned long long)
+						s1.faults_dropped);
 					return 1;
 				}
 				bytes += size;
