@@ -55,7 +55,7 @@ table() {
 	shift 2
 	echo "== $label: iperf3 TCP single stream $ip MB/s"
 	printf "%10s %12s %12s %8s\n" size soft_MB/s iperf3_MB/s ratio
-	"$BIN" -t "$T" "$@" | awk -v ip="$ip" '!/^#/ && $1 ~ /^[0-9]+$/ {
+	"$BIN" -w -t "$T" "$@" | awk -v ip="$ip" '!/^#/ && $1 ~ /^[0-9]+$/ {
 		printf "%10s %12s %12s %8.2f\n", $1, $2, ip, $2 / ip }'
 }
 

@@ -6,12 +6,16 @@
  * namespace just to open its rail.
  *
  *   bench_soft_write [-a ADDR] [-b ADDR] [-A NETNS_PATH] [-B NETNS_PATH]
- *                    [-m MTU] [-t SECONDS] [-s SIZE]...
+ *                    [-m MTU] [-t SECONDS] [-s SIZE]... [-w]
+ *
+ * -w: each thread sleeps in poll() on its rail's fd when it has nothing
+ * to do, instead of spinning in progress (kinder to a shared machine).
  *
  * Prints one line per size: size, MB/s (10^6 bytes per second), retransmits.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -27,6 +31,16 @@
 #define DEPTH_BYTES (8u << 20)
 
 static atomic_int stop_b;
+static bool busy = true; /* -w: wait on the rail fd instead of spinning */
+
+/* Event-driven: sleep until the rail has work (it says so on its fd). */
+static void wait_fd(struct ry_rail *r)
+{
+	struct pollfd pfd = {.fd = ry_rail_fd(r), .events = POLLIN};
+
+	if (!busy)
+		poll(&pfd, 1, 10);
+}
 
 static double now_s(void)
 {
@@ -78,8 +92,10 @@ static void *responder(void *arg)
 {
 	struct ry_rail *r = arg;
 
-	while (!atomic_load_explicit(&stop_b, memory_order_relaxed))
+	while (!atomic_load_explicit(&stop_b, memory_order_relaxed)) {
+		wait_fd(r);
 		ry_rail_progress(r);
+	}
 	return NULL;
 }
 
@@ -99,7 +115,7 @@ int main(int argc, char **argv)
 	pthread_t tb;
 	int c;
 
-	while ((c = getopt(argc, argv, "a:b:A:B:m:t:s:")) != -1) {
+	while ((c = getopt(argc, argv, "a:b:A:B:m:t:s:w")) != -1) {
 		switch (c) {
 		case 'a':
 			addr[0] = optarg;
@@ -115,6 +131,9 @@ int main(int argc, char **argv)
 			break;
 		case 'm':
 			mtu = (uint32_t)atoi(optarg);
+			break;
+		case 'w':
+			busy = false;
 			break;
 		case 't':
 			secs = atof(optarg);
@@ -153,7 +172,7 @@ int main(int argc, char **argv)
 		    .access = RY_ACCESS_REMOTE_WRITE,
 		    .remote = qp[1 - i]->local,
 		    .mtu = mtu,
-		    .ack_timeout_us = 20000,
+		    .ack_timeout_us = 50000,
 		    .retry_cnt = 6,
 		    .rnr_retry = 6,
 		    .min_rnr_timer_us = 1000,
@@ -241,6 +260,8 @@ int main(int argc, char **argv)
 			done += (uint64_t)n;
 			if (done == posted && now_s() >= end)
 				break;
+			if (!n)
+				wait_fd(r[0]);
 		}
 		t1 = now_s();
 		ry_rail_get_stats(r[0], &st1);
