@@ -188,8 +188,9 @@ void ry_soft_req_timers(struct ry_soft_qp *qp)
 		return;
 	}
 	if (!qp->comp.retry_left) {
-		RY_DBG("soft", "qp 0x%x: retries exhausted at psn 0x%x",
-		       qp->base.qp_num, qp->comp.psn);
+		RY_DBG("soft", "qp 0x%x: retries exhausted at psn 0x%x (%s)",
+		       qp->base.qp_num, qp->comp.psn,
+		       ry_soft_req_state_names[qp->req.state]);
 		ry_soft_qp_error(qp, RY_WC_RETRY_EXCEEDED);
 		return;
 	}

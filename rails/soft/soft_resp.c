@@ -222,21 +222,50 @@ static void duplicate(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
 	queue_read(qp, p);
 }
 
+/* What the responder makes of a request's PSN; names for trace logs. */
+enum resp_verdict {
+	RESP_EXPECTED = 0,
+	RESP_DUPLICATE,
+	RESP_GAP,
+	RESP_OUT_OF_WINDOW,
+};
+
+static const char *const resp_verdict_names[] = {
+    [RESP_EXPECTED] = "expected",
+    [RESP_DUPLICATE] = "duplicate",
+    [RESP_GAP] = "gap",
+    [RESP_OUT_OF_WINDOW] = "out-of-window",
+};
+
+static enum resp_verdict judge(int32_t d)
+{
+	if (d < -RY_SOFT_PSN_WINDOW || d > RY_SOFT_PSN_WINDOW)
+		return RESP_OUT_OF_WINDOW;
+	if (d < 0)
+		return RESP_DUPLICATE;
+	return d ? RESP_GAP : RESP_EXPECTED;
+}
+
 void ry_soft_resp_rx(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
 {
 	struct ry_soft_rail *r = qp_rail(qp);
 	int32_t d = ry_soft_psn_cmp(p->psn, qp->resp.psn);
+	enum resp_verdict v = judge(d);
 
-	if (d < -RY_SOFT_PSN_WINDOW || d > RY_SOFT_PSN_WINDOW) {
+	if (v != RESP_EXPECTED)
+		RY_TRACE("soft", "qp 0x%x: psn 0x%x %s (expected 0x%x)",
+			 qp->base.qp_num, p->psn, resp_verdict_names[v],
+			 qp->resp.psn);
+
+	switch (v) {
+	case RESP_OUT_OF_WINDOW:
 		r->st.rx_bad_psn++;
 		r->st.rx_dropped++;
 		return;
-	}
-	if (d < 0) {
+	case RESP_DUPLICATE:
 		duplicate(qp, p);
 		return;
-	}
-	if (d > 0) {
+	case RESP_GAP:
 		if (!qp->resp.nak_sent ||
 		    ry_soft_psn_cmp(p->psn, qp->resp.nak_hi) <= 0) {
 			qp->resp.nak_sent = true;
@@ -245,6 +274,8 @@ void ry_soft_resp_rx(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
 		}
 		qp->resp.nak_hi = p->psn;
 		return;
+	case RESP_EXPECTED:
+		break;
 	}
 	switch (p->opcode) {
 	case RY_SOFT_OP_SEND:
