@@ -28,6 +28,7 @@ PIDS=()
 
 cleanup() {
 	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+echo "# load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
 	ip netns del "$NSA" 2>/dev/null || true
 	ip netns del "$NSB" 2>/dev/null || true
 }
@@ -59,12 +60,15 @@ table() {
 		printf "%10s %12s %12s %8.2f\n", $1, $2, ip, $2 / ip }'
 }
 
-echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) cpus, T=$T s per point"
+echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) cpus, T=$T s per point," \
+	"load $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ -z "${SKIP_LO:-}" ]; then
-	ip_lo=$(iperf_mbs "" "" 127.0.0.1)
-	table "loopback mtu 1500" "$ip_lo" -m 1500
-	table "loopback mtu 9000" "$ip_lo" -m 9000
-	table "loopback mtu 65000" "$ip_lo" -m 65000
+	# iperf3 again before each table: the machine's load drifts
+	for mtu in 1500 9000 65000; do
+		ip_lo=$(iperf_mbs "" "" 127.0.0.1)
+		table "loopback mtu $mtu" "$ip_lo" -m $mtu
+	done
+echo "# load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
 fi
 
 if [ "$(id -u)" != 0 ]; then
@@ -77,6 +81,7 @@ ip link add rya netns "$NSA" type veth peer name ryb netns "$NSB"
 ip -n "$NSA" addr add 198.18.0.1/24 dev rya
 ip -n "$NSB" addr add 198.18.0.2/24 dev ryb
 for ns in "$NSA" "$NSB"; do ip -n "$ns" link set lo up; done
+echo "# load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
 ip -n "$NSA" link set rya up
 ip -n "$NSB" link set ryb up
 for mtu in ${MTUS:-1500 9000}; do
@@ -88,3 +93,4 @@ for mtu in ${MTUS:-1500 9000}; do
 		-A /var/run/netns/"$NSA" -a 198.18.0.1:0 \
 		-B /var/run/netns/"$NSB" -b 198.18.0.2:0
 done
+echo "# load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
