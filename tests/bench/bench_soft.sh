@@ -28,7 +28,6 @@ PIDS=()
 
 cleanup() {
 	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-echo "# load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
 	ip netns del "$NSA" 2>/dev/null || true
 	ip netns del "$NSB" 2>/dev/null || true
 }
@@ -68,7 +67,6 @@ if [ -z "${SKIP_LO:-}" ]; then
 		ip_lo=$(iperf_mbs "" "" 127.0.0.1)
 		table "loopback mtu $mtu" "$ip_lo" -m $mtu
 	done
-echo "# load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
 fi
 
 if [ "$(id -u)" != 0 ]; then
@@ -81,7 +79,6 @@ ip link add rya netns "$NSA" type veth peer name ryb netns "$NSB"
 ip -n "$NSA" addr add 198.18.0.1/24 dev rya
 ip -n "$NSB" addr add 198.18.0.2/24 dev ryb
 for ns in "$NSA" "$NSB"; do ip -n "$ns" link set lo up; done
-echo "# load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
 ip -n "$NSA" link set rya up
 ip -n "$NSB" link set ryb up
 for mtu in ${MTUS:-1500 9000}; do
