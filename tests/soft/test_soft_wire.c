@@ -460,6 +460,55 @@ START_TEST(test_clean_path)
 }
 END_TEST
 
+/* A duplicate READ request is executed again (its responses re-sent), and
+ * the requester, which already has them, takes none of their bytes. */
+START_TEST(test_dup_read_reexecuted)
+{
+	struct forge F;
+	struct ry_soft_pkt f;
+	struct ry_rail_stats before, after;
+	struct ry_send_wr wr;
+	struct ry_mr *lmr;
+	struct ry_wc wc;
+	uint8_t *local = test_buf(4096, 5), snap[4096];
+	size_t len;
+
+	forge_setup(&F);
+	ck_assert_int_eq(ry_rail_reg_mr(F.p.pd[0], local, 4096, ALL, &lmr), 0);
+	wr = (struct ry_send_wr){
+	    .wr_id = 1,
+	    .opcode = RY_WR_RDMA_READ,
+	    .sge = {(uintptr_t)local, 4096, lmr->lkey},
+	    .remote_addr = (uintptr_t)F.mr->addr,
+	    .rkey = F.mr->rkey,
+	};
+	ck_assert_int_eq(ry_rail_post_send(F.p.qp[0], &wr, 1), 0);
+	pair_wait_wc(&F.p, 0, &wc, 5000);
+	ck_assert_int_eq(wc.status, RY_WC_SUCCESS);
+	ck_assert(!memcmp(local, F.mr->addr, 4096));
+	memset(local, 0xee, 4096);
+	memcpy(snap, local, 4096);
+	f = F.f;
+	f.opcode = RY_SOFT_OP_READ_REQ;
+	f.va = (uintptr_t)F.mr->addr;
+	f.len = 4096;
+	f.paylen = 0;
+	len = forge_build(&F, &f);
+	ck_assert_int_eq(ry_rail_get_stats(F.p.r[1], &before), 0);
+	forge_inject(&F, len, 0);
+	pair_spin(&F.p, 5);
+	ck_assert_int_eq(ry_rail_get_stats(F.p.r[1], &after), 0);
+	ck_assert_uint_eq(after.dup_rcvd, before.dup_rcvd + 1);
+	/* 4096 bytes at 1416 per packet: three responses again */
+	ck_assert_uint_ge(after.tx_packets, before.tx_packets + 3);
+	ck_assert(!memcmp(local, snap, 4096));
+	ck_assert_int_eq(F.p.qp[1]->state, RY_QPS_RTS);
+	ck_assert_int_eq(ry_rail_dereg_mr(lmr), 0);
+	free(local);
+	forge_teardown(&F);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("soft_wire");
@@ -477,6 +526,7 @@ int main(void)
 	tcase_add_test(tc, test_forged_valid_lands);
 	tcase_add_loop_test(tc, test_forged_rejected, 0, M__N);
 	tcase_add_test(tc, test_err_qp_drops_replay);
+	tcase_add_test(tc, test_dup_read_reexecuted);
 	tcase_add_test(tc, test_new_qp_rejects_old);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
