@@ -28,6 +28,10 @@
  * between the same peers (a different cookie) or from anyone who never saw
  * the exchange is dropped before any other work.
  *
+ * ACKs are coalesced: the responder sends one ACK per QP for everything it
+ * accepted in one receive batch (after any READ responses it owes), not one
+ * per packet; a READ response acknowledges every PSN before its own.
+ *
  * Every WRITE and READ response packet carries the address its own payload
  * goes to, so each packet is checked against the region table on its own;
  * the responder still accepts only the expected PSN.
@@ -56,7 +60,7 @@ enum ry_soft_flag {
 	RY_SOFT_F_FIRST = 1u << 0,
 	RY_SOFT_F_LAST = 1u << 1,
 	RY_SOFT_F_IMM = 1u << 2,    /* imm is valid; LAST packets only */
-	RY_SOFT_F_ACKREQ = 1u << 3, /* requester asks for an ACK now */
+	RY_SOFT_F_ACKREQ = 1u << 3, /* last of a message; ACKed per batch */
 	RY_SOFT_F_RETRY = 1u << 4,  /* a retransmission (for counters) */
 	RY_SOFT_F__ALL = (1u << 5) - 1,
 };
