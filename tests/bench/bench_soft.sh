@@ -4,7 +4,9 @@
 # Soft rail RDMA WRITE bandwidth (4 KiB .. 1 MiB) against iperf3 single-stream
 # TCP on the same path, in the same run:
 #
-#   1. loopback: two soft rails on 127.0.0.1, iperf3 on 127.0.0.1
+#   1. loopback: two soft rails on 127.0.0.1, iperf3 on 127.0.0.1; as root
+#      inside a private namespace whose lo has the rail's MTU (1500, 9000,
+#      65000), so that both see the same MTU
 #   2. veth (root only): two namespaces joined by one veth pair
 #
 #        netns ry-bench-a-PID              netns ry-bench-b-PID
@@ -24,12 +26,14 @@ T=${T:-2}
 PORT=5299
 NSA=ry-bench-a-$$
 NSB=ry-bench-b-$$
+NSL=ry-bench-lo-$$
 PIDS=()
 
 cleanup() {
 	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
 	ip netns del "$NSA" 2>/dev/null || true
 	ip netns del "$NSB" 2>/dev/null || true
+	ip netns del "$NSL" 2>/dev/null || true
 }
 trap cleanup EXIT
 
@@ -55,17 +59,30 @@ table() {
 	shift 2
 	echo "== $label: iperf3 TCP single stream $ip MB/s"
 	printf "%10s %12s %12s %8s\n" size soft_MB/s iperf3_MB/s ratio
-	"$BIN" -w -t "$T" "$@" | awk -v ip="$ip" '!/^#/ && $1 ~ /^[0-9]+$/ {
+	${BIN_EX:-} "$BIN" -w -t "$T" "$@" | awk -v ip="$ip" '!/^#/ && $1 ~ /^[0-9]+$/ {
 		printf "%10s %12s %12s %8.2f\n", $1, $2, ip, $2 / ip }'
 }
 
 echo "# $(date -u +%FT%TZ) $(uname -r) $(nproc) cpus, T=$T s per point," \
 	"load $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ -z "${SKIP_LO:-}" ]; then
-	# iperf3 again before each table: the machine's load drifts
+	# Same path, same MTU: as root, loopback in a private namespace with
+	# lo's MTU set to the rail's, so iperf3's TCP sees that MTU too.
+	# Otherwise the host's lo (MTU 65536 for iperf3).  iperf3 runs again
+	# before each table: the machine's load drifts.
 	for mtu in 1500 9000 65000; do
-		ip_lo=$(iperf_mbs "" "" 127.0.0.1)
-		table "loopback mtu $mtu" "$ip_lo" -m $mtu
+		if [ "$(id -u)" = 0 ]; then
+			ip netns add "$NSL"
+			ip -n "$NSL" link set lo up mtu $mtu
+			ex="ip netns exec $NSL"
+			label="loopback (netns lo mtu $mtu)"
+		else
+			ex=""
+			label="loopback (host lo) rail mtu $mtu"
+		fi
+		ip_lo=$(iperf_mbs "$ex" "$ex" 127.0.0.1)
+		BIN_EX="$ex" table "$label" "$ip_lo" -m $mtu
+		if [ "$(id -u)" = 0 ]; then ip netns del "$NSL"; fi
 	done
 fi
 
