@@ -273,6 +273,13 @@ struct ry_qp {
 	uint32_t qp_num;
 	enum ry_qp_state state;
 	void *context;
+	/*
+	 * What the peer needs to connect to this QP, filled at create_qp
+	 * (qpn, the random initial PSN and cookie, the rail's gid, udp_port
+	 * and mtu) and renewed by a move to RESET.  Send it to the peer as
+	 * its attr->remote.
+	 */
+	struct ry_qp_endpoint local;
 };
 
 /* Provider table: soft always, verbs when built with RY_WITH_VERBS. */
