@@ -84,7 +84,9 @@ devices_lists_rxe() {
 
 verbs_suite() {
 	RY_HW_DEV_A=rxe_a0 RY_HW_DEV_B=rxe_b0 CK_DEFAULT_TIMEOUT=120 \
-		CK_VERBOSITY=${CK_VERBOSITY:-normal} "$BUILD/tests/hw/test_verbs_rail"
+		RY_HW_NETDEV_A=veth0a RY_HW_NETDEV_B=veth0b RY_HW_ADDR_A=198.18.0.1 \
+		RY_HW_GUID_A=$(cat /sys/class/infiniband/rxe_a0/node_guid) \
+		CK_VERBOSITY=${CK_VERBOSITY:-verbose} "$BUILD/tests/hw/test_verbs_rail"
 }
 
 t0=$(now)

@@ -45,6 +45,7 @@ done
 # Debian compresses modules; busybox modprobe loads only plain ones
 find "$R/usr/lib/modules" -name '*.ko.xz' -exec xz -d {} +
 find "$R/usr/lib/modules" -name '*.ko.zst' -exec zstd -q -d --rm {} +
+cp "$work/kernel/lib/modules/$KVER"/modules.builtin* "$R/usr/lib/modules/$KVER/"
 depmod -b "$R/usr" "$KVER"
 
 # --- userspace ---

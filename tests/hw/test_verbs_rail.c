@@ -19,6 +19,7 @@
 #include <check.h>
 #include <errno.h>
 #include <poll.h>
+#include <spawn.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 #include "rails/rail.h"
 
@@ -37,6 +39,9 @@ struct provider {
 	void (*config)(struct ry_rail_config *cfg, int idx);
 	/* NULL when the suite can run here, else why not */
 	const char *(*cannot_run)(void);
+	/* Pull (plugged false) or put back rail idx's cable; -EOPNOTSUPP
+	 * when this setup cannot. */
+	int (*cable)(int idx, bool plugged);
 };
 
 static const char *dev_name(int idx)
@@ -82,11 +87,32 @@ static const char *verbs_cannot_run(void)
 	return NULL;
 }
 
+/* The cable of a RoCE port is its netdev: RY_HW_NETDEV_A/B name them. */
+static int verbs_cable(int idx, bool plugged)
+{
+	const char *dev = getenv(idx ? "RY_HW_NETDEV_B" : "RY_HW_NETDEV_A");
+	char *argv[] = { "ip", "link", "set", NULL, NULL, NULL };
+	int status;
+	pid_t pid;
+
+	if (!dev || !*dev)
+		return -EOPNOTSUPP;
+	argv[3] = (char *)dev;
+	argv[4] = plugged ? "up" : "down";
+	if (posix_spawnp(&pid, "ip", NULL, NULL, argv, environ))
+		return -errno;
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status))
+		return -EIO;
+	return 0;
+}
+
 static const struct provider verbs_provider = {
 	.name = "verbs",
 	.id = RY_PROVIDER_VERBS,
 	.config = verbs_config,
 	.cannot_run = verbs_cannot_run,
+	.cable = verbs_cable,
 };
 
 static const struct provider *provider = &verbs_provider;
@@ -844,6 +870,103 @@ START_TEST(test_events_and_faults)
 }
 END_TEST
 
+/* Wait for an event of type t on rail i; false after timeout_ms. */
+static bool wait_event(struct pair *p, int i, enum ry_rail_event_type t,
+		       int timeout_ms)
+{
+	uint64_t end = now_ms() + (uint64_t)timeout_ms;
+	struct ry_rail_event ev;
+
+	for (;;) {
+		struct pollfd pfd = { .fd = ry_rail_fd(p->r[i]),
+				      .events = POLLIN };
+
+		pair_progress(p);
+		while (!ry_rail_get_event(p->r[i], &ev))
+			if (ev.type == t)
+				return true;
+		if (now_ms() >= end)
+			return false;
+		poll(&pfd, 1, 50);
+	}
+}
+
+/* Pull a cable: the rail reports LINK_DOWN, a new open of it fails with a
+ * plain reason, traffic on the QP errors out and the QP drains; put the
+ * cable back: LINK_UP, and new QPs (new QPNs, new PSNs) carry data. */
+START_TEST(test_link_down_reconnect)
+{
+	struct ry_rail_config cfg;
+	struct ry_rail_attr ra;
+	struct ry_rail *extra = NULL;
+	uint32_t qpn[2], psn[2];
+	struct region a, b;
+	struct ry_send_wr wr;
+	struct ry_wc wc;
+	struct pair p;
+	uint64_t t;
+
+	pair_open(&p);
+	if (provider->cable(1, true) == -EOPNOTSUPP) {
+		pair_close(&p);
+		return; /* this setup has no cable to pull */
+	}
+	p.attr.ack_timeout_us = 10000;
+	p.attr.retry_cnt = 2;
+	pair_connect(&p);
+	xfer_check(&p, RY_WR_RDMA_WRITE, 4096, 1);
+
+	ck_assert_int_eq(provider->cable(1, false), 0);
+	t = now_ms();
+	ck_assert_msg(wait_event(&p, 1, RY_RAIL_EV_LINK_DOWN, 10000),
+		      "no LINK_DOWN after the cable was pulled");
+	fprintf(stderr, "link down seen after %llu ms\n",
+		(unsigned long long)(now_ms() - t));
+	ck_assert_int_eq(ry_rail_query(p.r[1], &ra), 0);
+	ck_assert_int_eq(ra.link, RY_LINK_DOWN);
+	provider->config(&cfg, 1);
+	ck_assert_int_eq(ry__rail_open(&cfg, &extra), -ENETDOWN);
+	ck_assert_ptr_null(extra);
+
+	region_get(&p, 0, &a, 65536, 1, ALL);
+	region_get(&p, 1, &b, 65536, 2, ALL);
+	wr = wr_make(RY_WR_RDMA_WRITE, &a, &b, 65536, 5);
+	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+	pair_wait_wc(&p, 0, &wc, 20000);
+	ck_assert_msg(wc.status != RY_WC_SUCCESS, "a write over a pulled cable succeeded");
+	fprintf(stderr, "write over the pulled cable: %s\n",
+		ry_wc_status_str(wc.status));
+	ck_assert_int_eq(p.qp[0]->state, RY_QPS_ERR);
+	for (int i = 0; i < 2; i++) {
+		qpn[i] = p.qp[i]->qp_num;
+		psn[i] = p.qp[i]->local.psn;
+		ck_assert_int_eq(ry_rail_modify_qp(p.qp[i], RY_QPS_ERR, NULL),
+				 0);
+		qp_drain_destroy(&p, i);
+	}
+
+	ck_assert_int_eq(provider->cable(1, true), 0);
+	t = now_ms();
+	ck_assert_msg(wait_event(&p, 1, RY_RAIL_EV_LINK_UP, 10000),
+		      "no LINK_UP after the cable was put back");
+	fprintf(stderr, "link up seen after %llu ms\n",
+		(unsigned long long)(now_ms() - t));
+	ck_assert_int_eq(ry_rail_query(p.r[1], &ra), 0);
+	ck_assert_int_eq(ra.link, RY_LINK_UP);
+	/* reconnect: new QPs, new numbers, and a probe that must succeed */
+	pair_connect(&p);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_uint_ne(p.qp[i]->qp_num, qpn[i]);
+		ck_assert_uint_ne(p.qp[i]->local.psn, psn[i]);
+	}
+	xfer_check(&p, RY_WR_RDMA_WRITE, MIB, 2);
+	xfer_check(&p, RY_WR_RDMA_READ, 4096, 3);
+	region_put(&a);
+	region_put(&b);
+	pair_close(&p);
+}
+END_TEST
+
 /* A rail config naming no device, or no such port, fails at open. */
 START_TEST(test_open_errors)
 {
@@ -860,6 +983,54 @@ START_TEST(test_open_errors)
 	cfg.gid_index = 200;
 	ck_assert_int_lt(ry__rail_open(&cfg, &r), 0);
 	ck_assert_ptr_eq(r, (struct ry_rail *)&cfg);
+}
+END_TEST
+
+/* ---- 4. verbs only: how a config names its port ---- */
+
+/* By node GUID as well as by name; the GID by address or index. */
+START_TEST(test_verbs_open_by_guid_and_address)
+{
+	const char *guid = getenv("RY_HW_GUID_A");
+	const char *addr = getenv("RY_HW_ADDR_A");
+	struct ry_rail_config cfg;
+	struct ry_rail_attr ra;
+	struct ry_rail *r;
+	uint8_t want[16] = { [10] = 0xff, [11] = 0xff };
+	unsigned b[4];
+
+	if (!guid || !addr)
+		return; /* the guest script sets them */
+	ck_assert_int_eq(sscanf(addr, "%u.%u.%u.%u", &b[0], &b[1], &b[2],
+				&b[3]), 4);
+	for (int i = 0; i < 4; i++)
+		want[12 + i] = (uint8_t)b[i];
+
+	provider->config(&cfg, 0);
+	snprintf(cfg.device, sizeof(cfg.device), "%s", guid);
+	ck_assert_int_eq(ry__rail_open(&cfg, &r), 0);
+	ck_assert_int_eq(ry_rail_query(r, &ra), 0);
+	/* the default GID is the routable RoCE v2 one */
+	ck_assert(!memcmp(ra.local.gid, want, 16));
+	ry_rail_close(r);
+
+	provider->config(&cfg, 0);
+	snprintf(cfg.address, sizeof(cfg.address), "%s", addr);
+	ck_assert_int_eq(ry__rail_open(&cfg, &r), 0);
+	ck_assert_int_eq(ry_rail_query(r, &ra), 0);
+	ck_assert(!memcmp(ra.local.gid, want, 16));
+	ry_rail_close(r);
+
+	provider->config(&cfg, 0);
+	snprintf(cfg.address, sizeof(cfg.address), "198.19.255.254");
+	ck_assert_int_eq(ry__rail_open(&cfg, &r), -ENOENT);
+
+	provider->config(&cfg, 0);
+	cfg.gid_index = 0; /* fe80:: on RoCE, the port GID on IB */
+	ck_assert_int_eq(ry__rail_open(&cfg, &r), 0);
+	ck_assert_int_eq(ry_rail_query(r, &ra), 0);
+	ck_assert(memcmp(ra.local.gid, want, 16));
+	ry_rail_close(r);
 }
 END_TEST
 
@@ -888,6 +1059,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_rnr_recovers);
 	tcase_add_test(tc, test_fd_readable);
 	tcase_add_test(tc, test_events_and_faults);
+	tcase_add_test(tc, test_verbs_open_by_guid_and_address);
+	tcase_add_test(tc, test_link_down_reconnect);
 	suite_add_tcase(s, tc);
 	return s;
 }
