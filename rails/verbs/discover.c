@@ -202,22 +202,31 @@ static bool gid_is_zero(const uint8_t *raw)
 	return !memcmp(raw, z, 16);
 }
 
+static size_t dev_ports(struct ibv_context *ctx)
+{
+	struct ibv_device_attr a;
+
+	return ibv_query_device(ctx, &a) || !a.phys_port_cnt ? 1 :
+							     a.phys_port_cnt;
+}
+
 int ry_verbs_pick_gid(struct ibv_context *ctx, int port, int gid_index,
 		      const char *address, uint32_t *index_p, uint8_t gid[16],
 		      char *why, size_t why_len)
 {
 	struct ibv_port_attr pa;
 	struct ibv_gid_entry e;
+	struct ibv_gid_entry *tbl;
 	uint8_t want[16];
 	int best = -1, score = 0;
 	uint8_t best_raw[16];
+	ssize_t n;
+	int rc = ibv_query_port(ctx, (uint8_t)port, &pa);
 
-	if (ibv_query_port(ctx, (uint8_t)port, &pa)) {
-		int err = errno;
-
+	if (rc) {
 		snprintf(why, why_len, "cannot query port %d: %s", port,
-			 strerror(err));
-		return -err;
+			 strerror(rc));
+		return -rc;
 	}
 	if (gid_index >= 0) {
 		if (gid_index >= pa.gid_tbl_len ||
@@ -248,30 +257,37 @@ int ry_verbs_pick_gid(struct ibv_context *ctx, int port, int gid_index,
 		memcpy(gid, e.gid.raw, 16);
 		return 0;
 	}
-	for (int g = 0; g < pa.gid_tbl_len; g++) {
+	/* One call for the whole table (of every port): only the valid
+	 * entries come back, rxe has 1024 slots per port. */
+	tbl = calloc((size_t)pa.gid_tbl_len * dev_ports(ctx), sizeof(*tbl));
+	if (!tbl)
+		return -ENOMEM;
+	n = ibv_query_gid_table(ctx, tbl, (size_t)pa.gid_tbl_len * dev_ports(ctx),
+				0);
+	for (ssize_t i = 0; i < n; i++) {
+		struct ibv_gid_entry *t = &tbl[i];
 		int s;
 
-		/* Empty slots fail with ENODATA; that is the table's end
-		 * on most drivers, but not on all, so look at every one. */
-		if (ibv_query_gid_ex(ctx, (uint32_t)port, (uint32_t)g, &e, 0) ||
-		    gid_is_zero(e.gid.raw))
+		if (t->port_num != (uint32_t)port || gid_is_zero(t->gid.raw))
 			continue;
 		if (address && address[0]) {
-			if (memcmp(e.gid.raw, want, 16))
+			if (memcmp(t->gid.raw, want, 16))
 				continue;
-			s = e.gid_type == IBV_GID_TYPE_ROCE_V2 ? 3 : 2;
+			s = t->gid_type == IBV_GID_TYPE_ROCE_V2 ? 3 : 2;
 		} else {
-			if (e.gid_type != IBV_GID_TYPE_ROCE_V2)
+			if (t->gid_type != IBV_GID_TYPE_ROCE_V2)
 				continue;
 			/* routable IPv4 beats the link-local fe80:: one */
-			s = gid_is_v4mapped(e.gid.raw) ? 2 : 1;
+			s = gid_is_v4mapped(t->gid.raw) ? 2 : 1;
 		}
-		if (s > score) {
+		/* lowest index wins among equals: the table is not sorted */
+		if (s > score || (s == score && t->gid_index < (uint32_t)best)) {
 			score = s;
-			best = g;
-			memcpy(best_raw, e.gid.raw, 16);
+			best = (int)t->gid_index;
+			memcpy(best_raw, t->gid.raw, 16);
 		}
 	}
+	free(tbl);
 	if (best < 0) {
 		if (address && address[0])
 			snprintf(why, why_len,

@@ -110,24 +110,26 @@ static int find_port(const struct ry_rail_config *cfg,
 	return rc;
 }
 
-static struct ibv_context *open_by_name(const char *name)
+static int open_by_name(const char *name, struct ibv_context **ctx_p)
 {
 	struct ibv_device **list;
 	struct ibv_context *ctx = NULL;
-	int n = 0;
+	int n = 0, rc = -ENODEV;
 
 	list = ibv_get_device_list(&n);
 	if (!list)
-		return NULL;
+		return errno ? -errno : -ENODEV;
 	for (int i = 0; i < n; i++)
 		if (!strcmp(ibv_get_device_name(list[i]), name)) {
+			errno = 0;
 			ctx = ibv_open_device(list[i]);
+			rc = ctx ? 0 : errno ? -errno : -ENODEV;
 			break;
 		}
-	if (!ctx && !errno)
-		errno = ENODEV;
 	ibv_free_device_list(list);
-	return ctx;
+	if (!rc)
+		*ctx_p = ctx;
+	return rc;
 }
 
 static int pick_gid(struct ry_verbs_rail *r, const struct ry_rail_config *cfg)
@@ -169,18 +171,22 @@ static int verbs_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 	ry__verbs_list_init(&r->pds);
 	ry__verbs_list_init(&r->mrs);
 
-	r->ctx = open_by_name(port.device);
-	if (!r->ctx) {
-		rc = -errno;
+	rc = open_by_name(port.device, &r->ctx);
+	if (rc) {
+		errno = -rc;
 		RY_ERR("verbs", "rail %s: cannot open %s: %m", cfg->name,
 		       port.device);
 		goto err_free;
 	}
-	if (ibv_query_device(r->ctx, &r->dev_attr) ||
-	    ibv_query_port(r->ctx, r->port, &pa)) {
-		rc = -errno;
+	/* both return an errno value */
+	rc = ibv_query_device(r->ctx, &r->dev_attr);
+	if (!rc)
+		rc = ibv_query_port(r->ctx, r->port, &pa);
+	if (rc) {
+		errno = rc;
 		RY_ERR("verbs", "rail %s: cannot query %s port %u: %m",
 		       cfg->name, port.device, r->port);
+		rc = -rc;
 		goto err_close;
 	}
 	/* Discovery read sysfs a moment ago; the device has the last word. */
@@ -224,9 +230,11 @@ static int verbs_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 		goto err_channel;
 	}
 	r->cq_size = r->cq->cqe;
-	if (ibv_req_notify_cq(r->cq, 0)) {
-		rc = -errno;
+	rc = ibv_req_notify_cq(r->cq, 0);
+	if (rc) {
+		errno = rc;
 		RY_ERR("verbs", "rail %s: ibv_req_notify_cq: %m", cfg->name);
+		rc = -rc;
 		goto err_cq;
 	}
 	sa.attr.max_wr = RY_VERBS_SRQ_WR < r->dev_attr.max_srq_wr ?
@@ -296,6 +304,7 @@ static int drain_cq_events(struct ry_verbs_rail *r)
 	struct ibv_cq *cq;
 	void *cq_ctx;
 	unsigned n = 0;
+	int rc;
 
 	while (!ibv_get_cq_event(r->channel, &cq, &cq_ctx))
 		n++;
@@ -306,9 +315,11 @@ static int drain_cq_events(struct ry_verbs_rail *r)
 	if (!n)
 		return 0;
 	ibv_ack_cq_events(r->cq, n);
-	if (ibv_req_notify_cq(r->cq, 0)) {
+	rc = ibv_req_notify_cq(r->cq, 0);
+	if (rc) {
+		errno = rc;
 		RY_ERR("verbs", "rail %s: ibv_req_notify_cq: %m", r->base.name);
-		return -errno;
+		return -rc;
 	}
 	return 0;
 }
@@ -440,10 +451,12 @@ static int verbs_query(struct ry_rail *rail, struct ry_rail_attr *attr)
 {
 	struct ry_verbs_rail *r = vrail(rail);
 	struct ibv_port_attr pa;
+	int rc = ibv_query_port(r->ctx, r->port, &pa);
 
-	if (ibv_query_port(r->ctx, r->port, &pa)) {
+	if (rc) {
+		errno = rc;
 		RY_ERR("verbs", "rail %s: ibv_query_port: %m", r->base.name);
-		return -errno;
+		return -rc;
 	}
 	memset(attr, 0, sizeof(*attr));
 	attr->link = pa.state == IBV_PORT_ACTIVE ? RY_LINK_UP : RY_LINK_DOWN;
