@@ -92,7 +92,7 @@ static void translate(struct ry_verbs_rail *r, const struct ibv_wc *w,
 			RY_DBG("verbs", "rail %s: qp 0x%x: %s (vendor 0x%x)",
 			       r->base.name, w->qp_num,
 			       ibv_wc_status_str(w->status), w->vendor_err);
-		q->base.state = RY_QPS_ERR;
+		ry__verbs_qp_set_err(q);
 	}
 }
 

@@ -37,6 +37,9 @@
 #define RY_VERBS_CQ_MIN 4096        /* CQ entries at open; grows per QP */
 #define RY_VERBS_SRQ_WR 1024        /* receives the SRQ can hold */
 #define RY_VERBS_MAX_RD 16          /* READs outstanding per QP */
+/* How long destroy waits for "last WQE reached" from an HCA that may not
+ * send it (rxe and mlx5 do). */
+#define RY_VERBS_LAST_WQE_GRACE_NS 1000000000ull
 
 /* A small intrusive doubly linked list, for teardown at close. */
 struct ry_verbs_link {
@@ -66,7 +69,7 @@ struct ry_verbs_swr {
 
 struct ry_verbs_qp {
 	struct ry_qp base;
-	struct ry_verbs_qp *hnext;  /* rail->qp_hash chain */
+	struct ry_verbs_qp *hnext;  /* rail->qp_hash or graveyard chain */
 	struct ibv_qp *qp;
 	/* Send WRs posted and not yet completed, oldest first.  RC completes
 	 * a send queue in order, so the head is the WR an error completion
@@ -76,6 +79,11 @@ struct ry_verbs_qp {
 	uint32_t head, tail;        /* tail - head = outstanding */
 	uint32_t hw_outstanding;    /* of those, owed by the HCA */
 	uint32_t max_send_wr;
+	/* An SRQ QP may still be taking a receive when it enters ERR; the
+	 * HCA says "last WQE reached" when it no longer can. */
+	bool rq_live;               /* reached RTR: may consume receives */
+	bool last_wqe;              /* IBV_EVENT_QP_LAST_WQE_REACHED seen */
+	uint64_t err_ns;            /* when it entered ERR (CLOCK_MONOTONIC) */
 };
 
 struct ry_verbs_rail {
@@ -99,6 +107,10 @@ struct ry_verbs_rail {
 	struct ibv_srq *srq;
 	int epfd;                   /* channel fd + async fd */
 	bool device_fatal;
+	bool port_active;           /* as the last port event said */
+	/* Drained QPs whose ibv_destroy_qp waits for the link: rxe blocks
+	 * in it for seconds while the port is down. */
+	struct ry_verbs_qp *graveyard;
 
 	struct ry_verbs_link pds, mrs;
 	struct ry_verbs_qp *qp_hash[RY_VERBS_QP_BUCKETS];
@@ -145,6 +157,7 @@ static inline void ry__verbs_list_del(struct ry_verbs_link *n)
 /* verbs_rail.c */
 void ry__verbs_push_event(struct ry_verbs_rail *r,
 			  enum ry_rail_event_type type, uint32_t qpn);
+uint64_t ry__verbs_now_ns(void);
 
 /* verbs_mr.c */
 int ry__verbs_alloc_pd(struct ry_rail *rail, struct ry_pd **pd_p);
@@ -165,7 +178,10 @@ int ry__verbs_post_send(struct ry_qp *qp, const struct ry_send_wr *wr,
 int ry__verbs_post_recv(struct ry_rail *rail, const struct ry_recv_wr *wr,
 			unsigned n);
 struct ry_verbs_qp *ry__verbs_qp_find(struct ry_verbs_rail *r, uint32_t qpn);
+/* The QP is in ERR (we moved it, or the HCA did and told us). */
+void ry__verbs_qp_set_err(struct ry_verbs_qp *q);
 void ry__verbs_qp_close_all(struct ry_verbs_rail *r);
+void ry__verbs_qp_bury(struct ry_verbs_rail *r);
 
 /* verbs_cq.c */
 int ry__verbs_poll_cq(struct ry_rail *rail, struct ry_wc *wc, int n);

@@ -3,12 +3,14 @@
  * RC QPs of the verbs rail: create, the state machine, posting.
  *
  * Lifetime rule: a QP is destroyed only after every send WR posted on it
- * has been reported by poll_cq.  destroy_qp() with WRs outstanding moves
- * the QP to ERR (so the HCA flushes them) and returns -EBUSY; the caller
- * polls the CQ and destroys again.  A QP destroyed with completions still
- * owed leaves CQEs behind that name a QPN and wr_ids nobody owns any more.
- * Only a dead device (device fatal event) lifts the rule: nothing will
- * complete there.
+ * has been reported by poll_cq, and (it shares the rail's SRQ) after the
+ * HCA said it will take no more receives (IBV_EVENT_QP_LAST_WQE_REACHED,
+ * or a grace period for HCAs that never say it).  destroy_qp() before that
+ * moves the QP to ERR (so the HCA flushes it) and returns -EBUSY; the
+ * caller runs progress, polls the CQ and destroys again.  A QP destroyed
+ * with completions still owed leaves CQEs behind that name a QPN and
+ * wr_ids nobody owns any more.  Only a dead device (device fatal event)
+ * lifts the rule: nothing will complete there.
  *
  * WRs posted in ERR never reach the HCA: not every HCA and kernel flushes
  * them, so they are completed FLUSHED by software, in order, behind the
@@ -37,6 +39,14 @@ struct ry_verbs_qp *ry__verbs_qp_find(struct ry_verbs_rail *r, uint32_t qpn)
 	while (q && q->base.qp_num != qpn)
 		q = q->hnext;
 	return q;
+}
+
+void ry__verbs_qp_set_err(struct ry_verbs_qp *q)
+{
+	if (q->base.state == RY_QPS_ERR)
+		return;
+	q->base.state = RY_QPS_ERR;
+	q->err_ns = ry__verbs_now_ns();
 }
 
 static void qp_unhash(struct ry_verbs_rail *r, struct ry_verbs_qp *q)
@@ -338,29 +348,65 @@ int ry__verbs_modify_qp(struct ry_qp *qp, enum ry_qp_state state,
 			       ry_qp_state_str(state));
 		return -rc;
 	}
-	if (state == RY_QPS_RESET)
+	switch (state) {
+	case RY_QPS_RESET:
 		qp->local.psn = psn; /* a new connection: a new PSN */
+		q->rq_live = q->last_wqe = false;
+		break;
+	case RY_QPS_RTR:
+		q->rq_live = true;
+		break;
+	case RY_QPS_ERR:
+		ry__verbs_qp_set_err(q);
+		return 0;
+	default:
+		break;
+	}
 	qp->state = state;
 	return 0;
+}
+
+/* Drop the QP from the rail's books; the ibv_qp may live on a while. */
+static void qp_release(struct ry_verbs_rail *r, struct ry_verbs_qp *q)
+{
+	struct ry_verbs_pd *vpd = container_of(q->base.pd, struct ry_verbs_pd,
+					       base);
+
+	r->cq_used -= (int)q->max_send_wr;
+	qp_unhash(r, q);
+	vpd->refs--;
+	free(q->ring);
+	q->ring = NULL;
 }
 
 int ry__verbs_destroy_qp(struct ry_qp *qp)
 {
 	struct ry_verbs_qp *q = container_of(qp, struct ry_verbs_qp, base);
 	struct ry_verbs_rail *r = pd_vrail(qp->pd);
-	struct ry_verbs_pd *vpd = container_of(qp->pd, struct ry_verbs_pd,
-					       base);
 	int rc;
 
-	if (q->tail != q->head && !r->device_fatal) {
+	if (!r->device_fatal &&
+	    (q->tail != q->head || (q->rq_live && !q->last_wqe &&
+				    (qp->state != RY_QPS_ERR ||
+				     ry__verbs_now_ns() - q->err_ns <
+					     RY_VERBS_LAST_WQE_GRACE_NS)))) {
 		if (qp->state != RY_QPS_ERR) {
 			rc = ry__verbs_modify_qp(qp, RY_QPS_ERR, NULL);
 			if (rc)
 				return rc;
 		}
-		RY_DBG("verbs", "rail %s: qp 0x%x: %u WRs to drain before destroy",
-		       r->base.name, qp->qp_num, q->tail - q->head);
+		RY_DBG("verbs", "rail %s: qp 0x%x: %u WRs to drain%s before destroy",
+		       r->base.name, qp->qp_num, q->tail - q->head,
+		       q->last_wqe ? "" : ", last WQE not reached");
 		return -EBUSY;
+	}
+	if (!r->port_active && !r->device_fatal) {
+		/* Revoked at once (in ERR, nothing owed, no longer ours);
+		 * the HCA's side goes when the link is back. */
+		qp_release(r, q);
+		q->hnext = r->graveyard;
+		r->graveyard = q;
+		return 0;
 	}
 	rc = ibv_destroy_qp(q->qp);
 	if (rc) {
@@ -369,12 +415,27 @@ int ry__verbs_destroy_qp(struct ry_qp *qp)
 		       r->base.name, qp->qp_num);
 		return -rc;
 	}
-	r->cq_used -= (int)q->max_send_wr;
-	qp_unhash(r, q);
-	vpd->refs--;
-	free(q->ring);
+	qp_release(r, q);
 	free(q);
 	return 0;
+}
+
+/* Destroy the QPs that waited for the link (progress, port active). */
+void ry__verbs_qp_bury(struct ry_verbs_rail *r)
+{
+	while (r->graveyard) {
+		struct ry_verbs_qp *q = r->graveyard;
+		int rc = ibv_destroy_qp(q->qp);
+
+		if (rc) {
+			errno = rc;
+			RY_ERR("verbs", "rail %s: qp 0x%x: ibv_destroy_qp: %m",
+			       r->base.name, q->base.qp_num);
+			return; /* try again at the next progress */
+		}
+		r->graveyard = q->hnext;
+		free(q);
+	}
 }
 
 void ry__verbs_qp_close_all(struct ry_verbs_rail *r)
@@ -389,6 +450,13 @@ void ry__verbs_qp_close_all(struct ry_verbs_rail *r)
 			free(q);
 		}
 	r->n_qps = 0;
+	while (r->graveyard) {
+		struct ry_verbs_qp *q = r->graveyard;
+
+		r->graveyard = q->hnext;
+		ibv_destroy_qp(q->qp);
+		free(q);
+	}
 	r->n_sw_flush = 0;
 }
 

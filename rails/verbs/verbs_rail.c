@@ -26,7 +26,7 @@
 #include "rails/verbs/verbs_int.h"
 #include "src/log.h"
 
-static uint64_t now_ns(void)
+uint64_t ry__verbs_now_ns(void)
 {
 	struct timespec ts;
 
@@ -50,7 +50,7 @@ void ry__verbs_push_event(struct ry_verbs_rail *r,
 	ev = &r->events[r->ev_tail++ % RY_VERBS_EVENTS];
 	ev->type = type;
 	ev->qpn = qpn;
-	ev->time_ns = now_ns();
+	ev->time_ns = ry__verbs_now_ns();
 }
 
 static int set_nonblock(int fd)
@@ -197,6 +197,7 @@ static int verbs_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 		rc = -ENETDOWN;
 		goto err_close;
 	}
+	r->port_active = true;
 	r->ethernet = pa.link_layer == IBV_LINK_LAYER_ETHERNET;
 	r->lid = pa.lid;
 	r->max_msg_size = pa.max_msg_sz;
@@ -364,6 +365,7 @@ static void handle_async(struct ry_verbs_rail *r, struct ibv_async_event *e)
 		if (e->element.port_num != r->port)
 			break;
 		RY_WARN("verbs", "rail %s: port %u down", r->base.name, r->port);
+		r->port_active = false;
 		ry__verbs_push_event(r, RY_RAIL_EV_LINK_DOWN, 0);
 		break;
 	case IBV_EVENT_PORT_ACTIVE:
@@ -371,6 +373,7 @@ static void handle_async(struct ry_verbs_rail *r, struct ibv_async_event *e)
 			break;
 		RY_INFO("verbs", "rail %s: port %u active", r->base.name,
 			r->port);
+		r->port_active = true;
 		refresh_gid(r);
 		ry__verbs_push_event(r, RY_RAIL_EV_LINK_UP, 0);
 		break;
@@ -384,10 +387,15 @@ static void handle_async(struct ry_verbs_rail *r, struct ibv_async_event *e)
 		qpn = e->element.qp->qp_num;
 		q = ry__verbs_qp_find(r, qpn);
 		if (q)
-			q->base.state = RY_QPS_ERR;
+			ry__verbs_qp_set_err(q);
 		RY_WARN("verbs", "rail %s: qp 0x%x: %s", r->base.name, qpn,
 			ibv_event_type_str(e->event_type));
 		ry__verbs_push_event(r, RY_RAIL_EV_QP_FATAL, qpn);
+		break;
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		q = ry__verbs_qp_find(r, e->element.qp->qp_num);
+		if (q)
+			q->last_wqe = true;
 		break;
 	case IBV_EVENT_CQ_ERR:
 	case IBV_EVENT_SRQ_ERR:
@@ -429,6 +437,8 @@ static int verbs_progress(struct ry_rail *rail)
 	rc = drain_async(r);
 	if (!rc)
 		rc = drain_cq_events(r);
+	if (r->graveyard && r->port_active)
+		ry__verbs_qp_bury(r);
 	return rc;
 }
 

@@ -252,7 +252,17 @@ static void qp_drain_destroy(struct pair *p, int i)
 
 	if (!p->qp[i])
 		return;
-	while ((rc = ry_rail_destroy_qp(p->qp[i])) == -EBUSY) {
+	for (;;) {
+		uint64_t t = now_ms();
+
+		rc = ry_rail_destroy_qp(p->qp[i]);
+		/* the manager's progress loop calls this: it must not block
+		 * (rxe's ibv_destroy_qp does for seconds while the link is
+		 * down) */
+		ck_assert_msg(now_ms() - t < 500, "destroy_qp blocked %llu ms",
+			      (unsigned long long)(now_ms() - t));
+		if (rc != -EBUSY)
+			break;
 		ck_assert_msg(now_ms() < end, "QP never drained");
 		pair_try_wc(p, i, &wc, 50);
 	}
