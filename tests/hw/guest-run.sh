@@ -97,4 +97,8 @@ echo "guest: rail setup took $(since $t0) s"
 check "railyard devices lists the rxe ports" devices_lists_rxe
 check "verbs rail suite (tests/hw/test_verbs_rail)" verbs_suite
 echo "guest: all tests took $(since $t0) s, fail=$fail"
+if [ $fail != 0 ]; then
+	echo "guest: kernel messages about rxe:"
+	dmesg | grep -iE 'rxe|infiniband' | tail -40
+fi
 exit $fail

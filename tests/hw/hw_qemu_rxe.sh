@@ -36,10 +36,10 @@ fi
 
 # --- tools: command -> Debian package ---
 need=(qemu-system-x86_64:qemu-system-x86 busybox:busybox-static
-      depmod:kmod modprobe:kmod cpio:cpio dpkg:dpkg)
+      depmod:kmod modprobe:kmod cpio:cpio dpkg:dpkg xz:xz-utils)
 missing=() pkgs=()
 for n in "${need[@]}"; do
-	command -v "${n%%:*}" >/dev/null 2>&1 && [ -x "$(command -v "${n%%:*}")" ] ||
+	command -v "${n%%:*}" >/dev/null 2>&1 ||
 		{ missing+=("${n%%:*}"); pkgs+=("${n##*:}"); }
 done
 # busybox must be the static one: the guest has no libc of its own for it
@@ -47,6 +47,7 @@ if command -v busybox >/dev/null && ldd "$(command -v busybox)" >/dev/null 2>&1;
 	missing+=("static busybox"); pkgs+=(busybox-static)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
+	read -r -a pkgs <<< "$(printf '%s\n' "${pkgs[@]}" | sort -u | tr '\n' ' ')"
 	if [ $may_install = 1 ]; then
 		echo "HOST: installing ${pkgs[*]}"
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
