@@ -398,7 +398,8 @@ static void sizes_case(enum ry_wr_opcode op)
 	pair_open(&p);
 	pair_connect(&p);
 	{
-		size_t sizes[] = { 1, 4096, p.mtu - 1, p.mtu, p.mtu + 1, MIB };
+		size_t sizes[] = { 0, 1, 4096, p.mtu - 1, p.mtu, p.mtu + 1,
+				   MIB };
 
 		for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
 			xfer_check(&p, op, sizes[i], i + 1);
