@@ -1,8 +1,10 @@
 #!/bin/sh
 # Runs inside the hw test guest (see hw_qemu_rxe.sh), with $SRC and $BUILD
-# mounted at their host paths.  One rail, two soft-RoCE devices:
+# mounted at their host paths.  Two rails, each a pair of soft-RoCE devices
+# on a veth pair:
 #
 #   "node A"  rxe_a0 -- veth0a 198.18.0.1 <==veth==> 198.18.0.2 veth0b -- rxe_b0  "node B"
+#             rxe_a1 -- veth1a 198.18.1.1 <==veth==> 198.18.1.2 veth1b -- rxe_b1
 #
 # rxe (before 6.17) opens its UDP socket in init_net only, so both nodes
 # live in the guest's one namespace.  Policy routing sends A->B traffic
@@ -10,7 +12,9 @@
 # lo; accept_local lets each end take packets from a local source address.
 #
 # Tests: `railyard devices` lists the rxe ports and exits 0; the verbs rail
-# suite (tests/hw/test_verbs_rail) passes over rxe_a0 <-> rxe_b0.
+# suite (tests/hw/test_verbs_rail) passes over rxe_a0 <-> rxe_b0; then every
+# tests/hw/guest.d/*.sh (more drills, e.g. the manager's serve+bench), run
+# with this file's functions and topology, exit 0 for a pass.
 # Exit: 0 all passed, 1 a failure.
 
 # busybox's shell prefers its own applets: use the real iproute2
@@ -74,7 +78,7 @@ wait_gid() {
 devices_lists_rxe() {
 	out=$("$BUILD/src/cli/railyard" devices) || { echo "$out"; return 1; }
 	echo "$out"
-	for d in rxe_a0 rxe_b0; do
+	for d in rxe_a0 rxe_b0 rxe_a1 rxe_b1; do
 		echo "$out" | grep "$d" | grep -q ACTIVE ||
 			{ echo "guest: 'railyard devices' does not show $d ACTIVE"; return 1; }
 	done
@@ -90,15 +94,20 @@ verbs_suite() {
 }
 
 t0=$(now)
-check "rail 0 up (rxe_a0, rxe_b0 on veth0)" rail_up 0
-check "rxe_a0 ACTIVE with its GID" wait_gid rxe_a0 198.18.0.1
-check "rxe_b0 ACTIVE with its GID" wait_gid rxe_b0 198.18.0.2
+for n in 0 1; do
+	check "rail $n up (rxe_a$n, rxe_b$n on veth$n)" rail_up $n
+	check "rxe_a$n ACTIVE with its GID" wait_gid rxe_a$n 198.18.$n.1
+	check "rxe_b$n ACTIVE with its GID" wait_gid rxe_b$n 198.18.$n.2
+done
 echo "guest: rail setup took $(since $t0) s"
 check "railyard devices lists the rxe ports" devices_lists_rxe
 check "verbs rail suite (tests/hw/test_verbs_rail)" verbs_suite
+for t in "$SRC"/tests/hw/guest.d/*.sh; do
+	[ -f "$t" ] && check "${t#"$SRC"/}" . "$t"
+done
 echo "guest: all tests took $(since $t0) s, fail=$fail"
 if [ $fail != 0 ]; then
-	echo "guest: kernel messages about rxe:"
-	dmesg | grep -iE 'rxe|infiniband' | tail -40
+	echo "guest: the kernel's last messages:"
+	dmesg | tail -40
 fi
 exit $fail
