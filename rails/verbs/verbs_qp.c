@@ -298,7 +298,10 @@ int ry__verbs_modify_qp(struct ry_qp *qp, enum ry_qp_state state,
 
 	switch (state) {
 	case RY_QPS_RESET:
-		/* RESET drops WRs without completing them: drain first */
+		/* RESET drops send WRs without completing them: drain first.
+		 * (It does not wait for "last WQE reached" as destroy does:
+		 * the manager reconnects with new QPs, and RESET right after
+		 * ERR must work at once, as on the soft rail.) */
 		if (q->tail != q->head)
 			return -EBUSY;
 		rc = random_psn(&psn);
@@ -366,6 +369,34 @@ int ry__verbs_modify_qp(struct ry_qp *qp, enum ry_qp_state state,
 	return 0;
 }
 
+/*
+ * Before destroy: nothing the QP owes may be lost.  Returns 0
+ * when every send WR is reported and no receive can still land (or the
+ * device is dead); else moves the QP to ERR, so that it gets there, and
+ * returns -EBUSY for the caller to poll and come back.
+ */
+static int quiesce(struct ry_verbs_rail *r, struct ry_verbs_qp *q,
+		   const char *what)
+{
+	bool rq_busy = q->rq_live && !q->last_wqe &&
+		       (q->base.state != RY_QPS_ERR ||
+			ry__verbs_now_ns() - q->err_ns <
+				RY_VERBS_LAST_WQE_GRACE_NS);
+	int rc;
+
+	if (r->device_fatal || (q->tail == q->head && !rq_busy))
+		return 0;
+	if (q->base.state != RY_QPS_ERR) {
+		rc = ry__verbs_modify_qp(&q->base, RY_QPS_ERR, NULL);
+		if (rc)
+			return rc;
+	}
+	RY_DBG("verbs", "rail %s: qp 0x%x: %u WRs to drain%s before %s",
+	       r->base.name, q->base.qp_num, q->tail - q->head,
+	       q->last_wqe ? "" : ", last WQE not reached", what);
+	return -EBUSY;
+}
+
 /* Drop the QP from the rail's books; the ibv_qp may live on a while. */
 static void qp_release(struct ry_verbs_rail *r, struct ry_verbs_qp *q)
 {
@@ -385,21 +416,9 @@ int ry__verbs_destroy_qp(struct ry_qp *qp)
 	struct ry_verbs_rail *r = pd_vrail(qp->pd);
 	int rc;
 
-	if (!r->device_fatal &&
-	    (q->tail != q->head || (q->rq_live && !q->last_wqe &&
-				    (qp->state != RY_QPS_ERR ||
-				     ry__verbs_now_ns() - q->err_ns <
-					     RY_VERBS_LAST_WQE_GRACE_NS)))) {
-		if (qp->state != RY_QPS_ERR) {
-			rc = ry__verbs_modify_qp(qp, RY_QPS_ERR, NULL);
-			if (rc)
-				return rc;
-		}
-		RY_DBG("verbs", "rail %s: qp 0x%x: %u WRs to drain%s before destroy",
-		       r->base.name, qp->qp_num, q->tail - q->head,
-		       q->last_wqe ? "" : ", last WQE not reached");
-		return -EBUSY;
-	}
+	rc = quiesce(r, q, "destroy");
+	if (rc)
+		return rc;
 	if (!r->port_active && !r->device_fatal) {
 		/* Revoked at once (in ERR, nothing owed, no longer ours);
 		 * the HCA's side goes when the link is back. */
