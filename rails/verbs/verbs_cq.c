@@ -42,7 +42,9 @@ static enum ry_wc_status status_of(enum ibv_wc_status s)
 	}
 }
 
-static void translate(struct ry_verbs_rail *r, const struct ibv_wc *w,
+/* Returns false for a completion nobody may see: a send WR of a QP the
+ * caller destroyed. */
+static bool translate(struct ry_verbs_rail *r, const struct ibv_wc *w,
 		      struct ry_wc *o)
 {
 	struct ry_verbs_qp *q = ry__verbs_qp_find(r, w->qp_num);
@@ -71,6 +73,8 @@ static void translate(struct ry_verbs_rail *r, const struct ibv_wc *w,
 				(unsigned long long)s->wr_id);
 		o->opcode = s->opcode;
 		q->hw_outstanding--;
+		if (q->zombie)
+			return false;
 	} else if (send) {
 		/* a QP destroyed on a dead device: no ring to ask */
 		o->opcode = w->opcode == IBV_WC_RDMA_READ ? RY_WC_RDMA_READ :
@@ -94,6 +98,7 @@ static void translate(struct ry_verbs_rail *r, const struct ibv_wc *w,
 			       ibv_wc_status_str(w->status), w->vendor_err);
 		ry__verbs_qp_set_err(q);
 	}
+	return true;
 }
 
 /* WRs posted in ERR whose turn has come: they are at the ring's head. */
@@ -139,7 +144,8 @@ int ry__verbs_poll_cq(struct ry_rail *rail, struct ry_wc *wc, int n)
 			return got ? got : -EIO;
 		}
 		for (int i = 0; i < m; i++)
-			translate(r, &w[i], &wc[got++]);
+			if (translate(r, &w[i], &wc[got]))
+				got++;
 		if (m < k)
 			break;
 	}

@@ -37,8 +37,8 @@
 #define RY_VERBS_CQ_MIN 4096        /* CQ entries at open; grows per QP */
 #define RY_VERBS_SRQ_WR 1024        /* receives the SRQ can hold */
 #define RY_VERBS_MAX_RD 16          /* READs outstanding per QP */
-/* How long destroy waits for "last WQE reached" from an HCA that may not
- * send it (rxe and mlx5 do). */
+/* How long a destroyed QP waits for "last WQE reached" from an HCA that
+ * may not send it (rxe and mlx5 do). */
 #define RY_VERBS_LAST_WQE_GRACE_NS 1000000000ull
 
 /* A small intrusive doubly linked list, for teardown at close. */
@@ -69,7 +69,9 @@ struct ry_verbs_swr {
 
 struct ry_verbs_qp {
 	struct ry_qp base;
-	struct ry_verbs_qp *hnext;  /* rail->qp_hash or graveyard chain */
+	struct ry_verbs_qp *hnext;  /* rail->qp_hash chain */
+	struct ry_verbs_qp *znext;  /* rail->zombies */
+	bool zombie;                /* destroyed by the caller, not yet by us */
 	struct ibv_qp *qp;
 	/* Send WRs posted and not yet completed, oldest first.  RC completes
 	 * a send queue in order, so the head is the WR an error completion
@@ -108,9 +110,9 @@ struct ry_verbs_rail {
 	int epfd;                   /* channel fd + async fd */
 	bool device_fatal;
 	bool port_active;           /* as the last port event said */
-	/* Drained QPs whose ibv_destroy_qp waits for the link: rxe blocks
-	 * in it for seconds while the port is down. */
-	struct ry_verbs_qp *graveyard;
+	/* QPs the caller destroyed that the HCA still owes completions or
+	 * a "last WQE reached"; they stay in qp_hash until reaped. */
+	struct ry_verbs_qp *zombies;
 
 	struct ry_verbs_link pds, mrs;
 	struct ry_verbs_qp *qp_hash[RY_VERBS_QP_BUCKETS];
@@ -181,7 +183,7 @@ struct ry_verbs_qp *ry__verbs_qp_find(struct ry_verbs_rail *r, uint32_t qpn);
 /* The QP is in ERR (we moved it, or the HCA did and told us). */
 void ry__verbs_qp_set_err(struct ry_verbs_qp *q);
 void ry__verbs_qp_close_all(struct ry_verbs_rail *r);
-void ry__verbs_qp_bury(struct ry_verbs_rail *r);
+void ry__verbs_qp_reap(struct ry_verbs_rail *r);
 
 /* verbs_cq.c */
 int ry__verbs_poll_cq(struct ry_rail *rail, struct ry_wc *wc, int n);

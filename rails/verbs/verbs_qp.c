@@ -2,15 +2,10 @@
 /*
  * RC QPs of the verbs rail: create, the state machine, posting.
  *
- * Lifetime rule: a QP is destroyed only after every send WR posted on it
- * has been reported by poll_cq, and (it shares the rail's SRQ) after the
- * HCA said it will take no more receives (IBV_EVENT_QP_LAST_WQE_REACHED,
- * or a grace period for HCAs that never say it).  destroy_qp() before that
- * moves the QP to ERR (so the HCA flushes it) and returns -EBUSY; the
- * caller runs progress, polls the CQ and destroys again.  A QP destroyed
- * with completions still owed leaves CQEs behind that name a QPN and
- * wr_ids nobody owns any more.  Only a dead device (device fatal event)
- * lifts the rule: nothing will complete there.
+ * Lifetime rule: the ibv_qp is destroyed only after the HCA is done with
+ * it: every send WR completed and (it shares the rail's SRQ) no receive
+ * can land any more.  destroy_qp() revokes the QP at once for the caller
+ * and leaves the rest to progress(); see hw_done().
  *
  * WRs posted in ERR never reach the HCA: not every HCA and kernel flushes
  * them, so they are completed FLUSHED by software, in order, behind the
@@ -370,90 +365,101 @@ int ry__verbs_modify_qp(struct ry_qp *qp, enum ry_qp_state state,
 }
 
 /*
- * Before destroy: nothing the QP owes may be lost.  Returns 0
- * when every send WR is reported and no receive can still land (or the
- * device is dead); else moves the QP to ERR, so that it gets there, and
- * returns -EBUSY for the caller to poll and come back.
+ * The HCA is done with a QP when every send WR it took has completed and
+ * no receive can land any more ("last WQE reached", or a grace period for
+ * HCAs that never say it).  Until then its ibv_qp must live: destroyed
+ * earlier, it leaves CQEs behind naming a QPN and wr_ids nobody owns.
+ * rxe's ibv_destroy_qp also blocks for seconds while the port is down, so
+ * that waits for the port too.
  */
-static int quiesce(struct ry_verbs_rail *r, struct ry_verbs_qp *q,
-		   const char *what)
+static bool hw_done(struct ry_verbs_rail *r, struct ry_verbs_qp *q)
 {
-	bool rq_busy = q->rq_live && !q->last_wqe &&
-		       (q->base.state != RY_QPS_ERR ||
-			ry__verbs_now_ns() - q->err_ns <
-				RY_VERBS_LAST_WQE_GRACE_NS);
-	int rc;
-
-	if (r->device_fatal || (q->tail == q->head && !rq_busy))
-		return 0;
-	if (q->base.state != RY_QPS_ERR) {
-		rc = ry__verbs_modify_qp(&q->base, RY_QPS_ERR, NULL);
-		if (rc)
-			return rc;
-	}
-	RY_DBG("verbs", "rail %s: qp 0x%x: %u WRs to drain%s before %s",
-	       r->base.name, q->base.qp_num, q->tail - q->head,
-	       q->last_wqe ? "" : ", last WQE not reached", what);
-	return -EBUSY;
+	if (r->device_fatal)
+		return true; /* nothing will complete there */
+	if (q->hw_outstanding || !r->port_active)
+		return false;
+	return !q->rq_live || q->last_wqe ||
+	       (q->base.state == RY_QPS_ERR &&
+		ry__verbs_now_ns() - q->err_ns >= RY_VERBS_LAST_WQE_GRACE_NS);
 }
 
-/* Drop the QP from the rail's books; the ibv_qp may live on a while. */
-static void qp_release(struct ry_verbs_rail *r, struct ry_verbs_qp *q)
+static int qp_free(struct ry_verbs_rail *r, struct ry_verbs_qp *q)
 {
-	struct ry_verbs_pd *vpd = container_of(q->base.pd, struct ry_verbs_pd,
-					       base);
+	int rc = ibv_destroy_qp(q->qp);
 
-	r->cq_used -= (int)q->max_send_wr;
-	qp_unhash(r, q);
-	vpd->refs--;
-	free(q->ring);
-	q->ring = NULL;
-}
-
-int ry__verbs_destroy_qp(struct ry_qp *qp)
-{
-	struct ry_verbs_qp *q = container_of(qp, struct ry_verbs_qp, base);
-	struct ry_verbs_rail *r = pd_vrail(qp->pd);
-	int rc;
-
-	rc = quiesce(r, q, "destroy");
-	if (rc)
-		return rc;
-	if (!r->port_active && !r->device_fatal) {
-		/* Revoked at once (in ERR, nothing owed, no longer ours);
-		 * the HCA's side goes when the link is back. */
-		qp_release(r, q);
-		q->hnext = r->graveyard;
-		r->graveyard = q;
-		return 0;
-	}
-	rc = ibv_destroy_qp(q->qp);
 	if (rc) {
 		errno = rc;
 		RY_ERR("verbs", "rail %s: qp 0x%x: ibv_destroy_qp: %m",
-		       r->base.name, qp->qp_num);
+		       r->base.name, q->base.qp_num);
 		return -rc;
 	}
-	qp_release(r, q);
+	r->cq_used -= (int)q->max_send_wr;
+	qp_unhash(r, q);
+	free(q->ring);
 	free(q);
 	return 0;
 }
 
-/* Destroy the QPs that waited for the link (progress, port active). */
-void ry__verbs_qp_bury(struct ry_verbs_rail *r)
+/*
+ * Destroy revokes the QP at once, as the contract says: it goes to ERR and
+ * no completion of its send WRs is reported any more.  The ibv_qp lingers
+ * as a zombie, its completions drained and dropped by poll_cq, until the
+ * HCA is done with it (hw_done); progress() then destroys it.  Receive
+ * completions of a zombie are still reported: their buffers are the
+ * caller's, posted to the rail's SRQ.
+ */
+int ry__verbs_destroy_qp(struct ry_qp *qp)
 {
-	while (r->graveyard) {
-		struct ry_verbs_qp *q = r->graveyard;
-		int rc = ibv_destroy_qp(q->qp);
+	struct ry_verbs_qp *q = container_of(qp, struct ry_verbs_qp, base);
+	struct ry_verbs_rail *r = pd_vrail(qp->pd);
+	struct ry_verbs_pd *vpd = container_of(qp->pd, struct ry_verbs_pd,
+					       base);
+	int rc;
 
-		if (rc) {
-			errno = rc;
-			RY_ERR("verbs", "rail %s: qp 0x%x: ibv_destroy_qp: %m",
-			       r->base.name, q->base.qp_num);
-			return; /* try again at the next progress */
+	if (!hw_done(r, q) && qp->state != RY_QPS_ERR) {
+		rc = ry__verbs_modify_qp(qp, RY_QPS_ERR, NULL);
+		if (rc)
+			return rc;
+	}
+	/* WRs posted in ERR never reached the HCA: forget them now */
+	while (q->tail != q->head &&
+	       q->ring[(q->tail - 1) & q->ring_mask].flushed) {
+		q->tail--;
+		r->n_sw_flush--;
+	}
+	vpd->refs--;
+	if (hw_done(r, q))
+		return qp_free(r, q);
+	RY_DBG("verbs", "rail %s: qp 0x%x: destroyed, %u WRs to drain%s",
+	       r->base.name, qp->qp_num, q->hw_outstanding,
+	       q->last_wqe ? "" : ", last WQE not reached");
+	q->zombie = true;
+	q->znext = r->zombies;
+	r->zombies = q;
+	return 0;
+}
+
+/* Destroy the zombies the HCA is done with (from progress). */
+void ry__verbs_qp_reap(struct ry_verbs_rail *r)
+{
+	struct ry_verbs_qp **pp = &r->zombies;
+
+	while (*pp) {
+		struct ry_verbs_qp *q = *pp;
+
+		if (!hw_done(r, q)) {
+			pp = &q->znext;
+			continue;
 		}
-		r->graveyard = q->hnext;
-		free(q);
+		*pp = q->znext;
+		RY_DBG("verbs", "rail %s: qp 0x%x: reaped", r->base.name,
+		       q->base.qp_num);
+		if (qp_free(r, q)) {
+			/* try again at the next progress */
+			q->znext = *pp;
+			*pp = q;
+			return;
+		}
 	}
 }
 
@@ -469,14 +475,8 @@ void ry__verbs_qp_close_all(struct ry_verbs_rail *r)
 			free(q);
 		}
 	r->n_qps = 0;
-	while (r->graveyard) {
-		struct ry_verbs_qp *q = r->graveyard;
-
-		r->graveyard = q->hnext;
-		ibv_destroy_qp(q->qp);
-		free(q);
-	}
 	r->n_sw_flush = 0;
+	r->zombies = NULL;
 }
 
 static const enum ibv_wr_opcode wr_opcodes[] = {

@@ -386,6 +386,8 @@ static void handle_async(struct ry_verbs_rail *r, struct ibv_async_event *e)
 	case IBV_EVENT_QP_ACCESS_ERR:
 		qpn = e->element.qp->qp_num;
 		q = ry__verbs_qp_find(r, qpn);
+		if (q && q->zombie)
+			break; /* the caller destroyed it already */
 		if (q)
 			ry__verbs_qp_set_err(q);
 		RY_WARN("verbs", "rail %s: qp 0x%x: %s", r->base.name, qpn,
@@ -437,8 +439,8 @@ static int verbs_progress(struct ry_rail *rail)
 	rc = drain_async(r);
 	if (!rc)
 		rc = drain_cq_events(r);
-	if (r->graveyard && r->port_active)
-		ry__verbs_qp_bury(r);
+	if (r->zombies)
+		ry__verbs_qp_reap(r);
 	return rc;
 }
 

@@ -29,6 +29,8 @@
 #include <unistd.h>
 #include <sys/wait.h>
 
+#include <railyard/railyard.h>
+
 #include "rails/rail.h"
 
 /* ---- 1. the provider ---- */
@@ -573,6 +575,82 @@ START_TEST(test_bad_rkey)
 }
 END_TEST
 
+/* A bad lkey: the WR fails locally and the QP goes to ERR; nothing lands.
+ * (rxe in 6.12 reports it FLUSHED rather than LOC_PROT: the caller may
+ * not tell a local protection error from a flush.) */
+START_TEST(test_bad_lkey)
+{
+	struct region a, b;
+	struct ry_send_wr wr;
+	struct ry_wc wc;
+	struct pair p;
+	uint8_t *snap;
+
+	pair_open(&p);
+	pair_connect(&p);
+	region_get(&p, 0, &a, 4096, 1, ALL);
+	region_get(&p, 1, &b, 4096, 2, ALL);
+	snap = malloc(4096 + 2 * GUARD);
+	memcpy(snap, b.buf, 4096 + 2 * GUARD);
+	wr = wr_make(RY_WR_RDMA_WRITE, &a, &b, 4096, 3);
+	wr.sge.lkey ^= 0xffff00;
+	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+	pair_wait_wc(&p, 0, &wc, 10000);
+	ck_assert_uint_eq(wc.wr_id, 3);
+	ck_assert_msg(wc.status == RY_WC_LOC_PROT || wc.status == RY_WC_FLUSHED,
+		      "got %s", ry_wc_status_str(wc.status));
+	ck_assert_int_eq(p.qp[0]->state, RY_QPS_ERR);
+	ck_assert(!memcmp(snap, b.buf, 4096 + 2 * GUARD));
+	free(snap);
+	region_put(&a);
+	region_put(&b);
+	pair_close(&p);
+}
+END_TEST
+
+/* A SEND larger than the receive buffer: LOC_LEN at the receiver (rxe:
+ * a general error), a remote error at the sender (REM_INVALID_REQ on most
+ * HCAs, REM_OP on rxe), both QPs in ERR. */
+START_TEST(test_recv_too_small)
+{
+	struct region a, b;
+	struct ry_send_wr wr;
+	struct ry_recv_wr rw;
+	struct ry_wc wc;
+	struct pair p;
+
+	pair_open(&p);
+	pair_connect(&p);
+	region_get(&p, 0, &a, 8192, 1, ALL);
+	region_get(&p, 1, &b, 8192, 2, ALL);
+	rw = (struct ry_recv_wr){ .wr_id = 8,
+				  .sge = { (uintptr_t)b.mr->addr, 100,
+					   b.mr->lkey } };
+	ck_assert_int_eq(ry_rail_post_recv(p.r[1], &rw, 1), 0);
+	wr = wr_make(RY_WR_SEND, &a, NULL, 8192, 4);
+	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+	pair_wait_wc(&p, 0, &wc, 10000);
+	ck_assert_uint_eq(wc.wr_id, 4);
+	ck_assert_msg(wc.status == RY_WC_REM_INVALID_REQ ||
+			      wc.status == RY_WC_REM_OP,
+		      "got %s", ry_wc_status_str(wc.status));
+	ck_assert_int_eq(p.qp[0]->state, RY_QPS_ERR);
+	pair_wait_wc(&p, 1, &wc, 10000);
+	ck_assert_uint_eq(wc.wr_id, 8);
+	/* rxe says IBV_WC_LOC_QP_OP_ERR here, which has no better name
+	 * than general error */
+	ck_assert_msg(wc.status == RY_WC_LOC_LEN ||
+			      wc.status == RY_WC_GENERAL_ERR,
+		      "got %s", ry_wc_status_str(wc.status));
+	ck_assert_int_eq(wc.opcode, RY_WC_RECV);
+	ck_assert_uint_eq(wc.qp_num, p.qp[1]->qp_num);
+	ck_assert_int_eq(p.qp[1]->state, RY_QPS_ERR);
+	region_put(&a);
+	region_put(&b);
+	pair_close(&p);
+}
+END_TEST
+
 /* Modify to ERR with WRs in flight: each completes once, in order, as
  * success (it had finished) or flushed; none after a flushed one
  * succeeds; every WR posted in ERR is flushed. */
@@ -1067,6 +1145,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_send_sizes);
 	tcase_add_test(tc, test_send_imm_sizes);
 	tcase_add_test(tc, test_bad_rkey);
+	tcase_add_test(tc, test_bad_lkey);
+	tcase_add_test(tc, test_recv_too_small);
 	tcase_add_test(tc, test_err_flushes_outstanding);
 	tcase_add_test(tc, test_destroy_after_drain);
 	tcase_add_test(tc, test_new_qp_after_err);
@@ -1092,6 +1172,8 @@ int main(void)
 		printf("SKIP: %s rail suite: %s\n", provider->name, why);
 		return 77;
 	}
+	if (getenv("RY_HW_DEBUG"))
+		ry_log_set_level(RY_LOG_DEBUG);
 	sr = srunner_create(suite());
 	srunner_run_all(sr, CK_ENV);
 	failed = srunner_ntests_failed(sr);
