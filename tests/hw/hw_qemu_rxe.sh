@@ -15,7 +15,8 @@
 # env:   RY_HW_INSTALL=1   install what is missing with apt-get (root); CI=true
 #                          does the same when running as root
 #        RY_HW_KERNEL_DEB  a linux-image .deb to use instead of downloading
-#        RY_HW_KPKG        kernel meta package (default linux-image-6.12-amd64)
+#        RY_HW_KPKG        kernel meta package(s) to try (default
+#                          "linux-image-6.12-amd64 linux-image-amd64")
 #        RY_HW_CACHE       where the .deb and the guest image live
 #                          (default BUILD_DIR/tests/hw/guest)
 #        RY_HW_SMP, RY_HW_MEM (MiB), RY_HW_TIMEOUT (s), RY_HW_SHELL=1
@@ -24,7 +25,8 @@ set -uo pipefail
 SRC=$(readlink -f "$1") BUILD=$(readlink -f "$2")
 HERE=$SRC/tests/hw
 CACHE=${RY_HW_CACHE:-$BUILD/tests/hw/guest}
-KPKG_META=${RY_HW_KPKG:-linux-image-6.12-amd64}
+# 6.12 first: its rxe behaves better on link loss than 6.1's
+KPKG_METAS=${RY_HW_KPKG:-linux-image-6.12-amd64 linux-image-amd64}
 T0=$(date +%s.%N)
 elapsed() { awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 skip() { echo "SKIP: $*"; exit 77; }
@@ -33,6 +35,13 @@ may_install=0
 if [ "$(id -u)" = 0 ] && { [ "${CI:-}" = true ] || [ "${RY_HW_INSTALL:-}" = 1 ]; }; then
 	may_install=1
 fi
+apt_updated=0
+apt_update() { # once, and only when we may install
+	[ $may_install = 1 ] && [ $apt_updated = 0 ] || return 0
+	apt_updated=1
+	echo "HOST: apt-get update"
+	apt-get update -qq >/dev/null 2>&1 || true
+}
 
 # --- tools: command -> Debian package ---
 need=(qemu-system-x86_64:qemu-system-x86 busybox:busybox-static
@@ -50,8 +59,11 @@ if [ ${#missing[@]} -gt 0 ]; then
 	read -r -a pkgs <<< "$(printf '%s\n' "${pkgs[@]}" | sort -u | tr '\n' ' ')"
 	if [ $may_install = 1 ]; then
 		echo "HOST: installing ${pkgs[*]}"
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-			--no-install-recommends "${pkgs[@]}" >/dev/null ||
+		inst() {
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+				--no-install-recommends "${pkgs[@]}" >/dev/null
+		}
+		inst || { apt_update; inst; } ||
 			skip "apt-get install ${pkgs[*]} failed"
 	else
 		skip "missing ${missing[*]}; install with 'apt-get install ${pkgs[*]}'" \
@@ -72,9 +84,16 @@ done
 mkdir -p "$CACHE"
 DEB=${RY_HW_KERNEL_DEB:-}
 if [ -z "$DEB" ]; then
-	KPKG=$(apt-cache depends "$KPKG_META" 2>/dev/null |
-	       awk '/Depends: linux-image-/ { print $2; exit }')
-	[ -n "$KPKG" ] || skip "apt does not know $KPKG_META here (set RY_HW_KERNEL_DEB to a linux-image .deb)"
+	kpkg() { # the versioned image package a meta package names
+		for m in $KPKG_METAS; do
+			KPKG=$(apt-cache depends "$m" 2>/dev/null |
+			       awk '/Depends: linux-image-/ { print $2; exit }')
+			[ -n "$KPKG" ] && return 0
+		done
+		return 1
+	}
+	kpkg || { apt_update; kpkg; } ||
+		skip "apt knows none of $KPKG_METAS here (set RY_HW_KERNEL_DEB to a linux-image .deb)"
 	DEB=$(ls "$CACHE/${KPKG}"_*.deb 2>/dev/null | head -1)
 	if [ -z "$DEB" ]; then
 		[ $may_install = 1 ] ||
@@ -103,6 +122,7 @@ echo "HOST: guest image ready after $(elapsed) s (kernel $(cat "$CACHE/kver"))"
 APPEND="console=ttyS0 quiet loglevel=4 panic=-1 ry_src=$SRC ry_build=$BUILD"
 APPEND+=" ry_run=$HERE/guest-run.sh"
 [ "${RY_HW_SHELL:-}" = 1 ] && APPEND+=" ry_shell=1"
+# shellcheck disable=SC2054 # commas belong to QEMU's option syntax
 args=(-accel tcg -cpu max -m "${RY_HW_MEM:-1024}" -smp "${RY_HW_SMP:-2}"
       -nographic -nic none -no-reboot -monitor none -serial stdio
       -kernel "$CACHE/vmlinuz" -initrd "$CACHE/initramfs.cpio.gz"
