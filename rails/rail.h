@@ -273,12 +273,8 @@ struct ry_qp {
 	uint32_t qp_num;
 	enum ry_qp_state state;
 	void *context;
-	/*
-	 * What the peer needs to connect to this QP, filled at create_qp
-	 * (qpn, the random initial PSN and cookie, the rail's gid, udp_port
-	 * and mtu) and renewed by a move to RESET.  Send it to the peer as
-	 * its attr->remote.
-	 */
+	/* This side's qpn/psn/cookie (and gid/lid/udp_port/mtu), filled by
+	 * create_qp, for the manager to send to the peer. */
 	struct ry_qp_endpoint local;
 };
 
