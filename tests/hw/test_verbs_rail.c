@@ -487,6 +487,29 @@ START_TEST(test_random_qpn_psn)
 }
 END_TEST
 
+/* Many QPs, each allowed a full send queue, on one CQ: the rail makes
+ * room (a CQ overrun is fatal to every QP of the rail), and traffic
+ * flows while they exist. */
+START_TEST(test_many_qps_one_cq)
+{
+	enum { N = 48 };
+	struct ry_qp_init init = { .max_send_wr = 128 };
+	struct ry_qp *q[N];
+	struct pair p;
+
+	pair_open(&p);
+	for (int i = 0; i < N; i++)
+		ck_assert_int_eq(ry_rail_create_qp(p.pd[0], &init, &q[i]), 0);
+	pair_connect(&p);
+	xfer_check(&p, RY_WR_RDMA_WRITE, MIB, 1);
+	xfer_check(&p, RY_WR_SEND, 4096, 2);
+	for (int i = 0; i < N; i++)
+		ck_assert_int_eq(ry_rail_destroy_qp(q[i]), 0);
+	xfer_check(&p, RY_WR_RDMA_READ, 4096, 3);
+	pair_close(&p);
+}
+END_TEST
+
 START_TEST(test_state_machine)
 {
 	struct ry_qp_attr at;
@@ -1139,6 +1162,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_connect_endpoints);
 	tcase_add_test(tc, test_random_qpn_psn);
 	tcase_add_test(tc, test_state_machine);
+	tcase_add_test(tc, test_many_qps_one_cq);
 	tcase_add_test(tc, test_write_sizes);
 	tcase_add_test(tc, test_write_imm_sizes);
 	tcase_add_test(tc, test_read_sizes);
