@@ -44,6 +44,9 @@ struct provider {
 	/* Pull (plugged false) or put back rail idx's cable; -EOPNOTSUPP
 	 * when this setup cannot. */
 	int (*cable)(int idx, bool plugged);
+	/* Drop everything rail idx sends, the link staying up (a silent
+	 * failure: no event, only timeouts tell); -EOPNOTSUPP if it cannot. */
+	int (*blackhole)(int idx, bool on);
 };
 
 static const char *dev_name(int idx)
@@ -89,24 +92,46 @@ static const char *verbs_cannot_run(void)
 	return NULL;
 }
 
-/* The cable of a RoCE port is its netdev: RY_HW_NETDEV_A/B name them. */
-static int verbs_cable(int idx, bool plugged)
+static int run(char **argv)
 {
-	const char *dev = getenv(idx ? "RY_HW_NETDEV_B" : "RY_HW_NETDEV_A");
-	char *argv[] = { "ip", "link", "set", NULL, NULL, NULL };
 	int status;
 	pid_t pid;
 
-	if (!dev || !*dev)
-		return -EOPNOTSUPP;
-	argv[3] = (char *)dev;
-	argv[4] = plugged ? "up" : "down";
-	if (posix_spawnp(&pid, "ip", NULL, NULL, argv, environ))
+	if (posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ))
 		return -errno;
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
 	    WEXITSTATUS(status))
 		return -EIO;
 	return 0;
+}
+
+static const char *netdev(int idx)
+{
+	const char *dev = getenv(idx ? "RY_HW_NETDEV_B" : "RY_HW_NETDEV_A");
+
+	return dev && *dev ? dev : NULL;
+}
+
+/* The cable of a RoCE port is its netdev: RY_HW_NETDEV_A/B name them. */
+static int verbs_cable(int idx, bool plugged)
+{
+	char *argv[] = { "ip", "link", "set", (char *)netdev(idx),
+			 plugged ? "up" : "down", NULL };
+
+	return argv[3] ? run(argv) : -EOPNOTSUPP;
+}
+
+/* netem on the netdev: the port stays ACTIVE, its packets vanish. */
+static int verbs_blackhole(int idx, bool on)
+{
+	char *add[] = { "tc", "qdisc", "add", "dev", (char *)netdev(idx),
+			"root", "netem", "loss", "100%", NULL };
+	char *del[] = { "tc", "qdisc", "del", "dev", (char *)netdev(idx),
+			"root", NULL };
+
+	if (!netdev(idx))
+		return -EOPNOTSUPP;
+	return run(on ? add : del);
 }
 
 static const struct provider verbs_provider = {
@@ -115,6 +140,7 @@ static const struct provider verbs_provider = {
 	.config = verbs_config,
 	.cannot_run = verbs_cannot_run,
 	.cable = verbs_cable,
+	.blackhole = verbs_blackhole,
 };
 
 static const struct provider *provider = &verbs_provider;
@@ -1085,6 +1111,58 @@ START_TEST(test_link_down_reconnect)
 }
 END_TEST
 
+/* A silent failure with the shipped defaults (ack timeout 20 ms, 5
+ * retries): no event, the link stays up, the transport gives up with
+ * RETRY_EXCEEDED on its own, and nothing blocks meanwhile. */
+START_TEST(test_blackhole_retry_exceeded)
+{
+	struct ry_rail_event ev;
+	struct ry_rail_attr ra;
+	struct region a, b;
+	struct ry_send_wr wr;
+	struct ry_wc wc;
+	struct pair p;
+	uint64_t t;
+
+	pair_open(&p);
+	if (provider->blackhole(1, false) == -EOPNOTSUPP) {
+		pair_close(&p);
+		return;
+	}
+	p.attr.ack_timeout_us = 20000;
+	p.attr.retry_cnt = 5;
+	pair_connect(&p);
+	region_get(&p, 0, &a, 65536, 1, ALL);
+	region_get(&p, 1, &b, 65536, 2, ALL);
+	xfer_check(&p, RY_WR_RDMA_WRITE, 4096, 1);
+	ck_assert_int_eq(provider->blackhole(0, true), 0);
+	wr = wr_make(RY_WR_RDMA_WRITE, &a, &b, 65536, 7);
+	t = now_ms();
+	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+	pair_wait_wc(&p, 0, &wc, 20000);
+	fprintf(stderr, "silent loss: %s after %llu ms (ack timeout 20 ms, 5 retries)\n",
+		ry_wc_status_str(wc.status),
+		(unsigned long long)(now_ms() - t));
+	ck_assert_msg(wc.status == RY_WC_RETRY_EXCEEDED, "got %s",
+		      ry_wc_status_str(wc.status));
+	ck_assert_int_eq(ry_rail_query(p.r[0], &ra), 0);
+	ck_assert_int_eq(ra.link, RY_LINK_UP);
+	while (!ry_rail_get_event(p.r[0], &ev))
+		ck_assert_int_ne(ev.type, RY_RAIL_EV_LINK_DOWN);
+	ck_assert_int_eq(provider->blackhole(0, false), 0);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(ry_rail_modify_qp(p.qp[i], RY_QPS_ERR, NULL),
+				 0);
+		qp_drain_destroy(&p, i);
+	}
+	pair_connect(&p);
+	xfer_check(&p, RY_WR_RDMA_WRITE, 65536, 2);
+	region_put(&a);
+	region_put(&b);
+	pair_close(&p);
+}
+END_TEST
+
 /* A rail config naming no device, or no such port, fails at open. */
 START_TEST(test_open_errors)
 {
@@ -1181,6 +1259,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_fd_readable);
 	tcase_add_test(tc, test_events_and_faults);
 	tcase_add_test(tc, test_verbs_open_by_guid_and_address);
+	tcase_add_test(tc, test_blackhole_retry_exceeded);
 	tcase_add_test(tc, test_link_down_reconnect);
 	suite_add_tcase(s, tc);
 	return s;
