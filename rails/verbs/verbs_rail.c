@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,8 +101,15 @@ static int find_port(const struct ry_rail_config *cfg,
 		       cfg->name, cfg->device, cfg->port, have);
 		rc = -ENODEV;
 	} else if (strcmp(p->state, "ACTIVE")) {
-		RY_ERR("verbs", "rail %s: %s port %d is %s (physical state %s)",
-		       cfg->name, p->device, p->port, p->state, p->phys_state);
+		/* INIT/ARMED with the link up: on InfiniBand nobody has
+		 * configured the port, i.e. no subnet manager runs */
+		bool no_sm = strcmp(p->state, "DOWN") &&
+			     !strcmp(p->phys_state, "LinkUp") &&
+			     !strcmp(p->link_layer, "InfiniBand");
+
+		RY_ERR("verbs", "rail %s: %s port %d is %s (physical state %s)%s",
+		       cfg->name, p->device, p->port, p->state, p->phys_state,
+		       no_sm ? ": is a subnet manager (opensm) running?" : "");
 		rc = -ENETDOWN;
 	} else {
 		*out = *p;
@@ -202,8 +210,9 @@ static int verbs_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 	r->lid = pa.lid;
 	r->max_msg_size = pa.max_msg_sz;
 	r->mtu = (uint32_t)mtu_bytes(pa.active_mtu);
-	if (cfg->mtu && cfg->mtu < r->mtu)
-		r->mtu = cfg->mtu;
+	/* a path MTU is one of 256..4096 in powers of two */
+	while (cfg->mtu && r->mtu > 256 && cfg->mtu < r->mtu)
+		r->mtu /= 2;
 	rc = pick_gid(r, cfg);
 	if (rc)
 		goto err_close;

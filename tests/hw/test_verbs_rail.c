@@ -1230,6 +1230,35 @@ START_TEST(test_verbs_open_by_guid_and_address)
 }
 END_TEST
 
+/* A configured MTU caps the path MTU, rounded down to an IB size. */
+START_TEST(test_verbs_mtu_config)
+{
+	struct ry_rail_config cfg;
+	struct ry_rail_attr ra, full;
+	struct ry_rail *r;
+
+	provider->config(&cfg, 0);
+	ck_assert_int_eq(ry__rail_open(&cfg, &r), 0);
+	ck_assert_int_eq(ry_rail_query(r, &full), 0);
+	ry_rail_close(r);
+	ck_assert_uint_ge(full.mtu, 256);
+	ck_assert_uint_le(full.mtu, 4096);
+	ck_assert_uint_eq(full.mtu & (full.mtu - 1), 0);
+
+	cfg.mtu = 600;
+	ck_assert_int_eq(ry__rail_open(&cfg, &r), 0);
+	ck_assert_int_eq(ry_rail_query(r, &ra), 0);
+	ck_assert_uint_eq(ra.mtu, full.mtu >= 512 ? 512 : full.mtu);
+	ry_rail_close(r);
+
+	cfg.mtu = 9000;
+	ck_assert_int_eq(ry__rail_open(&cfg, &r), 0);
+	ck_assert_int_eq(ry_rail_query(r, &ra), 0);
+	ck_assert_uint_eq(ra.mtu, full.mtu);
+	ry_rail_close(r);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("verbs_rail");
@@ -1259,6 +1288,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_fd_readable);
 	tcase_add_test(tc, test_events_and_faults);
 	tcase_add_test(tc, test_verbs_open_by_guid_and_address);
+	tcase_add_test(tc, test_verbs_mtu_config);
 	tcase_add_test(tc, test_blackhole_retry_exceeded);
 	tcase_add_test(tc, test_link_down_reconnect);
 	suite_add_tcase(s, tc);
