@@ -13,8 +13,9 @@
 #
 # Tests: `railyard devices` lists the rxe ports and exits 0; the verbs rail
 # suite (tests/hw/test_verbs_rail) passes over rxe_a0 <-> rxe_b0; then every
-# tests/hw/guest.d/*.sh (more drills, e.g. the manager's serve+bench), run
-# with this file's functions and topology, exit 0 for a pass.
+# tests/hw/guest.d/*.sh (more drills, e.g. the manager's serve+bench),
+# sourced with this file's functions and topology: its last status is its
+# result, and it must not call exit.
 # Exit: 0 all passed, 1 a failure.
 
 # busybox's shell prefers its own applets: use the real iproute2
