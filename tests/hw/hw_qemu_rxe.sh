@@ -132,8 +132,15 @@ args=(-accel tcg -cpu max -m "${RY_HW_MEM:-1024}" -smp "${RY_HW_SMP:-2}"
       -virtfs "local,path=$BUILD,mount_tag=build,security_model=none,id=build")
 LOG=$BUILD/tests/hw/hw_qemu_rxe.log
 boot=$(elapsed)
-timeout "${RY_HW_TIMEOUT:-300}" qemu-system-x86_64 "${args[@]}" </dev/null 2>&1 | tee "$LOG"
-qrc=${PIPESTATUS[0]}
+if [ "${RY_HW_SHELL:-}" = 1 ]; then
+	# interactive: the console is this terminal, no time limit
+	qemu-system-x86_64 "${args[@]}"
+	qrc=$?
+else
+	timeout "${RY_HW_TIMEOUT:-300}" qemu-system-x86_64 "${args[@]}" \
+		</dev/null 2>&1 | tee "$LOG"
+	qrc=${PIPESTATUS[0]}
+fi
 echo "HOST: QEMU exited $qrc, $(awk -v a="$boot" -v b="$(elapsed)" 'BEGIN { printf "%.1f", b - a }') s after boot, $(elapsed) s in all (log: $LOG)"
 [ "$qrc" = 124 ] && { echo "FAIL: the guest timed out"; exit 1; }
 # isa-debug-exit: QEMU's status is (guest status << 1) | 1
