@@ -9,6 +9,21 @@
  * progress(), which takes the CQ event, re-arms the CQ and queues the async
  * events for get_event().  After progress() the caller polls the CQ until
  * it is empty: completions that arrived before the re-arm raise no event.
+ *
+ * Where this rail differs from the soft rail (tests/hw shows each on rxe):
+ *   - QPNs and rkeys come from the HCA, not getrandom(); only the PSN is
+ *     ours to randomise.  cookie is 0.
+ *   - the ACK timeout is 4.096 us * 2^n, rounded up (20 ms -> 33.6 ms);
+ *     retry_cnt and rnr_retry of 7 are refused (-EINVAL): "forever".
+ *   - the path MTU is an IB size (256..4096): rxe on a 1500-byte netdev
+ *     says 1024.
+ *   - error statuses vary by HCA: rxe reports a bad lkey as FLUSHED, a
+ *     receive too small as REM_OP (sender) and GENERAL_ERR (receiver).
+ *   - a port event concerns the port, and a veth or cable going down
+ *     takes both ends' ports down: both rails see LINK_DOWN.
+ *   - destroy_qp returns at once, but the ibv_qp lives on until the HCA
+ *     is done with it (verbs_qp.c); a receive completion may still name
+ *     it.  close() may block while the port is down (rxe).
  */
 #include <errno.h>
 #include <fcntl.h>
