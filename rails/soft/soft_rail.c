@@ -1,21 +1,882 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Placeholder until the soft rail lands (issue "soft rail"): every slot
- * says plainly that it is not there yet.
+ * The soft rail: userspace reliable-connected RDMA over UDP, modelled on the
+ * kernel's rxe.  This file holds the rail itself: open/close, the ops
+ * table, the one UDP socket, the one CQ and SRQ, the event queue, and the
+ * batched I/O (recvmmsg with GRO in, sendmmsg with GSO out).
+ *
+ * progress() is the only place protocol work happens: receive a batch and
+ * dispatch it by destination QPN, run each QP's timers, responder and
+ * requester, flush the transmit batch, arm the timerfd for the earliest
+ * deadline.  fd() is an epoll fd over the socket, the timerfd, the netlink
+ * socket and an eventfd that is set while completions or events wait.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/udp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "rails/soft/soft.h"
+#include "rails/soft/soft_int.h"
 #include "src/log.h"
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+
+#define SOCK_BUF (32 << 20)
+
+uint64_t ry_soft_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int ry_soft_random(void *buf, size_t len)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = getrandom(p, len, 0);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			RY_ERR("soft", "getrandom: %m");
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* ---- CQ, SRQ, events ---- */
+
+static void efd_raise(struct ry_soft_rail *r)
+{
+	uint64_t one = 1;
+
+	if (r->efd_set)
+		return;
+	if (write(r->efd, &one, sizeof(one)) == sizeof(one))
+		r->efd_set = true;
+}
+
+static void efd_clear(struct ry_soft_rail *r)
+{
+	uint64_t v;
+
+	if (!r->efd_set)
+		return;
+	if (read(r->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		return;
+	r->efd_set = false;
+}
+
+void ry_soft_cq_push(struct ry_soft_rail *r, const struct ry_wc *wc)
+{
+	/* Sized at create_qp for every WR that can be outstanding. */
+	if (r->cq_tail - r->cq_head >= r->cq_size) {
+		RY_ERR("soft",
+		       "rail %s: CQ overrun, completion of qp 0x%x lost",
+		       r->base.name, wc->qp_num);
+		return;
+	}
+	r->cq[r->cq_tail++ & (r->cq_size - 1)] = *wc;
+}
+
+int ry_soft_cq_reserve(struct ry_soft_rail *r, uint32_t entries)
+{
+	uint32_t size = r->cq_size ? r->cq_size : 1024;
+	struct ry_wc *cq;
+
+	while (size < entries)
+		size *= 2;
+	if (size == r->cq_size)
+		return 0;
+	cq = calloc(size, sizeof(*cq));
+	if (!cq)
+		return -ENOMEM;
+	for (uint32_t i = 0; r->cq_head + i != r->cq_tail; i++)
+		cq[i] = r->cq[(r->cq_head + i) & (r->cq_size - 1)];
+	r->cq_tail -= r->cq_head;
+	r->cq_head = 0;
+	free(r->cq);
+	r->cq = cq;
+	r->cq_size = size;
+	return 0;
+}
+
+static int soft_poll_cq(struct ry_rail *rail, struct ry_wc *wc, int n)
+{
+	struct ry_soft_rail *r = to_srail(rail);
+	int i = 0;
+
+	while (i < n && r->cq_head != r->cq_tail)
+		wc[i++] = r->cq[r->cq_head++ & (r->cq_size - 1)];
+	if (r->cq_head == r->cq_tail && r->ev_head == r->ev_tail)
+		efd_clear(r);
+	return i;
+}
+
+static int soft_post_recv(struct ry_rail *rail, const struct ry_recv_wr *wr,
+			  unsigned n)
+{
+	struct ry_soft_rail *r = to_srail(rail);
+
+	if (RY_SOFT_SRQ_SIZE - (r->srq_tail - r->srq_head) < n)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++)
+		r->srq[r->srq_tail++ % RY_SOFT_SRQ_SIZE] = wr[i];
+	return 0;
+}
+
+void ry_soft_event(struct ry_soft_rail *r, enum ry_rail_event_type type,
+		   uint32_t qpn)
+{
+	struct ry_rail_event *ev;
+
+	if (r->ev_tail - r->ev_head >= RY_SOFT_EVENTS)
+		r->ev_head++; /* keep the newest: the last state is what counts
+			       */
+	ev = &r->ev[r->ev_tail++ % RY_SOFT_EVENTS];
+	ev->type = type;
+	ev->qpn = qpn;
+	ev->time_ns = ry_soft_now();
+	efd_raise(r);
+}
+
+static int soft_get_event(struct ry_rail *rail, struct ry_rail_event *ev)
+{
+	struct ry_soft_rail *r = to_srail(rail);
+
+	if (r->ev_head == r->ev_tail)
+		return -EAGAIN;
+	*ev = r->ev[r->ev_head++ % RY_SOFT_EVENTS];
+	if (r->cq_head == r->cq_tail && r->ev_head == r->ev_tail)
+		efd_clear(r);
+	return 0;
+}
+
+/* The link is up when neither set_link nor the real interface says down. */
+void ry_soft_link_update(struct ry_soft_rail *r)
+{
+	bool up = r->link == RY_LINK_UP && r->nl_up;
+
+	if (up == r->eff_up)
+		return;
+	r->eff_up = up;
+	RY_DBG("soft", "rail %s: link %s", r->base.name, up ? "up" : "down");
+	ry_soft_event(r, up ? RY_RAIL_EV_LINK_UP : RY_RAIL_EV_LINK_DOWN, 0);
+}
+
+/* ---- transmit batch ---- */
+
+bool ry_soft_tx_full(const struct ry_soft_rail *r)
+{
+	return r->ntxh >= RY_SOFT_TX_PKTS - 2 ||
+	       r->ntxv >= 2 * RY_SOFT_TX_PKTS - 4 || r->ntxm >= RY_SOFT_TX_MSGS;
+}
+
+static bool same_dst(const struct sockaddr_in *a, const struct sockaddr_in *b)
+{
+	return a->sin_addr.s_addr == b->sin_addr.s_addr &&
+	       a->sin_port == b->sin_port;
+}
+
+static void tx_append(struct ry_soft_rail *r, const struct sockaddr_in *dst,
+		      const void *hdr, uint32_t hlen, const void *payload,
+		      uint32_t paylen)
+{
+	uint32_t seglen = hlen + paylen;
+	struct ry_soft_txmsg *m;
+
+	if (ry_soft_tx_full(r))
+		ry_soft_tx_flush(r);
+	m = r->ntxm ? &r->txi[r->ntxm - 1] : NULL;
+	if (!(r->gso && m && !m->closed && same_dst(&m->dst, dst) &&
+	      seglen <= m->seg && m->nseg < RY_SOFT_GSO_SEGS &&
+	      m->bytes + seglen <= RY_SOFT_GSO_BYTES)) {
+		m = &r->txi[r->ntxm++];
+		m->dst = *dst;
+		m->seg = seglen;
+		m->nseg = 0;
+		m->bytes = 0;
+		m->closed = false;
+		m->iov0 = r->ntxv;
+		m->niov = 0;
+	}
+	if (seglen < m->seg)
+		m->closed = true; /* only the last GSO segment may be short */
+	m->nseg++;
+	m->bytes += seglen;
+	r->txv[r->ntxv].iov_base = (void *)hdr;
+	r->txv[r->ntxv++].iov_len = hlen;
+	m->niov++;
+	if (paylen) {
+		r->txv[r->ntxv].iov_base = (void *)payload;
+		r->txv[r->ntxv++].iov_len = paylen;
+		m->niov++;
+	}
+}
+
+void ry_soft_tx(struct ry_soft_rail *r, const struct sockaddr_in *dst,
+		const struct ry_soft_pkt *p, const void *payload)
+{
+	struct ry_soft_hdr *h;
+	bool dup = false;
+
+	if (!r->eff_up || r->fault.drop_all) {
+		r->st.faults_dropped++;
+		return;
+	}
+	if (ry_soft_tx_full(r))
+		ry_soft_tx_flush(r);
+	h = &r->txh[r->ntxh++];
+	ry_soft_hdr_encode(h, p);
+	ry_soft_hdr_seal(h, payload, p->paylen);
+	if (ry_soft_fault_tx(r, dst, h, payload, p->paylen, &dup))
+		return;
+	tx_append(r, dst, h, RY_SOFT_HDR_LEN, payload, p->paylen);
+	if (dup)
+		tx_append(r, dst, h, RY_SOFT_HDR_LEN, payload, p->paylen);
+}
+
+/* A whole prepared packet (fault release, tests): copied by the kernel at
+ * flush, so the buffer must live until then. */
+void ry_soft_tx_raw(struct ry_soft_rail *r, const struct sockaddr_in *dst,
+		    const void *pkt, uint32_t len)
+{
+	tx_append(r, dst, pkt, len, NULL, 0);
+}
+
+static void tx_reset(struct ry_soft_rail *r)
+{
+	r->ntxm = 0;
+	r->ntxv = 0;
+	r->ntxh = 0;
+}
+
+void ry_soft_tx_flush(struct ry_soft_rail *r)
+{
+	unsigned off = 0, waits = 0;
+
+	if (!r->ntxm)
+		return;
+	for (unsigned i = 0; i < r->ntxm; i++) {
+		struct ry_soft_txmsg *m = &r->txi[i];
+		struct msghdr *h = &r->txm[i].msg_hdr;
+
+		memset(h, 0, sizeof(*h));
+		h->msg_name = &m->dst;
+		h->msg_namelen = sizeof(m->dst);
+		h->msg_iov = &r->txv[m->iov0];
+		h->msg_iovlen = m->niov;
+		if (m->nseg > 1) {
+			struct cmsghdr *c;
+
+			h->msg_control = r->txc[i];
+			h->msg_controllen = CMSG_SPACE(sizeof(uint16_t));
+			c = CMSG_FIRSTHDR(h);
+			c->cmsg_level = SOL_UDP;
+			c->cmsg_type = UDP_SEGMENT;
+			c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+			*(uint16_t *)(void *)CMSG_DATA(c) = (uint16_t)m->seg;
+		}
+	}
+	while (off < r->ntxm) {
+		int n = sendmmsg(r->sock, r->txm + off, r->ntxm - off, 0);
+
+		if (n > 0) {
+			for (int i = 0; i < n; i++) {
+				r->st.tx_packets += r->txi[off + i].nseg;
+				r->st.tx_bytes += r->txi[off + i].bytes;
+			}
+			off += (unsigned)n;
+			continue;
+		}
+		if (errno == EINTR)
+			continue;
+		if ((errno == EAGAIN || errno == ENOBUFS) && waits++ < 4) {
+			/* The socket buffer drains in microseconds; a lost
+			 * batch costs a retransmit timeout. */
+			struct pollfd pfd = {.fd = r->sock, .events = POLLOUT};
+
+			poll(&pfd, 1, 1);
+			continue;
+		}
+		if ((errno == EIO || errno == EINVAL) && r->gso &&
+		    r->txi[off].nseg > 1) {
+			RY_WARN("soft",
+				"rail %s: UDP GSO refused (%m), "
+				"sending single datagrams",
+				r->base.name);
+			r->gso = false;
+		} else if (errno != EAGAIN && errno != ENOBUFS &&
+			   errno != ECONNREFUSED && errno != EHOSTUNREACH &&
+			   errno != ENETUNREACH && errno != ENETDOWN) {
+			RY_DBG("soft", "rail %s: sendmmsg: %m", r->base.name);
+		}
+		/* Dropped: the requester's go-back-N recovers. */
+		off++;
+	}
+	tx_reset(r);
+}
+
+/* ---- receive ---- */
+
+static void count_drop(struct ry_soft_rail *r, uint64_t *counter)
+{
+	(*counter)++;
+	r->st.rx_dropped++;
+}
+
+static bool is_request(uint8_t op)
+{
+	return op == RY_SOFT_OP_SEND || op == RY_SOFT_OP_WRITE ||
+	       op == RY_SOFT_OP_READ_REQ;
+}
+
+void ry_soft_rx_packet(struct ry_soft_rail *r, const uint8_t *buf, uint32_t len,
+		       const struct sockaddr_in *from)
+{
+	struct ry_soft_hdr hdr, *h = &hdr;
+	struct ry_soft_pkt p;
+	struct ry_soft_qp *qp;
+	uint32_t crc;
+
+	r->st.rx_packets++;
+	r->st.rx_bytes += len;
+	if (!r->eff_up || r->fault.drop_all) {
+		r->st.faults_dropped++;
+		return;
+	}
+	if (len < RY_SOFT_HDR_LEN) {
+		count_drop(r, &r->st.rx_bad_header);
+		return;
+	}
+	/* GRO segments and held packets sit at any alignment. */
+	memcpy(&hdr, buf, sizeof(hdr));
+	if (h->version != RY_SOFT_WIRE_VERSION || h->rsvd || !h->opcode ||
+	    h->opcode >= RY_SOFT_OP__MAX || (h->flags & ~RY_SOFT_F__ALL) ||
+	    be32toh(h->paylen) != len - RY_SOFT_HDR_LEN) {
+		count_drop(r, &r->st.rx_bad_header);
+		return;
+	}
+	crc = ry_soft_crc32c(0, buf, RY_SOFT_HDR_CRC_LEN);
+	crc = ry_soft_crc32c(crc, buf + RY_SOFT_HDR_LEN, len - RY_SOFT_HDR_LEN);
+	if (crc != be32toh(h->crc)) {
+		count_drop(r, &r->st.rx_bad_crc);
+		return;
+	}
+	p.opcode = h->opcode;
+	p.flags = h->flags;
+	p.dqpn = be32toh(h->dqpn);
+	p.sqpn = be32toh(h->sqpn);
+	p.psn = be32toh(h->psn);
+	p.cookie = be64toh(h->cookie);
+	p.va = be64toh(h->reth_va);
+	p.rkey = be32toh(h->reth_rkey);
+	p.len = be32toh(h->reth_len);
+	p.syndrome = (uint8_t)(be32toh(h->aeth) >> 24);
+	p.msn = be32toh(h->aeth) & 0xffffff;
+	p.imm = be32toh(h->imm);
+	p.paylen = len - RY_SOFT_HDR_LEN;
+	p.payload = buf + RY_SOFT_HDR_LEN;
+	if ((p.dqpn | p.sqpn | p.psn) & ~RY_SOFT_PSN_MASK) {
+		count_drop(r, &r->st.rx_bad_header);
+		return;
+	}
+	/* IMM only on a LAST packet of a SEND or WRITE. */
+	if ((p.flags & RY_SOFT_F_IMM) &&
+	    (!(p.flags & RY_SOFT_F_LAST) ||
+	     (p.opcode != RY_SOFT_OP_SEND && p.opcode != RY_SOFT_OP_WRITE))) {
+		count_drop(r, &r->st.rx_bad_header);
+		return;
+	}
+	qp = ry_soft_qp_lookup(r, p.dqpn);
+	if (!qp) {
+		count_drop(r, &r->st.rx_bad_qpn);
+		return;
+	}
+	if (qp->base.state == RY_QPS_ERR) {
+		/* A dead connection's packet never lands. */
+		count_drop(r, &r->st.rx_qp_err_dropped);
+		return;
+	}
+	if (qp->base.state < RY_QPS_RTR ||
+	    (!is_request(p.opcode) && qp->base.state != RY_QPS_RTS)) {
+		count_drop(r, &r->st.rx_bad_qpn);
+		return;
+	}
+	if (p.cookie != qp->base.local.cookie) {
+		count_drop(r, &r->st.rx_bad_cookie);
+		return;
+	}
+	if (p.sqpn != qp->remote.qpn || !same_dst(from, &qp->peer)) {
+		count_drop(r, &r->st.rx_bad_qpn);
+		return;
+	}
+	if (p.paylen > qp->pmtu) {
+		count_drop(r, &r->st.rx_bad_header);
+		return;
+	}
+	if (is_request(p.opcode))
+		ry_soft_resp_rx(qp, &p);
+	else
+		ry_soft_comp_rx(qp, &p);
+}
+
+static int rx_batch(struct ry_soft_rail *r)
+{
+	int n;
+
+	for (int i = 0; i < RY_SOFT_RX_MSGS; i++) {
+		struct msghdr *h = &r->rxm[i].msg_hdr;
+
+		h->msg_name = &r->rxa[i];
+		h->msg_namelen = sizeof(r->rxa[i]);
+		h->msg_iov = &r->rxv[i];
+		h->msg_iovlen = 1;
+		h->msg_control = r->rxc[i];
+		h->msg_controllen = sizeof(r->rxc[i]);
+		h->msg_flags = 0;
+	}
+	n = recvmmsg(r->sock, r->rxm, RY_SOFT_RX_MSGS, MSG_DONTWAIT, NULL);
+	if (n <= 0)
+		return n < 0 && errno != EAGAIN && errno != EINTR ? -errno : 0;
+	for (int i = 0; i < n; i++) {
+		struct msghdr *h = &r->rxm[i].msg_hdr;
+		const uint8_t *buf = r->rxv[i].iov_base;
+		uint32_t len = r->rxm[i].msg_len, seg = len;
+
+		if (h->msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+			count_drop(r, &r->st.rx_bad_header);
+			continue;
+		}
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c;
+		     c = CMSG_NXTHDR(h, c)) {
+			if (c->cmsg_level == SOL_UDP &&
+			    c->cmsg_type == UDP_GRO) {
+				int v;
+
+				memcpy(&v, CMSG_DATA(c), sizeof(v));
+				if (v > 0)
+					seg = (uint32_t)v;
+			}
+		}
+		/* GRO hands us equal segments, the last may be short. */
+		for (uint32_t off = 0; off < len; off += seg)
+			ry_soft_rx_packet(r, buf + off,
+					  len - off < seg ? len - off : seg,
+					  &r->rxa[i]);
+	}
+	return n;
+}
+
+/* ---- progress ---- */
+
+static void arm_timer(struct ry_soft_rail *r, uint64_t when)
+{
+	struct itimerspec its = {0};
+
+	if (when == r->timer_armed)
+		return;
+	if (when) {
+		its.it_value.tv_sec = (time_t)(when / 1000000000ull);
+		its.it_value.tv_nsec = (long)(when % 1000000000ull);
+	}
+	if (timerfd_settime(r->tfd, TFD_TIMER_ABSTIME, &its, NULL) == 0)
+		r->timer_armed = when;
+}
+
+static int soft_progress(struct ry_rail *rail)
+{
+	struct ry_soft_rail *r = to_srail(rail);
+	uint64_t next = 0;
+	int rc = 0;
+
+	r->now = ry_soft_now();
+	if (r->timer_armed && r->now >= r->timer_armed) {
+		uint64_t v;
+
+		if (read(r->tfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			RY_DBG("soft", "timerfd read: %m");
+		r->timer_armed = 0;
+	}
+	/* Link changes are needed within milliseconds, not per call: a
+	 * busy-polling owner must not pay a netlink syscall each time. */
+	if (r->nlfd >= 0 && r->now - r->nl_checked >= 1000000) {
+		r->nl_checked = r->now;
+		ry_soft_nl_run(r);
+	}
+	ry_soft_fault_run(r);
+	for (int round = 0; round < 8; round++) {
+		int n = rx_batch(r);
+
+		if (n < 0) {
+			rc = n;
+			break;
+		}
+		if (n < RY_SOFT_RX_MSGS)
+			break;
+	}
+	for (struct ry_soft_qp *qp = r->qps; qp; qp = qp->next) {
+		uint64_t t;
+
+		ry_soft_req_timers(qp);
+		ry_soft_resp_run(qp);
+		ry_soft_req_run(qp);
+		t = ry_soft_req_next_timer(qp);
+		/* READ responses left over when the batch filled */
+		if (qp->resp.rd_head != qp->resp.rd_tail &&
+		    qp->base.state != RY_QPS_ERR)
+			t = 1;
+		if (t && (!next || t < next))
+			next = t;
+	}
+	ry_soft_tx_flush(r);
+	{
+		uint64_t t = ry_soft_fault_next_timer(r);
+
+		if (t && (!next || t < next))
+			next = t;
+	}
+	arm_timer(r, next);
+	if (r->cq_head != r->cq_tail || r->ev_head != r->ev_tail)
+		efd_raise(r);
+	return rc;
+}
+
+static int soft_fd(struct ry_rail *rail)
+{
+	return to_srail(rail)->epfd;
+}
+
+static int soft_query(struct ry_rail *rail, struct ry_rail_attr *attr)
+{
+	struct ry_soft_rail *r = to_srail(rail);
+
+	memset(attr, 0, sizeof(*attr));
+	attr->link = r->eff_up ? RY_LINK_UP : RY_LINK_DOWN;
+	attr->mtu = r->mtu;
+	attr->local.gid[10] = 0xff;
+	attr->local.gid[11] = 0xff;
+	memcpy(&attr->local.gid[12], &r->addr.sin_addr, 4);
+	attr->local.udp_port = ntohs(r->addr.sin_port);
+	attr->local.mtu = r->mtu;
+	attr->max_qp_wr = RY_SOFT_MAX_QP_WR;
+	attr->max_msg_size = RY_SOFT_MAX_MSG;
+	/* small MTUs: a WR may not span more PSNs than the window allows */
+	if ((uint64_t)RY_SOFT_WR_MAX_PKTS * (r->mtu - RY_SOFT_OVERHEAD) <
+	    attr->max_msg_size)
+		attr->max_msg_size =
+			RY_SOFT_WR_MAX_PKTS * (r->mtu - RY_SOFT_OVERHEAD);
+	return 0;
+}
+
+static int soft_get_stats(struct ry_rail *rail, struct ry_rail_stats *st)
+{
+	*st = to_srail(rail)->st;
+	return 0;
+}
+
+/* ---- open / close ---- */
+
+static int parse_address(const struct ry_rail_config *cfg,
+			 struct sockaddr_in *sa)
+{
+	char host[RY_ADDR_MAX];
+	char *colon;
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	snprintf(host, sizeof(host), "%s", cfg->address);
+	colon = strrchr(host, ':');
+	if (colon) {
+		char *end;
+		unsigned long port = strtoul(colon + 1, &end, 10);
+
+		if (*end || port > 65535)
+			return -EINVAL;
+		sa->sin_port = htons((uint16_t)port);
+		*colon = '\0';
+	}
+	if (host[0]) {
+		if (inet_pton(AF_INET, host, &sa->sin_addr) != 1)
+			return -EINVAL;
+		return 0;
+	}
+	if (cfg->interface[0]) {
+		struct ifaddrs *ifa, *i;
+		int rc = -EADDRNOTAVAIL;
+
+		if (getifaddrs(&ifa))
+			return -errno;
+		for (i = ifa; i; i = i->ifa_next) {
+			if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+			    !strcmp(i->ifa_name, cfg->interface)) {
+				sa->sin_addr =
+				    ((struct sockaddr_in *)(void *)i->ifa_addr)
+					->sin_addr;
+				rc = 0;
+				break;
+			}
+		}
+		freeifaddrs(ifa);
+		return rc;
+	}
+	return -EINVAL;
+}
+
+/* The interface that owns addr, for the link watch; "" when none. */
+static void owner_ifname(const struct sockaddr_in *addr, char *name, size_t len)
+{
+	struct ifaddrs *ifa, *i;
+
+	name[0] = '\0';
+	if (getifaddrs(&ifa))
+		return;
+	for (i = ifa; i; i = i->ifa_next) {
+		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+		    ((struct sockaddr_in *)(void *)i->ifa_addr)
+			    ->sin_addr.s_addr == addr->sin_addr.s_addr) {
+			snprintf(name, len, "%s", i->ifa_name);
+			break;
+		}
+	}
+	freeifaddrs(ifa);
+}
+
+static void set_buf(int fd, int force, int plain, int size)
+{
+	if (setsockopt(fd, SOL_SOCKET, force, &size, sizeof(size)))
+		setsockopt(fd, SOL_SOCKET, plain, &size, sizeof(size));
+}
+
+static int open_socket(struct ry_soft_rail *r, const struct ry_rail_config *cfg)
+{
+	socklen_t alen = sizeof(r->addr);
+	int one = 1, zero = 0;
+
+	r->sock = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (r->sock < 0) {
+		RY_ERR("soft", "rail %s: socket: %m", cfg->name);
+		return -errno;
+	}
+	set_buf(r->sock, SO_RCVBUFFORCE, SO_RCVBUF, SOCK_BUF);
+	set_buf(r->sock, SO_SNDBUFFORCE, SO_SNDBUF, SOCK_BUF);
+	r->gso =
+	    !setsockopt(r->sock, SOL_UDP, UDP_SEGMENT, &zero, sizeof(zero));
+	r->gro = !setsockopt(r->sock, SOL_UDP, UDP_GRO, &one, sizeof(one));
+	if (cfg->interface[0] && geteuid() == 0 &&
+	    setsockopt(r->sock, SOL_SOCKET, SO_BINDTODEVICE, cfg->interface,
+		       (socklen_t)strlen(cfg->interface))) {
+		RY_ERR("soft", "rail %s: bind to device %s: %m", cfg->name,
+		       cfg->interface);
+		return -errno;
+	}
+	if (bind(r->sock, (struct sockaddr *)&r->addr, sizeof(r->addr))) {
+		RY_ERR("soft", "rail %s: bind %s: %m", cfg->name, cfg->address);
+		return -errno;
+	}
+	if (getsockname(r->sock, (struct sockaddr *)&r->addr, &alen))
+		return -errno;
+	return 0;
+}
+
+static int epoll_add(int epfd, int fd)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
+
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+static void soft_close(struct ry_rail *rail);
 
 static int soft_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 {
-	RY_ERR("soft", "rail %s: the soft rail is not implemented yet",
-	       cfg->name);
-	return -ENOSYS;
+	struct ry_soft_rail *r;
+	char ifname[IF_NAMESIZE] = "";
+	struct ry_fault f = {0};
+	int rc;
+
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->base.ops = &ry_soft_ops;
+	snprintf(r->base.name, sizeof(r->base.name), "%s", cfg->name);
+	r->sock = r->epfd = r->tfd = r->efd = r->nlfd = -1;
+	r->link = RY_LINK_UP;
+	r->nl_up = true;
+	r->eff_up = true;
+	r->mtu = cfg->mtu ? cfg->mtu : 1500;
+	if (r->mtu < RY_SOFT_IP_UDP_HDR + RY_SOFT_HDR_LEN + 64 ||
+	    r->mtu > RY_SOFT_GSO_BYTES) {
+		RY_ERR("soft", "rail %s: mtu %u out of range 148..%u",
+		       cfg->name, r->mtu, RY_SOFT_GSO_BYTES);
+		rc = -EINVAL;
+		goto err_free;
+	}
+	rc = parse_address(cfg, &r->addr);
+	if (rc) {
+		RY_ERR("soft", "rail %s: bad address \"%s\" (want ip[:port])",
+		       cfg->name, cfg->address);
+		goto err_free;
+	}
+	rc = ry_soft_random(&r->rng, sizeof(r->rng));
+	if (rc)
+		goto err_free;
+	r->rng |= 1;
+	r->rxbuf = malloc((size_t)RY_SOFT_RX_MSGS * RY_SOFT_RX_BUF);
+	if (!r->rxbuf) {
+		rc = -ENOMEM;
+		goto err_free;
+	}
+	for (int i = 0; i < RY_SOFT_RX_MSGS; i++) {
+		r->rxv[i].iov_base = r->rxbuf + (size_t)i * RY_SOFT_RX_BUF;
+		r->rxv[i].iov_len = RY_SOFT_RX_BUF;
+	}
+	rc = ry_soft_cq_reserve(r, 2 * RY_SOFT_SRQ_SIZE);
+	if (rc)
+		goto err_free;
+	rc = open_socket(r, cfg);
+	if (rc)
+		goto err_close;
+	r->epfd = epoll_create1(EPOLL_CLOEXEC);
+	r->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	r->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (r->epfd < 0 || r->tfd < 0 || r->efd < 0) {
+		rc = -errno;
+		RY_ERR("soft", "rail %s: epoll/timerfd/eventfd: %m", cfg->name);
+		goto err_close;
+	}
+	rc = epoll_add(r->epfd, r->sock);
+	if (!rc)
+		rc = epoll_add(r->epfd, r->tfd);
+	if (!rc)
+		rc = epoll_add(r->epfd, r->efd);
+	if (rc)
+		goto err_close;
+	if (cfg->interface[0]) {
+		if (strlen(cfg->interface) >= sizeof(ifname)) {
+			rc = -ENODEV;
+			goto err_close;
+		}
+		memcpy(ifname, cfg->interface, strlen(cfg->interface) + 1);
+	} else
+		owner_ifname(&r->addr, ifname, sizeof(ifname));
+	if (ifname[0]) {
+		rc = ry_soft_nl_open(r, ifname);
+		if (rc)
+			goto err_close;
+		rc = epoll_add(r->epfd, r->nlfd);
+		if (rc)
+			goto err_close;
+	}
+	f.drop_all = cfg->fault.down;
+	f.drop = cfg->fault.drop;
+	f.duplicate = cfg->fault.duplicate;
+	f.reorder = cfg->fault.reorder;
+	f.corrupt = cfg->fault.corrupt;
+	f.delay_us = cfg->fault.delay_us;
+	rc = ry_soft_set_fault(&r->base, &f);
+	if (rc)
+		goto err_close;
+	r->eff_up = r->link == RY_LINK_UP && r->nl_up;
+	r->ev_head = r->ev_tail = 0; /* the initial state is not an event */
+	RY_DBG("soft", "rail %s: bound %s:%u if \"%s\" mtu %u gso %d gro %d",
+	       r->base.name, inet_ntoa(r->addr.sin_addr),
+	       ntohs(r->addr.sin_port), ifname, r->mtu, r->gso, r->gro);
+	*rail_p = &r->base;
+	return 0;
+
+err_close:
+	soft_close(&r->base);
+	return rc;
+err_free:
+	free(r->rxbuf);
+	free(r->cq);
+	free(r);
+	return rc;
+}
+
+static void soft_close(struct ry_rail *rail)
+{
+	struct ry_soft_rail *r;
+
+	if (!rail)
+		return;
+	r = to_srail(rail);
+	/* Teardown in phases: QPs (nothing more goes out), regions, PDs. */
+	ry_soft_qp_cleanup(r);
+	ry_soft_mr_cleanup(r);
+	ry_soft_fault_cleanup(r);
+	if (r->nlfd >= 0)
+		close(r->nlfd);
+	if (r->efd >= 0)
+		close(r->efd);
+	if (r->tfd >= 0)
+		close(r->tfd);
+	if (r->epfd >= 0)
+		close(r->epfd);
+	if (r->sock >= 0)
+		close(r->sock);
+	free(r->rxbuf);
+	free(r->cq);
+	free(r);
+}
+
+/* Test hook: run one raw datagram through the receive path. */
+void ry_soft_inject(struct ry_rail *rail, const void *pkt, size_t len,
+		    const uint8_t gid[16], uint16_t udp_port)
+{
+	struct ry_soft_rail *r = to_srail(rail);
+	struct sockaddr_in from = {.sin_family = AF_INET};
+
+	memcpy(&from.sin_addr, gid + 12, 4);
+	from.sin_port = htons(udp_port);
+	r->now = ry_soft_now();
+	ry_soft_rx_packet(r, pkt, (uint32_t)len, &from);
+	ry_soft_tx_flush(r);
 }
 
 const struct ry_rail_ops ry_soft_ops = {
-	.name = "soft",
-	.open = soft_open,
+    .name = "soft",
+    .alloc_pd = ry_soft_alloc_pd,
+    .close = soft_close,
+    .create_qp = ry_soft_create_qp,
+    .dealloc_pd = ry_soft_dealloc_pd,
+    .dereg_mr = ry_soft_dereg_mr,
+    .destroy_qp = ry_soft_destroy_qp,
+    .fd = soft_fd,
+    .get_event = soft_get_event,
+    .get_stats = soft_get_stats,
+    .modify_qp = ry_soft_modify_qp,
+    .open = soft_open,
+    .poll_cq = soft_poll_cq,
+    .post_recv = soft_post_recv,
+    .post_send = ry_soft_post_send,
+    .progress = soft_progress,
+    .query = soft_query,
+    .reg_mr = ry_soft_reg_mr,
+    .set_fault = ry_soft_set_fault,
+    .set_link = ry_soft_set_link,
 };

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <net/if.h>
+#include <arpa/inet.h>
+#include <stdbool.h>
 
 #include <infiniband/umad.h>
 #include <infiniband/verbs.h>
@@ -158,4 +160,146 @@ const struct ry_verbs_port *ry_verbs_find(const struct ry_verbs_port *ports,
 		     guid_matches(ports[i].node_guid, device)))
 			return &ports[i];
 	return NULL;
+}
+
+/* "a.b.c.d", "a.b.c.d:port", "v6" or "[v6]:port" -> the GID form. */
+static int address_gid(const char *address, uint8_t raw[16])
+{
+	char buf[128], *end;
+	struct in_addr a4;
+
+	snprintf(buf, sizeof(buf), "%s", address[0] == '[' ? address + 1 :
+							     address);
+	end = strchr(buf, ']');
+	if (end)
+		*end = 0;
+	if (inet_pton(AF_INET6, buf, raw) == 1)
+		return 0;
+	end = strchr(buf, ':');
+	if (end)
+		*end = 0;
+	if (inet_pton(AF_INET, buf, &a4) != 1)
+		return -EINVAL;
+	/* RoCE carries an IPv4 address as ::ffff:a.b.c.d */
+	memset(raw, 0, 10);
+	raw[10] = raw[11] = 0xff;
+	memcpy(raw + 12, &a4, 4);
+	return 0;
+}
+
+static bool gid_is_v4mapped(const uint8_t *raw)
+{
+	static const uint8_t pfx[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+					 0xff, 0xff };
+
+	return !memcmp(raw, pfx, 12);
+}
+
+static bool gid_is_zero(const uint8_t *raw)
+{
+	static const uint8_t z[16];
+
+	return !memcmp(raw, z, 16);
+}
+
+static size_t dev_ports(struct ibv_context *ctx)
+{
+	struct ibv_device_attr a;
+
+	return ibv_query_device(ctx, &a) || !a.phys_port_cnt ? 1 :
+							     a.phys_port_cnt;
+}
+
+int ry_verbs_pick_gid(struct ibv_context *ctx, int port, int gid_index,
+		      const char *address, uint32_t *index_p, uint8_t gid[16],
+		      char *why, size_t why_len)
+{
+	struct ibv_port_attr pa;
+	struct ibv_gid_entry e;
+	struct ibv_gid_entry *tbl;
+	uint8_t want[16];
+	int best = -1, score = 0;
+	uint8_t best_raw[16];
+	ssize_t n;
+	int rc = ibv_query_port(ctx, (uint8_t)port, &pa);
+
+	if (rc) {
+		snprintf(why, why_len, "cannot query port %d: %s", port,
+			 strerror(rc));
+		return -rc;
+	}
+	if (gid_index >= 0) {
+		if (gid_index >= pa.gid_tbl_len ||
+		    ibv_query_gid_ex(ctx, (uint32_t)port, (uint32_t)gid_index,
+				     &e, 0) ||
+		    gid_is_zero(e.gid.raw)) {
+			snprintf(why, why_len,
+				 "GID index %d of port %d is empty (the port has %d entries; 'railyard devices' lists them)",
+				 gid_index, port, pa.gid_tbl_len);
+			return -ENOENT;
+		}
+		*index_p = (uint32_t)gid_index;
+		memcpy(gid, e.gid.raw, 16);
+		return 0;
+	}
+	if (address && address[0] && address_gid(address, want)) {
+		snprintf(why, why_len, "address '%s' is not an IP address",
+			 address);
+		return -EINVAL;
+	}
+	if (pa.link_layer != IBV_LINK_LAYER_ETHERNET &&
+	    !(address && address[0])) {
+		if (ibv_query_gid_ex(ctx, (uint32_t)port, 0, &e, 0)) {
+			snprintf(why, why_len, "port %d has no GID 0", port);
+			return -ENOENT;
+		}
+		*index_p = 0;
+		memcpy(gid, e.gid.raw, 16);
+		return 0;
+	}
+	/* One call for the whole table (of every port): only the valid
+	 * entries come back, rxe has 1024 slots per port. */
+	tbl = calloc((size_t)pa.gid_tbl_len * dev_ports(ctx), sizeof(*tbl));
+	if (!tbl)
+		return -ENOMEM;
+	n = ibv_query_gid_table(ctx, tbl, (size_t)pa.gid_tbl_len * dev_ports(ctx),
+				0);
+	for (ssize_t i = 0; i < n; i++) {
+		struct ibv_gid_entry *t = &tbl[i];
+		int s;
+
+		if (t->port_num != (uint32_t)port || gid_is_zero(t->gid.raw))
+			continue;
+		if (address && address[0]) {
+			if (memcmp(t->gid.raw, want, 16))
+				continue;
+			s = t->gid_type == IBV_GID_TYPE_ROCE_V2 ? 3 : 2;
+		} else {
+			if (t->gid_type != IBV_GID_TYPE_ROCE_V2)
+				continue;
+			/* routable IPv4 beats the link-local fe80:: one */
+			s = gid_is_v4mapped(t->gid.raw) ? 2 : 1;
+		}
+		/* lowest index wins among equals: the table is not sorted */
+		if (s > score || (s == score && t->gid_index < (uint32_t)best)) {
+			score = s;
+			best = (int)t->gid_index;
+			memcpy(best_raw, t->gid.raw, 16);
+		}
+	}
+	free(tbl);
+	if (best < 0) {
+		if (address && address[0])
+			snprintf(why, why_len,
+				 "no GID of port %d carries address %s (is the address on the port's netdev, and the netdev up?)",
+				 port, address);
+		else
+			snprintf(why, why_len,
+				 "port %d has no RoCE v2 GID (does its netdev have an IP address?)",
+				 port);
+		return -ENOENT;
+	}
+	*index_p = (uint32_t)best;
+	memcpy(gid, best_raw, 16);
+	return 0;
 }

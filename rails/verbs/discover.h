@@ -48,4 +48,18 @@ int ry_verbs_discover(struct ry_verbs_port **ports_p, char *why,
 const struct ry_verbs_port *ry_verbs_find(const struct ry_verbs_port *ports,
 					  int n, const char *device, int port);
 
+struct ibv_context;
+
+/*
+ * Pick the source GID of a verbs rail on an open device: gid_index when it
+ * is >= 0; else the GID holding `address` (an IPv4 or IPv6 address, as a
+ * RoCE GID carries it; "" for none), RoCE v2 preferred; else on Ethernet
+ * the first RoCE v2 GID with an IPv4-mapped address, then any RoCE v2 GID;
+ * on InfiniBand index 0.  Returns 0 with *index_p and gid, or -ENOENT /
+ * -EINVAL with a plain reason in `why`.
+ */
+int ry_verbs_pick_gid(struct ibv_context *ctx, int port, int gid_index,
+		      const char *address, uint32_t *index_p, uint8_t gid[16],
+		      char *why, size_t why_len);
+
 #endif

@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The soft rail's internal objects, shared by its files:
+ *
+ *   soft_rail.c    open/close, the ops table, the UDP socket, rx/tx batching
+ *   soft_mr.c      PDs, regions, the key tables and every access check
+ *   soft_qp.c      QPs: QPN table, state machine, post_send, flush on ERR
+ *   soft_req.c     requester: turns WRs into packets, go-back-N, timers
+ *   soft_resp.c    responder: executes inbound requests, ACK/NAK/RNR
+ *   soft_comp.c    completer: ACKs, NAKs and READ responses -> completions
+ *   soft_fault.c   fault injection and the link switch
+ *   soft_netlink.c rtnetlink watch of the real interface
+ *
+ * Timers (all checked in progress, one timerfd armed to the earliest):
+ *   qp->comp.deadline    retransmit after ack_timeout of silence
+ *   qp->comp.rnr_until   resume sending after an RNR NAK
+ *   fault slot->release  a delayed or reordered packet goes out
+ *
+ * Nothing on the per-packet path allocates: the batches, the header pool,
+ * the receive buffers and the fault slots are allocated at open/set_fault.
+ */
+#ifndef RAILYARD_SOFT_INT_H
+#define RAILYARD_SOFT_INT_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "rails/rail.h"
+#include "rails/soft/psn.h"
+#include "rails/soft/wire.h"
+
+#define container_of(ptr, type, member)                                        \
+	((type *)((char *)(ptr)-offsetof(type, member)))
+
+#define RY_SOFT_MAX_QP_WR 4096
+#define RY_SOFT_MAX_MSG (1u << 30)
+#define RY_SOFT_SRQ_SIZE 4096
+#define RY_SOFT_KEY_BUCKETS 1024
+#define RY_SOFT_QP_BUCKETS 1024
+#define RY_SOFT_MAX_RD 16 /* READs outstanding per QP */
+#define RY_SOFT_WINDOW_BYTES (4u << 20)
+#define RY_SOFT_WINDOW_MAX 4096 /* packets in flight per QP */
+/* A PSN further than this from the expected one is not ours: dropped.
+ * One WR may span at most half of it, so no WR ever looks out of window. */
+#define RY_SOFT_PSN_WINDOW (1 << 22)
+#define RY_SOFT_WR_MAX_PKTS (1u << 21)
+
+/* Batching. */
+#define RY_SOFT_RX_MSGS 16
+#define RY_SOFT_RX_BUF 65536
+#define RY_SOFT_TX_MSGS 64
+#define RY_SOFT_TX_PKTS 1024
+#define RY_SOFT_GSO_SEGS 64
+#define RY_SOFT_GSO_BYTES 65000
+#define RY_SOFT_EVENTS 64
+#define RY_SOFT_FAULT_SLOTS 1024
+
+struct ry_soft_rail;
+
+struct ry_soft_pd {
+	struct ry_pd base;
+	struct ry_soft_pd *next; /* rail's list, freed at close */
+	unsigned refs;		 /* MRs and QPs */
+};
+
+struct ry_soft_mr {
+	struct ry_mr base;
+	struct ry_soft_mr *rnext; /* rkey hash chain */
+	struct ry_soft_mr *lnext; /* lkey hash chain */
+};
+
+struct ry_soft_wqe {
+	struct ry_send_wr wr;
+	uint32_t first_psn;
+	uint32_t npkts; /* PSNs it occupies */
+	bool done;
+};
+
+struct ry_soft_rd { /* a READ the responder is answering */
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t len;
+	uint32_t psn;	     /* PSN of the first response */
+	uint32_t pkt, npkts; /* next response to send, how many */
+};
+
+enum ry_soft_req_state { /* for logs: what the requester waits on */
+			 RY_SOFT_REQ_IDLE = 0,
+			 RY_SOFT_REQ_SENDING,
+			 RY_SOFT_REQ_WAIT_ACK,
+			 RY_SOFT_REQ_WAIT_RNR,
+			 RY_SOFT_REQ_ERROR,
+};
+
+struct ry_soft_qp {
+	struct ry_qp base;		/* base.local: our qpn, psn, cookie */
+	struct ry_soft_qp *hnext;	/* QPN hash chain */
+	struct ry_soft_qp *next, *prev; /* rail's list of QPs */
+	struct ry_qp_endpoint remote;
+	struct sockaddr_in peer;
+	uint32_t pmtu;	 /* payload bytes per packet */
+	uint32_t window; /* packets in flight */
+	unsigned access;
+	uint64_t ack_timeout_ns, min_rnr_ns;
+	uint32_t retry_cnt, rnr_retry, max_rd;
+
+	/* send queue: free-running counters, index & (sq_size - 1) */
+	struct ry_soft_wqe *sq;
+	uint32_t sq_size, sq_max;
+	uint32_t sq_head;  /* oldest WR not yet completed */
+	uint32_t sq_tail;  /* next free slot */
+	uint32_t post_psn; /* first PSN of the next posted WR */
+
+	struct { /* requester: the next packet to send */
+		enum ry_soft_req_state state;
+		uint32_t idx, pkt, psn;
+		uint32_t max_psn; /* one past the highest PSN ever sent */
+		uint32_t rd_out;  /* READ requests sent, not completed */
+	} req;
+
+	struct {	      /* completer */
+		uint32_t psn; /* oldest PSN not acknowledged */
+		uint32_t retry_left, rnr_left;
+		uint64_t deadline;    /* 0: timer off */
+		uint64_t rnr_until;   /* 0: not waiting */
+		uint32_t rewound_psn; /* last go-back-N target, once per gap */
+		uint32_t ooo_psn;     /* last out-of-order READ response */
+		bool rewound;
+	} comp;
+
+	struct {	      /* responder */
+		uint32_t psn; /* expected PSN */
+		uint32_t msn;
+		uint32_t nak_hi; /* PSN of the last out-of-order packet */
+		bool nak_sent;
+		bool ack_pending;
+		bool has_rwqe;
+		struct ry_recv_wr rwqe;
+		uint32_t roff;
+		uint32_t rd_head, rd_tail;
+		struct ry_soft_rd rd[RY_SOFT_MAX_RD];
+	} resp;
+};
+
+struct ry_soft_txmsg {
+	struct sockaddr_in dst;
+	uint32_t seg; /* GSO segment size; 0: single */
+	uint32_t nseg, bytes;
+	bool closed; /* a short segment ended it */
+	unsigned iov0, niov;
+};
+
+struct ry_soft_fault_slot {
+	uint64_t release;
+	struct sockaddr_in dst;
+	uint32_t len;
+	bool used;
+	uint8_t *buf;
+};
+
+struct ry_soft_rail {
+	struct ry_rail base;
+	int sock, epfd, tfd, efd, nlfd;
+	int ifindex;
+	struct sockaddr_in addr;
+	uint32_t mtu;
+	bool gso, gro;
+	enum ry_link_state link; /* set_link */
+	bool nl_up;		 /* the real interface, from rtnetlink */
+	bool eff_up;		 /* both: what query reports */
+	bool efd_set;
+	uint64_t timer_armed;
+	uint64_t nl_checked; /* last netlink read */
+
+	struct ry_rail_stats st;
+	struct ry_fault fault;
+	uint64_t rng;
+	struct ry_soft_fault_slot *slots;
+	uint8_t *slot_mem;
+	uint32_t slot_size;
+	unsigned slots_used;
+
+	struct ry_soft_mr *rkeys[RY_SOFT_KEY_BUCKETS];
+	struct ry_soft_mr *lkeys[RY_SOFT_KEY_BUCKETS];
+	struct ry_soft_qp *qpns[RY_SOFT_QP_BUCKETS];
+	struct ry_soft_qp *qps; /* all QPs */
+	struct ry_soft_pd *pds;
+
+	/* the one CQ */
+	struct ry_wc *cq;
+	uint32_t cq_size, cq_head, cq_tail;
+	/* the one SRQ */
+	struct ry_recv_wr srq[RY_SOFT_SRQ_SIZE];
+	uint32_t srq_head, srq_tail;
+
+	struct ry_rail_event ev[RY_SOFT_EVENTS];
+	uint32_t ev_head, ev_tail;
+
+	/* tx batch */
+	struct mmsghdr txm[RY_SOFT_TX_MSGS];
+	struct ry_soft_txmsg txi[RY_SOFT_TX_MSGS];
+	char txc[RY_SOFT_TX_MSGS][64];
+	struct iovec txv[2 * RY_SOFT_TX_PKTS];
+	struct ry_soft_hdr txh[RY_SOFT_TX_PKTS];
+	unsigned ntxm, ntxv, ntxh;
+
+	/* rx batch */
+	struct mmsghdr rxm[RY_SOFT_RX_MSGS];
+	struct iovec rxv[RY_SOFT_RX_MSGS];
+	struct sockaddr_in rxa[RY_SOFT_RX_MSGS];
+	char rxc[RY_SOFT_RX_MSGS][64];
+	uint8_t *rxbuf;
+
+	uint64_t now; /* CLOCK_MONOTONIC ns, per progress */
+};
+
+static inline struct ry_soft_rail *to_srail(struct ry_rail *r)
+{
+	return container_of(r, struct ry_soft_rail, base);
+}
+static inline struct ry_soft_qp *to_sqp(struct ry_qp *q)
+{
+	return container_of(q, struct ry_soft_qp, base);
+}
+static inline struct ry_soft_rail *qp_rail(struct ry_soft_qp *qp)
+{
+	return to_srail(qp->base.pd->rail);
+}
+
+uint64_t ry_soft_now(void);
+int ry_soft_random(void *buf, size_t len);
+
+/* soft_rail.c */
+void ry_soft_cq_push(struct ry_soft_rail *r, const struct ry_wc *wc);
+int ry_soft_cq_reserve(struct ry_soft_rail *r, uint32_t entries);
+void ry_soft_event(struct ry_soft_rail *r, enum ry_rail_event_type type,
+		   uint32_t qpn);
+void ry_soft_link_update(struct ry_soft_rail *r);
+/* Queue one packet; payload is referenced until the batch is flushed. */
+void ry_soft_tx(struct ry_soft_rail *r, const struct sockaddr_in *dst,
+		const struct ry_soft_pkt *p, const void *payload);
+void ry_soft_tx_raw(struct ry_soft_rail *r, const struct sockaddr_in *dst,
+		    const void *pkt, uint32_t len);
+void ry_soft_tx_flush(struct ry_soft_rail *r);
+bool ry_soft_tx_full(const struct ry_soft_rail *r);
+void ry_soft_rx_packet(struct ry_soft_rail *r, const uint8_t *buf, uint32_t len,
+		       const struct sockaddr_in *from);
+
+/* soft_mr.c */
+int ry_soft_alloc_pd(struct ry_rail *rail, struct ry_pd **pd_p);
+int ry_soft_dealloc_pd(struct ry_pd *pd);
+int ry_soft_reg_mr(struct ry_pd *pd, void *addr, size_t length, unsigned access,
+		   struct ry_mr **mr_p);
+int ry_soft_dereg_mr(struct ry_mr *mr);
+void ry_soft_mr_cleanup(struct ry_soft_rail *r);
+/* Region for [va, va + len) under key, or NULL: checks key, PD, access,
+ * bounds and overflow. */
+struct ry_soft_mr *ry_soft_mr_rkey(struct ry_soft_rail *r, struct ry_pd *pd,
+				   uint32_t rkey, uint64_t va, uint64_t len,
+				   unsigned access);
+struct ry_soft_mr *ry_soft_mr_lkey(struct ry_soft_rail *r, struct ry_pd *pd,
+				   uint32_t lkey, uint64_t va, uint64_t len,
+				   unsigned access);
+
+/* soft_qp.c */
+int ry_soft_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
+		      struct ry_qp **qp_p);
+int ry_soft_modify_qp(struct ry_qp *qp, enum ry_qp_state state,
+		      const struct ry_qp_attr *attr);
+int ry_soft_destroy_qp(struct ry_qp *qp);
+int ry_soft_post_send(struct ry_qp *qp, const struct ry_send_wr *wr,
+		      unsigned n);
+struct ry_soft_qp *ry_soft_qp_lookup(struct ry_soft_rail *r, uint32_t qpn);
+/* Move to ERR: the head WR completes with status, the rest flushed. */
+void ry_soft_qp_error(struct ry_soft_qp *qp, enum ry_wc_status head_status);
+/* Same, with the WR at sq counter idx failing and those before it flushed. */
+void ry_soft_qp_error_at(struct ry_soft_qp *qp, uint32_t idx,
+			 enum ry_wc_status status);
+void ry_soft_wqe_complete(struct ry_soft_qp *qp, struct ry_soft_wqe *w,
+			  enum ry_wc_status status);
+void ry_soft_qp_cleanup(struct ry_soft_rail *r);
+
+/* soft_req.c */
+void ry_soft_req_run(struct ry_soft_qp *qp);
+void ry_soft_req_rewind(struct ry_soft_qp *qp, uint32_t psn);
+void ry_soft_req_timers(struct ry_soft_qp *qp);
+uint64_t ry_soft_req_next_timer(struct ry_soft_qp *qp);
+extern const char *const ry_soft_req_state_names[];
+
+/* soft_resp.c */
+void ry_soft_resp_rx(struct ry_soft_qp *qp, const struct ry_soft_pkt *p);
+void ry_soft_resp_run(struct ry_soft_qp *qp);
+
+/* soft_comp.c */
+void ry_soft_comp_rx(struct ry_soft_qp *qp, const struct ry_soft_pkt *p);
+
+/* soft_fault.c */
+int ry_soft_set_fault(struct ry_rail *rail, const struct ry_fault *f);
+int ry_soft_set_link(struct ry_rail *rail, enum ry_link_state state);
+/* Returns true when the packet was consumed (dropped or held back). */
+bool ry_soft_fault_tx(struct ry_soft_rail *r, const struct sockaddr_in *dst,
+		      struct ry_soft_hdr *h, const void *payload,
+		      uint32_t paylen, bool *dup);
+void ry_soft_fault_run(struct ry_soft_rail *r);
+uint64_t ry_soft_fault_next_timer(struct ry_soft_rail *r);
+void ry_soft_fault_cleanup(struct ry_soft_rail *r);
+
+/* soft_netlink.c */
+int ry_soft_nl_open(struct ry_soft_rail *r, const char *ifname);
+void ry_soft_nl_run(struct ry_soft_rail *r);
+
+#endif

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The link watch: an rtnetlink socket subscribed to RTMGRP_LINK, so that
+ * `ip link set DEV down` (or a lost carrier) on the rail's interface turns
+ * into RY_RAIL_EV_LINK_DOWN at the next progress, milliseconds later, and
+ * up again into RY_RAIL_EV_LINK_UP.  The interface is cfg->interface, or the
+ * one owning the bound address.
+ */
+#include <errno.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "rails/soft/soft_int.h"
+#include "src/log.h"
+
+/* linux/if.h's IFF_LOWER_UP; that header clashes with net/if.h */
+#define RY_IFF_LOWER_UP 0x10000u
+
+/*
+ * Up: administratively up with a carrier.  LOWER_UP is the carrier itself;
+ * RUNNING (the operstate) follows it only after linkwatch's delay of up to
+ * a second, which must not hold back a link that was just brought up.
+ */
+static bool flags_up(unsigned flags)
+{
+	return (flags & IFF_UP) && (flags & (RY_IFF_LOWER_UP | IFF_RUNNING));
+}
+
+int ry_soft_nl_open(struct ry_soft_rail *r, const char *ifname)
+{
+	struct sockaddr_nl sa = {.nl_family = AF_NETLINK,
+				 .nl_groups = RTMGRP_LINK};
+	struct ifreq ifr;
+
+	r->ifindex = (int)if_nametoindex(ifname);
+	if (!r->ifindex) {
+		RY_ERR("soft", "rail %s: interface %s: %m", r->base.name,
+		       ifname);
+		return -ENODEV;
+	}
+	r->nlfd = socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC,
+			 NETLINK_ROUTE);
+	if (r->nlfd < 0) {
+		RY_ERR("soft", "rail %s: netlink socket: %m", r->base.name);
+		return -errno;
+	}
+	if (bind(r->nlfd, (struct sockaddr *)&sa, sizeof(sa))) {
+		RY_ERR("soft", "rail %s: netlink bind: %m", r->base.name);
+		return -errno;
+	}
+	/* Subscribed first, then read the state: no change slips between.
+	 * The ioctl's 16 flag bits lack LOWER_UP, so only IFF_UP counts
+	 * here; a missing carrier shows in the next netlink message. */
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	if (ioctl(r->sock, SIOCGIFFLAGS, &ifr) == 0)
+		r->nl_up = ifr.ifr_flags & IFF_UP;
+	return 0;
+}
+
+void ry_soft_nl_run(struct ry_soft_rail *r)
+{
+	char buf[8192] __attribute__((aligned(4)));
+
+	for (;;) {
+		ssize_t n = recv(r->nlfd, buf, sizeof(buf), MSG_DONTWAIT);
+		struct nlmsghdr *nh;
+
+		if (n <= 0) {
+			if (n < 0 && errno == ENOBUFS) {
+				/* Overrun: events lost, read the state. */
+				struct ifreq ifr = {0};
+
+				if (if_indextoname((unsigned)r->ifindex,
+						   ifr.ifr_name) &&
+				    !ioctl(r->sock, SIOCGIFFLAGS, &ifr))
+					r->nl_up = ifr.ifr_flags & IFF_UP;
+				ry_soft_link_update(r);
+				continue;
+			}
+			return;
+		}
+		for (nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, (size_t)n);
+		     nh = NLMSG_NEXT(nh, n)) {
+			struct ifinfomsg *ifi = NLMSG_DATA(nh);
+
+			if ((nh->nlmsg_type != RTM_NEWLINK &&
+			     nh->nlmsg_type != RTM_DELLINK) ||
+			    nh->nlmsg_len < NLMSG_LENGTH(sizeof(*ifi)) ||
+			    ifi->ifi_index != r->ifindex)
+				continue;
+			r->nl_up = nh->nlmsg_type == RTM_NEWLINK &&
+				   flags_up(ifi->ifi_flags);
+			ry_soft_link_update(r);
+		}
+	}
+}

@@ -1,0 +1,393 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * RC queue pairs: creation with random QPN, PSN and cookie, the verbs state
+ * machine RESET -> INIT -> RTR -> RTS -> ERR, posting, and the flush that
+ * completes every outstanding WR when a QP enters ERR.  A QP in ERR stays
+ * in the QPN table so that its late packets are counted and dropped
+ * (rx_qp_err_dropped) rather than looked up as strangers.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rails/soft/soft.h"
+#include "rails/soft/soft_int.h"
+#include "src/log.h"
+
+static unsigned qbucket(uint32_t qpn)
+{
+	return (qpn * 2654435761u) >> 22;
+}
+_Static_assert(RY_SOFT_QP_BUCKETS == 1024, "qbucket() makes 10 bits");
+
+struct ry_soft_qp *ry_soft_qp_lookup(struct ry_soft_rail *r, uint32_t qpn)
+{
+	struct ry_soft_qp *qp = r->qpns[qbucket(qpn)];
+
+	while (qp && qp->base.qp_num != qpn)
+		qp = qp->hnext;
+	return qp;
+}
+
+static int fresh_psn_cookie(struct ry_soft_qp *qp)
+{
+	uint32_t psn;
+	uint64_t cookie;
+	int rc = ry_soft_random(&psn, sizeof(psn));
+
+	if (!rc)
+		rc = ry_soft_random(&cookie, sizeof(cookie));
+	if (rc)
+		return rc;
+	qp->base.local.psn = psn & RY_SOFT_PSN_MASK;
+	qp->base.local.cookie = cookie ? cookie : 1;
+	return 0;
+}
+
+int ry_soft_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
+		      struct ry_qp **qp_p)
+{
+	struct ry_soft_rail *r = to_srail(pd->rail);
+	struct ry_rail_attr attr;
+	struct ry_soft_qp *qp;
+	uint32_t size = 1, total = 0;
+	int rc;
+
+	if (!init->max_send_wr || init->max_send_wr > RY_SOFT_MAX_QP_WR)
+		return -EINVAL;
+	while (size < init->max_send_wr)
+		size *= 2;
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return -ENOMEM;
+	qp->sq = calloc(size, sizeof(*qp->sq));
+	if (!qp->sq) {
+		rc = -ENOMEM;
+		goto err_free;
+	}
+	qp->sq_size = size;
+	qp->sq_max = init->max_send_wr;
+	for (struct ry_soft_qp *q = r->qps; q; q = q->next)
+		total += q->sq_max;
+	/* Every WR that can be outstanding has a CQ slot: no overrun. */
+	rc = ry_soft_cq_reserve(r, total + qp->sq_max + 2 * RY_SOFT_SRQ_SIZE);
+	if (rc)
+		goto err_free;
+	for (int tries = 0;; tries++) {
+		uint32_t qpn;
+
+		rc = ry_soft_random(&qpn, sizeof(qpn));
+		if (rc)
+			goto err_free;
+		qpn &= RY_SOFT_PSN_MASK;
+		if (qpn > 1 && !ry_soft_qp_lookup(r, qpn)) {
+			qp->base.qp_num = qpn;
+			break;
+		}
+		if (tries > 64) {
+			rc = -EAGAIN;
+			goto err_free;
+		}
+	}
+	rc = fresh_psn_cookie(qp);
+	if (rc)
+		goto err_free;
+	ry_rail_query(pd->rail, &attr);
+	memcpy(qp->base.local.gid, attr.local.gid, 16);
+	qp->base.local.udp_port = attr.local.udp_port;
+	qp->base.local.mtu = attr.mtu;
+	qp->base.local.qpn = qp->base.qp_num;
+	qp->base.pd = pd;
+	qp->base.state = RY_QPS_RESET;
+	qp->base.context = init->context;
+	qp->hnext = r->qpns[qbucket(qp->base.qp_num)];
+	r->qpns[qbucket(qp->base.qp_num)] = qp;
+	qp->next = r->qps;
+	if (r->qps)
+		r->qps->prev = qp;
+	r->qps = qp;
+	container_of(pd, struct ry_soft_pd, base)->refs++;
+	RY_DBG("soft", "rail %s: qp 0x%x created psn 0x%x", r->base.name,
+	       qp->base.qp_num, qp->base.local.psn);
+	*qp_p = &qp->base;
+	return 0;
+
+err_free:
+	free(qp->sq);
+	free(qp);
+	return rc;
+}
+
+static void unlink_qp(struct ry_soft_rail *r, struct ry_soft_qp *qp)
+{
+	struct ry_soft_qp **pp;
+
+	for (pp = &r->qpns[qbucket(qp->base.qp_num)]; *pp; pp = &(*pp)->hnext) {
+		if (*pp == qp) {
+			*pp = qp->hnext;
+			break;
+		}
+	}
+	if (qp->prev)
+		qp->prev->next = qp->next;
+	else
+		r->qps = qp->next;
+	if (qp->next)
+		qp->next->prev = qp->prev;
+}
+
+int ry_soft_destroy_qp(struct ry_qp *base)
+{
+	struct ry_soft_qp *qp = to_sqp(base);
+	struct ry_soft_rail *r = qp_rail(qp);
+
+	unlink_qp(r, qp);
+	container_of(base->pd, struct ry_soft_pd, base)->refs--;
+	free(qp->sq);
+	free(qp);
+	return 0;
+}
+
+void ry_soft_qp_cleanup(struct ry_soft_rail *r)
+{
+	while (r->qps)
+		ry_soft_destroy_qp(&r->qps->base);
+}
+
+static enum ry_wc_opcode wc_opcode(enum ry_wr_opcode op)
+{
+	switch (op) {
+	case RY_WR_RDMA_WRITE:
+	case RY_WR_RDMA_WRITE_IMM:
+		return RY_WC_RDMA_WRITE;
+	case RY_WR_RDMA_READ:
+		return RY_WC_RDMA_READ;
+	default:
+		return RY_WC_SEND;
+	}
+}
+
+void ry_soft_wqe_complete(struct ry_soft_qp *qp, struct ry_soft_wqe *w,
+			  enum ry_wc_status status)
+{
+	struct ry_wc wc = {
+	    .wr_id = w->wr.wr_id,
+	    .status = status,
+	    .opcode = wc_opcode(w->wr.opcode),
+	    .byte_len = w->wr.sge.length,
+	    .qp_num = qp->base.qp_num,
+	};
+
+	w->done = true;
+	ry_soft_cq_push(qp_rail(qp), &wc);
+}
+
+void ry_soft_qp_error_at(struct ry_soft_qp *qp, uint32_t idx,
+			 enum ry_wc_status status)
+{
+	struct ry_soft_rail *r = qp_rail(qp);
+
+	if (qp->base.state == RY_QPS_ERR)
+		return;
+	if (status != RY_WC_FLUSHED)
+		RY_INFO("soft", "rail %s: qp 0x%x to ERR: %s", r->base.name,
+			qp->base.qp_num, ry_wc_status_str(status));
+	qp->base.state = RY_QPS_ERR;
+	qp->req.state = RY_SOFT_REQ_ERROR;
+	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++)
+		ry_soft_wqe_complete(qp, &qp->sq[i & (qp->sq_size - 1)],
+				     i == idx ? status : RY_WC_FLUSHED);
+	qp->sq_head = qp->sq_tail;
+	if (qp->resp.has_rwqe) {
+		struct ry_wc wc = {
+		    .wr_id = qp->resp.rwqe.wr_id,
+		    .status = RY_WC_FLUSHED,
+		    .opcode = RY_WC_RECV,
+		    .qp_num = qp->base.qp_num,
+		};
+
+		ry_soft_cq_push(r, &wc);
+		qp->resp.has_rwqe = false;
+	}
+	qp->resp.rd_head = qp->resp.rd_tail;
+	qp->resp.ack_pending = false;
+	qp->comp.deadline = 0;
+	qp->comp.rnr_until = 0;
+}
+
+void ry_soft_qp_error(struct ry_soft_qp *qp, enum ry_wc_status head_status)
+{
+	ry_soft_qp_error_at(qp, qp->sq_head, head_status);
+}
+
+static int to_rtr(struct ry_soft_qp *qp, const struct ry_qp_attr *attr)
+{
+	struct ry_soft_rail *r = qp_rail(qp);
+	static const uint8_t v4mapped[12] = {[10] = 0xff, [11] = 0xff};
+	uint32_t mtu = attr->mtu ? attr->mtu : attr->remote.mtu;
+
+	if (memcmp(attr->remote.gid, v4mapped, 12) || !attr->remote.udp_port ||
+	    (attr->remote.qpn & ~RY_SOFT_PSN_MASK) ||
+	    (attr->remote.psn & ~RY_SOFT_PSN_MASK)) {
+		RY_ERR("soft",
+		       "qp 0x%x: RTR needs an IPv4-mapped gid, a "
+		       "port and 24-bit qpn/psn",
+		       qp->base.qp_num);
+		return -EINVAL;
+	}
+	if (!mtu || mtu > r->mtu)
+		mtu = r->mtu;
+	if (mtu < RY_SOFT_IP_UDP_HDR + RY_SOFT_HDR_LEN + 64)
+		return -EINVAL;
+	qp->remote = attr->remote;
+	memset(&qp->peer, 0, sizeof(qp->peer));
+	qp->peer.sin_family = AF_INET;
+	memcpy(&qp->peer.sin_addr, &attr->remote.gid[12], 4);
+	qp->peer.sin_port = htons(attr->remote.udp_port);
+	qp->pmtu = mtu - RY_SOFT_IP_UDP_HDR - RY_SOFT_HDR_LEN;
+	qp->window = RY_SOFT_WINDOW_BYTES / qp->pmtu;
+	if (qp->window > RY_SOFT_WINDOW_MAX)
+		qp->window = RY_SOFT_WINDOW_MAX;
+	if (qp->window < 8)
+		qp->window = 8;
+	qp->resp.psn = attr->remote.psn;
+	qp->resp.msn = 0;
+	qp->resp.nak_sent = false;
+	return 0;
+}
+
+static void to_rts(struct ry_soft_qp *qp, const struct ry_qp_attr *attr)
+{
+	uint32_t psn = qp->base.local.psn;
+
+	qp->ack_timeout_ns =
+	    (uint64_t)(attr->ack_timeout_us ? attr->ack_timeout_us : 100000) *
+	    1000;
+	qp->min_rnr_ns =
+	    (uint64_t)(attr->min_rnr_timer_us ? attr->min_rnr_timer_us : 1000) *
+	    1000;
+	qp->retry_cnt = attr->retry_cnt > 6 ? 6 : attr->retry_cnt;
+	qp->rnr_retry = attr->rnr_retry > 6 ? 6 : attr->rnr_retry;
+	qp->max_rd = attr->max_rd_atomic ? attr->max_rd_atomic : 1;
+	if (qp->max_rd > RY_SOFT_MAX_RD)
+		qp->max_rd = RY_SOFT_MAX_RD;
+	if (qp->base.state == RY_QPS_RTS)
+		return; /* RTS -> RTS: only the timers change */
+	qp->req.psn = psn;
+	qp->req.max_psn = psn;
+	qp->req.idx = qp->sq_head;
+	qp->req.pkt = 0;
+	qp->req.state = RY_SOFT_REQ_IDLE;
+	qp->post_psn = psn;
+	qp->comp.psn = psn;
+	qp->comp.retry_left = qp->retry_cnt;
+	qp->comp.rnr_left = qp->rnr_retry;
+}
+
+static int to_reset(struct ry_soft_qp *qp)
+{
+	int rc = fresh_psn_cookie(qp);
+
+	if (rc)
+		return rc;
+	qp->sq_head = qp->sq_tail = 0;
+	memset(&qp->req, 0, sizeof(qp->req));
+	memset(&qp->comp, 0, sizeof(qp->comp));
+	memset(&qp->resp, 0, sizeof(qp->resp));
+	memset(&qp->remote, 0, sizeof(qp->remote));
+	return 0;
+}
+
+int ry_soft_modify_qp(struct ry_qp *base, enum ry_qp_state state,
+		      const struct ry_qp_attr *attr)
+{
+	struct ry_soft_qp *qp = to_sqp(base);
+	enum ry_qp_state cur = base->state;
+	int rc = 0;
+
+	switch (state) {
+	case RY_QPS_RESET:
+		rc = to_reset(qp);
+		break;
+	case RY_QPS_INIT:
+		if (cur != RY_QPS_RESET && cur != RY_QPS_INIT)
+			return -EINVAL;
+		if (!attr)
+			return -EINVAL;
+		qp->access = attr->access;
+		break;
+	case RY_QPS_RTR:
+		if (cur != RY_QPS_INIT || !attr)
+			return -EINVAL;
+		rc = to_rtr(qp, attr);
+		break;
+	case RY_QPS_RTS:
+		if ((cur != RY_QPS_RTR && cur != RY_QPS_RTS) || !attr)
+			return -EINVAL;
+		to_rts(qp, attr);
+		break;
+	case RY_QPS_ERR:
+		ry_soft_qp_error(qp, RY_WC_FLUSHED);
+		return 0;
+	default:
+		return -EINVAL;
+	}
+	if (rc)
+		return rc;
+	RY_DBG("soft", "qp 0x%x: %s -> %s", base->qp_num, ry_qp_state_str(cur),
+	       ry_qp_state_str(state));
+	base->state = state;
+	return 0;
+}
+
+static uint32_t wr_npkts(const struct ry_soft_qp *qp, uint32_t len)
+{
+	return len ? (len + qp->pmtu - 1) / qp->pmtu : 1;
+}
+
+int ry_soft_post_send(struct ry_qp *base, const struct ry_send_wr *wr,
+		      unsigned n)
+{
+	struct ry_soft_qp *qp = to_sqp(base);
+
+	for (unsigned i = 0; i < n; i++)
+		if ((unsigned)wr[i].opcode > RY_WR_SEND_IMM ||
+		    wr[i].sge.length > RY_SOFT_MAX_MSG ||
+		    (qp->pmtu &&
+		     wr_npkts(qp, wr[i].sge.length) > RY_SOFT_WR_MAX_PKTS))
+			return -EINVAL;
+	if (base->state == RY_QPS_ERR) {
+		/* verbs: in ERR a new WR completes at once, flushed */
+		for (unsigned i = 0; i < n; i++) {
+			struct ry_soft_wqe w = {.wr = wr[i]};
+
+			ry_soft_wqe_complete(qp, &w, RY_WC_FLUSHED);
+		}
+		return 0;
+	}
+	if (base->state != RY_QPS_RTS)
+		return -EINVAL;
+	if (qp->sq_tail - qp->sq_head + n > qp->sq_max)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++) {
+		struct ry_soft_wqe *w =
+		    &qp->sq[qp->sq_tail++ & (qp->sq_size - 1)];
+
+		w->wr = wr[i];
+		w->first_psn = qp->post_psn;
+		w->npkts = wr_npkts(qp, wr[i].sge.length);
+		w->done = false;
+		qp->post_psn = ry_soft_psn_add(qp->post_psn, (int32_t)w->npkts);
+	}
+	return 0;
+}
+
+int ry_soft_test_set_psn(struct ry_qp *base, uint32_t psn)
+{
+	if ((base->state != RY_QPS_RESET && base->state != RY_QPS_INIT) ||
+	    (psn & ~RY_SOFT_PSN_MASK))
+		return -EINVAL;
+	base->local.psn = psn;
+	return 0;
+}

@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The requester: turns posted WRs into packets, keeps at most qp->window
+ * PSNs in flight, and goes back N (rewinds to a PSN and sends everything
+ * again from there) on a NAK, an out-of-order READ response or a timeout.
+ * After retry_cnt timeouts with no progress the head WR completes with
+ * RY_WC_RETRY_EXCEEDED and the QP goes to ERR.
+ *
+ * A WR occupies npkts PSNs; packet k carries bytes [k*pmtu, (k+1)*pmtu) and
+ * the remote address of exactly those bytes, so a rewind into the middle of
+ * a WR needs no state but the PSN.  A READ request asks for the rest of the
+ * READ from its PSN on; its responses come back under PSN, PSN+1, ...
+ */
+#include "rails/soft/soft_int.h"
+#include "src/log.h"
+
+const char *const ry_soft_req_state_names[] = {
+    [RY_SOFT_REQ_IDLE] = "idle",	 [RY_SOFT_REQ_SENDING] = "sending",
+    [RY_SOFT_REQ_WAIT_ACK] = "wait-ack", [RY_SOFT_REQ_WAIT_RNR] = "wait-rnr",
+    [RY_SOFT_REQ_ERROR] = "error",
+};
+
+static struct ry_soft_wqe *wqe(struct ry_soft_qp *qp, uint32_t idx)
+{
+	return &qp->sq[idx & (qp->sq_size - 1)];
+}
+
+void ry_soft_req_rewind(struct ry_soft_qp *qp, uint32_t psn)
+{
+	uint32_t i;
+
+	if (ry_soft_psn_cmp(psn, qp->comp.psn) < 0)
+		psn = qp->comp.psn;
+	qp->req.rd_out = 0;
+	for (i = qp->sq_head; i != qp->sq_tail; i++) {
+		struct ry_soft_wqe *w = wqe(qp, i);
+		int32_t k = ry_soft_psn_cmp(psn, w->first_psn);
+
+		if (k >= 0 && (uint32_t)k < w->npkts) {
+			qp->req.pkt = (uint32_t)k;
+			break;
+		}
+		if (w->wr.opcode == RY_WR_RDMA_READ)
+			qp->req.rd_out++;
+	}
+	if (i == qp->sq_tail) {
+		qp->req.pkt = 0;
+		psn = qp->post_psn;
+	}
+	qp->req.idx = i;
+	qp->req.psn = psn;
+	RY_TRACE("soft", "qp 0x%x: go back to psn 0x%x", qp->base.qp_num, psn);
+}
+
+static void send_read_req(struct ry_soft_qp *qp, struct ry_soft_wqe *w,
+			  uint8_t flags)
+{
+	uint64_t off = (uint64_t)qp->req.pkt * qp->pmtu;
+	struct ry_soft_pkt p = {
+	    .opcode = RY_SOFT_OP_READ_REQ,
+	    .flags = flags | RY_SOFT_F_FIRST | RY_SOFT_F_LAST,
+	    .dqpn = qp->remote.qpn,
+	    .sqpn = qp->base.qp_num,
+	    .psn = qp->req.psn,
+	    .cookie = qp->remote.cookie,
+	    .va = w->wr.remote_addr + off,
+	    .rkey = w->wr.rkey,
+	    .len = (uint32_t)(w->wr.sge.length - off),
+	};
+
+	ry_soft_tx(qp_rail(qp), &qp->peer, &p, NULL);
+}
+
+static void send_data(struct ry_soft_qp *qp, struct ry_soft_wqe *w,
+		      uint8_t flags, const void *src, uint32_t chunk)
+{
+	uint64_t off = (uint64_t)qp->req.pkt * qp->pmtu;
+	bool write = w->wr.opcode == RY_WR_RDMA_WRITE ||
+		     w->wr.opcode == RY_WR_RDMA_WRITE_IMM;
+	bool imm = w->wr.opcode == RY_WR_RDMA_WRITE_IMM ||
+		   w->wr.opcode == RY_WR_SEND_IMM;
+	struct ry_soft_pkt p = {
+	    .opcode = write ? RY_SOFT_OP_WRITE : RY_SOFT_OP_SEND,
+	    .flags = flags,
+	    .dqpn = qp->remote.qpn,
+	    .sqpn = qp->base.qp_num,
+	    .psn = qp->req.psn,
+	    .cookie = qp->remote.cookie,
+	    .va = write ? w->wr.remote_addr + off : off,
+	    .rkey = write ? w->wr.rkey : 0,
+	    .len = w->wr.sge.length,
+	    .paylen = chunk,
+	};
+
+	if (qp->req.pkt == 0)
+		p.flags |= RY_SOFT_F_FIRST;
+	if (qp->req.pkt + 1 == w->npkts) {
+		p.flags |= RY_SOFT_F_LAST | RY_SOFT_F_ACKREQ;
+		if (imm) {
+			p.flags |= RY_SOFT_F_IMM;
+			p.imm = w->wr.imm_data;
+		}
+	}
+	ry_soft_tx(qp_rail(qp), &qp->peer, &p, src);
+}
+
+void ry_soft_req_run(struct ry_soft_qp *qp)
+{
+	struct ry_soft_rail *r = qp_rail(qp);
+
+	if (qp->base.state != RY_QPS_RTS)
+		return;
+	if (qp->comp.rnr_until) {
+		if (r->now < qp->comp.rnr_until)
+			return;
+		qp->comp.rnr_until = 0;
+	}
+	while (qp->req.idx != qp->sq_tail && !ry_soft_tx_full(r)) {
+		struct ry_soft_wqe *w = wqe(qp, qp->req.idx);
+		bool read = w->wr.opcode == RY_WR_RDMA_READ;
+		uint32_t n = read ? w->npkts - qp->req.pkt : 1;
+		uint64_t off = (uint64_t)qp->req.pkt * qp->pmtu;
+		uint8_t flags = 0;
+
+		if (ry_soft_psn_cmp(qp->req.psn, qp->comp.psn) >=
+		    (int32_t)qp->window) {
+			qp->req.state = RY_SOFT_REQ_WAIT_ACK;
+			break;
+		}
+		if (read && qp->req.rd_out >= qp->max_rd)
+			break;
+		if (ry_soft_psn_cmp(qp->req.psn, qp->req.max_psn) < 0) {
+			flags |= RY_SOFT_F_RETRY;
+			r->st.retransmits++;
+		}
+		if (read) {
+			if (!ry_soft_mr_lkey(r, qp->base.pd, w->wr.sge.lkey,
+					     w->wr.sge.addr + off,
+					     w->wr.sge.length - off,
+					     RY_ACCESS_LOCAL_WRITE)) {
+				ry_soft_qp_error_at(qp, qp->req.idx,
+						    RY_WC_LOC_PROT);
+				return;
+			}
+			send_read_req(qp, w, flags);
+			qp->req.rd_out++;
+		} else {
+			uint32_t chunk = w->wr.sge.length - (uint32_t)off;
+
+			if (chunk > qp->pmtu)
+				chunk = qp->pmtu;
+			/* Checked per packet: a region deregistered while
+			 * its WR is in flight stops at once. */
+			if (!ry_soft_mr_lkey(r, qp->base.pd, w->wr.sge.lkey,
+					     w->wr.sge.addr + off, chunk, 0)) {
+				ry_soft_qp_error_at(qp, qp->req.idx,
+						    RY_WC_LOC_PROT);
+				return;
+			}
+			send_data(
+			    qp, w, flags,
+			    (const void *)(uintptr_t)(w->wr.sge.addr + off),
+			    chunk);
+		}
+		qp->req.state = RY_SOFT_REQ_SENDING;
+		qp->req.psn = ry_soft_psn_add(qp->req.psn, (int32_t)n);
+		if (ry_soft_psn_cmp(qp->req.psn, qp->req.max_psn) > 0)
+			qp->req.max_psn = qp->req.psn;
+		qp->req.pkt += n;
+		if (qp->req.pkt == w->npkts) {
+			qp->req.idx++;
+			qp->req.pkt = 0;
+		}
+		if (!qp->comp.deadline)
+			qp->comp.deadline = r->now + qp->ack_timeout_ns;
+	}
+}
+
+void ry_soft_req_timers(struct ry_soft_qp *qp)
+{
+	struct ry_soft_rail *r = qp_rail(qp);
+
+	if (qp->base.state != RY_QPS_RTS || !qp->comp.deadline ||
+	    r->now < qp->comp.deadline)
+		return;
+	if (qp->comp.psn == qp->req.max_psn) {
+		qp->comp.deadline = 0; /* nothing unacknowledged */
+		return;
+	}
+	if (!qp->comp.retry_left) {
+		RY_DBG("soft", "qp 0x%x: retries exhausted at psn 0x%x (%s)",
+		       qp->base.qp_num, qp->comp.psn,
+		       ry_soft_req_state_names[qp->req.state]);
+		ry_soft_qp_error(qp, RY_WC_RETRY_EXCEEDED);
+		return;
+	}
+	qp->comp.retry_left--;
+	ry_soft_req_rewind(qp, qp->comp.psn);
+	qp->comp.deadline = r->now + qp->ack_timeout_ns;
+}
+
+uint64_t ry_soft_req_next_timer(struct ry_soft_qp *qp)
+{
+	uint64_t t = qp->comp.deadline;
+
+	if (qp->base.state != RY_QPS_RTS)
+		return 0;
+	if (qp->comp.rnr_until && (!t || qp->comp.rnr_until < t))
+		t = qp->comp.rnr_until;
+	/* More to send but the batch filled: come back at once. */
+	if (qp->req.idx != qp->sq_tail && !qp->comp.rnr_until &&
+	    ry_soft_psn_cmp(qp->req.psn, qp->comp.psn) < (int32_t)qp->window)
+		t = 1;
+	return t;
+}

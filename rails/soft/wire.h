@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The soft rail's wire format: one fixed 56-byte header in front of every
+ * UDP payload segment, all integers big-endian (as RoCE).
+ *
+ *   off size field
+ *     0    1 version     RY_SOFT_WIRE_VERSION; anything else is dropped
+ *     1    1 opcode      enum ry_soft_op
+ *     2    1 flags       enum ry_soft_flag (FIRST/LAST/IMM/ACKREQ/RETRY)
+ *     3    1 rsvd        must be 0
+ *     4    4 dqpn        destination QPN, 24 bits (demultiplexing key)
+ *     8    4 sqpn        source QPN, 24 bits
+ *    12    4 psn         24 bits
+ *    16    8 cookie      the *destination* QP's own random cookie
+ *    24    8 reth_va     RETH: remote address of this packet's payload
+ *                        (SEND: byte offset in the message)
+ *    32    4 reth_rkey   RETH: rkey
+ *    36    4 reth_len    RETH: length of the whole message / READ
+ *    40    4 aeth        AETH: syndrome << 24 | MSN (24 bits)
+ *    44    4 imm         immediate data
+ *    48    4 paylen      payload bytes following the header
+ *    52    4 crc         CRC32C of bytes 0..51 and the payload
+ *
+ * Cookie scheme: create_qp draws a random 64-bit cookie for the QP, which
+ * the manager hands to the peer in ry_qp_endpoint.cookie.  Every packet
+ * carries the cookie of the QP it is addressed to, so a receiver compares
+ * hdr.cookie with its own QP's cookie: a packet from an older connection
+ * between the same peers (a different cookie) or from anyone who never saw
+ * the exchange is dropped before any other work.
+ *
+ * ACKs are coalesced: the responder sends one ACK per QP for everything it
+ * accepted in one receive batch (after any READ responses it owes), not one
+ * per packet; a READ response acknowledges every PSN before its own.
+ *
+ * Every WRITE and READ response packet carries the address its own payload
+ * goes to, so each packet is checked against the region table on its own;
+ * the responder still accepts only the expected PSN.
+ */
+#ifndef RAILYARD_SOFT_WIRE_H
+#define RAILYARD_SOFT_WIRE_H
+
+#include <endian.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RY_SOFT_WIRE_VERSION 1
+/* IPv4 (20) + UDP (8) in front of our header: subtracted from the MTU. */
+#define RY_SOFT_IP_UDP_HDR 28
+
+enum ry_soft_op {
+	RY_SOFT_OP_SEND = 1,
+	RY_SOFT_OP_WRITE,
+	RY_SOFT_OP_READ_REQ,
+	RY_SOFT_OP_READ_RESP,
+	RY_SOFT_OP_ACK, /* ACK or NAK, by the AETH syndrome */
+	RY_SOFT_OP__MAX
+};
+
+enum ry_soft_flag {
+	RY_SOFT_F_FIRST = 1u << 0,
+	RY_SOFT_F_LAST = 1u << 1,
+	RY_SOFT_F_IMM = 1u << 2,    /* imm is valid; LAST packets only */
+	RY_SOFT_F_ACKREQ = 1u << 3, /* last of a message; ACKed per batch */
+	RY_SOFT_F_RETRY = 1u << 4,  /* a retransmission (for counters) */
+	RY_SOFT_F__ALL = (1u << 5) - 1,
+};
+
+/* AETH syndromes, as IB's: the top bits say ACK, RNR NAK or NAK. */
+enum ry_soft_syndrome {
+	RY_SOFT_SYN_ACK = 0x00,
+	RY_SOFT_SYN_RNR = 0x20,
+	RY_SOFT_SYN_NAK_SEQ = 0x60,
+	RY_SOFT_SYN_NAK_INV_REQ = 0x61,
+	RY_SOFT_SYN_NAK_REM_ACCESS = 0x62,
+	RY_SOFT_SYN_NAK_REM_OP = 0x63,
+};
+
+struct ry_soft_hdr {
+	uint8_t version;
+	uint8_t opcode;
+	uint8_t flags;
+	uint8_t rsvd;
+	uint32_t dqpn;
+	uint32_t sqpn;
+	uint32_t psn;
+	uint64_t cookie;
+	uint64_t reth_va;
+	uint32_t reth_rkey;
+	uint32_t reth_len;
+	uint32_t aeth;
+	uint32_t imm;
+	uint32_t paylen;
+	uint32_t crc;
+};
+
+_Static_assert(sizeof(struct ry_soft_hdr) == 56, "wire header is 56 bytes");
+_Static_assert(offsetof(struct ry_soft_hdr, dqpn) == 4, "dqpn at 4");
+_Static_assert(offsetof(struct ry_soft_hdr, sqpn) == 8, "sqpn at 8");
+_Static_assert(offsetof(struct ry_soft_hdr, psn) == 12, "psn at 12");
+_Static_assert(offsetof(struct ry_soft_hdr, cookie) == 16, "cookie at 16");
+_Static_assert(offsetof(struct ry_soft_hdr, reth_va) == 24, "RETH at 24");
+_Static_assert(offsetof(struct ry_soft_hdr, reth_rkey) == 32, "rkey at 32");
+_Static_assert(offsetof(struct ry_soft_hdr, reth_len) == 36, "len at 36");
+_Static_assert(offsetof(struct ry_soft_hdr, aeth) == 40, "AETH at 40");
+_Static_assert(offsetof(struct ry_soft_hdr, imm) == 44, "imm at 44");
+_Static_assert(offsetof(struct ry_soft_hdr, paylen) == 48, "paylen at 48");
+_Static_assert(offsetof(struct ry_soft_hdr, crc) == 52, "crc at 52");
+
+#define RY_SOFT_HDR_LEN ((uint32_t)sizeof(struct ry_soft_hdr))
+#define RY_SOFT_HDR_CRC_LEN ((size_t)offsetof(struct ry_soft_hdr, crc))
+
+/* A decoded header, host order. */
+struct ry_soft_pkt {
+	uint8_t opcode, flags, syndrome;
+	uint32_t dqpn, sqpn, psn, msn;
+	uint64_t cookie, va;
+	uint32_t rkey, len, imm, paylen;
+	const uint8_t *payload;
+};
+
+uint32_t ry_soft_crc32c(uint32_t crc, const void *buf, size_t len);
+
+static inline void ry_soft_hdr_encode(struct ry_soft_hdr *h,
+				      const struct ry_soft_pkt *p)
+{
+	h->version = RY_SOFT_WIRE_VERSION;
+	h->opcode = p->opcode;
+	h->flags = p->flags;
+	h->rsvd = 0;
+	h->dqpn = htobe32(p->dqpn);
+	h->sqpn = htobe32(p->sqpn);
+	h->psn = htobe32(p->psn);
+	h->cookie = htobe64(p->cookie);
+	h->reth_va = htobe64(p->va);
+	h->reth_rkey = htobe32(p->rkey);
+	h->reth_len = htobe32(p->len);
+	h->aeth = htobe32((uint32_t)p->syndrome << 24 | (p->msn & 0xffffff));
+	h->imm = htobe32(p->imm);
+	h->paylen = htobe32(p->paylen);
+}
+
+/* The CRC covers the header up to the crc field, then the payload. */
+static inline void ry_soft_hdr_seal(struct ry_soft_hdr *h, const void *payload,
+				    uint32_t paylen)
+{
+	uint32_t crc = ry_soft_crc32c(0, h, RY_SOFT_HDR_CRC_LEN);
+
+	crc = ry_soft_crc32c(crc, payload, paylen);
+	h->crc = htobe32(crc);
+}
+
+#endif /* RAILYARD_SOFT_WIRE_H */

@@ -1,0 +1,602 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * RC QPs of the verbs rail: create, the state machine, posting.
+ *
+ * Lifetime rule: the ibv_qp is destroyed only after the HCA is done with
+ * it: every send WR completed and (it shares the rail's SRQ) no receive
+ * can land any more.  destroy_qp() revokes the QP at once for the caller
+ * and leaves the rest to progress(); see hw_done().
+ *
+ * WRs posted in ERR never reach the HCA: not every HCA and kernel flushes
+ * them, so they are completed FLUSHED by software, in order, behind the
+ * ones the HCA still owes (verbs_cq.c).
+ */
+#include <endian.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "rails/verbs/verbs_int.h"
+#include "src/log.h"
+
+#define POST_BATCH 32
+
+static unsigned hash_qpn(uint32_t qpn)
+{
+	return (qpn ^ (qpn >> 10)) % RY_VERBS_QP_BUCKETS;
+}
+
+struct ry_verbs_qp *ry__verbs_qp_find(struct ry_verbs_rail *r, uint32_t qpn)
+{
+	struct ry_verbs_qp *q = r->qp_hash[hash_qpn(qpn)];
+
+	while (q && q->base.qp_num != qpn)
+		q = q->hnext;
+	return q;
+}
+
+void ry__verbs_qp_set_err(struct ry_verbs_qp *q)
+{
+	if (q->base.state == RY_QPS_ERR)
+		return;
+	q->base.state = RY_QPS_ERR;
+	q->err_ns = ry__verbs_now_ns();
+}
+
+static void qp_unhash(struct ry_verbs_rail *r, struct ry_verbs_qp *q)
+{
+	struct ry_verbs_qp **pp = &r->qp_hash[hash_qpn(q->base.qp_num)];
+
+	while (*pp != q)
+		pp = &(*pp)->hnext;
+	*pp = q->hnext;
+	r->n_qps--;
+}
+
+/* A random nonzero 24-bit PSN: a packet of an old connection must not be
+ * in the new one's window, and 0 is what a forgotten init would give. */
+static int random_psn(uint32_t *psn_p)
+{
+	uint32_t v;
+
+	do {
+		if (getrandom(&v, sizeof(v), 0) != sizeof(v))
+			return -errno;
+		v &= 0xffffff;
+	} while (!v);
+	*psn_p = v;
+	return 0;
+}
+
+static uint32_t pow2_at_least(uint32_t v)
+{
+	uint32_t p = 1;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+/* Every QP may have max_send_wr completions waiting, the SRQ all its
+ * receives: the CQ must hold them all or it overruns (a fatal CQ error). */
+static int cq_reserve(struct ry_verbs_rail *r, int n)
+{
+	int want = r->cq_used + n;
+	int rc;
+
+	if (want > r->cq_size) {
+		int size = r->cq_size;
+
+		while (size < want)
+			size *= 2;
+		if (size > r->dev_attr.max_cqe)
+			size = r->dev_attr.max_cqe;
+		if (size < want) {
+			RY_ERR("verbs", "rail %s: CQ full: %d entries promised, device max %d",
+			       r->base.name, want, r->dev_attr.max_cqe);
+			return -ENOSPC;
+		}
+		rc = ibv_resize_cq(r->cq, size);
+		if (rc) {
+			errno = rc;
+			RY_ERR("verbs", "rail %s: ibv_resize_cq(%d): %m",
+			       r->base.name, size);
+			return -rc;
+		}
+		r->cq_size = r->cq->cqe;
+	}
+	r->cq_used = want;
+	return 0;
+}
+
+int ry__verbs_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
+			struct ry_qp **qp_p)
+{
+	struct ry_verbs_rail *r = pd_vrail(pd);
+	struct ry_verbs_pd *vpd = container_of(pd, struct ry_verbs_pd, base);
+	struct ibv_qp_init_attr ia = { 0 };
+	struct ry_verbs_qp *q;
+	uint32_t wr = init && init->max_send_wr ? init->max_send_wr : 256;
+	int rc;
+
+	if (wr > (uint32_t)r->dev_attr.max_qp_wr)
+		return -EINVAL;
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	q->ring_mask = pow2_at_least(wr) - 1;
+	q->ring = calloc(q->ring_mask + 1, sizeof(*q->ring));
+	if (!q->ring) {
+		rc = -ENOMEM;
+		goto err_free;
+	}
+	rc = random_psn(&q->base.local.psn);
+	if (rc) {
+		RY_ERR("verbs", "rail %s: getrandom: %m", r->base.name);
+		goto err_ring;
+	}
+	rc = cq_reserve(r, (int)wr);
+	if (rc)
+		goto err_ring;
+
+	ia.send_cq = r->cq;
+	ia.recv_cq = r->cq;
+	ia.srq = r->srq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.sq_sig_all = 1; /* every send WR completes: the contract */
+	ia.cap.max_send_wr = wr;
+	ia.cap.max_send_sge = 1;
+	q->qp = ibv_create_qp(r->pd, &ia);
+	if (!q->qp) {
+		rc = -errno;
+		RY_ERR("verbs", "rail %s: ibv_create_qp(max_send_wr %u): %m",
+		       r->base.name, wr);
+		goto err_cq;
+	}
+	q->max_send_wr = wr;
+	q->base.pd = pd;
+	q->base.qp_num = q->qp->qp_num;
+	q->base.state = RY_QPS_RESET;
+	q->base.context = init ? init->context : NULL;
+	q->base.local.qpn = q->qp->qp_num;
+	q->base.local.cookie = 0;
+	memcpy(q->base.local.gid, r->gid.raw, 16);
+	q->base.local.lid = r->lid;
+	q->base.local.mtu = r->mtu;
+	q->hnext = r->qp_hash[hash_qpn(q->base.qp_num)];
+	r->qp_hash[hash_qpn(q->base.qp_num)] = q;
+	r->n_qps++;
+	vpd->refs++;
+	RY_DBG("verbs", "rail %s: qp 0x%x created, psn 0x%06x", r->base.name,
+	       q->base.qp_num, q->base.local.psn);
+	*qp_p = &q->base;
+	return 0;
+
+err_cq:
+	r->cq_used -= (int)wr;
+err_ring:
+	free(q->ring);
+err_free:
+	free(q);
+	return rc;
+}
+
+static enum ibv_mtu ibv_mtu_of(uint32_t bytes)
+{
+	if (bytes >= 4096)
+		return IBV_MTU_4096;
+	if (bytes >= 2048)
+		return IBV_MTU_2048;
+	if (bytes >= 1024)
+		return IBV_MTU_1024;
+	if (bytes >= 512)
+		return IBV_MTU_512;
+	return IBV_MTU_256;
+}
+
+/* Local ACK timeout: 4.096 us * 2^t.  0 means wait forever, never used. */
+static uint8_t ack_timeout_code(uint32_t us)
+{
+	uint8_t t = 1;
+
+	if (!us)
+		return 14; /* 67 ms */
+	while (t < 31 && 4096ull << t < (uint64_t)us * 1000)
+		t++;
+	return t;
+}
+
+/* IB's RNR NAK timer table, in microseconds (code 0 is the longest). */
+static const uint32_t rnr_us[32] = {
+	655360, 10,    20,    30,    40,    60,    80,     120,
+	160,    240,   320,   480,   640,   960,   1280,   1920,
+	2560,   3840,  5120,  7680,  10240, 15360, 20480,  30720,
+	40960,  61440, 81920, 122880, 163840, 245760, 327680, 491520,
+};
+
+static uint8_t rnr_timer_code(uint32_t us)
+{
+	if (!us)
+		return 12; /* 0.64 ms */
+	for (uint8_t c = 1; c < 32; c++)
+		if (rnr_us[c] >= us)
+			return c;
+	return 0;
+}
+
+static int to_rtr(struct ry_verbs_qp *q, const struct ry_qp_attr *attr)
+{
+	struct ry_verbs_rail *r = pd_vrail(q->base.pd);
+	struct ibv_qp_attr a = { 0 };
+	uint32_t mtu = attr->mtu ? attr->mtu : r->mtu;
+
+	if (attr->remote.mtu && attr->remote.mtu < mtu)
+		mtu = attr->remote.mtu;
+	if (mtu > r->mtu)
+		mtu = r->mtu;
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = ibv_mtu_of(mtu);
+	a.dest_qp_num = attr->remote.qpn & 0xffffff;
+	a.rq_psn = attr->remote.psn & 0xffffff;
+	a.max_dest_rd_atomic = r->dev_attr.max_qp_rd_atom < RY_VERBS_MAX_RD ?
+				       (uint8_t)r->dev_attr.max_qp_rd_atom :
+				       RY_VERBS_MAX_RD;
+	a.min_rnr_timer = rnr_timer_code(attr->min_rnr_timer_us);
+	a.ah_attr.port_num = r->port;
+	a.ah_attr.dlid = attr->remote.lid;
+	if (r->ethernet) {
+		/* RoCE addresses by GID only: the GRH is the IP header */
+		a.ah_attr.is_global = 1;
+		memcpy(a.ah_attr.grh.dgid.raw, attr->remote.gid, 16);
+		a.ah_attr.grh.sgid_index = (uint8_t)r->gid_index;
+		a.ah_attr.grh.hop_limit = 64;
+	}
+	return ibv_modify_qp(q->qp, &a, IBV_QP_STATE | IBV_QP_AV |
+				     IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+				     IBV_QP_MIN_RNR_TIMER);
+}
+
+static int to_rts(struct ry_verbs_qp *q, const struct ry_qp_attr *attr)
+{
+	struct ry_verbs_rail *r = pd_vrail(q->base.pd);
+	struct ibv_qp_attr a = { 0 };
+	uint32_t rd = attr->max_rd_atomic ? attr->max_rd_atomic :
+					    RY_VERBS_MAX_RD;
+
+	/* 7 means "retry forever" on rxe and on some HCAs: a dead peer
+	 * would never be noticed by the transport. */
+	if (attr->retry_cnt > 6 || attr->rnr_retry > 6)
+		return EINVAL;
+	if (rd > (uint32_t)r->dev_attr.max_qp_init_rd_atom)
+		rd = (uint32_t)r->dev_attr.max_qp_init_rd_atom;
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = ack_timeout_code(attr->ack_timeout_us);
+	a.retry_cnt = (uint8_t)attr->retry_cnt;
+	a.rnr_retry = (uint8_t)attr->rnr_retry;
+	a.sq_psn = q->base.local.psn;
+	a.max_rd_atomic = (uint8_t)rd;
+	return ibv_modify_qp(q->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
+				     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+int ry__verbs_modify_qp(struct ry_qp *qp, enum ry_qp_state state,
+			const struct ry_qp_attr *attr)
+{
+	struct ry_verbs_qp *q = container_of(qp, struct ry_verbs_qp, base);
+	struct ry_verbs_rail *r = pd_vrail(qp->pd);
+	struct ibv_qp_attr a = { 0 };
+	uint32_t psn = 0;
+	int rc;
+
+	switch (state) {
+	case RY_QPS_RESET:
+		/* RESET drops send WRs without completing them: drain first.
+		 * (It does not wait for "last WQE reached" as destroy does:
+		 * the manager reconnects with new QPs, and RESET right after
+		 * ERR must work at once, as on the soft rail.) */
+		if (q->tail != q->head)
+			return -EBUSY;
+		rc = random_psn(&psn);
+		if (rc)
+			return rc;
+		a.qp_state = IBV_QPS_RESET;
+		rc = ibv_modify_qp(q->qp, &a, IBV_QP_STATE);
+		break;
+	case RY_QPS_INIT:
+		if (!attr)
+			return -EINVAL;
+		a.qp_state = IBV_QPS_INIT;
+		a.port_num = r->port;
+		a.pkey_index = 0;
+		a.qp_access_flags =
+			(attr->access & RY_ACCESS_REMOTE_WRITE ?
+				 IBV_ACCESS_REMOTE_WRITE : 0) |
+			(attr->access & RY_ACCESS_REMOTE_READ ?
+				 IBV_ACCESS_REMOTE_READ : 0);
+		rc = ibv_modify_qp(q->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+					      IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+		break;
+	case RY_QPS_RTR:
+		if (!attr)
+			return -EINVAL;
+		rc = to_rtr(q, attr);
+		break;
+	case RY_QPS_RTS:
+		if (!attr)
+			return -EINVAL;
+		rc = to_rts(q, attr);
+		break;
+	case RY_QPS_ERR:
+		a.qp_state = IBV_QPS_ERR;
+		rc = ibv_modify_qp(q->qp, &a, IBV_QP_STATE);
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (rc) {
+		/* EINVAL is a transition the state machine does not allow
+		 * or a bad attribute: the caller's to report */
+		errno = rc;
+		if (rc != EINVAL)
+			RY_ERR("verbs", "rail %s: qp 0x%x: modify to %s: %m",
+			       r->base.name, qp->qp_num,
+			       ry_qp_state_str(state));
+		return -rc;
+	}
+	switch (state) {
+	case RY_QPS_RESET:
+		qp->local.psn = psn; /* a new connection: a new PSN */
+		q->rq_live = q->last_wqe = false;
+		break;
+	case RY_QPS_RTR:
+		q->rq_live = true;
+		break;
+	case RY_QPS_ERR:
+		ry__verbs_qp_set_err(q);
+		return 0;
+	default:
+		break;
+	}
+	qp->state = state;
+	return 0;
+}
+
+/*
+ * The HCA is done with a QP when every send WR it took has completed and
+ * no receive can land any more ("last WQE reached", or a grace period for
+ * HCAs that never say it).  Until then its ibv_qp must live: destroyed
+ * earlier, it leaves CQEs behind naming a QPN and wr_ids nobody owns.
+ * rxe's ibv_destroy_qp also blocks for seconds while the port is down, so
+ * that waits for the port too.
+ */
+static bool hw_done(struct ry_verbs_rail *r, struct ry_verbs_qp *q)
+{
+	if (r->device_fatal)
+		return true; /* nothing will complete there */
+	if (q->hw_outstanding || !r->port_active)
+		return false;
+	return !q->rq_live || q->last_wqe ||
+	       (q->base.state == RY_QPS_ERR &&
+		ry__verbs_now_ns() - q->err_ns >= RY_VERBS_LAST_WQE_GRACE_NS);
+}
+
+static int qp_free(struct ry_verbs_rail *r, struct ry_verbs_qp *q)
+{
+	int rc = ibv_destroy_qp(q->qp);
+
+	if (rc) {
+		errno = rc;
+		RY_ERR("verbs", "rail %s: qp 0x%x: ibv_destroy_qp: %m",
+		       r->base.name, q->base.qp_num);
+		return -rc;
+	}
+	r->cq_used -= (int)q->max_send_wr;
+	qp_unhash(r, q);
+	free(q->ring);
+	free(q);
+	return 0;
+}
+
+/*
+ * Destroy revokes the QP at once, as the contract says: it goes to ERR and
+ * no completion of its send WRs is reported any more.  The ibv_qp lingers
+ * as a zombie, its completions drained and dropped by poll_cq, until the
+ * HCA is done with it (hw_done); progress() then destroys it.  Receive
+ * completions of a zombie are still reported: their buffers are the
+ * caller's, posted to the rail's SRQ.
+ */
+int ry__verbs_destroy_qp(struct ry_qp *qp)
+{
+	struct ry_verbs_qp *q = container_of(qp, struct ry_verbs_qp, base);
+	struct ry_verbs_rail *r = pd_vrail(qp->pd);
+	struct ry_verbs_pd *vpd = container_of(qp->pd, struct ry_verbs_pd,
+					       base);
+	int rc;
+
+	if (!hw_done(r, q) && qp->state != RY_QPS_ERR) {
+		rc = ry__verbs_modify_qp(qp, RY_QPS_ERR, NULL);
+		if (rc)
+			return rc;
+	}
+	/* WRs posted in ERR never reached the HCA: forget them now */
+	while (q->tail != q->head &&
+	       q->ring[(q->tail - 1) & q->ring_mask].flushed) {
+		q->tail--;
+		r->n_sw_flush--;
+	}
+	vpd->refs--;
+	if (hw_done(r, q))
+		return qp_free(r, q);
+	RY_DBG("verbs", "rail %s: qp 0x%x: destroyed, %u WRs to drain%s",
+	       r->base.name, qp->qp_num, q->hw_outstanding,
+	       q->last_wqe ? "" : ", last WQE not reached");
+	q->zombie = true;
+	q->znext = r->zombies;
+	r->zombies = q;
+	return 0;
+}
+
+/* Destroy the zombies the HCA is done with (from progress). */
+void ry__verbs_qp_reap(struct ry_verbs_rail *r)
+{
+	struct ry_verbs_qp **pp = &r->zombies;
+
+	while (*pp) {
+		struct ry_verbs_qp *q = *pp;
+
+		if (!hw_done(r, q)) {
+			pp = &q->znext;
+			continue;
+		}
+		*pp = q->znext;
+		RY_DBG("verbs", "rail %s: qp 0x%x: reaped", r->base.name,
+		       q->base.qp_num);
+		if (qp_free(r, q)) {
+			/* try again at the next progress */
+			q->znext = *pp;
+			*pp = q;
+			return;
+		}
+	}
+}
+
+void ry__verbs_qp_close_all(struct ry_verbs_rail *r)
+{
+	for (unsigned b = 0; b < RY_VERBS_QP_BUCKETS; b++)
+		while (r->qp_hash[b]) {
+			struct ry_verbs_qp *q = r->qp_hash[b];
+
+			r->qp_hash[b] = q->hnext;
+			ibv_destroy_qp(q->qp);
+			free(q->ring);
+			free(q);
+		}
+	r->n_qps = 0;
+	r->n_sw_flush = 0;
+	r->zombies = NULL;
+}
+
+static const enum ibv_wr_opcode wr_opcodes[] = {
+	[RY_WR_RDMA_WRITE] = IBV_WR_RDMA_WRITE,
+	[RY_WR_RDMA_WRITE_IMM] = IBV_WR_RDMA_WRITE_WITH_IMM,
+	[RY_WR_RDMA_READ] = IBV_WR_RDMA_READ,
+	[RY_WR_SEND] = IBV_WR_SEND,
+	[RY_WR_SEND_IMM] = IBV_WR_SEND_WITH_IMM,
+};
+
+static const uint8_t wc_opcodes[] = {
+	[RY_WR_RDMA_WRITE] = RY_WC_RDMA_WRITE,
+	[RY_WR_RDMA_WRITE_IMM] = RY_WC_RDMA_WRITE,
+	[RY_WR_RDMA_READ] = RY_WC_RDMA_READ,
+	[RY_WR_SEND] = RY_WC_SEND,
+	[RY_WR_SEND_IMM] = RY_WC_SEND,
+};
+
+static void ring_push(struct ry_verbs_qp *q, const struct ry_send_wr *wr,
+		      bool flushed)
+{
+	struct ry_verbs_swr *s = &q->ring[q->tail++ & q->ring_mask];
+
+	s->wr_id = wr->wr_id;
+	s->opcode = wc_opcodes[wr->opcode];
+	s->flushed = flushed;
+}
+
+int ry__verbs_post_send(struct ry_qp *qp, const struct ry_send_wr *wr,
+			unsigned n)
+{
+	struct ry_verbs_qp *q = container_of(qp, struct ry_verbs_qp, base);
+	struct ry_verbs_rail *r = pd_vrail(qp->pd);
+	struct ibv_send_wr w[POST_BATCH], *bad;
+	struct ibv_sge sg[POST_BATCH];
+
+	for (unsigned i = 0; i < n; i++)
+		if ((unsigned)wr[i].opcode > RY_WR_SEND_IMM)
+			return -EINVAL;
+	if (q->tail - q->head + n > q->max_send_wr)
+		return -ENOMEM; /* the send queue is full, as verbs says */
+	if (qp->state == RY_QPS_ERR) {
+		for (unsigned i = 0; i < n; i++)
+			ring_push(q, &wr[i], true);
+		r->n_sw_flush += n;
+		return 0;
+	}
+	if (qp->state != RY_QPS_RTS)
+		return -EINVAL;
+
+	while (n) {
+		unsigned k = n < POST_BATCH ? n : POST_BATCH;
+		int rc;
+
+		for (unsigned i = 0; i < k; i++) {
+			const struct ry_send_wr *s = &wr[i];
+
+			sg[i].addr = s->sge.addr;
+			sg[i].length = s->sge.length;
+			sg[i].lkey = s->sge.lkey;
+			memset(&w[i], 0, sizeof(w[i]));
+			w[i].wr_id = s->wr_id;
+			w[i].next = i + 1 < k ? &w[i + 1] : NULL;
+			w[i].sg_list = &sg[i];
+			w[i].num_sge = s->sge.length ? 1 : 0;
+			w[i].opcode = wr_opcodes[s->opcode];
+			w[i].send_flags = IBV_SEND_SIGNALED;
+			if (s->opcode == RY_WR_RDMA_WRITE_IMM ||
+			    s->opcode == RY_WR_SEND_IMM)
+				w[i].imm_data = htobe32(s->imm_data);
+			w[i].wr.rdma.remote_addr = s->remote_addr;
+			w[i].wr.rdma.rkey = s->rkey;
+		}
+		rc = ibv_post_send(q->qp, w, &bad);
+		/* The WRs before the bad one are posted and will complete. */
+		for (unsigned i = 0; i < k && (!rc || &w[i] != bad); i++) {
+			ring_push(q, &wr[i], false);
+			q->hw_outstanding++;
+		}
+		if (rc) {
+			errno = rc;
+			RY_ERR("verbs", "rail %s: qp 0x%x: ibv_post_send: %m",
+			       r->base.name, qp->qp_num);
+			return -rc;
+		}
+		wr += k;
+		n -= k;
+	}
+	return 0;
+}
+
+int ry__verbs_post_recv(struct ry_rail *rail, const struct ry_recv_wr *wr,
+			unsigned n)
+{
+	struct ry_verbs_rail *r = vrail(rail);
+	struct ibv_recv_wr w[POST_BATCH], *bad;
+	struct ibv_sge sg[POST_BATCH];
+
+	while (n) {
+		unsigned k = n < POST_BATCH ? n : POST_BATCH;
+		int rc;
+
+		for (unsigned i = 0; i < k; i++) {
+			sg[i].addr = wr[i].sge.addr;
+			sg[i].length = wr[i].sge.length;
+			sg[i].lkey = wr[i].sge.lkey;
+			w[i].wr_id = wr[i].wr_id;
+			w[i].next = i + 1 < k ? &w[i + 1] : NULL;
+			w[i].sg_list = &sg[i];
+			w[i].num_sge = wr[i].sge.length ? 1 : 0;
+		}
+		rc = ibv_post_srq_recv(r->srq, w, &bad);
+		if (rc) {
+			errno = rc;
+			RY_ERR("verbs", "rail %s: ibv_post_srq_recv: %m",
+			       r->base.name);
+			return -rc;
+		}
+		wr += k;
+		n -= k;
+	}
+	return 0;
+}

@@ -1,0 +1,153 @@
+#!/bin/bash
+# hw_qemu_rxe: the verbs rail on real libibverbs, in a QEMU guest.
+#
+#   host (no RDMA needed)             guest (QEMU/TCG, Debian kernel)
+#   ---------------------             ----------------------------------
+#   build tree  ==9p, same path==>    rxe_a0 - veth0a 198.18.0.1
+#   source tree ==9p, same path==>                 |  veth pair
+#                                     rxe_b0 - veth0b 198.18.0.2
+#                                     runs tests/hw/guest-run.sh
+#
+# The guest has no network device (-nic none): all traffic stays inside it.
+# Its exit status comes back through isa-debug-exit and is ours.
+#
+# usage: hw_qemu_rxe.sh SOURCE_DIR BUILD_DIR
+# env:   RY_HW_INSTALL=1   install what is missing with apt-get (root); CI=true
+#                          does the same when running as root
+#        RY_HW_KERNEL_DEB  a linux-image .deb to use instead of downloading
+#        RY_HW_KPKG        kernel meta package(s) to try (default
+#                          "linux-image-6.12-amd64 linux-image-amd64")
+#        RY_HW_CACHE       where the .deb and the guest image live
+#                          (default BUILD_DIR/tests/hw/guest)
+#        RY_HW_SMP, RY_HW_MEM (MiB), RY_HW_TIMEOUT (s), RY_HW_SHELL=1
+# exit:  the guest's status; 77 when QEMU or a kernel cannot be had here.
+set -uo pipefail
+SRC=$(readlink -f "$1") BUILD=$(readlink -f "$2")
+HERE=$SRC/tests/hw
+CACHE=${RY_HW_CACHE:-$BUILD/tests/hw/guest}
+# 6.12 first: its rxe behaves better on link loss than 6.1's
+KPKG_METAS=${RY_HW_KPKG:-linux-image-6.12-amd64 linux-image-amd64}
+T0=$(date +%s.%N)
+elapsed() { awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
+skip() { echo "SKIP: $*"; exit 77; }
+
+may_install=0
+if [ "$(id -u)" = 0 ] && { [ "${CI:-}" = true ] || [ "${RY_HW_INSTALL:-}" = 1 ]; }; then
+	may_install=1
+fi
+apt_updated=0
+apt_update() { # once, and only when we may install
+	[ $may_install = 1 ] && [ $apt_updated = 0 ] || return 0
+	apt_updated=1
+	echo "HOST: apt-get update"
+	apt-get update -qq >/dev/null 2>&1 || true
+}
+
+# --- tools: command -> Debian package ---
+need=(qemu-system-x86_64:qemu-system-x86 busybox:busybox-static
+      depmod:kmod modprobe:kmod cpio:cpio dpkg:dpkg xz:xz-utils)
+missing=() pkgs=()
+for n in "${need[@]}"; do
+	command -v "${n%%:*}" >/dev/null 2>&1 ||
+		{ missing+=("${n%%:*}"); pkgs+=("${n##*:}"); }
+done
+# busybox must be the static one: the guest has no libc of its own for it
+if command -v busybox >/dev/null && ldd "$(command -v busybox)" >/dev/null 2>&1; then
+	missing+=("static busybox"); pkgs+=(busybox-static)
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+	read -r -a pkgs <<< "$(printf '%s\n' "${pkgs[@]}" | sort -u | tr '\n' ' ')"
+	if [ $may_install = 1 ]; then
+		echo "HOST: installing ${pkgs[*]}"
+		inst() {
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+				--no-install-recommends "${pkgs[@]}" >/dev/null
+		}
+		inst || { apt_update; inst; } ||
+			skip "apt-get install ${pkgs[*]} failed"
+	else
+		skip "missing ${missing[*]}; install with 'apt-get install ${pkgs[*]}'" \
+		     "(or run as root with RY_HW_INSTALL=1 or CI=true)"
+	fi
+fi
+ls /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so >/dev/null 2>&1 ||
+	skip "the rxe libibverbs provider is missing: apt-get install ibverbs-providers"
+
+# --- the project's binaries the guest runs ---
+TEST_BIN=$BUILD/tests/hw/test_verbs_rail
+CLI_BIN=$BUILD/src/cli/railyard
+for b in "$TEST_BIN" "$CLI_BIN"; do
+	[ -x "$b" ] || { echo "FAIL: $b is not built"; exit 1; }
+done
+
+# --- the kernel package: downloaded, unpacked, never installed ---
+mkdir -p "$CACHE"
+DEB=${RY_HW_KERNEL_DEB:-}
+if [ -z "$DEB" ]; then
+	kpkg() { # the versioned image package a meta package names
+		for m in $KPKG_METAS; do
+			KPKG=$(apt-cache depends "$m" 2>/dev/null |
+			       awk '/Depends: linux-image-/ { print $2; exit }')
+			[ -n "$KPKG" ] && return 0
+		done
+		return 1
+	}
+	kpkg || { apt_update; kpkg; } ||
+		skip "apt knows none of $KPKG_METAS here (set RY_HW_KERNEL_DEB to a linux-image .deb)"
+	DEB=$(ls "$CACHE/${KPKG}"_*.deb 2>/dev/null | head -1)
+	if [ -z "$DEB" ]; then
+		[ $may_install = 1 ] ||
+			skip "kernel package $KPKG not downloaded; run as root with RY_HW_INSTALL=1" \
+			     "(or CI=true), or 'cd $CACHE && apt-get download $KPKG', or set RY_HW_KERNEL_DEB"
+		echo "HOST: downloading $KPKG"
+		(cd "$CACHE" && apt-get download -q "$KPKG" >/dev/null 2>&1) ||
+			skip "apt-get download $KPKG failed (offline?)"
+		DEB=$(ls "$CACHE/${KPKG}"_*.deb | head -1)
+	fi
+fi
+[ -f "$DEB" ] || skip "kernel package $DEB not found"
+
+# --- the guest image, rebuilt only when its inputs change ---
+key=$( { echo "$DEB"; stat -c %s "$DEB"; cat "$HERE/mkguest.sh" "$HERE/guest-init";
+	 ldd "$TEST_BIN" "$CLI_BIN" | grep -oE '/[^ ]+' | sort -u; } | sha256sum | cut -c1-16)
+if [ "$(cat "$CACHE/key" 2>/dev/null)" != "$key" ] || [ ! -f "$CACHE/initramfs.cpio.gz" ]; then
+	echo "HOST: building the guest image"
+	bash "$HERE/mkguest.sh" "$DEB" "$CACHE" "$TEST_BIN" "$CLI_BIN" ||
+		{ echo "FAIL: mkguest.sh failed"; exit 1; }
+	echo "$key" > "$CACHE/key"
+fi
+echo "HOST: guest image ready after $(elapsed) s (kernel $(cat "$CACHE/kver"))"
+
+# --- boot ---
+APPEND="console=ttyS0 quiet loglevel=4 panic=-1 ry_src=$SRC ry_build=$BUILD"
+APPEND+=" ry_run=$HERE/guest-run.sh"
+[ "${RY_HW_SHELL:-}" = 1 ] && APPEND+=" ry_shell=1"
+# shellcheck disable=SC2054 # commas belong to QEMU's option syntax
+args=(-accel tcg -cpu max -m "${RY_HW_MEM:-1024}" -smp "${RY_HW_SMP:-2}"
+      -nographic -nic none -no-reboot -monitor none -serial stdio
+      -kernel "$CACHE/vmlinuz" -initrd "$CACHE/initramfs.cpio.gz"
+      -append "$APPEND"
+      -device isa-debug-exit,iobase=0xf4,iosize=4
+      -virtfs "local,path=$SRC,mount_tag=src,security_model=none,readonly=on,id=src"
+      -virtfs "local,path=$BUILD,mount_tag=build,security_model=none,id=build")
+LOG=$BUILD/tests/hw/hw_qemu_rxe.log
+boot=$(elapsed)
+if [ "${RY_HW_SHELL:-}" = 1 ]; then
+	# interactive: the console is this terminal, no time limit
+	qemu-system-x86_64 "${args[@]}"
+	qrc=$?
+else
+	timeout "${RY_HW_TIMEOUT:-300}" qemu-system-x86_64 "${args[@]}" \
+		</dev/null 2>&1 | tee "$LOG"
+	qrc=${PIPESTATUS[0]}
+fi
+echo "HOST: QEMU exited $qrc, $(awk -v a="$boot" -v b="$(elapsed)" 'BEGIN { printf "%.1f", b - a }') s after boot, $(elapsed) s in all (log: $LOG)"
+[ "$qrc" = 124 ] && { echo "FAIL: the guest timed out"; exit 1; }
+# isa-debug-exit: QEMU's status is (guest status << 1) | 1
+if [ $((qrc & 1)) = 1 ]; then
+	rc=$((qrc >> 1))
+	# 77 from the guest means a skip in there too
+	exit $rc
+fi
+echo "FAIL: the guest ended without a result (QEMU status $qrc)"
+exit 1

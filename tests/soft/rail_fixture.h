@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * A pair of rails of one provider, each with a PD, a QP connected to the
+ * other, and helpers that drive both rails' progress from one thread.
+ * Everything goes through rails/rail.h, so the same tests run against any
+ * provider: the suite's main() sets ry_test_provider.
+ */
+#ifndef RY_TESTS_RAIL_FIXTURE_H
+#define RY_TESTS_RAIL_FIXTURE_H
+
+#include <check.h>
+#include <stdint.h>
+
+#include "rails/rail.h"
+
+struct ry_test_provider {
+	const char *name;
+	const struct ry_rail_ops *ops;
+	/* Fill the config of rail idx (0 or 1). */
+	void (*config)(struct ry_rail_config *cfg, int idx);
+	bool has_faults; /* set_fault/set_link work */
+};
+
+extern const struct ry_test_provider *ry_test_provider;
+
+struct ry_test_pair {
+	struct ry_rail *r[2];
+	struct ry_pd *pd[2];
+	struct ry_qp *qp[2];
+	struct ry_qp_attr attr; /* used for RTS of both sides */
+	bool attr_set;		/* attr is complete: no defaults */
+	uint32_t max_send_wr;	/* 0: 256 */
+	uint32_t mtu;
+};
+
+/* Open two rails with default QP attributes (short timeouts). */
+void pair_open(struct ry_test_pair *p);
+/* Create and connect one QP on each rail; with attr_set, p->attr is used
+ * as given (remote and mtu filled in), else the fixture's defaults. */
+void pair_connect(struct ry_test_pair *p);
+void pair_create_qps(struct ry_test_pair *p);
+void pair_connect_qps(struct ry_test_pair *p);
+void pair_close(struct ry_test_pair *p);
+void pair_progress(struct ry_test_pair *p);
+/* Progress both until rail i has a completion; fails after timeout_ms. */
+void pair_wait_wc(struct ry_test_pair *p, int i, struct ry_wc *wc,
+		  int timeout_ms);
+/* Progress both for ms milliseconds. */
+void pair_spin(struct ry_test_pair *p, int ms);
+uint64_t test_now_ms(void);
+
+/* Register len bytes (page aligned, filled with pattern seed). */
+void *test_buf(size_t len, unsigned seed);
+void test_fill(void *buf, size_t len, unsigned seed);
+
+#endif

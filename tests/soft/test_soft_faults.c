@@ -1,0 +1,429 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The soft rail under injected faults: loss, duplicates, reordering,
+ * corruption and delay with every byte checked; retry exhaustion with the
+ * head WR failing and the rest flushed; the link switch and the real
+ * interface watched through rtnetlink (in a private network namespace, so
+ * only when root).
+ */
+#include <check.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "rails/soft/soft.h"
+#include "rail_conformance.h"
+
+static const unsigned ALL =
+    RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE | RY_ACCESS_REMOTE_READ;
+
+static void soft_config(struct ry_rail_config *cfg, int idx)
+{
+	snprintf(cfg->name, sizeof(cfg->name), "soft%d", idx);
+	cfg->provider = RY_PROVIDER_SOFT;
+	snprintf(cfg->address, sizeof(cfg->address), "127.0.0.1:0");
+	cfg->mtu = 1500;
+}
+
+static const struct ry_test_provider soft = {
+    .name = "soft",
+    .ops = &ry_soft_ops,
+    .config = soft_config,
+    .has_faults = true,
+};
+
+static void faults_both(struct ry_test_pair *p, const struct ry_fault *f)
+{
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(ry_rail_set_fault(p->r[i], f), 0);
+}
+
+/* Connected pair with short timers: losses are recovered quickly. */
+static void lossy_pair(struct ry_test_pair *p)
+{
+	pair_open(p);
+	p->attr_set = true;
+	p->attr = (struct ry_qp_attr){.access = ALL,
+				      .ack_timeout_us = 2000,
+				      .retry_cnt = 6,
+				      .rnr_retry = 6,
+				      .min_rnr_timer_us = 500,
+				      .max_rd_atomic = 4};
+	pair_connect(p);
+}
+
+/* Every opcode, several sizes, every byte compared. */
+static void mix(struct ry_test_pair *p, size_t big)
+{
+	static const enum ry_wr_opcode ops[] = {
+	    RY_WR_RDMA_WRITE,	  RY_WR_RDMA_READ, RY_WR_SEND,
+	    RY_WR_RDMA_WRITE_IMM, RY_WR_SEND_IMM,
+	};
+	size_t lens[] = {1, 1416, 1417, 20000, big};
+	unsigned seed = 1;
+
+	for (unsigned o = 0; o < 5; o++)
+		for (unsigned l = 0; l < 5; l++)
+			xfer_check(p, ops[o], lens[l], seed++);
+}
+
+/*
+ * Loss on rail 0's outbound packets (requests, WRITE data), on rail 1's
+ * (ACKs, NAKs, READ responses) or on both.  At 30 % in both directions a
+ * single-packet exchange fails an attempt half the time, and 7 attempts
+ * (retry_cnt 6, the contract's maximum) then fail about once in a hundred
+ * WRs: that is the protocol working as specified (retry exceeded), not a
+ * data error, so 30 % runs one direction at a time.
+ */
+static void loss_case(double drop, size_t big, unsigned rails)
+{
+	struct ry_test_pair p;
+	struct ry_fault f = {.drop = drop};
+	struct ry_rail_stats st[2];
+
+	lossy_pair(&p);
+	for (int i = 0; i < 2; i++)
+		if (rails & (1u << i))
+			ck_assert_int_eq(ry_rail_set_fault(p.r[i], &f), 0);
+	mix(&p, big);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(ry_rail_get_stats(p.r[i], &st[i]), 0);
+	ck_assert_uint_gt(st[0].faults_dropped + st[1].faults_dropped, 0);
+	ck_assert_uint_gt(st[0].retransmits, 0);
+	pair_close(&p);
+}
+
+START_TEST(test_loss_1)
+{
+	loss_case(0.01, 1 << 20, 3);
+}
+END_TEST
+START_TEST(test_loss_10)
+{
+	loss_case(0.10, 256 << 10, 3);
+}
+END_TEST
+START_TEST(test_loss_30_forward)
+{
+	loss_case(0.30, 64 << 10, 1);
+}
+END_TEST
+START_TEST(test_loss_30_reverse)
+{
+	loss_case(0.30, 64 << 10, 2);
+}
+END_TEST
+
+START_TEST(test_duplicate_reorder)
+{
+	struct ry_test_pair p;
+	struct ry_fault f = {.duplicate = 0.2, .reorder = 0.2};
+	struct ry_rail_stats st;
+
+	lossy_pair(&p);
+	faults_both(&p, &f);
+	mix(&p, 512 << 10);
+	ck_assert_int_eq(ry_rail_get_stats(p.r[1], &st), 0);
+	ck_assert_uint_gt(st.dup_rcvd, 0);
+	ck_assert_int_eq(ry_rail_get_stats(p.r[0], &st), 0);
+	ck_assert_uint_gt(st.faults_duplicated, 0);
+	ck_assert_uint_gt(st.faults_reordered, 0);
+	pair_close(&p);
+}
+END_TEST
+
+START_TEST(test_corrupt)
+{
+	struct ry_test_pair p;
+	struct ry_fault f = {.corrupt = 0.05};
+	struct ry_rail_stats st[2];
+
+	lossy_pair(&p);
+	faults_both(&p, &f);
+	mix(&p, 256 << 10);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(ry_rail_get_stats(p.r[i], &st[i]), 0);
+	ck_assert_uint_gt(st[0].faults_corrupted, 0);
+	/* every corrupted packet was caught by some check */
+	ck_assert_uint_ge(st[0].rx_dropped + st[1].rx_dropped,
+			  st[0].faults_corrupted + st[1].faults_corrupted);
+	pair_close(&p);
+}
+END_TEST
+
+START_TEST(test_delay)
+{
+	struct ry_test_pair p;
+	struct ry_fault f = {.delay_us = 3000};
+	uint64_t t0;
+
+	pair_open(&p);
+	pair_connect(&p); /* 10 ms ack timeout: a 6 ms RTT is no loss */
+	faults_both(&p, &f);
+	t0 = test_now_ms();
+	xfer_check(&p, RY_WR_RDMA_WRITE, 4096, 1);
+	ck_assert_uint_ge(test_now_ms() - t0, 6);
+	xfer_check(&p, RY_WR_RDMA_READ, 100000, 2);
+	pair_close(&p);
+}
+END_TEST
+
+/* An unplugged cable: the head WR fails with retry exceeded after
+ * retry_cnt timeouts, everything behind it is flushed, in order. */
+static void exhaust_case(bool use_link)
+{
+	struct ry_test_pair p;
+	struct ry_fault f = {.drop_all = true};
+	uint8_t *a = test_buf(1 << 20, 1), *b = test_buf(1 << 20, 2);
+	struct ry_mr *ma, *mb;
+	struct ry_wc wc;
+	uint64_t t0;
+
+	pair_open(&p);
+	p.attr_set = true;
+	p.attr = (struct ry_qp_attr){.access = ALL,
+				     .ack_timeout_us = 5000,
+				     .retry_cnt = 3,
+				     .rnr_retry = 3,
+				     .min_rnr_timer_us = 500,
+				     .max_rd_atomic = 2};
+	pair_connect(&p);
+	ck_assert_int_eq(ry_rail_reg_mr(p.pd[0], a, 1 << 20, ALL, &ma), 0);
+	ck_assert_int_eq(ry_rail_reg_mr(p.pd[1], b, 1 << 20, ALL, &mb), 0);
+	if (use_link)
+		ck_assert_int_eq(ry_rail_set_link(p.r[1], RY_LINK_DOWN), 0);
+	else
+		ck_assert_int_eq(ry_rail_set_fault(p.r[1], &f), 0);
+	t0 = test_now_ms();
+	for (int i = 0; i < 10; i++) {
+		struct ry_send_wr wr = {
+		    .wr_id = (uint64_t)i,
+		    .opcode = i % 4 == 3 ? RY_WR_RDMA_READ : RY_WR_RDMA_WRITE,
+		    .sge = {(uintptr_t)a, 100000, ma->lkey},
+		    .remote_addr = (uintptr_t)b,
+		    .rkey = mb->rkey,
+		};
+
+		ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+	}
+	pair_wait_wc(&p, 0, &wc, 5000);
+	ck_assert_int_eq(wc.status, RY_WC_RETRY_EXCEEDED);
+	ck_assert_uint_eq(wc.wr_id, 0);
+	/* 1 try + 3 retries, 5 ms each */
+	ck_assert_uint_ge(test_now_ms() - t0, 19);
+	ck_assert_int_eq(p.qp[0]->state, RY_QPS_ERR);
+	for (int i = 1; i < 10; i++) {
+		pair_wait_wc(&p, 0, &wc, 1000);
+		ck_assert_int_eq(wc.status, RY_WC_FLUSHED);
+		ck_assert_uint_eq(wc.wr_id, (uint64_t)i);
+	}
+	ck_assert_int_eq(ry_rail_dereg_mr(ma), 0);
+	ck_assert_int_eq(ry_rail_dereg_mr(mb), 0);
+	free(a);
+	free(b);
+	pair_close(&p);
+}
+
+START_TEST(test_retry_exhausted)
+{
+	exhaust_case(false);
+}
+END_TEST
+START_TEST(test_link_down_exhausts)
+{
+	exhaust_case(true);
+}
+END_TEST
+
+/* The cable comes back before the retries run out: nothing is lost. */
+START_TEST(test_unplug_replug)
+{
+	struct ry_test_pair p;
+	struct ry_fault down = {.drop_all = true}, up = {0};
+	uint8_t *a = test_buf(1 << 20, 1), *b = test_buf(1 << 20, 2);
+	struct ry_mr *ma, *mb;
+	struct ry_send_wr wr;
+	struct ry_wc wc;
+
+	pair_open(&p);
+	pair_connect(&p); /* 10 ms timeout, 6 retries */
+	ck_assert_int_eq(ry_rail_reg_mr(p.pd[0], a, 1 << 20, ALL, &ma), 0);
+	ck_assert_int_eq(ry_rail_reg_mr(p.pd[1], b, 1 << 20, ALL, &mb), 0);
+	ck_assert_int_eq(ry_rail_set_fault(p.r[0], &down), 0);
+	wr = (struct ry_send_wr){.wr_id = 1,
+				 .opcode = RY_WR_RDMA_WRITE,
+				 .sge = {(uintptr_t)a, 1 << 20, ma->lkey},
+				 .remote_addr = (uintptr_t)b,
+				 .rkey = mb->rkey};
+	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+	pair_spin(&p, 25);
+	ck_assert_int_eq(ry_rail_poll_cq(p.r[0], &wc, 1), 0);
+	ck_assert_int_eq(ry_rail_set_fault(p.r[0], &up), 0);
+	pair_wait_wc(&p, 0, &wc, 5000);
+	ck_assert_int_eq(wc.status, RY_WC_SUCCESS);
+	ck_assert(!memcmp(a, b, 1 << 20));
+	ck_assert_int_eq(ry_rail_dereg_mr(ma), 0);
+	ck_assert_int_eq(ry_rail_dereg_mr(mb), 0);
+	free(a);
+	free(b);
+	pair_close(&p);
+}
+END_TEST
+
+/* Fault settings from the config are applied at open. */
+static void lossy_config(struct ry_rail_config *cfg, int idx)
+{
+	soft_config(cfg, idx);
+	cfg->fault.drop = 0.05;
+	cfg->fault.duplicate = 0.05;
+}
+
+START_TEST(test_config_fault)
+{
+	static const struct ry_test_provider lossy = {
+	    .name = "soft-lossy",
+	    .ops = &ry_soft_ops,
+	    .config = lossy_config,
+	    .has_faults = true,
+	};
+	struct ry_rail_config cfg = {0};
+	struct ry_fault bad = {.drop = 1.5};
+	struct ry_rail_stats st;
+	struct ry_test_pair p;
+	struct ry_rail *r;
+
+	ry_test_provider = &lossy;
+	lossy_pair(&p);
+	xfer_check(&p, RY_WR_RDMA_WRITE, 1 << 20, 1);
+	ck_assert_int_eq(ry_rail_get_stats(p.r[0], &st), 0);
+	ck_assert_uint_gt(st.faults_dropped, 0);
+	ck_assert_uint_gt(st.faults_duplicated, 0);
+	pair_close(&p);
+	ry_test_provider = &soft;
+
+	soft_config(&cfg, 0);
+	cfg.fault.down = true;
+	ck_assert_int_eq(ry_soft_ops.open(&cfg, &r), 0);
+	ck_assert_int_eq(ry_rail_set_fault(r, &bad), -EINVAL);
+	ry_rail_close(r);
+	snprintf(cfg.address, sizeof(cfg.address), "not-an-address");
+	ck_assert_int_eq(ry_soft_ops.open(&cfg, &r), -EINVAL);
+}
+END_TEST
+
+/*
+ * rtnetlink: `ip link set DEV down` on the rail's interface is seen as
+ * RY_RAIL_EV_LINK_DOWN within milliseconds.  Runs in a child in a private
+ * network namespace with a veth pair on 198.18.0.1.
+ */
+static int netns_child(void)
+{
+	struct ry_rail_config cfg = {0};
+	struct ry_rail_event ev;
+	struct ry_rail *r;
+	uint64_t t0;
+
+	if (unshare(CLONE_NEWNET))
+		return 10;
+	if (system("ip link set lo up && ip link add ry0 type veth peer name "
+		   "ry1 && "
+		   "ip addr add 198.18.0.1/24 dev ry0 && ip link set ry1 up && "
+		   "ip link set ry0 up"))
+		return 11;
+	snprintf(cfg.name, sizeof(cfg.name), "nl");
+	snprintf(cfg.address, sizeof(cfg.address), "198.18.0.1:0");
+	snprintf(cfg.interface, sizeof(cfg.interface), "ry0");
+	if (ry_soft_ops.open(&cfg, &r))
+		return 12;
+	/* The veth carrier comes up asynchronously: wait for it, then
+	 * forget the events so far. */
+	for (t0 = test_now_ms(); test_now_ms() - t0 < 2000;) {
+		struct ry_rail_attr a;
+
+		ry_rail_progress(r);
+		ry_rail_query(r, &a);
+		if (a.link == RY_LINK_UP)
+			break;
+		usleep(1000);
+	}
+	while (!ry_rail_get_event(r, &ev))
+		;
+	memset(&ev, 0xff, sizeof(ev));
+	if (system("ip link set ry0 down"))
+		return 13;
+	for (t0 = test_now_ms(); test_now_ms() - t0 < 1000;) {
+		ry_rail_progress(r);
+		if (!ry_rail_get_event(r, &ev))
+			break;
+	}
+	if (ev.type != RY_RAIL_EV_LINK_DOWN || test_now_ms() - t0 > 100)
+		return 14;
+	memset(&ev, 0xff, sizeof(ev));
+	if (system("ip link set ry0 up"))
+		return 15;
+	for (t0 = test_now_ms(); test_now_ms() - t0 < 1000;) {
+		ry_rail_progress(r);
+		if (!ry_rail_get_event(r, &ev))
+			break;
+	}
+	if (ev.type != RY_RAIL_EV_LINK_UP)
+		return 16;
+	ry_rail_close(r);
+	return 0;
+}
+
+START_TEST(test_netlink_link_down)
+{
+	pid_t pid;
+	int status;
+
+	if (geteuid() != 0 || system("ip -V >/dev/null 2>&1")) {
+		fprintf(stderr, "test_netlink_link_down: needs root and "
+				"iproute2, skipped\n");
+		return;
+	}
+	fflush(NULL);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	/* exit(), not _exit(): library destructors run, so that valgrind
+	 * does not see the child's libnl globals as leaks */
+	if (pid == 0)
+		exit(netns_child());
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "netns child failed with %d", WEXITSTATUS(status));
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("soft_faults");
+	TCase *tc = tcase_create("faults");
+	SRunner *sr;
+	int failed;
+
+	ry_test_provider = &soft;
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_loss_1);
+	tcase_add_test(tc, test_loss_10);
+	tcase_add_test(tc, test_loss_30_forward);
+	tcase_add_test(tc, test_loss_30_reverse);
+	tcase_add_test(tc, test_duplicate_reorder);
+	tcase_add_test(tc, test_corrupt);
+	tcase_add_test(tc, test_delay);
+	tcase_add_test(tc, test_retry_exhausted);
+	tcase_add_test(tc, test_link_down_exhausts);
+	tcase_add_test(tc, test_unplug_replug);
+	tcase_add_test(tc, test_config_fault);
+	tcase_add_test(tc, test_netlink_link_down);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,537 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The soft rail's wire: PSN arithmetic at the wrap, CRC32C, the header,
+ * and forged packets.  A forged packet is built exactly like a real one
+ * (the first case proves it lands) and then broken in one way; each must
+ * be counted, dropped, and leave the target memory untouched.
+ */
+#include <check.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rails/soft/psn.h"
+#include "rails/soft/soft.h"
+#include "rails/soft/wire.h"
+#include "rail_conformance.h"
+
+uint32_t ry_soft_crc32c_sw(uint32_t crc, const void *buf, size_t len);
+
+static const unsigned ALL =
+    RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE | RY_ACCESS_REMOTE_READ;
+
+static void soft_config(struct ry_rail_config *cfg, int idx)
+{
+	snprintf(cfg->name, sizeof(cfg->name), "soft%d", idx);
+	cfg->provider = RY_PROVIDER_SOFT;
+	snprintf(cfg->address, sizeof(cfg->address), "127.0.0.1:0");
+	cfg->mtu = 1500;
+}
+
+static const struct ry_test_provider soft = {
+    .name = "soft",
+    .ops = &ry_soft_ops,
+    .config = soft_config,
+    .has_faults = true,
+};
+
+/* ---- PSN ---- */
+
+START_TEST(test_psn_cmp_table)
+{
+	static const struct {
+		uint32_t a, b;
+		int32_t d;
+	} t[] = {
+	    {0, 0, 0},
+	    {1, 0, 1},
+	    {0, 1, -1},
+	    {0, 0xffffff, 1}, /* the wrap: 0 follows 0xffffff */
+	    {0xffffff, 0, -1},
+	    {5, 0xfffffb, 10},
+	    {0xfffffb, 5, -10},
+	    {0x7fffff, 0, 0x7fffff},  /* half the space minus one */
+	    {0x800000, 0, -0x800000}, /* exactly half: "before" */
+	    {0, 0x800001, 0x7fffff},
+	};
+
+	for (unsigned i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		ck_assert_msg(ry_soft_psn_cmp(t[i].a, t[i].b) == t[i].d,
+			      "cmp(0x%x, 0x%x) = %d, want %d", t[i].a, t[i].b,
+			      ry_soft_psn_cmp(t[i].a, t[i].b), t[i].d);
+	ck_assert_uint_eq(ry_soft_psn_add(0xffffff, 1), 0);
+	ck_assert_uint_eq(ry_soft_psn_add(0xfffff0, 0x20), 0x10);
+	ck_assert_uint_eq(ry_soft_psn_add(0, -1), 0xffffff);
+}
+END_TEST
+
+/* Whole transfers whose PSNs cross 0xffffff -> 0 on both sides. */
+START_TEST(test_psn_wrap_transfers)
+{
+	static const uint32_t starts[] = {0xffffff, 0xfffff0, 0xfffd00};
+
+	for (unsigned s = 0; s < 3; s++) {
+		struct ry_test_pair p;
+
+		pair_open(&p);
+		pair_create_qps(&p);
+		ck_assert_int_eq(ry_soft_test_set_psn(p.qp[0], starts[s]), 0);
+		ck_assert_int_eq(ry_soft_test_set_psn(p.qp[1], starts[s]), 0);
+		pair_connect_qps(&p);
+		xfer_check(&p, RY_WR_RDMA_WRITE, 1 << 20, 1);
+		xfer_check(&p, RY_WR_RDMA_READ, 1 << 20, 2);
+		xfer_check(&p, RY_WR_SEND, 100000, 3);
+		xfer_check(&p, RY_WR_RDMA_WRITE_IMM, 3000, 4);
+		pair_close(&p);
+	}
+}
+END_TEST
+
+/* ---- CRC32C ---- */
+
+START_TEST(test_crc32c)
+{
+	uint8_t buf[9001];
+
+	ck_assert_uint_eq(ry_soft_crc32c(0, "123456789", 9), 0xe3069283);
+	ck_assert_uint_eq(ry_soft_crc32c_sw(0, "123456789", 9), 0xe3069283);
+	ck_assert_uint_eq(ry_soft_crc32c(0, "", 0), 0);
+	test_fill(buf, sizeof(buf), 7);
+	for (size_t off = 0; off < 9; off++)
+		for (size_t len = 0; len < sizeof(buf) - off; len += 97) {
+			uint32_t a = ry_soft_crc32c(0, buf + off, len);
+			uint32_t b = ry_soft_crc32c_sw(0, buf + off, len);
+			/* continuing over a split gives the same CRC */
+			uint32_t c = ry_soft_crc32c(
+			    ry_soft_crc32c(0, buf + off, len / 3),
+			    buf + off + len / 3, len - len / 3);
+
+			ck_assert_uint_eq(a, b);
+			ck_assert_uint_eq(a, c);
+		}
+}
+END_TEST
+
+START_TEST(test_header_layout)
+{
+	struct ry_soft_pkt p = {
+	    .opcode = RY_SOFT_OP_WRITE,
+	    .flags = RY_SOFT_F_FIRST,
+	    .dqpn = 0xabcdef,
+	    .sqpn = 0x123456,
+	    .psn = 0xfffffe,
+	    .cookie = 0x0102030405060708ull,
+	    .va = 0x1122334455667788ull,
+	    .rkey = 0xdeadbeef,
+	    .len = 0x10000,
+	    .syndrome = 0x62,
+	    .msn = 0x42,
+	    .imm = 0xcafe,
+	    .paylen = 0,
+	};
+	struct ry_soft_hdr h;
+	const uint8_t *b = (const uint8_t *)&h;
+
+	ry_soft_hdr_encode(&h, &p);
+	ry_soft_hdr_seal(&h, NULL, 0);
+	ck_assert_uint_eq(b[0], RY_SOFT_WIRE_VERSION);
+	ck_assert_uint_eq(b[1], RY_SOFT_OP_WRITE);
+	/* big-endian on the wire, as RoCE */
+	ck_assert_uint_eq(b[5], 0xab);
+	ck_assert_uint_eq(b[7], 0xef);
+	ck_assert_uint_eq(b[16], 0x01);
+	ck_assert_uint_eq(b[23], 0x08);
+	ck_assert_uint_eq(b[40], 0x62);
+	ck_assert_uint_eq(b[43], 0x42);
+	ck_assert_uint_eq(be32toh(h.crc),
+			  ry_soft_crc32c(0, &h, RY_SOFT_HDR_CRC_LEN));
+}
+END_TEST
+
+/* ---- forged packets ---- */
+
+struct forge {
+	struct ry_test_pair p;
+	uint8_t *buf; /* 8 KiB, region = buf + 1024 .. +4096 */
+	uint8_t snap[8192];
+	struct ry_mr *mr;
+	struct ry_soft_pkt f;
+	uint8_t payload[64];
+	uint8_t pkt[256];
+};
+
+static void forge_setup(struct forge *F)
+{
+	memset(F, 0, sizeof(*F));
+	pair_open(&F->p);
+	pair_connect(&F->p);
+	F->buf = test_buf(8192, 3);
+	ck_assert_int_eq(
+	    ry_rail_reg_mr(F->p.pd[1], F->buf + 1024, 4096, ALL, &F->mr), 0);
+	memcpy(F->snap, F->buf, 8192);
+	test_fill(F->payload, sizeof(F->payload), 99);
+	F->f = (struct ry_soft_pkt){
+	    .opcode = RY_SOFT_OP_WRITE,
+	    .flags = RY_SOFT_F_FIRST | RY_SOFT_F_LAST,
+	    .dqpn = F->p.qp[1]->qp_num,
+	    .sqpn = F->p.qp[0]->qp_num,
+	    .psn = F->p.qp[0]->local.psn,
+	    .cookie = F->p.qp[1]->local.cookie,
+	    .va = (uintptr_t)F->mr->addr + 100,
+	    .rkey = F->mr->rkey,
+	    .len = sizeof(F->payload),
+	    .paylen = sizeof(F->payload),
+	};
+}
+
+static size_t forge_build(struct forge *F, const struct ry_soft_pkt *f)
+{
+	struct ry_soft_hdr h;
+
+	ry_soft_hdr_encode(&h, f);
+	ry_soft_hdr_seal(&h, F->payload, f->paylen);
+	memcpy(F->pkt, &h, sizeof(h));
+	memcpy(F->pkt + sizeof(h), F->payload, f->paylen);
+	return sizeof(h) + f->paylen;
+}
+
+static void forge_inject(struct forge *F, size_t len, uint16_t port_delta)
+{
+	ry_soft_inject(F->p.r[1], F->pkt, len, F->p.qp[0]->local.gid,
+		       (uint16_t)(F->p.qp[0]->local.udp_port + port_delta));
+}
+
+static uint64_t stat_at(struct ry_rail *r, size_t off)
+{
+	struct ry_rail_stats st;
+
+	ck_assert_int_eq(ry_rail_get_stats(r, &st), 0);
+	return *(uint64_t *)(void *)((char *)&st + off);
+}
+
+static void forge_teardown(struct forge *F)
+{
+	ck_assert_int_eq(ry_rail_dereg_mr(F->mr), 0);
+	free(F->buf);
+	pair_close(&F->p);
+}
+
+START_TEST(test_forged_valid_lands)
+{
+	struct forge F;
+	size_t len;
+
+	forge_setup(&F);
+	len = forge_build(&F, &F.f);
+	forge_inject(&F, len, 0);
+	ck_assert(!memcmp(F.buf + 1024 + 100, F.payload, 64));
+	ck_assert(!memcmp(F.buf, F.snap, 1024 + 100));
+	forge_teardown(&F);
+}
+END_TEST
+
+enum mut {
+	M_COOKIE,
+	M_DQPN,
+	M_SQPN,
+	M_PORT,
+	M_STALE,
+	M_AHEAD,
+	M_WINDOW,
+	M_RKEY,
+	M_OOB,
+	M_OVERFLOW,
+	M_LEN_OVERFLOW,
+	M_TRUNC,
+	M_CRC,
+	M_VERSION,
+	M_PAYLEN,
+	M_READ_OOB,
+	M_READ_RKEY,
+	M_IMM_FIRST,
+	M__N
+};
+
+static const struct {
+	const char *name;
+	size_t counter;
+} muts[M__N] = {
+    [M_COOKIE] = {"wrong cookie",
+		  offsetof(struct ry_rail_stats, rx_bad_cookie)},
+    [M_DQPN] = {"wrong dest qpn", offsetof(struct ry_rail_stats, rx_bad_qpn)},
+    [M_SQPN] = {"wrong source qpn", offsetof(struct ry_rail_stats, rx_bad_qpn)},
+    [M_PORT] = {"wrong source port",
+		offsetof(struct ry_rail_stats, rx_bad_qpn)},
+    [M_STALE] = {"stale psn", offsetof(struct ry_rail_stats, dup_rcvd)},
+    [M_AHEAD] = {"psn ahead", offsetof(struct ry_rail_stats, naks_sent)},
+    [M_WINDOW] = {"psn out of window",
+		  offsetof(struct ry_rail_stats, rx_bad_psn)},
+    [M_RKEY] = {"bad rkey", offsetof(struct ry_rail_stats, rx_access_err)},
+    [M_OOB] = {"out of bounds", offsetof(struct ry_rail_stats, rx_access_err)},
+    [M_OVERFLOW] = {"address overflow",
+		    offsetof(struct ry_rail_stats, rx_access_err)},
+    [M_LEN_OVERFLOW] = {"length overflow",
+			offsetof(struct ry_rail_stats, rx_access_err)},
+    [M_TRUNC] = {"truncated header",
+		 offsetof(struct ry_rail_stats, rx_bad_header)},
+    [M_CRC] = {"bad crc", offsetof(struct ry_rail_stats, rx_bad_crc)},
+    [M_VERSION] = {"bad version",
+		   offsetof(struct ry_rail_stats, rx_bad_header)},
+    [M_PAYLEN] = {"paylen lies", offsetof(struct ry_rail_stats, rx_bad_header)},
+    [M_READ_OOB] = {"read out of bounds",
+		    offsetof(struct ry_rail_stats, rx_access_err)},
+    [M_READ_RKEY] = {"read bad rkey",
+		     offsetof(struct ry_rail_stats, rx_access_err)},
+    [M_IMM_FIRST] = {"imm on a first packet",
+		     offsetof(struct ry_rail_stats, rx_bad_header)},
+};
+
+START_TEST(test_forged_rejected)
+{
+	struct forge F;
+	struct ry_soft_pkt f;
+	uint64_t before, dropped;
+	uint16_t port_delta = 0;
+	size_t len;
+
+	forge_setup(&F);
+	f = F.f;
+	switch ((enum mut)_i) {
+	case M_COOKIE:
+		f.cookie ^= 1;
+		break;
+	case M_DQPN:
+		f.dqpn ^= 0x10;
+		break;
+	case M_SQPN:
+		f.sqpn ^= 0x10;
+		break;
+	case M_PORT:
+		port_delta = 1;
+		break;
+	case M_STALE:
+		f.psn = ry_soft_psn_add(f.psn, -1);
+		break;
+	case M_AHEAD:
+		f.psn = ry_soft_psn_add(f.psn, 5);
+		break;
+	case M_WINDOW:
+		f.psn = ry_soft_psn_add(f.psn, 0x600000);
+		break;
+	case M_RKEY:
+		f.rkey ^= 0x80000000u;
+		break;
+	case M_OOB:
+		f.va = (uintptr_t)F.mr->addr + 4096 - 10;
+		break;
+	case M_OVERFLOW:
+		f.va = UINT64_MAX - 10;
+		break;
+	case M_LEN_OVERFLOW:
+		f.len = UINT32_MAX;
+		break;
+	case M_READ_OOB:
+	case M_READ_RKEY:
+		f.opcode = RY_SOFT_OP_READ_REQ;
+		f.paylen = 0;
+		f.len = 4096;
+		if (_i == M_READ_RKEY)
+			f.rkey ^= 1;
+		break;
+	case M_IMM_FIRST:
+		f.flags = RY_SOFT_F_FIRST | RY_SOFT_F_IMM;
+		break;
+	default:
+		break;
+	}
+	before = stat_at(F.p.r[1], muts[_i].counter);
+	dropped = stat_at(F.p.r[1], offsetof(struct ry_rail_stats, rx_dropped));
+	len = forge_build(&F, &f);
+	if (_i == M_TRUNC)
+		len = 30;
+	if (_i == M_CRC)
+		F.pkt[len - 1] ^= 0x40; /* payload bit after sealing */
+	if (_i == M_VERSION)
+		F.pkt[0] = 2;
+	if (_i == M_PAYLEN)
+		len -= 1;
+	forge_inject(&F, len, port_delta);
+	pair_spin(&F.p, 5);
+	ck_assert_msg(stat_at(F.p.r[1], muts[_i].counter) == before + 1,
+		      "%s: counter not bumped", muts[_i].name);
+	if (_i != M_STALE && _i != M_AHEAD)
+		ck_assert_msg(stat_at(F.p.r[1], offsetof(struct ry_rail_stats,
+							 rx_dropped)) > dropped,
+			      "%s: not counted as dropped", muts[_i].name);
+	ck_assert_msg(!memcmp(F.buf, F.snap, sizeof(F.snap)),
+		      "%s: memory touched", muts[_i].name);
+	/* Access errors end the connection, as IB's class C errors do. */
+	if (muts[_i].counter == offsetof(struct ry_rail_stats, rx_access_err))
+		ck_assert_int_eq(F.p.qp[1]->state, RY_QPS_ERR);
+	else
+		ck_assert_int_eq(F.p.qp[1]->state, RY_QPS_RTS);
+	forge_teardown(&F);
+}
+END_TEST
+
+/* A QP in ERR drops a replay of a packet it would have accepted. */
+START_TEST(test_err_qp_drops_replay)
+{
+	struct forge F;
+	size_t len;
+
+	forge_setup(&F);
+	len = forge_build(&F, &F.f);
+	ck_assert_int_eq(ry_rail_modify_qp(F.p.qp[1], RY_QPS_ERR, NULL), 0);
+	forge_inject(&F, len, 0);
+	ck_assert_uint_eq(stat_at(F.p.r[1], offsetof(struct ry_rail_stats,
+						     rx_qp_err_dropped)),
+			  1);
+	ck_assert(!memcmp(F.buf, F.snap, sizeof(F.snap)));
+	forge_teardown(&F);
+}
+END_TEST
+
+/* Reconnecting the same two rails gives new QPNs, PSNs and cookies; a
+ * packet of the old connection lands nowhere. */
+START_TEST(test_new_qp_rejects_old)
+{
+	struct forge F;
+	struct ry_soft_pkt old;
+	uint8_t oldpkt[256];
+	size_t len;
+
+	forge_setup(&F);
+	old = F.f;
+	len = forge_build(&F, &old);
+	memcpy(oldpkt, F.pkt, len);
+	/* the old connection dies on both sides and is torn down */
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(ry_rail_modify_qp(F.p.qp[i], RY_QPS_ERR, NULL),
+				 0);
+		ck_assert_int_eq(ry_rail_destroy_qp(F.p.qp[i]), 0);
+	}
+	pair_connect(&F.p);
+	ck_assert_uint_ne(F.p.qp[1]->local.cookie, old.cookie);
+	forge_inject(&F, len, 0);
+	ck_assert_uint_eq(
+	    stat_at(F.p.r[1], offsetof(struct ry_rail_stats, rx_bad_qpn)), 1);
+	/* the old packet aimed at the new QPN: the cookie gives it away */
+	old.dqpn = F.p.qp[1]->qp_num;
+	old.sqpn = F.p.qp[0]->qp_num;
+	len = forge_build(&F, &old);
+	forge_inject(&F, len, 0);
+	ck_assert_uint_eq(
+	    stat_at(F.p.r[1], offsetof(struct ry_rail_stats, rx_bad_cookie)),
+	    1);
+	ck_assert(!memcmp(F.buf, F.snap, sizeof(F.snap)));
+	/* and the new connection works */
+	xfer_check(&F.p, RY_WR_RDMA_WRITE, 5000, 1);
+	forge_teardown(&F);
+}
+END_TEST
+
+/* A clean path needs no retransmission and far fewer ACKs than packets:
+ * a lost packet in the sender's own batching would show up here. */
+START_TEST(test_clean_path)
+{
+	struct ry_test_pair p;
+	struct ry_rail_stats st[2];
+
+	pair_open(&p);
+	p.attr_set = true;
+	p.attr = (struct ry_qp_attr){.access = ALL,
+				     .ack_timeout_us = 500000,
+				     .retry_cnt = 6,
+				     .rnr_retry = 6,
+				     .max_rd_atomic = 4};
+	pair_connect(&p);
+	for (int i = 0; i < 4; i++)
+		xfer_check(&p, RY_WR_RDMA_WRITE, 8 << 20, (unsigned)i);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(ry_rail_get_stats(p.r[i], &st[i]), 0);
+	ck_assert_uint_eq(st[0].retransmits, 0);
+	ck_assert_uint_eq(st[1].naks_sent, 0);
+	ck_assert_uint_eq(st[1].rx_dropped, 0);
+	ck_assert_uint_gt(st[0].tx_packets, 4 * (8 << 20) / 1416);
+	/* coalesced: one ACK covers many packets */
+	ck_assert_uint_lt(st[1].tx_packets * 8, st[0].tx_packets);
+	pair_close(&p);
+}
+END_TEST
+
+/* A duplicate READ request is executed again (its responses re-sent), and
+ * the requester, which already has them, takes none of their bytes. */
+START_TEST(test_dup_read_reexecuted)
+{
+	struct forge F;
+	struct ry_soft_pkt f;
+	struct ry_rail_stats before, after;
+	struct ry_send_wr wr;
+	struct ry_mr *lmr;
+	struct ry_wc wc;
+	uint8_t *local = test_buf(4096, 5), snap[4096];
+	size_t len;
+
+	forge_setup(&F);
+	ck_assert_int_eq(ry_rail_reg_mr(F.p.pd[0], local, 4096, ALL, &lmr), 0);
+	wr = (struct ry_send_wr){
+	    .wr_id = 1,
+	    .opcode = RY_WR_RDMA_READ,
+	    .sge = {(uintptr_t)local, 4096, lmr->lkey},
+	    .remote_addr = (uintptr_t)F.mr->addr,
+	    .rkey = F.mr->rkey,
+	};
+	ck_assert_int_eq(ry_rail_post_send(F.p.qp[0], &wr, 1), 0);
+	pair_wait_wc(&F.p, 0, &wc, 5000);
+	ck_assert_int_eq(wc.status, RY_WC_SUCCESS);
+	ck_assert(!memcmp(local, F.mr->addr, 4096));
+	memset(local, 0xee, 4096);
+	memcpy(snap, local, 4096);
+	f = F.f;
+	f.opcode = RY_SOFT_OP_READ_REQ;
+	f.va = (uintptr_t)F.mr->addr;
+	f.len = 4096;
+	f.paylen = 0;
+	len = forge_build(&F, &f);
+	ck_assert_int_eq(ry_rail_get_stats(F.p.r[1], &before), 0);
+	forge_inject(&F, len, 0);
+	pair_spin(&F.p, 5);
+	ck_assert_int_eq(ry_rail_get_stats(F.p.r[1], &after), 0);
+	ck_assert_uint_eq(after.dup_rcvd, before.dup_rcvd + 1);
+	/* 4096 bytes at 1416 per packet: three responses again */
+	ck_assert_uint_ge(after.tx_packets, before.tx_packets + 3);
+	ck_assert(!memcmp(local, snap, 4096));
+	ck_assert_int_eq(F.p.qp[1]->state, RY_QPS_RTS);
+	ck_assert_int_eq(ry_rail_dereg_mr(lmr), 0);
+	free(local);
+	forge_teardown(&F);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("soft_wire");
+	TCase *tc = tcase_create("wire");
+	SRunner *sr;
+	int failed;
+
+	ry_test_provider = &soft;
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_psn_cmp_table);
+	tcase_add_test(tc, test_psn_wrap_transfers);
+	tcase_add_test(tc, test_clean_path);
+	tcase_add_test(tc, test_crc32c);
+	tcase_add_test(tc, test_header_layout);
+	tcase_add_test(tc, test_forged_valid_lands);
+	tcase_add_loop_test(tc, test_forged_rejected, 0, M__N);
+	tcase_add_test(tc, test_err_qp_drops_replay);
+	tcase_add_test(tc, test_dup_read_reexecuted);
+	tcase_add_test(tc, test_new_qp_rejects_old);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
