@@ -579,6 +579,59 @@ START_TEST(no_fence_stale_packet_lands)
 }
 END_TEST
 
+/*
+ * The same over a rail that delays instead of holding (the soft rail):
+ * packets on r1 take 300 ms, so the sender gives r1 up and replays on r0;
+ * the delayed originals reach b after the op completed.
+ */
+static void fence_delayed_case(bool fence)
+{
+	struct ry_fault_spec slow = {.delay_us = 300000};
+	struct fx_done d = {0};
+	const size_t len = 256 * 1024;
+	bool all_ee = true;
+	size_t i;
+
+	/* no reconnect inside the window either: it too would replace b's
+	 * QP and hide the stale packets */
+	setup_opts(&(struct fx_opts){.fence_off = !fence,
+				     .heartbeat_ms = 2000,
+				     .timeout_ms = 4000,
+				     .reconnect_min_ms = 3000,
+				     .reconnect_max_ms = 3000});
+	ck_assert_int_eq(write_verify(0, len, 1), RY_OK);
+	ck_assert_int_eq(ry_rail_fault(F.a, "r1", &slow), 0);
+	fx_fill(F.bufa, len, 2);
+	ck_assert_int_eq(ry_write(F.ab, F.ra, 0, F.desc_b, (size_t)F.desc_b_len,
+				  0, len, fx_cb, &d),
+			 0);
+	ck_assert(fx_until_done(&F, &d, 1, 10000));
+	ck_assert_uint_eq(d.ok, 1);
+	ck_assert(!memcmp(F.bufa, F.bufb, len));
+	memset(F.bufb, 0xee, len);
+	fx_sleep_progress(&F, 800);
+	for (i = 0; i < len; i++)
+		if (F.bufb[i] != 0xee)
+			all_ee = false;
+	if (fence)
+		ck_assert_msg(all_ee, "a stale packet landed after the fence");
+	else
+		ck_assert_msg(!all_ee, "the control case saw no stale packet");
+	teardown();
+}
+
+START_TEST(fence_delayed_packet_dropped)
+{
+	fence_delayed_case(true);
+}
+END_TEST
+
+START_TEST(no_fence_delayed_packet_lands)
+{
+	fence_delayed_case(false);
+}
+END_TEST
+
 /* ---- messages ---- */
 
 struct rx {
@@ -809,11 +862,11 @@ END_TEST
 START_TEST(peer_by_config_name)
 {
 	struct ry_config c;
-	struct ry_peer_config pc = { .name = "bee" };
+	struct ry_peer_config pc = {.name = "bee"};
 	struct ry_manager *m;
 	struct ry_region *rg;
 	struct ry_peer *p, *q;
-	struct fx_done d = { 0 };
+	struct fx_done d = {0};
 	unsigned char *buf = malloc(MiB);
 	uint64_t end;
 
@@ -832,8 +885,8 @@ START_TEST(peer_by_config_name)
 	ck_assert_ptr_eq(p, q);
 	ck_assert_int_eq(ry_mr_reg(m, buf, MiB, 0, &rg), 0);
 	fx_fill(buf, MiB, 31);
-	ck_assert_int_eq(ry_write(p, rg, 0, F.desc_b, (size_t)F.desc_b_len,
-				  0, MiB, fx_cb, &d),
+	ck_assert_int_eq(ry_write(p, rg, 0, F.desc_b, (size_t)F.desc_b_len, 0,
+				  MiB, fx_cb, &d),
 			 0);
 	end = fx_now_ns() + 10000000000ull;
 	while (!d.total && fx_now_ns() < end) {
@@ -852,15 +905,15 @@ END_TEST
 /* Garbage on the control port closes that socket and nothing else. */
 START_TEST(control_garbage)
 {
-	static const unsigned char bad_version[8] = { 4, 0, 0, 0, 1, 0, 9, 0 };
-	static const unsigned char huge[8] = { 0xff, 0xff, 0xff, 0x7f, 1, 0, 1,
-					       0 };
-	static const unsigned char short_hello[12] = { 4, 0, 0, 0, 1, 0,
-						       1, 0, 1, 2, 3, 4 };
-	const unsigned char *frames[] = { bad_version, huge, short_hello };
-	const size_t lens[] = { 8, 8, 12 };
+	static const unsigned char bad_version[8] = {4, 0, 0, 0, 1, 0, 9, 0};
+	static const unsigned char huge[8] = {0xff, 0xff, 0xff, 0x7f,
+					      1,    0,	  1,	0};
+	static const unsigned char short_hello[12] = {4, 0, 0, 0, 1, 0,
+						      1, 0, 1, 2, 3, 4};
+	const unsigned char *frames[] = {bad_version, huge, short_hello};
+	const size_t lens[] = {8, 8, 12};
 	unsigned char junk[4096];
-	struct sockaddr_in sa = { .sin_family = AF_INET };
+	struct sockaddr_in sa = {.sin_family = AF_INET};
 	unsigned i;
 
 	setup_opts(NULL);
@@ -872,9 +925,8 @@ START_TEST(control_garbage)
 		int fd = socket(AF_INET, SOCK_STREAM, 0);
 
 		ck_assert_int_ge(fd, 0);
-		ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa,
-					 sizeof(sa)),
-				 0);
+		ck_assert_int_eq(
+		    connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 		if (i < 3)
 			ck_assert(write(fd, frames[i], lens[i]) > 0);
 		else
@@ -1060,6 +1112,10 @@ static Suite *suite(void)
 		/* needs the loop rail's held-packet release */
 		tcase_add_test(tc, fence_stale_packet_dropped);
 		tcase_add_test(tc, no_fence_stale_packet_lands);
+	} else {
+		/* needs a rail that can delay packets */
+		tcase_add_test(tc, fence_delayed_packet_dropped);
+		tcase_add_test(tc, no_fence_delayed_packet_lands);
 	}
 	tcase_add_test(tc, messages_exactly_once_across_failover);
 	tcase_add_test(tc, write_notify_once_after_data);
