@@ -349,8 +349,11 @@ int ry_session_create(struct ry_manager *mgr, struct ry_peer *peer,
 	for (unsigned i = 0; i < s->n_rails; i++) {
 		snprintf(s->rails[i].name, sizeof(s->rails[i].name), "%s",
 			 ry_rail_name(mgr, i));
-		snprintf(s->report.rails[i], sizeof(s->report.rails[i]), "%s",
-			 s->rails[i].name);
+		_Static_assert(sizeof(s->report.rails[i]) ==
+				       sizeof(s->rails[i].name),
+			       "rail names have one size");
+		memcpy(s->report.rails[i], s->rails[i].name,
+		       sizeof(s->rails[i].name));
 	}
 	ry_set_recv_cb(mgr, on_recv, s);
 	ry_set_event_cb(mgr, on_event, s);
