@@ -1,0 +1,714 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The engine behind bench, drill and demo (see session.h).
+ *
+ * Each of `depth` slots owns a source and a destination buffer in one local
+ * region and one `size` slice of the peer's target region, so operations in
+ * flight never overlap and every read-back can be compared with exactly
+ * what that slot wrote.  The pattern depends on the operation's sequence
+ * number, so a stale write that landed late would show as a verify error.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+
+#include "src/cli/json.h"
+#include "src/cli/session.h"
+
+#define LAT_SAMPLES 65536
+#define MAX_EVENTS 4096
+
+enum phase { IDLE = 0, WRITING, READING };
+
+struct slot {
+	struct ry_session *s;
+	unsigned idx;
+	enum phase phase;
+	uint64_t seq;
+	double t_post;
+};
+
+struct rail_track {
+	char name[64];
+	struct ry_counters last;      /* at the previous tick */
+	struct ry_counters at_start;
+	int pending_detect;           /* down events awaiting detect time */
+	int pending_resume;
+	bool connected_once;
+};
+
+struct ry_session {
+	struct ry_manager *mgr;
+	struct ry_peer *peer;
+	struct ry_session_opts o;
+	struct ry_region *local;
+	uint8_t *buf;
+	size_t buf_len;
+	uint8_t desc[RY_DESC_MAX];
+	size_t desc_len;
+	bool have_target;
+	struct slot *slots;
+
+	double t0, t_end, t_last_tick, t_stop;
+	uint64_t posted;
+	bool stopping;
+	int fatal;
+
+	uint64_t ops_ok, ops_failed, bytes, verify_errors;
+	char first_error[256];
+	char last_error[256];
+	double *lat;
+	uint64_t n_lat;
+
+	unsigned n_rails;
+	struct rail_track rails[RY_REPORT_MAX_RAILS];
+	struct ry_report report;
+	/* events whose detect/resume times are filled in at later ticks */
+	unsigned first_open_event;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* xorshift64*, seeded by the operation: cheap enough for line rate. */
+static void fill_pattern(uint8_t *p, size_t len, uint64_t seed)
+{
+	uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+	size_t i = 0;
+
+	for (; i + 8 <= len; i += 8) {
+		x ^= x >> 12;
+		x ^= x << 25;
+		x ^= x >> 27;
+		uint64_t v = x * 0x2545f4914f6cdd1dull;
+		memcpy(p + i, &v, 8);
+	}
+	for (; i < len; i++)
+		p[i] = (uint8_t)(seed + i);
+}
+
+static uint64_t count_diff(const uint8_t *a, const uint8_t *b, size_t len)
+{
+	uint64_t n = 0;
+
+	if (!memcmp(a, b, len))
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		n += a[i] != b[i];
+	return n;
+}
+
+static uint8_t *src_of(struct slot *sl)
+{
+	return sl->s->buf + (size_t)sl->idx * 2 * sl->s->o.size;
+}
+
+static uint8_t *dst_of(struct slot *sl)
+{
+	return src_of(sl) + sl->s->o.size;
+}
+
+static void on_done(const struct ry_completion *c, void *arg);
+
+static bool may_post(struct ry_session *s)
+{
+	if (s->stopping || s->fatal)
+		return false;
+	if (s->o.count && s->posted >= s->o.count)
+		return false;
+	if (s->o.duration > 0 && now_s() >= s->t_end)
+		return false;
+	return true;
+}
+
+static void fatal(struct ry_session *s, const char *what, int err)
+{
+	if (!s->fatal)
+		fprintf(stderr, "railyard: %s: %s\n", what, strerror(-err));
+	s->fatal = err;
+}
+
+static void post_write(struct slot *sl)
+{
+	struct ry_session *s = sl->s;
+	size_t off = (size_t)(src_of(sl) - s->buf);
+	int ret;
+
+	sl->seq = ++s->posted;
+	fill_pattern(src_of(sl), s->o.size, sl->seq);
+	sl->phase = WRITING;
+	sl->t_post = now_s();
+	ret = ry_write(s->peer, s->local, off, s->desc, s->desc_len,
+		       (size_t)sl->idx * s->o.size, s->o.size, on_done, sl);
+	if (ret) {
+		sl->phase = IDLE;
+		fatal(s, ret == -EINVAL ?
+			"write rejected (is the peer's target region large enough for depth x size?)" :
+			"write rejected", ret);
+	}
+}
+
+static void post_read(struct slot *sl, bool new_seq)
+{
+	struct ry_session *s = sl->s;
+	size_t off = (size_t)(dst_of(sl) - s->buf);
+	int ret;
+
+	if (new_seq)
+		sl->seq = ++s->posted;
+	memset(dst_of(sl), 0, s->o.size);
+	sl->phase = READING;
+	sl->t_post = now_s();
+	ret = ry_read(s->peer, s->local, off, s->desc, s->desc_len,
+		      (size_t)sl->idx * s->o.size, s->o.size, on_done, sl);
+	if (ret) {
+		sl->phase = IDLE;
+		fatal(s, "read rejected", ret);
+	}
+}
+
+static void next(struct slot *sl)
+{
+	struct ry_session *s = sl->s;
+
+	sl->phase = IDLE;
+	if (!may_post(s))
+		return;
+	if (s->o.mode == RY_SESSION_READ && !s->o.verify)
+		post_read(sl, true);
+	else
+		post_write(sl);
+}
+
+static void record_latency(struct ry_session *s, double t_post)
+{
+	s->lat[s->n_lat % LAT_SAMPLES] = (now_s() - t_post) * 1e6;
+	s->n_lat++;
+}
+
+static void on_done(const struct ry_completion *c, void *arg)
+{
+	struct slot *sl = arg;
+	struct ry_session *s = sl->s;
+
+	if (c->status != RY_OK) {
+		s->ops_failed++;
+		if (!s->first_error[0])
+			snprintf(s->first_error, sizeof(s->first_error), "%s: %s",
+				 ry_status_str(c->status), c->reason);
+		/* say each new reason once, so an outage is visible live */
+		if (strncmp(s->last_error, c->reason, sizeof(s->last_error) - 1)) {
+			snprintf(s->last_error, sizeof(s->last_error), "%s",
+				 c->reason);
+			fprintf(stderr, "railyard: operation failed: %s: %s\n",
+				ry_status_str(c->status), c->reason);
+		}
+		next(sl);
+		return;
+	}
+	s->ops_ok++;
+	s->bytes += s->o.size;
+	record_latency(s, sl->t_post);
+	if (sl->phase == WRITING &&
+	    (s->o.verify || s->o.mode != RY_SESSION_WRITE)) {
+		post_read(sl, false);
+		return;
+	}
+	if (sl->phase == READING && (s->o.verify || s->o.mode == RY_SESSION_DRILL))
+		s->verify_errors += count_diff(src_of(sl), dst_of(sl),
+					       s->o.size);
+	next(sl);
+}
+
+static const char *event_name(enum ry_event_type t, struct rail_track *rt)
+{
+	switch (t) {
+	case RY_EV_RAIL_DOWN:
+		return "link-down";
+	case RY_EV_RAIL_UP:
+		return "link-up";
+	case RY_EV_CONN_DOWN:
+		return "down";
+	case RY_EV_CONN_UP:
+		if (!rt || !rt->connected_once)
+			return "connect";
+		return "up";
+	}
+	return "?";
+}
+
+static struct rail_track *track_of(struct ry_session *s, const char *rail)
+{
+	for (unsigned i = 0; i < s->n_rails; i++)
+		if (rail && !strcmp(s->rails[i].name, rail))
+			return &s->rails[i];
+	return NULL;
+}
+
+static void add_event(struct ry_session *s, double t, const char *rail,
+		      const char *what)
+{
+	struct ry_report_event e = { .t = t, .detect_ms = -1,
+				     .resume_ms = -1 };
+
+	snprintf(e.rail, sizeof(e.rail), "%s", rail ? rail : "");
+	snprintf(e.event, sizeof(e.event), "%s", what);
+	if (s->report.n_events < MAX_EVENTS)
+		ry_report_add_event(&s->report, &e);
+}
+
+static void on_event(const struct ry_event *ev, void *arg)
+{
+	struct ry_session *s = arg;
+	struct rail_track *rt = track_of(s, ev->rail);
+	const char *name = event_name(ev->type, rt);
+	double t = now_s() - s->t0;
+
+	if (s->t0 == 0)
+		t = 0;
+	add_event(s, t, ev->rail, name);
+	if (rt && ev->type == RY_EV_CONN_UP)
+		rt->connected_once = true;
+	if (rt && ev->type == RY_EV_CONN_DOWN) {
+		rt->pending_detect++;
+		rt->pending_resume++;
+	}
+	if (s->o.live && ev->type != RY_EV_CONN_UP)
+		fprintf(s->o.live, "%s%8.3f s  %s %s%s%s\n",
+			s->o.live_tty ? "\r\033[K" : "", t, ev->rail, name,
+			ev->reason && *ev->reason ? ": " : "",
+			ev->reason ? ev->reason : "");
+	else if (s->o.live && rt && rt->connected_once && !strcmp(name, "up"))
+		fprintf(s->o.live, "%s%8.3f s  %s up\n",
+			s->o.live_tty ? "\r\033[K" : "", t, ev->rail);
+}
+
+static void on_recv(struct ry_peer *from, const struct ry_message *m,
+		    void *arg)
+{
+	struct ry_session *s = arg;
+	size_t tag = strlen(RY_SESSION_DESC_TAG);
+
+	if (m->type != RY_MSG_DATA || m->len <= tag ||
+	    memcmp(m->data, RY_SESSION_DESC_TAG, tag) ||
+	    m->len - tag > sizeof(s->desc))
+		return;
+	if (ry_desc_check((const uint8_t *)m->data + tag, m->len - tag))
+		return;
+	memcpy(s->desc, (const uint8_t *)m->data + tag, m->len - tag);
+	s->desc_len = m->len - tag;
+	s->have_target = true;
+}
+
+int ry_session_create(struct ry_manager *mgr, struct ry_peer *peer,
+		      const struct ry_session_opts *opts,
+		      struct ry_session **s_p)
+{
+	struct ry_session *s;
+	int ret = -ENOMEM;
+
+	if (!opts->size || !opts->depth)
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->mgr = mgr;
+	s->peer = peer;
+	s->o = *opts;
+	s->buf_len = (size_t)opts->depth * 2 * opts->size;
+	s->buf = aligned_alloc(4096, (s->buf_len + 4095) & ~(size_t)4095);
+	s->slots = calloc(opts->depth, sizeof(*s->slots));
+	s->lat = calloc(LAT_SAMPLES, sizeof(*s->lat));
+	if (!s->buf || !s->slots || !s->lat)
+		goto err;
+	memset(s->buf, 0, s->buf_len);
+	ret = ry_mr_reg(mgr, s->buf, s->buf_len, 0, &s->local);
+	if (ret) {
+		fprintf(stderr, "railyard: cannot register %zu bytes: %s\n",
+			s->buf_len, strerror(-ret));
+		goto err;
+	}
+	for (unsigned i = 0; i < opts->depth; i++)
+		s->slots[i] = (struct slot){ .s = s, .idx = i };
+	s->n_rails = (unsigned)ry_rail_count(mgr);
+	if (s->n_rails > RY_REPORT_MAX_RAILS)
+		s->n_rails = RY_REPORT_MAX_RAILS;
+	s->report.n_rails = s->n_rails;
+	snprintf(s->report.title, sizeof(s->report.title), "%s to %s",
+		 opts->mode == RY_SESSION_DRILL ? "drill" : "bench",
+		 ry_peer_name(peer));
+	for (unsigned i = 0; i < s->n_rails; i++) {
+		snprintf(s->rails[i].name, sizeof(s->rails[i].name), "%s",
+			 ry_rail_name(mgr, i));
+		_Static_assert(sizeof(s->report.rails[i]) ==
+				       sizeof(s->rails[i].name),
+			       "rail names have one size");
+		memcpy(s->report.rails[i], s->rails[i].name,
+		       sizeof(s->rails[i].name));
+	}
+	ry_set_recv_cb(mgr, on_recv, s);
+	ry_set_event_cb(mgr, on_event, s);
+	*s_p = s;
+	return 0;
+err:
+	free(s->lat);
+	free(s->slots);
+	free(s->buf);
+	free(s);
+	return ret;
+}
+
+void ry_session_destroy(struct ry_session *s)
+{
+	if (!s)
+		return;
+	ry_set_recv_cb(s->mgr, NULL, NULL);
+	ry_set_event_cb(s->mgr, NULL, NULL);
+	ry_mr_dereg(s->local);
+	ry_report_free(&s->report);
+	free(s->lat);
+	free(s->slots);
+	free(s->buf);
+	free(s);
+}
+
+/* Progress, waiting on the event fd when there is nothing to do. */
+static void pump(struct ry_session *s, int wait_ms)
+{
+	if (ry_progress(s->mgr) <= 0 && wait_ms > 0) {
+		struct epoll_event ev;
+
+		epoll_wait(ry_event_fd(s->mgr), &ev, 1, wait_ms);
+		ry_progress(s->mgr);
+	}
+}
+
+/* Nothing to do: an unanswered hello is simply said again.  No pointer
+ * into the session is handed over, because this may complete (canceled)
+ * while the manager is destroyed, after the session is gone. */
+static void hello_done(const struct ry_completion *c, void *arg)
+{
+}
+
+int ry_session_fetch_target(struct ry_session *s, int timeout_ms)
+{
+	double end = now_s() + timeout_ms / 1e3, next_hello = 0;
+
+	while (!s->have_target && now_s() < end) {
+		if (now_s() >= next_hello) {
+			int ret = ry_send(s->peer, RY_SESSION_HELLO,
+					  strlen(RY_SESSION_HELLO), hello_done,
+					  NULL);
+
+			if (ret && ret != -EAGAIN) {
+				fprintf(stderr, "railyard: cannot reach peer %s: %s\n",
+					ry_peer_name(s->peer), strerror(-ret));
+				return ret;
+			}
+			next_hello = now_s() + 1;
+		}
+		pump(s, 10);
+	}
+	if (!s->have_target) {
+		fprintf(stderr,
+			"railyard: peer %s did not send its target region within %d ms "
+			"(is 'railyard serve' running there, and do we share a rail network?)\n",
+			ry_peer_name(s->peer), timeout_ms);
+		return -ETIMEDOUT;
+	}
+	return 0;
+}
+
+int ry_session_set_target(struct ry_session *s, const void *desc, size_t len)
+{
+	int ret = ry_desc_check(desc, len);
+
+	if (ret)
+		return ret;
+	if (len > sizeof(s->desc))
+		return -EMSGSIZE;
+	memcpy(s->desc, desc, len);
+	s->desc_len = len;
+	s->have_target = true;
+	return 0;
+}
+
+static void tick(struct ry_session *s, double now)
+{
+	struct ry_report_sample smp = { .t = now - s->t0 };
+	double dt = now - s->t_last_tick;
+	double total = 0;
+	char line[512];
+	size_t n = 0;
+
+	n += (size_t)snprintf(line + n, sizeof(line) - n, "%8.3f s ", smp.t);
+	for (unsigned i = 0; i < s->n_rails; i++) {
+		struct rail_track *rt = &s->rails[i];
+		struct ry_rail_info info = { 0 };
+		struct ry_counters c;
+
+		if (ry_rail_counters(s->mgr, rt->name, &c))
+			continue;
+		ry_rail_info(s->mgr, rt->name, &info);
+		smp.mbyte_s[i] = (double)(c.bytes - rt->last.bytes) / dt / 1e6;
+		total += smp.mbyte_s[i];
+		if (c.replayed_fragments > rt->last.replayed_fragments)
+			add_event(s, smp.t, rt->name, "replay");
+		if (c.fences > rt->last.fences)
+			add_event(s, smp.t, rt->name, "fence");
+		/* fill in detection/resume times of this rail's downs */
+		for (unsigned e = s->first_open_event; e < s->report.n_events;
+		     e++) {
+			struct ry_report_event *ev = &s->report.events[e];
+
+			if (strcmp(ev->rail, rt->name) || strcmp(ev->event, "down"))
+				continue;
+			if (ev->detect_ms < 0 && c.detect_count > rt->last.detect_count)
+				ev->detect_ms = (double)(c.detect_ns_total -
+							 rt->last.detect_ns_total) /
+						(double)(c.detect_count -
+							 rt->last.detect_count) / 1e6;
+			if (ev->resume_ms < 0 && c.resume_count > rt->last.resume_count)
+				ev->resume_ms = (double)(c.resume_ns_total -
+							 rt->last.resume_ns_total) /
+						(double)(c.resume_count -
+							 rt->last.resume_count) / 1e6;
+		}
+		if (n < sizeof(line))
+			n += (size_t)snprintf(line + n, sizeof(line) - n,
+					      " %s %7.1f%s", rt->name,
+					      smp.mbyte_s[i],
+					      info.link_up && info.peers_active ?
+						      "" : " (down)");
+		rt->last = c;
+	}
+	if (n < sizeof(line))
+		snprintf(line + n, sizeof(line) - n,
+			 "  total %7.1f MB/s  ops %" PRIu64 " ok %" PRIu64
+			 " failed  %" PRIu64 " bad bytes",
+			 total, s->ops_ok, s->ops_failed, s->verify_errors);
+	ry_report_add_sample(&s->report, &smp);
+	if (s->o.live) {
+		if (s->o.live_tty)
+			fprintf(s->o.live, "\r\033[K%s", line);
+		else
+			fprintf(s->o.live, "%s\n", line);
+		fflush(s->o.live);
+	}
+	s->t_last_tick = now;
+	if (s->o.tick)
+		s->o.tick(smp.t, s->o.tick_arg);
+}
+
+static bool busy(const struct ry_session *s)
+{
+	for (unsigned i = 0; i < s->o.depth; i++)
+		if (s->slots[i].phase != IDLE)
+			return true;
+	return false;
+}
+
+int ry_session_run(struct ry_session *s)
+{
+	if (!s->have_target)
+		return -EINVAL;
+	s->t0 = now_s();
+	s->t_last_tick = s->t0;
+	s->t_end = s->t0 + s->o.duration;
+	for (unsigned i = 0; i < s->n_rails; i++) {
+		ry_rail_counters(s->mgr, s->rails[i].name, &s->rails[i].last);
+		s->rails[i].at_start = s->rails[i].last;
+	}
+	for (unsigned i = 0; i < s->o.depth && may_post(s); i++)
+		next(&s->slots[i]);
+	while (busy(s) || may_post(s)) {
+		double now = now_s();
+
+		if (now - s->t_last_tick >= 1.0)
+			tick(s, now);
+		for (unsigned i = 0; i < s->o.depth; i++)
+			if (s->slots[i].phase == IDLE && may_post(s))
+				next(&s->slots[i]);
+		if (s->fatal && !busy(s))
+			break;
+		pump(s, 1);
+	}
+	s->t_stop = now_s();
+	if (s->t_stop - s->t_last_tick > 0.05)
+		tick(s, s->t_stop);
+	if (s->o.live && s->o.live_tty)
+		fprintf(s->o.live, "\n");
+	return s->fatal;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+void ry_session_result(const struct ry_session *s, struct ry_session_result *r)
+{
+	uint64_t n = s->n_lat < LAT_SAMPLES ? s->n_lat : LAT_SAMPLES;
+
+	memset(r, 0, sizeof(*r));
+	r->ops_ok = s->ops_ok;
+	r->ops_failed = s->ops_failed;
+	r->bytes = s->bytes;
+	r->verify_errors = s->verify_errors;
+	r->seconds = s->t_stop > s->t0 ? s->t_stop - s->t0 : 0;
+	r->gbit_per_s = r->seconds > 0 ? (double)r->bytes * 8 / r->seconds / 1e9 : 0;
+	snprintf(r->first_error, sizeof(r->first_error), "%s", s->first_error);
+	if (n) {
+		double *v = malloc(n * sizeof(*v)), sum = 0;
+
+		if (v) {
+			memcpy(v, s->lat, n * sizeof(*v));
+			qsort(v, n, sizeof(*v), cmp_double);
+			for (uint64_t i = 0; i < n; i++)
+				sum += v[i];
+			r->lat_avg_us = sum / (double)n;
+			r->lat_p50_us = v[n / 2];
+			r->lat_p99_us = v[(n * 99) / 100];
+			free(v);
+		}
+	}
+}
+
+const struct ry_report *ry_session_report(const struct ry_session *s)
+{
+	return &s->report;
+}
+
+void ry_session_json(const struct ry_session *s, FILE *out)
+{
+	struct ry_session_result r;
+	const struct ry_report *rep = &s->report;
+
+	ry_session_result(s, &r);
+	fprintf(out,
+		"{\"peer\":");
+	ry_cli_json_str(out, ry_peer_name(s->peer));
+	fprintf(out,
+		",\"size\":%zu,\"depth\":%u,\"ops_ok\":%" PRIu64
+		",\"ops_failed\":%" PRIu64 ",\"bytes\":%" PRIu64
+		",\"seconds\":%.3f,\"gbit_per_s\":%.3f,\"verify_errors\":%" PRIu64
+		",\"latency_us\":{\"avg\":%.1f,\"p50\":%.1f,\"p99\":%.1f}"
+		",\"first_error\":",
+		s->o.size, s->o.depth, r.ops_ok, r.ops_failed, r.bytes,
+		r.seconds, r.gbit_per_s, r.verify_errors, r.lat_avg_us,
+		r.lat_p50_us, r.lat_p99_us);
+	ry_cli_json_str(out, r.first_error);
+	fprintf(out, ",\"rails\":[");
+	for (unsigned i = 0; i < s->n_rails; i++) {
+		const struct rail_track *rt = &s->rails[i];
+		struct ry_rail_info info = { 0 };
+		struct ry_counters c = { 0 };
+
+		ry_rail_counters(s->mgr, rt->name, &c);
+		ry_rail_info(s->mgr, rt->name, &info);
+		fprintf(out, "%s{\"name\":", i ? "," : "");
+		ry_cli_json_str(out, rt->name);
+		fprintf(out,
+			",\"state\":\"%s\",\"bytes\":%" PRIu64
+			",\"fragments\":%" PRIu64 ",\"replayed\":%" PRIu64
+			",\"failovers\":%" PRIu64 ",\"retransmits\":%" PRIu64
+			",\"fences\":%" PRIu64 ",\"reconnects\":%" PRIu64 "}",
+			info.link_up && info.peers_active ? "up" : "down",
+			c.bytes - rt->at_start.bytes,
+			c.fragments - rt->at_start.fragments,
+			c.replayed_fragments - rt->at_start.replayed_fragments,
+			c.failovers - rt->at_start.failovers,
+			c.retransmits - rt->at_start.retransmits,
+			c.fences - rt->at_start.fences,
+			c.reconnects - rt->at_start.reconnects);
+	}
+	fprintf(out, "],\"events\":[");
+	for (unsigned e = 0; e < rep->n_events; e++) {
+		const struct ry_report_event *ev = &rep->events[e];
+
+		fprintf(out, "%s{\"t\":%.3f,\"rail\":", e ? "," : "", ev->t);
+		ry_cli_json_str(out, ev->rail);
+		fprintf(out, ",\"event\":\"%s\",\"detect_ms\":", ev->event);
+		if (ev->detect_ms >= 0)
+			fprintf(out, "%.2f", ev->detect_ms);
+		else
+			fprintf(out, "null");
+		fprintf(out, ",\"resume_ms\":");
+		if (ev->resume_ms >= 0)
+			fprintf(out, "%.2f", ev->resume_ms);
+		else
+			fprintf(out, "null");
+		fprintf(out, "}");
+	}
+	fprintf(out, "],\"samples\":[");
+	for (unsigned i = 0; i < rep->n_samples; i++) {
+		const struct ry_report_sample *smp = &rep->samples[i];
+		double total = 0;
+
+		fprintf(out, "%s{\"t\":%.3f,\"rails\":{", i ? "," : "", smp->t);
+		for (unsigned k = 0; k < rep->n_rails; k++) {
+			fprintf(out, "%s", k ? "," : "");
+			ry_cli_json_str(out, rep->rails[k]);
+			fprintf(out, ":%.3f", smp->mbyte_s[k]);
+			total += smp->mbyte_s[k];
+		}
+		fprintf(out, "},\"total_mbyte_s\":%.3f}", total);
+	}
+	fprintf(out, "]}\n");
+}
+
+void ry_session_summary(const struct ry_session *s, FILE *out)
+{
+	struct ry_session_result r;
+	const struct ry_report *rep = &s->report;
+	uint64_t replayed = 0;
+
+	ry_session_result(s, &r);
+	for (unsigned i = 0; i < s->n_rails; i++) {
+		struct ry_counters c = { 0 };
+
+		ry_rail_counters(s->mgr, s->rails[i].name, &c);
+		replayed += c.replayed_fragments -
+			    s->rails[i].at_start.replayed_fragments;
+	}
+	fprintf(out,
+		"\n%.1f s, %" PRIu64 " operations ok, %" PRIu64 " failed, "
+		"%.1f MB moved (%.2f Gbit/s), %" PRIu64 " bytes corrupted, "
+		"%" PRIu64 " fragments replayed\n",
+		r.seconds, r.ops_ok, r.ops_failed, (double)r.bytes / 1e6,
+		r.gbit_per_s, r.verify_errors, replayed);
+	fprintf(out, "latency per operation: avg %.0f us, p50 %.0f us, p99 %.0f us\n",
+		r.lat_avg_us, r.lat_p50_us, r.lat_p99_us);
+	for (unsigned e = 0; e < rep->n_events; e++) {
+		const struct ry_report_event *ev = &rep->events[e];
+
+		if (strcmp(ev->event, "down"))
+			continue;
+		fprintf(out, "  %8.3f s  %s down: detected in ", ev->t, ev->rail);
+		if (ev->detect_ms >= 0)
+			fprintf(out, "%.1f ms", ev->detect_ms);
+		else
+			fprintf(out, "?");
+		fprintf(out, ", traffic resumed ");
+		if (ev->resume_ms >= 0)
+			fprintf(out, "%.1f ms later\n", ev->resume_ms);
+		else
+			fprintf(out, "(no replay needed)\n");
+	}
+	if (r.first_error[0])
+		fprintf(out, "first failure: %s\n", r.first_error);
+	fprintf(out, "verdict: %s\n",
+		!r.ops_failed && !r.verify_errors ? "nothing lost" :
+		r.verify_errors ? "DATA CORRUPTED" : "operations FAILED");
+}
