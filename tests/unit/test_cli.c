@@ -87,10 +87,20 @@ START_TEST(test_usage)
 }
 END_TEST
 
+/* The main job: two nodes, four soft rails, one pulled and restored, and
+ * nothing lost. */
 START_TEST(test_demo_runs)
 {
-	ck_assert_int_eq(run("demo", out, sizeof(out)), 0);
-	ck_assert_ptr_nonnull(strstr(out, "rail r3"));
+	ck_assert_msg(run("demo --duration 4", out, sizeof(out)) == 0,
+		      "demo failed: %s", out);
+	ck_assert_ptr_nonnull(strstr(out, "pulling rail r1"));
+	ck_assert_ptr_nonnull(strstr(out, "r1 link-down"));
+	ck_assert_ptr_nonnull(strstr(out, "plugging rail r1 back"));
+	ck_assert_msg(strstr(out, "r1 down: detected in"), "%s", out);
+	ck_assert_msg(strstr(out, " 0 failed, "), "%s", out);
+	ck_assert_msg(strstr(out, " 0 bytes corrupted, "), "%s", out);
+	ck_assert_msg(strstr(out, "verdict: nothing lost"), "%s", out);
+	ck_assert_int_eq(run("demo --duration 1", out, sizeof(out)), 2);
 }
 END_TEST
 
