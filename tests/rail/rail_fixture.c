@@ -90,7 +90,8 @@ void pair_create_qps(struct ry_test_pair *p)
 		ck_assert_uint_le(p->qp[i]->qp_num, 0xffffff);
 		ck_assert_uint_le(p->qp[i]->local.psn, 0xffffff);
 	}
-	ck_assert_int_ne(p->qp[0]->qp_num, p->qp[1]->qp_num);
+	/* QPNs are distinct within a rail only (test_random_qpn_psn): two
+	 * HCAs may give their QPs the same number. */
 }
 
 void pair_connect_qps(struct ry_test_pair *p)
