@@ -68,8 +68,8 @@ static bool wait_event(struct ry_test_pair *p, int i, enum ry_rail_event_type t,
 	struct ry_rail_event ev;
 
 	for (;;) {
-		struct pollfd pfd = { .fd = ry_rail_fd(p->r[i]),
-				      .events = POLLIN };
+		struct pollfd pfd = {.fd = ry_rail_fd(p->r[i]),
+				     .events = POLLIN};
 
 		pair_progress(p);
 		while (!ry_rail_get_event(p->r[i], &ev))
@@ -124,7 +124,8 @@ START_TEST(test_link_down_reconnect)
 	wr = wr_make(RY_WR_RDMA_WRITE, &a, &b, 65536, 5);
 	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
 	pair_wait_wc(&p, 0, &wc, 20000);
-	ck_assert_msg(wc.status != RY_WC_SUCCESS, "a write over a pulled cable succeeded");
+	ck_assert_msg(wc.status != RY_WC_SUCCESS,
+		      "a write over a pulled cable succeeded");
 	fprintf(stderr, "write over the pulled cable: %s\n",
 		ry_wc_status_str(wc.status));
 	ck_assert_int_eq(p.qp[0]->state, RY_QPS_ERR);
@@ -188,9 +189,11 @@ START_TEST(test_blackhole_retry_exceeded)
 	t = test_now_ms();
 	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
 	pair_wait_wc(&p, 0, &wc, 20000);
-	fprintf(stderr, "silent loss: %s after %llu ms (ack timeout 20 ms, 5 retries)\n",
-		ry_wc_status_str(wc.status),
-		(unsigned long long)(test_now_ms() - t));
+	fprintf(
+	    stderr,
+	    "silent loss: %s after %llu ms (ack timeout 20 ms, 5 retries)\n",
+	    ry_wc_status_str(wc.status),
+	    (unsigned long long)(test_now_ms() - t));
 	ck_assert_msg(wc.status == RY_WC_RETRY_EXCEEDED, "got %s",
 		      ry_wc_status_str(wc.status));
 	ck_assert_int_eq(ry_rail_query(p.r[0], &ra), 0);
@@ -219,13 +222,13 @@ START_TEST(test_verbs_open_by_guid_and_address)
 	struct ry_rail_config cfg;
 	struct ry_rail_attr ra;
 	struct ry_rail *r;
-	uint8_t want[16] = { [10] = 0xff, [11] = 0xff };
+	uint8_t want[16] = {[10] = 0xff, [11] = 0xff};
 	unsigned b[4];
 
 	if (!guid || !addr)
 		return; /* the guest script sets them */
-	ck_assert_int_eq(sscanf(addr, "%u.%u.%u.%u", &b[0], &b[1], &b[2],
-				&b[3]), 4);
+	ck_assert_int_eq(
+	    sscanf(addr, "%u.%u.%u.%u", &b[0], &b[1], &b[2], &b[3]), 4);
 	for (int i = 0; i < 4; i++)
 		want[12 + i] = (uint8_t)b[i];
 

@@ -56,8 +56,8 @@ static bool verbs_bad_config(struct ry_rail_config *cfg, int n, int *want)
 /* Longer timeouts than the soft rail's: rxe under QEMU's emulation is
  * slow, and the HCA rounds the ACK timeout up to 4.096 us * 2^n. */
 static const struct ry_qp_attr verbs_defaults = {
-    .access = RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE |
-	      RY_ACCESS_REMOTE_READ,
+    .access =
+	RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE | RY_ACCESS_REMOTE_READ,
     .ack_timeout_us = 100000,
     .retry_cnt = 5,
     .rnr_retry = 5,
@@ -80,16 +80,21 @@ static struct ry_test_provider verbs = {
     .bad_config = verbs_bad_config,
 };
 
+#define NO_DEVICE                                                              \
+	"no RDMA device here (/sys/class/infiniband is missing); "             \
+	"tests/hw/hw_qemu_rxe.sh runs this suite in a QEMU guest with "        \
+	"soft-RoCE"
+
 const char *verbs_provider_init(void)
 {
 	static char why[256];
 
 	verbs.ops = ry__rail_ops(RY_PROVIDER_VERBS);
 	if (!verbs.ops)
-		return "railyard was built without the verbs rail (RY_WITH_VERBS=OFF)";
+		return "railyard was built without the verbs rail "
+		       "(RY_WITH_VERBS=OFF)";
 	if (access("/sys/class/infiniband", F_OK))
-		return "no RDMA device here (/sys/class/infiniband is missing); "
-		       "tests/hw/hw_qemu_rxe.sh runs this suite in a QEMU guest with soft-RoCE";
+		return NO_DEVICE;
 	for (int i = 0; i < 2; i++) {
 		char path[128];
 
@@ -97,7 +102,8 @@ const char *verbs_provider_init(void)
 			 dev_name(i));
 		if (access(path, F_OK)) {
 			snprintf(why, sizeof(why),
-				 "no RDMA device %s here (set RY_HW_DEV_A and RY_HW_DEV_B to two connected devices)",
+				 "no RDMA device %s here (set RY_HW_DEV_A and "
+				 "RY_HW_DEV_B to two connected devices)",
 				 dev_name(i));
 			return why;
 		}
@@ -128,17 +134,18 @@ static const char *netdev(int idx)
 
 int verbs_cable(int idx, bool plugged)
 {
-	char *argv[] = {"ip", "link", "set", (char *)netdev(idx),
-			plugged ? "up" : "down", NULL};
+	char *argv[] = {
+	    "ip", "link", "set", (char *)netdev(idx), plugged ? "up" : "down",
+	    NULL};
 
 	return argv[3] ? run(argv) : -EOPNOTSUPP;
 }
 
 int verbs_blackhole(int idx, bool on)
 {
-	char *add[] = {"tc",   "qdisc", "add",	"dev", (char *)netdev(idx),
+	char *add[] = {"tc",   "qdisc", "add",	"dev",	(char *)netdev(idx),
 		       "root", "netem", "loss", "100%", NULL};
-	char *del[] = {"tc",	"qdisc", "del", "dev", (char *)netdev(idx),
+	char *del[] = {"tc",   "qdisc", "del", "dev", (char *)netdev(idx),
 		       "root", NULL};
 
 	if (!netdev(idx))

@@ -21,8 +21,8 @@
 static const unsigned ALL =
     RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE | RY_ACCESS_REMOTE_READ;
 
-void region_get(struct ry_test_pair *p, int side, struct region *g,
-		size_t len, unsigned seed, unsigned access)
+void region_get(struct ry_test_pair *p, int side, struct region *g, size_t len,
+		unsigned seed, unsigned access)
 {
 	g->len = len;
 	g->buf = test_buf(len + 2 * GUARD, seed);
@@ -129,7 +129,7 @@ void xfer_check(struct ry_test_pair *p, enum ry_wr_opcode op, size_t len,
 static unsigned sizes_for(struct ry_test_pair *p, size_t *out)
 {
 	size_t pm = p->mtu - ry_test_provider->pkt_overhead;
-	size_t s[] = {0,  1,	  4096,	  p->mtu - 1, p->mtu, p->mtu + 1,
+	size_t s[] = {0,      1,  4096,	  p->mtu - 1, p->mtu, p->mtu + 1,
 		      pm - 1, pm, pm + 1, 3 * pm,     MIB,    8 * MIB};
 	unsigned n = 0;
 
@@ -183,7 +183,6 @@ START_TEST(test_send_imm_sizes)
 	sizes_case(RY_WR_SEND_IMM);
 }
 END_TEST
-
 
 /* Many WRs of every kind in flight at once, completed in order. */
 START_TEST(test_many_outstanding)
@@ -321,8 +320,9 @@ START_TEST(test_open_errors)
 			break;
 		rc = ry_test_provider->ops->open(&cfg, &r);
 		if (want)
-			ck_assert_msg(rc == want, "bad config %d: got %d, want %d",
-				      n, rc, want);
+			ck_assert_msg(rc == want,
+				      "bad config %d: got %d, want %d", n, rc,
+				      want);
 		else
 			ck_assert_msg(rc < 0, "bad config %d opened (%d)", n,
 				      rc);
@@ -535,8 +535,8 @@ START_TEST(test_reset_after_err)
 		got++;
 	}
 	if (rc == -EBUSY)
-		ck_assert_int_eq(
-		    ry_rail_modify_qp(p.qp[0], RY_QPS_RESET, NULL), 0);
+		ck_assert_int_eq(ry_rail_modify_qp(p.qp[0], RY_QPS_RESET, NULL),
+				 0);
 	ck_assert_int_eq(p.qp[0]->state, RY_QPS_RESET);
 	ck_assert(!pair_try_wc(&p, 0, &wc, 50));
 	/* the peer starts over too, and the pair carries data again */
@@ -751,7 +751,8 @@ START_TEST(test_bad_lkey)
 				  wc.status == RY_WC_FLUSHED,
 			      "got %s", ry_wc_status_str(wc.status));
 	if (wc.status != RY_WC_LOC_PROT)
-		fprintf(stderr, "%s: bad lkey completed %s (rail.h allows it)\n",
+		fprintf(stderr,
+			"%s: bad lkey completed %s (rail.h allows it)\n",
 			ry_test_provider->name, ry_wc_status_str(wc.status));
 	ck_assert_int_eq(p.qp[0]->state, RY_QPS_ERR);
 	expect_flushed(&p, 4, 6);
@@ -863,10 +864,10 @@ START_TEST(test_retry_exceeded)
 		      ry_wc_status_str(wc.status));
 	ck_assert_uint_eq(wc.wr_id, 1);
 	ck_assert_int_eq(p.qp[0]->state, RY_QPS_ERR);
-	fprintf(stderr,
-		"%s: retry exceeded after %llu ms (timeout 10 ms, retry_cnt 2)\n",
-		ry_test_provider->name,
-		(unsigned long long)(test_now_ms() - t));
+	fprintf(
+	    stderr,
+	    "%s: retry exceeded after %llu ms (timeout 10 ms, retry_cnt 2)\n",
+	    ry_test_provider->name, (unsigned long long)(test_now_ms() - t));
 	expect_flushed(&p, 2, 3);
 	region_put(&a);
 	region_put(&b);
@@ -1017,7 +1018,6 @@ static void fd_driven(enum ry_wr_opcode op, size_t len)
 	pair_close(&p);
 }
 
-
 /* The fd is calm while there is nothing to do, turns readable for a
  * completion, and calm again once progress and poll_cq took everything;
  * then transfers driven by the fds alone. */
@@ -1070,7 +1070,6 @@ START_TEST(test_fd_readable)
 	fd_driven(RY_WR_SEND, 1 << 20);
 }
 END_TEST
-
 
 void rail_conformance_add(Suite *s)
 {

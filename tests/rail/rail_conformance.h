@@ -20,8 +20,8 @@ struct region {
 	struct ry_mr *mr;
 };
 
-void region_get(struct ry_test_pair *p, int side, struct region *g,
-		size_t len, unsigned seed, unsigned access);
+void region_get(struct ry_test_pair *p, int side, struct region *g, size_t len,
+		unsigned seed, unsigned access);
 void region_put(struct region *g);
 /* A WR from l (local) to r (remote, NULL for SENDs), len bytes. */
 struct ry_send_wr wr_make(enum ry_wr_opcode op, struct region *l,

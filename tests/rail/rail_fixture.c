@@ -38,8 +38,8 @@ void *test_buf(size_t len, unsigned seed)
 }
 
 static const struct ry_qp_attr soft_defaults = {
-    .access = RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE |
-	      RY_ACCESS_REMOTE_READ,
+    .access =
+	RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE | RY_ACCESS_REMOTE_READ,
     .ack_timeout_us = 10000,
     .retry_cnt = 6,
     .rnr_retry = 6,

@@ -26,7 +26,8 @@ static bool soft_bad_config(struct ry_rail_config *cfg, int n, int *want)
 		*want = -EINVAL;
 		return true;
 	case 1: /* not an address of this host */
-		snprintf(cfg->address, sizeof(cfg->address), "198.19.255.254:0");
+		snprintf(cfg->address, sizeof(cfg->address),
+			 "198.19.255.254:0");
 		*want = -EADDRNOTAVAIL;
 		return true;
 	case 2:
