@@ -9,7 +9,7 @@
  *
  *   rail      open/close, link state and link events, a pollable fd
  *   pd        protection domain; regions and QPs belong to one
- *   mr        registered memory with an lkey and a random 32-bit rkey
+ *   mr        registered memory with an lkey and an rkey (see Numbers)
  *   cq        one per rail, shared by all of its QPs (ry_rail_poll_cq)
  *   srq       one per rail, shared by all of its QPs (ry_rail_post_recv)
  *   qp        reliable connected, RESET -> INIT -> RTR -> RTS -> ERR
@@ -56,7 +56,8 @@
  * error completion qp->state reads RY_QPS_ERR.
  *
  * Numbers: qp_num is nonzero, 24 bits, distinct among a rail's QPs (random
- * on the soft rail, assigned by the HCA on verbs); local.psn is random,
+ * on the soft rail, assigned by the HCA on verbs, so two rails may use the
+ * same numbers); local.psn is random,
  * 24 bits and nonzero, and moving to RESET draws a new one; rkeys are
  * random on the soft rail, the HCA's on verbs; local.cookie is random and
  * nonzero on the soft rail, 0 on verbs.  A QP sends from local.psn when it
@@ -68,7 +69,8 @@
  * Teardown: destroy_qp returns at once (never blocks, never -EBUSY): no
  * completion of a send WR still outstanding at that moment is reported
  * afterwards (a verbs provider drains and drops them in progress() and
- * poll_cq).  Moving a QP to RESET needs every send completion of it
+ * poll_cq); a receive completion, whose buffer is the caller's on the
+ * rail's SRQ, may still name it.  Moving a QP to RESET needs every send completion of it
  * polled: until then a provider may refuse with -EBUSY (verbs); the soft
  * rail completes everything at the move to ERR and never refuses.
  *
