@@ -9,7 +9,7 @@
  *
  *   rail      open/close, link state and link events, a pollable fd
  *   pd        protection domain; regions and QPs belong to one
- *   mr        registered memory with an lkey and a random 32-bit rkey
+ *   mr        registered memory with an lkey and an rkey (see Numbers)
  *   cq        one per rail, shared by all of its QPs (ry_rail_poll_cq)
  *   srq       one per rail, shared by all of its QPs (ry_rail_post_recv)
  *   qp        reliable connected, RESET -> INIT -> RTR -> RTS -> ERR
@@ -25,11 +25,54 @@
  * Progress: ry_rail_progress() does the provider's protocol work (the soft
  * rail receives packets, sends ACKs, runs its retransmit timers there; the
  * verbs rail reads async events).  ry_rail_fd() returns one fd that becomes
- * readable when progress has something to do, for epoll.
+ * readable when progress has something to do, for epoll.  A post does not
+ * raise the fd: the caller runs progress() once after posting (the soft
+ * rail transmits there; the verbs rail has nothing to do), and after that
+ * whenever the fd is readable; a completion is then found by poll_cq.
  *
  * Completion semantics follow verbs: every posted send WR produces exactly
- * one completion (we always signal); in ERR every outstanding and every newly
- * posted WR completes with RY_WC_FLUSHED, in order.
+ * one completion (we always signal), in posting order per QP; in ERR every
+ * outstanding and every newly posted WR completes with RY_WC_FLUSHED, in
+ * order.  A WR the hardware had finished before the move to ERR may still
+ * complete with RY_WC_SUCCESS (verbs); after the first FLUSHED one of a QP
+ * every later one is FLUSHED.  The soft rail does its protocol work only
+ * in progress(), so a WR not yet progressed is always FLUSHED there.
+ *
+ * Errors of one WR (the status says which; the manager relies only on the
+ * status being an error, the QP being in ERR, every later WR of that QP
+ * completing FLUSHED, and no memory being written that the WR did not
+ * own):
+ *   bad rkey, remote bounds or access    RY_WC_REM_ACCESS on every provider;
+ *                                        the target memory is untouched
+ *   bad lkey or local bounds             RY_WC_LOC_PROT, or RY_WC_FLUSHED on
+ *                                        some verbs providers (rxe)
+ *   receive buffer too small for a SEND  sender: RY_WC_REM_INVALID_REQ, or
+ *                                        RY_WC_REM_OP (rxe); receiver:
+ *                                        RY_WC_LOC_LEN, or RY_WC_GENERAL_ERR
+ *                                        (rxe); both QPs in ERR
+ *   no receive posted, rnr_retry spent   RY_WC_RNR_RETRY_EXCEEDED
+ *   no answer, retry_cnt spent           RY_WC_RETRY_EXCEEDED
+ * The soft rail always returns the first status of each row.  After an
+ * error completion qp->state reads RY_QPS_ERR.
+ *
+ * Numbers: qp_num is nonzero, 24 bits, distinct among a rail's QPs (random
+ * on the soft rail, assigned by the HCA on verbs, so two rails may use the
+ * same numbers); local.psn is random,
+ * 24 bits and nonzero, and moving to RESET draws a new one; rkeys are
+ * random on the soft rail, the HCA's on verbs; local.cookie is random and
+ * nonzero on the soft rail, 0 on verbs.  A QP sends from local.psn when it
+ * reaches RTS: a test may choose it in RESET or INIT by writing local.psn.
+ * The rail MTU is the interface MTU on the soft rail (payload per packet
+ * is RY_SOFT_OVERHEAD less), an IB size 256..4096 on verbs (the payload
+ * per packet; rxe on a 1500-byte netdev says 1024).
+ *
+ * Teardown: destroy_qp returns at once (never blocks, never -EBUSY): no
+ * completion of a send WR still outstanding at that moment is reported
+ * afterwards (a verbs provider drains and drops them in progress() and
+ * poll_cq); a receive completion, whose buffer is the caller's on the
+ * rail's SRQ, may still name it.  Moving a QP to RESET needs every send completion of it
+ * polled: until then a provider may refuse with -EBUSY (verbs); the soft
+ * rail completes everything at the move to ERR and never refuses.
  *
  * Errors: functions return 0 or a negative errno; output objects are set
  * only on success.  A slot the provider does not implement returns

@@ -32,10 +32,13 @@ struct ry_soft_qp *ry_soft_qp_lookup(struct ry_soft_rail *r, uint32_t qpn)
 
 static int fresh_psn_cookie(struct ry_soft_qp *qp)
 {
-	uint32_t psn;
+	uint32_t psn = 0;
 	uint64_t cookie;
-	int rc = ry_soft_random(&psn, sizeof(psn));
+	int rc = 0;
 
+	/* nonzero, as on verbs: 0 is what a forgotten init would give */
+	while (!rc && !(psn & RY_SOFT_PSN_MASK))
+		rc = ry_soft_random(&psn, sizeof(psn));
 	if (!rc)
 		rc = ry_soft_random(&cookie, sizeof(cookie));
 	if (rc)

@@ -11,8 +11,10 @@
 # out of veth0a (and B->A out of veth0b) instead of short-cutting it over
 # lo; accept_local lets each end take packets from a local source address.
 #
-# Tests: `railyard devices` lists the rxe ports and exits 0; the verbs rail
-# suite (tests/hw/test_verbs_rail) passes over rxe_a0 <-> rxe_b0; then every
+# Tests: `railyard devices` lists the rxe ports and exits 0; the rail
+# contract suite (tests/hw/test_verbs_conformance, the source the soft rail
+# runs too) and the verbs-only cases (tests/hw/test_verbs_rail) pass over
+# rxe_a0 <-> rxe_b0; then every
 # tests/hw/guest.d/*.sh (more drills, e.g. the manager's serve+bench),
 # sourced with this file's functions and topology: its last status is its
 # result, and it must not call exit.
@@ -87,11 +89,11 @@ devices_lists_rxe() {
 	echo "$json" | grep -q '"device":"rxe_a0"' || { echo "$json"; return 1; }
 }
 
-verbs_suite() {
+verbs_suite() { # verbs_suite EXECUTABLE
 	RY_HW_DEV_A=rxe_a0 RY_HW_DEV_B=rxe_b0 CK_DEFAULT_TIMEOUT=120 \
 		RY_HW_NETDEV_A=veth0a RY_HW_NETDEV_B=veth0b RY_HW_ADDR_A=198.18.0.1 \
 		RY_HW_GUID_A=$(cat /sys/class/infiniband/rxe_a0/node_guid) \
-		CK_VERBOSITY=${CK_VERBOSITY:-verbose} "$BUILD/tests/hw/test_verbs_rail"
+		CK_VERBOSITY=${CK_VERBOSITY:-verbose} "$BUILD/tests/hw/$1"
 }
 
 t0=$(now)
@@ -102,7 +104,9 @@ for n in 0 1; do
 done
 echo "guest: rail setup took $(since $t0) s"
 check "railyard devices lists the rxe ports" devices_lists_rxe
-check "verbs rail suite (tests/hw/test_verbs_rail)" verbs_suite
+check "rail contract suite on verbs (tests/hw/test_verbs_conformance)" \
+	verbs_suite test_verbs_conformance
+check "verbs-only cases (tests/hw/test_verbs_rail)" verbs_suite test_verbs_rail
 for t in "$SRC"/tests/hw/guest.d/*.sh; do
 	[ -f "$t" ] && check "${t#"$SRC"/}" . "$t"
 done

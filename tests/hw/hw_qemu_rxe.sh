@@ -74,9 +74,9 @@ ls /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so >/dev/null 2>&1 ||
 	skip "the rxe libibverbs provider is missing: apt-get install ibverbs-providers"
 
 # --- the project's binaries the guest runs ---
-TEST_BIN=$BUILD/tests/hw/test_verbs_rail
+TEST_BINS=("$BUILD/tests/hw/test_verbs_conformance" "$BUILD/tests/hw/test_verbs_rail")
 CLI_BIN=$BUILD/src/cli/railyard
-for b in "$TEST_BIN" "$CLI_BIN"; do
+for b in "${TEST_BINS[@]}" "$CLI_BIN"; do
 	[ -x "$b" ] || { echo "FAIL: $b is not built"; exit 1; }
 done
 
@@ -109,10 +109,10 @@ fi
 
 # --- the guest image, rebuilt only when its inputs change ---
 key=$( { echo "$DEB"; stat -c %s "$DEB"; cat "$HERE/mkguest.sh" "$HERE/guest-init";
-	 ldd "$TEST_BIN" "$CLI_BIN" | grep -oE '/[^ ]+' | sort -u; } | sha256sum | cut -c1-16)
+	 ldd "${TEST_BINS[@]}" "$CLI_BIN" | grep -oE '/[^ ]+' | sort -u; } | sha256sum | cut -c1-16)
 if [ "$(cat "$CACHE/key" 2>/dev/null)" != "$key" ] || [ ! -f "$CACHE/initramfs.cpio.gz" ]; then
 	echo "HOST: building the guest image"
-	bash "$HERE/mkguest.sh" "$DEB" "$CACHE" "$TEST_BIN" "$CLI_BIN" ||
+	bash "$HERE/mkguest.sh" "$DEB" "$CACHE" "${TEST_BINS[@]}" "$CLI_BIN" ||
 		{ echo "FAIL: mkguest.sh failed"; exit 1; }
 	echo "$key" > "$CACHE/key"
 fi

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "rails/soft/soft.h"
-#include "rail_conformance.h"
+#include "rail/rail_conformance.h"
 
 static const unsigned ALL =
     RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE | RY_ACCESS_REMOTE_READ;

@@ -13,7 +13,7 @@
 #include "rails/soft/psn.h"
 #include "rails/soft/soft.h"
 #include "rails/soft/wire.h"
-#include "rail_conformance.h"
+#include "rail/rail_conformance.h"
 
 uint32_t ry_soft_crc32c_sw(uint32_t crc, const void *buf, size_t len);
 

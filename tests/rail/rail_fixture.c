@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include <check.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -36,9 +37,28 @@ void *test_buf(size_t len, unsigned seed)
 	return p;
 }
 
+static const struct ry_qp_attr soft_defaults = {
+    .access =
+	RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE | RY_ACCESS_REMOTE_READ,
+    .ack_timeout_us = 10000,
+    .retry_cnt = 6,
+    .rnr_retry = 6,
+    .min_rnr_timer_us = 1000,
+    .max_rd_atomic = 4,
+};
+
+void pair_defaults(struct ry_test_pair *p)
+{
+	const struct ry_qp_attr *d = ry_test_provider->defaults;
+
+	p->attr = d ? *d : soft_defaults;
+	p->attr_set = true;
+}
+
 void pair_open(struct ry_test_pair *p)
 {
 	memset(p, 0, sizeof(*p));
+	p->mtu = UINT32_MAX;
 	for (int i = 0; i < 2; i++) {
 		struct ry_rail_config cfg;
 		struct ry_rail_attr a;
@@ -49,7 +69,9 @@ void pair_open(struct ry_test_pair *p)
 				 0);
 		ck_assert_int_eq(ry_rail_query(p->r[i], &a), 0);
 		ck_assert_int_eq(a.link, RY_LINK_UP);
-		p->mtu = a.mtu;
+		ck_assert_uint_gt(a.mtu, 0);
+		if (a.mtu < p->mtu)
+			p->mtu = a.mtu;
 		ck_assert_int_eq(ry_rail_alloc_pd(p->r[i], &p->pd[i]), 0);
 	}
 }
@@ -68,25 +90,18 @@ void pair_create_qps(struct ry_test_pair *p)
 		ck_assert_uint_le(p->qp[i]->qp_num, 0xffffff);
 		ck_assert_uint_le(p->qp[i]->local.psn, 0xffffff);
 	}
-	ck_assert_int_ne(p->qp[0]->qp_num, p->qp[1]->qp_num);
+	/* QPNs are distinct within a rail only (test_random_qpn_psn): two
+	 * HCAs may give their QPs the same number. */
 }
 
 void pair_connect_qps(struct ry_test_pair *p)
 {
 	struct ry_qp_attr at[2];
 
+	if (!p->attr_set)
+		pair_defaults(p);
 	for (int i = 0; i < 2; i++) {
 		at[i] = p->attr;
-		if (!p->attr_set) {
-			at[i].access = RY_ACCESS_LOCAL_WRITE |
-				       RY_ACCESS_REMOTE_WRITE |
-				       RY_ACCESS_REMOTE_READ;
-			at[i].ack_timeout_us = 10000;
-			at[i].retry_cnt = 6;
-			at[i].rnr_retry = 6;
-			at[i].min_rnr_timer_us = 1000;
-			at[i].max_rd_atomic = 4;
-		}
 		at[i].mtu = p->mtu;
 		ck_assert_int_eq(
 		    ry_rail_modify_qp(p->qp[i], RY_QPS_INIT, &at[i]), 0);
@@ -107,10 +122,25 @@ void pair_connect(struct ry_test_pair *p)
 	pair_connect_qps(p);
 }
 
+void pair_destroy_qp(struct ry_test_pair *p, int i)
+{
+	uint64_t t = test_now_ms();
+
+	if (!p->qp[i])
+		return;
+	/* the manager's progress loop calls this: it must not block (rxe's
+	 * ibv_destroy_qp does for seconds while the link is down) */
+	ck_assert_int_eq(ry_rail_destroy_qp(p->qp[i]), 0);
+	ck_assert_msg(test_now_ms() - t < 500, "destroy_qp blocked %llu ms",
+		      (unsigned long long)(test_now_ms() - t));
+	p->qp[i] = NULL;
+}
+
 void pair_close(struct ry_test_pair *p)
 {
+	for (int i = 0; i < 2; i++)
+		pair_destroy_qp(p, i);
 	for (int i = 0; i < 2; i++) {
-		ck_assert_int_eq(ry_rail_destroy_qp(p->qp[i]), 0);
 		ck_assert_int_eq(ry_rail_dealloc_pd(p->pd[i]), 0);
 		ry_rail_close(p->r[i]);
 	}
@@ -123,25 +153,55 @@ void pair_progress(struct ry_test_pair *p)
 		ck_assert_int_eq(ry_rail_progress(p->r[i]), 0);
 }
 
-void pair_wait_wc(struct ry_test_pair *p, int i, struct ry_wc *wc,
-		  int timeout_ms)
+/* Nothing to do right now: sleep on the rail fds when the provider asks
+ * for it, as the manager does. */
+static void idle(struct ry_test_pair *p, int max_ms)
+{
+	int ms = ry_test_provider->poll_ms;
+	struct pollfd fds[2] = {
+	    {.fd = ry_rail_fd(p->r[0]), .events = POLLIN},
+	    {.fd = ry_rail_fd(p->r[1]), .events = POLLIN},
+	};
+
+	if (ms <= 0)
+		return;
+	poll(fds, 2, ms < max_ms ? ms : max_ms);
+}
+
+bool pair_try_wc(struct ry_test_pair *p, int i, struct ry_wc *wc,
+		 int timeout_ms)
 {
 	uint64_t end = test_now_ms() + (uint64_t)timeout_ms;
 
 	for (;;) {
+		uint64_t now;
+
 		if (ry_rail_poll_cq(p->r[i], wc, 1) == 1)
-			return;
+			return true;
 		pair_progress(p);
-		ck_assert_msg(test_now_ms() < end,
-			      "no completion on rail %d in %d ms", i,
-			      timeout_ms);
+		if (ry_rail_poll_cq(p->r[i], wc, 1) == 1)
+			return true;
+		now = test_now_ms();
+		if (now >= end)
+			return false;
+		idle(p, (int)(end - now));
 	}
+}
+
+void pair_wait_wc(struct ry_test_pair *p, int i, struct ry_wc *wc,
+		  int timeout_ms)
+{
+	ck_assert_msg(pair_try_wc(p, i, wc, timeout_ms),
+		      "no completion on rail %d in %d ms", i, timeout_ms);
 }
 
 void pair_spin(struct ry_test_pair *p, int ms)
 {
 	uint64_t end = test_now_ms() + (uint64_t)ms;
+	uint64_t now;
 
-	while (test_now_ms() < end)
+	while ((now = test_now_ms()) < end) {
 		pair_progress(p);
+		idle(p, (int)(end - now));
+	}
 }

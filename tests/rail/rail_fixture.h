@@ -3,12 +3,15 @@
  * A pair of rails of one provider, each with a PD, a QP connected to the
  * other, and helpers that drive both rails' progress from one thread.
  * Everything goes through rails/rail.h, so the same tests run against any
- * provider: the suite's main() sets ry_test_provider.
+ * provider: the suite's main() sets ry_test_provider to a small
+ * per-provider description (tests/soft/test_soft_conformance.c,
+ * tests/hw/verbs_provider.c).
  */
 #ifndef RY_TESTS_RAIL_FIXTURE_H
 #define RY_TESTS_RAIL_FIXTURE_H
 
 #include <check.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "rails/rail.h"
@@ -16,9 +19,31 @@
 struct ry_test_provider {
 	const char *name;
 	const struct ry_rail_ops *ops;
-	/* Fill the config of rail idx (0 or 1). */
+	/* Fill the config of rail idx (0 or 1); the two rails reach each
+	 * other. */
 	void (*config)(struct ry_rail_config *cfg, int idx);
 	bool has_faults; /* set_fault/set_link work */
+	/*
+	 * The first status of each row of rails/rail.h's error table, and
+	 * no other (the soft rail promises them; verbs providers differ).
+	 * Without it a case accepts exactly the alternatives rail.h lists.
+	 */
+	bool strict_status;
+	/* All protocol work happens in progress(): a WR moved to ERR before
+	 * progress ran is FLUSHED, never SUCCESS (the soft rail). */
+	bool sync_progress;
+	/* Bytes of each packet that are not payload, for the edge sizes:
+	 * the payload per packet is the path MTU less this. */
+	uint32_t pkt_overhead;
+	/* 0: wait for a completion by spinning on progress; else sleep on
+	 * the rail fds for up to this many ms between progress calls (the
+	 * manager's way; kinder to a slow guest). */
+	int poll_ms;
+	/* QP attributes when a case sets none; NULL: short soft timeouts. */
+	const struct ry_qp_attr *defaults;
+	/* Config n (0, 1, ...) that open must refuse; false past the last.
+	 * *want is the errno open returns, or 0 for any negative one. */
+	bool (*bad_config)(struct ry_rail_config *cfg, int n, int *want);
 };
 
 extern const struct ry_test_provider *ry_test_provider;
@@ -30,21 +55,28 @@ struct ry_test_pair {
 	struct ry_qp_attr attr; /* used for RTS of both sides */
 	bool attr_set;		/* attr is complete: no defaults */
 	uint32_t max_send_wr;	/* 0: 256 */
-	uint32_t mtu;
+	uint32_t mtu;		/* path MTU: the smaller of both rails' */
 };
 
 /* Open two rails with default QP attributes (short timeouts). */
 void pair_open(struct ry_test_pair *p);
+/* Set p->attr to the provider's defaults (for a case to change some). */
+void pair_defaults(struct ry_test_pair *p);
 /* Create and connect one QP on each rail; with attr_set, p->attr is used
  * as given (remote and mtu filled in), else the fixture's defaults. */
 void pair_connect(struct ry_test_pair *p);
 void pair_create_qps(struct ry_test_pair *p);
 void pair_connect_qps(struct ry_test_pair *p);
+/* Destroy qp[i] (it must not block) and forget it. */
+void pair_destroy_qp(struct ry_test_pair *p, int i);
 void pair_close(struct ry_test_pair *p);
 void pair_progress(struct ry_test_pair *p);
 /* Progress both until rail i has a completion; fails after timeout_ms. */
 void pair_wait_wc(struct ry_test_pair *p, int i, struct ry_wc *wc,
 		  int timeout_ms);
+/* The same, false instead of failing. */
+bool pair_try_wc(struct ry_test_pair *p, int i, struct ry_wc *wc,
+		 int timeout_ms);
 /* Progress both for ms milliseconds. */
 void pair_spin(struct ry_test_pair *p, int ms);
 uint64_t test_now_ms(void);

@@ -1,0 +1,1111 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The rail contract, provider-independent: every case drives two rails of
+ * ry_test_provider through rails/rail.h only, so the same source runs
+ * against the soft rail (tests/soft/test_soft_conformance, everywhere) and
+ * the verbs rail (tests/hw/test_verbs_conformance, where a device exists).
+ * Where providers legitimately differ, a case asserts what rails/rail.h
+ * says, and the soft rail's exact statuses under strict_status.
+ */
+#include <check.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rail_conformance.h"
+
+#define MIB (1u << 20)
+
+static const unsigned ALL =
+    RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE | RY_ACCESS_REMOTE_READ;
+
+void region_get(struct ry_test_pair *p, int side, struct region *g, size_t len,
+		unsigned seed, unsigned access)
+{
+	g->len = len;
+	g->buf = test_buf(len + 2 * GUARD, seed);
+	ck_assert_int_eq(
+	    ry_rail_reg_mr(p->pd[side], g->buf + GUARD, len, access, &g->mr),
+	    0);
+	ck_assert_ptr_eq(g->mr->addr, g->buf + GUARD);
+}
+
+void region_put(struct region *g)
+{
+	ck_assert_int_eq(ry_rail_dereg_mr(g->mr), 0);
+	free(g->buf);
+}
+
+struct ry_send_wr wr_make(enum ry_wr_opcode op, struct region *l,
+			  struct region *r, size_t len, uint64_t id)
+{
+	struct ry_send_wr wr = {
+	    .wr_id = id,
+	    .opcode = op,
+	    .sge = {.addr = (uintptr_t)l->mr->addr,
+		    .length = (uint32_t)len,
+		    .lkey = l->mr->lkey},
+	    .remote_addr = r ? (uintptr_t)r->mr->addr : 0,
+	    .rkey = r ? r->mr->rkey : 0,
+	    .imm_data = 0xc0ffee00u + (uint32_t)id,
+	};
+
+	return wr;
+}
+
+void xfer_check(struct ry_test_pair *p, enum ry_wr_opcode op, size_t len,
+		unsigned seed)
+{
+	struct region src, dst, ref;
+	struct ry_send_wr wr;
+	struct ry_wc wc;
+	bool read = op == RY_WR_RDMA_READ;
+	bool recv = op == RY_WR_SEND || op == RY_WR_SEND_IMM ||
+		    op == RY_WR_RDMA_WRITE_IMM;
+
+	/* data flows from the source side to the sink side */
+	region_get(p, read ? 1 : 0, &src, len, seed, ALL);
+	region_get(p, read ? 0 : 1, &dst, len, seed + 1000, ALL);
+	ref.buf = malloc(len + 2 * GUARD);
+	memcpy(ref.buf, dst.buf, len + 2 * GUARD);
+	memcpy(ref.buf + GUARD, src.buf + GUARD, len);
+	if (recv) {
+		struct ry_recv_wr rw = {
+		    .wr_id = 77,
+		    .sge = {.addr = (uintptr_t)dst.mr->addr,
+			    .length = (uint32_t)len,
+			    .lkey = dst.mr->lkey},
+		};
+
+		ck_assert_int_eq(ry_rail_post_recv(p->r[1], &rw, 1), 0);
+	}
+	if (read)
+		wr = wr_make(op, &dst, &src, len, 1);
+	else
+		wr = wr_make(op, &src, &dst, len, 1);
+	ck_assert_int_eq(ry_rail_post_send(p->qp[0], &wr, 1), 0);
+	pair_wait_wc(p, 0, &wc, 30000);
+	ck_assert_msg(wc.status == RY_WC_SUCCESS, "%s len %zu: %s",
+		      op == RY_WR_RDMA_READ ? "read" : "write/send", len,
+		      ry_wc_status_str(wc.status));
+	ck_assert_uint_eq(wc.wr_id, 1);
+	ck_assert_uint_eq(wc.qp_num, p->qp[0]->qp_num);
+	ck_assert_int_eq(wc.opcode,
+			 read ? RY_WC_RDMA_READ
+			 : op == RY_WR_RDMA_WRITE || op == RY_WR_RDMA_WRITE_IMM
+			     ? RY_WC_RDMA_WRITE
+			     : RY_WC_SEND);
+	if (recv) {
+		pair_wait_wc(p, 1, &wc, 30000);
+		ck_assert_int_eq(wc.status, RY_WC_SUCCESS);
+		ck_assert_uint_eq(wc.wr_id, 77);
+		ck_assert_uint_eq(wc.byte_len, len);
+		ck_assert_uint_eq(wc.qp_num, p->qp[1]->qp_num);
+		if (op == RY_WR_SEND) {
+			ck_assert_int_eq(wc.opcode, RY_WC_RECV);
+			ck_assert(!(wc.flags & RY_WC_WITH_IMM));
+		} else {
+			ck_assert_int_eq(wc.opcode, op == RY_WR_SEND_IMM
+							? RY_WC_RECV
+							: RY_WC_RECV_RDMA_IMM);
+			ck_assert(wc.flags & RY_WC_WITH_IMM);
+			ck_assert_uint_eq(wc.imm_data, 0xc0ffee01u);
+		}
+	}
+	ck_assert_msg(!memcmp(dst.buf, ref.buf, len + 2 * GUARD),
+		      "data or guard bytes wrong after %zu bytes", len);
+	free(ref.buf);
+	region_put(&src);
+	region_put(&dst);
+}
+
+/* ---- data integrity for every opcode and the edge sizes ---- */
+
+/* 0 and 1 byte, a page, both sides of the path MTU and of the payload per
+ * packet (the MTU less the provider's headers), several packets, 1 and
+ * 8 MiB; each size once. */
+static unsigned sizes_for(struct ry_test_pair *p, size_t *out)
+{
+	size_t pm = p->mtu - ry_test_provider->pkt_overhead;
+	size_t s[] = {0,      1,  4096,	  p->mtu - 1, p->mtu, p->mtu + 1,
+		      pm - 1, pm, pm + 1, 3 * pm,     MIB,    8 * MIB};
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
+		unsigned j = 0;
+
+		while (j < n && out[j] != s[i])
+			j++;
+		if (j == n)
+			out[n++] = s[i];
+	}
+	return n;
+}
+
+static void sizes_case(enum ry_wr_opcode op)
+{
+	struct ry_test_pair p;
+	size_t sizes[16];
+	unsigned n;
+
+	pair_open(&p);
+	pair_connect(&p);
+	n = sizes_for(&p, sizes);
+	for (unsigned i = 0; i < n; i++)
+		xfer_check(&p, op, sizes[i], i + 1);
+	pair_close(&p);
+}
+
+START_TEST(test_write_sizes)
+{
+	sizes_case(RY_WR_RDMA_WRITE);
+}
+END_TEST
+START_TEST(test_write_imm_sizes)
+{
+	sizes_case(RY_WR_RDMA_WRITE_IMM);
+}
+END_TEST
+START_TEST(test_read_sizes)
+{
+	sizes_case(RY_WR_RDMA_READ);
+}
+END_TEST
+START_TEST(test_send_sizes)
+{
+	sizes_case(RY_WR_SEND);
+}
+END_TEST
+START_TEST(test_send_imm_sizes)
+{
+	sizes_case(RY_WR_SEND_IMM);
+}
+END_TEST
+
+/* Many WRs of every kind in flight at once, completed in order. */
+START_TEST(test_many_outstanding)
+{
+	enum { N = 64, LEN = 100000 };
+	struct ry_test_pair p;
+	struct region a, b;
+	struct ry_wc wc;
+
+	pair_open(&p);
+	pair_connect(&p);
+	region_get(&p, 0, &a, (size_t)N * LEN, 5, ALL);
+	region_get(&p, 1, &b, (size_t)N * LEN, 6, ALL);
+	for (int i = 0; i < N; i++) {
+		struct ry_send_wr wr =
+		    wr_make(i % 3 == 2 ? RY_WR_RDMA_READ : RY_WR_RDMA_WRITE, &a,
+			    &b, LEN, (uint64_t)i);
+
+		wr.sge.addr += (uint64_t)i * LEN;
+		wr.remote_addr += (uint64_t)i * LEN;
+		ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+	}
+	for (int i = 0; i < N; i++) {
+		pair_wait_wc(&p, 0, &wc, 30000);
+		ck_assert_int_eq(wc.status, RY_WC_SUCCESS);
+		ck_assert_uint_eq(wc.wr_id, (uint64_t)i);
+	}
+	ck_assert(!memcmp(a.buf + GUARD, b.buf + GUARD, (size_t)N * LEN));
+	region_put(&a);
+	region_put(&b);
+	pair_close(&p);
+}
+END_TEST
+/* Two QPs on each rail: one CQ and one SRQ per rail serve both, and each
+ * completion names its QP. */
+START_TEST(test_two_qps_share_cq_srq)
+{
+	struct ry_test_pair p, q;
+	struct region a, b;
+	struct ry_wc wc;
+	unsigned seen[2] = {0, 0};
+
+	pair_open(&p);
+	pair_connect(&p);
+	q = p; /* same rails and PDs, second pair of QPs */
+	pair_create_qps(&q);
+	pair_connect_qps(&q);
+	region_get(&p, 0, &a, 2 * 8192, 1, ALL);
+	region_get(&p, 1, &b, 4 * 8192, 2, ALL);
+	for (int i = 0; i < 4; i++) {
+		struct ry_recv_wr rw = {
+		    .wr_id = 100 + (uint64_t)i,
+		    .sge = {(uintptr_t)b.mr->addr + (uint64_t)i * 8192, 8192,
+			    b.mr->lkey},
+		};
+
+		ck_assert_int_eq(ry_rail_post_recv(p.r[1], &rw, 1), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		struct ry_send_wr wr =
+		    wr_make(RY_WR_SEND, &a, NULL, 8192, (uint64_t)i);
+
+		wr.sge.addr += (uint64_t)(i & 1) * 8192;
+		ck_assert_int_eq(
+		    ry_rail_post_send(i & 1 ? q.qp[0] : p.qp[0], &wr, 1), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pair_wait_wc(&p, 0, &wc, 5000);
+		ck_assert_int_eq(wc.status, RY_WC_SUCCESS);
+		ck_assert_uint_eq(wc.qp_num,
+				  (wc.wr_id & 1 ? q.qp[0] : p.qp[0])->qp_num);
+	}
+	for (int i = 0; i < 4; i++) {
+		pair_wait_wc(&p, 1, &wc, 5000);
+		ck_assert_int_eq(wc.status, RY_WC_SUCCESS);
+		ck_assert_uint_eq(wc.byte_len, 8192);
+		ck_assert(wc.qp_num == p.qp[1]->qp_num ||
+			  wc.qp_num == q.qp[1]->qp_num);
+		seen[wc.qp_num == q.qp[1]->qp_num]++;
+		/* every receive buffer holds one whole message */
+		ck_assert(!memcmp(
+		    b.mr->addr + (wc.wr_id - 100) * 8192,
+		    a.mr->addr + (wc.qp_num == q.qp[1]->qp_num) * 8192, 8192));
+	}
+	ck_assert_uint_eq(seen[0], 2);
+	ck_assert_uint_eq(seen[1], 2);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(ry_rail_destroy_qp(q.qp[i]), 0);
+	region_put(&a);
+	region_put(&b);
+	pair_close(&p);
+}
+END_TEST
+
+/* Many QPs, each allowed a full send queue, on one CQ: the rail makes
+ * room (a CQ overrun is fatal to every QP of the rail), and traffic
+ * flows while they exist and after they are gone. */
+START_TEST(test_many_qps_one_cq)
+{
+	enum { N = 48 };
+	struct ry_qp_init init = {.max_send_wr = 128};
+	struct ry_test_pair p;
+	struct ry_qp *q[N];
+
+	pair_open(&p);
+	for (int i = 0; i < N; i++)
+		ck_assert_int_eq(ry_rail_create_qp(p.pd[0], &init, &q[i]), 0);
+	pair_connect(&p);
+	xfer_check(&p, RY_WR_RDMA_WRITE, MIB, 1);
+	xfer_check(&p, RY_WR_SEND, 4096, 2);
+	for (int i = 0; i < N; i++)
+		ck_assert_int_eq(ry_rail_destroy_qp(q[i]), 0);
+	xfer_check(&p, RY_WR_RDMA_READ, 4096, 3);
+	pair_close(&p);
+}
+END_TEST
+
+/* ---- opening a rail, QP numbers, the QP state machine ---- */
+
+/* A config open must refuse: the error comes back, *rail_p untouched. */
+START_TEST(test_open_errors)
+{
+	struct ry_rail_config cfg;
+	int n = 0, want;
+
+	if (!ry_test_provider->bad_config)
+		return;
+	for (;;) {
+		struct ry_rail *r = (struct ry_rail *)&cfg; /* a canary */
+		int rc;
+
+		memset(&cfg, 0, sizeof(cfg));
+		want = 0;
+		if (!ry_test_provider->bad_config(&cfg, n, &want))
+			break;
+		rc = ry_test_provider->ops->open(&cfg, &r);
+		if (want)
+			ck_assert_msg(rc == want,
+				      "bad config %d: got %d, want %d", n, rc,
+				      want);
+		else
+			ck_assert_msg(rc < 0, "bad config %d opened (%d)", n,
+				      rc);
+		ck_assert_ptr_eq(r, (struct ry_rail *)&cfg);
+		n++;
+	}
+	ck_assert_int_gt(n, 0);
+}
+END_TEST
+
+/* Endpoints as exchanged: a nonzero 24-bit QPN, a random nonzero 24-bit
+ * PSN, an MTU of at least the path MTU, and an address. */
+START_TEST(test_connect_endpoints)
+{
+	static const uint8_t zero[16];
+	struct ry_test_pair p;
+
+	pair_open(&p);
+	pair_connect(&p);
+	for (int i = 0; i < 2; i++) {
+		const struct ry_qp_endpoint *e = &p.qp[i]->local;
+
+		ck_assert_uint_eq(e->qpn, p.qp[i]->qp_num);
+		ck_assert_uint_ne(e->qpn, 0);
+		ck_assert_uint_le(e->qpn, 0xffffff);
+		ck_assert_uint_ne(e->psn, 0);
+		ck_assert_uint_le(e->psn, 0xffffff);
+		ck_assert_uint_ge(e->mtu, p.mtu);
+		ck_assert(memcmp(e->gid, zero, 16) || e->lid);
+	}
+	pair_close(&p);
+}
+END_TEST
+
+START_TEST(test_state_machine)
+{
+	struct ry_test_pair p;
+	struct ry_qp_attr at;
+	struct region a;
+	struct ry_send_wr wr;
+	uint32_t psn;
+
+	pair_open(&p);
+	pair_defaults(&p);
+	pair_create_qps(&p);
+	at = p.attr;
+	at.remote = p.qp[1]->local;
+	at.mtu = p.mtu;
+	region_get(&p, 0, &a, 4096, 1, ALL);
+	wr = wr_make(RY_WR_RDMA_WRITE, &a, &a, 16, 1);
+	/* posting before RTS is refused */
+	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), -EINVAL);
+	/* skipping states is refused, and changes nothing */
+	ck_assert_int_eq(ry_rail_modify_qp(p.qp[0], RY_QPS_RTS, &at), -EINVAL);
+	ck_assert_int_eq(ry_rail_modify_qp(p.qp[0], RY_QPS_RTR, &at), -EINVAL);
+	ck_assert_int_eq(p.qp[0]->state, RY_QPS_RESET);
+	ck_assert_int_eq(ry_rail_modify_qp(p.qp[0], RY_QPS_INIT, &at), 0);
+	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), -EINVAL);
+	ck_assert_int_eq(ry_rail_modify_qp(p.qp[0], RY_QPS_RTR, &at), 0);
+	ck_assert_int_eq(p.qp[0]->state, RY_QPS_RTR);
+	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), -EINVAL);
+	/* ERR from anywhere; RESET from ERR draws a new PSN */
+	psn = p.qp[0]->local.psn;
+	ck_assert_int_eq(ry_rail_modify_qp(p.qp[0], RY_QPS_ERR, NULL), 0);
+	ck_assert_int_eq(p.qp[0]->state, RY_QPS_ERR);
+	ck_assert_int_eq(ry_rail_modify_qp(p.qp[0], RY_QPS_RESET, NULL), 0);
+	ck_assert_int_eq(p.qp[0]->state, RY_QPS_RESET);
+	ck_assert_uint_ne(p.qp[0]->local.psn, 0);
+	ck_assert_uint_le(p.qp[0]->local.psn, 0xffffff);
+	ck_assert_uint_ne(p.qp[0]->local.psn, psn);
+	region_put(&a);
+	pair_close(&p);
+}
+END_TEST
+
+/* Two QPs of one rail get distinct QPNs and random nonzero PSNs. */
+START_TEST(test_random_qpn_psn)
+{
+	struct ry_test_pair p;
+	struct ry_qp *q[8];
+	struct ry_qp_init init = {.max_send_wr = 4};
+	unsigned same_psn = 0;
+
+	pair_open(&p);
+	for (int i = 0; i < 8; i++)
+		ck_assert_int_eq(ry_rail_create_qp(p.pd[0], &init, &q[i]), 0);
+	for (int i = 0; i < 8; i++) {
+		ck_assert_uint_ne(q[i]->qp_num, 0);
+		ck_assert_uint_ne(q[i]->local.psn, 0);
+		for (int j = i + 1; j < 8; j++) {
+			ck_assert_uint_ne(q[i]->qp_num, q[j]->qp_num);
+			same_psn += q[i]->local.psn == q[j]->local.psn;
+		}
+	}
+	ck_assert_uint_lt(same_psn, 2);
+	for (int i = 0; i < 8; i++)
+		ck_assert_int_eq(ry_rail_destroy_qp(q[i]), 0);
+	pair_close(&p);
+}
+END_TEST
+
+/* PSNs are 24 bits: transfers that wrap past 0xffffff arrive intact, both
+ * ways (WRITE from the requester, READ responses to it). */
+START_TEST(test_psn_wrap)
+{
+	struct ry_test_pair p;
+
+	pair_open(&p);
+	pair_create_qps(&p);
+	/* the endpoint is what the peer is told: start both near the top */
+	p.qp[0]->local.psn = 0xfffff0;
+	p.qp[1]->local.psn = 0xfffff8;
+	pair_connect_qps(&p);
+	xfer_check(&p, RY_WR_RDMA_WRITE, MIB, 1);
+	xfer_check(&p, RY_WR_RDMA_READ, MIB, 2);
+	xfer_check(&p, RY_WR_SEND, 64 * 1024, 3);
+	xfer_check(&p, RY_WR_RDMA_WRITE_IMM, 3 * p.mtu, 4);
+	pair_close(&p);
+}
+END_TEST
+
+/* ---- ERR, flush, teardown, reconnect ---- */
+
+/*
+ * Modify to ERR with WRs in flight: each completes once, in order, as
+ * success (it had finished; never where all work is done in progress) or
+ * flushed; none after a flushed one succeeds; every WR posted in ERR is
+ * flushed.
+ */
+START_TEST(test_flush_on_err)
+{
+	enum { N = 20, M = 5 };
+	struct ry_test_pair p;
+	struct region a, b;
+	struct ry_wc wc;
+	bool flushed = false;
+
+	pair_open(&p);
+	pair_connect(&p);
+	region_get(&p, 0, &a, MIB, 1, ALL);
+	region_get(&p, 1, &b, MIB, 2, ALL);
+	for (int i = 0; i < N; i++) {
+		struct ry_send_wr wr =
+		    wr_make(RY_WR_RDMA_WRITE, &a, &b, MIB, (uint64_t)i);
+
+		ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+	}
+	ck_assert_int_eq(ry_rail_modify_qp(p.qp[0], RY_QPS_ERR, NULL), 0);
+	ck_assert_int_eq(p.qp[0]->state, RY_QPS_ERR);
+	for (int i = N; i < N + M; i++) {
+		struct ry_send_wr wr =
+		    wr_make(RY_WR_RDMA_READ, &a, &b, 10, (uint64_t)i);
+
+		ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+	}
+	for (int i = 0; i < N + M; i++) {
+		pair_wait_wc(&p, 0, &wc, 10000);
+		ck_assert_uint_eq(wc.wr_id, (uint64_t)i);
+		ck_assert_uint_eq(wc.qp_num, p.qp[0]->qp_num);
+		if (flushed || i >= N || ry_test_provider->sync_progress)
+			ck_assert_msg(wc.status == RY_WC_FLUSHED, "wr %d: %s",
+				      i, ry_wc_status_str(wc.status));
+		else
+			ck_assert_msg(wc.status == RY_WC_SUCCESS ||
+					  wc.status == RY_WC_FLUSHED,
+				      "wr %d: %s", i,
+				      ry_wc_status_str(wc.status));
+		flushed |= wc.status == RY_WC_FLUSHED;
+		ck_assert_int_eq(wc.opcode,
+				 i < N ? RY_WC_RDMA_WRITE : RY_WC_RDMA_READ);
+	}
+	ck_assert_int_eq(ry_rail_poll_cq(p.r[0], &wc, 1), 0);
+	region_put(&a);
+	region_put(&b);
+	pair_close(&p);
+}
+END_TEST
+
+/* RESET after ERR: refused with -EBUSY until every send completion of the
+ * QP is polled (verbs), or done at once (soft); either way each WR
+ * completes exactly once, in order, and the QP then reconnects. */
+START_TEST(test_reset_after_err)
+{
+	enum { N = 8 };
+	struct ry_test_pair p;
+	struct region a, b;
+	struct ry_wc wc;
+	int rc, got = 0;
+
+	pair_open(&p);
+	pair_connect(&p);
+	region_get(&p, 0, &a, MIB, 1, ALL);
+	region_get(&p, 1, &b, MIB, 2, ALL);
+	for (int i = 0; i < N; i++) {
+		struct ry_send_wr wr =
+		    wr_make(RY_WR_RDMA_WRITE, &a, &b, MIB, (uint64_t)i);
+
+		ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+	}
+	ck_assert_int_eq(ry_rail_modify_qp(p.qp[0], RY_QPS_ERR, NULL), 0);
+	rc = ry_rail_modify_qp(p.qp[0], RY_QPS_RESET, NULL);
+	ck_assert_msg(rc == 0 || rc == -EBUSY, "RESET: %d", rc);
+	if (rc == -EBUSY)
+		ck_assert_int_eq(p.qp[0]->state, RY_QPS_ERR);
+	while (got < N) {
+		pair_wait_wc(&p, 0, &wc, 10000);
+		ck_assert_uint_eq(wc.wr_id, (uint64_t)got);
+		ck_assert(wc.status == RY_WC_SUCCESS ||
+			  wc.status == RY_WC_FLUSHED);
+		got++;
+	}
+	if (rc == -EBUSY)
+		ck_assert_int_eq(ry_rail_modify_qp(p.qp[0], RY_QPS_RESET, NULL),
+				 0);
+	ck_assert_int_eq(p.qp[0]->state, RY_QPS_RESET);
+	ck_assert(!pair_try_wc(&p, 0, &wc, 50));
+	/* the peer starts over too, and the pair carries data again */
+	ck_assert_int_eq(ry_rail_modify_qp(p.qp[1], RY_QPS_ERR, NULL), 0);
+	ck_assert_int_eq(ry_rail_modify_qp(p.qp[1], RY_QPS_RESET, NULL), 0);
+	pair_connect_qps(&p);
+	xfer_check(&p, RY_WR_RDMA_WRITE, 65536, 3);
+	region_put(&a);
+	region_put(&b);
+	pair_close(&p);
+}
+END_TEST
+
+/* Destroy with WRs in flight: done at once, and no completion of the
+ * destroyed QP's send WRs surfaces later. */
+START_TEST(test_destroy_in_flight)
+{
+	enum { N = 8 };
+	struct ry_test_pair p;
+	struct region a, b;
+	struct ry_wc wc;
+	uint32_t qpn;
+
+	pair_open(&p);
+	pair_connect(&p);
+	region_get(&p, 0, &a, MIB, 1, ALL);
+	region_get(&p, 1, &b, MIB, 2, ALL);
+	for (int i = 0; i < N; i++) {
+		struct ry_send_wr wr =
+		    wr_make(RY_WR_RDMA_WRITE, &a, &b, MIB, (uint64_t)i);
+
+		ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+	}
+	qpn = p.qp[0]->qp_num;
+	pair_destroy_qp(&p, 0);
+	/* nothing of the destroyed QP may surface later */
+	while (pair_try_wc(&p, 0, &wc, 300))
+		ck_assert_uint_ne(wc.qp_num, qpn);
+	region_put(&a);
+	region_put(&b);
+	pair_close(&p);
+}
+END_TEST
+
+/* Reconnect after ERR: new QPs with new QPNs and new PSNs carry data. */
+START_TEST(test_new_qp_after_err)
+{
+	struct ry_test_pair p;
+	uint32_t qpn[2], psn[2];
+
+	pair_open(&p);
+	pair_connect(&p);
+	xfer_check(&p, RY_WR_RDMA_WRITE, 4096, 1);
+	for (int i = 0; i < 2; i++) {
+		qpn[i] = p.qp[i]->qp_num;
+		psn[i] = p.qp[i]->local.psn;
+		ck_assert_int_eq(ry_rail_modify_qp(p.qp[i], RY_QPS_ERR, NULL),
+				 0);
+		pair_destroy_qp(&p, i);
+	}
+	pair_connect(&p);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_uint_ne(p.qp[i]->qp_num, qpn[i]);
+		ck_assert_uint_ne(p.qp[i]->local.psn, psn[i]);
+		ck_assert_uint_ne(p.qp[i]->local.psn, 0);
+	}
+	xfer_check(&p, RY_WR_RDMA_WRITE, MIB, 2);
+	xfer_check(&p, RY_WR_SEND, 4096, 3);
+	pair_close(&p);
+}
+END_TEST
+
+/* ---- protection ---- */
+
+/* The WR after a failed one: FLUSHED, in order, and the QP in ERR. */
+static void expect_flushed(struct ry_test_pair *p, uint64_t from, uint64_t to)
+{
+	struct ry_wc wc;
+
+	for (uint64_t id = from; id < to; id++) {
+		pair_wait_wc(p, 0, &wc, 10000);
+		ck_assert_uint_eq(wc.wr_id, id);
+		ck_assert_msg(wc.status == RY_WC_FLUSHED, "wr %d: %s", (int)id,
+			      ry_wc_status_str(wc.status));
+	}
+	ck_assert_int_eq(p->qp[0]->state, RY_QPS_ERR);
+	ck_assert_int_eq(ry_rail_poll_cq(p->r[0], &wc, 1), 0);
+}
+
+/* A remote access error: REM_ACCESS for that WR (every provider), the QP
+ * in ERR, the WRs behind it FLUSHED in order, the target untouched. */
+static void access_case(unsigned dst_access, bool bad_rkey, int64_t shift,
+			enum ry_wr_opcode op, bool dereg_first)
+{
+	struct ry_test_pair p;
+	struct region a, b;
+	struct ry_send_wr wr;
+	struct ry_wc wc;
+	uint8_t *snap, *asnap;
+
+	pair_open(&p);
+	pair_connect(&p);
+	region_get(&p, 0, &a, 65536, 1, ALL);
+	region_get(&p, 1, &b, 65536, 2, dst_access);
+	snap = malloc(65536 + 2 * GUARD);
+	memcpy(snap, b.buf, 65536 + 2 * GUARD);
+	asnap = malloc(65536 + 2 * GUARD);
+	memcpy(asnap, a.buf, 65536 + 2 * GUARD);
+	wr = wr_make(op, &a, &b, 65536, 9);
+	if (bad_rkey)
+		wr.rkey ^= 0x5a5a5a5a;
+	wr.remote_addr += (uint64_t)shift;
+	if (dereg_first) {
+		ck_assert_int_eq(ry_rail_dereg_mr(b.mr), 0);
+		b.mr = NULL;
+	}
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+		wr.wr_id++;
+	}
+	pair_wait_wc(&p, 0, &wc, 10000);
+	ck_assert_msg(wc.status == RY_WC_REM_ACCESS, "got %s",
+		      ry_wc_status_str(wc.status));
+	ck_assert_uint_eq(wc.wr_id, 9);
+	ck_assert_int_eq(wc.opcode, op == RY_WR_RDMA_READ ? RY_WC_RDMA_READ
+							  : RY_WC_RDMA_WRITE);
+	ck_assert_int_eq(p.qp[0]->state, RY_QPS_ERR);
+	expect_flushed(&p, 10, 13);
+	pair_spin(&p, 20);
+	ck_assert(!memcmp(snap, b.buf, 65536 + 2 * GUARD));
+	/* a READ that failed wrote nothing into the local buffer either */
+	ck_assert(!memcmp(asnap, a.buf, 65536 + 2 * GUARD));
+	free(snap);
+	free(asnap);
+	region_put(&a);
+	if (b.mr)
+		region_put(&b);
+	else
+		free(b.buf);
+	pair_close(&p);
+}
+
+START_TEST(test_bad_rkey)
+{
+	access_case(ALL, true, 0, RY_WR_RDMA_WRITE, 0);
+}
+END_TEST
+START_TEST(test_out_of_bounds)
+{
+	access_case(ALL, false, 1, RY_WR_RDMA_WRITE, false);
+}
+END_TEST
+START_TEST(test_below_region)
+{
+	access_case(ALL, false, -1, RY_WR_RDMA_WRITE, false);
+}
+END_TEST
+START_TEST(test_no_remote_write)
+{
+	access_case(RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_READ, false, 0,
+		    RY_WR_RDMA_WRITE, false);
+}
+END_TEST
+START_TEST(test_no_remote_read)
+{
+	access_case(RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE, false, 0,
+		    RY_WR_RDMA_READ, false);
+}
+END_TEST
+START_TEST(test_read_bad_rkey)
+{
+	access_case(ALL, true, 0, RY_WR_RDMA_READ, false);
+}
+END_TEST
+START_TEST(test_dereg_revokes)
+{
+	access_case(ALL, false, 0, RY_WR_RDMA_WRITE, true);
+}
+END_TEST
+
+/* A bad lkey: LOC_PROT (the soft rail), or FLUSHED on some verbs
+ * providers (rxe); either way the QP is in ERR, every later WR is
+ * flushed, and nothing lands at the peer. */
+START_TEST(test_bad_lkey)
+{
+	struct ry_test_pair p;
+	struct region a, b;
+	struct ry_send_wr wr;
+	struct ry_wc wc;
+	uint8_t *snap;
+
+	pair_open(&p);
+	pair_connect(&p);
+	region_get(&p, 0, &a, 4096, 1, ALL);
+	region_get(&p, 1, &b, 4096, 2, ALL);
+	snap = malloc(4096 + 2 * GUARD);
+	memcpy(snap, b.buf, 4096 + 2 * GUARD);
+	wr = wr_make(RY_WR_RDMA_WRITE, &a, &b, 4096, 3);
+	wr.sge.lkey ^= 0xffff00;
+	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+	wr = wr_make(RY_WR_RDMA_WRITE, &a, &b, 4096, 4);
+	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+	wr.wr_id = 5;
+	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+	pair_wait_wc(&p, 0, &wc, 10000);
+	ck_assert_uint_eq(wc.wr_id, 3);
+	if (ry_test_provider->strict_status)
+		ck_assert_msg(wc.status == RY_WC_LOC_PROT, "got %s",
+			      ry_wc_status_str(wc.status));
+	else
+		ck_assert_msg(wc.status == RY_WC_LOC_PROT ||
+				  wc.status == RY_WC_FLUSHED,
+			      "got %s", ry_wc_status_str(wc.status));
+	if (wc.status != RY_WC_LOC_PROT)
+		fprintf(stderr,
+			"%s: bad lkey completed %s (rail.h allows it)\n",
+			ry_test_provider->name, ry_wc_status_str(wc.status));
+	ck_assert_int_eq(p.qp[0]->state, RY_QPS_ERR);
+	expect_flushed(&p, 4, 6);
+	pair_spin(&p, 20);
+	ck_assert(!memcmp(snap, b.buf, 4096 + 2 * GUARD));
+	free(snap);
+	region_put(&a);
+	region_put(&b);
+	pair_close(&p);
+}
+END_TEST
+
+/* ---- receiver not ready, peer gone ---- */
+
+/* The receive arrives while the sender is being RNR NAKed: it goes on. */
+START_TEST(test_rnr_recovers)
+{
+	struct ry_test_pair p;
+	struct region a, b;
+	struct ry_send_wr wr;
+	struct ry_recv_wr rw;
+	struct ry_wc wc;
+
+	pair_open(&p);
+	pair_defaults(&p);
+	p.attr.rnr_retry = 6;
+	p.attr.min_rnr_timer_us = 10000;
+	pair_connect(&p);
+	region_get(&p, 0, &a, 5000, 1, ALL);
+	region_get(&p, 1, &b, 5000, 2, ALL);
+	wr = wr_make(RY_WR_SEND, &a, NULL, 5000, 4);
+	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+	/* a few RNR NAKs, fewer than rnr_retry */
+	ck_assert(!pair_try_wc(&p, 0, &wc, 5));
+	rw = (struct ry_recv_wr){
+	    .wr_id = 8, .sge = {(uintptr_t)b.mr->addr, 5000, b.mr->lkey}};
+	ck_assert_int_eq(ry_rail_post_recv(p.r[1], &rw, 1), 0);
+	pair_wait_wc(&p, 0, &wc, 10000);
+	ck_assert_msg(wc.status == RY_WC_SUCCESS, "got %s",
+		      ry_wc_status_str(wc.status));
+	pair_wait_wc(&p, 1, &wc, 5000);
+	ck_assert_int_eq(wc.status, RY_WC_SUCCESS);
+	ck_assert_uint_eq(wc.byte_len, 5000);
+	ck_assert(!memcmp(a.mr->addr, b.mr->addr, 5000));
+	region_put(&a);
+	region_put(&b);
+	pair_close(&p);
+}
+END_TEST
+
+/* No receive posted at the peer: RNR NAKs, rnr_retry of them, then
+ * RNR_RETRY_EXCEEDED and the rest flushed. */
+START_TEST(test_rnr_exceeded)
+{
+	struct ry_test_pair p;
+	struct region a;
+	struct ry_wc wc;
+
+	pair_open(&p);
+	pair_defaults(&p);
+	p.attr.rnr_retry = 2;
+	p.attr.min_rnr_timer_us = 1000;
+	pair_connect(&p);
+	region_get(&p, 0, &a, 100, 1, ALL);
+	for (int i = 0; i < 3; i++) {
+		struct ry_send_wr wr =
+		    wr_make(i == 1 ? RY_WR_RDMA_WRITE_IMM : RY_WR_SEND, &a, &a,
+			    100, (uint64_t)i);
+
+		ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+	}
+	pair_wait_wc(&p, 0, &wc, 20000);
+	ck_assert_msg(wc.status == RY_WC_RNR_RETRY_EXCEEDED, "got %s",
+		      ry_wc_status_str(wc.status));
+	ck_assert_uint_eq(wc.wr_id, 0);
+	ck_assert_int_eq(wc.opcode, RY_WC_SEND);
+	ck_assert_int_eq(p.qp[0]->state, RY_QPS_ERR);
+	expect_flushed(&p, 1, 3);
+	region_put(&a);
+	pair_close(&p);
+}
+END_TEST
+
+/* The peer vanishes (its QP destroyed): the transport retries retry_cnt
+ * times and gives up with RETRY_EXCEEDED, then flushes. */
+START_TEST(test_retry_exceeded)
+{
+	struct ry_test_pair p;
+	struct region a, b;
+	struct ry_send_wr wr;
+	struct ry_wc wc;
+	uint64_t t;
+
+	pair_open(&p);
+	pair_defaults(&p);
+	p.attr.ack_timeout_us = 10000;
+	p.attr.retry_cnt = 2;
+	pair_connect(&p);
+	region_get(&p, 0, &a, 4096, 1, ALL);
+	region_get(&p, 1, &b, 4096, 2, ALL);
+	pair_destroy_qp(&p, 1);
+	wr = wr_make(RY_WR_RDMA_WRITE, &a, &b, 4096, 1);
+	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+	wr.wr_id = 2;
+	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+	t = test_now_ms();
+	pair_wait_wc(&p, 0, &wc, 20000);
+	ck_assert_msg(wc.status == RY_WC_RETRY_EXCEEDED, "got %s",
+		      ry_wc_status_str(wc.status));
+	ck_assert_uint_eq(wc.wr_id, 1);
+	ck_assert_int_eq(p.qp[0]->state, RY_QPS_ERR);
+	fprintf(
+	    stderr,
+	    "%s: retry exceeded after %llu ms (timeout 10 ms, retry_cnt 2)\n",
+	    ry_test_provider->name, (unsigned long long)(test_now_ms() - t));
+	expect_flushed(&p, 2, 3);
+	region_put(&a);
+	region_put(&b);
+	pair_close(&p);
+}
+END_TEST
+
+/* A SEND larger than the receive buffer: LOC_LEN at the receiver (rxe: a
+ * general error), REM_INVALID_REQ at the sender (rxe: REM_OP), both QPs
+ * in ERR, the sender's later WRs flushed. */
+START_TEST(test_recv_too_small)
+{
+	bool strict = ry_test_provider->strict_status;
+	struct ry_test_pair p;
+	struct region a, b;
+	struct ry_send_wr wr;
+	struct ry_recv_wr rw;
+	struct ry_wc wc;
+
+	pair_open(&p);
+	pair_connect(&p);
+	region_get(&p, 0, &a, 8192, 1, ALL);
+	region_get(&p, 1, &b, 8192, 2, ALL);
+	rw = (struct ry_recv_wr){
+	    .wr_id = 8, .sge = {(uintptr_t)b.mr->addr, 100, b.mr->lkey}};
+	ck_assert_int_eq(ry_rail_post_recv(p.r[1], &rw, 1), 0);
+	wr = wr_make(RY_WR_SEND, &a, NULL, 8192, 4);
+	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+	wr.wr_id = 5;
+	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+	pair_wait_wc(&p, 0, &wc, 10000);
+	ck_assert_uint_eq(wc.wr_id, 4);
+	ck_assert_msg(wc.status == RY_WC_REM_INVALID_REQ ||
+			  (!strict && wc.status == RY_WC_REM_OP),
+		      "sender got %s", ry_wc_status_str(wc.status));
+	if (wc.status != RY_WC_REM_INVALID_REQ)
+		fprintf(stderr, "%s: SEND to a short receive completed %s\n",
+			ry_test_provider->name, ry_wc_status_str(wc.status));
+	ck_assert_int_eq(p.qp[0]->state, RY_QPS_ERR);
+	expect_flushed(&p, 5, 6);
+	pair_wait_wc(&p, 1, &wc, 10000);
+	ck_assert_uint_eq(wc.wr_id, 8);
+	ck_assert_msg(wc.status == RY_WC_LOC_LEN ||
+			  (!strict && wc.status == RY_WC_GENERAL_ERR),
+		      "receiver got %s", ry_wc_status_str(wc.status));
+	if (wc.status != RY_WC_LOC_LEN)
+		fprintf(stderr, "%s: the short receive completed %s\n",
+			ry_test_provider->name, ry_wc_status_str(wc.status));
+	ck_assert_int_eq(wc.opcode, RY_WC_RECV);
+	ck_assert_uint_eq(wc.qp_num, p.qp[1]->qp_num);
+	ck_assert_int_eq(p.qp[1]->state, RY_QPS_ERR);
+	region_put(&a);
+	region_put(&b);
+	pair_close(&p);
+}
+END_TEST
+
+/* ---- link, events and the fd ---- */
+
+/* No event while the link stays up.  Where the provider can fake a link
+ * change (soft), each one is one event; elsewhere set_link and set_fault
+ * are -EOPNOTSUPP. */
+START_TEST(test_link_events)
+{
+	struct ry_test_pair p;
+	struct ry_rail_event ev;
+	struct ry_rail_attr a;
+	struct ry_fault f = {.drop_all = true};
+
+	pair_open(&p);
+	pair_progress(&p);
+	ck_assert_int_eq(ry_rail_get_event(p.r[0], &ev), -EAGAIN);
+	ck_assert_int_eq(ry_rail_get_event(p.r[1], &ev), -EAGAIN);
+	if (!ry_test_provider->has_faults) {
+		ck_assert_int_eq(ry_rail_set_fault(p.r[0], &f), -EOPNOTSUPP);
+		ck_assert_int_eq(ry_rail_set_link(p.r[0], RY_LINK_DOWN),
+				 -EOPNOTSUPP);
+		ck_assert_int_eq(ry_rail_query(p.r[0], &a), 0);
+		ck_assert_int_eq(a.link, RY_LINK_UP);
+		pair_close(&p);
+		return;
+	}
+	ck_assert_int_eq(ry_rail_set_link(p.r[0], RY_LINK_DOWN), 0);
+	ck_assert_int_eq(ry_rail_get_event(p.r[0], &ev), 0);
+	ck_assert_int_eq(ev.type, RY_RAIL_EV_LINK_DOWN);
+	ck_assert_int_eq(ry_rail_query(p.r[0], &a), 0);
+	ck_assert_int_eq(a.link, RY_LINK_DOWN);
+	ck_assert_int_eq(ry_rail_set_link(p.r[0], RY_LINK_UP), 0);
+	ck_assert_int_eq(ry_rail_get_event(p.r[0], &ev), 0);
+	ck_assert_int_eq(ev.type, RY_RAIL_EV_LINK_UP);
+	ck_assert_int_eq(ry_rail_get_event(p.r[0], &ev), -EAGAIN);
+	pair_close(&p);
+}
+END_TEST
+
+/*
+ * Event-driven progress: a rail is progressed only when its fd is readable
+ * (after the post itself).  A transfer must never stall waiting for an fd
+ * that does not fire, and the fd is calm once the completion is taken.
+ */
+static void fd_driven(enum ry_wr_opcode op, size_t len)
+{
+	struct ry_test_pair p;
+	struct region a, b;
+	struct ry_send_wr wr;
+	struct ry_wc wc;
+	struct pollfd pfd;
+
+	pair_open(&p);
+	pair_connect(&p);
+	region_get(&p, 0, &a, len, 1, ALL);
+	region_get(&p, 1, &b, len, 2, ALL);
+	if (op == RY_WR_SEND) {
+		struct ry_recv_wr rw = {
+		    .wr_id = 5,
+		    .sge = {(uintptr_t)b.mr->addr, (uint32_t)len, b.mr->lkey},
+		};
+
+		ck_assert_int_eq(ry_rail_post_recv(p.r[1], &rw, 1), 0);
+	}
+	wr = wr_make(op, &a, &b, len, 1);
+	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+	ck_assert_int_eq(ry_rail_progress(p.r[0]), 0);
+	for (;;) {
+		struct pollfd fds[2] = {
+		    {.fd = ry_rail_fd(p.r[0]), .events = POLLIN},
+		    {.fd = ry_rail_fd(p.r[1]), .events = POLLIN},
+		};
+
+		ck_assert_int_ge(fds[0].fd, 0);
+		if (ry_rail_poll_cq(p.r[0], &wc, 1) == 1)
+			break;
+		ck_assert_msg(poll(fds, 2, 2000) > 0, "stalled: no fd fired");
+		for (int i = 0; i < 2; i++)
+			if (fds[i].revents)
+				ck_assert_int_eq(ry_rail_progress(p.r[i]), 0);
+	}
+	ck_assert_int_eq(wc.status, RY_WC_SUCCESS);
+	ck_assert(!memcmp(a.mr->addr, b.mr->addr, len));
+	pair_spin(&p, 5);
+	while (ry_rail_poll_cq(p.r[1], &wc, 1) == 1)
+		;
+	ck_assert_int_eq(ry_rail_poll_cq(p.r[0], &wc, 1), 0);
+	pfd = (struct pollfd){.fd = ry_rail_fd(p.r[0]), .events = POLLIN};
+	ck_assert_int_eq(poll(&pfd, 1, 0), 0);
+	region_put(&a);
+	region_put(&b);
+	pair_close(&p);
+}
+
+/* The fd is calm while there is nothing to do, turns readable for a
+ * completion, and calm again once progress and poll_cq took everything;
+ * then transfers driven by the fds alone. */
+START_TEST(test_fd_readable)
+{
+	struct ry_test_pair p;
+	struct region a, b;
+	struct ry_send_wr wr;
+	struct pollfd pfd;
+	struct ry_wc wc;
+
+	pair_open(&p);
+	pair_connect(&p);
+	region_get(&p, 0, &a, 4096, 1, ALL);
+	region_get(&p, 1, &b, 4096, 2, ALL);
+	pair_progress(&p);
+	ck_assert_int_eq(ry_rail_poll_cq(p.r[0], &wc, 1), 0);
+	pfd = (struct pollfd){.fd = ry_rail_fd(p.r[0]), .events = POLLIN};
+	ck_assert_int_ge(pfd.fd, 0);
+	ck_assert_int_eq(poll(&pfd, 1, 0), 0);
+	wr = wr_make(RY_WR_RDMA_WRITE, &a, &b, 4096, 1);
+	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+	ck_assert_int_eq(ry_rail_progress(p.r[0]), 0); /* once, after a post */
+	/* the soft rail's peer answers only when it is progressed */
+	for (uint64_t end = test_now_ms() + 10000;;) {
+		ck_assert_int_eq(ry_rail_progress(p.r[1]), 0);
+		if (poll(&pfd, 1, 10) == 1)
+			break;
+		ck_assert_msg(test_now_ms() < end, "fd never fired");
+	}
+	for (uint64_t end = test_now_ms() + 10000;;) {
+		ck_assert_int_eq(ry_rail_progress(p.r[0]), 0);
+		if (ry_rail_poll_cq(p.r[0], &wc, 1) == 1)
+			break;
+		/* readable but no completion yet (an ACK on its way) */
+		ck_assert_msg(test_now_ms() < end, "no completion");
+		ck_assert_int_eq(ry_rail_progress(p.r[1]), 0);
+		poll(&pfd, 1, 10);
+	}
+	ck_assert_int_eq(wc.status, RY_WC_SUCCESS);
+	ck_assert_int_eq(ry_rail_poll_cq(p.r[0], &wc, 1), 0);
+	ck_assert_int_eq(poll(&pfd, 1, 0), 0);
+	region_put(&a);
+	region_put(&b);
+	pair_close(&p);
+
+	fd_driven(RY_WR_RDMA_WRITE, 4096);
+	fd_driven(RY_WR_RDMA_WRITE, 8 << 20);
+	fd_driven(RY_WR_RDMA_READ, 8 << 20);
+	fd_driven(RY_WR_SEND, 1 << 20);
+}
+END_TEST
+
+void rail_conformance_add(Suite *s)
+{
+	TCase *tc = tcase_create("contract");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_open_errors);
+	tcase_add_test(tc, test_connect_endpoints);
+	tcase_add_test(tc, test_state_machine);
+	tcase_add_test(tc, test_random_qpn_psn);
+	tcase_add_test(tc, test_write_sizes);
+	tcase_add_test(tc, test_write_imm_sizes);
+	tcase_add_test(tc, test_read_sizes);
+	tcase_add_test(tc, test_send_sizes);
+	tcase_add_test(tc, test_send_imm_sizes);
+	tcase_add_test(tc, test_psn_wrap);
+	tcase_add_test(tc, test_many_outstanding);
+	tcase_add_test(tc, test_two_qps_share_cq_srq);
+	tcase_add_test(tc, test_many_qps_one_cq);
+	tcase_add_test(tc, test_flush_on_err);
+	tcase_add_test(tc, test_reset_after_err);
+	tcase_add_test(tc, test_destroy_in_flight);
+	tcase_add_test(tc, test_new_qp_after_err);
+	tcase_add_test(tc, test_bad_rkey);
+	tcase_add_test(tc, test_out_of_bounds);
+	tcase_add_test(tc, test_below_region);
+	tcase_add_test(tc, test_no_remote_write);
+	tcase_add_test(tc, test_no_remote_read);
+	tcase_add_test(tc, test_read_bad_rkey);
+	tcase_add_test(tc, test_dereg_revokes);
+	tcase_add_test(tc, test_bad_lkey);
+	tcase_add_test(tc, test_rnr_recovers);
+	tcase_add_test(tc, test_rnr_exceeded);
+	tcase_add_test(tc, test_retry_exceeded);
+	tcase_add_test(tc, test_recv_too_small);
+	tcase_add_test(tc, test_link_events);
+	tcase_add_test(tc, test_fd_readable);
+	suite_add_tcase(s, tc);
+}
