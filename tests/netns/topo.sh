@@ -48,7 +48,7 @@ ns_up() {
 			ip -n "$p-$h" link set "$n" up
 			if [[ -n $rate && $n != mg ]]; then
 				tc -n "$p-$h" qdisc add dev "$n" root tbf \
-					rate "$rate" burst 256kb latency 20ms
+					rate "$rate" burst 256kb latency ${RY_TBF_LATENCY:-20ms}
 			fi
 		done
 	done
