@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -127,6 +128,86 @@ START_TEST(test_devices)
 }
 END_TEST
 
+/* serve + bench --verify + status on loopback, as an operator runs them;
+ * SIGTERM stops serve cleanly. */
+START_TEST(test_serve_bench_status)
+{
+	char dir[] = "/tmp/ry-serve-XXXXXX", path[128], args[512], log[128];
+	char sock[128], line[512] = "";
+	unsigned port = 0;
+	pid_t pid;
+	FILE *f;
+	int st;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/b.conf", dir);
+	f = fopen(path, "w");
+	fputs("node = sb\ncontrol = \"127.0.0.1:0\"\n"
+	      "rail r0 { provider = soft network = n0 address = \"127.0.0.1\" }\n"
+	      "rail r1 { provider = soft network = n1 address = \"127.0.0.1\" }\n",
+	      f);
+	fclose(f);
+	snprintf(log, sizeof(log), "%s/serve.log", dir);
+	snprintf(sock, sizeof(sock), "%s/b.sock", dir);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		freopen(log, "w", stderr);
+		execl(RY_CLI, RY_CLI, "serve", "-c", path, "--socket", sock,
+		      (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 100 && !port; i++) {
+		usleep(50000);
+		f = fopen(log, "r");
+		if (f && fgets(line, sizeof(line), f)) {
+			char *c = strstr(line, "control 127.0.0.1:");
+
+			if (c)
+				sscanf(c, "control 127.0.0.1:%u", &port);
+		}
+		if (f)
+			fclose(f);
+	}
+	ck_assert_msg(port, "serve did not start: %s", line);
+
+	snprintf(path, sizeof(path), "%s/a.conf", dir);
+	f = fopen(path, "w");
+	fprintf(f, "node = sa\ncontrol = \"127.0.0.1:0\"\n"
+		   "rail r0 { provider = soft network = n0 address = \"127.0.0.1\" }\n"
+		   "rail r1 { provider = soft network = n1 address = \"127.0.0.1\" }\n"
+		   "peer sb { address = \"127.0.0.1:%u\" }\n", port);
+	fclose(f);
+	snprintf(args, sizeof(args),
+		 "bench -c %s --peer sb --count 40 --size 256K --verify --json",
+		 path);
+	ck_assert_msg(run(args, out, sizeof(out)) == 0, "%s", out);
+	ck_assert_ptr_nonnull(strstr(out, "\"ops_ok\":80,\"ops_failed\":0"));
+	ck_assert_ptr_nonnull(strstr(out, "\"verify_errors\":0"));
+	ck_assert_ptr_nonnull(strstr(out, "verdict: nothing lost"));
+	ck_assert_ptr_nonnull(strstr(out, "per rail"));
+
+	snprintf(args, sizeof(args), "status --socket %s", sock);
+	ck_assert_int_eq(run(args, out, sizeof(out)), 0);
+	ck_assert_ptr_nonnull(strstr(out, "node sb"));
+	ck_assert_ptr_nonnull(strstr(out, "sa "));
+	snprintf(args, sizeof(args), "status --json --socket %s", sock);
+	ck_assert_int_eq(run(args, out, sizeof(out)), 0);
+	ck_assert_ptr_nonnull(strstr(out, "\"rails\":[{\"name\":\"r0\",\"link\":\"up\""));
+
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st));
+	ck_assert_int_eq(WEXITSTATUS(st), 0);
+	snprintf(args, sizeof(args), "status --socket %s", sock);
+	ck_assert_int_eq(run(args, out, sizeof(out)), 1);
+	ck_assert_ptr_nonnull(strstr(out, "no running node answers"));
+
+	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(args), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cli");
@@ -141,6 +222,7 @@ int main(void)
 	tcase_add_test(tc, test_usage);
 	tcase_add_test(tc, test_demo_runs);
 	tcase_add_test(tc, test_devices);
+	tcase_add_test(tc, test_serve_bench_status);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
