@@ -176,7 +176,9 @@ static int run_client(int argc, char **argv, bool drill)
 		return RY_EXIT_FAIL;
 	live = a.json ? stderr : stdout;
 	a.o.live = live;
-	a.o.live_tty = !drill && isatty(fileno(live));
+	/* on a terminal the second-by-second line is rewritten in place;
+	 * events (drill) still print as lines of their own */
+	a.o.live_tty = isatty(fileno(live));
 	ret = ry_peer_get(mgr, a.peer, &peer);
 	if (ret) {
 		fprintf(stderr, "railyard: peer '%s': %s\n", a.peer,
