@@ -56,8 +56,9 @@ mgr_serve_stop() {
 	wait $mgr_serve_pid
 	rc=$?
 	mgr_serve_pid=
+	# node b's view of the runs (its connects, the drill's events)
+	sed 's/^/guest: serve: /' $mgr_dir/serve.log
 	[ $rc = 0 ] && return 0
-	cat $mgr_dir/serve.log
 	mgr_fail "railyard serve exited $rc after SIGTERM"
 }
 
