@@ -66,6 +66,12 @@
  * is RY_SOFT_OVERHEAD less), an IB size 256..4096 on verbs (the payload
  * per packet; rxe on a 1500-byte netdev says 1024).
  *
+ * Blocking: only modify_qp to RTR may wait for the network: on RoCE the
+ * kernel resolves the peer's MAC address (ARP/ND) inside it, for up to
+ * 1 s when the neighbour is not cached (after a link flap, or toward a
+ * peer that does not answer), and the caller's thread waits with it.  The
+ * soft rail never waits.
+ *
  * Teardown: destroy_qp returns at once (never blocks, never -EBUSY): no
  * completion of a send WR still outstanding at that moment is reported
  * afterwards (a verbs provider drains and drops them in progress() and

@@ -20,7 +20,10 @@
  *
  * Both sides may connect a pair at once; the CONNECT_REQ of the node with
  * the larger incarnation id wins and the other side abandons its own.
- * Every connection gets a fresh QP, so a new random QPN, PSN and cookie.
+ * Every connection gets a fresh QP, so a new QPN and a new random PSN; on
+ * the soft rail the QPN and a cookie are random too, on verbs the QPN is
+ * the HCA's next (rxe counts up, so both ends of a pair often show the
+ * same numbers, 0x12 -> 0x12 then 0x13 -> 0x13) and the cookie is 0.
  */
 #include <errno.h>
 #include <string.h>

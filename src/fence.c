@@ -5,7 +5,10 @@
  * have moved its side of every connection those fragments failed on to ERR
  * and said so (FENCE_ACK over the control channel).  After that no stale
  * packet can land: the peer's old QP drops it, and the reconnected QP has a
- * new QPN, PSN and cookie.
+ * new QPN and PSN (and on the soft rail a new cookie; verbs has none).  A
+ * fence names the dead pair by both QPNs, which on verbs the HCAs assign:
+ * it relies on neither end handing a dead QP's number to a new QP before
+ * the fence is handled (rxe allocates them cyclically).
  *
  * Each failure of a connection to a peer takes the next fence generation
  * (pr_fence_gen); an op records the highest generation its fragments were

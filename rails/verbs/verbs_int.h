@@ -14,9 +14,11 @@
  * every ry_pd of the rail wraps it, so a region of any of them is usable
  * with the SRQ and every QP), one CQ with a completion channel, one SRQ.
  *
- * Nothing here blocks: the async fd and the completion channel fd are
- * O_NONBLOCK and only read in progress(); a QP that stalls without an
- * error is the manager's heartbeat's to catch.
+ * Nothing here waits for the network but one call: the async fd and the
+ * completion channel fd are O_NONBLOCK and only read in progress(); a QP
+ * that stalls without an error is the manager's heartbeat's to catch.
+ * The exception is modify_qp to RTR on RoCE, where the kernel resolves
+ * the peer's MAC address before it returns (up to 1 s; see to_rtr()).
  */
 #ifndef RAILYARD_VERBS_INT_H
 #define RAILYARD_VERBS_INT_H
@@ -37,6 +39,8 @@
 #define RY_VERBS_CQ_MIN 4096        /* CQ entries at open; grows per QP */
 #define RY_VERBS_SRQ_WR 1024        /* receives the SRQ can hold */
 #define RY_VERBS_MAX_RD 16          /* READs outstanding per QP */
+/* A move to RTR slower than this is logged: the caller stood still. */
+#define RY_VERBS_SLOW_RTR_NS 100000000ull
 /* How long a destroyed QP waits for "last WQE reached" from an HCA that
  * may not send it (rxe and mlx5 do). */
 #define RY_VERBS_LAST_WQE_GRACE_NS 1000000000ull

@@ -230,6 +230,8 @@ static int to_rtr(struct ry_verbs_qp *q, const struct ry_qp_attr *attr)
 	struct ry_verbs_rail *r = pd_vrail(q->base.pd);
 	struct ibv_qp_attr a = { 0 };
 	uint32_t mtu = attr->mtu ? attr->mtu : r->mtu;
+	uint64_t t;
+	int rc;
 
 	if (attr->remote.mtu && attr->remote.mtu < mtu)
 		mtu = attr->remote.mtu;
@@ -252,10 +254,21 @@ static int to_rtr(struct ry_verbs_qp *q, const struct ry_qp_attr *attr)
 		a.ah_attr.grh.sgid_index = (uint8_t)r->gid_index;
 		a.ah_attr.grh.hop_limit = 64;
 	}
-	return ibv_modify_qp(q->qp, &a, IBV_QP_STATE | IBV_QP_AV |
-				     IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				     IBV_QP_MIN_RNR_TIMER);
+	t = ry__verbs_now_ns();
+	rc = ibv_modify_qp(q->qp, &a, IBV_QP_STATE | IBV_QP_AV |
+				   IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				   IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+				   IBV_QP_MIN_RNR_TIMER);
+	/* On RoCE the kernel resolves the peer's MAC (ARP/ND) inside this
+	 * call and waits for it, up to 1 s (ib_core's addr.c): the caller's
+	 * thread, and with it every rail it drives, stands still meanwhile.
+	 * Say so when it is long enough to matter. */
+	t = ry__verbs_now_ns() - t;
+	if (t >= RY_VERBS_SLOW_RTR_NS)
+		RY_WARN("verbs", "rail %s: qp 0x%x: RTR took %llu ms (the kernel resolving the peer's MAC address)",
+			r->base.name, q->base.qp_num,
+			(unsigned long long)(t / 1000000));
+	return rc;
 }
 
 static int to_rts(struct ry_verbs_qp *q, const struct ry_qp_attr *attr)

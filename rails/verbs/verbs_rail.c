@@ -24,6 +24,10 @@
  *   - destroy_qp returns at once, but the ibv_qp lives on until the HCA
  *     is done with it (verbs_qp.c); a receive completion may still name
  *     it.  close() may block while the port is down (rxe).
+ *   - modify_qp to RTR waits while the kernel resolves the peer's MAC
+ *     (RoCE), up to 1 s.  rxe on a veth pair always takes the whole
+ *     second for a neighbour not yet cached: the ARP reply lands before
+ *     ib_core queues its request, and the wakeup is lost.
  */
 #include <errno.h>
 #include <fcntl.h>

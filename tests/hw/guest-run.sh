@@ -26,13 +26,14 @@ now() { cut -d' ' -f1 /proc/uptime; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 fail=0
 check() { # check NAME CMD...: run, report, remember a failure
-	name=$1
+	# local: a guest.d script run by check may call check itself
+	local name=$1 t
 	shift
 	t=$(now)
 	if "$@"; then
-		echo "guest: PASS $name ($(since $t) s)"
+		echo "guest: PASS $name ($(since "$t") s)"
 	else
-		echo "guest: FAIL $name ($(since $t) s)"
+		echo "guest: FAIL $name ($(since "$t") s)"
 		fail=1
 	fi
 }

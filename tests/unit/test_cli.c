@@ -208,6 +208,43 @@ START_TEST(test_serve_bench_status)
 }
 END_TEST
 
+/* serve with a verbs rail and no RDMA device (this machine, CI): it says
+ * so plainly, names the way out, and exits 1 without starting anything
+ * (no status socket left behind). */
+START_TEST(test_serve_no_device)
+{
+	char dir[] = "/tmp/ry-cli-XXXXXX", path[64], sock[64], args[256];
+	FILE *f;
+
+	if (access("/sys/class/infiniband", F_OK) == 0)
+		return; /* devices here: the hw suites cover serve over them */
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/verbs.conf", dir);
+	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
+	f = fopen(path, "w");
+	fputs("node = \"a\"\ncontrol = \"127.0.0.1:0\"\n"
+	      "rail r0 {\n provider = verbs\n network = \"n0\"\n"
+	      " device = \"mlx5_0\"\n}\n", f);
+	fclose(f);
+	snprintf(args, sizeof(args), "serve -c %s --socket %s", path, sock);
+	ck_assert_int_eq(run(args, out, sizeof(out)), 1);
+#ifdef RY_WITH_VERBS
+	ck_assert_msg(strstr(out, "no RDMA device found"), "output: %s", out);
+	ck_assert_msg(strstr(out, "rdma link"), "output: %s", out);
+	ck_assert_msg(strstr(out, "a configured RDMA device or port is missing (see railyard devices)"),
+		      "output: %s", out);
+#else
+	ck_assert_msg(strstr(out, "not implemented in this build"),
+		      "output: %s", out);
+#endif
+	snprintf(args, sizeof(args), "cannot start node a from %s", path);
+	ck_assert_msg(strstr(out, args), "output: %s", out);
+	ck_assert_int_ne(access(sock, F_OK), 0);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cli");
@@ -223,6 +260,7 @@ int main(void)
 	tcase_add_test(tc, test_demo_runs);
 	tcase_add_test(tc, test_devices);
 	tcase_add_test(tc, test_serve_bench_status);
+	tcase_add_test(tc, test_serve_no_device);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
