@@ -69,8 +69,11 @@
  * Blocking: only modify_qp to RTR may wait for the network: on RoCE the
  * kernel resolves the peer's MAC address (ARP/ND) inside it, for up to
  * 1 s when the neighbour is not cached (after a link flap, or toward a
- * peer that does not answer), and the caller's thread waits with it.  The
- * soft rail never waits.
+ * peer that does not answer), and the caller's thread waits with it.  To
+ * keep that wait off the caller, the verbs rail first asks the kernel to
+ * resolve an IPv4 peer and answers -EAGAIN (QP still in INIT): call again
+ * a little later (the manager backs off ~100 ms), by then the address is
+ * cached and the move is quick.  The soft rail never waits or refuses.
  *
  * Teardown: destroy_qp returns at once (never blocks, never -EBUSY): no
  * completion of a send WR still outstanding at that moment is reported

@@ -177,7 +177,11 @@ static int to_rts(struct ry__conn *c, const struct ry_qp_endpoint *rem)
 	ret = ry_rail_modify_qp(c->cn_qp, RY_QPS_RTR, &attr);
 	if (!ret)
 		ret = ry_rail_modify_qp(c->cn_qp, RY_QPS_RTS, &attr);
-	if (ret)
+	/* -EAGAIN: the rail is still getting ready (the verbs rail resolving
+	 * the peer's MAC); the caller backs off and tries again */
+	if (ret == -EAGAIN)
+		RY_DBG("mgr", "qp 0x%x: not ready for RTR yet", c->cn_qp->qp_num);
+	else if (ret)
 		RY_ERR("mgr", "qp 0x%x: to RTS: %d", c->cn_qp->qp_num, ret);
 	c->cn_remote = *rem;
 	return ret;

@@ -127,6 +127,11 @@ struct ry_verbs_rail {
 	struct ry_rail_event events[RY_VERBS_EVENTS];
 	unsigned ev_head, ev_tail;
 	unsigned ev_dropped;
+
+	/* The last peer whose MAC address we asked the kernel to resolve
+	 * before a move to RTR (see neigh_ready() in verbs_qp.c). */
+	uint8_t primed_ip[4];
+	uint64_t primed_ns;
 };
 
 static inline struct ry_verbs_rail *vrail(struct ry_rail *r)

@@ -15,7 +15,12 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/random.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <unistd.h>
 
 #include "rails/verbs/verbs_int.h"
 #include "src/log.h"
@@ -225,6 +230,73 @@ static uint8_t rnr_timer_code(uint32_t us)
 	return 0;
 }
 
+static bool ipv4_mapped(const uint8_t *gid)
+{
+	static const uint8_t prefix[12] = { [10] = 0xff, [11] = 0xff };
+
+	return !memcmp(gid, prefix, sizeof(prefix));
+}
+
+/* Whether the kernel's ARP table has a complete entry for ip. */
+static bool arp_complete(const uint8_t *ip)
+{
+	char want[INET_ADDRSTRLEN], line[256], addr[64];
+	unsigned hw, flags;
+	bool found = false;
+	FILE *f;
+
+	inet_ntop(AF_INET, ip, want, sizeof(want));
+	f = fopen("/proc/net/arp", "re");
+	if (!f)
+		return true; /* cannot tell: leave it to the kernel */
+	while (!found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "%63s 0x%x 0x%x", addr, &hw, &flags) == 3 &&
+			!strcmp(addr, want) && (flags & 0x2); /* ATF_COM */
+	fclose(f);
+	return found;
+}
+
+/*
+ * On RoCE the kernel resolves the peer's MAC (ARP) inside modify(RTR) and
+ * waits for it, up to 1 s, and on some paths (veth) it misses the reply's
+ * wakeup and always waits the full second; meanwhile the manager's progress
+ * thread, and every rail it drives, stands still.  So resolve it first,
+ * without waiting: when the ARP table has no complete entry for the peer,
+ * send one datagram from our address to the peer's discard port (which makes
+ * the kernel ARP for it) and answer EAGAIN; the manager backs off and
+ * retries, and by then the entry is there.  Once per peer within 2 s, so
+ * that a peer whose entry never shows (another namespace, a static route)
+ * still gets the kernel's own, blocking, resolution.  IPv4 GIDs only.
+ */
+static bool neigh_ready(struct ry_verbs_rail *r, const uint8_t *gid)
+{
+	const uint8_t *dst = gid + 12, *src = r->gid.raw + 12;
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	uint64_t now = ry__verbs_now_ns();
+	int fd;
+
+	if (!r->ethernet || !ipv4_mapped(gid) || !ipv4_mapped(r->gid.raw) ||
+	    arp_complete(dst))
+		return true;
+	if (!memcmp(r->primed_ip, dst, 4) && now - r->primed_ns < 2000000000ull)
+		return true;
+	memcpy(r->primed_ip, dst, 4);
+	r->primed_ns = now;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return true;
+	memcpy(&sa.sin_addr, src, 4);
+	if (!bind(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		memcpy(&sa.sin_addr, dst, 4);
+		sa.sin_port = htons(9); /* discard */
+		sendto(fd, "", 1, 0, (struct sockaddr *)&sa, sizeof(sa));
+	}
+	close(fd);
+	RY_DBG("verbs", "rail %s: resolving the peer's MAC before RTR",
+	       r->base.name);
+	return false;
+}
+
 static int to_rtr(struct ry_verbs_qp *q, const struct ry_qp_attr *attr)
 {
 	struct ry_verbs_rail *r = pd_vrail(q->base.pd);
@@ -233,6 +305,8 @@ static int to_rtr(struct ry_verbs_qp *q, const struct ry_qp_attr *attr)
 	uint64_t t;
 	int rc;
 
+	if (q->base.state == RY_QPS_INIT && !neigh_ready(r, attr->remote.gid))
+		return EAGAIN;
 	if (attr->remote.mtu && attr->remote.mtu < mtu)
 		mtu = attr->remote.mtu;
 	if (mtu > r->mtu)
@@ -353,7 +427,7 @@ int ry__verbs_modify_qp(struct ry_qp *qp, enum ry_qp_state state,
 		/* EINVAL is a transition the state machine does not allow
 		 * or a bad attribute: the caller's to report */
 		errno = rc;
-		if (rc != EINVAL)
+		if (rc != EINVAL && rc != EAGAIN)
 			RY_ERR("verbs", "rail %s: qp 0x%x: modify to %s: %m",
 			       r->base.name, qp->qp_num,
 			       ry_qp_state_str(state));

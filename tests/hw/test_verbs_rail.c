@@ -47,7 +47,7 @@ START_TEST(test_verbs_retry_7_refused)
 	at.remote = p.qp[1]->local;
 	at.mtu = p.mtu;
 	ck_assert_int_eq(ry_rail_modify_qp(p.qp[0], RY_QPS_INIT, &at), 0);
-	ck_assert_int_eq(ry_rail_modify_qp(p.qp[0], RY_QPS_RTR, &at), 0);
+	ck_assert_int_eq(pair_to_rtr(p.qp[0], &at), 0);
 	at.retry_cnt = 7;
 	ck_assert_int_eq(ry_rail_modify_qp(p.qp[0], RY_QPS_RTS, &at), -EINVAL);
 	at.retry_cnt = 3;

@@ -381,7 +381,7 @@ START_TEST(test_state_machine)
 	ck_assert_int_eq(p.qp[0]->state, RY_QPS_RESET);
 	ck_assert_int_eq(ry_rail_modify_qp(p.qp[0], RY_QPS_INIT, &at), 0);
 	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), -EINVAL);
-	ck_assert_int_eq(ry_rail_modify_qp(p.qp[0], RY_QPS_RTR, &at), 0);
+	ck_assert_int_eq(pair_to_rtr(p.qp[0], &at), 0);
 	ck_assert_int_eq(p.qp[0]->state, RY_QPS_RTR);
 	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), -EINVAL);
 	/* ERR from anywhere; RESET from ERR draws a new PSN */

@@ -2,7 +2,9 @@
 #include <check.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "rail_fixture.h"
@@ -94,6 +96,20 @@ void pair_create_qps(struct ry_test_pair *p)
 	 * HCAs may give their QPs the same number. */
 }
 
+int pair_to_rtr(struct ry_qp *qp, const struct ry_qp_attr *at)
+{
+	int ret;
+
+	for (int i = 0; i < 300; i++) {
+		ret = ry_rail_modify_qp(qp, RY_QPS_RTR, at);
+		if (ret != -EAGAIN)
+			return ret;
+		ck_assert_int_eq(qp->state, RY_QPS_INIT);
+		usleep(10000);
+	}
+	return ret;
+}
+
 void pair_connect_qps(struct ry_test_pair *p)
 {
 	struct ry_qp_attr at[2];
@@ -108,8 +124,7 @@ void pair_connect_qps(struct ry_test_pair *p)
 	}
 	for (int i = 0; i < 2; i++) {
 		at[i].remote = p->qp[1 - i]->local;
-		ck_assert_int_eq(
-		    ry_rail_modify_qp(p->qp[i], RY_QPS_RTR, &at[i]), 0);
+		ck_assert_int_eq(pair_to_rtr(p->qp[i], &at[i]), 0);
 		ck_assert_int_eq(
 		    ry_rail_modify_qp(p->qp[i], RY_QPS_RTS, &at[i]), 0);
 		ck_assert_int_eq(p->qp[i]->state, RY_QPS_RTS);

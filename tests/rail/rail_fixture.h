@@ -65,6 +65,9 @@ void pair_defaults(struct ry_test_pair *p);
 /* Create and connect one QP on each rail; with attr_set, p->attr is used
  * as given (remote and mtu filled in), else the fixture's defaults. */
 void pair_connect(struct ry_test_pair *p);
+/* modify_qp to RTR as the contract allows: -EAGAIN means call again
+ * later (a verbs rail resolving the peer's address); up to 3 s. */
+int pair_to_rtr(struct ry_qp *qp, const struct ry_qp_attr *at);
 void pair_create_qps(struct ry_test_pair *p);
 void pair_connect_qps(struct ry_test_pair *p);
 /* Destroy qp[i] (it must not block) and forget it. */
