@@ -26,8 +26,9 @@ static void progressed(struct ry_soft_qp *qp)
 	qp->comp.retry_left = qp->retry_cnt;
 	qp->comp.rnr_left = qp->rnr_retry;
 	qp->comp.rewound = false;
+	ry_soft_cc_acked(qp);
 	qp->comp.deadline =
-	    qp->comp.psn == qp->req.max_psn ? 0 : r->now + qp->ack_timeout_ns;
+	    qp->comp.psn == qp->req.max_psn ? 0 : r->now + ry_soft_cc_rto(qp);
 	/* An old ACK may cover PSNs the requester rewound to resend. */
 	if (ry_soft_psn_cmp(qp->req.psn, qp->comp.psn) < 0)
 		ry_soft_req_rewind(qp, qp->comp.psn);
@@ -70,6 +71,7 @@ static void rewind_once(struct ry_soft_qp *qp)
 		return;
 	qp->comp.rewound = true;
 	qp->comp.rewound_psn = qp->comp.psn;
+	ry_soft_cc_loss(qp);
 	ry_soft_req_rewind(qp, qp->comp.psn);
 }
 
@@ -174,6 +176,7 @@ static void ack(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
 			return;
 		if (ack_upto(qp, ry_soft_psn_add(psn, -1)))
 			progressed(qp);
+		ry_soft_cc_loss(qp);
 		ry_soft_req_rewind(qp, psn);
 		return;
 	case RY_SOFT_SYN_RNR:

@@ -286,6 +286,7 @@ static void to_rts(struct ry_soft_qp *qp, const struct ry_qp_attr *attr)
 	qp->comp.psn = psn;
 	qp->comp.retry_left = qp->retry_cnt;
 	qp->comp.rnr_left = qp->rnr_retry;
+	ry_soft_cc_init(qp);
 }
 
 static int to_reset(struct ry_soft_qp *qp)

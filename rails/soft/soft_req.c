@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * The requester: turns posted WRs into packets, keeps at most qp->window
- * PSNs in flight, and goes back N (rewinds to a PSN and sends everything
+ * The requester: turns posted WRs into packets, keeps at most the congestion
+ * window's PSNs in flight (soft_cc.c; never more than qp->window), and goes
+ * back N (rewinds to a PSN and sends everything
  * again from there) on a NAK, an out-of-order READ response or a timeout.
  * After retry_cnt timeouts with no progress the head WR completes with
  * RY_WC_RETRY_EXCEEDED and the QP goes to ERR.
@@ -49,6 +50,7 @@ void ry_soft_req_rewind(struct ry_soft_qp *qp, uint32_t psn)
 	}
 	qp->req.idx = i;
 	qp->req.psn = psn;
+	ry_soft_cc_rewound(qp);
 	RY_TRACE("soft", "qp 0x%x: go back to psn 0x%x", qp->base.qp_num, psn);
 }
 
@@ -107,6 +109,7 @@ static void send_data(struct ry_soft_qp *qp, struct ry_soft_wqe *w,
 void ry_soft_req_run(struct ry_soft_qp *qp)
 {
 	struct ry_soft_rail *r = qp_rail(qp);
+	int32_t window = (int32_t)ry_soft_cc_window(qp);
 
 	if (qp->base.state != RY_QPS_RTS)
 		return;
@@ -121,9 +124,12 @@ void ry_soft_req_run(struct ry_soft_qp *qp)
 		uint32_t n = read ? w->npkts - qp->req.pkt : 1;
 		uint64_t off = (uint64_t)qp->req.pkt * qp->pmtu;
 		uint8_t flags = 0;
+		int32_t inflight = ry_soft_psn_cmp(qp->req.psn, qp->comp.psn);
 
-		if (ry_soft_psn_cmp(qp->req.psn, qp->comp.psn) >=
-		    (int32_t)qp->window) {
+		/* A READ's responses count in full: they are what it puts
+		 * on the path.  One too big for the window goes alone. */
+		if (inflight >= window ||
+		    (inflight && inflight + (int32_t)n > window)) {
 			qp->req.state = RY_SOFT_REQ_WAIT_ACK;
 			break;
 		}
@@ -163,6 +169,8 @@ void ry_soft_req_run(struct ry_soft_qp *qp)
 			    chunk);
 		}
 		qp->req.state = RY_SOFT_REQ_SENDING;
+		if (!(flags & RY_SOFT_F_RETRY))
+			ry_soft_cc_sent(qp, qp->req.psn);
 		qp->req.psn = ry_soft_psn_add(qp->req.psn, (int32_t)n);
 		if (ry_soft_psn_cmp(qp->req.psn, qp->req.max_psn) > 0)
 			qp->req.max_psn = qp->req.psn;
@@ -172,7 +180,7 @@ void ry_soft_req_run(struct ry_soft_qp *qp)
 			qp->req.pkt = 0;
 		}
 		if (!qp->comp.deadline)
-			qp->comp.deadline = r->now + qp->ack_timeout_ns;
+			qp->comp.deadline = r->now + ry_soft_cc_rto(qp);
 	}
 }
 
@@ -195,8 +203,9 @@ void ry_soft_req_timers(struct ry_soft_qp *qp)
 		return;
 	}
 	qp->comp.retry_left--;
+	ry_soft_cc_timeout(qp);
 	ry_soft_req_rewind(qp, qp->comp.psn);
-	qp->comp.deadline = r->now + qp->ack_timeout_ns;
+	qp->comp.deadline = r->now + ry_soft_cc_rto(qp);
 }
 
 uint64_t ry_soft_req_next_timer(struct ry_soft_qp *qp)
@@ -209,7 +218,8 @@ uint64_t ry_soft_req_next_timer(struct ry_soft_qp *qp)
 		t = qp->comp.rnr_until;
 	/* More to send but the batch filled: come back at once. */
 	if (qp->req.idx != qp->sq_tail && !qp->comp.rnr_until &&
-	    ry_soft_psn_cmp(qp->req.psn, qp->comp.psn) < (int32_t)qp->window)
+	    ry_soft_psn_cmp(qp->req.psn, qp->comp.psn) <
+		(int32_t)ry_soft_cc_window(qp))
 		t = 1;
 	return t;
 }
