@@ -132,11 +132,13 @@ static void read_resp(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
 	memcpy((void *)(uintptr_t)(w->wr.sge.addr + off), p->payload,
 	       p->paylen);
 	qp->comp.psn = ry_soft_psn_add(p->psn, 1);
+	/* the end of a chunk: one READ request answered */
+	if (ry_soft_rd_chunks(qp, w, (uint32_t)k, (uint32_t)k + 1) &&
+	    qp->req.rd_out)
+		qp->req.rd_out--;
 	if ((uint32_t)k + 1 == w->npkts) {
 		ry_soft_wqe_complete(qp, w, RY_WC_SUCCESS);
 		qp->sq_head++;
-		if (qp->req.rd_out)
-			qp->req.rd_out--;
 	}
 	progressed(qp);
 }

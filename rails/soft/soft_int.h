@@ -45,6 +45,11 @@
 #define RY_SOFT_QP_BUCKETS 1024
 #define RY_SOFT_MAX_RD 16 /* READs outstanding per QP */
 #define RY_SOFT_WINDOW_BYTES (4u << 20)
+/* A READ is asked for in requests of this many bytes (at least 16
+ * packets), each sent when the congestion window has room: one request for
+ * a whole 1 MiB READ would come back as a line-rate burst no window
+ * limits. */
+#define RY_SOFT_READ_CHUNK (64u << 10)
 #define RY_SOFT_WINDOW_MAX 4096 /* packets in flight per QP */
 /* A PSN further than this from the expected one is not ours: dropped.
  * One WR may span at most half of it, so no WR ever looks out of window. */
@@ -120,6 +125,7 @@ struct ry_soft_qp {
 	struct sockaddr_in peer;
 	uint32_t pmtu;	 /* payload bytes per packet */
 	uint32_t window; /* packets in flight */
+	uint32_t rd_chunk; /* packets one READ request asks for, at most */
 	unsigned access;
 	uint64_t ack_timeout_ns, min_rnr_ns;
 	uint32_t retry_cnt, rnr_retry, max_rd;
@@ -135,7 +141,7 @@ struct ry_soft_qp {
 		enum ry_soft_req_state state;
 		uint32_t idx, pkt, psn;
 		uint32_t max_psn; /* one past the highest PSN ever sent */
-		uint32_t rd_out;  /* READ requests sent, not completed */
+		uint32_t rd_out;  /* READ requests sent, not answered */
 	} req;
 
 	struct ry_soft_cc cc;
@@ -308,6 +314,11 @@ void ry_soft_req_rewind(struct ry_soft_qp *qp, uint32_t psn);
 void ry_soft_req_timers(struct ry_soft_qp *qp);
 uint64_t ry_soft_req_next_timer(struct ry_soft_qp *qp);
 extern const char *const ry_soft_req_state_names[];
+
+/* soft_req.c: READ requests outstanding for responses [lo, hi) of w */
+uint32_t ry_soft_rd_chunks(const struct ry_soft_qp *qp,
+			   const struct ry_soft_wqe *w, uint32_t lo,
+			   uint32_t hi);
 
 /* soft_cc.c */
 void ry_soft_cc_init(struct ry_soft_qp *qp);

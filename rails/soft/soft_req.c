@@ -26,6 +26,29 @@ static struct ry_soft_wqe *wqe(struct ry_soft_qp *qp, uint32_t idx)
 	return &qp->sq[idx & (qp->sq_size - 1)];
 }
 
+/*
+ * A READ's responses are asked for in chunks of rd_chunk packets, each
+ * chunk ending at a multiple of rd_chunk or at the last response; a rewind
+ * into a chunk asks for the rest of it.  So a request is answered when the
+ * response at a chunk's end arrives, and the requests outstanding for
+ * responses [lo, hi) are the chunk ends in it.
+ */
+uint32_t ry_soft_rd_chunks(const struct ry_soft_qp *qp,
+			   const struct ry_soft_wqe *w, uint32_t lo,
+			   uint32_t hi)
+{
+	uint32_t c = qp->rd_chunk, n;
+
+	if (hi > w->npkts)
+		hi = w->npkts;
+	if (lo >= hi)
+		return 0;
+	n = hi / c - lo / c; /* ends at j with (j + 1) % c == 0 */
+	if (hi == w->npkts && w->npkts % c)
+		n++; /* the last response ends a short chunk */
+	return n;
+}
+
 void ry_soft_req_rewind(struct ry_soft_qp *qp, uint32_t psn)
 {
 	uint32_t i;
@@ -36,13 +59,18 @@ void ry_soft_req_rewind(struct ry_soft_qp *qp, uint32_t psn)
 	for (i = qp->sq_head; i != qp->sq_tail; i++) {
 		struct ry_soft_wqe *w = wqe(qp, i);
 		int32_t k = ry_soft_psn_cmp(psn, w->first_psn);
+		int32_t lo = ry_soft_psn_cmp(qp->comp.psn, w->first_psn);
+		uint32_t hi = k >= 0 && (uint32_t)k < w->npkts ? (uint32_t)k
+							      : w->npkts;
 
+		/* requests before the rewind point stay outstanding */
+		if (w->wr.opcode == RY_WR_RDMA_READ)
+			qp->req.rd_out += ry_soft_rd_chunks(
+			    qp, w, lo > 0 ? (uint32_t)lo : 0, hi);
 		if (k >= 0 && (uint32_t)k < w->npkts) {
 			qp->req.pkt = (uint32_t)k;
 			break;
 		}
-		if (w->wr.opcode == RY_WR_RDMA_READ)
-			qp->req.rd_out++;
 	}
 	if (i == qp->sq_tail) {
 		qp->req.pkt = 0;
@@ -55,9 +83,13 @@ void ry_soft_req_rewind(struct ry_soft_qp *qp, uint32_t psn)
 }
 
 static void send_read_req(struct ry_soft_qp *qp, struct ry_soft_wqe *w,
-			  uint8_t flags)
+			  uint8_t flags, uint32_t n)
 {
 	uint64_t off = (uint64_t)qp->req.pkt * qp->pmtu;
+	uint64_t len = w->wr.sge.length - off;
+
+	if (len > (uint64_t)n * qp->pmtu)
+		len = (uint64_t)n * qp->pmtu;
 	struct ry_soft_pkt p = {
 	    .opcode = RY_SOFT_OP_READ_REQ,
 	    .flags = flags | RY_SOFT_F_FIRST | RY_SOFT_F_LAST,
@@ -67,7 +99,7 @@ static void send_read_req(struct ry_soft_qp *qp, struct ry_soft_wqe *w,
 	    .cookie = qp->remote.cookie,
 	    .va = w->wr.remote_addr + off,
 	    .rkey = w->wr.rkey,
-	    .len = (uint32_t)(w->wr.sge.length - off),
+	    .len = (uint32_t)len,
 	};
 
 	ry_soft_tx(qp_rail(qp), &qp->peer, &p, NULL);
@@ -121,10 +153,16 @@ void ry_soft_req_run(struct ry_soft_qp *qp)
 	while (qp->req.idx != qp->sq_tail && !ry_soft_tx_full(r)) {
 		struct ry_soft_wqe *w = wqe(qp, qp->req.idx);
 		bool read = w->wr.opcode == RY_WR_RDMA_READ;
-		uint32_t n = read ? w->npkts - qp->req.pkt : 1;
+		/* a READ asks up to the end of the current chunk */
+		uint32_t n = 1;
 		uint64_t off = (uint64_t)qp->req.pkt * qp->pmtu;
 		uint8_t flags = 0;
 		int32_t inflight = ry_soft_psn_cmp(qp->req.psn, qp->comp.psn);
+
+		if (read) {
+			n = (qp->req.pkt / qp->rd_chunk + 1) * qp->rd_chunk;
+			n = (n < w->npkts ? n : w->npkts) - qp->req.pkt;
+		}
 
 		/* A READ's responses count in full: they are what it puts
 		 * on the path.  One too big for the window goes alone. */
@@ -148,7 +186,7 @@ void ry_soft_req_run(struct ry_soft_qp *qp)
 						    RY_WC_LOC_PROT);
 				return;
 			}
-			send_read_req(qp, w, flags);
+			send_read_req(qp, w, flags, n);
 			qp->req.rd_out++;
 		} else {
 			uint32_t chunk = w->wr.sge.length - (uint32_t)off;
