@@ -32,6 +32,7 @@ cleanup() {
 		wait "$serve_pid" 2>/dev/null || true
 	fi
 	bash "$here/topo.sh" down $p
+	[[ -n ${RY_DRILL_KEEP:-} ]] && cp -r "$work" "$RY_DRILL_KEEP"
 	rm -rf "$work"
 }
 trap cleanup EXIT
