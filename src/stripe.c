@@ -82,10 +82,10 @@ void ry__conn_drained(struct ry__conn *c, uint64_t bytes, uint64_t now)
 		/* completions come in bursts: smooth over windows (a window
 		 * with none at all, an idle spell, is not counted) */
 		if (now - c->cn_win_ns < 2 * RY__OUT_HORIZON_NS)
-			c->cn_win_prev = c->cn_win_prev
-					     ? (3 * c->cn_win_prev +
-						c->cn_win_bytes) / 4
-					     : c->cn_win_bytes;
+			c->cn_win_prev =
+			    c->cn_win_prev
+				? (3 * c->cn_win_prev + c->cn_win_bytes) / 4
+				: c->cn_win_bytes;
 		c->cn_win_ns = now;
 		c->cn_win_bytes = 0;
 	}

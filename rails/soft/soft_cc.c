@@ -48,8 +48,8 @@
 #include "rails/soft/soft_int.h"
 #include "src/log.h"
 
-#define RY_SOFT_CC_INIT 16		 /* initial window, packets */
-#define RY_SOFT_CC_MIN 2		 /* smallest window, packets */
+#define RY_SOFT_CC_INIT 16		/* initial window, packets */
+#define RY_SOFT_CC_MIN 2		/* smallest window, packets */
 #define RY_SOFT_CC_QDELAY_NS 4000000ull /* queueing delay target: 4 ms */
 
 void ry_soft_cc_init(struct ry_soft_qp *qp)
@@ -57,8 +57,7 @@ void ry_soft_cc_init(struct ry_soft_qp *qp)
 	struct ry_soft_cc *cc = &qp->cc;
 
 	*cc = (struct ry_soft_cc){
-	    .cwnd = RY_SOFT_CC_INIT < qp->window ? RY_SOFT_CC_INIT
-						 : qp->window,
+	    .cwnd = RY_SOFT_CC_INIT < qp->window ? RY_SOFT_CC_INIT : qp->window,
 	    .ssthresh = qp->window,
 	    .acked_psn = qp->comp.psn,
 	};
@@ -157,8 +156,7 @@ void ry_soft_cc_acked(struct ry_soft_qp *qp)
 	if (n <= 0)
 		return;
 	cc->acked_psn = qp->comp.psn;
-	if (cc->sampling &&
-	    ry_soft_psn_cmp(qp->comp.psn, cc->sample_psn) > 0) {
+	if (cc->sampling && ry_soft_psn_cmp(qp->comp.psn, cc->sample_psn) > 0) {
 		cc->sampling = false;
 		rtt_sample(qp, now - cc->sample_t);
 	}

@@ -95,7 +95,7 @@ struct ry_soft_rd { /* a READ the responder is answering */
 	uint32_t pkt, npkts; /* next response to send, how many */
 };
 
-struct ry_soft_cc { /* congestion control, soft_cc.c */
+struct ry_soft_cc {	    /* congestion control, soft_cc.c */
 	uint32_t cwnd;	    /* packets in flight allowed, <= qp->window */
 	uint32_t ssthresh;  /* slow start below this */
 	uint32_t acc;	    /* packets acknowledged toward the next +1 */
@@ -123,8 +123,8 @@ struct ry_soft_qp {
 	struct ry_soft_qp *next, *prev; /* rail's list of QPs */
 	struct ry_qp_endpoint remote;
 	struct sockaddr_in peer;
-	uint32_t pmtu;	 /* payload bytes per packet */
-	uint32_t window; /* packets in flight */
+	uint32_t pmtu;	   /* payload bytes per packet */
+	uint32_t window;   /* packets in flight */
 	uint32_t rd_chunk; /* packets one READ request asks for, at most */
 	unsigned access;
 	uint64_t ack_timeout_ns, min_rnr_ns;

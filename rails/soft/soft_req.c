@@ -60,8 +60,8 @@ void ry_soft_req_rewind(struct ry_soft_qp *qp, uint32_t psn)
 		struct ry_soft_wqe *w = wqe(qp, i);
 		int32_t k = ry_soft_psn_cmp(psn, w->first_psn);
 		int32_t lo = ry_soft_psn_cmp(qp->comp.psn, w->first_psn);
-		uint32_t hi = k >= 0 && (uint32_t)k < w->npkts ? (uint32_t)k
-							      : w->npkts;
+		uint32_t hi =
+		    k >= 0 && (uint32_t)k < w->npkts ? (uint32_t)k : w->npkts;
 
 		/* requests before the rewind point stay outstanding */
 		if (w->wr.opcode == RY_WR_RDMA_READ)

@@ -105,8 +105,7 @@ static unsigned run(struct ry_rail *ra, struct ry_qp *qp, struct ry_mr *src,
 			struct ry_send_wr wr = {
 			    .wr_id = posted,
 			    .opcode = op,
-			    .sge = {(uintptr_t)lbuf + off, WR_BYTES,
-				    src->lkey},
+			    .sge = {(uintptr_t)lbuf + off, WR_BYTES, src->lkey},
 			    .remote_addr = (uintptr_t)rbuf + off,
 			    .rkey = dst->rkey,
 			};
@@ -264,7 +263,8 @@ int main(int argc, char **argv)
 			break;
 		}
 		if (memcmp(buf[0], buf[1], total)) {
-			printf("FAIL: %s data differs\n", rd ? "READ" : "WRITE");
+			printf("FAIL: %s data differs\n",
+			       rd ? "READ" : "WRITE");
 			bad = 1;
 		}
 		if (100.0 * (double)again / (double)need > max_pct) {
