@@ -39,8 +39,10 @@
  *
  * The window counts PSNs between the oldest unacknowledged one and the next
  * to send, READ responses included (a READ occupies one PSN per response),
- * so the window also bounds the READ response bytes a peer sends us; a READ
- * larger than the window goes out alone, when nothing else is in flight.
+ * so the window also bounds the READ response bytes a peer sends us: a
+ * READ is asked for in requests of RY_SOFT_READ_CHUNK (soft_req.c), each
+ * sent when the window has room for its responses, or alone when nothing
+ * else is in flight.
  * The retry counter is the completer's: reset by every forward progress, so
  * only timeouts without progress count, as in IB.  The state lives in
  * qp->cc; nothing allocates.
