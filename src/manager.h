@@ -55,6 +55,10 @@
 #define RY__RXWIN 1024		  /* message dedupe window, in sequences */
 #define RY__TXWIN (RY__RXWIN / 2) /* sender's window: slack for CQ lag */
 #define RY__POST_BATCH 32	  /* WRs handed to one post_send call */
+/* No more fragments for a connection holding twice what it completed in
+ * the last window this long (stripe.c), unless under RY__OUT_MIN bytes. */
+#define RY__OUT_HORIZON_NS 8000000ull
+#define RY__OUT_MIN (128u << 10)
 
 static inline uint64_t ry__min64(uint64_t a, uint64_t b)
 {
@@ -265,6 +269,9 @@ struct ry__conn {
 	uint64_t cn_share;     /* weight * health, >= 1 */
 	uint64_t cn_out_bytes;
 	unsigned cn_out_wrs;
+	/* bytes completed in this RY__OUT_HORIZON_NS window; per window,
+	 * smoothed (stripe.c) */
+	uint64_t cn_win_ns, cn_win_bytes, cn_win_prev;
 	bool cn_hb_out;
 	struct ry__wr *cn_posted_head, *cn_posted_tail;
 	uint64_t cn_fail_ns;   /* last sign of life before failure */
@@ -455,6 +462,7 @@ void ry__op_fill(struct ry_completion *c, const struct ry__op *op);
 
 /* stripe.c */
 void ry__stripe(struct ry_peer *p);
+void ry__conn_drained(struct ry__conn *c, uint64_t bytes, uint64_t now);
 void ry__conn_update_share(struct ry__conn *c);
 
 /* conn.c */

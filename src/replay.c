@@ -174,6 +174,7 @@ void ry__wr_complete(struct ry_manager *m, struct ry__wr *w,
 		case WRK_FRAG:
 			c->cn_cnt.bytes += w->wr_bytes;
 			c->cn_cnt.fragments += w->wr_n;
+			ry__conn_drained(c, w->wr_bytes, now);
 			if (p->pr_resume_from_ns &&
 			    w->wr_post_ns >= p->pr_resume_from_ns &&
 			    c->cn_state == CONN_ACTIVE) {

@@ -12,6 +12,16 @@
  * frags_per_wr adjacent fragments of one op share a work request; no
  * connection gets more than wr_per_qp work requests outstanding.
  *
+ * Nor does a backlogged connection get more fragments: once it holds twice
+ * the bytes it completed in the last RY__OUT_HORIZON_NS window (and at
+ * least RY__OUT_MIN), new work stays here.  Otherwise every byte of the ops
+ * in flight sat in some QP's send queue -- on a 100 Mbit/s rail 2 MB is
+ * 160 ms -- and after a failure the replayed and the new work waited
+ * behind all of it on the survivors.  Kept here, it goes to whichever rail
+ * frees up first, and a failover resumes within about two windows.  The
+ * cap follows what the rail drains, so on a fast rail it is large; two
+ * windows are far more than a path's RTT, so it never starves a rail.
+ *
  * This is the manager's hot path: no allocation beyond the WR pool, no
  * syscall, one clock read per call, WRs handed to the rail in batches.
  */
@@ -65,8 +75,33 @@ static void flush(struct ry_peer *p, struct batch *b, uint64_t now)
 	b->b_n = 0;
 }
 
+/* Bytes a connection completed, per horizon-long window. */
+void ry__conn_drained(struct ry__conn *c, uint64_t bytes, uint64_t now)
+{
+	if (now - c->cn_win_ns >= RY__OUT_HORIZON_NS) {
+		/* completions come in bursts: smooth over windows (a window
+		 * with none at all, an idle spell, is not counted) */
+		if (now - c->cn_win_ns < 2 * RY__OUT_HORIZON_NS)
+			c->cn_win_prev =
+			    c->cn_win_prev
+				? (3 * c->cn_win_prev + c->cn_win_bytes) / 4
+				: c->cn_win_bytes;
+		c->cn_win_ns = now;
+		c->cn_win_bytes = 0;
+	}
+	c->cn_win_bytes += bytes;
+}
+
+/* Holds two windows' worth of what it drains (smoothed), and at least
+ * RY__OUT_MIN. */
+static bool backlogged(const struct ry__conn *c, bool msg)
+{
+	return !msg && c->cn_out_bytes >= RY__OUT_MIN &&
+	       c->cn_out_bytes >= 2 * c->cn_win_prev;
+}
+
 static struct batch *pick(struct batch *bt, unsigned na, uint32_t bytes,
-			  uint32_t mask, unsigned max_wrs)
+			  uint32_t mask, unsigned max_wrs, bool msg)
 {
 	struct batch *best = NULL;
 	unsigned i;
@@ -75,7 +110,7 @@ static struct batch *pick(struct batch *bt, unsigned na, uint32_t bytes,
 		struct ry__conn *c = bt[i].b_conn;
 
 		if (c->cn_out_wrs >= max_wrs || c->cn_state != CONN_ACTIVE ||
-		    !(mask & (1u << c->cn_ridx)))
+		    !(mask & (1u << c->cn_ridx)) || backlogged(c, msg))
 			continue;
 		if (!best ||
 		    (c->cn_out_bytes + bytes) * best->b_conn->cn_share <
@@ -116,7 +151,8 @@ static void post_msgs(struct ry_peer *p, struct batch *bt, unsigned na,
 			memcpy(slot + offsetof(struct ry__mhdr, mh_seq), &seq,
 			       sizeof(seq));
 		}
-		b = pick(bt, na, op->op_msg_len, ~0u, m->m_cfg.wr_per_qp);
+		/* a message is small: it never waits for a backlog */
+		b = pick(bt, na, op->op_msg_len, ~0u, m->m_cfg.wr_per_qp, true);
 		if (!b)
 			return;
 		w = ry__pool_get(&m->m_wr_pool);
@@ -217,7 +253,8 @@ void ry__stripe(struct ry_peer *p)
 		end = (uint64_t)(first + nf) * fs;
 		if (end > op->op_len)
 			end = op->op_len;
-		b = pick(bt, na, (uint32_t)(end - off), op->op_rmask, max_wrs);
+		b = pick(bt, na, (uint32_t)(end - off), op->op_rmask, max_wrs,
+			 false);
 		if (!b)
 			break;
 		/* take the fragments out of the queue */

@@ -26,8 +26,9 @@ static void progressed(struct ry_soft_qp *qp)
 	qp->comp.retry_left = qp->retry_cnt;
 	qp->comp.rnr_left = qp->rnr_retry;
 	qp->comp.rewound = false;
+	ry_soft_cc_acked(qp);
 	qp->comp.deadline =
-	    qp->comp.psn == qp->req.max_psn ? 0 : r->now + qp->ack_timeout_ns;
+	    qp->comp.psn == qp->req.max_psn ? 0 : r->now + ry_soft_cc_rto(qp);
 	/* An old ACK may cover PSNs the requester rewound to resend. */
 	if (ry_soft_psn_cmp(qp->req.psn, qp->comp.psn) < 0)
 		ry_soft_req_rewind(qp, qp->comp.psn);
@@ -70,6 +71,7 @@ static void rewind_once(struct ry_soft_qp *qp)
 		return;
 	qp->comp.rewound = true;
 	qp->comp.rewound_psn = qp->comp.psn;
+	ry_soft_cc_loss(qp);
 	ry_soft_req_rewind(qp, qp->comp.psn);
 }
 
@@ -130,11 +132,13 @@ static void read_resp(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
 	memcpy((void *)(uintptr_t)(w->wr.sge.addr + off), p->payload,
 	       p->paylen);
 	qp->comp.psn = ry_soft_psn_add(p->psn, 1);
+	/* the end of a chunk: one READ request answered */
+	if (ry_soft_rd_chunks(qp, w, (uint32_t)k, (uint32_t)k + 1) &&
+	    qp->req.rd_out)
+		qp->req.rd_out--;
 	if ((uint32_t)k + 1 == w->npkts) {
 		ry_soft_wqe_complete(qp, w, RY_WC_SUCCESS);
 		qp->sq_head++;
-		if (qp->req.rd_out)
-			qp->req.rd_out--;
 	}
 	progressed(qp);
 }
@@ -174,6 +178,7 @@ static void ack(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
 			return;
 		if (ack_upto(qp, ry_soft_psn_add(psn, -1)))
 			progressed(qp);
+		ry_soft_cc_loss(qp);
 		ry_soft_req_rewind(qp, psn);
 		return;
 	case RY_SOFT_SYN_RNR:

@@ -8,11 +8,14 @@
  *   soft_req.c     requester: turns WRs into packets, go-back-N, timers
  *   soft_resp.c    responder: executes inbound requests, ACK/NAK/RNR
  *   soft_comp.c    completer: ACKs, NAKs and READ responses -> completions
+ *   soft_cc.c      congestion control: the requester's window, RTT, RTO
  *   soft_fault.c   fault injection and the link switch
  *   soft_netlink.c rtnetlink watch of the real interface
  *
  * Timers (all checked in progress, one timerfd armed to the earliest):
- *   qp->comp.deadline    retransmit after ack_timeout of silence
+ *   qp->comp.deadline    retransmit after an RTO of silence: ack_timeout,
+ *                        or more when the RTT needs it (soft_cc.c); a
+ *                        timeout also cuts qp->cc.cwnd to its minimum
  *   qp->comp.rnr_until   resume sending after an RNR NAK
  *   fault slot->release  a delayed or reordered packet goes out
  *
@@ -42,6 +45,11 @@
 #define RY_SOFT_QP_BUCKETS 1024
 #define RY_SOFT_MAX_RD 16 /* READs outstanding per QP */
 #define RY_SOFT_WINDOW_BYTES (4u << 20)
+/* A READ is asked for in requests of this many bytes (at least 16
+ * packets), each sent when the congestion window has room: one request for
+ * a whole 1 MiB READ would come back as a line-rate burst no window
+ * limits. */
+#define RY_SOFT_READ_CHUNK (64u << 10)
 #define RY_SOFT_WINDOW_MAX 4096 /* packets in flight per QP */
 /* A PSN further than this from the expected one is not ours: dropped.
  * One WR may span at most half of it, so no WR ever looks out of window. */
@@ -87,6 +95,20 @@ struct ry_soft_rd { /* a READ the responder is answering */
 	uint32_t pkt, npkts; /* next response to send, how many */
 };
 
+struct ry_soft_cc {	    /* congestion control, soft_cc.c */
+	uint32_t cwnd;	    /* packets in flight allowed, <= qp->window */
+	uint32_t ssthresh;  /* slow start below this */
+	uint32_t acc;	    /* packets acknowledged toward the next +1 */
+	uint32_t acked_psn; /* comp.psn when last seen */
+	uint32_t recover;   /* no loss cut until comp.psn reaches this */
+	bool recovering;
+	bool sampling;	     /* an RTT sample is running */
+	uint32_t sample_psn; /* ... for this PSN, sent at sample_t */
+	uint64_t sample_t;
+	uint64_t rtt, srtt, rttvar, min_rtt; /* ns; 0 before a sample */
+	uint64_t last_dec;		     /* time of the last cut */
+};
+
 enum ry_soft_req_state { /* for logs: what the requester waits on */
 			 RY_SOFT_REQ_IDLE = 0,
 			 RY_SOFT_REQ_SENDING,
@@ -101,8 +123,9 @@ struct ry_soft_qp {
 	struct ry_soft_qp *next, *prev; /* rail's list of QPs */
 	struct ry_qp_endpoint remote;
 	struct sockaddr_in peer;
-	uint32_t pmtu;	 /* payload bytes per packet */
-	uint32_t window; /* packets in flight */
+	uint32_t pmtu;	   /* payload bytes per packet */
+	uint32_t window;   /* packets in flight */
+	uint32_t rd_chunk; /* packets one READ request asks for, at most */
 	unsigned access;
 	uint64_t ack_timeout_ns, min_rnr_ns;
 	uint32_t retry_cnt, rnr_retry, max_rd;
@@ -118,8 +141,10 @@ struct ry_soft_qp {
 		enum ry_soft_req_state state;
 		uint32_t idx, pkt, psn;
 		uint32_t max_psn; /* one past the highest PSN ever sent */
-		uint32_t rd_out;  /* READ requests sent, not completed */
+		uint32_t rd_out;  /* READ requests sent, not answered */
 	} req;
+
+	struct ry_soft_cc cc;
 
 	struct {	      /* completer */
 		uint32_t psn; /* oldest PSN not acknowledged */
@@ -289,6 +314,26 @@ void ry_soft_req_rewind(struct ry_soft_qp *qp, uint32_t psn);
 void ry_soft_req_timers(struct ry_soft_qp *qp);
 uint64_t ry_soft_req_next_timer(struct ry_soft_qp *qp);
 extern const char *const ry_soft_req_state_names[];
+
+/* soft_req.c: READ requests outstanding for responses [lo, hi) of w */
+uint32_t ry_soft_rd_chunks(const struct ry_soft_qp *qp,
+			   const struct ry_soft_wqe *w, uint32_t lo,
+			   uint32_t hi);
+
+/* soft_cc.c */
+void ry_soft_cc_init(struct ry_soft_qp *qp);
+/* Packets that may be in flight now. */
+uint32_t ry_soft_cc_window(const struct ry_soft_qp *qp);
+uint64_t ry_soft_cc_rto(const struct ry_soft_qp *qp);
+/* A PSN sent for the first time (retransmissions are not reported). */
+void ry_soft_cc_sent(struct ry_soft_qp *qp, uint32_t psn);
+/* The requester went back: samples in flight are void (Karn). */
+void ry_soft_cc_rewound(struct ry_soft_qp *qp);
+/* comp.psn moved forward. */
+void ry_soft_cc_acked(struct ry_soft_qp *qp);
+/* A sequence gap reported: a packet was lost. */
+void ry_soft_cc_loss(struct ry_soft_qp *qp);
+void ry_soft_cc_timeout(struct ry_soft_qp *qp);
 
 /* soft_resp.c */
 void ry_soft_resp_rx(struct ry_soft_qp *qp, const struct ry_soft_pkt *p);

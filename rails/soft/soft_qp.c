@@ -254,6 +254,9 @@ static int to_rtr(struct ry_soft_qp *qp, const struct ry_qp_attr *attr)
 		qp->window = RY_SOFT_WINDOW_MAX;
 	if (qp->window < 8)
 		qp->window = 8;
+	qp->rd_chunk = RY_SOFT_READ_CHUNK / qp->pmtu;
+	if (qp->rd_chunk < 16)
+		qp->rd_chunk = 16;
 	qp->resp.psn = attr->remote.psn;
 	qp->resp.msn = 0;
 	qp->resp.nak_sent = false;
@@ -286,6 +289,7 @@ static void to_rts(struct ry_soft_qp *qp, const struct ry_qp_attr *attr)
 	qp->comp.psn = psn;
 	qp->comp.retry_left = qp->retry_cnt;
 	qp->comp.rnr_left = qp->rnr_retry;
+	ry_soft_cc_init(qp);
 }
 
 static int to_reset(struct ry_soft_qp *qp)

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * The requester: turns posted WRs into packets, keeps at most qp->window
- * PSNs in flight, and goes back N (rewinds to a PSN and sends everything
+ * The requester: turns posted WRs into packets, keeps at most the congestion
+ * window's PSNs in flight (soft_cc.c; never more than qp->window), and goes
+ * back N (rewinds to a PSN and sends everything
  * again from there) on a NAK, an out-of-order READ response or a timeout.
  * After retry_cnt timeouts with no progress the head WR completes with
  * RY_WC_RETRY_EXCEEDED and the QP goes to ERR.
@@ -25,6 +26,29 @@ static struct ry_soft_wqe *wqe(struct ry_soft_qp *qp, uint32_t idx)
 	return &qp->sq[idx & (qp->sq_size - 1)];
 }
 
+/*
+ * A READ's responses are asked for in chunks of rd_chunk packets, each
+ * chunk ending at a multiple of rd_chunk or at the last response; a rewind
+ * into a chunk asks for the rest of it.  So a request is answered when the
+ * response at a chunk's end arrives, and the requests outstanding for
+ * responses [lo, hi) are the chunk ends in it.
+ */
+uint32_t ry_soft_rd_chunks(const struct ry_soft_qp *qp,
+			   const struct ry_soft_wqe *w, uint32_t lo,
+			   uint32_t hi)
+{
+	uint32_t c = qp->rd_chunk, n;
+
+	if (hi > w->npkts)
+		hi = w->npkts;
+	if (lo >= hi)
+		return 0;
+	n = hi / c - lo / c; /* ends at j with (j + 1) % c == 0 */
+	if (hi == w->npkts && w->npkts % c)
+		n++; /* the last response ends a short chunk */
+	return n;
+}
+
 void ry_soft_req_rewind(struct ry_soft_qp *qp, uint32_t psn)
 {
 	uint32_t i;
@@ -35,13 +59,18 @@ void ry_soft_req_rewind(struct ry_soft_qp *qp, uint32_t psn)
 	for (i = qp->sq_head; i != qp->sq_tail; i++) {
 		struct ry_soft_wqe *w = wqe(qp, i);
 		int32_t k = ry_soft_psn_cmp(psn, w->first_psn);
+		int32_t lo = ry_soft_psn_cmp(qp->comp.psn, w->first_psn);
+		uint32_t hi =
+		    k >= 0 && (uint32_t)k < w->npkts ? (uint32_t)k : w->npkts;
 
+		/* requests before the rewind point stay outstanding */
+		if (w->wr.opcode == RY_WR_RDMA_READ)
+			qp->req.rd_out += ry_soft_rd_chunks(
+			    qp, w, lo > 0 ? (uint32_t)lo : 0, hi);
 		if (k >= 0 && (uint32_t)k < w->npkts) {
 			qp->req.pkt = (uint32_t)k;
 			break;
 		}
-		if (w->wr.opcode == RY_WR_RDMA_READ)
-			qp->req.rd_out++;
 	}
 	if (i == qp->sq_tail) {
 		qp->req.pkt = 0;
@@ -49,13 +78,18 @@ void ry_soft_req_rewind(struct ry_soft_qp *qp, uint32_t psn)
 	}
 	qp->req.idx = i;
 	qp->req.psn = psn;
+	ry_soft_cc_rewound(qp);
 	RY_TRACE("soft", "qp 0x%x: go back to psn 0x%x", qp->base.qp_num, psn);
 }
 
 static void send_read_req(struct ry_soft_qp *qp, struct ry_soft_wqe *w,
-			  uint8_t flags)
+			  uint8_t flags, uint32_t n)
 {
 	uint64_t off = (uint64_t)qp->req.pkt * qp->pmtu;
+	uint64_t len = w->wr.sge.length - off;
+
+	if (len > (uint64_t)n * qp->pmtu)
+		len = (uint64_t)n * qp->pmtu;
 	struct ry_soft_pkt p = {
 	    .opcode = RY_SOFT_OP_READ_REQ,
 	    .flags = flags | RY_SOFT_F_FIRST | RY_SOFT_F_LAST,
@@ -65,7 +99,7 @@ static void send_read_req(struct ry_soft_qp *qp, struct ry_soft_wqe *w,
 	    .cookie = qp->remote.cookie,
 	    .va = w->wr.remote_addr + off,
 	    .rkey = w->wr.rkey,
-	    .len = (uint32_t)(w->wr.sge.length - off),
+	    .len = (uint32_t)len,
 	};
 
 	ry_soft_tx(qp_rail(qp), &qp->peer, &p, NULL);
@@ -107,6 +141,7 @@ static void send_data(struct ry_soft_qp *qp, struct ry_soft_wqe *w,
 void ry_soft_req_run(struct ry_soft_qp *qp)
 {
 	struct ry_soft_rail *r = qp_rail(qp);
+	int32_t window = (int32_t)ry_soft_cc_window(qp);
 
 	if (qp->base.state != RY_QPS_RTS)
 		return;
@@ -118,12 +153,21 @@ void ry_soft_req_run(struct ry_soft_qp *qp)
 	while (qp->req.idx != qp->sq_tail && !ry_soft_tx_full(r)) {
 		struct ry_soft_wqe *w = wqe(qp, qp->req.idx);
 		bool read = w->wr.opcode == RY_WR_RDMA_READ;
-		uint32_t n = read ? w->npkts - qp->req.pkt : 1;
+		/* a READ asks up to the end of the current chunk */
+		uint32_t n = 1;
 		uint64_t off = (uint64_t)qp->req.pkt * qp->pmtu;
 		uint8_t flags = 0;
+		int32_t inflight = ry_soft_psn_cmp(qp->req.psn, qp->comp.psn);
 
-		if (ry_soft_psn_cmp(qp->req.psn, qp->comp.psn) >=
-		    (int32_t)qp->window) {
+		if (read) {
+			n = (qp->req.pkt / qp->rd_chunk + 1) * qp->rd_chunk;
+			n = (n < w->npkts ? n : w->npkts) - qp->req.pkt;
+		}
+
+		/* A READ's responses count in full: they are what it puts
+		 * on the path.  One too big for the window goes alone. */
+		if (inflight >= window ||
+		    (inflight && inflight + (int32_t)n > window)) {
 			qp->req.state = RY_SOFT_REQ_WAIT_ACK;
 			break;
 		}
@@ -142,7 +186,7 @@ void ry_soft_req_run(struct ry_soft_qp *qp)
 						    RY_WC_LOC_PROT);
 				return;
 			}
-			send_read_req(qp, w, flags);
+			send_read_req(qp, w, flags, n);
 			qp->req.rd_out++;
 		} else {
 			uint32_t chunk = w->wr.sge.length - (uint32_t)off;
@@ -163,6 +207,8 @@ void ry_soft_req_run(struct ry_soft_qp *qp)
 			    chunk);
 		}
 		qp->req.state = RY_SOFT_REQ_SENDING;
+		if (!(flags & RY_SOFT_F_RETRY))
+			ry_soft_cc_sent(qp, qp->req.psn);
 		qp->req.psn = ry_soft_psn_add(qp->req.psn, (int32_t)n);
 		if (ry_soft_psn_cmp(qp->req.psn, qp->req.max_psn) > 0)
 			qp->req.max_psn = qp->req.psn;
@@ -172,7 +218,7 @@ void ry_soft_req_run(struct ry_soft_qp *qp)
 			qp->req.pkt = 0;
 		}
 		if (!qp->comp.deadline)
-			qp->comp.deadline = r->now + qp->ack_timeout_ns;
+			qp->comp.deadline = r->now + ry_soft_cc_rto(qp);
 	}
 }
 
@@ -195,8 +241,9 @@ void ry_soft_req_timers(struct ry_soft_qp *qp)
 		return;
 	}
 	qp->comp.retry_left--;
+	ry_soft_cc_timeout(qp);
 	ry_soft_req_rewind(qp, qp->comp.psn);
-	qp->comp.deadline = r->now + qp->ack_timeout_ns;
+	qp->comp.deadline = r->now + ry_soft_cc_rto(qp);
 }
 
 uint64_t ry_soft_req_next_timer(struct ry_soft_qp *qp)
@@ -209,7 +256,8 @@ uint64_t ry_soft_req_next_timer(struct ry_soft_qp *qp)
 		t = qp->comp.rnr_until;
 	/* More to send but the batch filled: come back at once. */
 	if (qp->req.idx != qp->sq_tail && !qp->comp.rnr_until &&
-	    ry_soft_psn_cmp(qp->req.psn, qp->comp.psn) < (int32_t)qp->window)
+	    ry_soft_psn_cmp(qp->req.psn, qp->comp.psn) <
+		(int32_t)ry_soft_cc_window(qp))
 		t = 1;
 	return t;
 }

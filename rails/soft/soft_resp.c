@@ -216,9 +216,17 @@ static void duplicate(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
 		r->st.rx_dropped++;
 		return;
 	}
-	/* The requester went back to this READ: everything queued after it
-	 * will be asked for again. */
-	qp->resp.rd_head = qp->resp.rd_tail;
+	/* The requester went back to this READ: everything queued from its
+	 * PSN on will be asked for again.  What is queued before it stays: a
+	 * READ comes in several requests (soft_req.c), and the rest of an
+	 * earlier chunk may still be waiting to go out. */
+	while (qp->resp.rd_tail != qp->resp.rd_head &&
+	       ry_soft_psn_cmp(
+		   qp->resp.rd[(qp->resp.rd_tail - 1) % RY_SOFT_MAX_RD].psn,
+		   p->psn) >= 0)
+		qp->resp.rd_tail--;
+	if (qp->resp.rd_tail - qp->resp.rd_head >= RY_SOFT_MAX_RD)
+		return; /* the requester will ask again */
 	queue_read(qp, p);
 }
 

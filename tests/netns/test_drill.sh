@@ -26,8 +26,13 @@ p=ryd$$
 work=$(mktemp -d)
 serve_pid=
 cleanup() {
-	[[ -n $serve_pid ]] && kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null
+	# serve exits 0 on SIGTERM; whatever it returns, the namespaces go
+	if [[ -n $serve_pid ]]; then
+		kill "$serve_pid" 2>/dev/null || true
+		wait "$serve_pid" 2>/dev/null || true
+	fi
 	bash "$here/topo.sh" down $p
+	[[ -n ${RY_DRILL_KEEP:-} ]] && cp -r "$work" "$RY_DRILL_KEEP"
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -37,8 +42,11 @@ in_a() { ip netns exec "$p-a" "$@"; }
 in_b() { ip netns exec "$p-b" "$@"; }
 fail() { echo "FAIL ($scenario): $*"; exit 1; }
 
-in_b "$ry" serve -c "$etc/netns-drill-b.conf" --socket "$work/b.sock" \
-	>"$work/serve.log" 2>&1 &
+# Not through in_b: a function in the background is a subshell, and its
+# PID is not serve's -- killing it left serve running and made `wait`
+# report 143, which failed the test (set -e) before the namespaces went.
+ip netns exec "$p-b" "$ry" serve -c "$etc/netns-drill-b.conf" \
+	--socket "$work/b.sock" >"$work/serve.log" 2>&1 &
 serve_pid=$!
 for _ in $(seq 50); do [[ -S $work/b.sock ]] && break; sleep 0.1; done
 [[ -S $work/b.sock ]] || { cat "$work/serve.log"; fail "serve did not start"; }
