@@ -20,6 +20,10 @@
 #                                    tc tbf on both hosts (e.g. 200mbit)
 #   topo.sh unplug PREFIX a|b RAIL   pull host's cable of rail RAIL
 #   topo.sh plug PREFIX a|b RAIL     plug it back
+#   topo.sh blackhole PREFIX RAIL    the switch silently drops rail RAIL's
+#                                    frames both ways; both hosts' links stay
+#                                    up (a dead switch port, a bad cable)
+#   topo.sh unblackhole PREFIX RAIL  the switch forwards them again
 #   topo.sh down PREFIX              delete all three namespaces
 # Only addresses from 198.18.0.0/15 are used, only inside these namespaces.
 set -euo pipefail
@@ -67,6 +71,12 @@ up) ns_up "$2" "$3" "${4:-}" ;;
 down) ns_down "$2" ;;
 unplug) ip -n "$2-$3" link set "r$4" down ;;
 plug) ip -n "$2-$3" link set "r$4" up ;;
+blackhole)
+	# take a's port out of the rail's bridge: carriers stay up on both
+	# hosts, frames go nowhere (netem is not in every kernel)
+	ip -n "$2-sw" link set "a-r$3" nomaster
+	;;
+unblackhole) ip -n "$2-sw" link set "a-r$3" master "br$3" ;;
 *)
 	sed -n '2,30p' "$0"
 	exit 2
