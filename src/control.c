@@ -33,6 +33,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
+#include "src/le.h"
 #include "src/manager.h"
 
 #define CTL_VERSION 1
@@ -82,20 +83,26 @@ static void w_u8(struct wbuf *w, uint8_t v)
 
 static void w_u16(struct wbuf *w, uint16_t v)
 {
-	v = htole16(v);
-	w_bytes(w, &v, 2);
+	unsigned char b[2];
+
+	ry__put_le16(b, v);
+	w_bytes(w, b, 2);
 }
 
 static void w_u32(struct wbuf *w, uint32_t v)
 {
-	v = htole32(v);
-	w_bytes(w, &v, 4);
+	unsigned char b[4];
+
+	ry__put_le32(b, v);
+	w_bytes(w, b, 4);
 }
 
 static void w_u64(struct wbuf *w, uint64_t v)
 {
-	v = htole64(v);
-	w_bytes(w, &v, 8);
+	unsigned char b[8];
+
+	ry__put_le64(b, v);
+	w_bytes(w, b, 8);
 }
 
 static void w_str(struct wbuf *w, const char *s)
@@ -145,26 +152,26 @@ static uint8_t r_u8(struct rbuf *r)
 
 static uint16_t r_u16(struct rbuf *r)
 {
-	uint16_t v;
+	unsigned char b[2];
 
-	r_bytes(r, &v, 2);
-	return le16toh(v);
+	r_bytes(r, b, 2);
+	return ry__get_le16(b);
 }
 
 static uint32_t r_u32(struct rbuf *r)
 {
-	uint32_t v;
+	unsigned char b[4];
 
-	r_bytes(r, &v, 4);
-	return le32toh(v);
+	r_bytes(r, b, 4);
+	return ry__get_le32(b);
 }
 
 static uint64_t r_u64(struct rbuf *r)
 {
-	uint64_t v;
+	unsigned char b[8];
 
-	r_bytes(r, &v, 8);
-	return le64toh(v);
+	r_bytes(r, b, 8);
+	return ry__get_le64(b);
 }
 
 static void r_str(struct rbuf *r, char *out, size_t cap)

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/le.h"
 #include "src/manager.h"
 
 #define DESC_MAGIC 0x444d5952u
@@ -43,48 +44,6 @@ static uint32_t fnv1a(const unsigned char *p, size_t n)
 	return h;
 }
 
-static void put16(unsigned char *p, uint16_t v)
-{
-	v = htole16(v);
-	memcpy(p, &v, 2);
-}
-
-static void put32(unsigned char *p, uint32_t v)
-{
-	v = htole32(v);
-	memcpy(p, &v, 4);
-}
-
-static void put64(unsigned char *p, uint64_t v)
-{
-	v = htole64(v);
-	memcpy(p, &v, 8);
-}
-
-static uint16_t get16(const unsigned char *p)
-{
-	uint16_t v;
-
-	memcpy(&v, p, 2);
-	return le16toh(v);
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return le32toh(v);
-}
-
-static uint64_t get64(const unsigned char *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return le64toh(v);
-}
-
 int ry__desc_unpack(const void *buf, size_t len, struct ry__desc *d)
 {
 	const unsigned char *p = buf;
@@ -93,19 +52,19 @@ int ry__desc_unpack(const void *buf, size_t len, struct ry__desc *d)
 
 	if (!buf || len < DESC_HDR + 4)
 		return -EBADMSG;
-	if (get32(p) != DESC_MAGIC)
+	if (ry__get_le32(p) != DESC_MAGIC)
 		return -EBADMSG;
 	if (p[4] != DESC_VERSION)
 		return -EPROTONOSUPPORT;
 	n = p[5];
 	if (!n || n > RY_MAX_RAILS || len != DESC_HDR + DESC_ENT * n + 4)
 		return -EBADMSG;
-	if (fnv1a(p, len - 4) != get32(p + len - 4))
+	if (fnv1a(p, len - 4) != ry__get_le32(p + len - 4))
 		return -EBADMSG;
-	out.d_access = get16(p + 6);
-	out.d_node = get64(p + 8);
-	out.d_addr = get64(p + 16);
-	out.d_len = get64(p + 24);
+	out.d_access = ry__get_le16(p + 6);
+	out.d_node = ry__get_le64(p + 8);
+	out.d_addr = ry__get_le64(p + 16);
+	out.d_len = ry__get_le64(p + 24);
 	if (out.d_access &
 		~(unsigned)(RY_MR_REMOTE_WRITE | RY_MR_REMOTE_READ) ||
 	    !out.d_len || out.d_addr + out.d_len < out.d_addr)
@@ -117,7 +76,7 @@ int ry__desc_unpack(const void *buf, size_t len, struct ry__desc *d)
 		    out.d_mask & (1u << e[0]))
 			return -EBADMSG;
 		out.d_mask |= 1u << e[0];
-		out.d_rkey[e[0]] = get32(e + 4);
+		out.d_rkey[e[0]] = ry__get_le32(e + 4);
 	}
 	*d = out;
 	return 0;
@@ -144,21 +103,21 @@ int ry_mr_pack(const struct ry_region *rg, void *buf, size_t len)
 	if (len < need)
 		return -ENOSPC;
 	memset(p, 0, need);
-	put32(p, DESC_MAGIC);
+	ry__put_le32(p, DESC_MAGIC);
 	p[4] = DESC_VERSION;
-	put16(p + 6, (uint16_t)rg->rg_access);
-	put64(p + 8, m->m_node);
-	put64(p + 16, (uintptr_t)rg->rg_addr);
-	put64(p + 24, rg->rg_len);
+	ry__put_le16(p + 6, (uint16_t)rg->rg_access);
+	ry__put_le64(p + 8, m->m_node);
+	ry__put_le64(p + 16, (uintptr_t)rg->rg_addr);
+	ry__put_le64(p + 24, rg->rg_len);
 	for (i = 0; i < m->m_nrails; i++) {
 		unsigned char *e = p + DESC_HDR + DESC_ENT * n++;
 
 		e[0] = (unsigned char)i;
-		put32(e + 4, rg->rg_mr[i]->rkey);
+		ry__put_le32(e + 4, rg->rg_mr[i]->rkey);
 	}
 	p[5] = (unsigned char)n;
 	need = DESC_HDR + DESC_ENT * n;
-	put32(p + need, fnv1a(p, need));
+	ry__put_le32(p + need, fnv1a(p, need));
 	return (int)(need + 4);
 }
 
