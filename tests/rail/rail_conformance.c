@@ -18,8 +18,7 @@
 
 #define MIB (1u << 20)
 
-static const unsigned ALL =
-    RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE | RY_ACCESS_REMOTE_READ;
+static const unsigned ALL = RY_TEST_ACCESS_ALL;
 
 void region_get(struct ry_test_pair *p, int side, struct region *g, size_t len,
 		unsigned seed, unsigned access)

@@ -48,6 +48,10 @@ struct ry_test_provider {
 
 extern const struct ry_test_provider *ry_test_provider;
 
+/* Every access a region in these tests may need. */
+#define RY_TEST_ACCESS_ALL                                                   \
+	(RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE | RY_ACCESS_REMOTE_READ)
+
 struct ry_test_pair {
 	struct ry_rail *r[2];
 	struct ry_pd *pd[2];

@@ -17,24 +17,9 @@
 
 #include "rails/soft/soft.h"
 #include "rail/rail_conformance.h"
+#include "soft/soft_provider.h"
 
-static const unsigned ALL =
-    RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE | RY_ACCESS_REMOTE_READ;
-
-static void soft_config(struct ry_rail_config *cfg, int idx)
-{
-	snprintf(cfg->name, sizeof(cfg->name), "soft%d", idx);
-	cfg->provider = RY_PROVIDER_SOFT;
-	snprintf(cfg->address, sizeof(cfg->address), "127.0.0.1:0");
-	cfg->mtu = 1500;
-}
-
-static const struct ry_test_provider soft = {
-    .name = "soft",
-    .ops = &ry_soft_ops,
-    .config = soft_config,
-    .has_faults = true,
-};
+static const unsigned ALL = RY_TEST_ACCESS_ALL;
 
 static void faults_both(struct ry_test_pair *p, const struct ry_fault *f)
 {
@@ -277,7 +262,7 @@ END_TEST
 /* Fault settings from the config are applied at open. */
 static void lossy_config(struct ry_rail_config *cfg, int idx)
 {
-	soft_config(cfg, idx);
+	ry_soft_test_config(cfg, idx);
 	cfg->fault.drop = 0.05;
 	cfg->fault.duplicate = 0.05;
 }
@@ -303,9 +288,9 @@ START_TEST(test_config_fault)
 	ck_assert_uint_gt(st.faults_dropped, 0);
 	ck_assert_uint_gt(st.faults_duplicated, 0);
 	pair_close(&p);
-	ry_test_provider = &soft;
+	ry_test_provider = &ry_soft_test_provider;
 
-	soft_config(&cfg, 0);
+	ry_soft_test_config(&cfg, 0);
 	cfg.fault.down = true;
 	ck_assert_int_eq(ry_soft_ops.open(&cfg, &r), 0);
 	ck_assert_int_eq(ry_rail_set_fault(r, &bad), -EINVAL);
@@ -406,7 +391,7 @@ int main(void)
 	SRunner *sr;
 	int failed;
 
-	ry_test_provider = &soft;
+	ry_test_provider = &ry_soft_test_provider;
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_loss_1);
 	tcase_add_test(tc, test_loss_10);

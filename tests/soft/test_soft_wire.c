@@ -14,26 +14,11 @@
 #include "rails/soft/soft.h"
 #include "rails/soft/wire.h"
 #include "rail/rail_conformance.h"
+#include "soft/soft_provider.h"
 
 uint32_t ry_soft_crc32c_sw(uint32_t crc, const void *buf, size_t len);
 
-static const unsigned ALL =
-    RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE | RY_ACCESS_REMOTE_READ;
-
-static void soft_config(struct ry_rail_config *cfg, int idx)
-{
-	snprintf(cfg->name, sizeof(cfg->name), "soft%d", idx);
-	cfg->provider = RY_PROVIDER_SOFT;
-	snprintf(cfg->address, sizeof(cfg->address), "127.0.0.1:0");
-	cfg->mtu = 1500;
-}
-
-static const struct ry_test_provider soft = {
-    .name = "soft",
-    .ops = &ry_soft_ops,
-    .config = soft_config,
-    .has_faults = true,
-};
+static const unsigned ALL = RY_TEST_ACCESS_ALL;
 
 /* ---- PSN ---- */
 
@@ -516,7 +501,7 @@ int main(void)
 	SRunner *sr;
 	int failed;
 
-	ry_test_provider = &soft;
+	ry_test_provider = &ry_soft_test_provider;
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_psn_cmp_table);
 	tcase_add_test(tc, test_psn_wrap_transfers);

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* The soft rail as the rail test fixture sees it: two rails on loopback,
+ * held to its own exact statuses.  Shared by every soft suite. */
+#include <errno.h>
+#include <stdio.h>
+
+#include "rails/soft/soft.h"
+#include "rails/soft/wire.h"
+#include "soft/soft_provider.h"
+
+void ry_soft_test_config(struct ry_rail_config *cfg, int idx)
+{
+	snprintf(cfg->name, sizeof(cfg->name), "soft%d", idx);
+	cfg->provider = RY_PROVIDER_SOFT;
+	snprintf(cfg->address, sizeof(cfg->address), "127.0.0.1:0");
+	cfg->mtu = 1500;
+}
+
+static bool soft_bad_config(struct ry_rail_config *cfg, int n, int *want)
+{
+	ry_soft_test_config(cfg, 0);
+	switch (n) {
+	case 0:
+		snprintf(cfg->address, sizeof(cfg->address), "no.such.host");
+		*want = -EINVAL;
+		return true;
+	case 1: /* not an address of this host */
+		snprintf(cfg->address, sizeof(cfg->address),
+			 "198.19.255.254:0");
+		*want = -EADDRNOTAVAIL;
+		return true;
+	case 2:
+		cfg->mtu = 100;
+		*want = -EINVAL;
+		return true;
+	default:
+		return false;
+	}
+}
+
+const struct ry_test_provider ry_soft_test_provider = {
+    .name = "soft",
+    .ops = &ry_soft_ops,
+    .config = ry_soft_test_config,
+    .has_faults = true,
+    .strict_status = true,
+    .sync_progress = true,
+    .pkt_overhead = RY_SOFT_OVERHEAD,
+    .bad_config = soft_bad_config,
+};
+
