@@ -27,6 +27,7 @@
 
 #include "rails/rail.h"
 #include "rails/soft/soft.h"
+#include "soft/soft_ns.h"
 
 #define DEPTH_BYTES (8u << 20)
 
@@ -42,50 +43,10 @@ static void wait_fd(struct ry_rail *r)
 		poll(&pfd, 1, 10);
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void die(const char *what, int rc)
 {
 	fprintf(stderr, "bench_soft_write: %s: %s\n", what, strerror(-rc));
 	exit(1);
-}
-
-static struct ry_rail *open_rail(const char *name, const char *addr,
-				 const char *ns, uint32_t mtu)
-{
-	struct ry_rail_config cfg = {0};
-	struct ry_rail *r;
-	int self = -1, fd, rc;
-
-	snprintf(cfg.name, sizeof(cfg.name), "%s", name);
-	snprintf(cfg.address, sizeof(cfg.address), "%s", addr);
-	cfg.mtu = mtu;
-	if (ns) {
-		self = open("/proc/self/ns/net", O_RDONLY);
-		fd = open(ns, O_RDONLY);
-		if (self < 0 || fd < 0 || setns(fd, CLONE_NEWNET)) {
-			perror(ns);
-			exit(1);
-		}
-		close(fd);
-	}
-	rc = ry_soft_ops.open(&cfg, &r);
-	if (rc)
-		die("open", rc);
-	if (ns) {
-		if (setns(self, CLONE_NEWNET)) {
-			perror("setns back");
-			exit(1);
-		}
-		close(self);
-	}
-	return r;
 }
 
 static void *responder(void *arg)
@@ -153,7 +114,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 2; i++) {
 		int rc;
 
-		r[i] = open_rail(i ? "b" : "a", addr[i], ns[i], mtu);
+		r[i] = ry_test_soft_open_in_ns(i ? "b" : "a", addr[i], ns[i], mtu);
 		buf[i] = aligned_alloc(4096, buflen);
 		memset(buf[i], i + 1, buflen);
 		rc = ry_rail_alloc_pd(r[i], &pd[i]);
@@ -203,13 +164,13 @@ int main(int argc, char **argv)
 		if (depth > 512)
 			depth = 512;
 		ry_rail_get_stats(r[0], &st0);
-		t0 = now_s();
+		t0 = ry_test_now_s();
 		end = t0 + secs;
 		for (;;) {
 			struct ry_wc wc[64];
 			int n;
 
-			while (posted - done < depth && now_s() < end) {
+			while (posted - done < depth && ry_test_now_s() < end) {
 				struct ry_send_wr wr = {
 				    .wr_id = posted,
 				    .opcode = RY_WR_RDMA_WRITE,
@@ -258,12 +219,12 @@ int main(int argc, char **argv)
 				bytes += size;
 			}
 			done += (uint64_t)n;
-			if (done == posted && now_s() >= end)
+			if (done == posted && ry_test_now_s() >= end)
 				break;
 			if (!n)
 				wait_fd(r[0]);
 		}
-		t1 = now_s();
+		t1 = ry_test_now_s();
 		ry_rail_get_stats(r[0], &st1);
 		printf("%10u %12.1f %12llu\n", size,
 		       (double)bytes / (t1 - t0) / 1e6,

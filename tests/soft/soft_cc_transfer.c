@@ -29,51 +29,13 @@
 
 #include "rails/rail.h"
 #include "rails/soft/soft.h"
+#include "soft/soft_ns.h"
 #include "rails/soft/soft_int.h"
 
 #define WR_BYTES (1u << 20)
 #define DEPTH 8
 
 static atomic_int stop_b;
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static struct ry_rail *open_rail(const char *name, const char *addr,
-				 const char *ns)
-{
-	struct ry_rail_config cfg = {0};
-	struct ry_rail *r;
-	int self, fd, rc;
-
-	snprintf(cfg.name, sizeof(cfg.name), "%s", name);
-	snprintf(cfg.address, sizeof(cfg.address), "%s", addr);
-	cfg.mtu = 1500;
-	/* a socket stays in the namespace it was made in */
-	self = open("/proc/self/ns/net", O_RDONLY);
-	fd = open(ns, O_RDONLY);
-	if (self < 0 || fd < 0 || setns(fd, CLONE_NEWNET)) {
-		perror(ns);
-		exit(1);
-	}
-	close(fd);
-	rc = ry_soft_ops.open(&cfg, &r);
-	if (rc) {
-		fprintf(stderr, "open %s: %s\n", addr, strerror(-rc));
-		exit(1);
-	}
-	if (setns(self, CLONE_NEWNET)) {
-		perror("setns back");
-		exit(1);
-	}
-	close(self);
-	return r;
-}
 
 static void *responder(void *arg)
 {
@@ -177,7 +139,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 2; i++) {
 		int rc;
 
-		r[i] = open_rail(i ? "b" : "a", addr[i], ns[i]);
+		r[i] = ry_test_soft_open_in_ns(i ? "b" : "a", addr[i], ns[i], 1500);
 		buf[i] = aligned_alloc(4096, total);
 		for (size_t k = 0; k < total; k++)
 			buf[i][k] = (uint8_t)(i ? 0 : k * 7 + (k >> 12));
@@ -233,10 +195,10 @@ int main(int argc, char **argv)
 			memset(buf[0], 0, total);
 		for (int i = 0; i < 2; i++)
 			ry_rail_get_stats(r[i], &s0[i]);
-		t0 = now_s();
+		t0 = ry_test_now_s();
 		failed = run(r[0], qp[0], mr[0], mr[1], buf[0], buf[1], total,
 			     rd ? RY_WR_RDMA_READ : RY_WR_RDMA_WRITE);
-		t1 = now_s();
+		t1 = ry_test_now_s();
 		for (int i = 0; i < 2; i++)
 			ry_rail_get_stats(r[i], &s1[i]);
 		/* WRITE: a's retransmits.  READ: b sends the responses; any
