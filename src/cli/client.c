@@ -141,7 +141,7 @@ static int write_file(const char *path, const struct ry_report *rep,
 	return ret;
 }
 
-static void breakdown(struct ry_session *s, struct ry_manager *mgr, FILE *out)
+static void breakdown(struct ry_session *s, FILE *out)
 {
 	const struct ry_report *rep = ry_session_report(s);
 	double sum[RY_REPORT_MAX_RAILS] = { 0 }, total = 0;
@@ -201,7 +201,7 @@ static int run_client(int argc, char **argv, bool drill)
 		ry_session_json(s, stdout);
 	ry_session_summary(s, live);
 	if (!drill)
-		breakdown(s, mgr, live);
+		breakdown(s, live);
 	if (a.csv)
 		write_file(a.csv, ry_session_report(s), ry_report_write_csv);
 	if (a.plot)

@@ -36,8 +36,6 @@ struct rail_track {
 	char name[64];
 	struct ry_counters last;      /* at the previous tick */
 	struct ry_counters at_start;
-	int pending_detect;           /* down events awaiting detect time */
-	int pending_resume;
 	bool connected_once;
 };
 
@@ -67,8 +65,6 @@ struct ry_session {
 	unsigned n_rails;
 	struct rail_track rails[RY_REPORT_MAX_RAILS];
 	struct ry_report report;
-	/* events whose detect/resume times are filled in at later ticks */
-	unsigned first_open_event;
 };
 
 static double now_s(void)
@@ -278,18 +274,12 @@ static void on_event(const struct ry_event *ev, void *arg)
 	add_event(s, t, ev->rail, name);
 	if (rt && ev->type == RY_EV_CONN_UP)
 		rt->connected_once = true;
-	if (rt && ev->type == RY_EV_CONN_DOWN) {
-		rt->pending_detect++;
-		rt->pending_resume++;
-	}
-	if (s->o.live && ev->type != RY_EV_CONN_UP)
+	/* a rail's first connection is the start, not news */
+	if (s->o.live && strcmp(name, "connect"))
 		fprintf(s->o.live, "%s%8.3f s  %s %s%s%s\n",
 			s->o.live_tty ? "\r\033[K" : "", t, ev->rail, name,
 			ev->reason && *ev->reason ? ": " : "",
 			ev->reason ? ev->reason : "");
-	else if (s->o.live && rt && rt->connected_once && !strcmp(name, "up"))
-		fprintf(s->o.live, "%s%8.3f s  %s up\n",
-			s->o.live_tty ? "\r\033[K" : "", t, ev->rail);
 }
 
 static void on_recv(struct ry_peer *from, const struct ry_message *m,
@@ -466,7 +456,7 @@ static void tick(struct ry_session *s, double now)
 		if (c.fences > rt->last.fences)
 			add_event(s, smp.t, rt->name, "fence");
 		/* fill in detection/resume times of this rail's downs */
-		for (unsigned e = s->first_open_event; e < s->report.n_events;
+		for (unsigned e = 0; e < s->report.n_events;
 		     e++) {
 			struct ry_report_event *ev = &s->report.events[e];
 
