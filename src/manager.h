@@ -52,8 +52,12 @@
 #define RY__MSG_SLOTS 256 /* send slots for messages per manager */
 #define RY__MSG_HDR 40	  /* struct ry__mhdr on the wire */
 #define RY__MSG_BUF (RY_MSG_MAX + 64)
-#define RY__RXWIN 1024		  /* message dedupe window, in sequences */
-#define RY__TXWIN (RY__RXWIN / 2) /* sender's window: slack for CQ lag */
+/* Message windows, in sequences (msg.c): the receiver's dedupe window
+ * leaves room above the sender's for every receive buffer of every rail. */
+#define RY__TXWIN 512
+#define RY__RXWIN 8192
+_Static_assert(RY__RXWIN >= RY__TXWIN + RY__RECV_BUFS * RY_MAX_RAILS,
+	       "receive window smaller than sender window + receive buffers");
 #define RY__POST_BATCH 32	  /* WRs handed to one post_send call */
 /* No more fragments for a connection holding twice what it completed in
  * the last window this long (stripe.c), unless under RY__OUT_MIN bytes. */
@@ -338,7 +342,7 @@ struct ry_peer {
 	/* messages */
 	uint64_t pr_tx_seq;		     /* last sequence assigned */
 	uint64_t pr_tx_low;		     /* lowest not yet completed */
-	uint64_t pr_tx_bits[RY__RXWIN / 64]; /* outstanding, ring */
+	uint64_t pr_tx_bits[RY__TXWIN / 64]; /* outstanding, ring */
 	uint64_t pr_rx_base;		     /* lowest sequence not yet seen */
 	uint64_t pr_rx_bits[RY__RXWIN / 64];
 	/* failover timing */
@@ -516,6 +520,16 @@ void ry__slot_put(struct ry_manager *m, unsigned slot);
 void *ry__slot_addr(struct ry_manager *m, unsigned slot);
 void ry__msg_prepare(struct ry__op *op, enum ry__mtype type, const void *data,
 		     size_t len);
+/*
+ * The receiver's dedupe window: 1 if seq is new (and is now remembered),
+ * 0 if it was seen before, -ERANGE if it lies past the window (a protocol
+ * violation; the window is unchanged).  Constant time in seq.
+ */
+int ry__rxwin_accept(uint64_t *base, uint64_t *bits, uint64_t seq);
+/* One received rail message of len bytes on c (m_lock held): checks,
+ * dedupes and queues it for delivery; a protocol violation fails c. */
+void ry__msg_rx(struct ry__conn *c, const unsigned char *buf, uint32_t len,
+		uint64_t now);
 uint64_t ry__tx_seq_take(struct ry_peer *p);
 void ry__tx_seq_done(struct ry_peer *p, uint64_t seq);
 void ry__tx_seq_reset(struct ry_peer *p);

@@ -9,13 +9,22 @@
  * sequences in [pr_rx_base, pr_rx_base + RY__RXWIN) it has delivered in a
  * ring bitmap (bit seq % RY__RXWIN) and everything below pr_rx_base; a
  * replayed copy of a message that had in fact arrived is acknowledged by
- * the transport and dropped here.  The sender never assigns a sequence
- * RY__TXWIN or more above its oldest message not yet completed, so every
- * sequence the receiver can see lies inside its window even when it lags
- * behind its completion queue.
+ * the transport and dropped here.
+ *
+ * The sender never assigns a sequence RY__TXWIN or more above its oldest
+ * message not yet completed.  Everything below that oldest one has been
+ * acknowledged by the transport, so it sits in one of the receiver's
+ * receive buffers if it is not delivered yet: the receiver's pr_rx_base
+ * lags the sender by at most the receive buffers of all its rails
+ * (RY__RECV_BUFS x RY_MAX_RAILS), and RY__RXWIN leaves that much room above
+ * RY__TXWIN.  A sequence past the window therefore comes only from a
+ * sender that breaks the protocol: it is dropped and the connection it came
+ * on fails (ry__rxwin_accept), in constant time whatever the sequence.
  */
 #include <endian.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,54 +80,52 @@ void ry__recv_teardown(struct ry__lrail *lr)
 	lr->lr_recv_buf = NULL;
 }
 
-/* True the first time seq is seen from p. */
-static bool rx_first(struct ry_peer *p, uint64_t seq)
+int ry__rxwin_accept(uint64_t *base, uint64_t *bits, uint64_t seq)
 {
 	uint64_t *w;
 	uint64_t bit;
 
-	if (seq < p->pr_rx_base)
-		return false;
-	while (seq >= p->pr_rx_base + RY__RXWIN) {
-		/* cannot happen with a conforming sender; forget the oldest
-		 * rather than refuse new messages */
-		bit = p->pr_rx_base % RY__RXWIN;
-		p->pr_rx_bits[bit / 64] &= ~(1ull << (bit % 64));
-		p->pr_rx_base++;
-	}
+	if (seq < *base)
+		return 0;
+	/*
+	 * A conforming sender never gets this far ahead (see the top of this
+	 * file), so a sequence past the window is a protocol violation.
+	 * Sliding the window up to it would forget sequences that may still
+	 * arrive (and lose them), and take time proportional to the distance,
+	 * which the sender chooses: refuse it instead.
+	 */
+	if (seq - *base >= RY__RXWIN)
+		return -ERANGE;
 	bit = seq % RY__RXWIN;
-	w = &p->pr_rx_bits[bit / 64];
+	w = &bits[bit / 64];
 	if (*w & (1ull << (bit % 64)))
-		return false;
+		return 0;
 	*w |= 1ull << (bit % 64);
+	/* at most RY__RXWIN steps: every step clears a set bit */
 	for (;;) {
-		bit = p->pr_rx_base % RY__RXWIN;
-		w = &p->pr_rx_bits[bit / 64];
+		bit = *base % RY__RXWIN;
+		w = &bits[bit / 64];
 		if (!(*w & (1ull << (bit % 64))))
 			break;
 		*w &= ~(1ull << (bit % 64));
-		p->pr_rx_base++;
+		(*base)++;
 	}
-	return true;
+	return 1;
 }
 
-void ry__on_recv(struct ry__lrail *lr, const struct ry_wc *wc, uint64_t now)
+void ry__msg_rx(struct ry__conn *c, const unsigned char *buf, uint32_t len,
+		uint64_t now)
 {
-	const unsigned char *buf =
-	    (unsigned char *)lr->lr_recv_buf + wc->wr_id * RY__MSG_BUF;
+	struct ry_peer *p = c->cn_peer;
 	struct ry__mhdr h;
-	struct ry__conn *c;
-	struct ry_peer *p;
+	char why[128];
+	int ret;
 
-	if (wc->status != RY_WC_SUCCESS)
-		goto out;
-	c = ry__conn_by_qpn(lr, wc->qp_num);
-	if (!c || wc->byte_len < RY__MSG_HDR)
-		goto out;
+	if (len < RY__MSG_HDR)
+		return;
 	memcpy(&h, buf, sizeof(h));
 	if (le32toh(h.mh_magic) != RY__MH_MAGIC)
-		goto out;
-	p = c->cn_peer;
+		return;
 	c->cn_last_ok_ns = now;
 	if (c->cn_state == CONN_PROBING)
 		ry__conn_activate(c, now);
@@ -126,19 +133,43 @@ void ry__on_recv(struct ry__lrail *lr, const struct ry_wc *wc, uint64_t now)
 	case MT_DATA:
 	case MT_NOTIFY:
 		if (le64toh(h.mh_node) != p->pr_node ||
-		    le32toh(h.mh_len) > wc->byte_len - RY__MSG_HDR)
+		    le32toh(h.mh_len) > len - RY__MSG_HDR)
 			break;
-		if (!rx_first(p, le64toh(h.mh_seq)))
+		ret = ry__rxwin_accept(&p->pr_rx_base, p->pr_rx_bits,
+				       le64toh(h.mh_seq));
+		if (ret < 0) {
+			snprintf(why, sizeof(why),
+				 "message sequence %" PRIu64
+				 " outside the receive window [%" PRIu64
+				 ", +%u): protocol violation",
+				 (uint64_t)le64toh(h.mh_seq), p->pr_rx_base,
+				 RY__RXWIN);
+			ry__conn_mark_failed(c, why, now);
+			break;
+		}
+		if (!ret)
 			break;
 		ry__queue_message(
-		    lr->lr_mgr, p,
+		    p->pr_mgr, p,
 		    le16toh(h.mh_type) == MT_DATA ? RY_MSG_DATA : RY_MSG_NOTIFY,
 		    buf + RY__MSG_HDR, le32toh(h.mh_len), le64toh(h.mh_notify));
 		break;
 	default:
 		break; /* heartbeat, probe: being here was the point */
 	}
-out:
+}
+
+void ry__on_recv(struct ry__lrail *lr, const struct ry_wc *wc, uint64_t now)
+{
+	const unsigned char *buf =
+	    (unsigned char *)lr->lr_recv_buf + wc->wr_id * RY__MSG_BUF;
+	struct ry__conn *c;
+
+	if (wc->status == RY_WC_SUCCESS) {
+		c = ry__conn_by_qpn(lr, wc->qp_num);
+		if (c)
+			ry__msg_rx(c, buf, wc->byte_len, now);
+	}
 	repost(lr, wc->wr_id);
 }
 
@@ -222,7 +253,7 @@ uint64_t ry__tx_seq_take(struct ry_peer *p)
 
 	if (s >= p->pr_tx_low + RY__TXWIN)
 		return 0;
-	bit = s % RY__RXWIN;
+	bit = s % RY__TXWIN;
 	p->pr_tx_bits[bit / 64] |= 1ull << (bit % 64);
 	p->pr_tx_seq = s;
 	return s;
@@ -234,10 +265,10 @@ void ry__tx_seq_done(struct ry_peer *p, uint64_t seq)
 
 	if (seq < p->pr_tx_low || seq > p->pr_tx_seq)
 		return;
-	bit = seq % RY__RXWIN;
+	bit = seq % RY__TXWIN;
 	p->pr_tx_bits[bit / 64] &= ~(1ull << (bit % 64));
 	while (p->pr_tx_low <= p->pr_tx_seq) {
-		bit = p->pr_tx_low % RY__RXWIN;
+		bit = p->pr_tx_low % RY__TXWIN;
 		if (p->pr_tx_bits[bit / 64] & (1ull << (bit % 64)))
 			break;
 		p->pr_tx_low++;

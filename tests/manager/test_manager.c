@@ -715,6 +715,88 @@ START_TEST(messages_exactly_once_across_failover)
 }
 END_TEST
 
+static bool b_conn_down(void *arg)
+{
+	return F.ev_b.n_conn_down > *(unsigned *)arg;
+}
+
+static bool both_rails_active(void *arg)
+{
+	(void)arg;
+	return fx_active(F.a, "r0") && fx_active(F.a, "r1") &&
+	       fx_active(F.b, "r0") && fx_active(F.b, "r1");
+}
+
+/*
+ * A message whose sequence lies far past the receive window (a peer that
+ * breaks the protocol, or a hostile one) is dropped and fails the
+ * connection it came on, at once; it used to slide the window one step at
+ * a time up to the sequence (2^62: forever).  Well-formed messages after
+ * it are still delivered exactly once.
+ */
+START_TEST(message_far_sequence)
+{
+	static const uint64_t far[] = {1ull << 33, 1ull << 62,
+				       (1ull << 63) + 12345};
+	struct fx_done d = {0};
+	uint64_t seq, low, t0;
+	unsigned i, want, down;
+
+	memset(&RX, 0, sizeof(RX));
+	/* the forged message fails every connection it reaches (soft: b may
+	 * fail its QP before the ACK leaves, so a replays it on the next
+	 * rail) until its operation times out: keep that short */
+	setup_opts(&(struct fx_opts){.op_timeout_ms = 2000});
+	ry_set_recv_cb(F.b, on_recv, &RX);
+	i = 0;
+	ck_assert_int_eq(ry_send(F.ab, &i, sizeof(i), fx_cb, &d), 0);
+	want = 1;
+	ck_assert(fx_until(&F, rx_all, &want, 10000));
+	ck_assert(fx_until_done(&F, &d, 1, 10000));
+	seq = F.ab->pr_tx_seq;
+	low = F.ab->pr_tx_low;
+	for (i = 0; i < sizeof(far) / sizeof(far[0]); i++) {
+		unsigned id = 100 + i;
+
+		/* the previous round failed connections: let them return so
+		 * that this message reaches b */
+		ck_assert(fx_until(&F, both_rails_active, NULL, 20000));
+		down = F.ev_b.n_conn_down;
+		F.ab->pr_tx_seq = far[i] - 1;
+		F.ab->pr_tx_low = far[i];
+		ck_assert_int_eq(ry_send(F.ab, &id, sizeof(id), fx_cb, &d), 0);
+		t0 = fx_now_ns();
+		ck_assert_msg(fx_until(&F, b_conn_down, &down, 10000),
+			      "sequence 0x%llx: b kept the connection",
+			      (unsigned long long)far[i]);
+		ck_assert_msg(fx_now_ns() - t0 < 5000000000ull,
+			      "sequence 0x%llx took %.1f s",
+			      (unsigned long long)far[i],
+			      (double)(fx_now_ns() - t0) / 1e9);
+		ck_assert(fx_until_done(&F, &d, 2 + i, 20000));
+		ck_assert_msg(strstr(F.ev_b.last_reason, "window"),
+			      "reason: %s", F.ev_b.last_reason);
+		ck_assert_uint_eq(F.ab->pr_tx_seq, far[i]);
+		F.ab->pr_tx_seq = seq;
+		F.ab->pr_tx_low = low;
+		memset(F.ab->pr_tx_bits, 0, sizeof(F.ab->pr_tx_bits));
+	}
+	ck_assert_uint_eq(RX.n, 1);
+	for (i = 0; i < 3; i++)
+		ck_assert_uint_eq(RX.seen[100 + i], 0);
+	/* the window is where it was: the next messages arrive, once each */
+	for (i = 1; i <= 50; i++)
+		ck_assert_int_eq(ry_send(F.ab, &i, sizeof(i), fx_cb, &d), 0);
+	want = 51;
+	ck_assert(fx_until(&F, rx_all, &want, 20000));
+	ck_assert(fx_until_done(&F, &d, 4 + 50, 20000));
+	fx_sleep_progress(&F, 200);
+	ck_assert_uint_eq(RX.n, 51);
+	ck_assert_uint_eq(RX.dup, 0);
+	teardown();
+}
+END_TEST
+
 static bool notified(void *arg)
 {
 	return RX.notify >= *(unsigned *)arg;
@@ -1119,6 +1201,7 @@ static Suite *suite(void)
 	}
 	tcase_add_test(tc, messages_exactly_once_across_failover);
 	tcase_add_test(tc, write_notify_once_after_data);
+	tcase_add_test(tc, message_far_sequence);
 	tcase_add_test(tc, partial_rail_pairing);
 	tcase_add_test(tc, peer_crash);
 	tcase_add_test(tc, both_sides_connect_at_once);
