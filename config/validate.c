@@ -234,6 +234,11 @@ int ry__cfg_validate(const struct ry_config *cfg, struct ry__loader *ld)
 		       "use a power of two from 512 to 1M; 4096 (a page) is the default",
 		       "fragment_size %u is not a power of two from 512 B to 1 MiB",
 		       cfg->fragment_size);
+	if (cfg->max_op_size < cfg->fragment_size ||
+	    cfg->max_op_size > (1ull << 32))
+		REPORT(&v, line_of(&v, "", 0, "max_op_size", 0),
+		       "at least one fragment, at most 4G",
+		       "max_op_size must be from fragment_size to 4 GiB");
 	check_opts(&v, "", cfg, NULL, 0, 0);
 	check_opts(&v, "failover", cfg, NULL, 0, 0);
 	if (f->heartbeat_ms && f->timeout_ms &&
