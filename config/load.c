@@ -2,9 +2,9 @@
 /*
  * Loading a config file: read it, scan it (scan.c), let libconfuse parse it
  * against the schema (schema.c), convert to struct ry_config as the option
- * table (options.c) says and validate (validate.c).  Every problem is reported as FILE:LINE with a hint; on any
- * problem nothing is returned, so a bad file never gets as far as opening a
- * device or a socket.
+ * table (options.c) says and validate (validate.c).  Every problem is
+ * reported as FILE:LINE with a hint; on any problem nothing is returned,
+ * so a bad file never gets as far as opening a device or a socket.
  */
 #include <errno.h>
 #include <fcntl.h>

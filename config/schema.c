@@ -223,7 +223,8 @@ static cfg_opt_t schema_opt(const struct ry__opt *o)
 	case RY__OPT_SIZE:
 		return (cfg_opt_t)CFG_INT_CB(o->name, n, CFGF_NONE, size_cb);
 	case RY__OPT_BOOL:
-		return (cfg_opt_t)CFG_BOOL_CB(o->name, v.b ? cfg_true : cfg_false,
+		return (cfg_opt_t)CFG_BOOL_CB(o->name,
+					      v.b ? cfg_true : cfg_false,
 					      CFGF_NONE, bool_cb);
 	case RY__OPT_PROB:
 		return (cfg_opt_t)CFG_FLOAT_CB(o->name, v.d, CFGF_NONE,
