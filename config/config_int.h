@@ -6,7 +6,9 @@
  *               section, unbalanced braces, unterminated strings, unknown
  *               options and duplicate names (libconfuse stops at the first
  *               problem and its line numbers run one token ahead)
- *   schema.c    the libconfuse schema and value parsers (sizes, rates)
+ *   options.c   the option table: one row per option drives the schema,
+ *               conversion, defaults, range checks and the printer
+ *   schema.c    the libconfuse schema built from the table; value parsers
  *   load.c      read the file, scan, parse, convert to struct ry_config
  *   validate.c  the checks on the converted config, with fix hints
  *   print.c     the effective config in config-file syntax
@@ -15,6 +17,8 @@
 #define RAILYARD_CONFIG_INT_H
 
 #include <confuse.h>
+#include <stddef.h>
+#include <string.h>
 
 #include <railyard/config.h>
 
@@ -75,6 +79,79 @@ int ry__cfg_line_before(const struct ry__loader *ld, const char *name,
 			int before);
 
 cfg_opt_t *ry__cfg_schema(void);
+
+/*
+ * The option table.  Each row names one option of one section and where
+ * its value lives; sections are "" (top level), "rail", "rail.fault",
+ * "failover", "peer" and "log".  Top level, failover and log rows are
+ * offsets into struct ry_config; rail rows into struct ry_rail_config;
+ * peer rows into struct ry_peer_config.
+ */
+enum ry__opt_type {
+	RY__OPT_STR,      /* char[] */
+	RY__OPT_INT,      /* uint32_t, int32_t if min < 0, uint64_t by size */
+	RY__OPT_SIZE,     /* as INT, written with K, M, G */
+	RY__OPT_BOOL,     /* bool, yes/no */
+	RY__OPT_PROB,     /* double */
+	RY__OPT_RATE,     /* uint64_t bits per second, written "25G" */
+	RY__OPT_PROVIDER, /* enum ry_provider; converted by load.c */
+	RY__OPT_LEVEL,    /* enum ry_log_level; converted by load.c */
+};
+
+enum {
+	/* a hand-built 0 takes the default (ry_manager_create) */
+	RY__OPT_ZERO_DEFAULT = 1 << 0,
+	/* 0 is allowed besides min..max */
+	RY__OPT_ZERO_OK = 1 << 1,
+	/* range checked by code beside the table (validate.c), with its own
+	 * message; min and max are still the true bounds */
+	RY__OPT_OWN_CHECK = 1 << 2,
+	/* printed on verbs rails only */
+	RY__OPT_VERBS = 1 << 3,
+	/* range checked on verbs rails only (soft rails ignore it) */
+	RY__OPT_VERBS_CHECK = 1 << 5,
+	/* not printed when empty */
+	RY__OPT_OMIT_EMPTY = 1 << 4,
+};
+
+struct ry__opt {
+	const char *sec;
+	const char *name;
+	enum ry__opt_type type;
+	size_t off;
+	size_t size;
+	const char *def; /* as written in the file; NULL: none or computed */
+	long long min, max;
+	unsigned flags;
+	const char *unit; /* for the reader of etc/railyard.conf */
+	const char *hint; /* the fix for an out-of-range value */
+};
+
+extern const struct ry__opt ry__opts[];
+extern const unsigned ry__n_opts;
+
+#define RY__OPT_FOREACH(o, section)                                           \
+	for (const struct ry__opt *o = ry__opts; o < ry__opts + ry__n_opts;  \
+	     o++)                                                            \
+		if (!strcmp(o->sec, section))
+
+/* Store the table's defaults of one section into base. */
+void ry__opt_defaults(const char *sec, void *base);
+/* Give every RY__OPT_ZERO_DEFAULT field that is 0 its default. */
+void ry__opt_fill_zero(struct ry_config *cfg);
+static inline void *ry__opt_field(const struct ry__opt *o, const void *base)
+{
+	return (char *)base + o->off;
+}
+
+/* An integer option's value, widened. */
+long long ry__opt_int(const struct ry__opt *o, const void *field);
+double ry__opt_prob(const struct ry__opt *o, const void *field);
+/* Store a parsed integer; one that does not fit the field is stored as a
+ * value outside min..max, so validation reports it with its line. */
+void ry__opt_set_int(const struct ry__opt *o, void *field, long long v);
+/* Parse a value as written in a file (a default, an example). */
+int ry__opt_parse(const struct ry__opt *o, const char *text, void *field);
 
 /* Checks shared by ry_config_validate() and the loader; ld may be NULL
  * for a config built by hand (then lines are the structs' own). */

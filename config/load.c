@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * Loading a config file: read it, scan it (scan.c), let libconfuse parse it
- * against the schema (schema.c), convert to struct ry_config and validate
- * (validate.c).  Every problem is reported as FILE:LINE with a hint; on any
- * problem nothing is returned, so a bad file never gets as far as opening a
- * device or a socket.
+ * against the schema (schema.c), convert to struct ry_config as the option
+ * table (options.c) says and validate (validate.c).  Every problem is
+ * reported as FILE:LINE with a hint; on any problem nothing is returned,
+ * so a bad file never gets as far as opening a device or a socket.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -114,73 +114,67 @@ static void copy_str(char *dst, size_t len, const char *src)
 	snprintf(dst, len, "%s", src ? src : "");
 }
 
-static int provider_from(const char *s, enum ry_provider *p)
+/* The options of one section, as the table says; provider and log level
+ * are converted by convert() for their messages. */
+static void convert_sec(cfg_t *s, const char *sec, void *base)
 {
-	if (!strcmp(s, "soft"))
-		*p = RY_PROVIDER_SOFT;
-	else if (!strcmp(s, "verbs"))
-		*p = RY_PROVIDER_VERBS;
-	else
-		return -EINVAL;
-	return 0;
-}
+	RY__OPT_FOREACH(o, sec) {
+		void *p = ry__opt_field(o, base);
+		const char *str;
+		uint64_t rate = 0;
 
-static int level_from(const char *s, enum ry_log_level *l)
-{
-	for (int i = RY_LOG_ERROR; i <= RY_LOG_TRACE; i++)
-		if (!strcmp(s, ry_log_level_name((enum ry_log_level)i))) {
-			*l = (enum ry_log_level)i;
-			return 0;
+		switch (o->type) {
+		case RY__OPT_STR:
+			str = cfg_getstr(s, o->name);
+			if (str)
+				copy_str(p, o->size, str);
+			break;
+		case RY__OPT_INT:
+		case RY__OPT_SIZE:
+			ry__opt_set_int(o, p, cfg_getint(s, o->name));
+			break;
+		case RY__OPT_BOOL:
+			*(bool *)p = cfg_getbool(s, o->name);
+			break;
+		case RY__OPT_PROB:
+			*(double *)p = cfg_getfloat(s, o->name);
+			break;
+		case RY__OPT_RATE:
+			/* checked by rate_cb already */
+			ry__parse_rate(cfg_getstr(s, o->name), &rate);
+			*(uint64_t *)p = rate;
+			break;
+		case RY__OPT_PROVIDER:
+		case RY__OPT_LEVEL:
+			break;
 		}
-	return -EINVAL;
+	}
 }
 
-/*
- * Integers arrive as long; anything that does not fit its field is stored
- * as 0 so validation reports it as out of range, with its line.
- */
-static uint32_t u32(long v)
+static const struct ry__opt *opt_row(const char *sec, const char *name)
 {
-	return v < 0 || v > (long)UINT32_MAX ? 0 : (uint32_t)v;
+	RY__OPT_FOREACH(o, sec) {
+		if (!strcmp(o->name, name))
+			return o;
+	}
+	return NULL;
 }
 
 static int convert(cfg_t *c, struct ry_config *cfg, struct ry__loader *ld)
 {
+	const struct ry__opt *prov_row = opt_row("rail", "provider");
+	const struct ry__opt *level_row = opt_row("log", "level");
 	cfg_t *s;
 
-	if (cfg_getstr(c, "node"))
-		copy_str(cfg->node, sizeof(cfg->node), cfg_getstr(c, "node"));
-	copy_str(cfg->control, sizeof(cfg->control), cfg_getstr(c, "control"));
-	cfg->fragment_size = u32(cfg_getint(c, "fragment_size"));
-	cfg->ops_in_flight = u32(cfg_getint(c, "ops_in_flight"));
-	cfg->max_op_size = (uint64_t)(cfg_getint(c, "max_op_size") < 0 ?
-			   0 : cfg_getint(c, "max_op_size"));
-	cfg->wr_per_qp = u32(cfg_getint(c, "wr_per_qp"));
-	cfg->frags_per_wr = u32(cfg_getint(c, "frags_per_wr"));
-
-	s = cfg_getsec(c, "failover");
-	cfg->failover.heartbeat_ms = u32(cfg_getint(s, "heartbeat_ms"));
-	cfg->failover.timeout_ms = u32(cfg_getint(s, "timeout_ms"));
-	cfg->failover.ack_timeout_ms = u32(cfg_getint(s, "ack_timeout_ms"));
-	cfg->failover.retry_count = u32(cfg_getint(s, "retry_count"));
-	cfg->failover.rnr_retry = u32(cfg_getint(s, "rnr_retry"));
-	cfg->failover.reconnect_min_ms = u32(cfg_getint(s, "reconnect_min_ms"));
-	cfg->failover.reconnect_max_ms = u32(cfg_getint(s, "reconnect_max_ms"));
-	cfg->failover.op_timeout_ms = u32(cfg_getint(s, "op_timeout_ms"));
-	cfg->failover.fence = cfg_getbool(s, "fence");
-	/* negative values: keep the sign visible to validation */
-	if (cfg_getint(s, "retry_count") < 0)
-		cfg->failover.retry_count = UINT32_MAX;
-	if (cfg_getint(s, "rnr_retry") < 0)
-		cfg->failover.rnr_retry = UINT32_MAX;
-
+	convert_sec(c, "", cfg);
+	convert_sec(cfg_getsec(c, "failover"), "failover", cfg);
 	s = cfg_getsec(c, "log");
-	if (level_from(cfg_getstr(s, "level"), &cfg->log.level))
+	convert_sec(s, "log", cfg);
+	if (ry__opt_parse(level_row, cfg_getstr(s, "level"), &cfg->log.level))
 		ry__cfg_report(ld, ry__cfg_line(ld, "log", 0, "level"),
 			       "one of error, warn, info, debug, trace",
 			       "log level '%s' is unknown",
 			       cfg_getstr(s, "level"));
-	cfg->log.syslog = cfg_getbool(s, "syslog");
 
 	cfg->n_rails = cfg_size(c, "rail");
 	if (cfg->n_rails > RY_MAX_RAILS) {
@@ -192,9 +186,8 @@ static int convert(cfg_t *c, struct ry_config *cfg, struct ry__loader *ld)
 	}
 	for (unsigned i = 0; i < cfg->n_rails; i++) {
 		struct ry_rail_config *r = &cfg->rails[i];
-		cfg_t *rs = cfg_getnsec(c, "rail", i), *f;
+		cfg_t *rs = cfg_getnsec(c, "rail", i);
 		const char *prov = cfg_getstr(rs, "provider");
-		uint64_t rate = 0;
 
 		copy_str(r->name, sizeof(r->name), cfg_title(rs));
 		r->line = ry__cfg_line(ld, "rail", (int)i, "");
@@ -205,38 +198,16 @@ static int convert(cfg_t *c, struct ry_config *cfg, struct ry__loader *ld)
 			ry__cfg_report(ld, r->line,
 				       "add provider = soft or provider = verbs",
 				       "rail '%s' has no provider", r->name);
-		} else if (provider_from(prov, &r->provider)) {
+		} else if (ry__opt_parse(prov_row, prov, &r->provider)) {
+			r->provider = (enum ry_provider)-1;
 			ry__cfg_report(ld,
 				       ry__cfg_line(ld, "rail", (int)i, "provider"),
 				       "provider is soft (UDP) or verbs (an HCA port)",
 				       "rail '%s': unknown provider '%s'",
 				       r->name, prov);
 		}
-		copy_str(r->network, sizeof(r->network),
-			 cfg_getstr(rs, "network"));
-		copy_str(r->address, sizeof(r->address),
-			 cfg_getstr(rs, "address"));
-		copy_str(r->interface, sizeof(r->interface),
-			 cfg_getstr(rs, "interface"));
-		copy_str(r->device, sizeof(r->device), cfg_getstr(rs, "device"));
-		r->port = u32(cfg_getint(rs, "port"));
-		r->gid_index = (int32_t)cfg_getint(rs, "gid_index");
-		if (cfg_getint(rs, "gid_index") < -1 ||
-		    cfg_getint(rs, "gid_index") > 255)
-			r->gid_index = -2;
-		r->mtu = u32(cfg_getint(rs, "mtu"));
-		r->weight = u32(cfg_getint(rs, "weight"));
-		ry__parse_rate(cfg_getstr(rs, "rate"), &rate);
-		r->rate_bps = rate;
-		f = cfg_getsec(rs, "fault");
-		r->fault.down = cfg_getbool(f, "down");
-		r->fault.drop = cfg_getfloat(f, "drop");
-		r->fault.duplicate = cfg_getfloat(f, "duplicate");
-		r->fault.reorder = cfg_getfloat(f, "reorder");
-		r->fault.corrupt = cfg_getfloat(f, "corrupt");
-		r->fault.delay_us = u32(cfg_getint(f, "delay_us"));
-		if (cfg_getint(f, "delay_us") < 0)
-			r->fault.delay_us = UINT32_MAX;
+		convert_sec(rs, "rail", r);
+		convert_sec(cfg_getsec(rs, "fault"), "rail.fault", r);
 	}
 
 	cfg->n_peers = cfg_size(c, "peer");
@@ -255,8 +226,7 @@ static int convert(cfg_t *c, struct ry_config *cfg, struct ry__loader *ld)
 		cfg_t *ps = cfg_getnsec(c, "peer", i);
 
 		copy_str(p->name, sizeof(p->name), cfg_title(ps));
-		copy_str(p->address, sizeof(p->address),
-			 cfg_getstr(ps, "address"));
+		convert_sec(ps, "peer", p);
 		p->line = ry__cfg_line(ld, "peer", (int)i, "");
 	}
 	return 0;
@@ -427,24 +397,9 @@ void ry_config_init_defaults(struct ry_config *cfg)
 		snprintf(host, sizeof(host), "railyard");
 	host[sizeof(host) - 1] = 0;
 	snprintf(cfg->node, sizeof(cfg->node), "%s", host);
-	snprintf(cfg->control, sizeof(cfg->control), "127.0.0.1:7470");
-	cfg->fragment_size = 4096;
-	cfg->ops_in_flight = 8;
-	cfg->max_op_size = 64u << 20;
-	cfg->wr_per_qp = 256;
-	cfg->frags_per_wr = 16;
-	cfg->failover = (struct ry_failover_config){
-		.heartbeat_ms = 10,
-		.timeout_ms = 100,
-		.ack_timeout_ms = 20,
-		.retry_count = 5,
-		.rnr_retry = 6,
-		.reconnect_min_ms = 100,
-		.reconnect_max_ms = 5000,
-		.op_timeout_ms = 10000,
-		.fence = true,
-	};
-	cfg->log.level = RY_LOG_WARN;
+	ry__opt_defaults("", cfg);
+	ry__opt_defaults("failover", cfg);
+	ry__opt_defaults("log", cfg);
 }
 
 int ry_config_demo(struct ry_config **cfg_p)
@@ -461,13 +416,12 @@ int ry_config_demo(struct ry_config **cfg_p)
 	for (unsigned i = 0; i < cfg->n_rails; i++) {
 		struct ry_rail_config *r = &cfg->rails[i];
 
+		ry__opt_defaults("rail", r);
+		ry__opt_defaults("rail.fault", r);
 		snprintf(r->name, sizeof(r->name), "r%u", i);
 		r->provider = RY_PROVIDER_SOFT;
 		snprintf(r->network, sizeof(r->network), "loop%u", i);
 		snprintf(r->address, sizeof(r->address), "127.0.0.1:0");
-		r->port = 1;
-		r->gid_index = -1;
-		r->weight = 1;
 	}
 	*cfg_p = cfg;
 	return 0;

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * The one libconfuse schema for railyard.conf.  etc/railyard.conf documents
- * every option here; keep the two in step (tests/unit/test_config.c loads
- * the reference file and checks it round-trips).
+ * The one libconfuse schema for railyard.conf, built from the option table
+ * (options.c): the sections are here, their options and defaults there.
  *
  * Values go through our own parse callbacks so that a wrong type gets our
  * message and hint, not libconfuse's, and sizes and rates take units.
@@ -13,6 +12,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <arpa/inet.h>
 
 #include "config/config_int.h"
@@ -193,71 +193,85 @@ static int bool_cb(cfg_t *cfg, cfg_opt_t *opt, const char *value,
 	return -1;
 }
 
-static cfg_opt_t fault_opts[] = {
-	CFG_BOOL_CB("down", cfg_false, CFGF_NONE, bool_cb),
-	CFG_FLOAT_CB("drop", 0, CFGF_NONE, prob_cb),
-	CFG_FLOAT_CB("duplicate", 0, CFGF_NONE, prob_cb),
-	CFG_FLOAT_CB("reorder", 0, CFGF_NONE, prob_cb),
-	CFG_FLOAT_CB("corrupt", 0, CFGF_NONE, prob_cb),
-	CFG_INT_CB("delay_us", 0, CFGF_NONE, int_cb),
-	CFG_END()
-};
+/* Sections with their options from the table, plus subsections. */
+#define MAX_SEC_OPTS 24
+static cfg_opt_t fault_opts[MAX_SEC_OPTS], rail_opts[MAX_SEC_OPTS],
+	peer_opts[MAX_SEC_OPTS], failover_opts[MAX_SEC_OPTS],
+	log_opts[MAX_SEC_OPTS], root_opts[MAX_SEC_OPTS];
+static pthread_once_t schema_once = PTHREAD_ONCE_INIT;
 
-static cfg_opt_t rail_opts[] = {
-	CFG_STR("provider", NULL, CFGF_NODEFAULT),
-	CFG_STR("network", "default", CFGF_NONE),
-	CFG_STR("address", NULL, CFGF_NODEFAULT),
-	CFG_STR("interface", NULL, CFGF_NODEFAULT),
-	CFG_STR("device", NULL, CFGF_NODEFAULT),
-	CFG_INT_CB("port", 1, CFGF_NONE, int_cb),
-	CFG_INT_CB("gid_index", -1, CFGF_NONE, int_cb),
-	CFG_INT_CB("mtu", 0, CFGF_NONE, size_cb),
-	CFG_INT_CB("weight", 1, CFGF_NONE, int_cb),
-	CFG_STR_CB("rate", "0", CFGF_NONE, rate_cb),
-	CFG_SEC("fault", fault_opts, CFGF_NONE),
-	CFG_END()
-};
+static cfg_opt_t schema_opt(const struct ry__opt *o)
+{
+	union {
+		uint64_t u64;
+		uint32_t u32;
+		int32_t i32;
+		double d;
+		bool b;
+	} v = { 0 };
+	long n = 0;
 
-static cfg_opt_t peer_opts[] = {
-	CFG_STR("address", NULL, CFGF_NODEFAULT),
-	CFG_END()
-};
+	/* the defaults are parsed the way a file's values are */
+	if (o->def && o->type != RY__OPT_STR && o->type != RY__OPT_RATE &&
+	    o->type != RY__OPT_PROVIDER && o->type != RY__OPT_LEVEL)
+		ry__opt_parse(o, o->def, &v);
+	if (o->type == RY__OPT_INT || o->type == RY__OPT_SIZE)
+		n = (long)ry__opt_int(o, &v);
+	switch (o->type) {
+	case RY__OPT_INT:
+		return (cfg_opt_t)CFG_INT_CB(o->name, n, CFGF_NONE, int_cb);
+	case RY__OPT_SIZE:
+		return (cfg_opt_t)CFG_INT_CB(o->name, n, CFGF_NONE, size_cb);
+	case RY__OPT_BOOL:
+		return (cfg_opt_t)CFG_BOOL_CB(o->name,
+					      v.b ? cfg_true : cfg_false,
+					      CFGF_NONE, bool_cb);
+	case RY__OPT_PROB:
+		return (cfg_opt_t)CFG_FLOAT_CB(o->name, v.d, CFGF_NONE,
+					       prob_cb);
+	case RY__OPT_RATE:
+		return (cfg_opt_t)CFG_STR_CB(o->name, (char *)o->def, CFGF_NONE,
+					     rate_cb);
+	default:
+		return (cfg_opt_t)CFG_STR(o->name, (char *)o->def,
+					  o->def ? CFGF_NONE : CFGF_NODEFAULT);
+	}
+}
 
-static cfg_opt_t failover_opts[] = {
-	CFG_INT_CB("heartbeat_ms", 10, CFGF_NONE, int_cb),
-	CFG_INT_CB("timeout_ms", 100, CFGF_NONE, int_cb),
-	CFG_INT_CB("ack_timeout_ms", 20, CFGF_NONE, int_cb),
-	CFG_INT_CB("retry_count", 5, CFGF_NONE, int_cb),
-	CFG_INT_CB("rnr_retry", 6, CFGF_NONE, int_cb),
-	CFG_INT_CB("reconnect_min_ms", 100, CFGF_NONE, int_cb),
-	CFG_INT_CB("reconnect_max_ms", 5000, CFGF_NONE, int_cb),
-	CFG_INT_CB("op_timeout_ms", 10000, CFGF_NONE, int_cb),
-	CFG_BOOL_CB("fence", cfg_true, CFGF_NONE, bool_cb),
-	CFG_END()
-};
+static unsigned fill(cfg_opt_t *opts, const char *sec)
+{
+	unsigned n = 0;
 
-static cfg_opt_t log_opts[] = {
-	CFG_STR("level", "warn", CFGF_NONE),
-	CFG_BOOL_CB("syslog", cfg_false, CFGF_NONE, bool_cb),
-	CFG_END()
-};
+	RY__OPT_FOREACH(o, sec) {
+		opts[n++] = schema_opt(o);
+	}
+	return n;
+}
 
-static cfg_opt_t root_opts[] = {
-	CFG_STR("node", NULL, CFGF_NODEFAULT),
-	CFG_STR("control", "127.0.0.1:7470", CFGF_NONE),
-	CFG_INT_CB("fragment_size", 4096, CFGF_NONE, size_cb),
-	CFG_INT_CB("ops_in_flight", 8, CFGF_NONE, int_cb),
-	CFG_INT_CB("max_op_size", 64L << 20, CFGF_NONE, size_cb),
-	CFG_INT_CB("wr_per_qp", 256, CFGF_NONE, int_cb),
-	CFG_INT_CB("frags_per_wr", 16, CFGF_NONE, int_cb),
-	CFG_SEC("rail", rail_opts, CFGF_MULTI | CFGF_TITLE | CFGF_NO_TITLE_DUPES),
-	CFG_SEC("peer", peer_opts, CFGF_MULTI | CFGF_TITLE | CFGF_NO_TITLE_DUPES),
-	CFG_SEC("failover", failover_opts, CFGF_NONE),
-	CFG_SEC("log", log_opts, CFGF_NONE),
-	CFG_END()
-};
+static void schema_init(void)
+{
+	const cfg_opt_t end = CFG_END();
+	const cfg_flag_t multi = CFGF_MULTI | CFGF_TITLE | CFGF_NO_TITLE_DUPES;
+	unsigned n;
+
+	fault_opts[fill(fault_opts, "rail.fault")] = end;
+	n = fill(rail_opts, "rail");
+	rail_opts[n++] = (cfg_opt_t)CFG_SEC("fault", fault_opts, CFGF_NONE);
+	rail_opts[n] = end;
+	peer_opts[fill(peer_opts, "peer")] = end;
+	failover_opts[fill(failover_opts, "failover")] = end;
+	log_opts[fill(log_opts, "log")] = end;
+	n = fill(root_opts, "");
+	root_opts[n++] = (cfg_opt_t)CFG_SEC("rail", rail_opts, multi);
+	root_opts[n++] = (cfg_opt_t)CFG_SEC("peer", peer_opts, multi);
+	root_opts[n++] = (cfg_opt_t)CFG_SEC("failover", failover_opts,
+					    CFGF_NONE);
+	root_opts[n++] = (cfg_opt_t)CFG_SEC("log", log_opts, CFGF_NONE);
+	root_opts[n] = end;
+}
 
 cfg_opt_t *ry__cfg_schema(void)
 {
+	pthread_once(&schema_once, schema_init);
 	return root_opts;
 }

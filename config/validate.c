@@ -2,6 +2,8 @@
 /*
  * The checks a config must pass before anything is opened.  Each message
  * names the option and says what is wrong; the hint says how to fix it.
+ * Ranges come from the option table (options.c); what involves more than
+ * one option, or a rule a range cannot say, is code here.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -108,14 +110,52 @@ static bool valid_name(const char *s)
 	return true;
 }
 
-static void check_range(struct vctx *v, const char *path, const char *name,
-			uint64_t val, uint64_t lo, uint64_t hi, const char *hint)
+/*
+ * The table's range checks for one section.  Rail options are named after
+ * their rail ("rail 'r0': fault drop must be ..."), the others by their
+ * path ("failover.retry_count must be ...").
+ */
+static void check_opts(struct vctx *v, const char *sec, const void *base,
+		       const struct ry_rail_config *rail, int index,
+		       int own_line)
 {
-	if (val >= lo && val <= hi)
-		return;
-	REPORT(v, line_of(v, path, 0, name, 0), hint,
-	       "%s%s%s must be from %llu to %llu", path, *path ? "." : "",
-	       name, (unsigned long long)lo, (unsigned long long)hi);
+	RY__OPT_FOREACH(o, sec) {
+		const void *p = ry__opt_field(o, base);
+		char what[96];
+		bool ok;
+
+		if (o->flags & RY__OPT_OWN_CHECK)
+			continue;
+		if ((o->flags & RY__OPT_VERBS_CHECK) &&
+		    (!rail || rail->provider != RY_PROVIDER_VERBS))
+			continue;
+		if (o->type == RY__OPT_PROB) {
+			double d = ry__opt_prob(o, p);
+
+			ok = d >= (double)o->min && d <= (double)o->max;
+		} else if (o->type == RY__OPT_INT || o->type == RY__OPT_SIZE) {
+			long long n = ry__opt_int(o, p);
+
+			ok = (n >= o->min && n <= o->max) ||
+			     (!n && (o->flags & RY__OPT_ZERO_OK));
+		} else {
+			continue;
+		}
+		if (ok)
+			continue;
+		if (rail)
+			snprintf(what, sizeof(what), "rail '%s': %s%s",
+				 rail->name,
+				 strcmp(sec, "rail.fault") ? "" : "fault ",
+				 o->name);
+		else
+			snprintf(what, sizeof(what), "%s%s%s", sec,
+				 *sec ? "." : "", o->name);
+		REPORT(v, line_of(v, sec, index, o->name, own_line), o->hint,
+		       "%s must be %sfrom %lld to %lld", what,
+		       o->flags & RY__OPT_ZERO_OK ? "0 or " : "", o->min,
+		       o->max);
+	}
 }
 
 static void check_rail(struct vctx *v, const struct ry_rail_config *r, int i)
@@ -151,10 +191,6 @@ static void check_rail(struct vctx *v, const struct ry_rail_config *r, int i)
 			REPORT(v, line,
 			       "add device = \"mlx5_0\" (see railyard devices)",
 			       "verbs rail '%s' has no device", r->name);
-		if (r->port < 1 || r->port > 255)
-			REPORT(v, RL("port"), "HCA ports are numbered from 1",
-			       "rail '%s': port must be from 1 to 255",
-			       r->name);
 		if (r->address[0] &&
 		    ry__parse_hostport(r->address, false, NULL, 0, NULL))
 			REPORT(v, RL("address"),
@@ -162,32 +198,8 @@ static void check_rail(struct vctx *v, const struct ry_rail_config *r, int i)
 			       "rail '%s': address '%s' does not parse",
 			       r->name, r->address);
 	}
-	if (r->gid_index < -1)
-		REPORT(v, RL("gid_index"), "-1 picks the RoCE v2 GID",
-		       "rail '%s': gid_index must be from -1 to 255", r->name);
-	if (r->mtu && (r->mtu < 256 || r->mtu > 65536))
-		REPORT(v, RL("mtu"), "0 uses the interface's MTU",
-		       "rail '%s': mtu must be 0 or from 256 to 65536",
-		       r->name);
-	if (r->weight < 1 || r->weight > 1000)
-		REPORT(v, RL("weight"), "weights are relative: 1 for equal rails",
-		       "rail '%s': weight must be from 1 to 1000", r->name);
-#define PROB(field)                                                          \
-	if (!(r->fault.field >= 0 && r->fault.field <= 1))                   \
-		REPORT(v, line_of(v, "rail.fault", i, #field, line),         \
-		       "a probability from 0 to 1",                           \
-		       "rail '%s': fault " #field " must be from 0 to 1",     \
-		       r->name);
-	PROB(drop)
-	PROB(duplicate)
-	PROB(reorder)
-	PROB(corrupt)
-#undef PROB
-	if (r->fault.delay_us > 10000000)
-		REPORT(v, line_of(v, "rail.fault", i, "delay_us", line),
-		       "at most 10 s (10000000)",
-		       "rail '%s': fault delay_us must be from 0 to 10000000",
-		       r->name);
+	check_opts(v, "rail", r, r, i, line);
+	check_opts(v, "rail.fault", r, r, i, line);
 	if (r->provider == RY_PROVIDER_VERBS &&
 	    (r->fault.down || r->fault.drop > 0 || r->fault.duplicate > 0 ||
 	     r->fault.reorder > 0 || r->fault.corrupt > 0 ||
@@ -222,34 +234,13 @@ int ry__cfg_validate(const struct ry_config *cfg, struct ry__loader *ld)
 		       "use a power of two from 512 to 1M; 4096 (a page) is the default",
 		       "fragment_size %u is not a power of two from 512 B to 1 MiB",
 		       cfg->fragment_size);
-	check_range(&v, "", "ops_in_flight", cfg->ops_in_flight, 1, 4096,
-		    "operations in flight per peer; 8 is the default");
 	if (cfg->max_op_size < cfg->fragment_size ||
 	    cfg->max_op_size > (1ull << 32))
 		REPORT(&v, line_of(&v, "", 0, "max_op_size", 0),
 		       "at least one fragment, at most 4G",
 		       "max_op_size must be from fragment_size to 4 GiB");
-	check_range(&v, "", "wr_per_qp", cfg->wr_per_qp, 1, 16384,
-		    "work requests per QP; 256 is the default");
-	check_range(&v, "", "frags_per_wr", cfg->frags_per_wr, 1, 256,
-		    "fragments merged in one work request; 16 is the default");
-
-	check_range(&v, "failover", "heartbeat_ms", f->heartbeat_ms, 1, 60000,
-		    "a positive number of milliseconds");
-	check_range(&v, "failover", "timeout_ms", f->timeout_ms, 2, 600000,
-		    "a positive number of milliseconds");
-	check_range(&v, "failover", "ack_timeout_ms", f->ack_timeout_ms, 1,
-		    60000, "a positive number of milliseconds");
-	check_range(&v, "failover", "retry_count", f->retry_count, 0, 6,
-		    "7 means retry forever on some HCAs, so it is not allowed");
-	check_range(&v, "failover", "rnr_retry", f->rnr_retry, 0, 6,
-		    "7 means retry forever on some HCAs, so it is not allowed");
-	check_range(&v, "failover", "reconnect_min_ms", f->reconnect_min_ms, 1,
-		    3600000, "a positive number of milliseconds");
-	check_range(&v, "failover", "reconnect_max_ms", f->reconnect_max_ms, 1,
-		    3600000, "a positive number of milliseconds");
-	check_range(&v, "failover", "op_timeout_ms", f->op_timeout_ms, 1,
-		    3600000, "a positive number of milliseconds");
+	check_opts(&v, "", cfg, NULL, 0, 0);
+	check_opts(&v, "failover", cfg, NULL, 0, 0);
 	if (f->heartbeat_ms && f->timeout_ms &&
 	    f->heartbeat_ms >= f->timeout_ms)
 		REPORT(&v, line_of(&v, "failover", 0, "heartbeat_ms", 0),
@@ -276,6 +267,11 @@ int ry__cfg_validate(const struct ry_config *cfg, struct ry__loader *ld)
 	if (cfg->n_rails == 0)
 		REPORT(&v, 0, "add a rail NAME { provider = soft; address = ... } section",
 		       "no rail is defined");
+	/* the loader stops at RY_MAX_RAILS; a program may not */
+	if (cfg->n_rails > RY_MAX_RAILS)
+		REPORT(&v, 0, "remove rails, or split the node",
+		       "too many rails: %u (at most %d)", cfg->n_rails,
+		       RY_MAX_RAILS);
 	for (unsigned i = 0; i < cfg->n_rails && i < RY_MAX_RAILS; i++) {
 		check_rail(&v, &cfg->rails[i], (int)i);
 		if (!v.ld->sites) /* hand-built: names may repeat */

@@ -22,6 +22,7 @@
 #include <sys/random.h>
 #include <sys/timerfd.h>
 
+#include "config/config_int.h"
 #include "src/manager.h"
 
 _Static_assert(sizeof(struct ry__mhdr) == RY__MSG_HDR, "message header");
@@ -418,77 +419,28 @@ void ry_progress_thread_stop(struct ry_manager *m)
 
 /* ---- create / destroy ---- */
 
-static bool pow2(uint32_t v)
+static void log_config_error(const struct ry_config_error *e, void *arg)
 {
-	return v && !(v & (v - 1));
+	(void)arg;
+	RY_ERR("config", "%s:%d: %s%s%s", e->file, e->line, e->message,
+	       e->hint && e->hint[0] ? "; " : "", e->hint ? e->hint : "");
 }
 
-static void apply_defaults(struct ry_config *c)
+/*
+ * A program may hand over a struct it zeroed: railyard.h promises defaults
+ * for zero sizes and times, a node name and a loopback control address.
+ * The rest is the loader's own validation, so a config passes one set of
+ * rules whether it came from a file or was built by hand.
+ */
+static int adopt_config(struct ry_config *c)
 {
-	struct ry_failover_config *f = &c->failover;
-
-	if (!c->fragment_size)
-		c->fragment_size = 4096;
-	if (!c->ops_in_flight)
-		c->ops_in_flight = 8;
-	if (!c->max_op_size)
-		c->max_op_size = 64ull << 20;
-	if (!c->wr_per_qp)
-		c->wr_per_qp = 256;
-	if (!c->frags_per_wr)
-		c->frags_per_wr = 16;
-	if (!f->heartbeat_ms)
-		f->heartbeat_ms = 10;
-	if (!f->timeout_ms)
-		f->timeout_ms = 100;
-	if (!f->ack_timeout_ms)
-		f->ack_timeout_ms = 20;
-	if (!f->retry_count)
-		f->retry_count = 5;
-	/* 7 means "forever" on some HCAs: a dead path would never error */
-	if (f->retry_count > 6)
-		f->retry_count = 6;
-	if (!f->rnr_retry || f->rnr_retry > 6)
-		f->rnr_retry = 6;
-	if (!f->reconnect_min_ms)
-		f->reconnect_min_ms = 100;
-	if (!f->reconnect_max_ms)
-		f->reconnect_max_ms = 5000;
-	if (f->reconnect_max_ms < f->reconnect_min_ms)
-		f->reconnect_max_ms = f->reconnect_min_ms;
-	if (!f->op_timeout_ms)
-		f->op_timeout_ms = 10000;
+	ry__opt_fill_zero(c);
 	if (!c->node[0])
 		snprintf(c->node, sizeof(c->node), "node-%08x",
 			 (unsigned)ry__rand64());
-}
-
-static int check_config(const struct ry_config *c)
-{
-	unsigned i, j;
-
-	if (!c->n_rails || c->n_rails > RY_MAX_RAILS) {
-		RY_ERR("mgr", "%s: need 1..%d rails, have %u", c->source,
-		       RY_MAX_RAILS, c->n_rails);
-		return -EINVAL;
-	}
-	if (c->fragment_size &&
-	    (!pow2(c->fragment_size) || c->fragment_size < 512 ||
-	     c->fragment_size > (1u << 20))) {
-		RY_ERR("mgr",
-		       "%s: fragment_size %u is not a power of two in "
-		       "512..1048576",
-		       c->source, c->fragment_size);
-		return -EINVAL;
-	}
-	for (i = 0; i < c->n_rails; i++)
-		for (j = 0; j < i; j++)
-			if (!strcmp(c->rails[i].name, c->rails[j].name)) {
-				RY_ERR("mgr", "%s: two rails named %s",
-				       c->source, c->rails[i].name);
-				return -EINVAL;
-			}
-	return 0;
+	if (!c->control[0])
+		snprintf(c->control, sizeof(c->control), "127.0.0.1:0");
+	return ry_config_validate(c, log_config_error, NULL) ? -EINVAL : 0;
 }
 
 static int open_rail(struct ry_manager *m, unsigned i)
@@ -596,6 +548,7 @@ static void teardown(struct ry_manager *m)
 
 int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 {
+	struct ry_config c;
 	struct ry_manager *m;
 	uint64_t shortest;
 	unsigned i;
@@ -603,7 +556,8 @@ int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 
 	if (!cfg || !mgr_p)
 		return -EINVAL;
-	ret = check_config(cfg);
+	c = *cfg;
+	ret = adopt_config(&c);
 	if (ret)
 		return ret;
 	m = calloc(1, sizeof(*m));
@@ -612,7 +566,7 @@ int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 	pthread_mutex_init(&m->m_lock, NULL);
 	pthread_mutex_init(&m->m_cb_lock, NULL);
 	m->m_listen_fd = m->m_timer_fd = m->m_wake_fd = m->m_epfd = -1;
-	m->m_cfg = *cfg;
+	m->m_cfg = c;
 	m->m_cfg.peers = NULL;
 	m->m_cfg.n_peers = 0;
 	if (cfg->n_peers) {
@@ -625,7 +579,6 @@ int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 		       cfg->n_peers * sizeof(*cfg->peers));
 		m->m_cfg.n_peers = cfg->n_peers;
 	}
-	apply_defaults(&m->m_cfg);
 	m->m_node = ry__rand64() | 1;
 	m->m_hb_ns = m->m_cfg.failover.heartbeat_ms * 1000000ull;
 	m->m_timeout_ns = m->m_cfg.failover.timeout_ms * 1000000ull;
@@ -678,13 +631,6 @@ int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 err:
 	teardown(m);
 	return ret;
-}
-
-static void log_config_error(const struct ry_config_error *e, void *arg)
-{
-	(void)arg;
-	RY_ERR("config", "%s:%d: %s%s%s", e->file, e->line, e->message,
-	       e->hint && e->hint[0] ? "; " : "", e->hint ? e->hint : "");
 }
 
 int ry_manager_create_from_file(const char *path, struct ry_manager **mgr_p)

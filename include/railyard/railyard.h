@@ -101,12 +101,14 @@ RY_API void ry_log_use_syslog(bool on);
  * ry_manager_control_addr; empty means "127.0.0.1:0").  Zero sizes and
  * failover times take the defaults of ry_config_init_defaults() (heartbeat
  * 10 ms, timeout 100 ms, ack timeout 20 ms, retry 5, reconnect
- * 100..5000 ms, op timeout 10 s); retry counts above 6 are lowered to 6.
- * failover.fence is taken as given (false: no fencing).
- * Errors: -EINVAL (no rails, fragment_size not a power of two in
- * 512..1 MiB, two rails with one name), -EADDRINUSE/-EADDRNOTAVAIL (control
- * address), a rail's open error (-ENOSYS: provider not implemented,
- * -EPROTONOSUPPORT: provider not built), -ENOMEM.
+ * 100..5000 ms, op timeout 10 s); an empty node gets a random name.
+ * failover.fence is taken as given (false: no fencing).  The result must
+ * then pass ry_config_validate(); its problems are logged at error level.
+ * Errors: -EINVAL (the config does not validate: no rails, fragment_size
+ * not a power of two in 512..1 MiB, two rails with one name, a value out
+ * of range such as a retry count above 6), -EADDRINUSE/-EADDRNOTAVAIL
+ * (control address), a rail's open error (-ENOSYS: provider not
+ * implemented, -EPROTONOSUPPORT: provider not built), -ENOMEM.
  */
 RY_API int ry_manager_create(const struct ry_config *cfg,
 			     struct ry_manager **mgr_p);
