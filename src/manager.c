@@ -19,29 +19,11 @@
 #include <unistd.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/random.h>
 #include <sys/timerfd.h>
 
 #include "src/manager.h"
 
 _Static_assert(sizeof(struct ry__mhdr) == RY__MSG_HDR, "message header");
-
-uint64_t ry__now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t ry__rand64(void)
-{
-	uint64_t v;
-
-	if (getrandom(&v, sizeof(v), 0) != sizeof(v))
-		v = ry__now_ns() * 0x9e3779b97f4a7c15ull;
-	return v;
-}
 
 /* ---- fds ---- */
 

@@ -43,10 +43,12 @@
 #include <railyard/railyard.h>
 
 #include "rails/rail.h"
-#include "src/log.h"
-
-#define container_of(ptr, type, member)                                        \
-	((type *)((char *)(ptr)-offsetof(type, member)))
+#include "src/util/clock.h"
+#include "src/util/compiler.h"
+#include "src/util/list.h"
+#include "src/util/log.h"
+#include "src/util/queue.h"
+#include "src/util/random.h"
 
 #define RY__RECV_BUFS 256 /* receive buffers per rail (the SRQ) */
 #define RY__MSG_SLOTS 256 /* send slots for messages per manager */
@@ -64,13 +66,6 @@ _Static_assert(RY__RXWIN >= RY__TXWIN + RY__RECV_BUFS * RY_MAX_RAILS,
 #define RY__OUT_HORIZON_NS 8000000ull
 #define RY__OUT_MIN (128u << 10)
 
-static inline uint64_t ry__min64(uint64_t a, uint64_t b)
-{
-	return a < b ? a : b;
-}
-
-uint64_t ry__now_ns(void);
-
 /*
  * Time from t to now, 0 if t is later: stamps taken during one progress
  * call may be newer than the `now` it started with.
@@ -79,7 +74,6 @@ static inline uint64_t ry__since(uint64_t now, uint64_t t)
 {
 	return now > t ? now - t : 0;
 }
-uint64_t ry__rand64(void);
 
 /* ---- inflight.c: bounded-chunk pools ---- */
 

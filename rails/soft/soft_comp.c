@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "rails/soft/soft_int.h"
-#include "src/log.h"
+#include "src/util/log.h"
 
 static struct ry_soft_wqe *head(struct ry_soft_qp *qp)
 {

@@ -34,9 +34,9 @@
 #include "rails/rail.h"
 #include "rails/soft/psn.h"
 #include "rails/soft/wire.h"
-
-#define container_of(ptr, type, member)                                        \
-	((type *)((char *)(ptr)-offsetof(type, member)))
+#include "src/util/clock.h"
+#include "src/util/compiler.h"
+#include "src/util/random.h"
 
 #define RY_SOFT_MAX_QP_WR 4096
 #define RY_SOFT_MAX_MSG (1u << 30)
@@ -255,8 +255,6 @@ static inline struct ry_soft_rail *qp_rail(struct ry_soft_qp *qp)
 	return to_srail(qp->base.pd->rail);
 }
 
-uint64_t ry_soft_now(void);
-int ry_soft_random(void *buf, size_t len);
 
 /* soft_rail.c */
 void ry_soft_cq_push(struct ry_soft_rail *r, const struct ry_wc *wc);

@@ -13,7 +13,7 @@
 
 #include "rails/soft/soft.h"
 #include "rails/soft/soft_int.h"
-#include "src/log.h"
+#include "src/util/log.h"
 
 static unsigned qbucket(uint32_t qpn)
 {
@@ -38,9 +38,9 @@ static int fresh_psn_cookie(struct ry_soft_qp *qp)
 
 	/* nonzero, as on verbs: 0 is what a forgotten init would give */
 	while (!rc && !(psn & RY_SOFT_PSN_MASK))
-		rc = ry_soft_random(&psn, sizeof(psn));
+		rc = ry__rand_bytes(&psn, sizeof(psn));
 	if (!rc)
-		rc = ry_soft_random(&cookie, sizeof(cookie));
+		rc = ry__rand_bytes(&cookie, sizeof(cookie));
 	if (rc)
 		return rc;
 	qp->base.local.psn = psn & RY_SOFT_PSN_MASK;
@@ -80,7 +80,7 @@ int ry_soft_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	for (int tries = 0;; tries++) {
 		uint32_t qpn;
 
-		rc = ry_soft_random(&qpn, sizeof(qpn));
+		rc = ry__rand_bytes(&qpn, sizeof(qpn));
 		if (rc)
 			goto err_free;
 		qpn &= RY_SOFT_PSN_MASK;

@@ -22,14 +22,13 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/random.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "rails/soft/soft.h"
 #include "rails/soft/soft_int.h"
-#include "src/log.h"
+#include "src/util/log.h"
 
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
@@ -39,33 +38,6 @@
 #endif
 
 #define SOCK_BUF (32 << 20)
-
-uint64_t ry_soft_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-int ry_soft_random(void *buf, size_t len)
-{
-	uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = getrandom(p, len, 0);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			RY_ERR("soft", "getrandom: %m");
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
 
 /* ---- CQ, SRQ, events ---- */
 
@@ -159,7 +131,7 @@ void ry_soft_event(struct ry_soft_rail *r, enum ry_rail_event_type type,
 	ev = &r->ev[r->ev_tail++ % RY_SOFT_EVENTS];
 	ev->type = type;
 	ev->qpn = qpn;
-	ev->time_ns = ry_soft_now();
+	ev->time_ns = ry__now_ns();
 	efd_raise(r);
 }
 
@@ -513,7 +485,7 @@ static int soft_progress(struct ry_rail *rail)
 	uint64_t next = 0;
 	int rc = 0;
 
-	r->now = ry_soft_now();
+	r->now = ry__now_ns();
 	if (r->timer_armed && r->now >= r->timer_armed) {
 		uint64_t v;
 
@@ -741,7 +713,7 @@ static int soft_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 		       cfg->name, cfg->address);
 		goto err_free;
 	}
-	rc = ry_soft_random(&r->rng, sizeof(r->rng));
+	rc = ry__rand_bytes(&r->rng, sizeof(r->rng));
 	if (rc)
 		goto err_free;
 	r->rng |= 1;
@@ -853,7 +825,7 @@ void ry_soft_inject(struct ry_rail *rail, const void *pkt, size_t len,
 
 	memcpy(&from.sin_addr, gid + 12, 4);
 	from.sin_port = htons(udp_port);
-	r->now = ry_soft_now();
+	r->now = ry__now_ns();
 	ry_soft_rx_packet(r, pkt, (uint32_t)len, &from);
 	ry_soft_tx_flush(r);
 }

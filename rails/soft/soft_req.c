@@ -13,7 +13,7 @@
  * READ from its PSN on; its responses come back under PSN, PSN+1, ...
  */
 #include "rails/soft/soft_int.h"
-#include "src/log.h"
+#include "src/util/log.h"
 
 const char *const ry_soft_req_state_names[] = {
     [RY_SOFT_REQ_IDLE] = "idle",	 [RY_SOFT_REQ_SENDING] = "sending",

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "rails/soft/soft_int.h"
-#include "src/log.h"
+#include "src/util/log.h"
 
 static void send_ack(struct ry_soft_qp *qp, uint8_t syn, uint32_t psn)
 {
