@@ -72,11 +72,7 @@ static struct ry__delivery *dv_new(struct ry_manager *m, size_t extra)
 
 	if (!dv)
 		return NULL;
-	if (m->m_dv_tail)
-		m->m_dv_tail->dv_next = dv;
-	else
-		m->m_dv_head = dv;
-	m->m_dv_tail = dv;
+	ry__sq_push_tail(m->m_dv_head, m->m_dv_tail, dv, dv_next);
 	return dv;
 }
 
@@ -309,9 +305,9 @@ static int progress_locked(struct ry_manager *m, struct ry__op **done,
 	}
 	ry__ctl_reap(m);
 	*done = m->m_done_head;
-	m->m_done_head = m->m_done_tail = NULL;
+	ry__sq_init(m->m_done_head, m->m_done_tail);
 	*dv = m->m_dv_head;
-	m->m_dv_head = m->m_dv_tail = NULL;
+	ry__sq_init(m->m_dv_head, m->m_dv_tail);
 	return 0;
 }
 
@@ -525,10 +521,9 @@ static void teardown(struct ry_manager *m)
 	unsigned i, j;
 
 	while ((op = m->m_poll_head)) {
-		m->m_poll_head = op->op_q_next;
+		ry__sq_pop_head(m->m_poll_head, m->m_poll_tail, op_q_next);
 		ry__op_release(m, op);
 	}
-	m->m_poll_tail = NULL;
 	while ((p = m->m_peers)) {
 		m->m_peers = p->pr_next;
 		for (j = 0; j < m->m_nrails; j++)
@@ -537,7 +532,7 @@ static void teardown(struct ry_manager *m)
 	}
 	ry__ctl_close_all(m);
 	while ((dv = m->m_dv_head)) {
-		m->m_dv_head = dv->dv_next;
+		ry__sq_pop_head(m->m_dv_head, m->m_dv_tail, dv_next);
 		free(dv);
 	}
 	while (m->m_regions) {
@@ -701,9 +696,9 @@ void ry_manager_destroy(struct ry_manager *m)
 	for (p = m->m_peers; p; p = p->pr_next)
 		ry__op_cancel_all(p);
 	done = m->m_done_head;
-	m->m_done_head = m->m_done_tail = NULL;
+	ry__sq_init(m->m_done_head, m->m_done_tail);
 	dv = m->m_dv_head;
-	m->m_dv_head = m->m_dv_tail = NULL;
+	ry__sq_init(m->m_dv_head, m->m_dv_tail);
 	pthread_mutex_unlock(&m->m_lock);
 	/* canceled ops' callbacks; undelivered messages are dropped */
 	while (dv) {

@@ -199,7 +199,7 @@ struct ry__wr {
 	uint8_t wr_kind; /* enum ry__wr_kind */
 	bool wr_replay;	 /* carries replayed fragments */
 	uint64_t wr_post_ns;
-	struct ry__wr *wr_next, *wr_prev; /* cn_posted */
+	struct ry__list wr_link; /* cn_posted */
 };
 
 /* Replayed fragments waiting at the head of the peer's queue. */
@@ -237,8 +237,7 @@ struct ry__op {
 	void *op_ctx;
 	enum ry_status op_status;
 	char op_reason[192];
-	struct ry__op *op_all_next,
-	    *op_all_prev;	  /* pr_ops: all of the peer's */
+	struct ry__list op_all;	  /* pr_ops: all of the peer's */
 	struct ry__op *op_q_next; /* pr_waitq, pr_sched, pr_msgq, done */
 	bool op_on_sched;
 	bool op_on_msgq;
@@ -271,7 +270,7 @@ struct ry__conn {
 	 * smoothed (stripe.c) */
 	uint64_t cn_win_ns, cn_win_bytes, cn_win_prev;
 	bool cn_hb_out;
-	struct ry__wr *cn_posted_head, *cn_posted_tail;
+	struct ry__list cn_posted; /* struct ry__wr.wr_link */
 	uint64_t cn_fail_ns;   /* last sign of life before failure */
 	uint64_t cn_fence_gen; /* fence to request for this failure */
 	uint32_t cn_dead_qpn, cn_dead_rqpn;
@@ -322,7 +321,7 @@ struct ry_peer {
 	unsigned pr_nactive;
 	uint64_t pr_nopath_ns; /* no ACTIVE connection since */
 	/* operations */
-	struct ry__op *pr_ops_head, *pr_ops_tail; /* all, in post order */
+	struct ry__list pr_ops; /* all, in post order: ry__op.op_all */
 	struct ry__op *pr_waitq_head, *pr_waitq_tail;
 	struct ry__op *pr_sched_head, *pr_sched_tail; /* fresh fragments */
 	struct ry__op *pr_msgq_head, *pr_msgq_tail;
