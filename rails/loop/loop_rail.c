@@ -20,6 +20,7 @@
 #include "src/util/clock.h"
 #include "src/util/compiler.h"
 #include "src/util/log.h"
+#include "src/util/queue.h"
 #include "src/util/random.h"
 
 struct loop_pend {
@@ -360,13 +361,8 @@ static void hold_packet(struct loop_rail *lr, struct loop_qp *q,
 	pk->pk_src_qpn = q->lq_base.qp_num;
 	pk->pk_dst_qpn = q->lq_attr.remote.qpn;
 	pk->pk_wr = *wr;
-	pk->pk_next = NULL;
 	memcpy(pk->pk_data, (void *)(uintptr_t)wr->sge.addr, len);
-	if (lr->lr_held_tail)
-		lr->lr_held_tail->pk_next = pk;
-	else
-		lr->lr_held_head = pk;
-	lr->lr_held_tail = pk;
+	ry__sq_push_tail(lr->lr_held_head, lr->lr_held_tail, pk, pk_next);
 }
 
 static int pend(struct loop_rail *lr, struct loop_qp *q,
@@ -377,17 +373,13 @@ static int pend(struct loop_rail *lr, struct loop_qp *q,
 	if (!p)
 		return -ENOMEM;
 	p->lp_wr = *wr;
-	p->lp_next = NULL;
 	if (!q->lq_pend_head) {
 		uint64_t t = (uint64_t)q->lq_attr.ack_timeout_us *
 			     (q->lq_attr.retry_cnt + 1);
 
 		q->lq_pend_deadline = ry__now_ns() + t * 1000;
-		q->lq_pend_head = p;
-	} else {
-		q->lq_pend_tail->lp_next = p;
 	}
-	q->lq_pend_tail = p;
+	ry__sq_push_tail(q->lq_pend_head, q->lq_pend_tail, p, lp_next);
 	if (lr->lr_hold)
 		hold_packet(lr, q, wr);
 	return 0;

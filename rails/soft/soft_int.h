@@ -65,6 +65,13 @@
 #define RY_SOFT_GSO_BYTES 65000
 #define RY_SOFT_EVENTS 64
 #define RY_SOFT_FAULT_SLOTS 1024
+/* The SRQ, event and READ rings index with ry__ring_slot (a mask). */
+_Static_assert((RY_SOFT_SRQ_SIZE & (RY_SOFT_SRQ_SIZE - 1)) == 0,
+	       "RY_SOFT_SRQ_SIZE must be a power of two");
+_Static_assert((RY_SOFT_EVENTS & (RY_SOFT_EVENTS - 1)) == 0,
+	       "RY_SOFT_EVENTS must be a power of two");
+_Static_assert((RY_SOFT_MAX_RD & (RY_SOFT_MAX_RD - 1)) == 0,
+	       "RY_SOFT_MAX_RD must be a power of two");
 
 struct ry_soft_rail;
 

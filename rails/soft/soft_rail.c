@@ -29,6 +29,7 @@
 #include "rails/soft/soft.h"
 #include "rails/soft/soft_int.h"
 #include "src/util/log.h"
+#include "src/util/ring.h"
 
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
@@ -65,13 +66,13 @@ static void efd_clear(struct ry_soft_rail *r)
 void ry_soft_cq_push(struct ry_soft_rail *r, const struct ry_wc *wc)
 {
 	/* Sized at create_qp for every WR that can be outstanding. */
-	if (r->cq_tail - r->cq_head >= r->cq_size) {
+	if (ry__ring_full(r->cq_head, r->cq_tail, r->cq_size)) {
 		RY_ERR("soft",
 		       "rail %s: CQ overrun, completion of qp 0x%x lost",
 		       r->base.name, wc->qp_num);
 		return;
 	}
-	r->cq[r->cq_tail++ & (r->cq_size - 1)] = *wc;
+	r->cq[ry__ring_slot(r->cq_tail++, r->cq_size)] = *wc;
 }
 
 int ry_soft_cq_reserve(struct ry_soft_rail *r, uint32_t entries)
@@ -87,7 +88,7 @@ int ry_soft_cq_reserve(struct ry_soft_rail *r, uint32_t entries)
 	if (!cq)
 		return -ENOMEM;
 	for (uint32_t i = 0; r->cq_head + i != r->cq_tail; i++)
-		cq[i] = r->cq[(r->cq_head + i) & (r->cq_size - 1)];
+		cq[i] = r->cq[ry__ring_slot(r->cq_head + i, r->cq_size)];
 	r->cq_tail -= r->cq_head;
 	r->cq_head = 0;
 	free(r->cq);
@@ -102,7 +103,7 @@ static int soft_poll_cq(struct ry_rail *rail, struct ry_wc *wc, int n)
 	int i = 0;
 
 	while (i < n && r->cq_head != r->cq_tail)
-		wc[i++] = r->cq[r->cq_head++ & (r->cq_size - 1)];
+		wc[i++] = r->cq[ry__ring_slot(r->cq_head++, r->cq_size)];
 	if (r->cq_head == r->cq_tail && r->ev_head == r->ev_tail)
 		efd_clear(r);
 	return i;
@@ -116,7 +117,7 @@ static int soft_post_recv(struct ry_rail *rail, const struct ry_recv_wr *wr,
 	if (RY_SOFT_SRQ_SIZE - (r->srq_tail - r->srq_head) < n)
 		return -ENOMEM;
 	for (unsigned i = 0; i < n; i++)
-		r->srq[r->srq_tail++ % RY_SOFT_SRQ_SIZE] = wr[i];
+		r->srq[ry__ring_slot(r->srq_tail++, RY_SOFT_SRQ_SIZE)] = wr[i];
 	return 0;
 }
 
@@ -125,10 +126,10 @@ void ry_soft_event(struct ry_soft_rail *r, enum ry_rail_event_type type,
 {
 	struct ry_rail_event *ev;
 
-	if (r->ev_tail - r->ev_head >= RY_SOFT_EVENTS)
+	if (ry__ring_full(r->ev_head, r->ev_tail, RY_SOFT_EVENTS))
 		r->ev_head++; /* keep the newest: the last state is what counts
 			       */
-	ev = &r->ev[r->ev_tail++ % RY_SOFT_EVENTS];
+	ev = &r->ev[ry__ring_slot(r->ev_tail++, RY_SOFT_EVENTS)];
 	ev->type = type;
 	ev->qpn = qpn;
 	ev->time_ns = ry__now_ns();
@@ -141,7 +142,7 @@ static int soft_get_event(struct ry_rail *rail, struct ry_rail_event *ev)
 
 	if (r->ev_head == r->ev_tail)
 		return -EAGAIN;
-	*ev = r->ev[r->ev_head++ % RY_SOFT_EVENTS];
+	*ev = r->ev[ry__ring_slot(r->ev_head++, RY_SOFT_EVENTS)];
 	if (r->cq_head == r->cq_tail && r->ev_head == r->ev_tail)
 		efd_clear(r);
 	return 0;

@@ -36,6 +36,8 @@
 
 #define RY_VERBS_QP_BUCKETS 1024    /* qpn -> QP, for completions */
 #define RY_VERBS_EVENTS 256         /* rail event queue */
+_Static_assert((RY_VERBS_EVENTS & (RY_VERBS_EVENTS - 1)) == 0,
+	       "event ring size must be a power of two (ring.h)");
 #define RY_VERBS_CQ_MIN 4096        /* CQ entries at open; grows per QP */
 #define RY_VERBS_SRQ_WR 1024        /* receives the SRQ can hold */
 #define RY_VERBS_MAX_RD 16          /* READs outstanding per QP */

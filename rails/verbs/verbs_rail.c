@@ -45,13 +45,14 @@
 #include "rails/verbs/verbs.h"
 #include "rails/verbs/verbs_int.h"
 #include "src/util/log.h"
+#include "src/util/ring.h"
 
 void ry__verbs_push_event(struct ry_verbs_rail *r,
 			  enum ry_rail_event_type type, uint32_t qpn)
 {
 	struct ry_rail_event *ev;
 
-	if (r->ev_tail - r->ev_head == RY_VERBS_EVENTS) {
+	if (ry__ring_full(r->ev_head, r->ev_tail, RY_VERBS_EVENTS)) {
 		/* The manager stopped reading events: keep the newest,
 		 * which say what the rail is now. */
 		if (!r->ev_dropped++)
@@ -59,7 +60,7 @@ void ry__verbs_push_event(struct ry_verbs_rail *r,
 				r->base.name);
 		r->ev_head++;
 	}
-	ev = &r->events[r->ev_tail++ % RY_VERBS_EVENTS];
+	ev = &r->events[ry__ring_slot(r->ev_tail++, RY_VERBS_EVENTS)];
 	ev->type = type;
 	ev->qpn = qpn;
 	ev->time_ns = ry__now_ns();
@@ -475,7 +476,7 @@ static int verbs_get_event(struct ry_rail *rail, struct ry_rail_event *ev)
 
 	if (r->ev_head == r->ev_tail)
 		return -EAGAIN;
-	*ev = r->events[r->ev_head++ % RY_VERBS_EVENTS];
+	*ev = r->events[ry__ring_slot(r->ev_head++, RY_VERBS_EVENTS)];
 	return 0;
 }
 
