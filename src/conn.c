@@ -47,6 +47,7 @@ void ry__conn_init(struct ry__conn *c, struct ry_peer *p, struct ry__lrail *lr)
 	const struct ry_rail_config *rc = &lr->lr_cfg;
 
 	memset(c, 0, sizeof(*c));
+	ry__list_init(&c->cn_posted);
 	c->cn_peer = p;
 	c->cn_lrail = lr;
 	c->cn_ridx = -1;
@@ -358,15 +359,7 @@ int ry__conn_post(struct ry__conn *c, struct ry__wr **wrs,
 	if (ret)
 		return ret;
 	for (i = 0; i < n; i++) {
-		struct ry__wr *w = wrs[i];
-
-		w->wr_next = NULL;
-		w->wr_prev = c->cn_posted_tail;
-		if (c->cn_posted_tail)
-			c->cn_posted_tail->wr_next = w;
-		else
-			c->cn_posted_head = w;
-		c->cn_posted_tail = w;
+		ry__list_add_tail(&c->cn_posted, &wrs[i]->wr_link);
 	}
 	c->cn_last_tx_ns = now;
 	c->cn_cnt.work_requests += n;

@@ -33,7 +33,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
-#include "src/le.h"
+#include "src/util/le.h"
 #include "src/manager.h"
 
 #define CTL_VERSION 1

@@ -74,7 +74,7 @@ void ry__fence_on_req(struct ry_peer *p, struct ry__ctl *ctl, uint64_t gen,
 void ry__fence_on_ack(struct ry_peer *p, uint64_t gen)
 {
 	struct ry_manager *m = p->pr_mgr;
-	struct ry__op *op, *next;
+	struct ry__list *pos, *next;
 	unsigned i;
 
 	if (gen <= p->pr_fence_acked)
@@ -88,8 +88,9 @@ void ry__fence_on_ack(struct ry_peer *p, uint64_t gen)
 			c->cn_cnt.fences++;
 	}
 	p->pr_fence_acked = gen;
-	for (op = p->pr_ops_head; op; op = next) {
-		next = op->op_all_next;
+	ry__list_for_each_safe(pos, next, &p->pr_ops) {
+		struct ry__op *op = ry__list_entry(pos, struct ry__op, op_all);
+
 		if (op->op_state == OPS_FENCING)
 			ry__op_check(op);
 	}

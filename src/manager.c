@@ -19,30 +19,12 @@
 #include <unistd.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/random.h>
 #include <sys/timerfd.h>
 
 #include "config/config_int.h"
 #include "src/manager.h"
 
 _Static_assert(sizeof(struct ry__mhdr) == RY__MSG_HDR, "message header");
-
-uint64_t ry__now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t ry__rand64(void)
-{
-	uint64_t v;
-
-	if (getrandom(&v, sizeof(v), 0) != sizeof(v))
-		v = ry__now_ns() * 0x9e3779b97f4a7c15ull;
-	return v;
-}
 
 /* ---- fds ---- */
 
@@ -91,11 +73,7 @@ static struct ry__delivery *dv_new(struct ry_manager *m, size_t extra)
 
 	if (!dv)
 		return NULL;
-	if (m->m_dv_tail)
-		m->m_dv_tail->dv_next = dv;
-	else
-		m->m_dv_head = dv;
-	m->m_dv_tail = dv;
+	ry__sq_push_tail(m->m_dv_head, m->m_dv_tail, dv, dv_next);
 	return dv;
 }
 
@@ -328,9 +306,9 @@ static int progress_locked(struct ry_manager *m, struct ry__op **done,
 	}
 	ry__ctl_reap(m);
 	*done = m->m_done_head;
-	m->m_done_head = m->m_done_tail = NULL;
+	ry__sq_init(m->m_done_head, m->m_done_tail);
 	*dv = m->m_dv_head;
-	m->m_dv_head = m->m_dv_tail = NULL;
+	ry__sq_init(m->m_dv_head, m->m_dv_tail);
 	return 0;
 }
 
@@ -495,10 +473,9 @@ static void teardown(struct ry_manager *m)
 	unsigned i, j;
 
 	while ((op = m->m_poll_head)) {
-		m->m_poll_head = op->op_q_next;
+		ry__sq_pop_head(m->m_poll_head, m->m_poll_tail, op_q_next);
 		ry__op_release(m, op);
 	}
-	m->m_poll_tail = NULL;
 	while ((p = m->m_peers)) {
 		m->m_peers = p->pr_next;
 		for (j = 0; j < m->m_nrails; j++)
@@ -507,7 +484,7 @@ static void teardown(struct ry_manager *m)
 	}
 	ry__ctl_close_all(m);
 	while ((dv = m->m_dv_head)) {
-		m->m_dv_head = dv->dv_next;
+		ry__sq_pop_head(m->m_dv_head, m->m_dv_tail, dv_next);
 		free(dv);
 	}
 	while (m->m_regions) {
@@ -665,9 +642,9 @@ void ry_manager_destroy(struct ry_manager *m)
 	for (p = m->m_peers; p; p = p->pr_next)
 		ry__op_cancel_all(p);
 	done = m->m_done_head;
-	m->m_done_head = m->m_done_tail = NULL;
+	ry__sq_init(m->m_done_head, m->m_done_tail);
 	dv = m->m_dv_head;
-	m->m_dv_head = m->m_dv_tail = NULL;
+	ry__sq_init(m->m_dv_head, m->m_dv_tail);
 	pthread_mutex_unlock(&m->m_lock);
 	/* canceled ops' callbacks; undelivered messages are dropped */
 	while (dv) {

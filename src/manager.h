@@ -43,10 +43,12 @@
 #include <railyard/railyard.h>
 
 #include "rails/rail.h"
-#include "src/log.h"
-
-#define container_of(ptr, type, member)                                        \
-	((type *)((char *)(ptr)-offsetof(type, member)))
+#include "src/util/clock.h"
+#include "src/util/compiler.h"
+#include "src/util/list.h"
+#include "src/util/log.h"
+#include "src/util/queue.h"
+#include "src/util/random.h"
 
 #define RY__RECV_BUFS 256 /* receive buffers per rail (the SRQ) */
 #define RY__MSG_SLOTS 256 /* send slots for messages per manager */
@@ -64,13 +66,6 @@ _Static_assert(RY__RXWIN >= RY__TXWIN + RY__RECV_BUFS * RY_MAX_RAILS,
 #define RY__OUT_HORIZON_NS 8000000ull
 #define RY__OUT_MIN (128u << 10)
 
-static inline uint64_t ry__min64(uint64_t a, uint64_t b)
-{
-	return a < b ? a : b;
-}
-
-uint64_t ry__now_ns(void);
-
 /*
  * Time from t to now, 0 if t is later: stamps taken during one progress
  * call may be newer than the `now` it started with.
@@ -79,7 +74,6 @@ static inline uint64_t ry__since(uint64_t now, uint64_t t)
 {
 	return now > t ? now - t : 0;
 }
-uint64_t ry__rand64(void);
 
 /* ---- inflight.c: bounded-chunk pools ---- */
 
@@ -205,7 +199,7 @@ struct ry__wr {
 	uint8_t wr_kind; /* enum ry__wr_kind */
 	bool wr_replay;	 /* carries replayed fragments */
 	uint64_t wr_post_ns;
-	struct ry__wr *wr_next, *wr_prev; /* cn_posted */
+	struct ry__list wr_link; /* cn_posted */
 };
 
 /* Replayed fragments waiting at the head of the peer's queue. */
@@ -243,8 +237,7 @@ struct ry__op {
 	void *op_ctx;
 	enum ry_status op_status;
 	char op_reason[192];
-	struct ry__op *op_all_next,
-	    *op_all_prev;	  /* pr_ops: all of the peer's */
+	struct ry__list op_all;	  /* pr_ops: all of the peer's */
 	struct ry__op *op_q_next; /* pr_waitq, pr_sched, pr_msgq, done */
 	bool op_on_sched;
 	bool op_on_msgq;
@@ -277,7 +270,7 @@ struct ry__conn {
 	 * smoothed (stripe.c) */
 	uint64_t cn_win_ns, cn_win_bytes, cn_win_prev;
 	bool cn_hb_out;
-	struct ry__wr *cn_posted_head, *cn_posted_tail;
+	struct ry__list cn_posted; /* struct ry__wr.wr_link */
 	uint64_t cn_fail_ns;   /* last sign of life before failure */
 	uint64_t cn_fence_gen; /* fence to request for this failure */
 	uint32_t cn_dead_qpn, cn_dead_rqpn;
@@ -328,7 +321,7 @@ struct ry_peer {
 	unsigned pr_nactive;
 	uint64_t pr_nopath_ns; /* no ACTIVE connection since */
 	/* operations */
-	struct ry__op *pr_ops_head, *pr_ops_tail; /* all, in post order */
+	struct ry__list pr_ops; /* all, in post order: ry__op.op_all */
 	struct ry__op *pr_waitq_head, *pr_waitq_tail;
 	struct ry__op *pr_sched_head, *pr_sched_tail; /* fresh fragments */
 	struct ry__op *pr_msgq_head, *pr_msgq_tail;

@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "src/le.h"
+#include "src/util/le.h"
 #include "src/manager.h"
 
 #define DESC_MAGIC 0x444d5952u

@@ -35,30 +35,18 @@ const char *ry__op_state_str(enum ry__op_state s)
 
 void ry__sched_push(struct ry_peer *p, struct ry__op *op)
 {
-	op->op_q_next = NULL;
-	if (p->pr_sched_tail)
-		p->pr_sched_tail->op_q_next = op;
-	else
-		p->pr_sched_head = op;
-	p->pr_sched_tail = op;
+	ry__sq_push_tail(p->pr_sched_head, p->pr_sched_tail, op, op_q_next);
 	op->op_on_sched = true;
 }
 
 void ry__msgq_push(struct ry_peer *p, struct ry__op *op, bool head)
 {
-	if (head) {
-		op->op_q_next = p->pr_msgq_head;
-		p->pr_msgq_head = op;
-		if (!p->pr_msgq_tail)
-			p->pr_msgq_tail = op;
-	} else {
-		op->op_q_next = NULL;
-		if (p->pr_msgq_tail)
-			p->pr_msgq_tail->op_q_next = op;
-		else
-			p->pr_msgq_head = op;
-		p->pr_msgq_tail = op;
-	}
+	if (head)
+		ry__sq_push_head(p->pr_msgq_head, p->pr_msgq_tail, op,
+				 op_q_next);
+	else
+		ry__sq_push_tail(p->pr_msgq_head, p->pr_msgq_tail, op,
+				 op_q_next);
 	op->op_on_msgq = true;
 	ry__peer_dirty(p);
 }
@@ -101,14 +89,7 @@ static void complete(struct ry__op *op)
 	struct ry_peer *p = op->op_peer;
 	struct ry_manager *m = p->pr_mgr;
 
-	if (op->op_all_prev)
-		op->op_all_prev->op_all_next = op->op_all_next;
-	else
-		p->pr_ops_head = op->op_all_next;
-	if (op->op_all_next)
-		op->op_all_next->op_all_prev = op->op_all_prev;
-	else
-		p->pr_ops_tail = op->op_all_prev;
+	ry__list_del(&op->op_all);
 	if (op->op_state != OPS_WAITING)
 		p->pr_inflight--;
 	op->op_state = OPS_DONE;
@@ -122,26 +103,14 @@ static void complete(struct ry__op *op)
 	}
 	if (op->op_status == RY_OK)
 		op->op_reason[0] = 0;
-	op->op_q_next = NULL;
-	if (op->op_cb) {
-		if (m->m_done_tail)
-			m->m_done_tail->op_q_next = op;
-		else
-			m->m_done_head = op;
-		m->m_done_tail = op;
-	} else {
-		if (m->m_poll_tail)
-			m->m_poll_tail->op_q_next = op;
-		else
-			m->m_poll_head = op;
-		m->m_poll_tail = op;
-	}
+	if (op->op_cb)
+		ry__sq_push_tail(m->m_done_head, m->m_done_tail, op, op_q_next);
+	else
+		ry__sq_push_tail(m->m_poll_head, m->m_poll_tail, op, op_q_next);
 	while (p->pr_inflight < m->m_cfg.ops_in_flight && p->pr_waitq_head) {
 		struct ry__op *w = p->pr_waitq_head;
 
-		p->pr_waitq_head = w->op_q_next;
-		if (!p->pr_waitq_head)
-			p->pr_waitq_tail = NULL;
+		ry__sq_pop_head(p->pr_waitq_head, p->pr_waitq_tail, op_q_next);
 		start(p, w);
 	}
 }
@@ -264,12 +233,7 @@ void ry__op_park(struct ry_peer *p, struct ry__op *op)
 	q_remove(&p->pr_sched_head, &p->pr_sched_tail, op);
 	op->op_on_sched = false;
 	op->op_parked = true;
-	op->op_q_next = NULL;
-	if (p->pr_parked_tail)
-		p->pr_parked_tail->op_q_next = op;
-	else
-		p->pr_parked_head = op;
-	p->pr_parked_tail = op;
+	ry__sq_push_tail(p->pr_parked_head, p->pr_parked_tail, op, op_q_next);
 	if (p->pr_state == PEER_BACKOFF)
 		p->pr_ctl_retry_ns = 0;
 }
@@ -279,23 +243,23 @@ void ry__op_unpark_all(struct ry_peer *p)
 	struct ry__op *op;
 
 	while ((op = p->pr_parked_head)) {
-		p->pr_parked_head = op->op_q_next;
+		ry__sq_pop_head(p->pr_parked_head, p->pr_parked_tail,
+				op_q_next);
 		op->op_parked = false;
 		ry__sched_push(p, op);
 	}
-	p->pr_parked_tail = NULL;
 }
 
 void ry__ops_timeouts(struct ry_peer *p, uint64_t now)
 {
 	struct ry_manager *m = p->pr_mgr;
-	struct ry__op *op, *next;
+	struct ry__list *pos, *next;
 	char why[192];
 
-	for (op = p->pr_ops_head; op; op = next) {
+	ry__list_for_each_safe(pos, next, &p->pr_ops) {
+		struct ry__op *op = ry__list_entry(pos, struct ry__op, op_all);
 		uint64_t since;
 
-		next = op->op_all_next;
 		if (op->op_status != RY_OK)
 			continue;
 		if (op->op_parked) {
@@ -340,12 +304,13 @@ void ry__op_cancel_all(struct ry_peer *p)
 {
 	struct ry__op *op;
 
-	p->pr_waitq_head = p->pr_waitq_tail = NULL;
-	p->pr_sched_head = p->pr_sched_tail = NULL;
-	p->pr_msgq_head = p->pr_msgq_tail = NULL;
-	p->pr_parked_head = p->pr_parked_tail = NULL;
-	p->pr_replay_head = p->pr_replay_tail = NULL;
-	while ((op = p->pr_ops_head)) {
+	ry__sq_init(p->pr_waitq_head, p->pr_waitq_tail);
+	ry__sq_init(p->pr_sched_head, p->pr_sched_tail);
+	ry__sq_init(p->pr_msgq_head, p->pr_msgq_tail);
+	ry__sq_init(p->pr_parked_head, p->pr_parked_tail);
+	ry__sq_init(p->pr_replay_head, p->pr_replay_tail);
+	while (!ry__list_empty(&p->pr_ops)) {
+		op = ry__list_first_entry(&p->pr_ops, struct ry__op, op_all);
 		op->op_status = RY_ECANCELED;
 		snprintf(op->op_reason, sizeof(op->op_reason),
 			 "peer %s: canceled, manager destroyed", p->pr_name);
@@ -371,7 +336,8 @@ static struct ry__op *op_new(struct ry_peer *p, enum ry__op_type type,
 		return NULL;
 	memset(op, 0, offsetof(struct ry__op, op_reason));
 	op->op_reason[0] = 0;
-	op->op_all_next = op->op_all_prev = op->op_q_next = NULL;
+	ry__list_init(&op->op_all);
+	op->op_q_next = NULL;
 	op->op_on_sched = op->op_on_msgq = op->op_parked = false;
 	op->op_peer = p;
 	op->op_type = type;
@@ -386,23 +352,13 @@ static void enqueue(struct ry_peer *p, struct ry__op *op)
 {
 	struct ry_manager *m = p->pr_mgr;
 
-	op->op_all_next = NULL;
-	op->op_all_prev = p->pr_ops_tail;
-	if (p->pr_ops_tail)
-		p->pr_ops_tail->op_all_next = op;
-	else
-		p->pr_ops_head = op;
-	p->pr_ops_tail = op;
+	ry__list_add_tail(&p->pr_ops, &op->op_all);
 	op->op_wait_ns = ry__now_ns();
 	if (p->pr_inflight < m->m_cfg.ops_in_flight) {
 		start(p, op);
 	} else {
-		op->op_q_next = NULL;
-		if (p->pr_waitq_tail)
-			p->pr_waitq_tail->op_q_next = op;
-		else
-			p->pr_waitq_head = op;
-		p->pr_waitq_tail = op;
+		ry__sq_push_tail(p->pr_waitq_head, p->pr_waitq_tail, op,
+				 op_q_next);
 	}
 	ry__peer_use(p);
 	ry__stripe(p);
@@ -555,9 +511,7 @@ int ry_poll_completions(struct ry_manager *m, struct ry_completion *out,
 		return -EINVAL;
 	pthread_mutex_lock(&m->m_lock);
 	while (n < max && (op = m->m_poll_head)) {
-		m->m_poll_head = op->op_q_next;
-		if (!m->m_poll_head)
-			m->m_poll_tail = NULL;
+		ry__sq_pop_head(m->m_poll_head, m->m_poll_tail, op_q_next);
 		fill(&out[n++], op);
 		ry__op_release(m, op);
 	}

@@ -56,6 +56,7 @@ struct ry_peer *ry__peer_new(struct ry_manager *m, const char *name,
 	p->pr_rx_base = 1;
 	ry__tx_seq_reset(p);
 	p->pr_nopath_ns = ry__now_ns();
+	ry__list_init(&p->pr_ops);
 	for (i = 0; i < m->m_nrails; i++)
 		ry__conn_init(&p->pr_conns[i], p, &m->m_rails[i]);
 	p->pr_next = m->m_peers;
@@ -160,7 +161,7 @@ void ry__peer_ready(struct ry_peer *p, bool fresh, bool dialer)
 {
 	struct ry_manager *m = p->pr_mgr;
 	uint64_t now = ry__now_ns();
-	struct ry__op *op;
+	struct ry__list *pos;
 	unsigned i;
 
 	if (fresh) {
@@ -175,8 +176,12 @@ void ry__peer_ready(struct ry_peer *p, bool fresh, bool dialer)
 		p->pr_rx_base = 1;
 		memset(p->pr_rx_bits, 0, sizeof(p->pr_rx_bits));
 		ry__tx_seq_reset(p);
-		for (op = p->pr_ops_head; op; op = op->op_all_next)
+		ry__list_for_each(pos, &p->pr_ops) {
+			struct ry__op *op =
+			    ry__list_entry(pos, struct ry__op, op_all);
+
 			op->op_seq = 0;
+		}
 	}
 	p->pr_state = PEER_READY;
 	ry__op_unpark_all(p);

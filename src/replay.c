@@ -122,10 +122,7 @@ static void requeue_frags(struct ry_peer *p, struct ry__wr *w)
 	rn->rn_first = w->wr_first;
 	rn->rn_n = w->wr_n;
 	/* back at the head: replayed fragments go before anything new */
-	rn->rn_next = p->pr_replay_head;
-	p->pr_replay_head = rn;
-	if (!p->pr_replay_tail)
-		p->pr_replay_tail = rn;
+	ry__sq_push_head(p->pr_replay_head, p->pr_replay_tail, rn, rn_next);
 	op->op_replayed = true;
 	if (w->wr_conn->cn_fence_gen > op->op_fence_gen)
 		op->op_fence_gen = w->wr_conn->cn_fence_gen;
@@ -155,14 +152,7 @@ void ry__wr_complete(struct ry_manager *m, struct ry__wr *w,
 	struct ry__op *op = w->wr_op;
 	enum ry_status ost;
 
-	if (w->wr_prev)
-		w->wr_prev->wr_next = w->wr_next;
-	else
-		c->cn_posted_head = w->wr_next;
-	if (w->wr_next)
-		w->wr_next->wr_prev = w->wr_prev;
-	else
-		c->cn_posted_tail = w->wr_prev;
+	ry__list_del(&w->wr_link);
 	c->cn_out_wrs--;
 	c->cn_out_bytes -= w->wr_bytes;
 	if (op)

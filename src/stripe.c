@@ -51,13 +51,7 @@ static void unpost(struct ry_peer *p, struct batch *b, int err)
 		struct ry__wr *w = b->b_wr[i];
 
 		/* ry__wr_complete unlinks; make it a no-op link first */
-		w->wr_prev = NULL;
-		w->wr_next = c->cn_posted_head;
-		if (c->cn_posted_head)
-			c->cn_posted_head->wr_prev = w;
-		else
-			c->cn_posted_tail = w;
-		c->cn_posted_head = w;
+		ry__list_add(&c->cn_posted, &w->wr_link);
 		ry__wr_complete(m, w, &wc, ry__now_ns());
 	}
 	b->b_n = 0;
@@ -158,9 +152,7 @@ static void post_msgs(struct ry_peer *p, struct batch *bt, unsigned na,
 		w = ry__pool_get(&m->m_wr_pool);
 		if (!w)
 			return;
-		p->pr_msgq_head = op->op_q_next;
-		if (!p->pr_msgq_head)
-			p->pr_msgq_tail = NULL;
+		ry__sq_pop_head(p->pr_msgq_head, p->pr_msgq_tail, op_q_next);
 		op->op_on_msgq = false;
 		memset(w, 0, sizeof(*w));
 		w->wr_conn = b->b_conn;
@@ -262,17 +254,15 @@ void ry__stripe(struct ry_peer *p)
 			rn->rn_first += nf;
 			rn->rn_n -= nf;
 			if (!rn->rn_n) {
-				p->pr_replay_head = rn->rn_next;
-				if (!p->pr_replay_head)
-					p->pr_replay_tail = NULL;
+				ry__sq_pop_head(p->pr_replay_head,
+						p->pr_replay_tail, rn_next);
 				ry__pool_put(&m->m_range_pool, rn);
 			}
 		} else {
 			op->op_next_frag += nf;
 			if (op->op_next_frag == op->op_nfrags) {
-				p->pr_sched_head = op->op_q_next;
-				if (!p->pr_sched_head)
-					p->pr_sched_tail = NULL;
+				ry__sq_pop_head(p->pr_sched_head,
+						p->pr_sched_tail, op_q_next);
 				op->op_on_sched = false;
 			}
 		}

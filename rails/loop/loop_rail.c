@@ -15,13 +15,13 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
-#include <sys/random.h>
 
 #include "rails/loop/loop.h"
-#include "src/log.h"
-
-#define container_of(ptr, type, member)                                        \
-	((type *)((char *)(ptr)-offsetof(type, member)))
+#include "src/util/clock.h"
+#include "src/util/compiler.h"
+#include "src/util/log.h"
+#include "src/util/queue.h"
+#include "src/util/random.h"
 
 struct loop_pend {
 	struct ry_send_wr lp_wr;
@@ -88,23 +88,6 @@ static inline struct loop_rail *to_lr(struct ry_rail *r)
 static inline struct loop_qp *to_lq(struct ry_qp *q)
 {
 	return container_of(q, struct loop_qp, lq_base);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t rnd64(void)
-{
-	uint64_t v = 0;
-
-	if (getrandom(&v, sizeof(v), 0) != sizeof(v))
-		v = now_ns() * 0x9e3779b97f4a7c15ull;
-	return v;
 }
 
 static void efd_signal(struct loop_rail *lr)
@@ -193,7 +176,7 @@ static void ev_push(struct loop_rail *lr, enum ry_rail_event_type t)
 	ev = &lr->lr_ev[(lr->lr_ev_head + lr->lr_ev_count++) % 64];
 	ev->type = t;
 	ev->qpn = 0;
-	ev->time_ns = now_ns();
+	ev->time_ns = ry__now_ns();
 	efd_signal(lr);
 }
 
@@ -222,7 +205,7 @@ static void check_deadlines(struct loop_rail *lr)
 		if (!q->lq_pend_head)
 			continue;
 		if (!now)
-			now = now_ns();
+			now = ry__now_ns();
 		if (now >= q->lq_pend_deadline) {
 			lr->lr_stats.retransmits += q->lq_attr.retry_cnt;
 			qp_to_err(lr, q, RY_WC_RETRY_EXCEEDED);
@@ -378,13 +361,8 @@ static void hold_packet(struct loop_rail *lr, struct loop_qp *q,
 	pk->pk_src_qpn = q->lq_base.qp_num;
 	pk->pk_dst_qpn = q->lq_attr.remote.qpn;
 	pk->pk_wr = *wr;
-	pk->pk_next = NULL;
 	memcpy(pk->pk_data, (void *)(uintptr_t)wr->sge.addr, len);
-	if (lr->lr_held_tail)
-		lr->lr_held_tail->pk_next = pk;
-	else
-		lr->lr_held_head = pk;
-	lr->lr_held_tail = pk;
+	ry__sq_push_tail(lr->lr_held_head, lr->lr_held_tail, pk, pk_next);
 }
 
 static int pend(struct loop_rail *lr, struct loop_qp *q,
@@ -395,17 +373,13 @@ static int pend(struct loop_rail *lr, struct loop_qp *q,
 	if (!p)
 		return -ENOMEM;
 	p->lp_wr = *wr;
-	p->lp_next = NULL;
 	if (!q->lq_pend_head) {
 		uint64_t t = (uint64_t)q->lq_attr.ack_timeout_us *
 			     (q->lq_attr.retry_cnt + 1);
 
-		q->lq_pend_deadline = now_ns() + t * 1000;
-		q->lq_pend_head = p;
-	} else {
-		q->lq_pend_tail->lp_next = p;
+		q->lq_pend_deadline = ry__now_ns() + t * 1000;
 	}
-	q->lq_pend_tail = p;
+	ry__sq_push_tail(q->lq_pend_head, q->lq_pend_tail, p, lp_next);
 	if (lr->lr_hold)
 		hold_packet(lr, q, wr);
 	return 0;
@@ -697,7 +671,7 @@ static int loop_reg_mr(struct ry_pd *pd, void *addr, size_t length,
 	m->lm_base.access = access;
 	pthread_mutex_lock(&loop_lock);
 	do {
-		uint64_t r = rnd64();
+		uint64_t r = ry__rand64();
 
 		m->lm_base.lkey = (uint32_t)r;
 		m->lm_base.rkey = (uint32_t)(r >> 32);
@@ -740,12 +714,12 @@ static int loop_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	q->lq_base.state = RY_QPS_RESET;
 	pthread_mutex_lock(&loop_lock);
 	do {
-		qpn = (uint32_t)rnd64() & 0xffffff;
+		qpn = (uint32_t)ry__rand64() & 0xffffff;
 	} while (!qpn || find_qp(qpn, &dummy));
 	q->lq_base.qp_num = qpn;
 	q->lq_base.local.qpn = qpn;
-	q->lq_base.local.psn = (uint32_t)rnd64() & 0xffffff;
-	q->lq_base.local.cookie = rnd64();
+	q->lq_base.local.psn = (uint32_t)ry__rand64() & 0xffffff;
+	q->lq_base.local.cookie = ry__rand64();
 	q->lq_base.local.mtu = 4096;
 	q->lq_next = lr->lr_qps;
 	lr->lr_qps = q;

@@ -48,7 +48,7 @@
  * qp->cc; nothing allocates.
  */
 #include "rails/soft/soft_int.h"
-#include "src/log.h"
+#include "src/util/log.h"
 
 #define RY_SOFT_CC_INIT 16		/* initial window, packets */
 #define RY_SOFT_CC_MIN 2		/* smallest window, packets */

@@ -10,13 +10,14 @@
 #include <string.h>
 
 #include "rails/soft/soft_int.h"
-#include "src/log.h"
+#include "src/util/log.h"
+#include "src/util/ring.h"
 
 static struct ry_soft_wqe *head(struct ry_soft_qp *qp)
 {
 	return qp->sq_head == qp->sq_tail
 		   ? NULL
-		   : &qp->sq[qp->sq_head & (qp->sq_size - 1)];
+		   : &qp->sq[ry__ring_slot(qp->sq_head, qp->sq_size)];
 }
 
 static void progressed(struct ry_soft_qp *qp)

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "rails/soft/soft_int.h"
-#include "src/log.h"
+#include "src/util/log.h"
 
 #define REORDER_HOLD_NS 300000ull
 

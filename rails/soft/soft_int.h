@@ -34,9 +34,9 @@
 #include "rails/rail.h"
 #include "rails/soft/psn.h"
 #include "rails/soft/wire.h"
-
-#define container_of(ptr, type, member)                                        \
-	((type *)((char *)(ptr)-offsetof(type, member)))
+#include "src/util/clock.h"
+#include "src/util/compiler.h"
+#include "src/util/random.h"
 
 #define RY_SOFT_MAX_QP_WR 4096
 #define RY_SOFT_MAX_MSG (1u << 30)
@@ -65,6 +65,13 @@
 #define RY_SOFT_GSO_BYTES 65000
 #define RY_SOFT_EVENTS 64
 #define RY_SOFT_FAULT_SLOTS 1024
+/* The SRQ, event and READ rings index with ry__ring_slot (a mask). */
+_Static_assert((RY_SOFT_SRQ_SIZE & (RY_SOFT_SRQ_SIZE - 1)) == 0,
+	       "RY_SOFT_SRQ_SIZE must be a power of two");
+_Static_assert((RY_SOFT_EVENTS & (RY_SOFT_EVENTS - 1)) == 0,
+	       "RY_SOFT_EVENTS must be a power of two");
+_Static_assert((RY_SOFT_MAX_RD & (RY_SOFT_MAX_RD - 1)) == 0,
+	       "RY_SOFT_MAX_RD must be a power of two");
 
 struct ry_soft_rail;
 
@@ -255,8 +262,6 @@ static inline struct ry_soft_rail *qp_rail(struct ry_soft_qp *qp)
 	return to_srail(qp->base.pd->rail);
 }
 
-uint64_t ry_soft_now(void);
-int ry_soft_random(void *buf, size_t len);
 
 /* soft_rail.c */
 void ry_soft_cq_push(struct ry_soft_rail *r, const struct ry_wc *wc);

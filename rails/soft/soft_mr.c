@@ -10,7 +10,7 @@
 #include <stdlib.h>
 
 #include "rails/soft/soft_int.h"
-#include "src/log.h"
+#include "src/util/log.h"
 
 static unsigned bucket(uint32_t key)
 {
@@ -71,7 +71,7 @@ static int new_key(struct ry_soft_rail *r, uint32_t *key, bool rkey)
 {
 	for (int tries = 0; tries < 64; tries++) {
 		uint32_t k;
-		int rc = ry_soft_random(&k, sizeof(k));
+		int rc = ry__rand_bytes(&k, sizeof(k));
 
 		if (rc)
 			return rc;

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "rails/soft/soft_int.h"
-#include "src/log.h"
+#include "src/util/log.h"
 
 /* linux/if.h's IFF_LOWER_UP; that header clashes with net/if.h */
 #define RY_IFF_LOWER_UP 0x10000u

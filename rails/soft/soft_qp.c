@@ -13,7 +13,8 @@
 
 #include "rails/soft/soft.h"
 #include "rails/soft/soft_int.h"
-#include "src/log.h"
+#include "src/util/log.h"
+#include "src/util/ring.h"
 
 static unsigned qbucket(uint32_t qpn)
 {
@@ -38,9 +39,9 @@ static int fresh_psn_cookie(struct ry_soft_qp *qp)
 
 	/* nonzero, as on verbs: 0 is what a forgotten init would give */
 	while (!rc && !(psn & RY_SOFT_PSN_MASK))
-		rc = ry_soft_random(&psn, sizeof(psn));
+		rc = ry__rand_bytes(&psn, sizeof(psn));
 	if (!rc)
-		rc = ry_soft_random(&cookie, sizeof(cookie));
+		rc = ry__rand_bytes(&cookie, sizeof(cookie));
 	if (rc)
 		return rc;
 	qp->base.local.psn = psn & RY_SOFT_PSN_MASK;
@@ -80,7 +81,7 @@ int ry_soft_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	for (int tries = 0;; tries++) {
 		uint32_t qpn;
 
-		rc = ry_soft_random(&qpn, sizeof(qpn));
+		rc = ry__rand_bytes(&qpn, sizeof(qpn));
 		if (rc)
 			goto err_free;
 		qpn &= RY_SOFT_PSN_MASK;
@@ -199,7 +200,7 @@ void ry_soft_qp_error_at(struct ry_soft_qp *qp, uint32_t idx,
 	qp->base.state = RY_QPS_ERR;
 	qp->req.state = RY_SOFT_REQ_ERROR;
 	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++)
-		ry_soft_wqe_complete(qp, &qp->sq[i & (qp->sq_size - 1)],
+		ry_soft_wqe_complete(qp, &qp->sq[ry__ring_slot(i, qp->sq_size)],
 				     i == idx ? status : RY_WC_FLUSHED);
 	qp->sq_head = qp->sq_tail;
 	if (qp->resp.has_rwqe) {
@@ -379,7 +380,7 @@ int ry_soft_post_send(struct ry_qp *base, const struct ry_send_wr *wr,
 		return -ENOMEM;
 	for (unsigned i = 0; i < n; i++) {
 		struct ry_soft_wqe *w =
-		    &qp->sq[qp->sq_tail++ & (qp->sq_size - 1)];
+		    &qp->sq[ry__ring_slot(qp->sq_tail++, qp->sq_size)];
 
 		w->wr = wr[i];
 		w->first_psn = qp->post_psn;

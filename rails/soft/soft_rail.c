@@ -22,14 +22,14 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/random.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "rails/soft/soft.h"
 #include "rails/soft/soft_int.h"
-#include "src/log.h"
+#include "src/util/log.h"
+#include "src/util/ring.h"
 
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
@@ -39,33 +39,6 @@
 #endif
 
 #define SOCK_BUF (32 << 20)
-
-uint64_t ry_soft_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-int ry_soft_random(void *buf, size_t len)
-{
-	uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = getrandom(p, len, 0);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			RY_ERR("soft", "getrandom: %m");
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
 
 /* ---- CQ, SRQ, events ---- */
 
@@ -93,13 +66,13 @@ static void efd_clear(struct ry_soft_rail *r)
 void ry_soft_cq_push(struct ry_soft_rail *r, const struct ry_wc *wc)
 {
 	/* Sized at create_qp for every WR that can be outstanding. */
-	if (r->cq_tail - r->cq_head >= r->cq_size) {
+	if (ry__ring_full(r->cq_head, r->cq_tail, r->cq_size)) {
 		RY_ERR("soft",
 		       "rail %s: CQ overrun, completion of qp 0x%x lost",
 		       r->base.name, wc->qp_num);
 		return;
 	}
-	r->cq[r->cq_tail++ & (r->cq_size - 1)] = *wc;
+	r->cq[ry__ring_slot(r->cq_tail++, r->cq_size)] = *wc;
 }
 
 int ry_soft_cq_reserve(struct ry_soft_rail *r, uint32_t entries)
@@ -115,7 +88,7 @@ int ry_soft_cq_reserve(struct ry_soft_rail *r, uint32_t entries)
 	if (!cq)
 		return -ENOMEM;
 	for (uint32_t i = 0; r->cq_head + i != r->cq_tail; i++)
-		cq[i] = r->cq[(r->cq_head + i) & (r->cq_size - 1)];
+		cq[i] = r->cq[ry__ring_slot(r->cq_head + i, r->cq_size)];
 	r->cq_tail -= r->cq_head;
 	r->cq_head = 0;
 	free(r->cq);
@@ -130,7 +103,7 @@ static int soft_poll_cq(struct ry_rail *rail, struct ry_wc *wc, int n)
 	int i = 0;
 
 	while (i < n && r->cq_head != r->cq_tail)
-		wc[i++] = r->cq[r->cq_head++ & (r->cq_size - 1)];
+		wc[i++] = r->cq[ry__ring_slot(r->cq_head++, r->cq_size)];
 	if (r->cq_head == r->cq_tail && r->ev_head == r->ev_tail)
 		efd_clear(r);
 	return i;
@@ -144,7 +117,7 @@ static int soft_post_recv(struct ry_rail *rail, const struct ry_recv_wr *wr,
 	if (RY_SOFT_SRQ_SIZE - (r->srq_tail - r->srq_head) < n)
 		return -ENOMEM;
 	for (unsigned i = 0; i < n; i++)
-		r->srq[r->srq_tail++ % RY_SOFT_SRQ_SIZE] = wr[i];
+		r->srq[ry__ring_slot(r->srq_tail++, RY_SOFT_SRQ_SIZE)] = wr[i];
 	return 0;
 }
 
@@ -153,13 +126,13 @@ void ry_soft_event(struct ry_soft_rail *r, enum ry_rail_event_type type,
 {
 	struct ry_rail_event *ev;
 
-	if (r->ev_tail - r->ev_head >= RY_SOFT_EVENTS)
+	if (ry__ring_full(r->ev_head, r->ev_tail, RY_SOFT_EVENTS))
 		r->ev_head++; /* keep the newest: the last state is what counts
 			       */
-	ev = &r->ev[r->ev_tail++ % RY_SOFT_EVENTS];
+	ev = &r->ev[ry__ring_slot(r->ev_tail++, RY_SOFT_EVENTS)];
 	ev->type = type;
 	ev->qpn = qpn;
-	ev->time_ns = ry_soft_now();
+	ev->time_ns = ry__now_ns();
 	efd_raise(r);
 }
 
@@ -169,7 +142,7 @@ static int soft_get_event(struct ry_rail *rail, struct ry_rail_event *ev)
 
 	if (r->ev_head == r->ev_tail)
 		return -EAGAIN;
-	*ev = r->ev[r->ev_head++ % RY_SOFT_EVENTS];
+	*ev = r->ev[ry__ring_slot(r->ev_head++, RY_SOFT_EVENTS)];
 	if (r->cq_head == r->cq_tail && r->ev_head == r->ev_tail)
 		efd_clear(r);
 	return 0;
@@ -513,7 +486,7 @@ static int soft_progress(struct ry_rail *rail)
 	uint64_t next = 0;
 	int rc = 0;
 
-	r->now = ry_soft_now();
+	r->now = ry__now_ns();
 	if (r->timer_armed && r->now >= r->timer_armed) {
 		uint64_t v;
 
@@ -741,7 +714,7 @@ static int soft_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 		       cfg->name, cfg->address);
 		goto err_free;
 	}
-	rc = ry_soft_random(&r->rng, sizeof(r->rng));
+	rc = ry__rand_bytes(&r->rng, sizeof(r->rng));
 	if (rc)
 		goto err_free;
 	r->rng |= 1;
@@ -853,7 +826,7 @@ void ry_soft_inject(struct ry_rail *rail, const void *pkt, size_t len,
 
 	memcpy(&from.sin_addr, gid + 12, 4);
 	from.sin_port = htons(udp_port);
-	r->now = ry_soft_now();
+	r->now = ry__now_ns();
 	ry_soft_rx_packet(r, pkt, (uint32_t)len, &from);
 	ry_soft_tx_flush(r);
 }

@@ -13,7 +13,8 @@
  * READ from its PSN on; its responses come back under PSN, PSN+1, ...
  */
 #include "rails/soft/soft_int.h"
-#include "src/log.h"
+#include "src/util/log.h"
+#include "src/util/ring.h"
 
 const char *const ry_soft_req_state_names[] = {
     [RY_SOFT_REQ_IDLE] = "idle",	 [RY_SOFT_REQ_SENDING] = "sending",
@@ -23,7 +24,7 @@ const char *const ry_soft_req_state_names[] = {
 
 static struct ry_soft_wqe *wqe(struct ry_soft_qp *qp, uint32_t idx)
 {
-	return &qp->sq[idx & (qp->sq_size - 1)];
+	return &qp->sq[ry__ring_slot(idx, qp->sq_size)];
 }
 
 /*

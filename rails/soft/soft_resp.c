@@ -15,7 +15,8 @@
 #include <string.h>
 
 #include "rails/soft/soft_int.h"
-#include "src/log.h"
+#include "src/util/log.h"
+#include "src/util/ring.h"
 
 static void send_ack(struct ry_soft_qp *qp, uint8_t syn, uint32_t psn)
 {
@@ -75,7 +76,7 @@ static bool srq_pop(struct ry_soft_rail *r, struct ry_recv_wr *rw)
 {
 	if (r->srq_head == r->srq_tail)
 		return false;
-	*rw = r->srq[r->srq_head++ % RY_SOFT_SRQ_SIZE];
+	*rw = r->srq[ry__ring_slot(r->srq_head++, RY_SOFT_SRQ_SIZE)];
 	return true;
 }
 
@@ -188,7 +189,7 @@ static bool read_ok(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
 static void queue_read(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
 {
 	struct ry_soft_rd *rd =
-	    &qp->resp.rd[qp->resp.rd_tail++ % RY_SOFT_MAX_RD];
+	    &qp->resp.rd[ry__ring_slot(qp->resp.rd_tail++, RY_SOFT_MAX_RD)];
 
 	rd->va = p->va;
 	rd->rkey = p->rkey;
@@ -220,12 +221,15 @@ static void duplicate(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
 	 * PSN on will be asked for again.  What is queued before it stays: a
 	 * READ comes in several requests (soft_req.c), and the rest of an
 	 * earlier chunk may still be waiting to go out. */
-	while (qp->resp.rd_tail != qp->resp.rd_head &&
-	       ry_soft_psn_cmp(
-		   qp->resp.rd[(qp->resp.rd_tail - 1) % RY_SOFT_MAX_RD].psn,
-		   p->psn) >= 0)
+	while (qp->resp.rd_tail != qp->resp.rd_head) {
+		uint32_t last =
+		    ry__ring_slot(qp->resp.rd_tail - 1, RY_SOFT_MAX_RD);
+
+		if (ry_soft_psn_cmp(qp->resp.rd[last].psn, p->psn) < 0)
+			break;
 		qp->resp.rd_tail--;
-	if (qp->resp.rd_tail - qp->resp.rd_head >= RY_SOFT_MAX_RD)
+	}
+	if (ry__ring_full(qp->resp.rd_head, qp->resp.rd_tail, RY_SOFT_MAX_RD))
 		return; /* the requester will ask again */
 	queue_read(qp, p);
 }
@@ -299,7 +303,8 @@ void ry_soft_resp_rx(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
 			access_error(qp, p->psn);
 			return;
 		}
-		if (qp->resp.rd_tail - qp->resp.rd_head >= RY_SOFT_MAX_RD)
+		if (ry__ring_full(qp->resp.rd_head, qp->resp.rd_tail,
+				  RY_SOFT_MAX_RD))
 			return; /* the requester exceeded max_rd: it retries */
 		queue_read(qp, p);
 		qp->resp.nak_sent = false;
@@ -322,8 +327,8 @@ void ry_soft_resp_run(struct ry_soft_qp *qp)
 	if (qp->base.state != RY_QPS_RTR && qp->base.state != RY_QPS_RTS)
 		return;
 	while (qp->resp.rd_head != qp->resp.rd_tail && !ry_soft_tx_full(r)) {
-		struct ry_soft_rd *rd =
-		    &qp->resp.rd[qp->resp.rd_head % RY_SOFT_MAX_RD];
+		uint32_t slot = ry__ring_slot(qp->resp.rd_head, RY_SOFT_MAX_RD);
+		struct ry_soft_rd *rd = &qp->resp.rd[slot];
 		uint64_t off = (uint64_t)rd->pkt * qp->pmtu;
 		uint32_t chunk = rd->len - (uint32_t)off;
 		struct ry_soft_pkt p = {

@@ -12,7 +12,7 @@
 #include <errno.h>
 
 #include "rails/verbs/verbs_int.h"
-#include "src/log.h"
+#include "src/util/log.h"
 
 #define POLL_BATCH 32
 

@@ -30,12 +30,14 @@
 #include <infiniband/verbs.h>
 
 #include "rails/rail.h"
-
-#define container_of(ptr, type, member)                                     \
-	((type *)((char *)(ptr) - offsetof(type, member)))
+#include "src/util/clock.h"
+#include "src/util/compiler.h"
+#include "src/util/list.h"
 
 #define RY_VERBS_QP_BUCKETS 1024    /* qpn -> QP, for completions */
 #define RY_VERBS_EVENTS 256         /* rail event queue */
+_Static_assert((RY_VERBS_EVENTS & (RY_VERBS_EVENTS - 1)) == 0,
+	       "event ring size must be a power of two (ring.h)");
 #define RY_VERBS_CQ_MIN 4096        /* CQ entries at open; grows per QP */
 #define RY_VERBS_SRQ_WR 1024        /* receives the SRQ can hold */
 #define RY_VERBS_MAX_RD 16          /* READs outstanding per QP */
@@ -45,22 +47,17 @@
  * may not send it (rxe and mlx5 do). */
 #define RY_VERBS_LAST_WQE_GRACE_NS 1000000000ull
 
-/* A small intrusive doubly linked list, for teardown at close. */
-struct ry_verbs_link {
-	struct ry_verbs_link *prev, *next;
-};
-
 struct ry_verbs_rail;
 
 struct ry_verbs_pd {
 	struct ry_pd base;
-	struct ry_verbs_link link;  /* rail->pds */
+	struct ry__list link;      /* rail->pds, for teardown at close */
 	unsigned refs;              /* MRs and QPs */
 };
 
 struct ry_verbs_mr {
 	struct ry_mr base;
-	struct ry_verbs_link link;  /* rail->mrs */
+	struct ry__list link;      /* rail->mrs, for teardown at close */
 	struct ibv_mr *mr;
 };
 
@@ -118,7 +115,7 @@ struct ry_verbs_rail {
 	 * a "last WQE reached"; they stay in qp_hash until reaped. */
 	struct ry_verbs_qp *zombies;
 
-	struct ry_verbs_link pds, mrs;
+	struct ry__list pds, mrs;
 	struct ry_verbs_qp *qp_hash[RY_VERBS_QP_BUCKETS];
 	unsigned n_qps;
 	/* QPs with software-flushed WRs that poll_cq still has to report. */
@@ -144,31 +141,9 @@ static inline struct ry_verbs_rail *pd_vrail(struct ry_pd *pd)
 	return vrail(pd->rail);
 }
 
-static inline void ry__verbs_list_init(struct ry_verbs_link *h)
-{
-	h->prev = h->next = h;
-}
-
-static inline void ry__verbs_list_add(struct ry_verbs_link *h,
-				      struct ry_verbs_link *n)
-{
-	n->next = h->next;
-	n->prev = h;
-	h->next->prev = n;
-	h->next = n;
-}
-
-static inline void ry__verbs_list_del(struct ry_verbs_link *n)
-{
-	n->prev->next = n->next;
-	n->next->prev = n->prev;
-	n->prev = n->next = n;
-}
-
 /* verbs_rail.c */
 void ry__verbs_push_event(struct ry_verbs_rail *r,
 			  enum ry_rail_event_type type, uint32_t qpn);
-uint64_t ry__verbs_now_ns(void);
 
 /* verbs_mr.c */
 int ry__verbs_alloc_pd(struct ry_rail *rail, struct ry_pd **pd_p);

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 
 #include "rails/verbs/verbs_int.h"
-#include "src/log.h"
+#include "src/util/log.h"
 
 int ry__verbs_alloc_pd(struct ry_rail *rail, struct ry_pd **pd_p)
 {
@@ -22,7 +22,7 @@ int ry__verbs_alloc_pd(struct ry_rail *rail, struct ry_pd **pd_p)
 	if (!p)
 		return -ENOMEM;
 	p->base.rail = rail;
-	ry__verbs_list_add(&r->pds, &p->link);
+	ry__list_add(&r->pds, &p->link);
 	*pd_p = &p->base;
 	return 0;
 }
@@ -33,7 +33,7 @@ int ry__verbs_dealloc_pd(struct ry_pd *pd)
 
 	if (p->refs)
 		return -EBUSY;
-	ry__verbs_list_del(&p->link);
+	ry__list_del(&p->link);
 	free(p);
 	return 0;
 }
@@ -83,7 +83,7 @@ int ry__verbs_reg_mr(struct ry_pd *pd, void *addr, size_t length,
 	m->base.rkey = m->mr->rkey;
 	m->base.access = access;
 	p->refs++;
-	ry__verbs_list_add(&r->mrs, &m->link);
+	ry__list_add(&r->mrs, &m->link);
 	*mr_p = &m->base;
 	return 0;
 }
@@ -103,7 +103,7 @@ int ry__verbs_dereg_mr(struct ry_mr *mr)
 		return -rc;
 	}
 	p->refs--;
-	ry__verbs_list_del(&m->link);
+	ry__list_del(&m->link);
 	free(m);
 	return 0;
 }
@@ -111,19 +111,19 @@ int ry__verbs_dereg_mr(struct ry_mr *mr)
 /* At close: whatever the manager left registered, and every PD wrapper. */
 void ry__verbs_mr_close_all(struct ry_verbs_rail *r)
 {
-	while (r->mrs.next != &r->mrs) {
-		struct ry_verbs_mr *m = container_of(r->mrs.next,
-						     struct ry_verbs_mr, link);
+	while (!ry__list_empty(&r->mrs)) {
+		struct ry_verbs_mr *m =
+		    ry__list_first_entry(&r->mrs, struct ry_verbs_mr, link);
 
 		ibv_dereg_mr(m->mr);
-		ry__verbs_list_del(&m->link);
+		ry__list_del(&m->link);
 		free(m);
 	}
-	while (r->pds.next != &r->pds) {
-		struct ry_verbs_pd *p = container_of(r->pds.next,
-						     struct ry_verbs_pd, link);
+	while (!ry__list_empty(&r->pds)) {
+		struct ry_verbs_pd *p =
+		    ry__list_first_entry(&r->pds, struct ry_verbs_pd, link);
 
-		ry__verbs_list_del(&p->link);
+		ry__list_del(&p->link);
 		free(p);
 	}
 }

@@ -16,14 +16,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <unistd.h>
 
 #include "rails/verbs/verbs_int.h"
-#include "src/log.h"
+#include "src/util/log.h"
+#include "src/util/random.h"
 
 #define POST_BATCH 32
 
@@ -46,7 +46,7 @@ void ry__verbs_qp_set_err(struct ry_verbs_qp *q)
 	if (q->base.state == RY_QPS_ERR)
 		return;
 	q->base.state = RY_QPS_ERR;
-	q->err_ns = ry__verbs_now_ns();
+	q->err_ns = ry__now_ns();
 }
 
 static void qp_unhash(struct ry_verbs_rail *r, struct ry_verbs_qp *q)
@@ -66,8 +66,10 @@ static int random_psn(uint32_t *psn_p)
 	uint32_t v;
 
 	do {
-		if (getrandom(&v, sizeof(v), 0) != sizeof(v))
-			return -errno;
+		int rc = ry__rand_bytes(&v, sizeof(v));
+
+		if (rc)
+			return rc;
 		v &= 0xffffff;
 	} while (!v);
 	*psn_p = v;
@@ -137,10 +139,8 @@ int ry__verbs_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 		goto err_free;
 	}
 	rc = random_psn(&q->base.local.psn);
-	if (rc) {
-		RY_ERR("verbs", "rail %s: getrandom: %m", r->base.name);
+	if (rc)
 		goto err_ring;
-	}
 	rc = cq_reserve(r, (int)wr);
 	if (rc)
 		goto err_ring;
@@ -272,7 +272,7 @@ static bool neigh_ready(struct ry_verbs_rail *r, const uint8_t *gid)
 {
 	const uint8_t *dst = gid + 12, *src = r->gid.raw + 12;
 	struct sockaddr_in sa = { .sin_family = AF_INET };
-	uint64_t now = ry__verbs_now_ns();
+	uint64_t now = ry__now_ns();
 	int fd;
 
 	if (!r->ethernet || !ipv4_mapped(gid) || !ipv4_mapped(r->gid.raw) ||
@@ -328,7 +328,7 @@ static int to_rtr(struct ry_verbs_qp *q, const struct ry_qp_attr *attr)
 		a.ah_attr.grh.sgid_index = (uint8_t)r->gid_index;
 		a.ah_attr.grh.hop_limit = 64;
 	}
-	t = ry__verbs_now_ns();
+	t = ry__now_ns();
 	rc = ibv_modify_qp(q->qp, &a, IBV_QP_STATE | IBV_QP_AV |
 				   IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 				   IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
@@ -337,7 +337,7 @@ static int to_rtr(struct ry_verbs_qp *q, const struct ry_qp_attr *attr)
 	 * call and waits for it, up to 1 s (ib_core's addr.c): the caller's
 	 * thread, and with it every rail it drives, stands still meanwhile.
 	 * Say so when it is long enough to matter. */
-	t = ry__verbs_now_ns() - t;
+	t = ry__now_ns() - t;
 	if (t >= RY_VERBS_SLOW_RTR_NS)
 		RY_WARN("verbs", "rail %s: qp 0x%x: RTR took %llu ms (the kernel resolving the peer's MAC address)",
 			r->base.name, q->base.qp_num,
@@ -467,7 +467,7 @@ static bool hw_done(struct ry_verbs_rail *r, struct ry_verbs_qp *q)
 		return false;
 	return !q->rq_live || q->last_wqe ||
 	       (q->base.state == RY_QPS_ERR &&
-		ry__verbs_now_ns() - q->err_ns >= RY_VERBS_LAST_WQE_GRACE_NS);
+		ry__now_ns() - q->err_ns >= RY_VERBS_LAST_WQE_GRACE_NS);
 }
 
 static int qp_free(struct ry_verbs_rail *r, struct ry_verbs_qp *q)

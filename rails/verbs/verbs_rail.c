@@ -44,22 +44,15 @@
 #include "rails/verbs/discover.h"
 #include "rails/verbs/verbs.h"
 #include "rails/verbs/verbs_int.h"
-#include "src/log.h"
-
-uint64_t ry__verbs_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+#include "src/util/log.h"
+#include "src/util/ring.h"
 
 void ry__verbs_push_event(struct ry_verbs_rail *r,
 			  enum ry_rail_event_type type, uint32_t qpn)
 {
 	struct ry_rail_event *ev;
 
-	if (r->ev_tail - r->ev_head == RY_VERBS_EVENTS) {
+	if (ry__ring_full(r->ev_head, r->ev_tail, RY_VERBS_EVENTS)) {
 		/* The manager stopped reading events: keep the newest,
 		 * which say what the rail is now. */
 		if (!r->ev_dropped++)
@@ -67,10 +60,10 @@ void ry__verbs_push_event(struct ry_verbs_rail *r,
 				r->base.name);
 		r->ev_head++;
 	}
-	ev = &r->events[r->ev_tail++ % RY_VERBS_EVENTS];
+	ev = &r->events[ry__ring_slot(r->ev_tail++, RY_VERBS_EVENTS)];
 	ev->type = type;
 	ev->qpn = qpn;
-	ev->time_ns = ry__verbs_now_ns();
+	ev->time_ns = ry__now_ns();
 }
 
 static int set_nonblock(int fd)
@@ -195,8 +188,8 @@ static int verbs_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 	r->port = (uint8_t)port.port;
 	r->rate_bps = (uint64_t)port.rate_gbps * 1000000000u;
 	r->epfd = -1;
-	ry__verbs_list_init(&r->pds);
-	ry__verbs_list_init(&r->mrs);
+	ry__list_init(&r->pds);
+	ry__list_init(&r->mrs);
 
 	rc = open_by_name(port.device, &r->ctx);
 	if (rc) {
@@ -483,7 +476,7 @@ static int verbs_get_event(struct ry_rail *rail, struct ry_rail_event *ev)
 
 	if (r->ev_head == r->ev_tail)
 		return -EAGAIN;
-	*ev = r->events[r->ev_head++ % RY_VERBS_EVENTS];
+	*ev = r->events[ry__ring_slot(r->ev_head++, RY_VERBS_EVENTS)];
 	return 0;
 }
 

@@ -5,8 +5,8 @@
  * checked before anything is formatted, so a disabled trace costs a load
  * and a compare.  Log an error once, where it is decided.
  */
-#ifndef RAILYARD_LOG_H
-#define RAILYARD_LOG_H
+#ifndef RAILYARD_UTIL_LOG_H
+#define RAILYARD_UTIL_LOG_H
 
 #include <railyard/config.h>
 
@@ -15,10 +15,10 @@ extern enum ry_log_level ry__log_level;
 void ry__log_emit(enum ry_log_level level, const char *comp, const char *fmt,
 		  ...) __attribute__((format(printf, 3, 4)));
 
-#define ry__log(level, comp, ...)                                           \
-	do {                                                                \
-		if ((level) <= ry__log_level)                               \
-			ry__log_emit((level), (comp), __VA_ARGS__);         \
+#define ry__log(level, comp, ...)                                              \
+	do {                                                                   \
+		if ((level) <= ry__log_level)                                  \
+			ry__log_emit((level), (comp), __VA_ARGS__);            \
 	} while (0)
 
 #define RY_ERR(comp, ...) ry__log(RY_LOG_ERROR, comp, __VA_ARGS__)

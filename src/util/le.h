@@ -3,8 +3,8 @@
  * Little-endian fields at any alignment, for what the manager puts on the
  * wire itself: memory descriptors (mr.c) and control frames (control.c).
  */
-#ifndef RAILYARD_LE_H
-#define RAILYARD_LE_H
+#ifndef RAILYARD_UTIL_LE_H
+#define RAILYARD_UTIL_LE_H
 
 #include <endian.h>
 #include <stdint.h>

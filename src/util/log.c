@@ -4,11 +4,11 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <syslog.h>
-#include <time.h>
 
 #include <railyard/railyard.h>
 
-#include "src/log.h"
+#include "src/util/clock.h"
+#include "src/util/log.h"
 
 enum ry_log_level ry__log_level = RY_LOG_WARN;
 
@@ -71,11 +71,11 @@ void ry__log_emit(enum ry_log_level level, const char *comp, const char *fmt,
 	} else if (use_syslog) {
 		syslog(prio[level], "%s: %s", comp, msg);
 	} else {
-		struct timespec ts;
+		uint64_t ns = ry__now_ns();
 
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		fprintf(stderr, "[%5lld.%06ld] railyard %s %s: %s\n",
-			(long long)ts.tv_sec, ts.tv_nsec / 1000,
+		fprintf(stderr, "[%5llu.%06llu] railyard %s %s: %s\n",
+			(unsigned long long)(ns / 1000000000ull),
+			(unsigned long long)(ns % 1000000000ull / 1000),
 			ry_log_level_name(level), comp, msg);
 	}
 	pthread_mutex_unlock(&sink_lock);
