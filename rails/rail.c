@@ -12,7 +12,6 @@
 
 #include "rails/rail.h"
 #include "rails/soft/soft.h"
-#include "rails/loop/loop.h"
 #ifdef RY_WITH_VERBS
 #include "rails/verbs/verbs.h"
 #endif
@@ -22,8 +21,6 @@ static const struct ry_rail_ops *const shipped[] = {
 #ifdef RY_WITH_VERBS
 	[RY_PROVIDER_VERBS] = &ry_verbs_ops,
 #endif
-	[RY_PROVIDER_LOOP] = &ry_loop_ops,	/* test-only */
-	[RY_PROVIDER_NULL] = &ry_null_ops,	/* test-only */
 };
 
 _Static_assert(sizeof(shipped) / sizeof(shipped[0]) <= RY__PROVIDER_TEST,

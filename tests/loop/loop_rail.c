@@ -17,8 +17,10 @@
 #include <sys/eventfd.h>
 #include <sys/random.h>
 
-#include "rails/loop/loop.h"
+#include "tests/loop/loop.h"
 #include "src/log.h"
+
+static const struct ry_rail_ops loop_ops, null_ops;
 
 #define container_of(ptr, type, member)                                        \
 	((type *)((char *)(ptr)-offsetof(type, member)))
@@ -542,7 +544,7 @@ static int open_common(const struct ry_rail_config *cfg, bool null,
 
 	if (!lr)
 		return -ENOMEM;
-	lr->lr_base.ops = null ? &ry_null_ops : &ry_loop_ops;
+	lr->lr_base.ops = null ? &null_ops : &loop_ops;
 	snprintf(lr->lr_base.name, sizeof(lr->lr_base.name), "%s", cfg->name);
 	snprintf(lr->lr_addr, sizeof(lr->lr_addr), "%s", cfg->address);
 	lr->lr_null = null;
@@ -887,7 +889,7 @@ int ry_loop_release_held(struct ry_rail *rail)
 	return landed;
 }
 
-const struct ry_rail_ops ry_loop_ops = {
+static const struct ry_rail_ops loop_ops = {
     .alloc_pd = loop_alloc_pd,
     .close = loop_close,
     .create_qp = loop_create_qp,
@@ -910,7 +912,7 @@ const struct ry_rail_ops ry_loop_ops = {
     .set_link = loop_set_link,
 };
 
-const struct ry_rail_ops ry_null_ops = {
+static const struct ry_rail_ops null_ops = {
     .alloc_pd = loop_alloc_pd,
     .close = loop_close,
     .create_qp = loop_create_qp,
@@ -932,3 +934,11 @@ const struct ry_rail_ops ry_null_ops = {
     .set_fault = loop_set_fault,
     .set_link = loop_set_link,
 };
+
+int ry_loop_register(void)
+{
+	int ret = ry__rail_provider_register(RY_PROVIDER_LOOP, &loop_ops);
+
+	return ret ? ret
+		   : ry__rail_provider_register(RY_PROVIDER_NULL, &null_ops);
+}
