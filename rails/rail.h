@@ -84,8 +84,10 @@
  * rail completes everything at the move to ERR and never refuses.
  *
  * Errors: functions return 0 or a negative errno; output objects are set
- * only on success.  A slot the provider does not implement returns
- * -EOPNOTSUPP (never NULL in the table).
+ * only on success.  A slot the provider does not implement may stay NULL in
+ * its table: ry__rail_ops() hands out a copy with such slots returning
+ * -EOPNOTSUPP, and rails opened by ry__rail_open() dispatch through that
+ * copy, so the inline dispatch below never tests for NULL.
  */
 #ifndef RAILYARD_RAIL_H
 #define RAILYARD_RAIL_H
