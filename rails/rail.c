@@ -1,42 +1,151 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * The provider table and the name tables shared by every provider.  The
- * list of providers is a static table, not constructors: a reader sees here
- * every rail that can exist.
+ * list of shipped providers is a static table, not constructors: a reader
+ * sees here every rail the library can open.  Tests add their own providers
+ * (tests/loop) at run time with ry__rail_provider_register().
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "rails/rail.h"
 #include "rails/soft/soft.h"
-#include "rails/loop/loop.h"
 #ifdef RY_WITH_VERBS
 #include "rails/verbs/verbs.h"
 #endif
 
-static const struct ry_rail_ops *const providers[] = {
+static const struct ry_rail_ops *const shipped[] = {
 	[RY_PROVIDER_SOFT] = &ry_soft_ops,
 #ifdef RY_WITH_VERBS
 	[RY_PROVIDER_VERBS] = &ry_verbs_ops,
 #endif
-	[RY_PROVIDER_LOOP] = &ry_loop_ops,	/* test-only */
-	[RY_PROVIDER_NULL] = &ry_null_ops,	/* test-only */
 };
+
+_Static_assert(sizeof(shipped) / sizeof(shipped[0]) <= RY__PROVIDER_TEST,
+	       "shipped providers overlap the test provider kinds");
+
+/*
+ * What rails dispatch through: each provider's table with its empty slots
+ * filled, so the inline dispatch in rail.h never tests for NULL.  A slot is
+ * written once, under table_lock, before any rail of its kind can be
+ * opened, and never changes after.
+ */
+static struct ry_rail_ops table[RY__PROVIDER_MAX];
+static const struct ry_rail_ops *source[RY__PROVIDER_MAX];
+static bool shipped_filled;
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* One typed stub per slot: calling through a cast function type is UB. */
+#define NOSUP(slot, ...)                                                       \
+	static int nosup_##slot(__VA_ARGS__)                                   \
+	{                                                                      \
+		return -EOPNOTSUPP;                                            \
+	}
+NOSUP(query, struct ry_rail *r, struct ry_rail_attr *a)
+NOSUP(fd, struct ry_rail *r)
+NOSUP(progress, struct ry_rail *r)
+NOSUP(get_event, struct ry_rail *r, struct ry_rail_event *ev)
+NOSUP(alloc_pd, struct ry_rail *r, struct ry_pd **pd_p)
+NOSUP(dealloc_pd, struct ry_pd *pd)
+NOSUP(reg_mr, struct ry_pd *pd, void *addr, size_t len, unsigned access,
+      struct ry_mr **mr_p)
+NOSUP(dereg_mr, struct ry_mr *mr)
+NOSUP(create_qp, struct ry_pd *pd, const struct ry_qp_init *init,
+      struct ry_qp **qp_p)
+NOSUP(modify_qp, struct ry_qp *qp, enum ry_qp_state s,
+      const struct ry_qp_attr *attr)
+NOSUP(destroy_qp, struct ry_qp *qp)
+NOSUP(post_send, struct ry_qp *qp, const struct ry_send_wr *wr, unsigned n)
+NOSUP(post_recv, struct ry_rail *r, const struct ry_recv_wr *wr, unsigned n)
+NOSUP(poll_cq, struct ry_rail *r, struct ry_wc *wc, int n)
+NOSUP(set_fault, struct ry_rail *r, const struct ry_fault *f)
+NOSUP(set_link, struct ry_rail *r, enum ry_link_state s)
+NOSUP(get_stats, struct ry_rail *r, struct ry_rail_stats *st)
+#undef NOSUP
+
+static void fill(enum ry_provider kind, const struct ry_rail_ops *ops)
+{
+	struct ry_rail_ops *t = &table[kind];
+
+	*t = *ops;
+	if (!t->name)
+		t->name = "?";
+#define FILL(slot)                                                             \
+	if (!t->slot)                                                          \
+		t->slot = nosup_##slot;
+	FILL(query)
+	FILL(fd)
+	FILL(progress)
+	FILL(get_event)
+	FILL(alloc_pd)
+	FILL(dealloc_pd)
+	FILL(reg_mr)
+	FILL(dereg_mr)
+	FILL(create_qp)
+	FILL(modify_qp)
+	FILL(destroy_qp)
+	FILL(post_send)
+	FILL(post_recv)
+	FILL(poll_cq)
+	FILL(set_fault)
+	FILL(set_link)
+	FILL(get_stats)
+#undef FILL
+	source[kind] = ops;
+}
 
 const struct ry_rail_ops *ry__rail_ops(enum ry_provider provider)
 {
-	if ((size_t)provider >= sizeof(providers) / sizeof(providers[0]))
+	const struct ry_rail_ops *ops = NULL;
+
+	if ((unsigned)provider >= RY__PROVIDER_MAX)
 		return NULL;
-	return providers[provider];
+	pthread_mutex_lock(&table_lock);
+	if (!shipped_filled) {
+		for (size_t i = 0; i < sizeof(shipped) / sizeof(shipped[0]);
+		     i++)
+			if (shipped[i])
+				fill((enum ry_provider)i, shipped[i]);
+		shipped_filled = true;
+	}
+	if (source[provider])
+		ops = &table[provider];
+	pthread_mutex_unlock(&table_lock);
+	return ops;
+}
+
+int ry__rail_provider_register(enum ry_provider kind,
+			       const struct ry_rail_ops *ops)
+{
+	int ret = 0;
+
+	if ((unsigned)kind < RY__PROVIDER_TEST ||
+	    (unsigned)kind >= RY__PROVIDER_MAX || !ops || !ops->open ||
+	    !ops->close)
+		return -EINVAL;
+	pthread_mutex_lock(&table_lock);
+	if (!source[kind])
+		fill(kind, ops);
+	else if (source[kind] != ops)
+		ret = -EEXIST;
+	pthread_mutex_unlock(&table_lock);
+	return ret;
 }
 
 int ry__rail_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 {
 	const struct ry_rail_ops *ops = ry__rail_ops(cfg->provider);
+	int ret;
 
 	if (!ops)
 		return -EPROTONOSUPPORT; /* built without that provider */
-	return ops->open(cfg, rail_p);
+	ret = ops->open(cfg, rail_p);
+	/* the provider pointed the rail at its own table, maybe with holes */
+	if (!ret)
+		(*rail_p)->ops = ops;
+	return ret;
 }
 
 static const char *const wc_status_names[RY_WC__MAX] = {

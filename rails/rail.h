@@ -84,8 +84,10 @@
  * rail completes everything at the move to ERR and never refuses.
  *
  * Errors: functions return 0 or a negative errno; output objects are set
- * only on success.  A slot the provider does not implement returns
- * -EOPNOTSUPP (never NULL in the table).
+ * only on success.  A slot the provider does not implement may stay NULL in
+ * its table: ry__rail_ops() hands out a copy with such slots returning
+ * -EOPNOTSUPP, and rails opened by ry__rail_open() dispatch through that
+ * copy, so the inline dispatch below never tests for NULL.
  */
 #ifndef RAILYARD_RAIL_H
 #define RAILYARD_RAIL_H
@@ -330,9 +332,32 @@ struct ry_qp {
 	struct ry_qp_endpoint local;
 };
 
-/* Provider table: soft always, verbs when built with RY_WITH_VERBS. */
+/*
+ * Kinds from RY__PROVIDER_TEST on are not in the public enum: a test
+ * registers its own provider there (tests/loop) before a manager opens a
+ * rail of that kind.  A config file never names them.
+ */
+#define RY__PROVIDER_TEST 8
+#define RY__PROVIDER_MAX 16
+
+/*
+ * Provider table: soft always, verbs when built with RY_WITH_VERBS, and
+ * whatever tests registered.  The table returned has every slot set: the
+ * ones the provider left NULL return -EOPNOTSUPP.  NULL for a kind nobody
+ * provides.
+ */
 const struct ry_rail_ops *ry__rail_ops(enum ry_provider provider);
 
+/*
+ * Put a test provider at kind (RY__PROVIDER_TEST .. RY__PROVIDER_MAX - 1).
+ * ops must set open and close and outlive every rail of that kind.
+ * Registering the same ops again is a no-op; other ops at a taken kind
+ * get -EEXIST, a kind out of range or ops without open/close -EINVAL.
+ */
+int ry__rail_provider_register(enum ry_provider kind,
+			       const struct ry_rail_ops *ops);
+
+/* The rail returned dispatches through the table ry__rail_ops() returns. */
 int ry__rail_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p);
 
 /* Thin inline dispatch, so callers read like verbs code. */

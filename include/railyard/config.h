@@ -32,14 +32,6 @@ extern "C" {
 enum ry_provider {
 	RY_PROVIDER_SOFT = 0, /* userspace RC over UDP (rails/soft) */
 	RY_PROVIDER_VERBS,    /* libibverbs HCA port (rails/verbs) */
-	/*
-	 * Test-only providers (rails/loop), never accepted in a config file:
-	 * LOOP executes RDMA by memcpy between rails of one process; NULL
-	 * completes every work request at once and moves no bytes (for the
-	 * manager's core-cost benchmark).
-	 */
-	RY_PROVIDER_LOOP,
-	RY_PROVIDER_NULL,
 };
 
 /* Fault injection for a soft rail, from the config's rail { fault { } }. */

@@ -39,6 +39,8 @@
 
 #include <railyard/railyard.h>
 
+#include "tests/loop/loop.h"
+
 #define MiB (1u << 20)
 
 static unsigned long done_ops, failed_ops;
@@ -133,7 +135,8 @@ int main(int argc, char **argv)
 	}
 	config(&ca, "a", rails, fpw);
 	config(&cb, "b", rails, fpw);
-	if ((ret = ry_manager_create(&ca, &a)) ||
+	if ((ret = ry_loop_register()) ||
+	    (ret = ry_manager_create(&ca, &a)) ||
 	    (ret = ry_manager_create(&cb, &b))) {
 		fprintf(stderr, "create: %s\n", strerror(-ret));
 		return 1;

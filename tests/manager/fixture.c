@@ -24,6 +24,9 @@ void fx_config(struct ry_config *c, const struct fx_opts *o, bool is_b)
 {
 	unsigned n = is_b ? o->nrails_b : o->nrails_a, i;
 
+	/* not in the library: every manager a test makes may need them */
+	if (ry_loop_register())
+		abort();
 	/* the shipped defaults, so the detection tests check those */
 	ry_config_init_defaults(c);
 	snprintf(c->source, sizeof(c->source), "<test>");

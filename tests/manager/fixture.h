@@ -13,6 +13,8 @@
 
 #include <railyard/railyard.h>
 
+#include "tests/loop/loop.h"
+
 #ifndef FX_PROVIDER
 #define FX_PROVIDER RY_PROVIDER_LOOP
 #endif

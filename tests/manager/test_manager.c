@@ -17,7 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "rails/loop/loop.h"
+#include "tests/loop/loop.h"
 #include "src/manager.h"
 #include "tests/manager/fixture.h"
 

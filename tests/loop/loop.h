@@ -16,15 +16,21 @@
  * packet lands only if its destination QP is still connected to its source.
  *
  * The null provider (RY_PROVIDER_NULL) completes every WR at once with
- * success and moves no bytes.
+ * success and moves no bytes (for the manager's core-cost benchmark).
+ *
+ * Neither is in the library: a test links tests/loop and calls
+ * ry_loop_register(), then puts these kinds in a ry_rail_config.
  */
 #ifndef RAILYARD_LOOP_H
 #define RAILYARD_LOOP_H
 
 #include "rails/rail.h"
 
-extern const struct ry_rail_ops ry_loop_ops;
-extern const struct ry_rail_ops ry_null_ops;
+#define RY_PROVIDER_LOOP ((enum ry_provider)RY__PROVIDER_TEST)
+#define RY_PROVIDER_NULL ((enum ry_provider)(RY__PROVIDER_TEST + 1))
+
+/* Register both providers with the core; idempotent.  0 or -errno. */
+int ry_loop_register(void);
 
 /* Keep packets lost to a pulled cable for ry_loop_release_held(). */
 void ry_loop_hold(struct ry_rail *rail, bool on);

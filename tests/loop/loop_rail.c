@@ -16,12 +16,14 @@
 #include <unistd.h>
 #include <sys/eventfd.h>
 
-#include "rails/loop/loop.h"
+#include "tests/loop/loop.h"
 #include "src/util/clock.h"
 #include "src/util/compiler.h"
 #include "src/util/log.h"
 #include "src/util/queue.h"
 #include "src/util/random.h"
+
+static const struct ry_rail_ops loop_ops, null_ops;
 
 struct loop_pend {
 	struct ry_send_wr lp_wr;
@@ -516,7 +518,7 @@ static int open_common(const struct ry_rail_config *cfg, bool null,
 
 	if (!lr)
 		return -ENOMEM;
-	lr->lr_base.ops = null ? &ry_null_ops : &ry_loop_ops;
+	lr->lr_base.ops = null ? &null_ops : &loop_ops;
 	snprintf(lr->lr_base.name, sizeof(lr->lr_base.name), "%s", cfg->name);
 	snprintf(lr->lr_addr, sizeof(lr->lr_addr), "%s", cfg->address);
 	lr->lr_null = null;
@@ -861,7 +863,7 @@ int ry_loop_release_held(struct ry_rail *rail)
 	return landed;
 }
 
-const struct ry_rail_ops ry_loop_ops = {
+static const struct ry_rail_ops loop_ops = {
     .alloc_pd = loop_alloc_pd,
     .close = loop_close,
     .create_qp = loop_create_qp,
@@ -884,7 +886,7 @@ const struct ry_rail_ops ry_loop_ops = {
     .set_link = loop_set_link,
 };
 
-const struct ry_rail_ops ry_null_ops = {
+static const struct ry_rail_ops null_ops = {
     .alloc_pd = loop_alloc_pd,
     .close = loop_close,
     .create_qp = loop_create_qp,
@@ -906,3 +908,11 @@ const struct ry_rail_ops ry_null_ops = {
     .set_fault = loop_set_fault,
     .set_link = loop_set_link,
 };
+
+int ry_loop_register(void)
+{
+	int ret = ry__rail_provider_register(RY_PROVIDER_LOOP, &loop_ops);
+
+	return ret ? ret
+		   : ry__rail_provider_register(RY_PROVIDER_NULL, &null_ops);
+}
