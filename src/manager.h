@@ -17,7 +17,7 @@
  *
  *   No application callback runs with m_lock held: completions, messages
  *   and events are moved to a delivery list under m_lock and handed out
- *   after it is dropped (deliver() in manager.c).
+ *   after it is dropped (ry__deliver() in progress.c).
  *
  * OWNERSHIP
  *
@@ -418,16 +418,21 @@ struct ry_manager {
 };
 
 /* manager.c */
+void ry__fd_watch(struct ry_manager *m, int fd, struct ry__fdtag *tag,
+		  bool out);
+void ry__fd_unwatch(struct ry_manager *m, int fd);
+void ry__timer_arm(struct ry_manager *m);
+
+/* progress.c */
 void ry__queue_event(struct ry_manager *m, enum ry_event_type t,
 		     struct ry__lrail *lr, struct ry_peer *p,
 		     const char *reason, uint64_t time_ns);
 void ry__queue_message(struct ry_manager *m, struct ry_peer *p,
 		       enum ry_msg_type t, const void *data, size_t len,
 		       uint64_t notify);
-void ry__fd_watch(struct ry_manager *m, int fd, struct ry__fdtag *tag,
-		  bool out);
-void ry__fd_unwatch(struct ry_manager *m, int fd);
-void ry__timer_arm(struct ry_manager *m);
+int ry__deliver(struct ry_manager *m, struct ry__op *done,
+		struct ry__delivery *dv);
+void ry__poll_rail(struct ry__lrail *lr, uint64_t now);
 
 /* peer.c */
 struct ry_peer *ry__peer_find(struct ry_manager *m, const char *name,
@@ -550,7 +555,6 @@ void ry__timers_run(struct ry_manager *m, uint64_t now);
 
 /* manager.c: the rail a local rail name refers to (tests, fault hooks) */
 struct ry_rail *ry__mgr_rail(struct ry_manager *m, const char *name);
-void ry__poll_rail(struct ry__lrail *lr, uint64_t now);
 
 /* counters.c */
 void ry__cnt_add(struct ry_counters *dst, const struct ry_counters *src);
