@@ -494,6 +494,7 @@ void ry__conn_mark_failed(struct ry__conn *c, const char *reason,
 void ry__replay_run(struct ry_manager *m);
 void ry__wr_complete(struct ry_manager *m, struct ry__wr *w,
 		     const struct ry_wc *wc, uint64_t now);
+void ry__wr_failed(struct ry__wr *w, const struct ry_wc *wc);
 void ry__conn_drained_check(struct ry__conn *c, uint64_t now);
 
 /* fence.c */

@@ -144,13 +144,100 @@ static enum ry_status op_error(enum ry_wc_status st)
 	}
 }
 
+/*
+ * An error completion: the connection has failed if it had not already,
+ * and the WR's fragments or message go back to the peer's queues for the
+ * surviving rails, unless the error is the operation's own.
+ */
+void ry__wr_failed(struct ry__wr *w, const struct ry_wc *wc)
+{
+	struct ry__conn *c = w->wr_conn;
+	struct ry_peer *p = c->cn_peer;
+	struct ry__op *op = w->wr_op;
+	enum ry_status ost;
+
+	if (c->cn_state == CONN_ACTIVE || c->cn_state == CONN_PROBING)
+		ry__conn_mark_failed(c, ry_wc_status_str(wc->status),
+				     c->cn_last_ok_ns);
+	ost = op_error(wc->status);
+	switch (w->wr_kind) {
+	case WRK_FRAG:
+		if (ost != RY_OK) {
+			char why[192];
+
+			snprintf(why, sizeof(why), "peer %s rail %s: %s",
+				 p->pr_name, c->cn_lrail->lr_cfg.name,
+				 ry_wc_status_str(wc->status));
+			ry__op_fail(op, ost, why);
+			ry__op_frags_done(op, w->wr_n);
+		} else {
+			requeue_frags(p, w);
+			ry__op_check(op);
+		}
+		break;
+	case WRK_MSG:
+		if (op->op_status == RY_OK) {
+			ry__msgq_push(p, op, true);
+			op->op_replayed = true;
+			c->cn_cnt.replayed_fragments++;
+		}
+		ry__op_check(op);
+		break;
+	case WRK_HEARTBEAT:
+		c->cn_hb_out = false;
+		break;
+	default:
+		break;
+	}
+}
+
+static void wr_succeeded(struct ry__wr *w, uint64_t now)
+{
+	struct ry__conn *c = w->wr_conn;
+	struct ry_peer *p = c->cn_peer;
+	struct ry__op *op = w->wr_op;
+
+	c->cn_last_ok_ns = now;
+	switch (w->wr_kind) {
+	case WRK_FRAG:
+		c->cn_cnt.bytes += w->wr_bytes;
+		c->cn_cnt.fragments += w->wr_n;
+		ry__conn_drained(c, w->wr_bytes, now);
+		if (p->pr_resume_from_ns &&
+		    w->wr_post_ns >= p->pr_resume_from_ns &&
+		    c->cn_state == CONN_ACTIVE) {
+			struct ry_counters *rc = &p->pr_resume_conn->cn_cnt;
+			uint64_t d = ry__since(now, p->pr_resume_from_ns);
+
+			rc->resume_count++;
+			rc->resume_ns_total += d;
+			if (d > rc->resume_ns_max)
+				rc->resume_ns_max = d;
+			p->pr_resume_from_ns = 0;
+		}
+		ry__op_frags_done(op, w->wr_n);
+		break;
+	case WRK_MSG:
+		c->cn_cnt.messages++;
+		c->cn_cnt.bytes += w->wr_bytes;
+		ry__op_msg_done(op);
+		break;
+	case WRK_HEARTBEAT:
+		c->cn_hb_out = false;
+		break;
+	case WRK_PROBE:
+		if (c->cn_state == CONN_PROBING)
+			ry__conn_activate(c, now);
+		break;
+	}
+}
+
 void ry__wr_complete(struct ry_manager *m, struct ry__wr *w,
 		     const struct ry_wc *wc, uint64_t now)
 {
 	struct ry__conn *c = w->wr_conn;
 	struct ry_peer *p = c->cn_peer;
 	struct ry__op *op = w->wr_op;
-	enum ry_status ost;
 
 	ry__list_del(&w->wr_link);
 	c->cn_out_wrs--;
@@ -158,78 +245,10 @@ void ry__wr_complete(struct ry_manager *m, struct ry__wr *w,
 	if (op)
 		op->op_posted--;
 
-	if (wc->status == RY_WC_SUCCESS) {
-		c->cn_last_ok_ns = now;
-		switch (w->wr_kind) {
-		case WRK_FRAG:
-			c->cn_cnt.bytes += w->wr_bytes;
-			c->cn_cnt.fragments += w->wr_n;
-			ry__conn_drained(c, w->wr_bytes, now);
-			if (p->pr_resume_from_ns &&
-			    w->wr_post_ns >= p->pr_resume_from_ns &&
-			    c->cn_state == CONN_ACTIVE) {
-				struct ry_counters *rc =
-				    &p->pr_resume_conn->cn_cnt;
-				uint64_t d =
-				    ry__since(now, p->pr_resume_from_ns);
-
-				rc->resume_count++;
-				rc->resume_ns_total += d;
-				if (d > rc->resume_ns_max)
-					rc->resume_ns_max = d;
-				p->pr_resume_from_ns = 0;
-			}
-			ry__op_frags_done(op, w->wr_n);
-			break;
-		case WRK_MSG:
-			c->cn_cnt.messages++;
-			c->cn_cnt.bytes += w->wr_bytes;
-			ry__op_msg_done(op);
-			break;
-		case WRK_HEARTBEAT:
-			c->cn_hb_out = false;
-			break;
-		case WRK_PROBE:
-			if (c->cn_state == CONN_PROBING)
-				ry__conn_activate(c, now);
-			break;
-		}
-	} else {
-		if (c->cn_state == CONN_ACTIVE || c->cn_state == CONN_PROBING)
-			ry__conn_mark_failed(c, ry_wc_status_str(wc->status),
-					     c->cn_last_ok_ns);
-		ost = op_error(wc->status);
-		switch (w->wr_kind) {
-		case WRK_FRAG:
-			if (ost != RY_OK) {
-				char why[192];
-
-				snprintf(why, sizeof(why),
-					 "peer %s rail %s: %s", p->pr_name,
-					 c->cn_lrail->lr_cfg.name,
-					 ry_wc_status_str(wc->status));
-				ry__op_fail(op, ost, why);
-				ry__op_frags_done(op, w->wr_n);
-			} else {
-				requeue_frags(p, w);
-				ry__op_check(op);
-			}
-			break;
-		case WRK_MSG:
-			if (op->op_status == RY_OK) {
-				ry__msgq_push(p, op, true);
-				op->op_replayed = true;
-				c->cn_cnt.replayed_fragments++;
-			}
-			ry__op_check(op);
-			break;
-		case WRK_HEARTBEAT:
-			c->cn_hb_out = false;
-			break;
-		default:
-			break;
-		}
-	}
+	if (wc->status == RY_WC_SUCCESS)
+		wr_succeeded(w, now);
+	else
+		ry__wr_failed(w, wc);
 	ry__pool_put(&m->m_wr_pool, w);
 	if (c->cn_state == CONN_DRAINING)
 		ry__conn_drained_check(c, now);
