@@ -433,6 +433,8 @@ void ry__queue_message(struct ry_manager *m, struct ry_peer *p,
 int ry__deliver(struct ry_manager *m, struct ry__op *done,
 		struct ry__delivery *dv);
 void ry__poll_rail(struct ry__lrail *lr, uint64_t now);
+void ry__wr_complete(struct ry_manager *m, struct ry__wr *w,
+		     const struct ry_wc *wc, uint64_t now);
 
 /* peer.c */
 struct ry_peer *ry__peer_find(struct ry_manager *m, const char *name,
@@ -492,8 +494,6 @@ int ry__post_ctl_msg(struct ry__conn *c, enum ry__wr_kind kind, uint64_t now);
 void ry__conn_mark_failed(struct ry__conn *c, const char *reason,
 			  uint64_t fail_ns);
 void ry__replay_run(struct ry_manager *m);
-void ry__wr_complete(struct ry_manager *m, struct ry__wr *w,
-		     const struct ry_wc *wc, uint64_t now);
 void ry__wr_failed(struct ry__wr *w, const struct ry_wc *wc);
 void ry__conn_drained_check(struct ry__conn *c, uint64_t now);
 

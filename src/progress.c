@@ -213,6 +213,70 @@ void ry__poll_rail(struct ry__lrail *lr, uint64_t now)
 	} while (n == 64 && ++rounds < 64);
 }
 
+static void wr_succeeded(struct ry__wr *w, uint64_t now)
+{
+	struct ry__conn *c = w->wr_conn;
+	struct ry_peer *p = c->cn_peer;
+	struct ry__op *op = w->wr_op;
+
+	c->cn_last_ok_ns = now;
+	switch (w->wr_kind) {
+	case WRK_FRAG:
+		c->cn_cnt.bytes += w->wr_bytes;
+		c->cn_cnt.fragments += w->wr_n;
+		ry__conn_drained(c, w->wr_bytes, now);
+		if (p->pr_resume_from_ns &&
+		    w->wr_post_ns >= p->pr_resume_from_ns &&
+		    c->cn_state == CONN_ACTIVE) {
+			struct ry_counters *rc = &p->pr_resume_conn->cn_cnt;
+			uint64_t d = ry__since(now, p->pr_resume_from_ns);
+
+			rc->resume_count++;
+			rc->resume_ns_total += d;
+			if (d > rc->resume_ns_max)
+				rc->resume_ns_max = d;
+			p->pr_resume_from_ns = 0;
+		}
+		ry__op_frags_done(op, w->wr_n);
+		break;
+	case WRK_MSG:
+		c->cn_cnt.messages++;
+		c->cn_cnt.bytes += w->wr_bytes;
+		ry__op_msg_done(op);
+		break;
+	case WRK_HEARTBEAT:
+		c->cn_hb_out = false;
+		break;
+	case WRK_PROBE:
+		if (c->cn_state == CONN_PROBING)
+			ry__conn_activate(c, now);
+		break;
+	}
+}
+
+void ry__wr_complete(struct ry_manager *m, struct ry__wr *w,
+		     const struct ry_wc *wc, uint64_t now)
+{
+	struct ry__conn *c = w->wr_conn;
+	struct ry_peer *p = c->cn_peer;
+	struct ry__op *op = w->wr_op;
+
+	ry__list_del(&w->wr_link);
+	c->cn_out_wrs--;
+	c->cn_out_bytes -= w->wr_bytes;
+	if (op)
+		op->op_posted--;
+
+	if (wc->status == RY_WC_SUCCESS)
+		wr_succeeded(w, now);
+	else
+		ry__wr_failed(w, wc);
+	ry__pool_put(&m->m_wr_pool, w);
+	if (c->cn_state == CONN_DRAINING)
+		ry__conn_drained_check(c, now);
+	ry__peer_dirty(p);
+}
+
 static int progress_locked(struct ry_manager *m, struct ry__op **done,
 			   struct ry__delivery **dv)
 {
