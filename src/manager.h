@@ -473,6 +473,9 @@ void ry__conn_update_share(struct ry__conn *c);
 void ry__conn_init(struct ry__conn *c, struct ry_peer *p, struct ry__lrail *lr);
 void ry__conn_start(struct ry__conn *c, uint64_t now);
 void ry__conn_activate(struct ry__conn *c, uint64_t now);
+void ry__conn_mark_failed(struct ry__conn *c, const char *reason,
+			  uint64_t fail_ns);
+void ry__conn_drained_check(struct ry__conn *c, uint64_t now);
 void ry__conn_backoff(struct ry__conn *c, uint64_t now);
 void ry__conn_timers(struct ry__conn *c, uint64_t now);
 void ry__conn_destroy_qp(struct ry__conn *c);
@@ -491,11 +494,8 @@ void ry__conn_on_rej(struct ry_peer *p, unsigned src, unsigned dst,
 int ry__post_ctl_msg(struct ry__conn *c, enum ry__wr_kind kind, uint64_t now);
 
 /* replay.c */
-void ry__conn_mark_failed(struct ry__conn *c, const char *reason,
-			  uint64_t fail_ns);
 void ry__replay_run(struct ry_manager *m);
 void ry__wr_failed(struct ry__wr *w, const struct ry_wc *wc);
-void ry__conn_drained_check(struct ry__conn *c, uint64_t now);
 
 /* fence.c */
 void ry__fence_request(struct ry__conn *c);

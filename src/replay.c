@@ -20,67 +20,6 @@
 
 #include "src/manager.h"
 
-void ry__conn_mark_failed(struct ry__conn *c, const char *reason,
-			  uint64_t fail_ns)
-{
-	struct ry_peer *p = c->cn_peer;
-	struct ry_manager *m = p->pr_mgr;
-	uint64_t now = ry__now_ns();
-	bool was_active = c->cn_state == CONN_ACTIVE;
-
-	switch (c->cn_state) {
-	case CONN_CONNECTING:
-		/* nothing was ever posted on it */
-		ry__conn_destroy_qp(c);
-		snprintf(c->cn_reason, sizeof(c->cn_reason), "%s", reason);
-		ry__conn_backoff(c, now);
-		return;
-	case CONN_PROBING:
-	case CONN_ACTIVE:
-		break;
-	default:
-		return;
-	}
-	c->cn_state = CONN_FAILED;
-	snprintf(c->cn_reason, sizeof(c->cn_reason), "%s", reason);
-	if (was_active) {
-		c->cn_lrail->lr_active--;
-		ry__peer_update_paths(p);
-	}
-	if (fail_ns > now)
-		fail_ns = now;
-	c->cn_fail_ns = fail_ns;
-	c->cn_cnt.failovers++;
-	c->cn_cnt.detect_count++;
-	c->cn_cnt.detect_ns_total += now - fail_ns;
-	if (now - fail_ns > c->cn_cnt.detect_ns_max)
-		c->cn_cnt.detect_ns_max = now - fail_ns;
-	c->cn_fence_gen = ++p->pr_fence_gen;
-	c->cn_dead_qpn = c->cn_qp->qp_num;
-	c->cn_dead_rqpn = c->cn_remote.qpn;
-	c->cn_health /= 2;
-	ry__conn_update_share(c);
-	if (!p->pr_resume_from_ns) {
-		p->pr_resume_from_ns = now;
-		p->pr_resume_conn = c;
-	}
-	c->cn_fnext = m->m_failed;
-	m->m_failed = c;
-	RY_WARN("mgr", "peer %s rail %s: connection qp 0x%x failed: %s",
-		p->pr_name, c->cn_lrail->lr_cfg.name, c->cn_dead_qpn, reason);
-	if (was_active)
-		ry__queue_event(m, RY_EV_CONN_DOWN, c->cn_lrail, p, reason,
-				now);
-}
-
-void ry__conn_drained_check(struct ry__conn *c, uint64_t now)
-{
-	if (c->cn_state != CONN_DRAINING || c->cn_out_wrs)
-		return;
-	ry__conn_destroy_qp(c);
-	ry__conn_backoff(c, now);
-}
-
 void ry__replay_run(struct ry_manager *m)
 {
 	uint64_t now = ry__now_ns();
