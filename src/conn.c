@@ -63,6 +63,21 @@ void ry__conn_init(struct ry__conn *c, struct ry_peer *p, struct ry__lrail *lr)
 	ry__conn_update_share(c);
 }
 
+/* UNPAIRED <-> IDLE, once pairing (peer.c) has set or cleared cn_ridx. */
+void ry__conn_paired(struct ry__conn *c)
+{
+	if (c->cn_ridx < 0) {
+		if (c->cn_state != CONN_UNPAIRED)
+			RY_INFO(
+			    "mgr", "peer %s: no rail on network %s for rail %s",
+			    c->cn_peer->pr_name, c->cn_lrail->lr_cfg.network,
+			    c->cn_lrail->lr_cfg.name);
+		c->cn_state = CONN_UNPAIRED;
+	} else if (c->cn_state == CONN_UNPAIRED) {
+		c->cn_state = CONN_IDLE;
+	}
+}
+
 static unsigned qpn_hash(uint32_t qpn)
 {
 	return (qpn * 2654435761u) >> 24 & (RY__QPN_HASH - 1);
@@ -304,6 +319,20 @@ void ry__conn_mark_failed(struct ry__conn *c, const char *reason,
 	if (was_active)
 		ry__queue_event(m, RY_EV_CONN_DOWN, c->cn_lrail, p, reason,
 				now);
+}
+
+/*
+ * FAILED -> DRAINING: in ERR the QP flushes every WR still posted back
+ * through the CQ, so each completes exactly once and is replayed.
+ */
+void ry__conn_flush(struct ry__conn *c)
+{
+	int ret;
+
+	ret = ry_rail_modify_qp(c->cn_qp, RY_QPS_ERR, NULL);
+	if (ret)
+		RY_ERR("mgr", "qp 0x%x: to ERR: %d", c->cn_qp->qp_num, ret);
+	c->cn_state = CONN_DRAINING;
 }
 
 void ry__conn_drained_check(struct ry__conn *c, uint64_t now)

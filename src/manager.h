@@ -471,10 +471,12 @@ void ry__conn_update_share(struct ry__conn *c);
 
 /* conn.c */
 void ry__conn_init(struct ry__conn *c, struct ry_peer *p, struct ry__lrail *lr);
+void ry__conn_paired(struct ry__conn *c);
 void ry__conn_start(struct ry__conn *c, uint64_t now);
 void ry__conn_activate(struct ry__conn *c, uint64_t now);
 void ry__conn_mark_failed(struct ry__conn *c, const char *reason,
 			  uint64_t fail_ns);
+void ry__conn_flush(struct ry__conn *c);
 void ry__conn_drained_check(struct ry__conn *c, uint64_t now);
 void ry__conn_backoff(struct ry__conn *c, uint64_t now);
 void ry__conn_timers(struct ry__conn *c, uint64_t now);

@@ -24,18 +24,13 @@ void ry__replay_run(struct ry_manager *m)
 {
 	uint64_t now = ry__now_ns();
 	struct ry__conn *c;
-	int ret;
 
 	while ((c = m->m_failed)) {
 		m->m_failed = c->cn_fnext;
 		c->cn_fnext = NULL;
 		if (c->cn_state != CONN_FAILED)
 			continue;
-		ret = ry_rail_modify_qp(c->cn_qp, RY_QPS_ERR, NULL);
-		if (ret)
-			RY_ERR("mgr", "qp 0x%x: to ERR: %d", c->cn_qp->qp_num,
-			       ret);
-		c->cn_state = CONN_DRAINING;
+		ry__conn_flush(c);
 		ry__fence_request(c);
 		ry__conn_drained_check(c, now);
 	}
