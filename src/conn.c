@@ -5,16 +5,19 @@
  * lowers a flapping rail's share (as LNet Health does: halved on every
  * failure, restored step by step while the connection stays up).
  *
- * Connection state machine (enum ry__conn_state):
+ * Connection state machine (enum ry__conn_state).  Every change of
+ * cn_state is made in this file; the code that detects a reason for one
+ * (peer.c, replay.c, fence.c, heartbeat.c, progress.c) calls in here.
  *
  *   UNPAIRED   the peer has no rail on this network
+ *   UNPAIRED <-> IDLE         pairing found or lost a peer rail (peer.c)
  *   IDLE -> CONNECTING        we sent CONNECT_REQ (QP in INIT)
  *   IDLE -> PROBING           we accepted the peer's CONNECT_REQ (QP in RTS)
  *   CONNECTING -> PROBING     CONNECT_REP: QP to RTS, probe SEND posted
  *   PROBING -> ACTIVE         our probe completed, or the peer's arrived
  *   CONNECTING -> BACKOFF     reject or timeout (nothing was posted)
  *   PROBING|ACTIVE -> FAILED  error completion, link down, silence, fence
- *   FAILED -> DRAINING        (replay.c) QP to ERR, flushed WRs replayed
+ *   FAILED -> DRAINING        QP to ERR (ry__replay_run), flushed WRs replayed
  *   DRAINING -> BACKOFF       last flushed WR seen; QP destroyed
  *   BACKOFF -> CONNECTING     backoff expired, link up, control channel up
  *

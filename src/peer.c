@@ -3,6 +3,7 @@
  * Peers: lookup by name or control address, discovery (pairing our rails
  * with the peer's by network name once the HELLOs are exchanged), the
  * control channel's lifecycle, and the text that says why no path is left.
+ * A connection's state follows pairing through conn.c (ry__conn_paired).
  */
 #include <errno.h>
 #include <stdio.h>

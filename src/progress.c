@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * Progress: ry_progress() (manual and threaded run the same one) and the
- * progress thread, polling each rail's events and completion queue, and
- * delivery: completions, messages and events are queued under m_lock and
- * handed to the application's callbacks only after it is dropped, so a
- * callback may call back into the manager.
+ * progress thread; each rail's events (link up and down, QP fatal) and its
+ * completion queue; the completion of a work request, whose success path
+ * is here and whose error path is replay's (ry__wr_failed); and delivery:
+ * completions, messages and events are queued under m_lock and handed to
+ * the application's callbacks only after it is dropped, so a callback may
+ * call back into the manager.
  *
  * The lock order and ownership rules are in src/manager.h (LOCKING).
  */

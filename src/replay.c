@@ -1,19 +1,20 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Failure handling and replay.
+ * Replay: what happens to the work of a failed connection.
  *
  * A connection fails on an error completion, a link-down event, silence
  * (heartbeat.c), a failed probe, or a fence request from the peer.  The
- * detecting code only marks it (ry__conn_mark_failed); ry__replay_run()
- * later in the same progress call moves its QP to ERR, asks the peer to
- * fence its side (fence.c), and lets the flushed completions come back
- * through the CQ.  Each posted WR then completes exactly once: success
- * means its fragments are done (RC: they landed), anything else puts them
- * back at the head of the peer's queue for the surviving rails.  RDMA WRITE
- * and READ fragments are idempotent, so replaying one that did land is
- * harmless; messages carry sequence numbers (msg.c).  When the last posted
- * WR has come back the QP is destroyed and the connection waits in BACKOFF
- * to be rebuilt with a new QP.
+ * detecting code only marks it (ry__conn_mark_failed in conn.c, where
+ * every state change lives); ry__replay_run() later in the same progress
+ * call has its QP moved to ERR (ry__conn_flush), asks the peer to fence
+ * its side (fence.c), and lets the flushed completions come back through
+ * the CQ.  Each posted WR then completes exactly once: success means its
+ * fragments are done (RC: they landed; progress.c), anything else
+ * (ry__wr_failed, here) puts them back at the head of the peer's queue for
+ * the surviving rails.  RDMA WRITE and READ fragments are idempotent, so
+ * replaying one that did land is harmless; messages carry sequence numbers
+ * (msg.c).  When the last posted WR has come back the QP is destroyed and
+ * the connection waits in BACKOFF to be rebuilt with a new QP.
  */
 #include <stdio.h>
 #include <string.h>
