@@ -347,8 +347,7 @@ struct ry_peer {
 	struct ry__conn pr_conns[];
 };
 
-/* Something to hand to the application after m_lock is dropped
- * (progress.c). */
+/* Handed to the application after m_lock is dropped (progress.c). */
 struct ry__delivery {
 	struct ry__delivery *dv_next;
 	int dv_kind; /* 0 message, 1 event */
