@@ -5,16 +5,19 @@
  * lowers a flapping rail's share (as LNet Health does: halved on every
  * failure, restored step by step while the connection stays up).
  *
- * Connection state machine (enum ry__conn_state):
+ * Connection state machine (enum ry__conn_state).  Every change of
+ * cn_state is made in this file; the code that detects a reason for one
+ * (peer.c, replay.c, fence.c, heartbeat.c, progress.c) calls in here.
  *
  *   UNPAIRED   the peer has no rail on this network
+ *   UNPAIRED <-> IDLE         pairing found or lost a peer rail (peer.c)
  *   IDLE -> CONNECTING        we sent CONNECT_REQ (QP in INIT)
  *   IDLE -> PROBING           we accepted the peer's CONNECT_REQ (QP in RTS)
  *   CONNECTING -> PROBING     CONNECT_REP: QP to RTS, probe SEND posted
  *   PROBING -> ACTIVE         our probe completed, or the peer's arrived
  *   CONNECTING -> BACKOFF     reject or timeout (nothing was posted)
  *   PROBING|ACTIVE -> FAILED  error completion, link down, silence, fence
- *   FAILED -> DRAINING        (replay.c) QP to ERR, flushed WRs replayed
+ *   FAILED -> DRAINING        QP to ERR (ry__replay_run), flushed WRs replayed
  *   DRAINING -> BACKOFF       last flushed WR seen; QP destroyed
  *   BACKOFF -> CONNECTING     backoff expired, link up, control channel up
  *
@@ -61,6 +64,21 @@ void ry__conn_init(struct ry__conn *c, struct ry_peer *p, struct ry__lrail *lr)
 		c->cn_weight = rc->weight ? rc->weight : 1;
 	c->cn_backoff_ms = lr->lr_mgr->m_cfg.failover.reconnect_min_ms;
 	ry__conn_update_share(c);
+}
+
+/* UNPAIRED <-> IDLE, once pairing (peer.c) has set or cleared cn_ridx. */
+void ry__conn_paired(struct ry__conn *c)
+{
+	if (c->cn_ridx < 0) {
+		if (c->cn_state != CONN_UNPAIRED)
+			RY_INFO(
+			    "mgr", "peer %s: no rail on network %s for rail %s",
+			    c->cn_peer->pr_name, c->cn_lrail->lr_cfg.network,
+			    c->cn_lrail->lr_cfg.name);
+		c->cn_state = CONN_UNPAIRED;
+	} else if (c->cn_state == CONN_UNPAIRED) {
+		c->cn_state = CONN_IDLE;
+	}
 }
 
 static unsigned qpn_hash(uint32_t qpn)
@@ -251,6 +269,81 @@ void ry__conn_activate(struct ry__conn *c, uint64_t now)
 	ry__queue_event(c->cn_lrail->lr_mgr, RY_EV_CONN_UP, c->cn_lrail, p, "",
 			now);
 	ry__peer_dirty(p);
+}
+
+void ry__conn_mark_failed(struct ry__conn *c, const char *reason,
+			  uint64_t fail_ns)
+{
+	struct ry_peer *p = c->cn_peer;
+	struct ry_manager *m = p->pr_mgr;
+	uint64_t now = ry__now_ns();
+	bool was_active = c->cn_state == CONN_ACTIVE;
+
+	switch (c->cn_state) {
+	case CONN_CONNECTING:
+		/* nothing was ever posted on it */
+		ry__conn_destroy_qp(c);
+		snprintf(c->cn_reason, sizeof(c->cn_reason), "%s", reason);
+		ry__conn_backoff(c, now);
+		return;
+	case CONN_PROBING:
+	case CONN_ACTIVE:
+		break;
+	default:
+		return;
+	}
+	c->cn_state = CONN_FAILED;
+	snprintf(c->cn_reason, sizeof(c->cn_reason), "%s", reason);
+	if (was_active) {
+		c->cn_lrail->lr_active--;
+		ry__peer_update_paths(p);
+	}
+	if (fail_ns > now)
+		fail_ns = now;
+	c->cn_fail_ns = fail_ns;
+	c->cn_cnt.failovers++;
+	c->cn_cnt.detect_count++;
+	c->cn_cnt.detect_ns_total += now - fail_ns;
+	if (now - fail_ns > c->cn_cnt.detect_ns_max)
+		c->cn_cnt.detect_ns_max = now - fail_ns;
+	c->cn_fence_gen = ++p->pr_fence_gen;
+	c->cn_dead_qpn = c->cn_qp->qp_num;
+	c->cn_dead_rqpn = c->cn_remote.qpn;
+	c->cn_health /= 2;
+	ry__conn_update_share(c);
+	if (!p->pr_resume_from_ns) {
+		p->pr_resume_from_ns = now;
+		p->pr_resume_conn = c;
+	}
+	c->cn_fnext = m->m_failed;
+	m->m_failed = c;
+	RY_WARN("mgr", "peer %s rail %s: connection qp 0x%x failed: %s",
+		p->pr_name, c->cn_lrail->lr_cfg.name, c->cn_dead_qpn, reason);
+	if (was_active)
+		ry__queue_event(m, RY_EV_CONN_DOWN, c->cn_lrail, p, reason,
+				now);
+}
+
+/*
+ * FAILED -> DRAINING: in ERR the QP flushes every WR still posted back
+ * through the CQ, so each completes exactly once and is replayed.
+ */
+void ry__conn_flush(struct ry__conn *c)
+{
+	int ret;
+
+	ret = ry_rail_modify_qp(c->cn_qp, RY_QPS_ERR, NULL);
+	if (ret)
+		RY_ERR("mgr", "qp 0x%x: to ERR: %d", c->cn_qp->qp_num, ret);
+	c->cn_state = CONN_DRAINING;
+}
+
+void ry__conn_drained_check(struct ry__conn *c, uint64_t now)
+{
+	if (c->cn_state != CONN_DRAINING || c->cn_out_wrs)
+		return;
+	ry__conn_destroy_qp(c);
+	ry__conn_backoff(c, now);
 }
 
 /* Drain a connection that must be replaced now (the peer reconnects it). */

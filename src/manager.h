@@ -17,7 +17,7 @@
  *
  *   No application callback runs with m_lock held: completions, messages
  *   and events are moved to a delivery list under m_lock and handed out
- *   after it is dropped (deliver() in manager.c).
+ *   after it is dropped (ry__deliver() in progress.c).
  *
  * OWNERSHIP
  *
@@ -29,9 +29,10 @@
  *   op_nfrags and no message of it is outstanding.
  *
  *   Replay and teardown never happen while a completion is being handled:
- *   completion handling marks a connection CONN_FAILED (mark_failed);
- *   ry__replay_run() moves it to ERR, fences and drains it later in the
- *   same progress call.
+ *   completion handling marks a connection CONN_FAILED
+ *   (ry__conn_mark_failed); ry__replay_run() moves it to ERR, fences and
+ *   drains it later in the same progress call.  Every connection state
+ *   change is made in conn.c.
  */
 #ifndef RAILYARD_MANAGER_H
 #define RAILYARD_MANAGER_H
@@ -119,7 +120,7 @@ int ry__region_reg(struct ry_manager *m, void *addr, size_t len,
 		   unsigned access, struct ry_region **rg_p);
 void ry__region_dereg(struct ry_region *rg);
 
-/* ---- state machines ---- */
+/* ---- state machines: connections change state in conn.c only ---- */
 
 enum ry__conn_state {
 	CONN_UNPAIRED = 0, /* the peer has no rail on this network */
@@ -346,7 +347,7 @@ struct ry_peer {
 	struct ry__conn pr_conns[];
 };
 
-/* Something to hand to the application after m_lock is dropped. */
+/* Handed to the application after m_lock is dropped (progress.c). */
 struct ry__delivery {
 	struct ry__delivery *dv_next;
 	int dv_kind; /* 0 message, 1 event */
@@ -417,17 +418,24 @@ struct ry_manager {
 	void *m_event_arg;
 };
 
-/* manager.c */
+/* manager.c: create, destroy, resources */
+void ry__fd_watch(struct ry_manager *m, int fd, struct ry__fdtag *tag,
+		  bool out);
+void ry__fd_unwatch(struct ry_manager *m, int fd);
+void ry__timer_arm(struct ry_manager *m);
+
+/* progress.c: the progress loop, completions, delivery */
 void ry__queue_event(struct ry_manager *m, enum ry_event_type t,
 		     struct ry__lrail *lr, struct ry_peer *p,
 		     const char *reason, uint64_t time_ns);
 void ry__queue_message(struct ry_manager *m, struct ry_peer *p,
 		       enum ry_msg_type t, const void *data, size_t len,
 		       uint64_t notify);
-void ry__fd_watch(struct ry_manager *m, int fd, struct ry__fdtag *tag,
-		  bool out);
-void ry__fd_unwatch(struct ry_manager *m, int fd);
-void ry__timer_arm(struct ry_manager *m);
+int ry__deliver(struct ry_manager *m, struct ry__op *done,
+		struct ry__delivery *dv);
+void ry__poll_rail(struct ry__lrail *lr, uint64_t now);
+void ry__wr_complete(struct ry_manager *m, struct ry__wr *w,
+		     const struct ry_wc *wc, uint64_t now);
 
 /* peer.c */
 struct ry_peer *ry__peer_find(struct ry_manager *m, const char *name,
@@ -462,10 +470,15 @@ void ry__stripe(struct ry_peer *p);
 void ry__conn_drained(struct ry__conn *c, uint64_t bytes, uint64_t now);
 void ry__conn_update_share(struct ry__conn *c);
 
-/* conn.c */
+/* conn.c: connections and every change of their state */
 void ry__conn_init(struct ry__conn *c, struct ry_peer *p, struct ry__lrail *lr);
+void ry__conn_paired(struct ry__conn *c);
 void ry__conn_start(struct ry__conn *c, uint64_t now);
 void ry__conn_activate(struct ry__conn *c, uint64_t now);
+void ry__conn_mark_failed(struct ry__conn *c, const char *reason,
+			  uint64_t fail_ns);
+void ry__conn_flush(struct ry__conn *c);
+void ry__conn_drained_check(struct ry__conn *c, uint64_t now);
 void ry__conn_backoff(struct ry__conn *c, uint64_t now);
 void ry__conn_timers(struct ry__conn *c, uint64_t now);
 void ry__conn_destroy_qp(struct ry__conn *c);
@@ -483,13 +496,9 @@ void ry__conn_on_rej(struct ry_peer *p, unsigned src, unsigned dst,
 		     uint32_t attempt, int err);
 int ry__post_ctl_msg(struct ry__conn *c, enum ry__wr_kind kind, uint64_t now);
 
-/* replay.c */
-void ry__conn_mark_failed(struct ry__conn *c, const char *reason,
-			  uint64_t fail_ns);
+/* replay.c: the work of failed connections */
 void ry__replay_run(struct ry_manager *m);
-void ry__wr_complete(struct ry_manager *m, struct ry__wr *w,
-		     const struct ry_wc *wc, uint64_t now);
-void ry__conn_drained_check(struct ry__conn *c, uint64_t now);
+void ry__wr_failed(struct ry__wr *w, const struct ry_wc *wc);
 
 /* fence.c */
 void ry__fence_request(struct ry__conn *c);
@@ -550,7 +559,6 @@ void ry__timers_run(struct ry_manager *m, uint64_t now);
 
 /* manager.c: the rail a local rail name refers to (tests, fault hooks) */
 struct ry_rail *ry__mgr_rail(struct ry_manager *m, const char *name);
-void ry__poll_rail(struct ry__lrail *lr, uint64_t now);
 
 /* counters.c */
 void ry__cnt_add(struct ry_counters *dst, const struct ry_counters *src);

@@ -3,6 +3,7 @@
  * Peers: lookup by name or control address, discovery (pairing our rails
  * with the peer's by network name once the HELLOs are exchanged), the
  * control channel's lifecycle, and the text that says why no path is left.
+ * A connection's state follows pairing through conn.c (ry__conn_paired).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -142,18 +143,7 @@ static void pair_rails(struct ry_peer *p)
 			used |= 1u << j;
 			break;
 		}
-		if (c->cn_ridx < 0) {
-			if (c->cn_state != CONN_UNPAIRED)
-				RY_INFO("mgr",
-					"peer %s: no rail on network %s for "
-					"rail %s",
-					p->pr_name,
-					m->m_rails[i].lr_cfg.network,
-					m->m_rails[i].lr_cfg.name);
-			c->cn_state = CONN_UNPAIRED;
-		} else if (c->cn_state == CONN_UNPAIRED) {
-			c->cn_state = CONN_IDLE;
-		}
+		ry__conn_paired(c);
 	}
 }
 

@@ -1,102 +1,37 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Failure handling and replay.
+ * Replay: what happens to the work of a failed connection.
  *
  * A connection fails on an error completion, a link-down event, silence
  * (heartbeat.c), a failed probe, or a fence request from the peer.  The
- * detecting code only marks it (ry__conn_mark_failed); ry__replay_run()
- * later in the same progress call moves its QP to ERR, asks the peer to
- * fence its side (fence.c), and lets the flushed completions come back
- * through the CQ.  Each posted WR then completes exactly once: success
- * means its fragments are done (RC: they landed), anything else puts them
- * back at the head of the peer's queue for the surviving rails.  RDMA WRITE
- * and READ fragments are idempotent, so replaying one that did land is
- * harmless; messages carry sequence numbers (msg.c).  When the last posted
- * WR has come back the QP is destroyed and the connection waits in BACKOFF
- * to be rebuilt with a new QP.
+ * detecting code only marks it (ry__conn_mark_failed in conn.c, where
+ * every state change lives); ry__replay_run() later in the same progress
+ * call has its QP moved to ERR (ry__conn_flush), asks the peer to fence
+ * its side (fence.c), and lets the flushed completions come back through
+ * the CQ.  Each posted WR then completes exactly once: success means its
+ * fragments are done (RC: they landed; progress.c), anything else
+ * (ry__wr_failed, here) puts them back at the head of the peer's queue for
+ * the surviving rails.  RDMA WRITE and READ fragments are idempotent, so
+ * replaying one that did land is harmless; messages carry sequence numbers
+ * (msg.c).  When the last posted WR has come back the QP is destroyed and
+ * the connection waits in BACKOFF to be rebuilt with a new QP.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "src/manager.h"
 
-void ry__conn_mark_failed(struct ry__conn *c, const char *reason,
-			  uint64_t fail_ns)
-{
-	struct ry_peer *p = c->cn_peer;
-	struct ry_manager *m = p->pr_mgr;
-	uint64_t now = ry__now_ns();
-	bool was_active = c->cn_state == CONN_ACTIVE;
-
-	switch (c->cn_state) {
-	case CONN_CONNECTING:
-		/* nothing was ever posted on it */
-		ry__conn_destroy_qp(c);
-		snprintf(c->cn_reason, sizeof(c->cn_reason), "%s", reason);
-		ry__conn_backoff(c, now);
-		return;
-	case CONN_PROBING:
-	case CONN_ACTIVE:
-		break;
-	default:
-		return;
-	}
-	c->cn_state = CONN_FAILED;
-	snprintf(c->cn_reason, sizeof(c->cn_reason), "%s", reason);
-	if (was_active) {
-		c->cn_lrail->lr_active--;
-		ry__peer_update_paths(p);
-	}
-	if (fail_ns > now)
-		fail_ns = now;
-	c->cn_fail_ns = fail_ns;
-	c->cn_cnt.failovers++;
-	c->cn_cnt.detect_count++;
-	c->cn_cnt.detect_ns_total += now - fail_ns;
-	if (now - fail_ns > c->cn_cnt.detect_ns_max)
-		c->cn_cnt.detect_ns_max = now - fail_ns;
-	c->cn_fence_gen = ++p->pr_fence_gen;
-	c->cn_dead_qpn = c->cn_qp->qp_num;
-	c->cn_dead_rqpn = c->cn_remote.qpn;
-	c->cn_health /= 2;
-	ry__conn_update_share(c);
-	if (!p->pr_resume_from_ns) {
-		p->pr_resume_from_ns = now;
-		p->pr_resume_conn = c;
-	}
-	c->cn_fnext = m->m_failed;
-	m->m_failed = c;
-	RY_WARN("mgr", "peer %s rail %s: connection qp 0x%x failed: %s",
-		p->pr_name, c->cn_lrail->lr_cfg.name, c->cn_dead_qpn, reason);
-	if (was_active)
-		ry__queue_event(m, RY_EV_CONN_DOWN, c->cn_lrail, p, reason,
-				now);
-}
-
-void ry__conn_drained_check(struct ry__conn *c, uint64_t now)
-{
-	if (c->cn_state != CONN_DRAINING || c->cn_out_wrs)
-		return;
-	ry__conn_destroy_qp(c);
-	ry__conn_backoff(c, now);
-}
-
 void ry__replay_run(struct ry_manager *m)
 {
 	uint64_t now = ry__now_ns();
 	struct ry__conn *c;
-	int ret;
 
 	while ((c = m->m_failed)) {
 		m->m_failed = c->cn_fnext;
 		c->cn_fnext = NULL;
 		if (c->cn_state != CONN_FAILED)
 			continue;
-		ret = ry_rail_modify_qp(c->cn_qp, RY_QPS_ERR, NULL);
-		if (ret)
-			RY_ERR("mgr", "qp 0x%x: to ERR: %d", c->cn_qp->qp_num,
-			       ret);
-		c->cn_state = CONN_DRAINING;
+		ry__conn_flush(c);
 		ry__fence_request(c);
 		ry__conn_drained_check(c, now);
 	}
@@ -144,94 +79,49 @@ static enum ry_status op_error(enum ry_wc_status st)
 	}
 }
 
-void ry__wr_complete(struct ry_manager *m, struct ry__wr *w,
-		     const struct ry_wc *wc, uint64_t now)
+/*
+ * An error completion: the connection has failed if it had not already,
+ * and the WR's fragments or message go back to the peer's queues for the
+ * surviving rails, unless the error is the operation's own.
+ */
+void ry__wr_failed(struct ry__wr *w, const struct ry_wc *wc)
 {
 	struct ry__conn *c = w->wr_conn;
 	struct ry_peer *p = c->cn_peer;
 	struct ry__op *op = w->wr_op;
 	enum ry_status ost;
 
-	ry__list_del(&w->wr_link);
-	c->cn_out_wrs--;
-	c->cn_out_bytes -= w->wr_bytes;
-	if (op)
-		op->op_posted--;
+	if (c->cn_state == CONN_ACTIVE || c->cn_state == CONN_PROBING)
+		ry__conn_mark_failed(c, ry_wc_status_str(wc->status),
+				     c->cn_last_ok_ns);
+	ost = op_error(wc->status);
+	switch (w->wr_kind) {
+	case WRK_FRAG:
+		if (ost != RY_OK) {
+			char why[192];
 
-	if (wc->status == RY_WC_SUCCESS) {
-		c->cn_last_ok_ns = now;
-		switch (w->wr_kind) {
-		case WRK_FRAG:
-			c->cn_cnt.bytes += w->wr_bytes;
-			c->cn_cnt.fragments += w->wr_n;
-			ry__conn_drained(c, w->wr_bytes, now);
-			if (p->pr_resume_from_ns &&
-			    w->wr_post_ns >= p->pr_resume_from_ns &&
-			    c->cn_state == CONN_ACTIVE) {
-				struct ry_counters *rc =
-				    &p->pr_resume_conn->cn_cnt;
-				uint64_t d =
-				    ry__since(now, p->pr_resume_from_ns);
-
-				rc->resume_count++;
-				rc->resume_ns_total += d;
-				if (d > rc->resume_ns_max)
-					rc->resume_ns_max = d;
-				p->pr_resume_from_ns = 0;
-			}
+			snprintf(why, sizeof(why), "peer %s rail %s: %s",
+				 p->pr_name, c->cn_lrail->lr_cfg.name,
+				 ry_wc_status_str(wc->status));
+			ry__op_fail(op, ost, why);
 			ry__op_frags_done(op, w->wr_n);
-			break;
-		case WRK_MSG:
-			c->cn_cnt.messages++;
-			c->cn_cnt.bytes += w->wr_bytes;
-			ry__op_msg_done(op);
-			break;
-		case WRK_HEARTBEAT:
-			c->cn_hb_out = false;
-			break;
-		case WRK_PROBE:
-			if (c->cn_state == CONN_PROBING)
-				ry__conn_activate(c, now);
-			break;
-		}
-	} else {
-		if (c->cn_state == CONN_ACTIVE || c->cn_state == CONN_PROBING)
-			ry__conn_mark_failed(c, ry_wc_status_str(wc->status),
-					     c->cn_last_ok_ns);
-		ost = op_error(wc->status);
-		switch (w->wr_kind) {
-		case WRK_FRAG:
-			if (ost != RY_OK) {
-				char why[192];
-
-				snprintf(why, sizeof(why),
-					 "peer %s rail %s: %s", p->pr_name,
-					 c->cn_lrail->lr_cfg.name,
-					 ry_wc_status_str(wc->status));
-				ry__op_fail(op, ost, why);
-				ry__op_frags_done(op, w->wr_n);
-			} else {
-				requeue_frags(p, w);
-				ry__op_check(op);
-			}
-			break;
-		case WRK_MSG:
-			if (op->op_status == RY_OK) {
-				ry__msgq_push(p, op, true);
-				op->op_replayed = true;
-				c->cn_cnt.replayed_fragments++;
-			}
+		} else {
+			requeue_frags(p, w);
 			ry__op_check(op);
-			break;
-		case WRK_HEARTBEAT:
-			c->cn_hb_out = false;
-			break;
-		default:
-			break;
 		}
+		break;
+	case WRK_MSG:
+		if (op->op_status == RY_OK) {
+			ry__msgq_push(p, op, true);
+			op->op_replayed = true;
+			c->cn_cnt.replayed_fragments++;
+		}
+		ry__op_check(op);
+		break;
+	case WRK_HEARTBEAT:
+		c->cn_hb_out = false;
+		break;
+	default:
+		break;
 	}
-	ry__pool_put(&m->m_wr_pool, w);
-	if (c->cn_state == CONN_DRAINING)
-		ry__conn_drained_check(c, now);
-	ry__peer_dirty(p);
 }
