@@ -3,11 +3,11 @@
  * The striping decision (ry__stripe_pick, src/stripe.c), table-driven, on
  * connections built by hand: no manager, no rail, no clock.  One table
  * holds single decisions on the edges (limits, masks, states, backlog,
- * ties, arithmetic near 2^64); the other assigns N pieces with nothing
- * completing, as ry__stripe() does within one call, and checks who got
- * what.  That second form is the deterministic core of the end-to-end
- * unequal_rates case (tests/manager): there, completions and the backlog
- * windows move the share with timing; here, 1:3 must give exactly 1:3.
+ * ties, arithmetic near 2^64); the others assign N pieces with nothing
+ * completing, as ry__stripe() does within one call, and check who got
+ * what.  That is the deterministic core of the end-to-end unequal_rates
+ * case (tests/manager), which can only keep its ops small enough that the
+ * backlog never engages; here 1:3 must give exactly 1:3 at any size.
  */
 #include <check.h>
 #include <stdint.h>
@@ -22,8 +22,7 @@
 struct cand {
 	uint64_t share, out, win;
 	unsigned wrs;
-	enum ry__conn_state st; /* 0 (UNPAIRED) is taken as ACTIVE here */
-	int r;			/* remote rail index + 1; 0: same as i */
+	int r; /* remote rail index + 1; 0: same as i */
 };
 
 static void build(struct ry__conn *conns, struct ry__conn **cs,
@@ -37,7 +36,7 @@ static void build(struct ry__conn *conns, struct ry__conn **cs,
 		conns[i].cn_out_bytes = cd[i].out;
 		conns[i].cn_win_prev = cd[i].win;
 		conns[i].cn_out_wrs = cd[i].wrs;
-		conns[i].cn_state = cd[i].st ? cd[i].st : CONN_ACTIVE;
+		conns[i].cn_state = CONN_ACTIVE;
 		conns[i].cn_ridx = cd[i].r ? cd[i].r - 1 : (int)i;
 		cs[i] = &conns[i];
 	}
