@@ -468,6 +468,9 @@ void ry__op_fill(struct ry_completion *c, const struct ry__op *op);
 /* stripe.c */
 void ry__stripe(struct ry_peer *p);
 void ry__conn_drained(struct ry__conn *c, uint64_t bytes, uint64_t now);
+/* Index in cs[] of the connection a piece of `bytes` goes to, or -1. */
+int ry__stripe_pick(struct ry__conn *const *cs, unsigned n, uint32_t bytes,
+		    uint32_t mask, unsigned max_wrs, bool msg);
 void ry__conn_update_share(struct ry__conn *c);
 
 /* conn.c: connections and every change of their state */

@@ -94,24 +94,51 @@ static bool backlogged(const struct ry__conn *c, bool msg)
 	       c->cn_out_bytes >= 2 * c->cn_win_prev;
 }
 
-static struct batch *pick(struct batch *bt, unsigned na, uint32_t bytes,
-			  uint32_t mask, unsigned max_wrs, bool msg)
+/*
+ * Expected completion times are compared as 128-bit products.  In 64 bits
+ * a rate-derived share (up to 2^30) times the other rail's outstanding
+ * bytes wraps past 16 GiB outstanding -- reachable with the largest
+ * fragment_size, frags_per_wr and wr_per_qp -- and a busy rail then looks
+ * idle.  With cn_share < 2^42 and out_bytes + bytes < 2^65 the 128-bit
+ * products are exact; targets without them keep the 64-bit ones.
+ */
+#ifdef __SIZEOF_INT128__
+typedef unsigned __int128 ry__eta_t;
+#else
+typedef uint64_t ry__eta_t;
+#endif
+
+int ry__stripe_pick(struct ry__conn *const *cs, unsigned n, uint32_t bytes,
+		    uint32_t mask, unsigned max_wrs, bool msg)
 {
-	struct batch *best = NULL;
+	const struct ry__conn *best = NULL;
+	int bi = -1;
 	unsigned i;
 
-	for (i = 0; i < na; i++) {
-		struct ry__conn *c = bt[i].b_conn;
+	for (i = 0; i < n; i++) {
+		const struct ry__conn *c = cs[i];
 
 		if (c->cn_out_wrs >= max_wrs || c->cn_state != CONN_ACTIVE ||
 		    !(mask & (1u << c->cn_ridx)) || backlogged(c, msg))
 			continue;
+		/* strict: a tie keeps the earlier rail */
 		if (!best ||
-		    (c->cn_out_bytes + bytes) * best->b_conn->cn_share <
-			(best->b_conn->cn_out_bytes + bytes) * c->cn_share)
-			best = &bt[i];
+		    ((ry__eta_t)c->cn_out_bytes + bytes) * best->cn_share <
+			((ry__eta_t)best->cn_out_bytes + bytes) * c->cn_share) {
+			best = c;
+			bi = (int)i;
+		}
 	}
-	return best;
+	return bi;
+}
+
+static struct batch *pick(struct batch *bt, struct ry__conn *const *cs,
+			  unsigned na, uint32_t bytes, uint32_t mask,
+			  unsigned max_wrs, bool msg)
+{
+	int i = ry__stripe_pick(cs, na, bytes, mask, max_wrs, msg);
+
+	return i < 0 ? NULL : &bt[i];
 }
 
 static void account(struct ry__conn *c, struct ry__wr *w, uint64_t now)
@@ -122,8 +149,8 @@ static void account(struct ry__conn *c, struct ry__wr *w, uint64_t now)
 	c->cn_out_bytes += w->wr_bytes;
 }
 
-static void post_msgs(struct ry_peer *p, struct batch *bt, unsigned na,
-		      uint64_t now)
+static void post_msgs(struct ry_peer *p, struct batch *bt,
+		      struct ry__conn *const *cs, unsigned na, uint64_t now)
 {
 	struct ry_manager *m = p->pr_mgr;
 	struct ry__op *op;
@@ -146,7 +173,8 @@ static void post_msgs(struct ry_peer *p, struct batch *bt, unsigned na,
 			       sizeof(seq));
 		}
 		/* a message is small: it never waits for a backlog */
-		b = pick(bt, na, op->op_msg_len, ~0u, m->m_cfg.wr_per_qp, true);
+		b = pick(bt, cs, na, op->op_msg_len, ~0u, m->m_cfg.wr_per_qp,
+			 true);
 		if (!b)
 			return;
 		w = ry__pool_get(&m->m_wr_pool);
@@ -206,6 +234,8 @@ void ry__stripe(struct ry_peer *p)
 	const uint32_t fpw = m->m_cfg.frags_per_wr;
 	const unsigned max_wrs = m->m_cfg.wr_per_qp;
 	struct batch bt[RY_MAX_RAILS];
+	/* bt[i].b_conn again, packed: pick() scans these per fragment */
+	struct ry__conn *cs[RY_MAX_RAILS];
 	unsigned na = 0, i;
 	uint64_t now;
 
@@ -213,11 +243,11 @@ void ry__stripe(struct ry_peer *p)
 		return;
 	for (i = 0; i < m->m_nrails; i++)
 		if (p->pr_conns[i].cn_state == CONN_ACTIVE) {
-			bt[na].b_conn = &p->pr_conns[i];
+			cs[na] = bt[na].b_conn = &p->pr_conns[i];
 			bt[na++].b_n = 0;
 		}
 	now = ry__now_ns();
-	post_msgs(p, bt, na, now);
+	post_msgs(p, bt, cs, na, now);
 
 	for (;;) {
 		struct ry__range *rn = p->pr_replay_head;
@@ -245,8 +275,8 @@ void ry__stripe(struct ry_peer *p)
 		end = (uint64_t)(first + nf) * fs;
 		if (end > op->op_len)
 			end = op->op_len;
-		b = pick(bt, na, (uint32_t)(end - off), op->op_rmask, max_wrs,
-			 false);
+		b = pick(bt, cs, na, (uint32_t)(end - off), op->op_rmask,
+			 max_wrs, false);
 		if (!b)
 			break;
 		/* take the fragments out of the queue */
