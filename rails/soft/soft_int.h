@@ -269,6 +269,9 @@ int ry_soft_cq_reserve(struct ry_soft_rail *r, uint32_t entries);
 void ry_soft_event(struct ry_soft_rail *r, enum ry_rail_event_type type,
 		   uint32_t qpn);
 void ry_soft_link_update(struct ry_soft_rail *r);
+
+/* soft_net.c */
+int ry_soft_net_open(struct ry_soft_rail *r, const struct ry_rail_config *cfg);
 /* Queue one packet; payload is referenced until the batch is flushed. */
 void ry_soft_tx(struct ry_soft_rail *r, const struct sockaddr_in *dst,
 		const struct ry_soft_pkt *p, const void *payload);
@@ -278,6 +281,8 @@ void ry_soft_tx_flush(struct ry_soft_rail *r);
 bool ry_soft_tx_full(const struct ry_soft_rail *r);
 void ry_soft_rx_packet(struct ry_soft_rail *r, const uint8_t *buf, uint32_t len,
 		       const struct sockaddr_in *from);
+/* One recvmmsg batch through ry_soft_rx_packet: datagrams read, or -errno. */
+int ry_soft_rx_batch(struct ry_soft_rail *r);
 
 /* soft_mr.c */
 int ry_soft_alloc_pd(struct ry_rail *rail, struct ry_pd **pd_p);
