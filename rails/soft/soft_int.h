@@ -271,7 +271,12 @@ void ry_soft_event(struct ry_soft_rail *r, enum ry_rail_event_type type,
 void ry_soft_link_update(struct ry_soft_rail *r);
 
 /* soft_net.c */
+int ry_soft_net_init(struct ry_soft_rail *r);
 int ry_soft_net_open(struct ry_soft_rail *r, const struct ry_rail_config *cfg);
+/* Closes the socket, frees the receive buffers; safe after a failed open. */
+void ry_soft_net_close(struct ry_soft_rail *r);
+/* Read and dispatch what waits on the socket: 0 or -errno. */
+int ry_soft_net_rx(struct ry_soft_rail *r);
 /* Queue one packet; payload is referenced until the batch is flushed. */
 void ry_soft_tx(struct ry_soft_rail *r, const struct sockaddr_in *dst,
 		const struct ry_soft_pkt *p, const void *payload);
@@ -281,8 +286,6 @@ void ry_soft_tx_flush(struct ry_soft_rail *r);
 bool ry_soft_tx_full(const struct ry_soft_rail *r);
 void ry_soft_rx_packet(struct ry_soft_rail *r, const uint8_t *buf, uint32_t len,
 		       const struct sockaddr_in *from);
-/* One recvmmsg batch through ry_soft_rx_packet: datagrams read, or -errno. */
-int ry_soft_rx_batch(struct ry_soft_rail *r);
 
 /* soft_mr.c */
 int ry_soft_alloc_pd(struct ry_rail *rail, struct ry_pd **pd_p);

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <netinet/udp.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -280,7 +281,7 @@ void ry_soft_rx_packet(struct ry_soft_rail *r, const uint8_t *buf, uint32_t len,
 		ry_soft_comp_rx(qp, &p);
 }
 
-int ry_soft_rx_batch(struct ry_soft_rail *r)
+static int rx_batch(struct ry_soft_rail *r)
 {
 	int n;
 
@@ -327,7 +328,37 @@ int ry_soft_rx_batch(struct ry_soft_rail *r)
 	return n;
 }
 
+/*
+ * Several batches per call, so a full socket buffer drains quickly; a
+ * bound, so the QPs' timers and transmit still run under a flood.
+ */
+int ry_soft_net_rx(struct ry_soft_rail *r)
+{
+	for (int round = 0; round < 8; round++) {
+		int n = rx_batch(r);
+
+		if (n < 0)
+			return n;
+		if (n < RY_SOFT_RX_MSGS)
+			break;
+	}
+	return 0;
+}
+
 /* ---- socket ---- */
+
+/* The receive buffers are allocated once: nothing per packet allocates. */
+int ry_soft_net_init(struct ry_soft_rail *r)
+{
+	r->rxbuf = malloc((size_t)RY_SOFT_RX_MSGS * RY_SOFT_RX_BUF);
+	if (!r->rxbuf)
+		return -ENOMEM;
+	for (int i = 0; i < RY_SOFT_RX_MSGS; i++) {
+		r->rxv[i].iov_base = r->rxbuf + (size_t)i * RY_SOFT_RX_BUF;
+		r->rxv[i].iov_len = RY_SOFT_RX_BUF;
+	}
+	return 0;
+}
 
 static void set_buf(int fd, int force, int plain, int size)
 {
@@ -364,4 +395,11 @@ int ry_soft_net_open(struct ry_soft_rail *r, const struct ry_rail_config *cfg)
 	if (getsockname(r->sock, (struct sockaddr *)&r->addr, &alen))
 		return -errno;
 	return 0;
+}
+
+void ry_soft_net_close(struct ry_soft_rail *r)
+{
+	if (r->sock >= 0)
+		close(r->sock);
+	free(r->rxbuf);
 }

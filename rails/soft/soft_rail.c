@@ -149,7 +149,6 @@ void ry_soft_link_update(struct ry_soft_rail *r)
 	ry_soft_event(r, up ? RY_RAIL_EV_LINK_UP : RY_RAIL_EV_LINK_DOWN, 0);
 }
 
-
 /* ---- progress ---- */
 
 static void arm_timer(struct ry_soft_rail *r, uint64_t when)
@@ -187,16 +186,7 @@ static int soft_progress(struct ry_rail *rail)
 		ry_soft_nl_run(r);
 	}
 	ry_soft_fault_run(r);
-	for (int round = 0; round < 8; round++) {
-		int n = ry_soft_rx_batch(r);
-
-		if (n < 0) {
-			rc = n;
-			break;
-		}
-		if (n < RY_SOFT_RX_MSGS)
-			break;
-	}
+	rc = ry_soft_net_rx(r);
 	for (struct ry_soft_qp *qp = r->qps; qp; qp = qp->next) {
 		uint64_t t;
 
@@ -324,7 +314,6 @@ static void owner_ifname(const struct sockaddr_in *addr, char *name, size_t len)
 	freeifaddrs(ifa);
 }
 
-
 static int epoll_add(int epfd, int fd)
 {
 	struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
@@ -368,15 +357,9 @@ static int soft_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 	if (rc)
 		goto err_free;
 	r->rng |= 1;
-	r->rxbuf = malloc((size_t)RY_SOFT_RX_MSGS * RY_SOFT_RX_BUF);
-	if (!r->rxbuf) {
-		rc = -ENOMEM;
+	rc = ry_soft_net_init(r);
+	if (rc)
 		goto err_free;
-	}
-	for (int i = 0; i < RY_SOFT_RX_MSGS; i++) {
-		r->rxv[i].iov_base = r->rxbuf + (size_t)i * RY_SOFT_RX_BUF;
-		r->rxv[i].iov_len = RY_SOFT_RX_BUF;
-	}
 	rc = ry_soft_cq_reserve(r, 2 * RY_SOFT_SRQ_SIZE);
 	if (rc)
 		goto err_free;
@@ -435,7 +418,7 @@ err_close:
 	soft_close(&r->base);
 	return rc;
 err_free:
-	free(r->rxbuf);
+	ry_soft_net_close(r);
 	free(r->cq);
 	free(r);
 	return rc;
@@ -460,9 +443,7 @@ static void soft_close(struct ry_rail *rail)
 		close(r->tfd);
 	if (r->epfd >= 0)
 		close(r->epfd);
-	if (r->sock >= 0)
-		close(r->sock);
-	free(r->rxbuf);
+	ry_soft_net_close(r);
 	free(r->cq);
 	free(r);
 }
