@@ -194,10 +194,9 @@ static bool is_request(uint8_t op)
 void ry_soft_rx_packet(struct ry_soft_rail *r, const uint8_t *buf, uint32_t len,
 		       const struct sockaddr_in *from)
 {
-	struct ry_soft_hdr hdr, *h = &hdr;
 	struct ry_soft_pkt p;
 	struct ry_soft_qp *qp;
-	uint32_t crc;
+	int rc;
 
 	r->st.rx_packets++;
 	r->st.rx_bytes += len;
@@ -205,47 +204,10 @@ void ry_soft_rx_packet(struct ry_soft_rail *r, const uint8_t *buf, uint32_t len,
 		r->st.faults_dropped++;
 		return;
 	}
-	if (len < RY_SOFT_HDR_LEN) {
-		count_drop(r, &r->st.rx_bad_header);
-		return;
-	}
-	/* GRO segments and held packets sit at any alignment. */
-	memcpy(&hdr, buf, sizeof(hdr));
-	if (h->version != RY_SOFT_WIRE_VERSION || h->rsvd || !h->opcode ||
-	    h->opcode >= RY_SOFT_OP__MAX || (h->flags & ~RY_SOFT_F__ALL) ||
-	    be32toh(h->paylen) != len - RY_SOFT_HDR_LEN) {
-		count_drop(r, &r->st.rx_bad_header);
-		return;
-	}
-	crc = ry_soft_crc32c(0, buf, RY_SOFT_HDR_CRC_LEN);
-	crc = ry_soft_crc32c(crc, buf + RY_SOFT_HDR_LEN, len - RY_SOFT_HDR_LEN);
-	if (crc != be32toh(h->crc)) {
-		count_drop(r, &r->st.rx_bad_crc);
-		return;
-	}
-	p.opcode = h->opcode;
-	p.flags = h->flags;
-	p.dqpn = be32toh(h->dqpn);
-	p.sqpn = be32toh(h->sqpn);
-	p.psn = be32toh(h->psn);
-	p.cookie = be64toh(h->cookie);
-	p.va = be64toh(h->reth_va);
-	p.rkey = be32toh(h->reth_rkey);
-	p.len = be32toh(h->reth_len);
-	p.syndrome = (uint8_t)(be32toh(h->aeth) >> 24);
-	p.msn = be32toh(h->aeth) & 0xffffff;
-	p.imm = be32toh(h->imm);
-	p.paylen = len - RY_SOFT_HDR_LEN;
-	p.payload = buf + RY_SOFT_HDR_LEN;
-	if ((p.dqpn | p.sqpn | p.psn) & ~RY_SOFT_PSN_MASK) {
-		count_drop(r, &r->st.rx_bad_header);
-		return;
-	}
-	/* IMM only on a LAST packet of a SEND or WRITE. */
-	if ((p.flags & RY_SOFT_F_IMM) &&
-	    (!(p.flags & RY_SOFT_F_LAST) ||
-	     (p.opcode != RY_SOFT_OP_SEND && p.opcode != RY_SOFT_OP_WRITE))) {
-		count_drop(r, &r->st.rx_bad_header);
+	rc = ry_soft_wire_decode(buf, len, &p);
+	if (rc) {
+		count_drop(r, rc == -EBADMSG ? &r->st.rx_bad_crc
+					     : &r->st.rx_bad_header);
 		return;
 	}
 	qp = ry_soft_qp_lookup(r, p.dqpn);

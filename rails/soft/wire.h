@@ -139,6 +139,17 @@ static inline void ry_soft_hdr_encode(struct ry_soft_hdr *h,
 	h->paylen = htobe32(p->paylen);
 }
 
+/*
+ * Decode and check one datagram of len bytes (header + payload), in wire.c:
+ * 0 with out filled (out->payload points into pkt), or
+ *   -EMSGSIZE  shorter than the header, or paylen disagrees with len
+ *   -EPROTO    a field no sender produces (version, rsvd, opcode, flags,
+ *              a QPN or PSN over 24 bits, IMM off a SEND/WRITE LAST)
+ *   -EBADMSG   the CRC does not match
+ * *out is only meaningful on 0.  No rail or QP state is consulted.
+ */
+int ry_soft_wire_decode(const void *pkt, size_t len, struct ry_soft_pkt *out);
+
 /* The CRC covers the header up to the crc field, then the payload. */
 static inline void ry_soft_hdr_seal(struct ry_soft_hdr *h, const void *payload,
 				    uint32_t paylen)
