@@ -2,7 +2,10 @@
 /*
  * The soft rail's internal objects, shared by its files:
  *
- *   soft_rail.c    open/close, the ops table, the UDP socket, rx/tx batching
+ *   soft_rail.c    open/close, the ops table, CQ, SRQ, events, progress
+ *   soft_net.c     the UDP socket, rx/tx batching (GRO/GSO), demultiplexing
+ *   wire.h, wire.c the header: layout, encoder, the pure decoder
+ *   crc32c.c       CRC32C for the header and payload
  *   soft_mr.c      PDs, regions, the key tables and every access check
  *   soft_qp.c      QPs: QPN table, state machine, post_send, flush on ERR
  *   soft_req.c     requester: turns WRs into packets, go-back-N, timers

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * The soft rail's network side: the one UDP socket (buffers, GSO/GRO,
- * bind), the transmit batch that sendmmsg flushes, and the receive batch
- * that recvmmsg fills and hands, segment by segment, to the demultiplexer.
+ * The soft rail's network side, as rxe_net.c and rxe_recv.c: the one UDP
+ * socket (buffers, GSO/GRO, bind), the transmit batch that sendmmsg
+ * flushes (GSO: runs of equal segments to one peer go as one datagram),
+ * the receive batches that recvmmsg fills and GRO coalesces, and the
+ * demultiplexer, ry_soft_rx_packet: wire.c decodes the header, then the
+ * destination QP's state, cookie and peer decide whether the responder or
+ * the completer sees the packet.
  */
 #include <errno.h>
 #include <netinet/udp.h>

@@ -2,14 +2,15 @@
 /*
  * The soft rail: userspace reliable-connected RDMA over UDP, modelled on the
  * kernel's rxe.  This file holds the rail itself: open/close, the ops
- * table, the one UDP socket, the one CQ and SRQ, the event queue, and the
- * batched I/O (recvmmsg with GRO in, sendmmsg with GSO out).
+ * table, the one CQ and SRQ, the event queue and progress; the socket and
+ * the batched I/O are soft_net.c's.
  *
- * progress() is the only place protocol work happens: receive a batch and
- * dispatch it by destination QPN, run each QP's timers, responder and
- * requester, flush the transmit batch, arm the timerfd for the earliest
- * deadline.  fd() is an epoll fd over the socket, the timerfd, the netlink
- * socket and an eventfd that is set while completions or events wait.
+ * progress() is the only place protocol work happens: receive what waits
+ * (soft_net.c dispatches it by destination QPN), run each QP's timers,
+ * responder and requester, flush the transmit batch, arm the timerfd for
+ * the earliest deadline.  fd() is an epoll fd over the socket, the
+ * timerfd, the netlink socket and an eventfd that is set while completions
+ * or events wait.
  */
 #include <arpa/inet.h>
 #include <errno.h>

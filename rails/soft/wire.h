@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The soft rail's wire format: one fixed 56-byte header in front of every
- * UDP payload segment, all integers big-endian (as RoCE).
+ * UDP payload segment, all integers big-endian (as RoCE).  The encoder is
+ * here, inline for the transmit path; the decoder is in wire.c.
  *
  *   off size field
  *     0    1 version     RY_SOFT_WIRE_VERSION; anything else is dropped
