@@ -439,6 +439,9 @@ int ry_config_demo(struct ry_config **cfg_p)
 	snprintf(cfg->source, sizeof(cfg->source), "<demo>");
 	snprintf(cfg->node, sizeof(cfg->node), "demo");
 	snprintf(cfg->control, sizeof(cfg->control), "127.0.0.1:0");
+	/* two demo nodes talk over loopback with kernel-chosen ports */
+	cfg->accept.n = 1;
+	snprintf(cfg->accept.s[0], sizeof(cfg->accept.s[0]), "127.0.0.0/8");
 	cfg->n_rails = 4;
 	for (unsigned i = 0; i < cfg->n_rails; i++) {
 		struct ry_rail_config *r = &cfg->rails[i];
