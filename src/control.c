@@ -1059,6 +1059,21 @@ static int on_hello(struct ry__ctl *c, struct rbuf *r, bool reply)
 				refuse_log(m, &c->c_src, why);
 			if (ret)
 				return ret;
+			/*
+			 * Without a key, a process on the peer's own host
+			 * passes the address checks; a restart is taken only
+			 * once the old incarnation's session has closed (a
+			 * real restart closes it).
+			 */
+			if (p->pr_node && p->pr_node != node &&
+			    ctl_bound(m, p, c)) {
+				snprintf(why, sizeof(why),
+					 "HELLO claims a new incarnation of "
+					 "peer %s while its session is alive",
+					 p->pr_name);
+				refuse_log(m, &c->c_src, why);
+				return -EACCES;
+			}
 			c->c_peer = p;
 			m->m_npending--;
 		}
