@@ -265,6 +265,9 @@ struct sfield {
 		    offsetof(struct ry_rail_stats, f)                          \
 	}
 static const struct sfield sfields[] = {
+    SF(tx_bytes, "Bytes sent by the rail's transport, headers included."),
+    SF(rx_bytes, "Bytes received by the rail's transport, headers included: "
+		 "on a target, the peers' one-sided writes land here."),
     SF(tx_packets, "Packets sent by the rail's transport."),
     SF(rx_packets, "Packets received by the rail's transport."),
     SF(naks_sent, "NAKs sent by the rail's transport."),
