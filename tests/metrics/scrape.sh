@@ -45,10 +45,9 @@ fail() {
 	exit 1
 }
 
-# Admission control on the control channel is coming: when serve's config
-# grows an accept list, the client is admitted by adding it here, e.g.
-#   admission='accept = ["127.0.0.0/8"]'
-admission=''
+# serve admits only the nodes its config names; the bench client's control
+# port is ephemeral, so admit loopback instead
+admission='accept = {"127.0.0.0/8"}'
 cat >"$dir/b.conf" <<CONF
 node = sb
 control = "127.0.0.1:0"
