@@ -50,7 +50,7 @@ fi
 echo "== building $build"
 cmake --build "$build" -j"${JOBS:-$(nproc)}" >/dev/null
 
-mapfile -t bins < <(find "$build/tests/fuzz" -maxdepth 1 -type f \
+mapfile -t bins < <(find "$(realpath "$build")/tests/fuzz" -maxdepth 1 -type f \
 	-name 'fuzz_*' -perm -u+x 2>/dev/null | sort)
 if ((${#bins[@]} == 0)); then
 	echo "run-long.sh: no fuzz_* executables in $build/tests/fuzz" >&2
@@ -94,18 +94,18 @@ for bin in "${bins[@]}"; do
 		continue
 	fi
 	corpus=$scratch/$name
-	art=$src/$build/fuzz-long/$name
+	art=$(realpath "$build")/fuzz-long/$name
 	mkdir -p "$corpus" "$art"
 	log=$art/log
 	mapfile -t seed < <(seeds "$name")
 	echo "== $name: up to $runs runs or $secs s"
-	start=$(date +%s)
+	start=$(date +%s.%N)
 	rc=0
 	# -timeout catches a single input that hangs; -max_total_time is the cap
 	(cd "$art" && "$bin" -runs="$runs" -max_total_time="$secs" \
 		-timeout=10 -print_final_stats=1 -artifact_prefix="$art/" \
 		"$corpus" "${seed[@]}") >"$log" 2>&1 || rc=$?
-	elapsed=$(($(date +%s) - start))
+	elapsed=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.0f", b - a }')
 
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
 	rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
@@ -113,6 +113,11 @@ for bin in "${bins[@]}"; do
 	last=$(grep -E '^#[0-9]+' "$log" | tail -1 || true)
 	[[ -n $execs ]] || execs=$(sed -E 's/^#([0-9]+).*/\1/' <<<"$last")
 	[[ -n $rate ]] || rate=$(sed -nE 's/.*exec\/s: ([0-9]+).*/\1/p' <<<"$last")
+	# libFuzzer divides by whole seconds: a run under one second shows 0
+	if [[ ${rate:-0} == 0 && -n $execs ]]; then
+		rate=$(awk -v n="$execs" -v a="$start" -v b="$(date +%s.%N)" \
+			'BEGIN { printf "%.0f", n / (b - a) }')
+	fi
 	ncorp=$(find "$corpus" -type f | wc -l)
 	artifact=$(sed -n 's/.*Test unit written to //p' "$log" | tail -1)
 
@@ -124,8 +129,10 @@ for bin in "${bins[@]}"; do
 		result=leak
 	elif grep -q 'ERROR: libFuzzer: out-of-memory' "$log"; then
 		result=oom
-	else
+	elif [[ -n $artifact ]] || grep -qE 'deadly signal|Sanitizer|runtime error' "$log"; then
 		result=crash
+	else
+		result=error # did not run: see the log
 	fi
 	if [[ $result == ok ]]; then
 		pass=$((pass + 1))
