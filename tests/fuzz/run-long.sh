@@ -27,7 +27,8 @@ while getopts "n:t:b:kh" opt; do
 	t) secs=$OPTARG ;;
 	b) build=$OPTARG ;;
 	k) keep=1 ;;
-	*) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+	h) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 	esac
 done
 [[ $runs =~ ^[0-9]+$ && $secs =~ ^[0-9]+$ ]] || {
