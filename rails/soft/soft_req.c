@@ -241,6 +241,9 @@ void ry_soft_req_timers(struct ry_soft_qp *qp)
 		ry_soft_qp_error(qp, RY_WC_RETRY_EXCEEDED);
 		return;
 	}
+	RY_DBG("soft", "qp 0x%x: timeout %u of %u at psn 0x%x (sent to 0x%x)",
+	       qp->base.qp_num, qp->retry_cnt - qp->comp.retry_left + 1,
+	       qp->retry_cnt, qp->comp.psn, qp->req.max_psn);
 	qp->comp.retry_left--;
 	ry_soft_cc_timeout(qp);
 	ry_soft_req_rewind(qp, qp->comp.psn);
