@@ -85,14 +85,13 @@ void ry__auth_nonce(unsigned char n[RY__NONCE])
 	randombytes_buf(n, RY__NONCE);
 }
 
-void ry__auth_hash_hello(const void *body, size_t n,
-			 unsigned char h[RY__MAC])
+void ry__auth_hash_hello(const void *body, size_t n, unsigned char h[RY__MAC])
 {
 	crypto_generichash(h, RY__MAC, body, n, NULL, 0);
 }
 
-void ry__auth_transcript(const unsigned char hello_h[RY__MAC],
-			 const void *ack, size_t n, unsigned char t[RY__MAC])
+void ry__auth_transcript(const unsigned char hello_h[RY__MAC], const void *ack,
+			 size_t n, unsigned char t[RY__MAC])
 {
 	static const char label[] = "railyard ctl v2";
 	crypto_generichash_state st;

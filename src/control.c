@@ -692,7 +692,8 @@ static bool ctl_bound(const struct ry_manager *m, const struct ry_peer *p,
  * its name or address.  Any other node is admitted only from an accept
  * prefix, under a name and address no live session or named peer holds.
  *
- * dry: decide only, change nothing, *p_out not set (with a key, a HELLO is
+ * dry: decide only, change nothing; *p_out is the record it would speak
+ * for if there is one, else NULL (with a key, a HELLO is
  * checked before the listener's proof is sent and decided for real once
  * the dialer has proven the key).
  */
@@ -751,8 +752,10 @@ static int admit_hello(struct ry__ctl *c, const char *name, const char *addr,
 				 rn->pr_name, ra->pr_name);
 			return -EACCES;
 		}
-		if (dry)
+		if (dry) {
+			*p_out = ra;
 			return 0;
+		}
 		p = ra;
 		if (!p)
 			p = ry__peer_new(m, e->name, e->address, true);
@@ -772,8 +775,7 @@ static int admit_hello(struct ry__ctl *c, const char *name, const char *addr,
 				 p->pr_name, p->pr_addr);
 			return -EACCES;
 		}
-		if (!dry)
-			*p_out = p;
+		*p_out = p;
 		return 0;
 	}
 	if (!accept_match(m, &c->c_src)) {
@@ -793,8 +795,10 @@ static int admit_hello(struct ry__ctl *c, const char *name, const char *addr,
 			 addr, ra->pr_name);
 		return -EACCES;
 	}
-	if (dry)
+	if (dry) {
+		*p_out = rn;
 		return 0;
+	}
 	/* a departed node's claim: its record keeps its name */
 	if (ra && ra != rn)
 		ra->pr_addr[0] = 0;
@@ -1167,6 +1171,26 @@ static int parse_hello(struct rbuf *r, bool reply, struct hello *h)
 	return r->bad ? -EBADMSG : 0;
 }
 
+/*
+ * A process on the peer's own host passes the address checks (and, with a
+ * key, one holding the key is trusted); a restart is taken only once the
+ * old incarnation's session has closed (a real restart closes it).
+ */
+static int admit_restart(struct ry__ctl *c, struct ry_peer *p, uint64_t node)
+{
+	char why[320];
+
+	if (!p || !p->pr_node || p->pr_node == node ||
+	    !ctl_bound(c->c_mgr, p, c))
+		return 0;
+	snprintf(why, sizeof(why),
+		 "HELLO claims a new incarnation of peer %s while its session "
+		 "is alive",
+		 p->pr_name);
+	refuse_log(c->c_mgr, &c->c_src, why);
+	return -EACCES;
+}
+
 /* Act on a HELLO or HELLO_ACK that admission (and the key) allowed. */
 static int hello_apply(struct ry__ctl *c, const struct hello *h, bool reply)
 {
@@ -1184,22 +1208,9 @@ static int hello_apply(struct ry__ctl *c, const struct hello *h, bool reply)
 				refuse_log(m, &c->c_src, why);
 			if (ret)
 				return ret;
-			/*
-			 * A process on the peer's own host passes the address
-			 * checks (and, with a key, one holding the key is
-			 * trusted); a restart is taken only once the old
-			 * incarnation's session has closed (a real restart
-			 * closes it).
-			 */
-			if (p->pr_node && p->pr_node != h->node &&
-			    ctl_bound(m, p, c)) {
-				snprintf(why, sizeof(why),
-					 "HELLO claims a new incarnation of "
-					 "peer %s while its session is alive",
-					 p->pr_name);
-				refuse_log(m, &c->c_src, why);
-				return -EACCES;
-			}
+			ret = admit_restart(c, p, h->node);
+			if (ret)
+				return ret;
 			c->c_peer = p;
 			m->m_npending--;
 		}
@@ -1283,6 +1294,8 @@ static int on_hello(struct ry__ctl *c, struct rbuf *r, bool reply)
 				  sizeof(why));
 		if (ret == -EACCES)
 			refuse_log(m, &c->c_src, why);
+		if (!ret)
+			ret = admit_restart(c, p, h->node);
 		if (ret)
 			goto out;
 		ry__auth_hash_hello(body, blen, a->a_hello);
