@@ -20,7 +20,7 @@ int ry__key_file_read(const char *path, unsigned char key[RY__KEY_BYTES],
 		      char *why, size_t why_len, char *hint, size_t hint_len)
 {
 	/* one byte more than the longest valid file, to see a longer one */
-	unsigned char buf[KEY_HEX + 3];
+	unsigned char buf[KEY_HEX + 2];
 	size_t n = 0, hex_len;
 	struct stat st;
 	ssize_t r;
