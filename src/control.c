@@ -80,7 +80,7 @@
 #define CTL_STR_MAX(cap) (2 + (cap) - 1)
 #define CTL_MAX_FRAME                                                          \
 	(8 + CTL_STR_MAX(RY_NAME_MAX) + CTL_STR_MAX(RY_ADDR_MAX) + 1 +         \
-	 RY_MAX_RAILS * (2 * CTL_STR_MAX(RY_NAME_MAX) + CTL_EP_LEN) + 1 +    \
+	 RY_MAX_RAILS * (2 * CTL_STR_MAX(RY_NAME_MAX) + CTL_EP_LEN) + 1 +      \
 	 RY__NONCE + 2 * RY__MAC)
 #define CTL_RBUF (2 * (8 + CTL_MAX_FRAME))
 /* Replies pile up here when the other end does not read. */
