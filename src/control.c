@@ -32,7 +32,8 @@
  * accept() unless its source may speak at all (a configured or app-named
  * peer's IP, an accept prefix, or "any") and the session bounds allow it;
  * it acts only after its HELLO is admitted by admit_hello().  Until then it
- * may send one HELLO and nothing else, within handshake_timeout_ms.  A
+ * may send one HELLO (and, with a key, one AUTH) and nothing else, within
+ * handshake_timeout_ms.  A
  * session we dialed is admitted when its HELLO_ACK arrives: we chose the
  * address.  Only admitted sessions act, and only for the peer they were
  * admitted as.

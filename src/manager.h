@@ -45,6 +45,12 @@
  *   Otherwise it stays until the manager is destroyed.  Other records
  *   are never freed before then.  A HELLO never renames a record nor
  *   changes a configured or app-named record's address.
+ *
+ *   With a key_file, m_auth (sodium_malloc: locked, wiped by
+ *   ry__auth_fini) holds the keys derived from it from ry__ctl_listen()
+ *   until ry__ctl_close_all(); the key itself is not kept.  Each control
+ *   session's handshake state and frame keys are its own and wiped when
+ *   it is freed.
  */
 #ifndef RAILYARD_MANAGER_H
 #define RAILYARD_MANAGER_H
