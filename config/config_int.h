@@ -80,6 +80,16 @@ int ry__cfg_line_before(const struct ry__loader *ld, const char *name,
 
 cfg_opt_t *ry__cfg_schema(void);
 
+#define RY__KEY_BYTES 32
+/*
+ * Read a key_file: 32 raw bytes, or 64 hex digits and an optional newline;
+ * a regular file no group or other may access.  0 with the key, or -errno
+ * with what is wrong (why) and how to fix it (hint).  Shared by
+ * check-config and the manager so they cannot disagree.
+ */
+int ry__key_file_read(const char *path, unsigned char key[RY__KEY_BYTES],
+		      char *why, size_t why_len, char *hint, size_t hint_len);
+
 /*
  * The option table.  Each row names one option of one section and where
  * its value lives; sections are "" (top level), "rail", "rail.fault",

@@ -63,6 +63,8 @@ const struct ry__opt ry__opts[] = {
 	"sessions", "inbound control sessions per address; 8 is the default"),
     TOP(handshake_timeout_ms, RY__OPT_INT, "2000", 1, 600000, ZD, "ms",
 	MS_HINT),
+    /* the file itself (size, format, mode) is checked in validate.c */
+    TOP(key_file, RY__OPT_STR, NULL, 0, 0, RY__OPT_OMIT_EMPTY, "path", NULL),
 
     /* provider and the soft/verbs address rules are checked in code */
     RAIL(provider, RY__OPT_PROVIDER, NULL, 0, 0, 0, "soft | verbs", NULL),

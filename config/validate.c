@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "config/config_int.h"
 
 /*
@@ -286,6 +288,16 @@ int ry__cfg_validate(const struct ry_config *cfg, struct ry__loader *ld)
 			       "write a numeric prefix \"ip/len\" (\"198.18.0.0/15\", \"2001:db8::/32\") or \"any\" (admits every node: labs only)",
 			       "accept: '%s' is not an address prefix",
 			       cfg->accept.s[i]);
+	}
+	if (cfg->key_file[0]) {
+		unsigned char key[RY__KEY_BYTES];
+		char why[400], hint[400];
+
+		if (ry__key_file_read(cfg->key_file, key, why, sizeof(why),
+				      hint, sizeof(hint)))
+			REPORT(&v, line_of(&v, "", 0, "key_file", 0), hint,
+			       "%s", why);
+		sodium_memzero(key, sizeof(key));
 	}
 	check_opts(&v, "", cfg, NULL, 0, 0);
 	check_opts(&v, "failover", cfg, NULL, 0, 0);

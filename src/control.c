@@ -5,12 +5,19 @@
  * by ry_progress(); a socket that misbehaves (short frame, unknown type,
  * oversized frame) is closed, and the peer redials with backoff.
  *
- * Framing: u32 body length, u16 type, u16 version (1), body; little-endian.
+ * Framing: u32 body length, u16 type, u16 version (2), body; little-endian.
+ * A frame of another version is refused with a message naming both.
  *
  *   HELLO / HELLO_ACK  u64 node incarnation, str node name, str control
  *                      address, u8 n, n x { str rail, str network,
- *                      endpoint }   -- the dialer sends HELLO, the
+ *                      endpoint }, u8 auth (1: key_file), and with auth:
+ *                      32-byte nonce, and in HELLO_ACK the listener's
+ *                      32-byte proof   -- the dialer sends HELLO, the
  *                      listener answers HELLO_ACK: rail lists exchanged
+ *   AUTH               32-byte proof: the dialer's, after HELLO_ACK
+ *   REFUSE             u8 why (enum refusal): sent before closing a
+ *                      session refused for authentication, so both ends
+ *                      can say why
  *   CONN_REQ / REP     u8 sender's rail, u8 receiver's rail, u32 attempt,
  *                      endpoint     -- QPN, PSN, cookie, GID, LID, port, MTU
  *   CONN_REJ           u8, u8, u32 attempt, i32 -errno
@@ -25,10 +32,23 @@
  * accept() unless its source may speak at all (a configured or app-named
  * peer's IP, an accept prefix, or "any") and the session bounds allow it;
  * it acts only after its HELLO is admitted by admit_hello().  Until then it
- * may send one HELLO and nothing else, within handshake_timeout_ms.  A
+ * may send one HELLO (and, with a key, one AUTH) and nothing else, within
+ * handshake_timeout_ms.  A
  * session we dialed is admitted when its HELLO_ACK arrives: we chose the
  * address.  Only admitted sessions act, and only for the peer they were
  * admitted as.
+ *
+ * Authentication (key_file; auth.c has the derivations): the dialer's HELLO
+ * carries a fresh nonce; the listener answers, before deciding anything,
+ * with HELLO_ACK carrying its own nonce and its proof over the transcript
+ * (both HELLO bodies: names, incarnations, control addresses, nonces); the
+ * dialer checks it and answers AUTH with its own proof; the listener
+ * admits the session only then, and admit_hello() runs again on what was
+ * proven.  From then on every frame in each direction carries a 32-byte
+ * HMAC (appended; counted in the body length) under that direction's
+ * session key over an implicit frame counter, type, version and body: a
+ * bad one closes the session before the frame acts.  A node with a key
+ * refuses a peer without one, and the other way round, with REFUSE.
  */
 #include <endian.h>
 #include <errno.h>
@@ -42,22 +62,27 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
+#include <sodium.h>
+
 #include "config/config_int.h"
 #include "src/util/le.h"
 #include "src/manager.h"
 
-#define CTL_VERSION 1
+#define CTL_VERSION 2
 #define CTL_HELLO 1
 #define CTL_HELLO_ACK 2
 #define CTL_FENCE_REQ 6
 #define CTL_FENCE_ACK 7
+#define CTL_AUTH 8
+#define CTL_REFUSE 9
 #define CTL_EP_LEN 40 /* endpoint on the wire */
 /* The largest legitimate frame body: a HELLO with every rail, names and
  * addresses at their longest (r_str refuses cap - 1 and more). */
 #define CTL_STR_MAX(cap) (2 + (cap) - 1)
 #define CTL_MAX_FRAME                                                          \
 	(8 + CTL_STR_MAX(RY_NAME_MAX) + CTL_STR_MAX(RY_ADDR_MAX) + 1 +         \
-	 RY_MAX_RAILS * (2 * CTL_STR_MAX(RY_NAME_MAX) + CTL_EP_LEN))
+	 RY_MAX_RAILS * (2 * CTL_STR_MAX(RY_NAME_MAX) + CTL_EP_LEN) + 1 +      \
+	 RY__NONCE + 2 * RY__MAC)
 #define CTL_RBUF (2 * (8 + CTL_MAX_FRAME))
 /* Replies pile up here when the other end does not read. */
 #define CTL_WBUF_MAX (256u << 10)
@@ -86,7 +111,35 @@ struct ry__ctl {
 	unsigned char *c_wbuf;
 	size_t c_wlen, c_woff, c_wcap;
 	bool c_want_out;
+	struct ry__ctl_auth *c_auth; /* with a key only */
+	bool c_mac_on;		     /* every frame carries a MAC now */
 	struct ry__ctl *c_next;
+};
+
+/* What a HELLO or HELLO_ACK says. */
+struct hello {
+	uint64_t node;
+	char name[RY_NAME_MAX], addr[RY_ADDR_MAX];
+	unsigned n;
+	struct ry__rrail rr[RY_MAX_RAILS];
+	bool auth;
+	unsigned char nonce[RY__NONCE], proof[RY__MAC];
+};
+
+/* A session's handshake and frame keys; wiped when it is freed. */
+struct ry__ctl_auth {
+	unsigned char a_nonce[RY__NONCE]; /* ours */
+	unsigned char a_hello[RY__MAC];	  /* hash of the HELLO body */
+	unsigned char a_t[RY__MAC];	  /* transcript */
+	unsigned char a_ktx[RY__MAC], a_krx[RY__MAC];
+	uint64_t a_tx, a_rx;	 /* frame counters */
+	struct hello *a_pending; /* listener: the HELLO, until AUTH */
+};
+
+enum refusal {
+	REF_KEY_DIFFERS = 1, /* a proof did not verify */
+	REF_KEY_REQUIRED,    /* the sender has a key; the other end sent none */
+	REF_NO_KEY,	     /* the sender has no key; the other end has one */
 };
 
 /* ---- encoding ---- */
@@ -286,13 +339,14 @@ static void ctl_flush(struct ry__ctl *c)
 static void ctl_send(struct ry__ctl *c, uint16_t type, const struct wbuf *w)
 {
 	unsigned char hdr[8];
-	uint32_t len = htole32((uint32_t)w->n);
+	size_t tag = c && c->c_mac_on ? RY__MAC : 0;
+	uint32_t len = htole32((uint32_t)(w->n + tag));
 	uint16_t t = htole16(type), v = htole16(CTL_VERSION);
 	size_t need;
 
 	if (!c || c->c_dead || w->bad)
 		return;
-	need = c->c_wlen + sizeof(hdr) + w->n;
+	need = c->c_wlen + sizeof(hdr) + w->n + tag;
 	if (need > c->c_wcap) {
 		size_t cap = c->c_wcap ? c->c_wcap : 4096;
 		unsigned char *nb;
@@ -316,7 +370,11 @@ static void ctl_send(struct ry__ctl *c, uint16_t type, const struct wbuf *w)
 	memcpy(hdr + 6, &v, 2);
 	memcpy(c->c_wbuf + c->c_wlen, hdr, sizeof(hdr));
 	memcpy(c->c_wbuf + c->c_wlen + sizeof(hdr), w->b, w->n);
-	c->c_wlen += sizeof(hdr) + w->n;
+	if (tag)
+		ry__auth_frame_mac(c->c_auth->a_ktx, c->c_auth->a_tx++, type,
+				   CTL_VERSION, w->b, w->n,
+				   c->c_wbuf + c->c_wlen + sizeof(hdr) + w->n);
+	c->c_wlen += sizeof(hdr) + w->n + tag;
 	if (!c->c_connecting)
 		ctl_flush(c);
 }
@@ -328,6 +386,13 @@ static struct ry__ctl *ctl_new(struct ry_manager *m, int fd, bool connecting)
 
 	if (!c)
 		return NULL;
+	if (m->m_auth) {
+		c->c_auth = calloc(1, sizeof(*c->c_auth));
+		if (!c->c_auth) {
+			free(c);
+			return NULL;
+		}
+	}
 	c->c_mgr = m;
 	c->c_fd = fd;
 	c->c_connecting = connecting;
@@ -533,8 +598,8 @@ static int admit_init(struct ry_manager *m)
 
 /* Logged once per source per CTL_REFUSE_QUIET_NS: a flood of refusals
  * must not become a flood of log lines. */
-static void refuse_log(struct ry_manager *m, const struct ry__ip *ip,
-		       const char *why)
+static void refuse_log_dir(struct ry_manager *m, const struct ry__ip *ip,
+			   bool inbound, const char *why)
 {
 	struct ry__admit_state *as = m->m_admit;
 	uint64_t now = ry__now_ns(), h = 1469598103934665603ull;
@@ -553,15 +618,27 @@ static void refuse_log(struct ry_manager *m, const struct ry__ip *ip,
 	ip_str(ip, host, sizeof(host));
 	if (r->rf_quiet && ip_same_host(&r->rf_ip, ip))
 		RY_WARN("mgr",
-			"control session from %s refused: %s (%u more refused "
+			"control session %s %s refused: %s (%u more refused "
 			"in the last 10 s)",
-			host, why, r->rf_quiet);
+			inbound ? "from" : "to", host, why, r->rf_quiet);
 	else
-		RY_WARN("mgr", "control session from %s refused: %s", host,
-			why);
+		RY_WARN("mgr", "control session %s %s refused: %s",
+			inbound ? "from" : "to", host, why);
 	r->rf_ip = *ip;
 	r->rf_ns = now;
 	r->rf_quiet = 0;
+}
+
+static void refuse_log(struct ry_manager *m, const struct ry__ip *ip,
+		       const char *why)
+{
+	refuse_log_dir(m, ip, true, why);
+}
+
+/* The refusal of session c, either way: c_src is the other end's IP. */
+static void ctl_refuse_log(struct ry__ctl *c, const char *why)
+{
+	refuse_log_dir(c->c_mgr, &c->c_src, c->c_inbound, why);
 }
 
 /* May this source open a session at all?  Decided at accept(), before
@@ -615,9 +692,14 @@ static bool ctl_bound(const struct ry_manager *m, const struct ry_peer *p,
  * address's IP and only claiming that address, and nobody else may claim
  * its name or address.  Any other node is admitted only from an accept
  * prefix, under a name and address no live session or named peer holds.
+ *
+ * dry: decide only, change nothing; *p_out is the record it would speak
+ * for if there is one, else NULL (with a key, a HELLO is
+ * checked before the listener's proof is sent and decided for real once
+ * the dialer has proven the key).
  */
 static int admit_hello(struct ry__ctl *c, const char *name, const char *addr,
-		       struct ry_peer **p_out, char *why, size_t len)
+		       bool dry, struct ry_peer **p_out, char *why, size_t len)
 {
 	struct ry_manager *m = c->c_mgr;
 	const struct ry_peer_config *ea = NULL, *en = NULL, *e;
@@ -625,12 +707,7 @@ static int admit_hello(struct ry__ctl *c, const char *name, const char *addr,
 	struct ry__ip ip;
 	unsigned i;
 
-	/*
-	 * Authentication (issue 11: a pre-shared key and a challenge-response
-	 * binding both names, incarnations, control addresses and nonces)
-	 * hooks in here: until the session has proved the key, everything
-	 * below is only a claim.
-	 */
+	/* with a key, a real (!dry) call comes only after the proof */
 	for (i = 0; i < m->m_cfg.n_peers; i++) {
 		const struct ry_peer_config *pc = &m->m_cfg.peers[i];
 
@@ -676,6 +753,10 @@ static int admit_hello(struct ry__ctl *c, const char *name, const char *addr,
 				 rn->pr_name, ra->pr_name);
 			return -EACCES;
 		}
+		if (dry) {
+			*p_out = ra;
+			return 0;
+		}
 		p = ra;
 		if (!p)
 			p = ry__peer_new(m, e->name, e->address, true);
@@ -710,16 +791,18 @@ static int admit_hello(struct ry__ctl *c, const char *name, const char *addr,
 			 name);
 		return -EACCES;
 	}
-	if (ra && ra != rn) {
-		if (ctl_bound(m, ra, c)) {
-			snprintf(why, len,
-				 "control address %s is in use by peer %s",
-				 addr, ra->pr_name);
-			return -EACCES;
-		}
-		/* a departed node's claim: its record keeps its name */
-		ra->pr_addr[0] = 0;
+	if (ra && ra != rn && ctl_bound(m, ra, c)) {
+		snprintf(why, len, "control address %s is in use by peer %s",
+			 addr, ra->pr_name);
+		return -EACCES;
 	}
+	if (dry) {
+		*p_out = rn;
+		return 0;
+	}
+	/* a departed node's claim: its record keeps its name */
+	if (ra && ra != rn)
+		ra->pr_addr[0] = 0;
 	p = rn;
 	if (!p) {
 		p = ry__peer_new(m, name, addr, false);
@@ -748,7 +831,10 @@ void ry__ctl_timers(struct ry_manager *m, uint64_t now)
 		    ry__since(now, c->c_born_ns) <= m->m_handshake_ns)
 			continue;
 		refuse_log(m, &c->c_src,
-			   "no HELLO within handshake_timeout_ms");
+			   c->c_auth && c->c_auth->a_pending
+			       ? "no AUTH (proof of the key) within "
+				 "handshake_timeout_ms"
+			       : "no HELLO within handshake_timeout_ms");
 		ctl_kill(c, "handshake timeout");
 	}
 }
@@ -763,6 +849,9 @@ int ry__ctl_listen(struct ry_manager *m)
 	int fd, one = 1, ret;
 
 	ret = admit_init(m);
+	if (ret)
+		return ret;
+	ret = ry__auth_init(m);
 	if (ret)
 		return ret;
 	ret = parse_addr(addr, &ss, &len);
@@ -938,6 +1027,7 @@ int ry__ctl_dial(struct ry_peer *p)
 void ry__ctl_send_hello(struct ry__ctl *c, bool reply)
 {
 	struct ry_manager *m = c->c_mgr;
+	struct ry__ctl_auth *a = c->c_auth;
 	struct wbuf *w = malloc(sizeof(*w));
 	unsigned i;
 
@@ -953,6 +1043,22 @@ void ry__ctl_send_hello(struct ry__ctl *c, bool reply)
 		w_str(w, m->m_rails[i].lr_cfg.name);
 		w_str(w, m->m_rails[i].lr_cfg.network);
 		w_ep(w, &m->m_rails[i].lr_attr.local);
+	}
+	w_u8(w, a != NULL);
+	if (a) {
+		ry__auth_nonce(a->a_nonce);
+		w_bytes(w, a->a_nonce, RY__NONCE);
+		if (!reply) {
+			ry__auth_hash_hello(w->b, w->n, a->a_hello);
+		} else if (!w->bad) {
+			unsigned char proof[RY__MAC];
+
+			ry__auth_transcript(a->a_hello, w->b, w->n, a->a_t);
+			ry__auth_proof(m, false, a->a_t, proof);
+			w_bytes(w, proof, RY__MAC);
+			ry__auth_session_keys(m, false, a->a_t, a->a_ktx,
+					      a->a_krx);
+		}
 	}
 	ctl_send(c, reply ? CTL_HELLO_ACK : CTL_HELLO, w);
 	free(w);
@@ -1023,73 +1129,106 @@ static bool name_taken(struct ry_manager *m, const struct ry_peer *p,
 	return false;
 }
 
-static int on_hello(struct ry__ctl *c, struct rbuf *r, bool reply)
+/* Tell the other end why before closing (unauthenticated: an on-path
+ * attacker could forge it, but such a one can close the session anyway). */
+static int auth_refuse(struct ry__ctl *c, enum refusal code, const char *why)
+{
+	struct wbuf w = {.n = 0};
+
+	ctl_refuse_log(c, why);
+	w_u8(&w, (uint8_t)code);
+	ctl_send(c, CTL_REFUSE, &w);
+	return -EACCES;
+}
+
+static int parse_hello(struct rbuf *r, bool reply, struct hello *h)
+{
+	unsigned i;
+	uint8_t auth;
+
+	h->node = r_u64(r);
+	r_str(r, h->name, sizeof(h->name));
+	r_str(r, h->addr, sizeof(h->addr));
+	h->n = r_u8(r);
+	if (h->n > RY_MAX_RAILS || !h->node)
+		return -EBADMSG;
+	for (i = 0; i < h->n; i++) {
+		r_str(r, h->rr[i].rr_name, sizeof(h->rr[i].rr_name));
+		r_str(r, h->rr[i].rr_network, sizeof(h->rr[i].rr_network));
+		r_ep(r, &h->rr[i].rr_ep);
+	}
+	auth = r_u8(r);
+	if (auth > 1)
+		return -EBADMSG;
+	h->auth = auth;
+	if (h->auth) {
+		r_bytes(r, h->nonce, RY__NONCE);
+		if (reply)
+			r_bytes(r, h->proof, RY__MAC);
+		/* the proof must be the last RY__MAC bytes: nothing after */
+		if (r->n)
+			return -EBADMSG;
+	}
+	return r->bad ? -EBADMSG : 0;
+}
+
+/*
+ * A process on the peer's own host passes the address checks (and, with a
+ * key, one holding the key is trusted); a restart is taken only once the
+ * old incarnation's session has closed (a real restart closes it).
+ */
+static int admit_restart(struct ry__ctl *c, struct ry_peer *p, uint64_t node)
+{
+	char why[320];
+
+	if (!p || !p->pr_node || p->pr_node == node ||
+	    !ctl_bound(c->c_mgr, p, c))
+		return 0;
+	snprintf(why, sizeof(why),
+		 "HELLO claims a new incarnation of peer %s while its session "
+		 "is alive",
+		 p->pr_name);
+	refuse_log(c->c_mgr, &c->c_src, why);
+	return -EACCES;
+}
+
+/* Act on a HELLO or HELLO_ACK that admission (and the key) allowed. */
+static int hello_apply(struct ry__ctl *c, const struct hello *h, bool reply)
 {
 	struct ry_manager *m = c->c_mgr;
-	char name[RY_NAME_MAX], addr[RY_ADDR_MAX], why[320];
-	struct ry__rrail rr[RY_MAX_RAILS];
+	char why[320];
 	struct ry_peer *p;
-	uint64_t node;
-	unsigned n, i;
 	bool fresh;
 	int ret;
 
-	node = r_u64(r);
-	r_str(r, name, sizeof(name));
-	r_str(r, addr, sizeof(addr));
-	n = r_u8(r);
-	if (n > RY_MAX_RAILS || !node)
-		return -EBADMSG;
-	for (i = 0; i < n; i++) {
-		r_str(r, rr[i].rr_name, sizeof(rr[i].rr_name));
-		r_str(r, rr[i].rr_network, sizeof(rr[i].rr_network));
-		r_ep(r, &rr[i].rr_ep);
-	}
-	if (r->bad)
-		return -EBADMSG;
-	/* the dialer says HELLO, the listener answers HELLO_ACK */
-	if (reply == c->c_inbound || !valid_name(name))
-		return -EPROTO;
-	if (node == m->m_node)
-		return -ELOOP; /* dialed ourselves */
 	if (!c->c_admitted) {
 		if (c->c_inbound) {
-			ret = admit_hello(c, name, addr, &p, why, sizeof(why));
+			ret = admit_hello(c, h->name, h->addr, false, &p, why,
+					  sizeof(why));
 			if (ret == -EACCES)
 				refuse_log(m, &c->c_src, why);
 			if (ret)
 				return ret;
-			/*
-			 * Without a key, a process on the peer's own host
-			 * passes the address checks; a restart is taken only
-			 * once the old incarnation's session has closed (a
-			 * real restart closes it).
-			 */
-			if (p->pr_node && p->pr_node != node &&
-			    ctl_bound(m, p, c)) {
-				snprintf(why, sizeof(why),
-					 "HELLO claims a new incarnation of "
-					 "peer %s while its session is alive",
-					 p->pr_name);
-				refuse_log(m, &c->c_src, why);
-				return -EACCES;
-			}
+			ret = admit_restart(c, p, h->node);
+			if (ret)
+				return ret;
 			c->c_peer = p;
 			m->m_npending--;
 		}
 		/* a session we dialed: we chose the address */
 		c->c_admitted = true;
-		snprintf(c->c_claim, sizeof(c->c_claim), "%s", addr);
+		snprintf(c->c_claim, sizeof(c->c_claim), "%s", h->addr);
 		p = c->c_peer;
 		if (!ry__ctl_alive(p->pr_ctl))
 			p->pr_ctl = c;
-	} else if (strcmp(addr, c->c_claim)) {
+	} else if (strcmp(h->addr, c->c_claim)) {
 		return -EPROTO; /* one session speaks for one node */
 	}
 	p = c->c_peer;
-	if (!name_taken(m, p, name))
-		snprintf(p->pr_node_name, sizeof(p->pr_node_name), "%s", name);
-	fresh = p->pr_node && p->pr_node != node;
+	if (!name_taken(m, p, h->name))
+		snprintf(p->pr_node_name, sizeof(p->pr_node_name), "%s",
+			 h->name);
+	fresh = p->pr_node && p->pr_node != h->node;
 	if (fresh && p->pr_ctl != c) {
 		/* the old incarnation's session speaks for nobody now */
 		struct ry__ctl *old = p->pr_ctl;
@@ -1098,13 +1237,146 @@ static int on_hello(struct ry__ctl *c, struct rbuf *r, bool reply)
 		if (old)
 			ctl_kill(old, "the peer restarted");
 	}
-	p->pr_node = node;
-	p->pr_nrrails = n;
-	memcpy(p->pr_rrails, rr, n * sizeof(rr[0]));
-	if (!reply)
+	p->pr_node = h->node;
+	p->pr_nrrails = h->n;
+	memcpy(p->pr_rrails, h->rr, h->n * sizeof(h->rr[0]));
+	/* with a key the listener's HELLO_ACK went out before AUTH */
+	if (!reply && !c->c_auth)
 		ry__ctl_send_hello(c, true);
 	ry__peer_ready(p, fresh, reply);
 	return 0;
+}
+
+static int on_hello(struct ry__ctl *c, struct rbuf *r, bool reply)
+{
+	struct ry_manager *m = c->c_mgr;
+	struct ry__ctl_auth *a = c->c_auth;
+	const unsigned char *body = r->p;
+	size_t blen = r->n;
+	struct hello *h = malloc(sizeof(*h));
+	struct ry_peer *p;
+	char why[320];
+	int ret;
+
+	if (!h)
+		return -ENOMEM;
+	ret = parse_hello(r, reply, h);
+	if (ret)
+		goto out;
+	ret = -EPROTO;
+	/* the dialer says HELLO, the listener answers HELLO_ACK */
+	if (reply == c->c_inbound || !valid_name(h->name))
+		goto out;
+	/* with a key, the handshake is once per session */
+	if (a && (c->c_admitted || a->a_pending))
+		goto out;
+	ret = -ELOOP;
+	if (h->node == m->m_node)
+		goto out; /* dialed ourselves */
+	if (!a && h->auth) {
+		ret = auth_refuse(c, REF_NO_KEY,
+				  "the peer uses key_file; this node has "
+				  "none (give both the same key_file)");
+		goto out;
+	}
+	if (a && !h->auth) {
+		ret = auth_refuse(c, REF_KEY_REQUIRED,
+				  "peer sent no authentication; this node "
+				  "requires key_file");
+		goto out;
+	}
+	if (!a) {
+		ret = hello_apply(c, h, reply);
+		goto out;
+	}
+	if (c->c_inbound) {
+		/* decide nothing yet; refuse early what could never pass */
+		ret = admit_hello(c, h->name, h->addr, true, &p, why,
+				  sizeof(why));
+		if (ret == -EACCES)
+			refuse_log(m, &c->c_src, why);
+		if (!ret)
+			ret = admit_restart(c, p, h->node);
+		if (ret)
+			goto out;
+		ry__auth_hash_hello(body, blen, a->a_hello);
+		a->a_pending = h;
+		h = NULL;
+		ry__ctl_send_hello(c, true);
+		return 0;
+	}
+	ry__auth_transcript(a->a_hello, body, blen - RY__MAC, a->a_t);
+	if (!ry__auth_proof_ok(m, false, a->a_t, h->proof)) {
+		ret = auth_refuse(c, REF_KEY_DIFFERS,
+				  "authentication failed: the peer's key "
+				  "differs");
+		goto out;
+	}
+	{
+		struct wbuf w = {.n = 0};
+		unsigned char proof[RY__MAC];
+
+		ry__auth_proof(m, true, a->a_t, proof);
+		w_bytes(&w, proof, RY__MAC);
+		ctl_send(c, CTL_AUTH, &w);
+	}
+	ry__auth_session_keys(m, true, a->a_t, a->a_ktx, a->a_krx);
+	c->c_mac_on = true;
+	ret = hello_apply(c, h, reply);
+out:
+	free(h);
+	return ret;
+}
+
+/* The listener's last handshake step: the dialer's proof. */
+static int on_auth(struct ry__ctl *c, struct rbuf *r)
+{
+	struct ry__ctl_auth *a = c->c_auth;
+	unsigned char proof[RY__MAC];
+	struct hello *h;
+	int ret;
+
+	if (!a || !c->c_inbound || c->c_admitted || !a->a_pending)
+		return -EPROTO;
+	r_bytes(r, proof, RY__MAC);
+	if (r->bad || r->n)
+		return -EBADMSG;
+	if (!ry__auth_proof_ok(c->c_mgr, true, a->a_t, proof))
+		return auth_refuse(c, REF_KEY_DIFFERS,
+				   "authentication failed: the peer's key "
+				   "differs");
+	h = a->a_pending;
+	a->a_pending = NULL;
+	c->c_mac_on = true;
+	ret = hello_apply(c, h, false);
+	free(h);
+	return ret;
+}
+
+/* The other end refused us and says why. */
+static int on_refuse(struct ry__ctl *c, struct rbuf *r)
+{
+	uint8_t code = r_u8(r);
+
+	if (c->c_admitted)
+		return -EPROTO;
+	switch (code) {
+	case REF_KEY_DIFFERS:
+		ctl_refuse_log(c, "authentication failed: the peer's key "
+				  "differs");
+		break;
+	case REF_KEY_REQUIRED:
+		ctl_refuse_log(c, "authentication failed: the peer requires "
+				  "key_file; this node has none");
+		break;
+	case REF_NO_KEY:
+		ctl_refuse_log(c, "authentication failed: the peer has no "
+				  "key_file; this node requires one");
+		break;
+	default:
+		ctl_refuse_log(c, "refused by the peer");
+	}
+	return -EACCES;
 }
 
 static int dispatch(struct ry__ctl *c, uint16_t type, struct rbuf *r)
@@ -1118,6 +1390,10 @@ static int dispatch(struct ry__ctl *c, uint16_t type, struct rbuf *r)
 
 	if (type == CTL_HELLO || type == CTL_HELLO_ACK)
 		return on_hello(c, r, type == CTL_HELLO_ACK);
+	if (type == CTL_AUTH)
+		return on_auth(c, r);
+	if (type == CTL_REFUSE)
+		return on_refuse(c, r);
 	/* only an admitted session acts, and for its own peer only */
 	if (!p || !c->c_admitted || !p->pr_node)
 		return -EPROTO;
@@ -1204,10 +1480,24 @@ static void ctl_read(struct ry__ctl *c)
 			memcpy(&ver, c->c_rbuf + 6, 2);
 			len = le32toh(len);
 			type = le16toh(type);
-			if (le16toh(ver) != CTL_VERSION ||
-			    len > CTL_MAX_FRAME ||
+			ver = le16toh(ver);
+			if (ver != CTL_VERSION) {
+				char why[160];
+
+				snprintf(why, sizeof(why),
+					 "control protocol version %u, this "
+					 "node speaks %u: run the same "
+					 "railyard version on both",
+					 ver, CTL_VERSION);
+				ctl_refuse_log(c, why);
+				ctl_kill(c, "protocol version mismatch");
+				return;
+			}
+			if (len > CTL_MAX_FRAME ||
+			    (c->c_mac_on && len < RY__MAC) ||
 			    (!c->c_admitted && type != CTL_HELLO &&
-			     type != CTL_HELLO_ACK)) {
+			     type != CTL_HELLO_ACK && type != CTL_AUTH &&
+			     type != CTL_REFUSE)) {
 				if (c->c_inbound && !c->c_admitted)
 					refuse_log(c->c_mgr, &c->c_src,
 						   "bad or oversized frame "
@@ -1220,6 +1510,25 @@ static void ctl_read(struct ry__ctl *c)
 			r.p = c->c_rbuf + 8;
 			r.n = len;
 			r.bad = false;
+			if (c->c_mac_on) {
+				struct ry__ctl_auth *a = c->c_auth;
+
+				r.n -= RY__MAC;
+				if (!ry__auth_frame_ok(a->a_krx, a->a_rx++,
+						       type, ver, r.p, r.n,
+						       r.p + r.n)) {
+					/* forged, replayed or reordered */
+					RY_WARN("mgr",
+						"control frame type %u with a "
+						"bad MAC%s%s: session closed",
+						type,
+						c->c_peer ? " from peer " : "",
+						c->c_peer ? c->c_peer->pr_name
+							  : "");
+					ctl_kill(c, "bad MAC");
+					return;
+				}
+			}
 			ret = dispatch(c, type, &r);
 			if (ret == -EACCES) { /* logged by admission */
 				ctl_kill(c, "refused");
@@ -1256,6 +1565,14 @@ void ry__ctl_io(struct ry__ctl *c, uint32_t events)
 			return;
 		}
 		c->c_connecting = false;
+		/* for refusal logs: the other end, however we reached it */
+		{
+			struct sockaddr_storage ss;
+			socklen_t sl = sizeof(ss);
+
+			if (!getpeername(c->c_fd, (struct sockaddr *)&ss, &sl))
+				ip_from_sa(&ss, &c->c_src);
+		}
 		if (c->c_peer) {
 			c->c_peer->pr_state = PEER_HELLO;
 			ry__ctl_send_hello(c, false);
@@ -1271,6 +1588,11 @@ void ry__ctl_io(struct ry__ctl *c, uint32_t events)
 
 static void ctl_free(struct ry__ctl *c)
 {
+	if (c->c_auth) {
+		free(c->c_auth->a_pending);
+		sodium_memzero(c->c_auth, sizeof(*c->c_auth));
+		free(c->c_auth);
+	}
 	close(c->c_fd);
 	free(c->c_rbuf);
 	free(c->c_wbuf);
@@ -1322,4 +1644,5 @@ void ry__ctl_close_all(struct ry_manager *m)
 	}
 	free(m->m_admit);
 	m->m_admit = NULL;
+	ry__auth_fini(m);
 }

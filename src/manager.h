@@ -45,6 +45,12 @@
  *   Otherwise it stays until the manager is destroyed.  Other records
  *   are never freed before then.  A HELLO never renames a record nor
  *   changes a configured or app-named record's address.
+ *
+ *   With a key_file, m_auth (sodium_malloc: locked, wiped by
+ *   ry__auth_fini) holds the keys derived from it from ry__ctl_listen()
+ *   until ry__ctl_close_all(); the key itself is not kept.  Each control
+ *   session's handshake state and frame keys are its own and wiped when
+ *   it is freed.
  */
 #ifndef RAILYARD_MANAGER_H
 #define RAILYARD_MANAGER_H
@@ -411,6 +417,7 @@ struct ry_manager {
 	uint64_t m_listen_resume_ns;
 	bool m_reap_peers; /* a HELLO-made peer lost a session */
 	struct ry__admit_state *m_admit;
+	struct ry__authkey *m_auth; /* keys from key_file (auth.c); NULL: none */
 	/* event fd */
 	int m_epfd, m_timer_fd, m_wake_fd;
 	bool m_timer_armed;
@@ -583,6 +590,36 @@ bool ry__ctl_alive(const struct ry__ctl *c);
 #define CTL_CONN_REQ 3
 #define CTL_CONN_REP 4
 #define CTL_CONN_REJ 5
+
+/*
+ * auth.c: the control channel's pre-shared key.  The handshake and frame
+ * MACs are described there and at the top of control.c.
+ */
+#define RY__NONCE 32
+#define RY__MAC 32
+struct ry__authkey;
+/* Loads key_file, if set, into locked memory; 0 or -errno (logged). */
+int ry__auth_init(struct ry_manager *m);
+void ry__auth_fini(struct ry_manager *m); /* wipes the keys */
+void ry__auth_nonce(unsigned char n[RY__NONCE]);
+void ry__auth_hash_hello(const void *body, size_t n, unsigned char h[RY__MAC]);
+void ry__auth_transcript(const unsigned char hello_h[RY__MAC],
+			 const void *ack, size_t n, unsigned char t[RY__MAC]);
+void ry__auth_proof(const struct ry_manager *m, bool dialer,
+		    const unsigned char t[RY__MAC], unsigned char mac[RY__MAC]);
+bool ry__auth_proof_ok(const struct ry_manager *m, bool dialer,
+		       const unsigned char t[RY__MAC],
+		       const unsigned char mac[RY__MAC]);
+void ry__auth_session_keys(const struct ry_manager *m, bool dialer,
+			   const unsigned char t[RY__MAC],
+			   unsigned char ktx[RY__MAC],
+			   unsigned char krx[RY__MAC]);
+void ry__auth_frame_mac(const unsigned char k[RY__MAC], uint64_t ctr,
+			uint16_t type, uint16_t ver, const void *body, size_t n,
+			unsigned char mac[RY__MAC]);
+bool ry__auth_frame_ok(const unsigned char k[RY__MAC], uint64_t ctr,
+		       uint16_t type, uint16_t ver, const void *body, size_t n,
+		       const unsigned char mac[RY__MAC]);
 
 /* timers.c */
 void ry__timers_run(struct ry_manager *m, uint64_t now);

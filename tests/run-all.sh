@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 jobs=$(nproc)
 
 pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev
-      libibverbs-dev librdmacm-dev libibumad-dev libconfuse-dev check
+      libibverbs-dev librdmacm-dev libibumad-dev libconfuse-dev libsodium-dev check
       iproute2 iputils-ping iperf3 jq curl libmicrohttpd-dev libsystemd-dev
       prometheus)
 missing=()

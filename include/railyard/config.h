@@ -116,6 +116,9 @@ struct ry_config {
 	uint32_t max_sessions;          /* inbound control sessions, total */
 	uint32_t max_sessions_per_source; /* inbound, per source address */
 	uint32_t handshake_timeout_ms;  /* HELLO due within this */
+	/* pre-shared key authenticating the control channel: 32 raw bytes
+	 * or 64 hex digits, mode 0600; "" : no authentication */
+	char key_file[256];
 	struct ry_failover_config failover;
 	struct ry_log_config log;
 	unsigned n_rails;

@@ -61,6 +61,9 @@ void fx_config(struct ry_config *c, const struct fx_opts *o, bool is_b)
 		       o->b_max_sessions_per_source);
 		FX_SET(c->handshake_timeout_ms, o->b_handshake_timeout_ms);
 	}
+	if (is_b ? o->key_b : o->key_a)
+		snprintf(c->key_file, sizeof(c->key_file), "%s",
+			 is_b ? o->key_b : o->key_a);
 	c->log.level = RY_LOG_WARN;
 	c->n_rails = n;
 	for (i = 0; i < n; i++) {

@@ -83,7 +83,7 @@ static void frame_start(struct frame *f, uint16_t type)
 	f->n = 0;
 	put_le(f, 0, 4); /* length, filled by frame_end */
 	put_le(f, type, 2);
-	put_le(f, 1, 2);
+	put_le(f, 2, 2); /* CTL_VERSION */
 }
 
 static void frame_end(struct frame *f)
@@ -102,6 +102,7 @@ static void hello(struct frame *f, uint64_t node, const char *name,
 	put_str(f, name);
 	put_str(f, addr);
 	put_le(f, 0, 1); /* no rails */
+	put_le(f, 0, 1); /* no authentication */
 	frame_end(f);
 }
 
@@ -236,7 +237,7 @@ END_TEST
  * that announces a 65,535-byte frame is closed at once. */
 START_TEST(handshake_deadline_and_frame_limit)
 {
-	unsigned char hdr[8 + 1000] = {0xff, 0xff, 0, 0, 1, 0, 1, 0};
+	unsigned char hdr[8 + 1000] = {0xff, 0xff, 0, 0, 1, 0, 2, 0};
 	int fd;
 
 	setup_opts(&(struct fx_opts){.b_handshake_timeout_ms = 300});

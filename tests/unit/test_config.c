@@ -390,6 +390,87 @@ START_TEST(test_validate_hand_built)
 }
 END_TEST
 
+static void put_file(const char *path, const void *p, size_t n, int mode)
+{
+	FILE *f = fopen(path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(p, 1, n, f), n);
+	fclose(f);
+	ck_assert_int_eq(chmod(path, (mode_t)mode), 0);
+}
+
+/* key_file: each problem with the file is reported at the option's line
+ * with a hint; a good key, raw or hex, loads. */
+START_TEST(test_key_file)
+{
+	static const char hex[] =
+	    "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n";
+	struct {
+		const char *file, *msg, *hint;
+		const void *data;
+		size_t n;
+		int mode;
+	} cases[] = {
+		{"missing", "No such file or directory", "head -c 32",
+		 NULL, 0, 0},
+		{"short", "holds 31 bytes", "openssl rand -hex 32", hex, 31,
+		 0600},
+		{"long", "holds 66 or more bytes", "openssl rand -hex 32",
+		 "0011223344556677889900112233445566778899001122334455667788"
+		 "99001122334455",
+		 72, 0600},
+		{"nothex", "want 32 raw bytes or 64 hex digits", "openssl",
+		 "zz112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
+		 64, 0600},
+		{"open", "accessible by group or others (mode 0644)",
+		 "chmod 600 ", hex, sizeof(hex) - 1, 0644},
+	};
+	char dir[] = "/tmp/ry-key-XXXXXX";
+	char path[64], text[512];
+	struct ry_config *cfg = NULL;
+	struct errs e;
+	unsigned i;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, cases[i].file);
+		if (cases[i].data)
+			put_file(path, cases[i].data, cases[i].n,
+				 cases[i].mode);
+		snprintf(text, sizeof(text), RAIL "\nkey_file = \"%s\"\n",
+			 path);
+		memset(&e, 0, sizeof(e));
+		ck_assert_int_eq(ry_config_parse(text, "t.conf", &cfg, collect,
+						 &e),
+				 -EINVAL);
+		ck_assert_msg(e.n == 1, "%s: %d problems", cases[i].file, e.n);
+		ck_assert_int_eq(e.line[0], 6);
+		ck_assert_msg(strstr(e.msg[0], cases[i].msg) &&
+				  strstr(e.msg[0], path),
+			      "%s: '%s'", cases[i].file, e.msg[0]);
+		ck_assert_msg(strstr(e.hint[0], cases[i].hint), "%s: hint '%s'",
+			      cases[i].file, e.hint[0]);
+		unlink(path);
+	}
+	/* good: 64 hex digits and a newline, or 32 raw bytes */
+	for (i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/good", dir);
+		put_file(path, hex, i ? 32 : sizeof(hex) - 1, 0600);
+		snprintf(text, sizeof(text), RAIL "key_file = \"%s\"\n", path);
+		memset(&e, 0, sizeof(e));
+		ck_assert_msg(ry_config_parse(text, "t.conf", &cfg, collect,
+					      &e) == 0,
+			      "%s", e.msg[0]);
+		ck_assert_str_eq(cfg->key_file, path);
+		ry_config_free(cfg);
+		cfg = NULL;
+		unlink(path);
+	}
+	rmdir(dir);
+}
+END_TEST
+
 static Suite *config_suite(void)
 {
 	Suite *s = suite_create("config");
@@ -403,6 +484,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_print_round_trip);
 	tcase_add_test(tc, test_unreadable);
 	tcase_add_test(tc, test_validate_hand_built);
+	tcase_add_test(tc, test_key_file);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,456 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * key_file authentication of the control channel (issue 11).  Managers a
+ * and b over the loop rail (fixture.c); a raw TCP client encodes frames by
+ * hand, by the rules at the top of src/control.c, as test_admission.c
+ * does.  Refusals are asserted on the log lines both sides write.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include "src/manager.h"
+#include "tests/manager/fixture.h"
+
+#define MiB (1u << 20)
+
+static struct fx F;
+static char dir[] = "/tmp/ry-auth-XXXXXX";
+static char key1[64], key2[64];
+
+/* ---- keys and the log ---- */
+
+static void write_key(const char *path, unsigned char fill)
+{
+	unsigned char k[32];
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	ck_assert_int_ge(fd, 0);
+	memset(k, fill, sizeof(k));
+	ck_assert_int_eq(write(fd, k, sizeof(k)), (ssize_t)sizeof(k));
+	close(fd);
+}
+
+static char logbuf[1 << 16];
+static size_t loglen;
+
+static void sink(enum ry_log_level level, const char *component,
+		 const char *message, void *arg)
+{
+	int n =
+	    snprintf(logbuf + loglen, sizeof(logbuf) - loglen, "%s\n", message);
+
+	if (n > 0 && loglen + (size_t)n < sizeof(logbuf))
+		loglen += (size_t)n;
+}
+
+static bool logged(const char *s)
+{
+	return strstr(logbuf, s) != NULL;
+}
+
+static void setup(void)
+{
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(key1, sizeof(key1), "%s/k1", dir);
+	snprintf(key2, sizeof(key2), "%s/k2", dir);
+	write_key(key1, 0x11);
+	write_key(key2, 0x22);
+	loglen = 0;
+	logbuf[0] = 0;
+	ry_log_set_sink(sink, NULL);
+}
+
+static void teardown(void)
+{
+	ry_log_set_sink(NULL, NULL);
+	unlink(key1);
+	unlink(key2);
+	rmdir(dir);
+}
+
+static unsigned npeers(struct ry_manager *m)
+{
+	unsigned n = 0;
+
+	for (struct ry_peer *p = m->m_peers; p; p = p->pr_next)
+		n++;
+	return n;
+}
+
+static int write_one(unsigned ms, struct fx_done *d)
+{
+	memset(d, 0, sizeof(*d));
+	fx_fill(F.bufa, MiB, 7);
+	ck_assert_int_eq(ry_write(F.ab, F.ra, 0, F.desc_b, (size_t)F.desc_b_len,
+				  0, MiB, fx_cb, d),
+			 0);
+	ck_assert(fx_until_done(&F, d, 1, ms));
+	if (d->ok == 1)
+		ck_assert_int_eq(memcmp(F.bufa, F.bufb, MiB), 0);
+	return d->ok == 1 ? 0 : -1;
+}
+
+/* ---- a raw client ---- */
+
+struct frame {
+	unsigned char b[4096];
+	size_t n;
+};
+
+static void put(struct frame *f, const void *p, size_t n)
+{
+	ck_assert_uint_le(f->n + n, sizeof(f->b));
+	memcpy(f->b + f->n, p, n);
+	f->n += n;
+}
+
+static void put_le(struct frame *f, uint64_t v, unsigned bytes)
+{
+	for (unsigned i = 0; i < bytes; i++) {
+		unsigned char c = (unsigned char)(v >> (8 * i));
+
+		put(f, &c, 1);
+	}
+}
+
+static void put_str(struct frame *f, const char *s)
+{
+	put_le(f, strlen(s), 2);
+	put(f, s, strlen(s));
+}
+
+static void frame_start(struct frame *f, uint16_t type)
+{
+	f->n = 0;
+	put_le(f, 0, 4);
+	put_le(f, type, 2);
+	put_le(f, 2, 2); /* CTL_VERSION */
+}
+
+static void frame_end(struct frame *f)
+{
+	uint32_t len = (uint32_t)(f->n - 8);
+
+	for (unsigned i = 0; i < 4; i++)
+		f->b[i] = (unsigned char)(len >> (8 * i));
+}
+
+/* HELLO with the auth flag and a nonce; *hello_h gets the body's hash. */
+static void hello(struct frame *f, uint64_t node, const char *name,
+		  const char *addr, bool auth, unsigned char hello_h[RY__MAC])
+{
+	unsigned char nonce[RY__NONCE];
+
+	frame_start(f, 1);
+	put_le(f, node, 8);
+	put_str(f, name);
+	put_str(f, addr);
+	put_le(f, 0, 1); /* no rails */
+	put_le(f, auth, 1);
+	if (auth) {
+		ry__auth_nonce(nonce);
+		put(f, nonce, sizeof(nonce));
+	}
+	frame_end(f);
+	if (hello_h)
+		ry__auth_hash_hello(f->b + 8, f->n - 8, hello_h);
+}
+
+static int raw_connect(const char *src)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	char host[64];
+	unsigned port;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	ck_assert_int_ge(fd, 0);
+	inet_pton(AF_INET, src, &sa.sin_addr);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(sscanf(F.b_addr, "%63[^:]:%u", host, &port), 2);
+	inet_pton(AF_INET, host, &sa.sin_addr);
+	sa.sin_port = htons((uint16_t)port);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+static void raw_send(int fd, const void *p, size_t n)
+{
+	ck_assert_int_eq(send(fd, p, n, MSG_NOSIGNAL), (ssize_t)n);
+}
+
+/* Progress both managers until b closes fd (true) or ms pass; what b
+ * sends is appended to in (if not NULL). */
+static bool closed_within(int fd, unsigned ms, struct frame *in)
+{
+	uint64_t end = fx_now_ns() + ms * 1000000ull;
+	unsigned char buf[4096];
+
+	while (fx_now_ns() < end) {
+		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+		if (n == 0 || (n < 0 && errno != EAGAIN))
+			return true;
+		if (n > 0 && in)
+			put(in, buf, (size_t)n);
+		fx_progress(&F);
+		usleep(200);
+	}
+	return false;
+}
+
+/* ---- tests ---- */
+
+/* The same key on both: the handshake passes, transfers work, every
+ * frame after it is MACed (a's and b's sessions say so). */
+START_TEST(same_key_works)
+{
+	struct fx_done d;
+
+	ck_assert_int_eq(fx_init(&F, &(struct fx_opts){.key_a = key1,
+						       .key_b = key1,
+						       .b_strict = true,
+						       .b_names_a = true}),
+			 0);
+	ck_assert_int_eq(write_one(20000, &d), 0);
+	ck_assert_int_eq(write_one(20000, &d), 0);
+	ck_assert_uint_eq(F.ev_a.n_conn_down + F.ev_b.n_conn_down, 0);
+	ck_assert(!logged("refused"));
+	fx_fini(&F);
+}
+END_TEST
+
+/* Different keys: refused on both sides with the reason, and b keeps no
+ * record of a. */
+START_TEST(different_keys_refused)
+{
+	struct fx_done d;
+
+	ck_assert_int_eq(fx_init(&F, &(struct fx_opts){.key_a = key1,
+						       .key_b = key2,
+						       .op_timeout_ms = 1500}),
+			 0);
+	ck_assert_int_eq(write_one(20000, &d), -1);
+	ck_assert_uint_eq(npeers(F.b), 0);
+	ck_assert_msg(logged("session to 127.0.0.1 refused: authentication "
+			     "failed: the peer's key differs"),
+		      "%s", logbuf);
+	ck_assert_msg(logged("session from 127.0.0.1 refused: authentication "
+			     "failed: the peer's key differs"),
+		      "%s", logbuf);
+	fx_fini(&F);
+}
+END_TEST
+
+/* A key on one side only, either side: refused both ways with the
+ * reason. */
+START_TEST(key_one_side_refused)
+{
+	struct fx_done d;
+
+	ck_assert_int_eq(fx_init(&F, &(struct fx_opts){.key_a = key1,
+						       .op_timeout_ms = 1500}),
+			 0);
+	ck_assert_int_eq(write_one(20000, &d), -1);
+	ck_assert_uint_eq(npeers(F.b), 0);
+	ck_assert_msg(logged("from 127.0.0.1 refused: the peer uses key_file; "
+			     "this node has none"),
+		      "%s", logbuf);
+	ck_assert_msg(logged("to 127.0.0.1 refused: authentication failed: "
+			     "the peer has no key_file; this node requires "
+			     "one"),
+		      "%s", logbuf);
+	fx_fini(&F);
+	loglen = 0;
+	logbuf[0] = 0;
+
+	ck_assert_int_eq(fx_init(&F, &(struct fx_opts){.key_b = key1,
+						       .op_timeout_ms = 1500}),
+			 0);
+	ck_assert_int_eq(write_one(20000, &d), -1);
+	ck_assert_uint_eq(npeers(F.b), 0);
+	ck_assert_msg(logged("from 127.0.0.1 refused: peer sent no "
+			     "authentication; this node requires key_file"),
+		      "%s", logbuf);
+	ck_assert_msg(logged("to 127.0.0.1 refused: authentication failed: "
+			     "the peer requires key_file; this node has none"),
+		      "%s", logbuf);
+	fx_fini(&F);
+}
+END_TEST
+
+/*
+ * A raw client that knows the protocol but not the key claims configured
+ * peer a from a's own address (loopback): before a connects, while a's
+ * session is live, with a new incarnation, with and without the auth
+ * flag, with a made-up proof.  It is never admitted, b keeps one peer
+ * record, and a's traffic loses nothing.
+ */
+START_TEST(impersonation_without_key)
+{
+	struct fx_done d;
+	struct frame f, in, auth;
+	char a_addr[100];
+	int fd, early, i;
+
+	ck_assert_int_eq(
+	    fx_init(&F, &(struct fx_opts){.key_a = key1,
+					  .key_b = key1,
+					  .b_strict = true,
+					  .b_names_a = true,
+					  .b_handshake_timeout_ms = 60000}),
+	    0);
+	ry_manager_control_addr(F.a, a_addr, sizeof(a_addr));
+	/* first in: b answers with its proof and waits for one */
+	early = raw_connect("127.0.0.1");
+	hello(&f, 0x5151, "a", a_addr, true, NULL);
+	raw_send(early, f.b, f.n);
+	in.n = 0;
+	ck_assert(!closed_within(early, 500, &in));
+	ck_assert_uint_gt(in.n, 8 + RY__MAC);
+	ck_assert_uint_eq(npeers(F.b), 0); /* nothing decided yet */
+	/* the real a connects, proves the key and works meanwhile */
+	ck_assert_int_eq(write_one(20000, &d), 0);
+	for (i = 0; i < 4; i++) {
+		fd = raw_connect("127.0.0.1");
+		hello(&f, 0x6161 + i, "a", a_addr, i % 2, NULL);
+		raw_send(fd, f.b, f.n);
+		ck_assert(closed_within(fd, 10000, NULL));
+		close(fd);
+	}
+	/* the early session's proof is made up: refused, nothing changed */
+	frame_start(&auth, 8);
+	for (i = 0; i < RY__MAC; i++)
+		put_le(&auth, 0xa5, 1);
+	frame_end(&auth);
+	raw_send(early, auth.b, auth.n);
+	ck_assert(closed_within(early, 10000, NULL));
+	close(early);
+	/* the rest from this source within 10 s are counted, not logged */
+	ck_assert(logged("peer sent no authentication"));
+	ck_assert_uint_eq(npeers(F.b), 1);
+	ck_assert_int_eq(write_one(20000, &d), 0);
+	ck_assert_uint_eq(F.ev_a.n_conn_down + F.ev_b.n_conn_down, 0);
+	fx_fini(&F);
+}
+END_TEST
+
+/*
+ * A client holding the key completes the handshake (its checks of b's
+ * proof are the dialer's), sends one good MACed frame, then one with a
+ * flipped MAC byte: that closes its session only; a's goes on.
+ */
+START_TEST(flipped_mac_closes_session)
+{
+	unsigned char hello_h[RY__MAC], t[RY__MAC], proof[RY__MAC];
+	unsigned char ktx[RY__MAC], krx[RY__MAC];
+	struct fx_done d;
+	struct frame f, in, rej;
+	uint32_t len;
+	int fd, i;
+
+	ck_assert_int_eq(
+	    fx_init(&F, &(struct fx_opts){.key_a = key1, .key_b = key1}), 0);
+	ck_assert_int_eq(write_one(20000, &d), 0);
+	fd = raw_connect("127.0.0.1");
+	hello(&f, 0x7171, "raw", "127.0.0.1:9", true, hello_h);
+	raw_send(fd, f.b, f.n);
+	in.n = 0;
+	ck_assert(!closed_within(fd, 500, &in));
+	ck_assert_uint_ge(in.n, 8);
+	len = in.b[0] | in.b[1] << 8 | in.b[2] << 16 | (uint32_t)in.b[3] << 24;
+	ck_assert_uint_eq(in.n, 8 + len);
+	ck_assert_uint_eq(in.b[4], 2); /* HELLO_ACK */
+	/* b's proof, checked as a's own dialer would (a holds the key) */
+	ry__auth_transcript(hello_h, in.b + 8, len - RY__MAC, t);
+	ck_assert(ry__auth_proof_ok(F.a, false, t, in.b + 8 + len - RY__MAC));
+	ry__auth_proof(F.a, true, t, proof);
+	frame_start(&f, 8);
+	put(&f, proof, sizeof(proof));
+	frame_end(&f);
+	raw_send(fd, f.b, f.n);
+	ry__auth_session_keys(F.a, true, t, ktx, krx);
+	/* CONN_REJ for a rail b does not have: harmless, if authentic */
+	for (i = 0; i < 2; i++) {
+		unsigned char mac[RY__MAC];
+
+		frame_start(&rej, 5);
+		put_le(&rej, 0, 1);
+		put_le(&rej, RY_MAX_RAILS - 1, 1);
+		put_le(&rej, 1, 4);
+		put_le(&rej, 0, 4);
+		ry__auth_frame_mac(ktx, (uint64_t)i, 5, 2, rej.b + 8, rej.n - 8,
+				   mac);
+		if (i == 1)
+			mac[7] ^= 0x40;
+		put(&rej, mac, sizeof(mac));
+		frame_end(&rej);
+		raw_send(fd, rej.b, rej.n);
+		if (i == 0)
+			ck_assert(!closed_within(fd, 500, NULL));
+		else
+			ck_assert(closed_within(fd, 10000, NULL));
+	}
+	close(fd);
+	ck_assert(logged("bad MAC"));
+	ck_assert_int_eq(write_one(20000, &d), 0);
+	ck_assert_uint_eq(F.ev_a.n_conn_down + F.ev_b.n_conn_down, 0);
+	fx_fini(&F);
+}
+END_TEST
+
+/* A frame of another control protocol version is refused by name. */
+START_TEST(version_mismatch_named)
+{
+	struct frame f;
+	int fd;
+
+	ck_assert_int_eq(fx_init(&F, NULL), 0);
+	fd = raw_connect("127.0.0.1");
+	hello(&f, 0x8181, "old", "127.0.0.1:9", false, NULL);
+	f.b[6] = 1; /* version 1 */
+	raw_send(fd, f.b, f.n);
+	ck_assert(closed_within(fd, 10000, NULL));
+	close(fd);
+	ck_assert_msg(logged("control protocol version 1, this node speaks 2"),
+		      "%s", logbuf);
+	fx_fini(&F);
+}
+END_TEST
+
+static Suite *auth_suite(void)
+{
+	Suite *s = suite_create("auth");
+	TCase *tc = tcase_create("key_file");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, same_key_works);
+	tcase_add_test(tc, different_keys_refused);
+	tcase_add_test(tc, key_one_side_refused);
+	tcase_add_test(tc, impersonation_without_key);
+	tcase_add_test(tc, flipped_mac_closes_session);
+	tcase_add_test(tc, version_mismatch_named);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(auth_suite());
+	int failed;
+
+	fx_skip_if_unavailable();
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
