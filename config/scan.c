@@ -193,20 +193,32 @@ static void unknown(struct ry__loader *ld, cfg_opt_t *opts, const char *path,
 		       *path ? " in section '" : "", path, *path ? "'" : "");
 }
 
+/* arr with room for one more of its n elements (doubling from first);
+ * NULL when out of memory, arr then unchanged. */
+static void *grow(void *arr, unsigned *cap, unsigned n, size_t size,
+		  unsigned first)
+{
+	unsigned c;
+	void *v;
+
+	if (n < *cap)
+		return arr;
+	c = *cap ? *cap * 2 : first;
+	v = realloc(arr, (size_t)c * size);
+	if (v)
+		*cap = c;
+	return v;
+}
+
 static int push_site(struct ry__loader *ld, const char *path, int index,
 		     const char *name, int line)
 {
-	struct ry__site *s;
+	struct ry__site *s = grow(ld->sites, &ld->cap_sites, ld->n_sites,
+				  sizeof(*ld->sites), 64);
 
-	if (ld->n_sites == ld->cap_sites) {
-		unsigned cap = ld->cap_sites ? ld->cap_sites * 2 : 64;
-		void *v = realloc(ld->sites, cap * sizeof(*ld->sites));
-
-		if (!v)
-			return -1;
-		ld->sites = v;
-		ld->cap_sites = cap;
-	}
+	if (!s)
+		return -1;
+	ld->sites = s;
 	s = &ld->sites[ld->n_sites++];
 	scopy(s->path, sizeof(s->path), path);
 	scopy(s->name, sizeof(s->name), name);
@@ -218,17 +230,12 @@ static int push_site(struct ry__loader *ld, const char *path, int index,
 static int push_sec(struct ry__loader *ld, const char *path,
 		    const char *title, int index, int line)
 {
-	struct ry__sec_site *s;
+	struct ry__sec_site *s = grow(ld->secs, &ld->cap_secs, ld->n_secs,
+				      sizeof(*ld->secs), 16);
 
-	if (ld->n_secs == ld->cap_secs) {
-		unsigned cap = ld->cap_secs ? ld->cap_secs * 2 : 16;
-		void *v = realloc(ld->secs, cap * sizeof(*ld->secs));
-
-		if (!v)
-			return -1;
-		ld->secs = v;
-		ld->cap_secs = cap;
-	}
+	if (!s)
+		return -1;
+	ld->secs = s;
 	s = &ld->secs[ld->n_secs++];
 	scopy(s->path, sizeof(s->path), path);
 	scopy(s->title, sizeof(s->title), title);

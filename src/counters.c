@@ -42,6 +42,18 @@ static struct ry__lrail *rail_by_name(struct ry_manager *m, const char *name)
 	return NULL;
 }
 
+/* The rail by that name with m_lock held, or NULL with it not held. */
+static struct ry__lrail *lock_rail(struct ry_manager *m, const char *name)
+{
+	struct ry__lrail *lr;
+
+	pthread_mutex_lock(&m->m_lock);
+	lr = rail_by_name(m, name);
+	if (!lr)
+		pthread_mutex_unlock(&m->m_lock);
+	return lr;
+}
+
 int ry_rail_counters(struct ry_manager *m, const char *rail,
 		     struct ry_counters *out)
 {
@@ -52,12 +64,9 @@ int ry_rail_counters(struct ry_manager *m, const char *rail,
 
 	if (!m || !rail || !out)
 		return -EINVAL;
-	pthread_mutex_lock(&m->m_lock);
-	lr = rail_by_name(m, rail);
-	if (!lr) {
-		pthread_mutex_unlock(&m->m_lock);
+	lr = lock_rail(m, rail);
+	if (!lr)
 		return -ENOENT;
-	}
 	sum = lr->lr_gone;
 	for (p = m->m_peers; p; p = p->pr_next)
 		ry__cnt_add(&sum, &p->pr_conns[lr->lr_idx].cn_cnt);
@@ -95,12 +104,9 @@ int ry_rail_info(struct ry_manager *m, const char *rail,
 
 	if (!m || !rail || !out)
 		return -EINVAL;
-	pthread_mutex_lock(&m->m_lock);
-	lr = rail_by_name(m, rail);
-	if (!lr) {
-		pthread_mutex_unlock(&m->m_lock);
+	lr = lock_rail(m, rail);
+	if (!lr)
 		return -ENOENT;
-	}
 	ri.link_up = lr->lr_link == RY_LINK_UP;
 	ri.peers_active = lr->lr_active;
 	for (p = m->m_peers; p; p = p->pr_next) {

@@ -64,6 +64,21 @@ static bool ack_upto(struct ry_soft_qp *qp, uint32_t x)
 	return moved;
 }
 
+/*
+ * A NAK (sequence error or RNR) also acknowledges everything before its
+ * PSN.  False for a stale one, from before what is already acknowledged.
+ */
+static bool nak_acks(struct ry_soft_rail *r, struct ry_soft_qp *qp,
+		     uint32_t psn)
+{
+	r->st.naks_rcvd++;
+	if (ry_soft_psn_cmp(psn, qp->comp.psn) < 0)
+		return false;
+	if (ack_upto(qp, ry_soft_psn_add(psn, -1)))
+		progressed(qp);
+	return true;
+}
+
 /* Go back to comp.psn once per gap: repeated evidence of the same loss
  * must not restart the window again and again. */
 static void rewind_once(struct ry_soft_qp *qp)
@@ -174,20 +189,14 @@ static void ack(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
 			rewind_once(qp);
 		return;
 	case RY_SOFT_SYN_NAK_SEQ:
-		r->st.naks_rcvd++;
-		if (ry_soft_psn_cmp(psn, qp->comp.psn) < 0)
+		if (!nak_acks(r, qp, psn))
 			return;
-		if (ack_upto(qp, ry_soft_psn_add(psn, -1)))
-			progressed(qp);
 		ry_soft_cc_loss(qp);
 		ry_soft_req_rewind(qp, psn);
 		return;
 	case RY_SOFT_SYN_RNR:
-		r->st.naks_rcvd++;
-		if (ry_soft_psn_cmp(psn, qp->comp.psn) < 0)
+		if (!nak_acks(r, qp, psn))
 			return;
-		if (ack_upto(qp, ry_soft_psn_add(psn, -1)))
-			progressed(qp);
 		if (!qp->comp.rnr_left) {
 			ry_soft_qp_error(qp, RY_WC_RNR_RETRY_EXCEEDED);
 			return;

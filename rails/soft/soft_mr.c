@@ -171,26 +171,26 @@ static bool in_bounds(const struct ry_mr *mr, uint64_t va, uint64_t len)
 	return va >= start && end <= start + mr->length;
 }
 
-struct ry_soft_mr *ry_soft_mr_rkey(struct ry_soft_rail *r, struct ry_pd *pd,
-				   uint32_t rkey, uint64_t va, uint64_t len,
-				   unsigned access)
+/* m, if it belongs to pd, allows access and covers [va, va + len). */
+static struct ry_soft_mr *usable(struct ry_soft_mr *m, struct ry_pd *pd,
+				 uint64_t va, uint64_t len, unsigned access)
 {
-	struct ry_soft_mr *m = find_rkey(r, rkey);
-
 	if (!m || m->base.pd != pd || (m->base.access & access) != access ||
 	    !in_bounds(&m->base, va, len))
 		return NULL;
 	return m;
 }
 
+struct ry_soft_mr *ry_soft_mr_rkey(struct ry_soft_rail *r, struct ry_pd *pd,
+				   uint32_t rkey, uint64_t va, uint64_t len,
+				   unsigned access)
+{
+	return usable(find_rkey(r, rkey), pd, va, len, access);
+}
+
 struct ry_soft_mr *ry_soft_mr_lkey(struct ry_soft_rail *r, struct ry_pd *pd,
 				   uint32_t lkey, uint64_t va, uint64_t len,
 				   unsigned access)
 {
-	struct ry_soft_mr *m = find_lkey(r, lkey);
-
-	if (!m || m->base.pd != pd || (m->base.access & access) != access ||
-	    !in_bounds(&m->base, va, len))
-		return NULL;
-	return m;
+	return usable(find_lkey(r, lkey), pd, va, len, access);
 }
