@@ -69,12 +69,6 @@
 #include "src/manager.h"
 
 #define CTL_VERSION 2
-#define CTL_HELLO 1
-#define CTL_HELLO_ACK 2
-#define CTL_FENCE_REQ 6
-#define CTL_FENCE_ACK 7
-#define CTL_AUTH 8
-#define CTL_REFUSE 9
 #define CTL_EP_LEN 40 /* endpoint on the wire */
 /* The largest legitimate frame body: a HELLO with every rail, names and
  * addresses at their longest (r_str refuses cap - 1 and more). */

@@ -587,9 +587,18 @@ void ry__ctl_send_conn(struct ry__ctl *c, int type, unsigned src, unsigned dst,
 void ry__ctl_send_fence(struct ry__ctl *c, bool ack, uint64_t gen, unsigned src,
 			unsigned dst, uint32_t src_qpn, uint32_t dst_qpn);
 bool ry__ctl_alive(const struct ry__ctl *c);
-#define CTL_CONN_REQ 3
-#define CTL_CONN_REP 4
-#define CTL_CONN_REJ 5
+/* Control frame types (control.c), one list: the numbers are the wire's. */
+enum ry__ctl_type {
+	CTL_HELLO = 1,
+	CTL_HELLO_ACK = 2,
+	CTL_CONN_REQ = 3,
+	CTL_CONN_REP = 4,
+	CTL_CONN_REJ = 5,
+	CTL_FENCE_REQ = 6,
+	CTL_FENCE_ACK = 7,
+	CTL_AUTH = 8,
+	CTL_REFUSE = 9,
+};
 
 /*
  * auth.c: the control channel's pre-shared key.  The handshake and frame
