@@ -33,7 +33,9 @@
  *   --partial BYTES  send BYTES of a frame whose header announces one
  *                    byte more, and hold: the frame never completes
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
