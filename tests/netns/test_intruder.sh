@@ -95,6 +95,7 @@ stop_serve() {
 x() {
 	local name=$1
 	shift
+	echo "$name $(awk -v a="$bench_t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')" >>"$work/times-$phase"
 	ip netns exec "$p-x" "$intruder" --connect $B --label "$name" "$@" \
 		>"$work/$phase-$name.json" 2>"$work/$phase-$name.err"
 }
@@ -129,8 +130,10 @@ check_bench() { # OUT
 	[[ $(jq .ops_ok "$o") -gt 0 ]] || fail "bench completed nothing"
 	[[ $(jq .ops_failed "$o") == 0 ]] || fail "$(jq .ops_failed "$o") operations failed"
 	[[ $(jq .verify_errors "$o") == 0 ]] || fail "$(jq .verify_errors "$o") verify errors"
-	[[ $(jq '[.events[] | select(.event == "down")] | length' "$o") == 0 ]] ||
-		fail "connection-down events: $(jq -c .events "$o")"
+	[[ $(jq '[.events[] | select(.event == "down")] | length' "$o") == 0 ]] || {
+		echo "  attacks started at (s into the bench): $(tr '\n' ' ' <"$work/times-$phase" 2>/dev/null)"
+		fail "connection-down events: $(jq -c '[.events[] | select(.event == "down")]' "$o")"
+	}
 	[[ $(jq '[.rails[].reconnects] | add // 0' "$o") == 0 ]] || fail "rails reconnected"
 	[[ $(jq '[.rails[] | select(.state != "up")] | length' "$o") == 0 ]] ||
 		fail "a rail is down at the end"
@@ -151,6 +154,7 @@ check_log() { # SOURCE SECONDS [PATTERN]
 # The five attacks from x's own address, while a's bench runs.
 attacks() { # CONF_A
 	local t0=$SECONDS out=$work/bench-$phase.json bpid spid
+	bench_t0=$(date +%s.%N)
 	# not through a function: a background function is a subshell, and
 	# its PID is not the command's
 	ip netns exec "$p-a" "$ry" bench -c "$1" --peer b --verify --json \
@@ -158,6 +162,7 @@ attacks() { # CONF_A
 	bpid=$!
 	pids+=("$bpid")
 	sleep 3 # connected and moving before the first forged frame
+	echo "spoof 3.00" >>"$work/times-$phase"
 	ip netns exec "$p-x" "$intruder" --connect $B --label spoof \
 		--hello a --claim $A_CLAIM --repeat 80 --interval-ms 100 \
 		--hold-ms 2000 >"$work/$phase-spoof.json" 2>"$work/$phase-spoof.err" &
