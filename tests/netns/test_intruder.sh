@@ -27,8 +27,9 @@
 #   3 fence      HELLO as a, then FENCE_ACK with generation 2^64-1
 #   4 idle       1,100 idle TCP connections
 #   5 partial    200 connections each holding a 65,535-byte partial frame
-# Run twice: without a key (etc/examples as they are) and with key_file
-# in temporary copies of both configs, where b also accepts x's extra
+# Run twice: without a key (etc/examples/netns-drill-{a,b}.conf, copied
+# with a looser failover timeout_ms, see below) and with key_file added
+# to those copies, where b also accepts x's extra
 # addresses 198.18.0.200/29 by prefix; from there x tries
 #   6 nokey      HELLO without authentication       -> "requires key_file"
 #   7 badproof   HELLO with a nonce, then a made-up AUTH -> "key differs"
@@ -209,11 +210,24 @@ check_keyed() {
 	check_log 198.18.0.202 0 ""
 }
 
-# ---- without a key: the example configs as they are ----
+# Temporary copies of the example configs, the same but for a failover
+# timeout loose enough that a loaded CI machine (2 shared cores) stalling a
+# process for 100 ms is not taken for a dropped connection: measured here
+# without any intruder, a 12 s bench at load 6 saw 16 down events with the
+# 100 ms of the examples.  Admission settings are untouched.
+TIMEOUT_MS=${RY_INTRUDER_TIMEOUT_MS:-1000}
+for h in a b; do
+	sed "s/timeout_ms = 100\$/timeout_ms = $TIMEOUT_MS/" \
+		"$etc/netns-drill-$h.conf" >"$work/$h-nokey.conf"
+	grep -q "timeout_ms = $TIMEOUT_MS" "$work/$h-nokey.conf" ||
+		{ phase=setup; fail "could not set timeout_ms in the $h config copy"; }
+done
+
+# ---- without a key: the example configs (admits only a) ----
 phase=nokey
 echo "without a key:"
-start_serve "$etc/netns-drill-b.conf"
-attacks "$etc/netns-drill-a.conf"
+start_serve "$work/b-nokey.conf"
+attacks "$work/a-nokey.conf"
 stop_serve
 
 # ---- with a key, and an accept prefix covering x's extra addresses ----
@@ -223,7 +237,7 @@ echo "with key_file:"
 (umask 077; head -c 32 /dev/urandom >"$work/key")
 chmod 600 "$work/key"
 for h in a b; do
-	cp "$etc/netns-drill-$h.conf" "$work/$h.conf"
+	cp "$work/$h-nokey.conf" "$work/$h.conf"
 	printf '\nkey_file = "%s"\n' "$work/key" >>"$work/$h.conf"
 done
 printf 'accept = {"198.18.0.200/29"}\n' >>"$work/b.conf"
