@@ -11,25 +11,32 @@
 #  +-----------+         +-------------------+         +-----------+
 #   addresses 198.18.<rail+1>.<host>/24; management 198.18.0.<host>/24
 #
+# With --intruder a third host, ns <P>-x (host number 3), hangs off every
+# bridge the same way (x-r0 .. x-mg in the switch): a node named in
+# neither config that can reach both (tests/netns/test_intruder.sh).
+# Without it nothing differs.
+#
 # Each host's cable ends in the switch, so unplugging host a's cable
 # (`ip link set r0 down` inside a) leaves b's port up: b sees nothing
 # locally and must notice the loss itself, as with a real switch.
 #
 # usage (root):
-#   topo.sh up PREFIX RAILS [RATE]   build it; RATE shapes every rail with
-#                                    tc tbf on both hosts (e.g. 200mbit)
+#   topo.sh up PREFIX RAILS [RATE] [--intruder]
+#                                    build it; RATE shapes every rail with
+#                                    tc tbf on both hosts (e.g. 200mbit);
+#                                    --intruder adds host x (not shaped)
 #   topo.sh unplug PREFIX a|b RAIL   pull host's cable of rail RAIL
 #   topo.sh plug PREFIX a|b RAIL     plug it back
 #   topo.sh blackhole PREFIX RAIL    the switch silently drops rail RAIL's
 #                                    frames both ways; both hosts' links stay
 #                                    up (a dead switch port, a bad cable)
 #   topo.sh unblackhole PREFIX RAIL  the switch forwards them again
-#   topo.sh down PREFIX              delete all three namespaces
+#   topo.sh down PREFIX              delete the namespaces (x too)
 # Only addresses from 198.18.0.0/15 are used, only inside these namespaces.
 set -euo pipefail
 
 ns_up() {
-	local p=$1 rails=$2 rate=${3:-}
+	local p=$1 rails=$2 rate=${3:-} intruder=${4:-}
 	ip netns add "$p-a"
 	ip netns add "$p-b"
 	ip netns add "$p-sw"
@@ -56,18 +63,42 @@ ns_up() {
 			fi
 		done
 	done
+	[[ -n $intruder ]] && ns_intruder "$p" "$rails"
+	return 0
+}
+
+# Host x: one port on every bridge, address .3 on each network.
+ns_intruder() {
+	local p=$1 rails=$2 i n br net
+	ip netns add "$p-x"
+	ip -n "$p-x" link set lo up
+	for ((i = 0; i <= rails; i++)); do
+		if ((i == rails)); then n=mg; br=brm; net=0; else n=r$i; br=br$i; net=$((i + 1)); fi
+		ip link add "${p}x$n" type veth peer name "${p}xs$n"
+		ip link set "${p}x$n" netns "$p-x" name "$n"
+		ip link set "${p}xs$n" netns "$p-sw" name "x-$n"
+		ip -n "$p-sw" link set "x-$n" master "$br" up
+		ip -n "$p-x" addr add "198.18.$net.3/24" dev "$n"
+		ip -n "$p-x" link set "$n" up
+	done
 }
 
 ns_down() {
 	local p=$1 ns
-	for ns in "$p-a" "$p-b" "$p-sw"; do
+	for ns in "$p-a" "$p-b" "$p-sw" "$p-x"; do
 		ip netns del "$ns" 2>/dev/null || true
 	done
 }
 
 cmd=${1:-}
 case $cmd in
-up) ns_up "$2" "$3" "${4:-}" ;;
+up)
+	if [[ ${4:-} == --intruder ]]; then
+		ns_up "$2" "$3" "" --intruder
+	else
+		ns_up "$2" "$3" "${4:-}" "$([[ ${5:-} == --intruder ]] && echo 1)"
+	fi
+	;;
 down) ns_down "$2" ;;
 unplug) ip -n "$2-$3" link set "r$4" down ;;
 plug) ip -n "$2-$3" link set "r$4" up ;;
@@ -78,7 +109,7 @@ blackhole)
 	;;
 unblackhole) ip -n "$2-sw" link set "a-r$3" master "br$3" ;;
 *)
-	sed -n '2,30p' "$0"
+	sed -n '2,38p' "$0"
 	exit 2
 	;;
 esac

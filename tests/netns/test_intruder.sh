@@ -1,0 +1,249 @@
+#!/usr/bin/env bash
+# An intruder on every network (issue 11): `railyard serve` in b, a real
+# peer a benchmarking it with --verify, and a third host x, named in no
+# config, attacking b's control port meanwhile.
+#
+#   ns <P>-a              ns <P>-sw                         ns <P>-b
+#  +----------+     +-------------------------+       +----------+
+#  | r0 .1.1  |-----|a-r0 -[br0]- b-r0        |-------| r0 .1.2  |
+#  | ..  r3   |-----|  ...  [br3]  ...        |-------| ..  r3   |
+#  | mg .0.1  |-----|a-mg -[brm]- b-mg        |-------| mg .0.2  |
+#  +----------+     |  x-r0 .. x-r3, x-mg     |       | serve    |
+#   bench --verify  +-----------+-------------+       +----------+
+#                               | one port on every bridge
+#                         +-----+--------------------------+
+#                         | ns <P>-x  r0..r3 .<rail+1>.3     |
+#                         |           mg 198.18.0.3          |
+#                         |  (key run: + .0.200-.202 on mg)  |
+#                         |  intruder (tests/netns/intruder) |
+#                         +--------------------------------+
+#   198.18.<rail+1>.<host>/24, management 198.18.0.<host>/24
+#
+# Attacks from x while a's bench runs (each a run of the intruder tool,
+# whose JSON says what happened to every connection):
+#   1 unlisted   HELLO from x under its own name
+#   2 spoof      HELLO claiming to be a (a's name and control address)
+#                from x's address, every 100 ms for ~8 s
+#   3 fence      HELLO as a, then FENCE_ACK with generation 2^64-1
+#   4 idle       1,100 idle TCP connections
+#   5 partial    200 connections each holding a 65,535-byte partial frame
+# Run twice: without a key (etc/examples/netns-drill-{a,b}.conf, copied
+# with a looser failover timeout_ms, see below) and with key_file added
+# to those copies, where b also accepts x's extra
+# addresses 198.18.0.200/29 by prefix; from there x tries
+#   6 nokey      HELLO without authentication       -> "requires key_file"
+#   7 badproof   HELLO with a nonce, then a made-up AUTH -> "key differs"
+#   8 spoofkey   as 7 but claiming to be a          -> refused by admission
+# Asserts: every intruder connection refused or closed by b (none open,
+# no HELLO_ACK except 7's, which then gets REFUSE); serve alive and still
+# serving (a second bench after the attacks); a's bench: 0 failed, 0
+# verify errors, no down events, no reconnects; serve's log names the
+# refusals, at most one line per source per 10 s.
+#
+# usage: test_intruder.sh RAILYARD_BINARY INTRUDER_BINARY
+# Root only; skips (77) elsewhere.  RY_DRILL_KEEP=DIR keeps the logs.
+set -euo pipefail
+ry=$1 intruder=$2
+here=$(cd "$(dirname "$0")" && pwd)
+etc=$here/../../etc/examples
+if [[ $(id -u) -ne 0 ]] || ! ip netns list >/dev/null 2>&1; then
+	echo "SKIP: network namespaces need root (run as root, as CI does)"
+	exit 77
+fi
+command -v jq >/dev/null || { echo "SKIP: jq is not installed (apt-get install jq)"; exit 77; }
+
+RATE=${RY_DRILL_RATE:-100mbit}
+BENCH_S=${RY_INTRUDER_BENCH_S:-14}
+p=ryi$$
+work=$(mktemp -d)
+pids=()
+serve_pid=
+cleanup() {
+	local pid
+	for pid in "${pids[@]}" $serve_pid; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in "${pids[@]}" $serve_pid; do
+		wait "$pid" 2>/dev/null || true
+	done
+	bash "$here/topo.sh" down $p
+	[[ -n ${RY_DRILL_KEEP:-} ]] && cp -r "$work" "$RY_DRILL_KEEP"
+	rm -rf "$work"
+}
+trap cleanup EXIT
+bash "$here/topo.sh" up $p 4 "$RATE" --intruder
+
+B=198.18.0.2:7470
+A_CLAIM=198.18.0.1:7470
+phase=
+fail() { echo "FAIL ($phase): $*"; exit 1; }
+
+start_serve() { # CONF
+	rm -f "$work/b.sock"
+	ip netns exec "$p-b" "$ry" serve -c "$1" --socket "$work/b.sock" \
+		>"$work/serve-$phase.log" 2>&1 &
+	serve_pid=$!
+	for _ in $(seq 100); do [[ -S $work/b.sock ]] && break; sleep 0.1; done
+	[[ -S $work/b.sock ]] || { cat "$work/serve-$phase.log"; fail "serve did not start"; }
+}
+stop_serve() {
+	kill "$serve_pid"
+	wait "$serve_pid" || true
+	serve_pid=
+}
+
+# x NAME ARGS...: run the intruder in x against b, JSON to $work/PHASE-NAME.json
+x() {
+	local name=$1
+	shift
+	echo "$name $(awk -v a="$bench_t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')" >>"$work/times-$phase"
+	ip netns exec "$p-x" "$intruder" --connect $B --label "$name" "$@" \
+		>"$work/$phase-$name.json" 2>"$work/$phase-$name.err"
+}
+xj() { jq -r "$2" "$work/$phase-$1.json"; }
+
+# every connection of attack NAME ended refused or closed by b, and b
+# answered no HELLO (unless ACKS, for the one that gets as far as proof)
+check_refused() { # NAME [ACKS]
+	local f=$work/$phase-$1.json acks=${2:-0}
+	jq -e . "$f" >/dev/null || { cat "$work/$phase-$1.err"; fail "$1: no JSON from intruder"; }
+	echo "  $1: $(jq -c '{connections, refused, closed, open, timeout, frames, refuse_codes}' "$f")"
+	[[ $(xj "$1" .connections) -gt 0 ]] || fail "$1: no connection made"
+	[[ $(xj "$1" .open) == 0 ]] || fail "$1: $(xj "$1" .open) connections still open"
+	[[ $(xj "$1" .timeout) == 0 ]] || fail "$1: $(xj "$1" .timeout) connects timed out"
+	[[ $(xj "$1" '.refused + .closed') == $(xj "$1" .connections) ]] ||
+		fail "$1: not every connection refused or closed"
+	[[ $(xj "$1" '.frames.hello_ack // 0') == "$acks" ]] ||
+		fail "$1: $(xj "$1" '.frames.hello_ack // 0') HELLO_ACKs (want $acks)"
+}
+
+bench() { # SECONDS OUT CONF
+	ip netns exec "$p-a" "$ry" bench -c "$3" --peer b --verify --json \
+		--duration "$1" >"$2" 2>"$2.log"
+}
+check_bench() { # OUT
+	local o=$1
+	jq -e . "$o" >/dev/null || { cat "$o.log"; fail "no JSON from bench"; }
+	echo "  bench: $(jq -c '{ops_ok, ops_failed, verify_errors, first_error,
+		downs: [.events[] | select(.event == "down")] | length,
+		reconnects: [.rails[].reconnects] | add,
+		failovers: [.rails[].failovers] | add}' "$o")"
+	[[ $(jq .ops_ok "$o") -gt 0 ]] || fail "bench completed nothing"
+	[[ $(jq .ops_failed "$o") == 0 ]] || fail "$(jq .ops_failed "$o") operations failed"
+	[[ $(jq .verify_errors "$o") == 0 ]] || fail "$(jq .verify_errors "$o") verify errors"
+	[[ $(jq '[.events[] | select(.event == "down")] | length' "$o") == 0 ]] || {
+		echo "  attacks started at (s into the bench): $(tr '\n' ' ' <"$work/times-$phase" 2>/dev/null)"
+		fail "connection-down events: $(jq -c '[.events[] | select(.event == "down")]' "$o")"
+	}
+	[[ $(jq '[.rails[].reconnects] | add // 0' "$o") == 0 ]] || fail "rails reconnected"
+	[[ $(jq '[.rails[] | select(.state != "up")] | length' "$o") == 0 ]] ||
+		fail "a rail is down at the end"
+}
+
+# refusal lines from SOURCE in serve's log: at least one, and no more than
+# one per 10 s of the phase (plus the first)
+check_log() { # SOURCE SECONDS [PATTERN]
+	local log=$work/serve-$phase.log n max
+	n=$(grep -c "control session from $1 refused${3:+: .*$3}" "$log" || true)
+	max=$(($2 / 10 + 2))
+	echo "  serve log: $n refusal line(s) from $1${3:+ matching '$3'}"
+	((n >= 1)) || { cat "$log"; fail "serve logged no refusal from $1${3:+ ($3)}"; }
+	[[ -n ${3:-} ]] && return 0
+	((n <= max)) || fail "$n refusal lines from $1 in $2 s: not rate-limited"
+}
+
+# The five attacks from x's own address, while a's bench runs.
+attacks() { # CONF_A
+	local t0=$SECONDS out=$work/bench-$phase.json bpid spid
+	bench_t0=$(date +%s.%N)
+	# not through a function: a background function is a subshell, and
+	# its PID is not the command's
+	ip netns exec "$p-a" "$ry" bench -c "$1" --peer b --verify --json \
+		--duration "$BENCH_S" >"$out" 2>"$out.log" &
+	bpid=$!
+	pids+=("$bpid")
+	sleep 3 # connected and moving before the first forged frame
+	echo "spoof 3.00" >>"$work/times-$phase"
+	ip netns exec "$p-x" "$intruder" --connect $B --label spoof \
+		--hello a --claim $A_CLAIM --repeat 80 --interval-ms 100 \
+		--hold-ms 2000 >"$work/$phase-spoof.json" 2>"$work/$phase-spoof.err" &
+	spid=$!
+	pids+=("$spid")
+	x unlisted --hello x --claim 198.18.0.3:7470 --conns 20 --hold-ms 2000
+	x fence --hello a --claim $A_CLAIM --fence-ack 18446744073709551615 \
+		--conns 20 --hold-ms 2000
+	x idle --conns 1100 --hold-ms 3000
+	x partial --conns 200 --partial 65535 --hold-ms 3000
+	[[ -n ${keyed:-} ]] && keyed_attacks
+	wait "$spid" || fail "intruder (spoof) failed"
+	wait "$bpid" || true
+	kill -0 "$serve_pid" 2>/dev/null || fail "serve died under attack"
+	check_bench "$out"
+	for a in unlisted spoof fence idle partial; do check_refused $a; done
+	[[ -n ${keyed:-} ]] && check_keyed
+	check_log 198.18.0.3 $((SECONDS - t0))
+	# still serving: a new session and a short verified run
+	bench 3 "$work/after-$phase.json" "$1" || true
+	check_bench "$work/after-$phase.json"
+	kill -0 "$serve_pid" 2>/dev/null || fail "serve died"
+}
+
+# With a key, from addresses b's accept prefix admits.
+keyed_attacks() {
+	x nokey --from 198.18.0.200 --hello x --claim 198.18.0.200:7470 \
+		--conns 5 --hold-ms 2000
+	x badproof --from 198.18.0.201 --hello x --claim 198.18.0.201:7470 \
+		--auth --fake-proof --conns 5 --hold-ms 3000
+	x spoofkey --from 198.18.0.202 --hello a --claim $A_CLAIM \
+		--auth --fake-proof --conns 5 --hold-ms 2000
+}
+check_keyed() {
+	check_refused nokey
+	check_refused badproof 5
+	check_refused spoofkey
+	[[ $(xj nokey '.refuse_codes["2"] // 0') == 5 ]] ||
+		fail "nokey: no REFUSE(key required) frame"
+	[[ $(xj badproof '.refuse_codes["1"] // 0') == 5 ]] ||
+		fail "badproof: no REFUSE(key differs) frame"
+	check_log 198.18.0.200 0 "requires key_file"
+	check_log 198.18.0.201 0 "key differs"
+	check_log 198.18.0.202 0 ""
+}
+
+# Temporary copies of the example configs, the same but for a failover
+# timeout loose enough that a loaded CI machine (2 shared cores) stalling a
+# process for 100 ms is not taken for a dropped connection: measured here
+# without any intruder, a 12 s bench at load 6 saw 16 down events with the
+# 100 ms of the examples.  Admission settings are untouched.
+TIMEOUT_MS=${RY_INTRUDER_TIMEOUT_MS:-1000}
+for h in a b; do
+	sed "s/timeout_ms = 100\$/timeout_ms = $TIMEOUT_MS/" \
+		"$etc/netns-drill-$h.conf" >"$work/$h-nokey.conf"
+	grep -q "timeout_ms = $TIMEOUT_MS" "$work/$h-nokey.conf" ||
+		{ phase=setup; fail "could not set timeout_ms in the $h config copy"; }
+done
+
+# ---- without a key: the example configs (admits only a) ----
+phase=nokey
+echo "without a key:"
+start_serve "$work/b-nokey.conf"
+attacks "$work/a-nokey.conf"
+stop_serve
+
+# ---- with a key, and an accept prefix covering x's extra addresses ----
+phase=key
+keyed=1
+echo "with key_file:"
+(umask 077; head -c 32 /dev/urandom >"$work/key")
+chmod 600 "$work/key"
+for h in a b; do
+	cp "$work/$h-nokey.conf" "$work/$h.conf"
+	printf '\nkey_file = "%s"\n' "$work/key" >>"$work/$h.conf"
+done
+printf 'accept = {"198.18.0.200/29"}\n' >>"$work/b.conf"
+for n in 200 201 202; do ip -n "$p-x" addr add 198.18.0.$n/24 dev mg; done
+"$ry" check-config "$work/b.conf" >/dev/null || fail "temporary b config is bad"
+start_serve "$work/b.conf"
+attacks "$work/a.conf"
+stop_serve
+echo "PASS"
