@@ -38,6 +38,12 @@
  * address.  Only admitted sessions act, and only for the peer they were
  * admitted as.
  *
+ * Dead peers (ctl_keepalive): a new incarnation is refused while the old
+ * one's session lives, and a host that died without a FIN never closes
+ * it, so every session has TCP keepalive (about 13 s of silence) and
+ * TCP_USER_TIMEOUT (15 s of unacknowledged data): the kernel notices, not
+ * timers of ours, and the read path closes the session as for any error.
+ *
  * Authentication (key_file; auth.c has the derivations): the dialer's HELLO
  * carries a fresh nonce; the listener answers, before deciding anything,
  * with HELLO_ACK carrying its own nonce and its proof over the transcript
@@ -83,6 +89,12 @@
 #define CTL_REFUSE_SLOTS 64
 #define CTL_REFUSE_QUIET_NS 10000000000ull
 #define CTL_LISTEN_PAUSE_NS 100000000ull
+/* Dead-peer detection (ctl_keepalive); tests/manager/test_admission.c
+ * checks them on live sessions. */
+#define CTL_KEEP_IDLE_S 5
+#define CTL_KEEP_INTVL_S 2
+#define CTL_KEEP_CNT 4
+#define CTL_USER_TIMEOUT_MS 15000u
 
 struct ry__ctl {
 	struct ry_manager *c_mgr;
@@ -307,6 +319,25 @@ bool ry__ctl_alive(const struct ry__ctl *c)
 	return c && !c->c_dead && !c->c_connecting;
 }
 
+/* Tests: the live sessions' fds and directions, up to max; their count. */
+unsigned ry__ctl_sessions(const struct ry_manager *m, int *fd, bool *inbound,
+			  unsigned max)
+{
+	const struct ry__ctl *c;
+	unsigned n = 0;
+
+	for (c = m->m_ctls; c; c = c->c_next) {
+		if (c->c_dead)
+			continue;
+		if (n < max) {
+			fd[n] = c->c_fd;
+			inbound[n] = c->c_inbound;
+		}
+		n++;
+	}
+	return n;
+}
+
 static void ctl_flush(struct ry__ctl *c)
 {
 	ssize_t n;
@@ -373,6 +404,27 @@ static void ctl_send(struct ry__ctl *c, uint16_t type, const struct wbuf *w)
 		ctl_flush(c);
 }
 
+/*
+ * A peer host that dies without a FIN leaves its session open, and a new
+ * incarnation is refused while it is (admit_restart): the kernel probes an
+ * idle session and closes it after CTL_KEEP_IDLE_S + CTL_KEEP_CNT *
+ * CTL_KEEP_INTVL_S (13 s) of silence, and one whose sent data stays
+ * unacknowledged after CTL_USER_TIMEOUT_MS.  Failures are ignored: the
+ * session works without them (and a non-TCP fd in tests has none).
+ */
+static void ctl_keepalive(int fd)
+{
+	int on = 1, idle = CTL_KEEP_IDLE_S, intvl = CTL_KEEP_INTVL_S;
+	int cnt = CTL_KEEP_CNT;
+	unsigned ut = CTL_USER_TIMEOUT_MS;
+
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof(ut));
+}
+
 static struct ry__ctl *ctl_new(struct ry_manager *m, int fd, bool connecting)
 {
 	struct ry__ctl *c = calloc(1, sizeof(*c));
@@ -394,6 +446,7 @@ static struct ry__ctl *ctl_new(struct ry_manager *m, int fd, bool connecting)
 	c->c_tag.ft_ptr = c;
 	c->c_want_out = connecting;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	ctl_keepalive(fd);
 	c->c_next = m->m_ctls;
 	m->m_ctls = c;
 	ry__fd_watch(m, fd, &c->c_tag, connecting);
@@ -889,12 +942,37 @@ int ry__ctl_listen(struct ry_manager *m)
 	return 0;
 }
 
-void ry__ctl_accept(struct ry_manager *m)
+/* fd, from the IP in ss, as an accepted session; fd is closed if refused. */
+struct ry__ctl *ry__ctl_adopt(struct ry_manager *m, int fd,
+			      const struct sockaddr_storage *ss)
 {
-	struct sockaddr_storage ss;
 	struct ry__ctl *c;
 	struct ry__ip ip;
 	const char *why;
+
+	ip_from_sa(ss, &ip);
+	why = admit_source(m, &ip);
+	if (why) {
+		refuse_log(m, &ip, why);
+		close(fd);
+		return NULL;
+	}
+	c = ctl_new(m, fd, false);
+	if (!c) {
+		close(fd);
+		return NULL;
+	}
+	c->c_inbound = true;
+	c->c_src = ip;
+	c->c_born_ns = ry__now_ns();
+	m->m_nin++;
+	m->m_npending++;
+	return c;
+}
+
+void ry__ctl_accept(struct ry_manager *m)
+{
+	struct sockaddr_storage ss;
 	socklen_t sl;
 	int fd;
 
@@ -909,23 +987,7 @@ void ry__ctl_accept(struct ry_manager *m)
 				break;
 			return;
 		}
-		ip_from_sa(&ss, &ip);
-		why = admit_source(m, &ip);
-		if (why) {
-			refuse_log(m, &ip, why);
-			close(fd);
-			continue;
-		}
-		c = ctl_new(m, fd, false);
-		if (!c) {
-			close(fd);
-			continue;
-		}
-		c->c_inbound = true;
-		c->c_src = ip;
-		c->c_born_ns = ry__now_ns();
-		m->m_nin++;
-		m->m_npending++;
+		ry__ctl_adopt(m, fd, &ss);
 	}
 	/*
 	 * Out of descriptors (or memory): the pending connection stays and
@@ -1430,27 +1492,124 @@ static int dispatch(struct ry__ctl *c, uint16_t type, struct rbuf *r)
 	return -EPROTO;
 }
 
+static bool ctl_rbuf(struct ry__ctl *c)
+{
+	if (c->c_rbuf)
+		return true;
+	c->c_rbuf = malloc(CTL_RBUF);
+	if (!c->c_rbuf) {
+		ctl_kill(c, "out of memory");
+		return false;
+	}
+	c->c_rcap = CTL_RBUF;
+	return true;
+}
+
+/* Room left in the receive buffer; 0: the session is closed. */
+static size_t ctl_room(struct ry__ctl *c)
+{
+	/* before admission: one HELLO, and nothing after it */
+	size_t cap = c->c_admitted ? c->c_rcap : 8 + CTL_MAX_FRAME;
+
+	if (c->c_rlen >= cap) {
+		ctl_kill(c, "receive buffer full");
+		return 0;
+	}
+	return cap - c->c_rlen;
+}
+
+/* Handle the whole frames in the receive buffer (ctl_read, ry__ctl_feed). */
+static void ctl_frames(struct ry__ctl *c)
+{
+	while (c->c_rlen >= 8 && !c->c_dead) {
+		uint32_t len;
+		uint16_t type, ver;
+		struct rbuf r;
+		int ret;
+
+		memcpy(&len, c->c_rbuf, 4);
+		memcpy(&type, c->c_rbuf + 4, 2);
+		memcpy(&ver, c->c_rbuf + 6, 2);
+		len = le32toh(len);
+		type = le16toh(type);
+		ver = le16toh(ver);
+		if (ver != CTL_VERSION) {
+			char why[160];
+
+			snprintf(why, sizeof(why),
+				 "control protocol version %u, this "
+				 "node speaks %u: run the same "
+				 "railyard version on both",
+				 ver, CTL_VERSION);
+			ctl_refuse_log(c, why);
+			ctl_kill(c, "protocol version mismatch");
+			return;
+		}
+		if (len > CTL_MAX_FRAME ||
+		    (c->c_mac_on && len < RY__MAC) ||
+		    (!c->c_admitted && type != CTL_HELLO &&
+		     type != CTL_HELLO_ACK && type != CTL_AUTH &&
+		     type != CTL_REFUSE)) {
+			if (c->c_inbound && !c->c_admitted)
+				refuse_log(c->c_mgr, &c->c_src,
+					   "bad or oversized frame "
+					   "before HELLO");
+			ctl_kill(c, "bad frame");
+			return;
+		}
+		if (c->c_rlen < 8 + len)
+			break;
+		r.p = c->c_rbuf + 8;
+		r.n = len;
+		r.bad = false;
+		if (c->c_mac_on) {
+			struct ry__ctl_auth *a = c->c_auth;
+
+			r.n -= RY__MAC;
+			if (!ry__auth_frame_ok(a->a_krx, a->a_rx++,
+					       type, ver, r.p, r.n,
+					       r.p + r.n)) {
+				/* forged, replayed or reordered */
+				RY_WARN("mgr",
+					"control frame type %u with a "
+					"bad MAC%s%s: session closed",
+					type,
+					c->c_peer ? " from peer " : "",
+					c->c_peer ? c->c_peer->pr_name
+						  : "");
+				ctl_kill(c, "bad MAC");
+				return;
+			}
+		}
+		ret = dispatch(c, type, &r);
+		if (ret == -EACCES) { /* logged by admission */
+			ctl_kill(c, "refused");
+			return;
+		}
+		if (ret) {
+			RY_WARN("mgr", "control message type %u: %s",
+				type, strerror(-ret));
+			ctl_kill(c, "protocol error");
+			return;
+		}
+		memmove(c->c_rbuf, c->c_rbuf + 8 + len,
+			c->c_rlen - 8 - len);
+		c->c_rlen -= 8 + len;
+	}
+}
+
 static void ctl_read(struct ry__ctl *c)
 {
+	size_t room;
 	ssize_t n;
 
-	if (!c->c_rbuf) {
-		c->c_rbuf = malloc(CTL_RBUF);
-		if (!c->c_rbuf) {
-			ctl_kill(c, "out of memory");
-			return;
-		}
-		c->c_rcap = CTL_RBUF;
-	}
+	if (!ctl_rbuf(c))
+		return;
 	for (;;) {
-		/* before admission: one HELLO, and nothing after it */
-		size_t cap = c->c_admitted ? c->c_rcap : 8 + CTL_MAX_FRAME;
-
-		if (c->c_rlen >= cap) {
-			ctl_kill(c, "receive buffer full");
+		room = ctl_room(c);
+		if (!room)
 			return;
-		}
-		n = recv(c->c_fd, c->c_rbuf + c->c_rlen, cap - c->c_rlen, 0);
+		n = recv(c->c_fd, c->c_rbuf + c->c_rlen, room, 0);
 		if (n == 0) {
 			ctl_kill(c, "closed by peer");
 			return;
@@ -1462,84 +1621,31 @@ static void ctl_read(struct ry__ctl *c)
 			return;
 		}
 		c->c_rlen += (size_t)n;
-		/* handle whole frames */
-		while (c->c_rlen >= 8 && !c->c_dead) {
-			uint32_t len;
-			uint16_t type, ver;
-			struct rbuf r;
-			int ret;
-
-			memcpy(&len, c->c_rbuf, 4);
-			memcpy(&type, c->c_rbuf + 4, 2);
-			memcpy(&ver, c->c_rbuf + 6, 2);
-			len = le32toh(len);
-			type = le16toh(type);
-			ver = le16toh(ver);
-			if (ver != CTL_VERSION) {
-				char why[160];
-
-				snprintf(why, sizeof(why),
-					 "control protocol version %u, this "
-					 "node speaks %u: run the same "
-					 "railyard version on both",
-					 ver, CTL_VERSION);
-				ctl_refuse_log(c, why);
-				ctl_kill(c, "protocol version mismatch");
-				return;
-			}
-			if (len > CTL_MAX_FRAME ||
-			    (c->c_mac_on && len < RY__MAC) ||
-			    (!c->c_admitted && type != CTL_HELLO &&
-			     type != CTL_HELLO_ACK && type != CTL_AUTH &&
-			     type != CTL_REFUSE)) {
-				if (c->c_inbound && !c->c_admitted)
-					refuse_log(c->c_mgr, &c->c_src,
-						   "bad or oversized frame "
-						   "before HELLO");
-				ctl_kill(c, "bad frame");
-				return;
-			}
-			if (c->c_rlen < 8 + len)
-				break;
-			r.p = c->c_rbuf + 8;
-			r.n = len;
-			r.bad = false;
-			if (c->c_mac_on) {
-				struct ry__ctl_auth *a = c->c_auth;
-
-				r.n -= RY__MAC;
-				if (!ry__auth_frame_ok(a->a_krx, a->a_rx++,
-						       type, ver, r.p, r.n,
-						       r.p + r.n)) {
-					/* forged, replayed or reordered */
-					RY_WARN("mgr",
-						"control frame type %u with a "
-						"bad MAC%s%s: session closed",
-						type,
-						c->c_peer ? " from peer " : "",
-						c->c_peer ? c->c_peer->pr_name
-							  : "");
-					ctl_kill(c, "bad MAC");
-					return;
-				}
-			}
-			ret = dispatch(c, type, &r);
-			if (ret == -EACCES) { /* logged by admission */
-				ctl_kill(c, "refused");
-				return;
-			}
-			if (ret) {
-				RY_WARN("mgr", "control message type %u: %s",
-					type, strerror(-ret));
-				ctl_kill(c, "protocol error");
-				return;
-			}
-			memmove(c->c_rbuf, c->c_rbuf + 8 + len,
-				c->c_rlen - 8 - len);
-			c->c_rlen -= 8 + len;
-		}
+		ctl_frames(c);
 		if (c->c_dead)
 			return;
+	}
+}
+
+/* As if buf had arrived on c's socket, in as many reads as the receive
+ * buffer needs: the fuzz target's way in (tests/fuzz/fuzz_ctl.c). */
+void ry__ctl_feed(struct ry__ctl *c, const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+	size_t room, n;
+
+	if (c->c_dead || c->c_connecting || !ctl_rbuf(c))
+		return;
+	while (len && !c->c_dead) {
+		room = ctl_room(c);
+		if (!room)
+			return;
+		n = len < room ? len : room;
+		memcpy(c->c_rbuf + c->c_rlen, p, n);
+		c->c_rlen += n;
+		p += n;
+		len -= n;
+		ctl_frames(c);
 	}
 }
 

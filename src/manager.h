@@ -587,6 +587,13 @@ void ry__ctl_send_conn(struct ry__ctl *c, int type, unsigned src, unsigned dst,
 void ry__ctl_send_fence(struct ry__ctl *c, bool ack, uint64_t gen, unsigned src,
 			unsigned dst, uint32_t src_qpn, uint32_t dst_qpn);
 bool ry__ctl_alive(const struct ry__ctl *c);
+/* Internal entry points for tests and the fuzz target (fuzz_ctl.c). */
+struct sockaddr_storage;
+struct ry__ctl *ry__ctl_adopt(struct ry_manager *m, int fd,
+			      const struct sockaddr_storage *ss);
+void ry__ctl_feed(struct ry__ctl *c, const void *buf, size_t len);
+unsigned ry__ctl_sessions(const struct ry_manager *m, int *fd, bool *inbound,
+			  unsigned max);
 /* Control frame types (control.c), one list: the numbers are the wire's. */
 enum ry__ctl_type {
 	CTL_HELLO = 1,

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include "src/manager.h"
@@ -312,6 +313,69 @@ START_TEST(hello_records_freed)
 }
 END_TEST
 
+/* Every live control session of m has the dead-peer settings of
+ * src/control.c (ctl_keepalive); returns how many were inbound. */
+static unsigned keepalive_set(struct ry_manager *m, unsigned *n_out)
+{
+	int fd[16], v;
+	bool in[16];
+	unsigned n, i, nin = 0;
+	socklen_t l;
+
+	pthread_mutex_lock(&m->m_lock);
+	n = ry__ctl_sessions(m, fd, in, 16);
+	ck_assert_uint_le(n, 16);
+	for (i = 0; i < n; i++) {
+		l = sizeof(v);
+		ck_assert_int_eq(getsockopt(fd[i], SOL_SOCKET, SO_KEEPALIVE,
+					    &v, &l), 0);
+		ck_assert_int_eq(v, 1);
+		l = sizeof(v);
+		ck_assert_int_eq(getsockopt(fd[i], IPPROTO_TCP, TCP_KEEPIDLE,
+					    &v, &l), 0);
+		ck_assert_int_eq(v, 5);
+		l = sizeof(v);
+		ck_assert_int_eq(getsockopt(fd[i], IPPROTO_TCP, TCP_KEEPINTVL,
+					    &v, &l), 0);
+		ck_assert_int_eq(v, 2);
+		l = sizeof(v);
+		ck_assert_int_eq(getsockopt(fd[i], IPPROTO_TCP, TCP_KEEPCNT,
+					    &v, &l), 0);
+		ck_assert_int_eq(v, 4);
+		l = sizeof(v);
+		ck_assert_int_eq(getsockopt(fd[i], IPPROTO_TCP,
+					    TCP_USER_TIMEOUT, &v, &l), 0);
+		ck_assert_int_eq(v, 15000);
+		nin += in[i];
+	}
+	pthread_mutex_unlock(&m->m_lock);
+	*n_out = n;
+	return nin;
+}
+
+/* A host that dies without a FIN must not hold its peer's session (and
+ * so refuse its next incarnation) forever: dialed and accepted sessions,
+ * and one from a raw client still in its handshake, have TCP keepalive. */
+START_TEST(keepalive_on_sessions)
+{
+	struct fx_done d;
+	unsigned na, nb, ina, inb;
+	int fd;
+
+	setup_opts(&(struct fx_opts){.b_handshake_timeout_ms = 60000});
+	ck_assert_int_eq(write_one(20000, &d), 0);
+	fd = raw_connect("127.0.0.6");
+	fx_sleep_progress(&F, 200);
+	ina = keepalive_set(F.a, &na);
+	inb = keepalive_set(F.b, &nb);
+	/* a dialed b; b accepted a and the raw client */
+	ck_assert_uint_lt(ina, na);
+	ck_assert_uint_ge(inb, 2);
+	close(fd);
+	fx_fini(&F);
+}
+END_TEST
+
 static Suite *admission_suite(void)
 {
 	Suite *s = suite_create("admission");
@@ -325,6 +389,7 @@ static Suite *admission_suite(void)
 	tcase_add_test(tc, handshake_deadline_and_frame_limit);
 	tcase_add_test(tc, per_source_bound);
 	tcase_add_test(tc, hello_records_freed);
+	tcase_add_test(tc, keepalive_on_sessions);
 	suite_add_tcase(s, tc);
 	return s;
 }
