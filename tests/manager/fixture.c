@@ -94,6 +94,8 @@ static void on_event(const struct ry_event *ev, void *arg)
 	case RY_EV_RAIL_UP:
 		e->n_rail_up++;
 		break;
+	case RY_EV_CONN_RESUMED:
+		break;
 	}
 }
 
