@@ -24,6 +24,10 @@
 #                                    frames both ways; both hosts' links stay
 #                                    up (a dead switch port, a bad cable)
 #   topo.sh unblackhole PREFIX RAIL  the switch forwards them again
+#   topo.sh oneway PREFIX RAIL       the switch drops rail RAIL's IP frames
+#                                    from b to a only (ARP still passes, so
+#                                    a->b keeps working)
+#   topo.sh twoway PREFIX RAIL       both ways again
 #   topo.sh down PREFIX              delete all three namespaces
 # Only addresses from 198.18.0.0/15 are used, only inside these namespaces.
 set -euo pipefail
@@ -77,6 +81,13 @@ blackhole)
 	ip -n "$2-sw" link set "a-r$3" nomaster
 	;;
 unblackhole) ip -n "$2-sw" link set "a-r$3" master "br$3" ;;
+oneway)
+	# at b's switch port, on the way in: only what b sends is lost
+	tc -n "$2-sw" qdisc add dev "b-r$3" ingress
+	tc -n "$2-sw" filter add dev "b-r$3" ingress protocol ip prio 1 \
+		matchall action drop
+	;;
+twoway) tc -n "$2-sw" qdisc del dev "b-r$3" ingress ;;
 *)
 	sed -n '2,30p' "$0"
 	exit 2
