@@ -323,8 +323,8 @@ static void attempt_reason(struct ry__conn *c, const char *what, char *buf,
 	else if (c->cn_probe_out)
 		snprintf(buf, len,
 			 "no probe round trip, nothing heard from the peer: "
-			 "%.24s->%.24s fails, maybe both ways (%.30s)",
-			 them, me, what);
+			 "%.24s->%.24s or the way back fails (%.30s)",
+			 me, them, what);
 	else
 		snprintf(buf, len,
 			 "no probe from the peer arrived: %.24s->%.24s fails (%.30s)",

@@ -82,12 +82,19 @@ blackhole)
 	;;
 unblackhole) ip -n "$2-sw" link set "a-r$3" master "br$3" ;;
 oneway)
-	# at b's switch port, on the way in: only what b sends is lost
-	tc -n "$2-sw" qdisc add dev "b-r$3" ingress
-	tc -n "$2-sw" filter add dev "b-r$3" ingress protocol ip prio 1 \
-		matchall action drop
+	# a queue of no packets on the switch's port towards a: everything
+	# b sends to a is lost (tc actions and nft may be missing from the
+	# kernel; qdiscs are not).  a keeps b's MAC, as it would with the ARP
+	# entry still fresh, so a->b really keeps working.
+	mac=$(ip -n "$2-b" -j link show "r$3" | jq -r '.[0].address')
+	ip -n "$2-a" neigh replace "198.18.$(($3 + 1)).2" lladdr "$mac" \
+		dev "r$3" nud permanent
+	tc -n "$2-sw" qdisc add dev "a-r$3" root pfifo limit 0
 	;;
-twoway) tc -n "$2-sw" qdisc del dev "b-r$3" ingress ;;
+twoway)
+	tc -n "$2-sw" qdisc del dev "a-r$3" root
+	ip -n "$2-a" neigh del "198.18.$(($3 + 1)).2" dev "r$3"
+	;;
 *)
 	sed -n '2,30p' "$0"
 	exit 2
