@@ -396,6 +396,67 @@ START_TEST(two_rails_killed)
 }
 END_TEST
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * A down event's own times against when the fault was injected: a link
+ * event is its own start, silence starts at the last sign of life, which
+ * with a stream running is right before the cut.
+ */
+static void down_times(bool link)
+{
+	struct stream s = {.slots = 4};
+	struct ry_fault_spec cut = {.drop_all = true};
+	uint64_t t0, t1;
+	const struct fx_events *e;
+
+	setup_opts(&(struct fx_opts){.nrails_a = 2});
+	stream_run(&s, 200);
+	t0 = mono_ns();
+	if (link)
+		ck_assert_int_eq(ry_rail_link(F.a, "r0", false), 0);
+	else
+		ck_assert_int_eq(ry_rail_fault(F.a, "r0", &cut), 0);
+	t1 = mono_ns();
+	stream_run(&s, 1000);
+	stream_finish(&s);
+	e = &F.ev_a;
+	ck_assert_msg(s.done_err == 0, "%u failed: %s", s.done_err, s.reason);
+	ck_assert_uint_ge(e->n_conn_down, 1);
+	ck_assert_uint_eq(e->first_detect_ns, e->first_conn_down_ns);
+	ck_assert_uint_le(e->first_fail_ns, e->first_detect_ns);
+	/* the failure began at the injection, give or take a loaded machine */
+	ck_assert_msg(e->first_fail_ns + 100000000ull >= t0 &&
+			  e->first_fail_ns <= t1 + 100000000ull,
+		      "fail_ns %llu outside the injection %llu..%llu",
+		      (unsigned long long)e->first_fail_ns,
+		      (unsigned long long)t0, (unsigned long long)t1);
+	/* and the detection time is what the outside clock saw */
+	ck_assert_uint_le(e->first_detect_ns - e->first_fail_ns,
+			  e->first_detect_ns - t0 + 100000000ull);
+	if (link)
+		ck_assert_uint_ge(e->first_fail_ns, t0);
+	teardown();
+}
+
+START_TEST(down_times_link)
+{
+	down_times(true);
+}
+END_TEST
+
+START_TEST(down_times_silent)
+{
+	down_times(false);
+}
+END_TEST
+
 struct active_wait {
 	const char *rail;
 	unsigned n;
@@ -1222,6 +1283,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, kill_rail_mid_read);
 	tcase_add_test(tc, unplug_rail_mid_write);
 	tcase_add_test(tc, two_rails_killed);
+	tcase_add_test(tc, down_times_link);
+	tcase_add_test(tc, down_times_silent);
 	tcase_add_test(tc, all_rails_killed_then_restored);
 	tcase_add_test(tc, flapping_rail);
 	tcase_add_test(tc, detect_local_link_down);
