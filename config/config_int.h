@@ -96,6 +96,7 @@ enum ry__opt_type {
 	RY__OPT_RATE,     /* uint64_t bits per second, written "25G" */
 	RY__OPT_PROVIDER, /* enum ry_provider; converted by load.c */
 	RY__OPT_LEVEL,    /* enum ry_log_level; converted by load.c */
+	RY__OPT_LIST,     /* struct ry_str_list; checked by validate.c */
 };
 
 enum {
@@ -162,6 +163,10 @@ int ry__parse_size(const char *s, uint64_t *out);
 int ry__parse_rate(const char *s, uint64_t *out_bps);
 int ry__parse_hostport(const char *s, bool need_port, char *host,
 		       size_t host_len, uint16_t *port);
+/* "ip/len" (IPv4 or IPv6) into family, 16 address bytes and prefix
+ * length; "any" gives family 0.  -EINVAL if it does not parse. */
+int ry__parse_prefix(const char *s, int *family, unsigned char addr[16],
+		     unsigned *len);
 
 /* Thread-local loader for libconfuse callbacks, which carry no user arg. */
 extern _Thread_local struct ry__loader *ry__cur_loader;

@@ -114,6 +114,30 @@ static void copy_str(char *dst, size_t len, const char *src)
 	snprintf(dst, len, "%s", src ? src : "");
 }
 
+/* A list's entries; what they mean is checked by validate.c. */
+static void convert_list(cfg_t *s, const struct ry__opt *o, void *field)
+{
+	struct ry__loader *ld = ry__cur_loader;
+	unsigned n = cfg_size(s, o->name);
+	int line = ld ? ry__cfg_line(ld, o->sec, 0, o->name) : 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		const char *v = cfg_getnstr(s, o->name, i);
+		int ret = ry__opt_parse(o, v ? v : "", field);
+
+		if (ret == -E2BIG && ld) {
+			ry__cfg_report(ld, line, "merge entries into wider prefixes",
+				       "%s: more than %d entries", o->name,
+				       RY_MAX_ACCEPT);
+			return;
+		}
+		if (ret && ld)
+			ry__cfg_report(ld, line, "write \"ip/len\", e.g. \"198.18.0.0/15\"",
+				       "%s: entry '%.80s' is too long", o->name,
+				       v ? v : "");
+	}
+}
+
 /* The options of one section, as the table says; provider and log level
  * are converted by convert() for their messages. */
 static void convert_sec(cfg_t *s, const char *sec, void *base)
@@ -143,6 +167,9 @@ static void convert_sec(cfg_t *s, const char *sec, void *base)
 			/* checked by rate_cb already */
 			ry__parse_rate(cfg_getstr(s, o->name), &rate);
 			*(uint64_t *)p = rate;
+			break;
+		case RY__OPT_LIST:
+			convert_list(s, o, p);
 			break;
 		case RY__OPT_PROVIDER:
 		case RY__OPT_LEVEL:
@@ -412,6 +439,9 @@ int ry_config_demo(struct ry_config **cfg_p)
 	snprintf(cfg->source, sizeof(cfg->source), "<demo>");
 	snprintf(cfg->node, sizeof(cfg->node), "demo");
 	snprintf(cfg->control, sizeof(cfg->control), "127.0.0.1:0");
+	/* two demo nodes talk over loopback with kernel-chosen ports */
+	cfg->accept.n = 1;
+	snprintf(cfg->accept.s[0], sizeof(cfg->accept.s[0]), "127.0.0.0/8");
 	cfg->n_rails = 4;
 	for (unsigned i = 0; i < cfg->n_rails; i++) {
 		struct ry_rail_config *r = &cfg->rails[i];

@@ -54,6 +54,15 @@ const struct ry__opt ry__opts[] = {
 	"work requests per QP; 256 is the default"),
     TOP(frags_per_wr, RY__OPT_INT, "16", 1, 256, ZD, "fragments",
 	"fragments merged in one work request; 16 is the default"),
+    /* each entry is checked in validate.c */
+    TOP(accept, RY__OPT_LIST, NULL, 0, 0, RY__OPT_OMIT_EMPTY,
+	"list of \"ip/len\" | \"any\"", NULL),
+    TOP(max_sessions, RY__OPT_INT, "16384", 1, 1 << 20, ZD, "sessions",
+	"inbound control sessions in all; 16384 is the default"),
+    TOP(max_sessions_per_source, RY__OPT_INT, "8", 1, 65536, ZD,
+	"sessions", "inbound control sessions per address; 8 is the default"),
+    TOP(handshake_timeout_ms, RY__OPT_INT, "2000", 1, 600000, ZD, "ms",
+	MS_HINT),
 
     /* provider and the soft/verbs address rules are checked in code */
     RAIL(provider, RY__OPT_PROVIDER, NULL, 0, 0, 0, "soft | verbs", NULL),
@@ -204,6 +213,16 @@ int ry__opt_parse(const struct ry__opt *o, const char *text, void *field)
 		else
 			return -EINVAL;
 		return 0;
+	case RY__OPT_LIST: {
+		struct ry_str_list *l = field;
+
+		if (l->n >= RY_MAX_ACCEPT)
+			return -E2BIG;
+		if (strlen(text) >= sizeof(l->s[0]))
+			return -ENAMETOOLONG;
+		strcpy(l->s[l->n++], text);
+		return 0;
+	}
 	case RY__OPT_LEVEL:
 		for (int i = RY_LOG_ERROR; i <= RY_LOG_TRACE; i++)
 			if (!strcmp(text,

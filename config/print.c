@@ -50,6 +50,15 @@ static void print_opt(FILE *out, const struct ry__opt *o, const void *base,
 		fprintf(out, "%s",
 			ry_log_level_name(*(const enum ry_log_level *)p));
 		break;
+	case RY__OPT_LIST: {
+		const struct ry_str_list *l = p;
+
+		fprintf(out, "{");
+		for (unsigned i = 0; i < l->n; i++)
+			fprintf(out, "%s\"%s\"", i ? ", " : "", l->s[i]);
+		fprintf(out, "}");
+		break;
+	}
 	}
 	fprintf(out, "\n");
 }
@@ -62,7 +71,10 @@ static void print_sec(FILE *out, const char *sec, const void *base,
 		if ((o->flags & RY__OPT_VERBS) && !verbs)
 			continue;
 		if ((o->flags & RY__OPT_OMIT_EMPTY) &&
-		    !*(const char *)ry__opt_field(o, base))
+		    (o->type == RY__OPT_LIST
+			 ? !((const struct ry_str_list *)ry__opt_field(o, base))
+				->n
+			 : !*(const char *)ry__opt_field(o, base)))
 			continue;
 		print_opt(out, o, base, indent);
 	}

@@ -229,6 +229,8 @@ static cfg_opt_t schema_opt(const struct ry__opt *o)
 	case RY__OPT_PROB:
 		return (cfg_opt_t)CFG_FLOAT_CB(o->name, v.d, CFGF_NONE,
 					       prob_cb);
+	case RY__OPT_LIST:
+		return (cfg_opt_t)CFG_STR_LIST(o->name, NULL, CFGF_NONE);
 	case RY__OPT_RATE:
 		return (cfg_opt_t)CFG_STR_CB(o->name, (char *)o->def, CFGF_NONE,
 					     rate_cb);

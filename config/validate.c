@@ -85,6 +85,43 @@ int ry__parse_hostport(const char *s, bool need_port, char *host,
 	return 0;
 }
 
+int ry__parse_prefix(const char *s, int *family, unsigned char addr[16],
+		     unsigned *len)
+{
+	char h[INET6_ADDRSTRLEN + 1], *end;
+	const char *slash;
+	unsigned long l;
+	size_t hl;
+
+	if (!strcmp(s, "any")) {
+		*family = 0;
+		*len = 0;
+		memset(addr, 0, 16);
+		return 0;
+	}
+	slash = strchr(s, '/');
+	if (!slash || !isdigit((unsigned char)slash[1]))
+		return -EINVAL;
+	hl = (size_t)(slash - s);
+	if (hl >= sizeof(h))
+		return -EINVAL;
+	memcpy(h, s, hl);
+	h[hl] = 0;
+	memset(addr, 0, 16);
+	if (inet_pton(AF_INET, h, addr) == 1)
+		*family = AF_INET;
+	else if (inet_pton(AF_INET6, h, addr) == 1)
+		*family = AF_INET6;
+	else
+		return -EINVAL;
+	errno = 0;
+	l = strtoul(slash + 1, &end, 10);
+	if (errno || *end || l > (*family == AF_INET ? 32u : 128u))
+		return -EINVAL;
+	*len = (unsigned)l;
+	return 0;
+}
+
 struct vctx {
 	struct ry__loader *ld;
 	struct ry__loader fallback;
@@ -239,6 +276,17 @@ int ry__cfg_validate(const struct ry_config *cfg, struct ry__loader *ld)
 		REPORT(&v, line_of(&v, "", 0, "max_op_size", 0),
 		       "at least one fragment, at most 4G",
 		       "max_op_size must be from fragment_size to 4 GiB");
+	for (unsigned i = 0; i < cfg->accept.n && i < RY_MAX_ACCEPT; i++) {
+		unsigned char a[16];
+		unsigned len;
+		int fam;
+
+		if (ry__parse_prefix(cfg->accept.s[i], &fam, a, &len))
+			REPORT(&v, line_of(&v, "", 0, "accept", 0),
+			       "write a numeric prefix \"ip/len\" (\"198.18.0.0/15\", \"2001:db8::/32\") or \"any\" (admits every node: labs only)",
+			       "accept: '%s' is not an address prefix",
+			       cfg->accept.s[i]);
+	}
 	check_opts(&v, "", cfg, NULL, 0, 0);
 	check_opts(&v, "failover", cfg, NULL, 0, 0);
 	if (f->heartbeat_ms && f->timeout_ms &&

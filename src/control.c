@@ -20,6 +20,15 @@
  *
  *   str = u16 length + bytes; endpoint = u32 qpn, u32 psn, u64 cookie,
  *   16 bytes gid, u16 lid, u16 udp_port, u32 mtu.
+ *
+ * Admission (admit_source, admit_hello): an inbound session is refused at
+ * accept() unless its source may speak at all (a configured or app-named
+ * peer's IP, an accept prefix, or "any") and the session bounds allow it;
+ * it acts only after its HELLO is admitted by admit_hello().  Until then it
+ * may send one HELLO and nothing else, within handshake_timeout_ms.  A
+ * session we dialed is admitted when its HELLO_ACK arrives: we chose the
+ * address.  Only admitted sessions act, and only for the peer they were
+ * admitted as.
  */
 #include <endian.h>
 #include <errno.h>
@@ -33,6 +42,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
+#include "config/config_int.h"
 #include "src/util/le.h"
 #include "src/manager.h"
 
@@ -41,13 +51,34 @@
 #define CTL_HELLO_ACK 2
 #define CTL_FENCE_REQ 6
 #define CTL_FENCE_ACK 7
-#define CTL_MAX_FRAME 65536
+#define CTL_EP_LEN 40 /* endpoint on the wire */
+/* The largest legitimate frame body: a HELLO with every rail, names and
+ * addresses at their longest (r_str refuses cap - 1 and more). */
+#define CTL_STR_MAX(cap) (2 + (cap) - 1)
+#define CTL_MAX_FRAME                                                          \
+	(8 + CTL_STR_MAX(RY_NAME_MAX) + CTL_STR_MAX(RY_ADDR_MAX) + 1 +         \
+	 RY_MAX_RAILS * (2 * CTL_STR_MAX(RY_NAME_MAX) + CTL_EP_LEN))
+#define CTL_RBUF (2 * (8 + CTL_MAX_FRAME))
+/* Replies pile up here when the other end does not read. */
+#define CTL_WBUF_MAX (256u << 10)
+#define CTL_REFUSE_SLOTS 64
+#define CTL_REFUSE_QUIET_NS 10000000000ull
+#define CTL_LISTEN_PAUSE_NS 100000000ull
 
 struct ry__ctl {
 	struct ry_manager *c_mgr;
 	int c_fd;
 	bool c_connecting;
 	bool c_dead;
+	bool c_inbound;	 /* accepted, not dialed */
+	bool c_admitted; /* may act for c_peer */
+	struct ry__ip {
+		int fam; /* AF_INET, AF_INET6; 0: none */
+		unsigned char a[16];
+		uint16_t port;
+	} c_src;
+	uint64_t c_born_ns;
+	char c_claim[RY_ADDR_MAX]; /* the control address its HELLO claimed */
 	struct ry_peer *c_peer;
 	struct ry__fdtag c_tag;
 	unsigned char *c_rbuf;
@@ -202,15 +233,25 @@ static void r_ep(struct rbuf *r, struct ry_qp_endpoint *ep)
 
 static void ctl_kill(struct ry__ctl *c, const char *why)
 {
+	struct ry_manager *m = c->c_mgr;
+
 	if (c->c_dead)
 		return;
 	if (c->c_peer)
 		RY_INFO("mgr", "peer %s: control channel closed: %s",
 			c->c_peer->pr_name, why);
 	c->c_dead = true;
-	ry__fd_unwatch(c->c_mgr, c->c_fd);
-	if (c->c_peer)
+	if (c->c_inbound) {
+		m->m_nin--;
+		if (!c->c_admitted)
+			m->m_npending--;
+	}
+	ry__fd_unwatch(m, c->c_fd);
+	if (c->c_peer) {
+		if (c->c_peer->pr_from_hello)
+			m->m_reap_peers = true;
 		ry__peer_ctl_lost(c->c_peer, c);
+	}
 	c->c_peer = NULL;
 }
 
@@ -256,6 +297,10 @@ static void ctl_send(struct ry__ctl *c, uint16_t type, const struct wbuf *w)
 		size_t cap = c->c_wcap ? c->c_wcap : 4096;
 		unsigned char *nb;
 
+		if (need > CTL_WBUF_MAX) {
+			ctl_kill(c, "the other end does not read");
+			return;
+		}
 		while (cap < need)
 			cap *= 2;
 		nb = realloc(c->c_wbuf, cap);
@@ -325,6 +370,389 @@ static int parse_addr(const char *addr, struct sockaddr_storage *ss,
 	return 0;
 }
 
+/* ---- admission ---- */
+
+struct ry__refusal {
+	struct ry__ip rf_ip;
+	uint64_t rf_ns;
+	unsigned rf_quiet; /* refusals not logged since rf_ns */
+};
+
+struct ry__admit_state {
+	bool as_any;
+	unsigned as_n;
+	struct ry__ip as_pfx[RY_MAX_ACCEPT];
+	unsigned as_len[RY_MAX_ACCEPT];
+	/* fixed size: a flood of refusals allocates nothing */
+	struct ry__refusal as_refused[CTL_REFUSE_SLOTS];
+};
+
+static void ip_unmap(struct ry__ip *ip)
+{
+	static const unsigned char mapped[12] = {0, 0, 0, 0, 0,	   0,
+						 0, 0, 0, 0, 0xff, 0xff};
+
+	if (ip->fam == AF_INET6 && !memcmp(ip->a, mapped, 12)) {
+		memmove(ip->a, ip->a + 12, 4);
+		memset(ip->a + 4, 0, 12);
+		ip->fam = AF_INET;
+	}
+}
+
+static void ip_from_sa(const struct sockaddr_storage *ss, struct ry__ip *ip)
+{
+	memset(ip, 0, sizeof(*ip));
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const void *)ss;
+
+		ip->fam = AF_INET;
+		memcpy(ip->a, &s4->sin_addr, 4);
+		ip->port = ntohs(s4->sin_port);
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const void *)ss;
+
+		ip->fam = AF_INET6;
+		memcpy(ip->a, &s6->sin6_addr, 16);
+		ip->port = ntohs(s6->sin6_port);
+		ip_unmap(ip);
+	}
+}
+
+/* "ip:port" or "[v6]:port", numeric only: what a HELLO claims must never
+ * make us ask a resolver. */
+static int ip_parse(const char *s, struct ry__ip *ip)
+{
+	const char *colon = strrchr(s, ':');
+	char host[RY_ADDR_MAX], *end;
+	unsigned long port;
+	size_t hl;
+
+	memset(ip, 0, sizeof(*ip));
+	if (!colon)
+		return -EINVAL;
+	hl = (size_t)(colon - s);
+	if (hl >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, s, hl);
+	host[hl] = 0;
+	if (host[0] == '[') {
+		if (hl < 2 || host[hl - 1] != ']')
+			return -EINVAL;
+		host[hl - 1] = 0;
+		memmove(host, host + 1, hl - 1);
+	}
+	errno = 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (errno || end == colon + 1 || *end || port > 65535)
+		return -EINVAL;
+	ip->port = (uint16_t)port;
+	if (inet_pton(AF_INET, host, ip->a) == 1)
+		ip->fam = AF_INET;
+	else if (inet_pton(AF_INET6, host, ip->a) == 1)
+		ip->fam = AF_INET6;
+	else
+		return -EINVAL;
+	ip_unmap(ip);
+	return 0;
+}
+
+static bool ip_same_host(const struct ry__ip *a, const struct ry__ip *b)
+{
+	return a->fam && a->fam == b->fam &&
+	       !memcmp(a->a, b->a, a->fam == AF_INET ? 4 : 16);
+}
+
+/* The same control address however it is written. */
+static bool addr_same(const char *x, const char *y)
+{
+	struct ry__ip a, b;
+
+	if (ip_parse(x, &a) || ip_parse(y, &b))
+		return !strcmp(x, y);
+	return ip_same_host(&a, &b) && a.port == b.port;
+}
+
+static void ip_str(const struct ry__ip *ip, char *buf, size_t len)
+{
+	if (!ip->fam || !inet_ntop(ip->fam, ip->a, buf, (socklen_t)len))
+		snprintf(buf, len, "?");
+}
+
+static bool accept_match(const struct ry_manager *m, const struct ry__ip *ip)
+{
+	const struct ry__admit_state *as = m->m_admit;
+	unsigned i, bits, full;
+
+	if (as->as_any)
+		return true;
+	for (i = 0; i < as->as_n; i++) {
+		if (as->as_pfx[i].fam != ip->fam)
+			continue;
+		bits = as->as_len[i];
+		full = bits / 8;
+		if (memcmp(as->as_pfx[i].a, ip->a, full))
+			continue;
+		if (bits % 8) {
+			unsigned char mask = (unsigned char)(0xff << (8 - bits % 8));
+
+			if ((as->as_pfx[i].a[full] ^ ip->a[full]) & mask)
+				continue;
+		}
+		return true;
+	}
+	return false;
+}
+
+static int admit_init(struct ry_manager *m)
+{
+	struct ry__admit_state *as = calloc(1, sizeof(*as));
+	unsigned i;
+
+	if (!as)
+		return -ENOMEM;
+	for (i = 0; i < m->m_cfg.accept.n && i < RY_MAX_ACCEPT; i++) {
+		struct ry__ip *ip = &as->as_pfx[as->as_n];
+
+		/* validated already: ry_config_validate */
+		if (ry__parse_prefix(m->m_cfg.accept.s[i], &ip->fam, ip->a,
+				     &as->as_len[as->as_n]))
+			continue;
+		if (!ip->fam)
+			as->as_any = true;
+		else
+			as->as_n++;
+	}
+	if (as->as_any)
+		RY_WARN("mgr", "accept = any: every node that reaches %s is "
+			       "admitted (unsafe outside a lab)",
+			m->m_cfg.control);
+	m->m_admit = as;
+	m->m_handshake_ns = m->m_cfg.handshake_timeout_ms * 1000000ull;
+	return 0;
+}
+
+/* Logged once per source per CTL_REFUSE_QUIET_NS: a flood of refusals
+ * must not become a flood of log lines. */
+static void refuse_log(struct ry_manager *m, const struct ry__ip *ip,
+		       const char *why)
+{
+	struct ry__admit_state *as = m->m_admit;
+	uint64_t now = ry__now_ns(), h = 1469598103934665603ull;
+	struct ry__refusal *r;
+	char host[INET6_ADDRSTRLEN];
+	unsigned i;
+
+	for (i = 0; i < 16; i++)
+		h = (h ^ ip->a[i]) * 1099511628211ull;
+	r = &as->as_refused[h % CTL_REFUSE_SLOTS];
+	if (r->rf_ns && ip_same_host(&r->rf_ip, ip) &&
+	    ry__since(now, r->rf_ns) < CTL_REFUSE_QUIET_NS) {
+		r->rf_quiet++;
+		return;
+	}
+	ip_str(ip, host, sizeof(host));
+	if (r->rf_quiet && ip_same_host(&r->rf_ip, ip))
+		RY_WARN("mgr",
+			"control session from %s refused: %s (%u more refused "
+			"in the last 10 s)",
+			host, why, r->rf_quiet);
+	else
+		RY_WARN("mgr", "control session from %s refused: %s", host,
+			why);
+	r->rf_ip = *ip;
+	r->rf_ns = now;
+	r->rf_quiet = 0;
+}
+
+/* May this source open a session at all?  Decided at accept(), before
+ * anything is allocated. */
+static const char *admit_source(struct ry_manager *m, const struct ry__ip *ip)
+{
+	const struct ry__ctl *c;
+	struct ry_peer *p;
+	struct ry__ip pip;
+	unsigned i, n = 0;
+
+	if (m->m_nin >= m->m_cfg.max_sessions)
+		return "max_sessions reached";
+	for (c = m->m_ctls; c; c = c->c_next)
+		n += !c->c_dead && c->c_inbound && ip_same_host(&c->c_src, ip);
+	if (n >= m->m_cfg.max_sessions_per_source)
+		return "max_sessions_per_source reached";
+	if (accept_match(m, ip))
+		return NULL;
+	for (i = 0; i < m->m_cfg.n_peers; i++)
+		if (!ip_parse(m->m_cfg.peers[i].address, &pip) &&
+		    ip_same_host(&pip, ip))
+			return NULL;
+	for (p = m->m_peers; p; p = p->pr_next)
+		if (p->pr_dial && !ip_parse(p->pr_addr, &pip) &&
+		    ip_same_host(&pip, ip))
+			return NULL;
+	return "not a configured peer's address and not in accept";
+}
+
+/* Another live session bound to p. */
+static bool ctl_bound(const struct ry_manager *m, const struct ry_peer *p,
+		      const struct ry__ctl *except)
+{
+	const struct ry__ctl *c;
+
+	for (c = m->m_ctls; c; c = c->c_next)
+		if (c != except && !c->c_dead && c->c_peer == p)
+			return true;
+	return false;
+}
+
+/*
+ * The one decision: may inbound session c speak as the node its HELLO
+ * describes (name, claimed control address)?  0 with the peer record it
+ * speaks for (found or made), or -EACCES with why; a refusal changes
+ * nothing.
+ *
+ * A node named by a peer section (or by the application, with an address)
+ * is known by its control address: it is admitted only from that
+ * address's IP and only claiming that address, and nobody else may claim
+ * its name or address.  Any other node is admitted only from an accept
+ * prefix, under a name and address no live session or named peer holds.
+ */
+static int admit_hello(struct ry__ctl *c, const char *name, const char *addr,
+		       struct ry_peer **p_out, char *why, size_t len)
+{
+	struct ry_manager *m = c->c_mgr;
+	const struct ry_peer_config *ea = NULL, *en = NULL, *e;
+	struct ry_peer *p, *rn = NULL, *ra = NULL;
+	struct ry__ip ip;
+	unsigned i;
+
+	/*
+	 * Authentication (issue 11: a pre-shared key and a challenge-response
+	 * binding both names, incarnations, control addresses and nonces)
+	 * hooks in here: until the session has proved the key, everything
+	 * below is only a claim.
+	 */
+	for (i = 0; i < m->m_cfg.n_peers; i++) {
+		const struct ry_peer_config *pc = &m->m_cfg.peers[i];
+
+		if (!ea && addr_same(pc->address, addr))
+			ea = pc;
+		if (!en && !strcmp(pc->name, name))
+			en = pc;
+	}
+	for (p = m->m_peers; p; p = p->pr_next) {
+		if (!rn &&
+		    (!strcmp(p->pr_name, name) || !strcmp(p->pr_node_name, name)))
+			rn = p;
+		if (!ra && p->pr_addr[0] && addr_same(p->pr_addr, addr))
+			ra = p;
+	}
+	if (ea || en) {
+		e = ea ? ea : en;
+		if (!ea) {
+			snprintf(why, len,
+				 "HELLO claims configured peer %s's name with "
+				 "control address %s (configured: %s)",
+				 e->name, addr, e->address);
+			return -EACCES;
+		}
+		if (en && en != ea) {
+			snprintf(why, len,
+				 "HELLO claims peer %s's address and peer %s's "
+				 "name",
+				 ea->name, en->name);
+			return -EACCES;
+		}
+		if (ip_parse(e->address, &ip) || !ip_same_host(&ip, &c->c_src)) {
+			snprintf(why, len,
+				 "HELLO claims configured peer %s (%s) from "
+				 "another address",
+				 e->name, e->address);
+			return -EACCES;
+		}
+		if (rn && ra && rn != ra) {
+			snprintf(why, len,
+				 "HELLO claims peer %s's name and peer %s's "
+				 "address",
+				 rn->pr_name, ra->pr_name);
+			return -EACCES;
+		}
+		p = ra;
+		if (!p)
+			p = ry__peer_new(m, e->name, e->address, true);
+		if (!p)
+			return -ENOMEM;
+		*p_out = p;
+		return 0;
+	}
+	if ((ra && ra->pr_dial) || (rn && rn->pr_dial)) {
+		e = NULL;
+		p = ra && ra->pr_dial ? ra : rn;
+		if ((ra && rn && ra != rn) || p != ra || ip_parse(p->pr_addr, &ip) ||
+		    !ip_same_host(&ip, &c->c_src)) {
+			snprintf(why, len,
+				 "HELLO claims peer %s (%s) from another "
+				 "address or under another name",
+				 p->pr_name, p->pr_addr);
+			return -EACCES;
+		}
+		*p_out = p;
+		return 0;
+	}
+	if (!accept_match(m, &c->c_src)) {
+		snprintf(why, len,
+			 "node %s (%s) is not a configured peer and its "
+			 "address is not in accept",
+			 name, addr);
+		return -EACCES;
+	}
+	if (rn && ctl_bound(m, rn, c)) {
+		snprintf(why, len, "node name %s is in use by a live session",
+			 name);
+		return -EACCES;
+	}
+	if (ra && ra != rn) {
+		if (ctl_bound(m, ra, c)) {
+			snprintf(why, len,
+				 "control address %s is in use by peer %s",
+				 addr, ra->pr_name);
+			return -EACCES;
+		}
+		/* a departed node's claim: its record keeps its name */
+		ra->pr_addr[0] = 0;
+	}
+	p = rn;
+	if (!p) {
+		p = ry__peer_new(m, name, addr, false);
+		if (!p)
+			return -ENOMEM;
+		p->pr_from_hello = true;
+	}
+	snprintf(p->pr_addr, sizeof(p->pr_addr), "%s", addr);
+	*p_out = p;
+	return 0;
+}
+
+/* Sessions that never said HELLO; the listening fd after EMFILE. */
+void ry__ctl_timers(struct ry_manager *m, uint64_t now)
+{
+	struct ry__ctl *c;
+
+	if (m->m_listen_paused && now >= m->m_listen_resume_ns) {
+		m->m_listen_paused = false;
+		ry__fd_watch(m, m->m_listen_fd, &m->m_listen_tag, false);
+	}
+	if (!m->m_npending)
+		return;
+	for (c = m->m_ctls; c; c = c->c_next) {
+		if (c->c_dead || !c->c_inbound || c->c_admitted ||
+		    ry__since(now, c->c_born_ns) <= m->m_handshake_ns)
+			continue;
+		refuse_log(m, &c->c_src,
+			   "no HELLO within handshake_timeout_ms");
+		ctl_kill(c, "handshake timeout");
+	}
+}
+
 int ry__ctl_listen(struct ry_manager *m)
 {
 	const char *addr =
@@ -334,6 +762,9 @@ int ry__ctl_listen(struct ry_manager *m)
 	char host[64];
 	int fd, one = 1, ret;
 
+	ret = admit_init(m);
+	if (ret)
+		return ret;
 	ret = parse_addr(addr, &ss, &len);
 	if (ret) {
 		RY_ERR("mgr", "control address %s: cannot resolve", addr);
@@ -347,7 +778,7 @@ int ry__ctl_listen(struct ry_manager *m)
 		return ret;
 	}
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&ss, len) || listen(fd, 128)) {
+	if (bind(fd, (struct sockaddr *)&ss, len) || listen(fd, SOMAXCONN)) {
 		ret = -errno;
 		RY_ERR("mgr", "control address %s: %m", addr);
 		close(fd);
@@ -377,13 +808,94 @@ int ry__ctl_listen(struct ry_manager *m)
 
 void ry__ctl_accept(struct ry_manager *m)
 {
+	struct sockaddr_storage ss;
+	struct ry__ctl *c;
+	struct ry__ip ip;
+	const char *why;
+	socklen_t sl;
 	int fd;
 
-	while ((fd = accept4(m->m_listen_fd, NULL, NULL,
-			     SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
-		if (!ctl_new(m, fd, false))
+	for (;;) {
+		sl = sizeof(ss);
+		fd = accept4(m->m_listen_fd, (struct sockaddr *)&ss, &sl,
+			     SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				break;
+			return;
+		}
+		ip_from_sa(&ss, &ip);
+		why = admit_source(m, &ip);
+		if (why) {
+			refuse_log(m, &ip, why);
 			close(fd);
+			continue;
+		}
+		c = ctl_new(m, fd, false);
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		c->c_inbound = true;
+		c->c_src = ip;
+		c->c_born_ns = ry__now_ns();
+		m->m_nin++;
+		m->m_npending++;
 	}
+	/*
+	 * Out of descriptors (or memory): the pending connection stays and
+	 * the listening fd stays readable, so stop watching it for a while
+	 * rather than spin.
+	 */
+	if (!m->m_listen_err_logged)
+		RY_ERR("mgr",
+		       "control %s: accept: %m; not accepting for 100 ms at a "
+		       "time until it succeeds",
+		       m->m_listen_addr);
+	m->m_listen_err_logged = true;
+	m->m_listen_paused = true;
+	m->m_listen_resume_ns = ry__now_ns() + CTL_LISTEN_PAUSE_NS;
+	ry__fd_unwatch(m, m->m_listen_fd);
+}
+
+/*
+ * Dial from our control IP: the peer admits us by that source address
+ * (admit_source), which the kernel would otherwise choose by route (on one
+ * host, the destination's own address).
+ */
+static void bind_source(struct ry_manager *m, int fd, int family)
+{
+	struct sockaddr_storage ss;
+	struct ry__ip ip;
+	socklen_t len;
+
+	if (ip_parse(m->m_listen_addr, &ip) || !ip.fam)
+		return;
+	memset(&ss, 0, sizeof(ss));
+	if (family == AF_INET && ip.fam == AF_INET) {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+
+		if (!memcmp(ip.a, "\0\0\0\0", 4))
+			return; /* listening on every address */
+		s4->sin_family = AF_INET;
+		memcpy(&s4->sin_addr, ip.a, 4);
+		len = sizeof(*s4);
+	} else if (family == AF_INET6 && ip.fam == AF_INET6) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+
+		if (!memcmp(ip.a, &in6addr_any, 16))
+			return;
+		s6->sin6_family = AF_INET6;
+		memcpy(&s6->sin6_addr, ip.a, 16);
+		len = sizeof(*s6);
+	} else {
+		return;
+	}
+	if (bind(fd, (struct sockaddr *)&ss, len))
+		RY_DBG("mgr", "control: bind to %s before dialing: %m",
+		       m->m_listen_addr);
 }
 
 int ry__ctl_dial(struct ry_peer *p)
@@ -404,6 +916,7 @@ int ry__ctl_dial(struct ry_peer *p)
 	    socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
+	bind_source(m, fd, ss.ss_family);
 	if (connect(fd, (struct sockaddr *)&ss, len) && errno != EINPROGRESS) {
 		ret = -errno;
 		RY_DBG("mgr", "peer %s: connect %s: %m", p->pr_name,
@@ -486,15 +999,40 @@ void ry__ctl_send_fence(struct ry__ctl *c, bool ack, uint64_t gen, unsigned src,
 	free(w);
 }
 
+/* Printable, no spaces: it goes into logs and status output. */
+static bool valid_name(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x21 || (unsigned char)*s > 0x7e)
+			return false;
+	return true;
+}
+
+/* A record other than p known by this node name. */
+static bool name_taken(struct ry_manager *m, const struct ry_peer *p,
+		       const char *name)
+{
+	const struct ry_peer *q;
+
+	for (q = m->m_peers; q; q = q->pr_next)
+		if (q != p && (!strcmp(q->pr_name, name) ||
+			       !strcmp(q->pr_node_name, name)))
+			return true;
+	return false;
+}
+
 static int on_hello(struct ry__ctl *c, struct rbuf *r, bool reply)
 {
 	struct ry_manager *m = c->c_mgr;
-	char name[RY_NAME_MAX], addr[RY_ADDR_MAX];
+	char name[RY_NAME_MAX], addr[RY_ADDR_MAX], why[320];
 	struct ry__rrail rr[RY_MAX_RAILS];
 	struct ry_peer *p;
 	uint64_t node;
 	unsigned n, i;
 	bool fresh;
+	int ret;
 
 	node = r_u64(r);
 	r_str(r, name, sizeof(name));
@@ -509,23 +1047,57 @@ static int on_hello(struct ry__ctl *c, struct rbuf *r, bool reply)
 	}
 	if (r->bad)
 		return -EBADMSG;
+	/* the dialer says HELLO, the listener answers HELLO_ACK */
+	if (reply == c->c_inbound || !valid_name(name))
+		return -EPROTO;
 	if (node == m->m_node)
 		return -ELOOP; /* dialed ourselves */
-	p = c->c_peer;
-	if (!p) {
-		p = ry__peer_find(m, name, addr);
-		if (!p)
-			p = ry__peer_new(m, name, addr);
-		if (!p)
-			return -ENOMEM;
-		c->c_peer = p;
+	if (!c->c_admitted) {
+		if (c->c_inbound) {
+			ret = admit_hello(c, name, addr, &p, why, sizeof(why));
+			if (ret == -EACCES)
+				refuse_log(m, &c->c_src, why);
+			if (ret)
+				return ret;
+			/*
+			 * Without a key, a process on the peer's own host
+			 * passes the address checks; a restart is taken only
+			 * once the old incarnation's session has closed (a
+			 * real restart closes it).
+			 */
+			if (p->pr_node && p->pr_node != node &&
+			    ctl_bound(m, p, c)) {
+				snprintf(why, sizeof(why),
+					 "HELLO claims a new incarnation of "
+					 "peer %s while its session is alive",
+					 p->pr_name);
+				refuse_log(m, &c->c_src, why);
+				return -EACCES;
+			}
+			c->c_peer = p;
+			m->m_npending--;
+		}
+		/* a session we dialed: we chose the address */
+		c->c_admitted = true;
+		snprintf(c->c_claim, sizeof(c->c_claim), "%s", addr);
+		p = c->c_peer;
 		if (!ry__ctl_alive(p->pr_ctl))
 			p->pr_ctl = c;
+	} else if (strcmp(addr, c->c_claim)) {
+		return -EPROTO; /* one session speaks for one node */
 	}
-	if (!p->pr_addr[0] || !p->pr_dial)
-		snprintf(p->pr_addr, sizeof(p->pr_addr), "%s", addr);
-	snprintf(p->pr_node_name, sizeof(p->pr_node_name), "%s", name);
+	p = c->c_peer;
+	if (!name_taken(m, p, name))
+		snprintf(p->pr_node_name, sizeof(p->pr_node_name), "%s", name);
 	fresh = p->pr_node && p->pr_node != node;
+	if (fresh && p->pr_ctl != c) {
+		/* the old incarnation's session speaks for nobody now */
+		struct ry__ctl *old = p->pr_ctl;
+
+		p->pr_ctl = c;
+		if (old)
+			ctl_kill(old, "the peer restarted");
+	}
 	p->pr_node = node;
 	p->pr_nrrails = n;
 	memcpy(p->pr_rrails, rr, n * sizeof(rr[0]));
@@ -546,8 +1118,9 @@ static int dispatch(struct ry__ctl *c, uint16_t type, struct rbuf *r)
 
 	if (type == CTL_HELLO || type == CTL_HELLO_ACK)
 		return on_hello(c, r, type == CTL_HELLO_ACK);
-	if (!p || !p->pr_node)
-		return -EPROTO; /* nothing before HELLO */
+	/* only an admitted session acts, and for its own peer only */
+	if (!p || !c->c_admitted || !p->pr_node)
+		return -EPROTO;
 	switch (type) {
 	case CTL_CONN_REQ:
 	case CTL_CONN_REP:
@@ -582,8 +1155,7 @@ static int dispatch(struct ry__ctl *c, uint16_t type, struct rbuf *r)
 		gen = r_u64(r);
 		if (r->bad)
 			return -EBADMSG;
-		ry__fence_on_ack(p, gen);
-		return 0;
+		return ry__fence_on_ack(p, gen);
 	}
 	return -EPROTO;
 }
@@ -592,25 +1164,23 @@ static void ctl_read(struct ry__ctl *c)
 {
 	ssize_t n;
 
-	for (;;) {
-		if (c->c_rcap - c->c_rlen < 4096) {
-			size_t cap = c->c_rcap ? c->c_rcap * 2 : 8192;
-			unsigned char *nb;
-
-			if (cap > 4 * CTL_MAX_FRAME) {
-				ctl_kill(c, "receive buffer overflow");
-				return;
-			}
-			nb = realloc(c->c_rbuf, cap);
-			if (!nb) {
-				ctl_kill(c, "out of memory");
-				return;
-			}
-			c->c_rbuf = nb;
-			c->c_rcap = cap;
+	if (!c->c_rbuf) {
+		c->c_rbuf = malloc(CTL_RBUF);
+		if (!c->c_rbuf) {
+			ctl_kill(c, "out of memory");
+			return;
 		}
-		n = recv(c->c_fd, c->c_rbuf + c->c_rlen, c->c_rcap - c->c_rlen,
-			 0);
+		c->c_rcap = CTL_RBUF;
+	}
+	for (;;) {
+		/* before admission: one HELLO, and nothing after it */
+		size_t cap = c->c_admitted ? c->c_rcap : 8 + CTL_MAX_FRAME;
+
+		if (c->c_rlen >= cap) {
+			ctl_kill(c, "receive buffer full");
+			return;
+		}
+		n = recv(c->c_fd, c->c_rbuf + c->c_rlen, cap - c->c_rlen, 0);
 		if (n == 0) {
 			ctl_kill(c, "closed by peer");
 			return;
@@ -635,7 +1205,13 @@ static void ctl_read(struct ry__ctl *c)
 			len = le32toh(len);
 			type = le16toh(type);
 			if (le16toh(ver) != CTL_VERSION ||
-			    len > CTL_MAX_FRAME) {
+			    len > CTL_MAX_FRAME ||
+			    (!c->c_admitted && type != CTL_HELLO &&
+			     type != CTL_HELLO_ACK)) {
+				if (c->c_inbound && !c->c_admitted)
+					refuse_log(c->c_mgr, &c->c_src,
+						   "bad or oversized frame "
+						   "before HELLO");
 				ctl_kill(c, "bad frame");
 				return;
 			}
@@ -645,6 +1221,10 @@ static void ctl_read(struct ry__ctl *c)
 			r.n = len;
 			r.bad = false;
 			ret = dispatch(c, type, &r);
+			if (ret == -EACCES) { /* logged by admission */
+				ctl_kill(c, "refused");
+				return;
+			}
 			if (ret) {
 				RY_WARN("mgr", "control message type %u: %s",
 					type, strerror(-ret));
@@ -700,6 +1280,7 @@ static void ctl_free(struct ry__ctl *c)
 void ry__ctl_reap(struct ry_manager *m)
 {
 	struct ry__ctl **pp = &m->m_ctls, *c;
+	struct ry_peer **pq, *p;
 
 	while ((c = *pp)) {
 		if (c->c_dead) {
@@ -707,6 +1288,19 @@ void ry__ctl_reap(struct ry_manager *m)
 			ctl_free(c);
 		} else {
 			pp = &c->c_next;
+		}
+	}
+	if (!m->m_reap_peers)
+		return;
+	/* records made from HELLOs must not pile up (manager.h) */
+	m->m_reap_peers = false;
+	for (pq = &m->m_peers; (p = *pq);) {
+		if (p->pr_from_hello && ry__peer_disposable(p) &&
+		    !ctl_bound(m, p, NULL)) {
+			*pq = p->pr_next;
+			ry__peer_forget(p);
+		} else {
+			pq = &p->pr_next;
 		}
 	}
 }
@@ -726,4 +1320,6 @@ void ry__ctl_close_all(struct ry_manager *m)
 		close(m->m_listen_fd);
 		m->m_listen_fd = -1;
 	}
+	free(m->m_admit);
+	m->m_admit = NULL;
 }

@@ -22,6 +22,8 @@
  * is small (the peer's QP normally errors out on its own within timeout_ms)
  * but real; the README says so.
  */
+#include <errno.h>
+
 #include "src/manager.h"
 
 static bool fence_on(const struct ry_manager *m)
@@ -71,14 +73,26 @@ void ry__fence_on_req(struct ry_peer *p, struct ry__ctl *ctl, uint64_t gen,
 	ry__ctl_send_fence(ctl, true, gen, 0, 0, 0, 0);
 }
 
-void ry__fence_on_ack(struct ry_peer *p, uint64_t gen)
+int ry__fence_on_ack(struct ry_peer *p, uint64_t gen)
 {
 	struct ry_manager *m = p->pr_mgr;
 	struct ry__list *pos, *next;
 	unsigned i;
 
+	/* a generation we never asked for would acknowledge fences not yet
+	 * requested (2^64-1: all of them, for good) */
+	if (gen > p->pr_fence_gen) {
+		RY_WARN("mgr",
+			"peer %s: FENCE_ACK for generation %llu, never "
+			"requested (last %llu)",
+			p->pr_name, (unsigned long long)gen,
+			(unsigned long long)p->pr_fence_gen);
+		return -EPROTO;
+	}
+	/* a request resent after a reconnect, or resent out of order, is
+	 * acknowledged twice: harmless */
 	if (gen <= p->pr_fence_acked)
-		return;
+		return 0;
 	/* count each fenced connection on its rail */
 	for (i = 0; i < m->m_nrails; i++) {
 		struct ry__conn *c = &p->pr_conns[i];
@@ -94,6 +108,7 @@ void ry__fence_on_ack(struct ry_peer *p, uint64_t gen)
 		if (op->op_state == OPS_FENCING)
 			ry__op_check(op);
 	}
+	return 0;
 }
 
 bool ry__fence_pending(const struct ry__op *op)

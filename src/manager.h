@@ -33,6 +33,18 @@
  *   (ry__conn_mark_failed); ry__replay_run() moves it to ERR, fences and
  *   drains it later in the same progress call.  Every connection state
  *   change is made in conn.c.
+ *
+ *   Peer records are created by the application (ry_peer_get: configured
+ *   or named by address; these may be dialed) or from an admitted HELLO
+ *   (pr_from_hello; never dialed: an address a HELLO claims is not ours to
+ *   call).  A record from a HELLO is freed when its last control session
+ *   closes (ry__ctl_reap) if it is disposable (ry__peer_disposable): no
+ *   operations, no connection beyond IDLE/BACKOFF, and the application
+ *   has never been handed its pointer (pr_app_seen: set by ry_peer_get
+ *   and whenever a message or event naming it is queued for delivery).
+ *   Otherwise it stays until the manager is destroyed.  Other records
+ *   are never freed before then.  A HELLO never renames a record nor
+ *   changes a configured or app-named record's address.
  */
 #ifndef RAILYARD_MANAGER_H
 #define RAILYARD_MANAGER_H
@@ -321,7 +333,9 @@ struct ry_peer {
 	struct ry__ctl *pr_ctl; /* where requests go */
 	uint64_t pr_ctl_retry_ns;
 	uint32_t pr_ctl_backoff_ms;
-	bool pr_dial; /* we may dial pr_addr */
+	bool pr_dial;	    /* we may dial pr_addr: configured or app-named */
+	bool pr_from_hello; /* created from an admitted HELLO */
+	bool pr_app_seen;   /* the application was handed this pointer */
 	unsigned pr_nrrails;
 	struct ry__rrail pr_rrails[RY_MAX_RAILS];
 	unsigned pr_nactive;
@@ -393,6 +407,15 @@ struct ry_manager {
 	int m_listen_fd;
 	char m_listen_addr[RY_ADDR_MAX];
 	struct ry__ctl *m_ctls;
+	/* admission and bounds (control.c) */
+	unsigned m_nin;	     /* inbound sessions alive */
+	unsigned m_npending; /* of those, not admitted yet */
+	uint64_t m_handshake_ns;
+	bool m_listen_paused; /* out of descriptors: retry at m_listen_resume_ns */
+	bool m_listen_err_logged;
+	uint64_t m_listen_resume_ns;
+	bool m_reap_peers; /* a HELLO-made peer lost a session */
+	struct ry__admit_state *m_admit;
 	/* event fd */
 	int m_epfd, m_timer_fd, m_wake_fd;
 	bool m_timer_armed;
@@ -447,7 +470,9 @@ void ry__wr_complete(struct ry_manager *m, struct ry__wr *w,
 struct ry_peer *ry__peer_find(struct ry_manager *m, const char *name,
 			      const char *addr);
 struct ry_peer *ry__peer_new(struct ry_manager *m, const char *name,
-			     const char *addr);
+			     const char *addr, bool dial);
+bool ry__peer_disposable(const struct ry_peer *p);
+void ry__peer_forget(struct ry_peer *p);
 void ry__peer_use(struct ry_peer *p);
 void ry__peer_ready(struct ry_peer *p, bool new_incarnation, bool dialer);
 void ry__peer_path_reason(struct ry_peer *p, uint64_t waited_ns, char *buf,
@@ -522,7 +547,8 @@ void ry__fence_resend(struct ry_peer *p);
 void ry__fence_on_req(struct ry_peer *p, struct ry__ctl *ctl, uint64_t gen,
 		      unsigned src, unsigned dst, uint32_t src_qpn,
 		      uint32_t dst_qpn);
-void ry__fence_on_ack(struct ry_peer *p, uint64_t gen);
+/* -EPROTO for a generation never requested: the session must go */
+int ry__fence_on_ack(struct ry_peer *p, uint64_t gen);
 bool ry__fence_pending(const struct ry__op *op);
 
 /* heartbeat.c */
@@ -558,6 +584,7 @@ void ry__ctl_accept(struct ry_manager *m);
 int ry__ctl_dial(struct ry_peer *p);
 void ry__ctl_io(struct ry__ctl *c, uint32_t events);
 void ry__ctl_reap(struct ry_manager *m);
+void ry__ctl_timers(struct ry_manager *m, uint64_t now);
 void ry__ctl_close_all(struct ry_manager *m);
 void ry__ctl_send_hello(struct ry__ctl *c, bool reply);
 void ry__ctl_send_conn(struct ry__ctl *c, int type, unsigned src, unsigned dst,

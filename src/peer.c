@@ -40,7 +40,7 @@ struct ry_peer *ry__peer_find(struct ry_manager *m, const char *name,
 }
 
 struct ry_peer *ry__peer_new(struct ry_manager *m, const char *name,
-			     const char *addr)
+			     const char *addr, bool dial)
 {
 	struct ry_peer *p = calloc(1, sizeof(*p) + m->m_nrails *
 						      sizeof(p->pr_conns[0]));
@@ -51,7 +51,7 @@ struct ry_peer *ry__peer_new(struct ry_manager *m, const char *name,
 	p->pr_mgr = m;
 	snprintf(p->pr_name, sizeof(p->pr_name), "%s", name);
 	snprintf(p->pr_addr, sizeof(p->pr_addr), "%s", addr ? addr : "");
-	p->pr_dial = addr && addr[0];
+	p->pr_dial = dial && addr && addr[0];
 	p->pr_state = PEER_NEW;
 	p->pr_ctl_backoff_ms = m->m_cfg.failover.reconnect_min_ms;
 	p->pr_rx_base = 1;
@@ -68,6 +68,37 @@ struct ry_peer *ry__peer_new(struct ry_manager *m, const char *name,
 void ry__peer_free(struct ry_peer *p)
 {
 	free(p);
+}
+
+/* The rule is in manager.h (OWNERSHIP); live sessions are control.c's. */
+bool ry__peer_disposable(const struct ry_peer *p)
+{
+	unsigned i;
+
+	if (!p->pr_from_hello || p->pr_app_seen || p->pr_dirty ||
+	    !ry__list_empty(&p->pr_ops) || p->pr_replay_head ||
+	    p->pr_inflight)
+		return false;
+	for (i = 0; i < p->pr_mgr->m_nrails; i++) {
+		const struct ry__conn *c = &p->pr_conns[i];
+
+		if ((c->cn_state != CONN_UNPAIRED && c->cn_state != CONN_IDLE &&
+		     c->cn_state != CONN_BACKOFF) ||
+		    c->cn_qp || !ry__list_empty(&c->cn_posted))
+			return false;
+	}
+	return true;
+}
+
+/* Free a record the caller has unlinked from m_peers. */
+void ry__peer_forget(struct ry_peer *p)
+{
+	struct ry_manager *m = p->pr_mgr;
+	unsigned i;
+
+	for (i = 0; i < m->m_nrails; i++)
+		ry__cnt_add(&m->m_rails[i].lr_gone, &p->pr_conns[i].cn_cnt);
+	ry__peer_free(p);
 }
 
 void ry__peer_dirty(struct ry_peer *p)
@@ -244,9 +275,10 @@ int ry_peer_get(struct ry_manager *m, const char *s, struct ry_peer **peer_p)
 		if (i < m->m_cfg.n_peers)
 			p = ry__peer_find(m, NULL, m->m_cfg.peers[i].address);
 		if (!p && i < m->m_cfg.n_peers)
-			p = ry__peer_new(m, s, m->m_cfg.peers[i].address);
+			p = ry__peer_new(m, s, m->m_cfg.peers[i].address,
+					 true);
 		else if (!p && strchr(s, ':'))
-			p = ry__peer_new(m, s, s);
+			p = ry__peer_new(m, s, s, true);
 		else if (!p) {
 			ret = -ENOENT;
 			goto out;
@@ -256,6 +288,10 @@ int ry_peer_get(struct ry_manager *m, const char *s, struct ry_peer **peer_p)
 			goto out;
 		}
 	}
+	/* named by the application with this address: ours to dial */
+	if (!p->pr_dial && p->pr_addr[0] && !strcmp(p->pr_addr, s))
+		p->pr_dial = true;
+	p->pr_app_seen = true;
 	*peer_p = p;
 out:
 	pthread_mutex_unlock(&m->m_lock);

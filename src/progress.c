@@ -59,6 +59,8 @@ struct ry_event *ry__queue_event(struct ry_manager *m, enum ry_event_type t,
 	dv->dv_ev.type = t;
 	dv->dv_ev.time_ns = time_ns;
 	dv->dv_peer = p;
+	if (p)
+		p->pr_app_seen = true;
 	return &dv->dv_ev;
 }
 
@@ -75,6 +77,7 @@ void ry__queue_message(struct ry_manager *m, struct ry_peer *p,
 	}
 	dv->dv_kind = 0;
 	dv->dv_peer = p;
+	p->pr_app_seen = true;
 	dv->dv_msg.type = t;
 	dv->dv_msg.len = len;
 	dv->dv_msg.notify = notify;

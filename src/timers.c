@@ -19,6 +19,9 @@
  *   op timeout      op, no path    op_timeout_ms           fail ETIMEDOUT
  *   fence timeout   FENCING op     op_timeout_ms           fail ETIMEDOUT
  *   control redial  BACKOFF peer   reconnect backoff       dial again
+ *   handshake       inbound ctl    handshake_timeout_ms    close it
+ *                   not admitted
+ *   listen resume   listen fd off  100 ms after EMFILE     watch it again
  *
  * The transport's own timers (ack timeout, retry count, RNR) live in the
  * rail provider; the manager only configures them at RTS.
@@ -30,6 +33,7 @@ void ry__timers_run(struct ry_manager *m, uint64_t now)
 	struct ry_peer *p;
 	unsigned i;
 
+	ry__ctl_timers(m, now);
 	for (p = m->m_peers; p; p = p->pr_next) {
 		if (p->pr_state == PEER_BACKOFF && p->pr_dial &&
 		    now >= p->pr_ctl_retry_ns) {

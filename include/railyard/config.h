@@ -28,6 +28,8 @@ extern "C" {
 #define RY_ADDR_MAX 108  /* "host:port", "[v6]:port" or a UNIX path */
 #define RY_MAX_RAILS 16  /* rails per node */
 #define RY_MAX_PEERS 1024 /* peers named in one config file */
+#define RY_MAX_ACCEPT 32  /* entries of the accept list */
+#define RY_PREFIX_MAX 64  /* "198.18.0.0/15", "2001:db8::/32", "any" */
 
 enum ry_provider {
 	RY_PROVIDER_SOFT = 0, /* userspace RC over UDP (rails/soft) */
@@ -68,6 +70,12 @@ struct ry_peer_config {
 	int line;
 };
 
+/* A list of short strings (the accept option). */
+struct ry_str_list {
+	unsigned n;
+	char s[RY_MAX_ACCEPT][RY_PREFIX_MAX];
+};
+
 struct ry_failover_config {
 	uint32_t heartbeat_ms;     /* idle keepalive interval */
 	uint32_t timeout_ms;       /* silence before a connection is dead */
@@ -102,6 +110,12 @@ struct ry_config {
 	uint64_t max_op_size;        /* bytes */
 	uint32_t wr_per_qp;          /* work requests outstanding per QP */
 	uint32_t frags_per_wr;       /* adjacent fragments merged in one WR */
+	/* control sessions from nodes not named by a peer section are
+	 * admitted only from these prefixes ("ip/len", or "any") */
+	struct ry_str_list accept;
+	uint32_t max_sessions;          /* inbound control sessions, total */
+	uint32_t max_sessions_per_source; /* inbound, per source address */
+	uint32_t handshake_timeout_ms;  /* HELLO due within this */
 	struct ry_failover_config failover;
 	struct ry_log_config log;
 	unsigned n_rails;

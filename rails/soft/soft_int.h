@@ -2,7 +2,10 @@
 /*
  * The soft rail's internal objects, shared by its files:
  *
- *   soft_rail.c    open/close, the ops table, the UDP socket, rx/tx batching
+ *   soft_rail.c    open/close, the ops table, CQ, SRQ, events, progress
+ *   soft_net.c     the UDP socket, rx/tx batching (GRO/GSO), demultiplexing
+ *   wire.h, wire.c the header: layout, encoder, the pure decoder
+ *   crc32c.c       CRC32C for the header and payload
  *   soft_mr.c      PDs, regions, the key tables and every access check
  *   soft_qp.c      QPs: QPN table, state machine, post_send, flush on ERR
  *   soft_req.c     requester: turns WRs into packets, go-back-N, timers
@@ -269,6 +272,14 @@ int ry_soft_cq_reserve(struct ry_soft_rail *r, uint32_t entries);
 void ry_soft_event(struct ry_soft_rail *r, enum ry_rail_event_type type,
 		   uint32_t qpn);
 void ry_soft_link_update(struct ry_soft_rail *r);
+
+/* soft_net.c */
+int ry_soft_net_init(struct ry_soft_rail *r);
+int ry_soft_net_open(struct ry_soft_rail *r, const struct ry_rail_config *cfg);
+/* Closes the socket, frees the receive buffers; safe after a failed open. */
+void ry_soft_net_close(struct ry_soft_rail *r);
+/* Read and dispatch what waits on the socket: 0 or -errno. */
+int ry_soft_net_rx(struct ry_soft_rail *r);
 /* Queue one packet; payload is referenced until the batch is flushed. */
 void ry_soft_tx(struct ry_soft_rail *r, const struct sockaddr_in *dst,
 		const struct ry_soft_pkt *p, const void *payload);

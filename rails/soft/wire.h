@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The soft rail's wire format: one fixed 56-byte header in front of every
- * UDP payload segment, all integers big-endian (as RoCE).
+ * UDP payload segment, all integers big-endian (as RoCE).  The encoder is
+ * here, inline for the transmit path; the decoder is in wire.c.
  *
  *   off size field
  *     0    1 version     RY_SOFT_WIRE_VERSION; anything else is dropped
@@ -138,6 +139,17 @@ static inline void ry_soft_hdr_encode(struct ry_soft_hdr *h,
 	h->imm = htobe32(p->imm);
 	h->paylen = htobe32(p->paylen);
 }
+
+/*
+ * Decode and check one datagram of len bytes (header + payload), in wire.c:
+ * 0 with out filled (out->payload points into pkt), or
+ *   -EMSGSIZE  shorter than the header, or paylen disagrees with len
+ *   -EPROTO    a field no sender produces (version, rsvd, opcode, flags,
+ *              a QPN or PSN over 24 bits, IMM off a SEND/WRITE LAST)
+ *   -EBADMSG   the CRC does not match
+ * *out is only meaningful on 0.  No rail or QP state is consulted.
+ */
+int ry_soft_wire_decode(const void *pkt, size_t len, struct ry_soft_pkt *out);
 
 /* The CRC covers the header up to the crc field, then the payload. */
 static inline void ry_soft_hdr_seal(struct ry_soft_hdr *h, const void *payload,

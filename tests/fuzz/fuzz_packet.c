@@ -1,11 +1,16 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * libFuzzer target for the soft rail's receive path: header checks, CRC,
- * QPN demultiplexing, the responder (WRITE/SEND/READ execution and every
- * check before memory is touched) and the completer (ACK/NAK/READ
- * responses).
+ * libFuzzer target for the soft rail's receive path, in two stages.
  *
- * The first input byte steers: which rail receives the packet, and which
+ * First the packet bytes go to the pure header decoder alone
+ * (ry_soft_wire_decode, wire.c): cheap, no rail, and a packet it accepts
+ * must re-encode to the same bytes, or decoder and encoder disagree about
+ * the format.
+ *
+ * Then the rail path: header checks, CRC, QPN demultiplexing, the
+ * responder (WRITE/SEND/READ execution and every check before memory is
+ * touched) and the completer (ACK/NAK/READ responses).  The first input
+ * byte steers: which rail receives the packet, and which
  * fields are patched to the live connection's values (QPNs and cookie,
  * the expected PSN, a valid rkey and address, a correct CRC), so the
  * fuzzer gets past the outer checks into the protocol machines.  A QP
@@ -91,6 +96,22 @@ static void setup(void)
 	connect_qps();
 }
 
+static void decode_stage(const uint8_t *pkt, size_t len)
+{
+	struct ry_soft_pkt p;
+	struct ry_soft_hdr h;
+
+	if (ry_soft_wire_decode(pkt, len, &p))
+		return;
+	if (len < sizeof(h) || p.paylen != len - sizeof(h) ||
+	    p.payload != pkt + sizeof(h))
+		abort();
+	ry_soft_hdr_encode(&h, &p);
+	ry_soft_hdr_seal(&h, p.payload, p.paylen);
+	if (memcmp(&h, pkt, sizeof(h)))
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -103,6 +124,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		setup();
 	if (size < 1 || size > 4096)
 		return 0;
+	decode_stage(data + 1, size - 1);
 	ctl = data[0];
 	size--;
 	memcpy(pkt, data + 1, size);

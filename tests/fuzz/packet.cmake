@@ -1,4 +1,5 @@
-# libFuzzer target for the soft rail's packet parser and responder path.
+# libFuzzer target for the soft rail's header decoder (wire.c) and, behind
+# it, the rail's receive path: responder and completer.
 # Included by tests/fuzz/CMakeLists.txt when RY_FUZZ=ON (clang only).
 add_executable(fuzz_packet ${CMAKE_CURRENT_LIST_DIR}/fuzz_packet.c)
 target_link_libraries(fuzz_packet PRIVATE railyard_static ry_core)

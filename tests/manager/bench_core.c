@@ -79,6 +79,8 @@ static void config(struct ry_config *c, const char *node, unsigned rails,
 	snprintf(c->source, sizeof(c->source), "<bench>");
 	snprintf(c->node, sizeof(c->node), "%s", node);
 	snprintf(c->control, sizeof(c->control), "127.0.0.1:0");
+	c->accept.n = 1;
+	snprintf(c->accept.s[0], sizeof(c->accept.s[0]), "127.0.0.0/8");
 	c->fragment_size = 4096;
 	c->ops_in_flight = 8;
 	c->max_op_size = MiB;

@@ -50,8 +50,17 @@ void fx_config(struct ry_config *c, const struct fx_opts *o, bool is_b)
 	FX_SET(c->failover.reconnect_min_ms, o->reconnect_min_ms);
 	FX_SET(c->failover.reconnect_max_ms, o->reconnect_max_ms);
 	FX_SET(c->failover.op_timeout_ms, o->op_timeout_ms);
-#undef FX_SET
 	c->failover.fence = !o->fence_off;
+	/* both ends are on loopback with kernel-chosen control ports */
+	if (!is_b || !o->b_strict) {
+		c->accept.n = 1;
+		snprintf(c->accept.s[0], sizeof(c->accept.s[0]), "127.0.0.0/8");
+	}
+	if (is_b) {
+		FX_SET(c->max_sessions_per_source,
+		       o->b_max_sessions_per_source);
+		FX_SET(c->handshake_timeout_ms, o->b_handshake_timeout_ms);
+	}
 	c->log.level = RY_LOG_WARN;
 	c->n_rails = n;
 	for (i = 0; i < n; i++) {
@@ -72,6 +81,7 @@ void fx_config(struct ry_config *c, const struct fx_opts *o, bool is_b)
 		r->weight = !is_b && o->weight_a[i] ? o->weight_a[i] : 1;
 		r->gid_index = -1;
 	}
+#undef FX_SET
 }
 
 static void on_event(const struct ry_event *ev, void *arg)
@@ -105,10 +115,16 @@ static void on_event(const struct ry_event *ev, void *arg)
 
 int fx_create_b(struct fx *f)
 {
+	struct ry_peer_config pa = {.name = "a"};
 	struct ry_config c;
 	int ret;
 
 	fx_config(&c, &f->o, true);
+	if (f->o.b_names_a) {
+		ry_manager_control_addr(f->a, pa.address, sizeof(pa.address));
+		c.peers = &pa;
+		c.n_peers = 1;
+	}
 	ret = ry_manager_create(&c, &f->b);
 	if (ret)
 		return ret;

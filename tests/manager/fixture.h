@@ -34,6 +34,10 @@ struct fx_opts {
 	enum ry_provider provider; /* 0: FX_PROVIDER */
 	size_t buflen;		   /* default 8 MiB + 64 KiB */
 	char b_control[100];	   /* "" : 127.0.0.1:0 */
+	/* admission: both admit 127.0.0.0/8 unless b_strict; b_names_a
+	 * gives b a peer section "a" with a's control address */
+	bool b_strict, b_names_a;
+	uint32_t b_max_sessions_per_source, b_handshake_timeout_ms;
 };
 
 struct fx_events {

@@ -6,6 +6,9 @@
  * be counted, dropped, and leave the target memory untouched.
  */
 #include <check.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,6 +133,196 @@ START_TEST(test_header_layout)
 	ck_assert_uint_eq(b[43], 0x42);
 	ck_assert_uint_eq(be32toh(h.crc),
 			  ry_soft_crc32c(0, &h, RY_SOFT_HDR_CRC_LEN));
+}
+END_TEST
+
+/* ---- the decoder alone (no rail) ---- */
+
+/* Packets as every sender builds them: each must decode to itself. */
+static const struct ry_soft_pkt round_trip[] = {
+    {.opcode = RY_SOFT_OP_SEND, .flags = RY_SOFT_F_FIRST, .paylen = 0},
+    {.opcode = RY_SOFT_OP_WRITE,
+     .flags =
+	 RY_SOFT_F_FIRST | RY_SOFT_F_LAST | RY_SOFT_F_IMM | RY_SOFT_F_ACKREQ,
+     .dqpn = 0xabcdef,
+     .sqpn = 0x123456,
+     .psn = 0xfffffe,
+     .cookie = 0x0102030405060708ull,
+     .va = 0x1122334455667788ull,
+     .rkey = 0xdeadbeef,
+     .len = 0x10000,
+     .imm = 0xcafef00d,
+     .paylen = 100},
+    {.opcode = RY_SOFT_OP_SEND,
+     .flags = RY_SOFT_F_LAST | RY_SOFT_F_IMM | RY_SOFT_F_RETRY,
+     .dqpn = 0xffffff,
+     .sqpn = 0xffffff,
+     .psn = 0xffffff,
+     .cookie = UINT64_MAX,
+     .va = UINT64_MAX,
+     .rkey = UINT32_MAX,
+     .len = UINT32_MAX,
+     .imm = UINT32_MAX,
+     .paylen = 1},
+    {.opcode = RY_SOFT_OP_READ_REQ,
+     .flags = RY_SOFT_F_FIRST | RY_SOFT_F_LAST,
+     .psn = 1,
+     .va = 4096,
+     .rkey = 7,
+     .len = 1 << 20},
+    {.opcode = RY_SOFT_OP_READ_RESP,
+     .flags = RY_SOFT_F_LAST,
+     .syndrome = RY_SOFT_SYN_ACK,
+     .msn = 0xffffff,
+     .paylen = 200},
+    {.opcode = RY_SOFT_OP_ACK,
+     .syndrome = RY_SOFT_SYN_NAK_REM_OP,
+     .msn = 0x123456,
+     .psn = 0x800000},
+    {.opcode = RY_SOFT_OP_ACK, .syndrome = RY_SOFT_SYN_RNR | 0x1f},
+};
+
+/* Encode and seal p with a patterned payload into pkt; the length. */
+static size_t wire_build(uint8_t *pkt, const struct ry_soft_pkt *p)
+{
+	struct ry_soft_hdr h;
+
+	test_fill(pkt + sizeof(h), p->paylen, p->paylen + 1);
+	ry_soft_hdr_encode(&h, p);
+	ry_soft_hdr_seal(&h, pkt + sizeof(h), p->paylen);
+	memcpy(pkt, &h, sizeof(h));
+	return sizeof(h) + p->paylen;
+}
+
+START_TEST(test_decode_round_trip)
+{
+	const struct ry_soft_pkt *want = &round_trip[_i];
+	uint8_t pkt[512], *odd = pkt + 1;
+	struct ry_soft_pkt got;
+	size_t len = wire_build(pkt, want);
+
+	ck_assert_int_eq(ry_soft_wire_decode(pkt, len, &got), 0);
+	ck_assert_uint_eq(got.opcode, want->opcode);
+	ck_assert_uint_eq(got.flags, want->flags);
+	ck_assert_uint_eq(got.dqpn, want->dqpn);
+	ck_assert_uint_eq(got.sqpn, want->sqpn);
+	ck_assert_uint_eq(got.psn, want->psn);
+	ck_assert_uint_eq(got.cookie, want->cookie);
+	ck_assert_uint_eq(got.va, want->va);
+	ck_assert_uint_eq(got.rkey, want->rkey);
+	ck_assert_uint_eq(got.len, want->len);
+	ck_assert_uint_eq(got.syndrome, want->syndrome);
+	ck_assert_uint_eq(got.msn, want->msn);
+	ck_assert_uint_eq(got.imm, want->imm);
+	ck_assert_uint_eq(got.paylen, want->paylen);
+	ck_assert_ptr_eq(got.payload, pkt + RY_SOFT_HDR_LEN);
+	/* GRO segments start at any offset */
+	memmove(odd, pkt, len);
+	ck_assert_int_eq(ry_soft_wire_decode(odd, len, &got), 0);
+	ck_assert_ptr_eq(got.payload, odd + RY_SOFT_HDR_LEN);
+	ck_assert_uint_eq(got.cookie, want->cookie);
+}
+END_TEST
+
+/* Every cut of a valid packet, header or payload, is refused. */
+START_TEST(test_decode_truncated)
+{
+	const struct ry_soft_pkt *p = &round_trip[_i];
+	uint8_t pkt[512];
+	struct ry_soft_pkt got;
+	size_t len = wire_build(pkt, p);
+
+	for (size_t cut = 0; cut < len; cut++)
+		ck_assert_msg(ry_soft_wire_decode(pkt, cut, &got) == -EMSGSIZE,
+			      "packet %d cut to %zu: not -EMSGSIZE", _i, cut);
+	/* and a byte too many: paylen is the payload's exact length */
+	ck_assert_int_eq(ry_soft_wire_decode(pkt, len + 1, &got), -EMSGSIZE);
+}
+END_TEST
+
+enum bad {
+	B_VERSION_0,
+	B_VERSION_2,
+	B_RSVD,
+	B_OPCODE_0,
+	B_OPCODE_MAX,
+	B_OPCODE_FF,
+	B_FLAGS,
+	B_PAYLEN_LONG,
+	B_PAYLEN_SHORT,
+	B_PAYLEN_HUGE,
+	B_DQPN,
+	B_SQPN,
+	B_PSN,
+	B_IMM_NOT_LAST,
+	B_IMM_READ_REQ,
+	B_IMM_READ_RESP,
+	B_IMM_ACK,
+	B_CRC_FIELD,
+	B_CRC_HEADER,
+	B_CRC_PAYLOAD,
+	B__N
+};
+
+/* One field broken on the wire (resealed unless the CRC is the point),
+ * starting from the valid WRITE with payload: what the decoder says. */
+static const struct {
+	const char *name;
+	size_t off;  /* the byte to change */
+	uint8_t val; /* its new value, or XORed in for CRC cases */
+	bool reseal; /* recompute the CRC so only the field is wrong */
+	int want;
+} bad[B__N] = {
+    [B_VERSION_0] = {"version 0", 0, 0, true, -EPROTO},
+    [B_VERSION_2] = {"version 2", 0, 2, true, -EPROTO},
+    [B_RSVD] = {"reserved byte", 3, 1, true, -EPROTO},
+    [B_OPCODE_0] = {"opcode 0", 1, 0, true, -EPROTO},
+    [B_OPCODE_MAX] = {"opcode past the last", 1, RY_SOFT_OP__MAX, true,
+		      -EPROTO},
+    [B_OPCODE_FF] = {"opcode 0xff", 1, 0xff, true, -EPROTO},
+    [B_FLAGS] = {"unknown flag", 2, RY_SOFT_F__ALL + 1, true, -EPROTO},
+    [B_PAYLEN_LONG] = {"paylen one more", 51, 101, true, -EMSGSIZE},
+    [B_PAYLEN_SHORT] = {"paylen one less", 51, 99, true, -EMSGSIZE},
+    [B_PAYLEN_HUGE] = {"paylen 2^31 + 100", 48, 0x80, true, -EMSGSIZE},
+    [B_DQPN] = {"dest qpn over 24 bits", 4, 1, true, -EPROTO},
+    [B_SQPN] = {"source qpn over 24 bits", 8, 0x80, true, -EPROTO},
+    [B_PSN] = {"psn over 24 bits", 12, 0xff, true, -EPROTO},
+    [B_IMM_NOT_LAST] = {"imm without last", 2, RY_SOFT_F_FIRST | RY_SOFT_F_IMM,
+			true, -EPROTO},
+    [B_IMM_READ_REQ] = {"imm on a read request", 1, RY_SOFT_OP_READ_REQ, true,
+			-EPROTO},
+    [B_IMM_READ_RESP] = {"imm on a read response", 1, RY_SOFT_OP_READ_RESP,
+			 true, -EPROTO},
+    [B_IMM_ACK] = {"imm on an ack", 1, RY_SOFT_OP_ACK, true, -EPROTO},
+    [B_CRC_FIELD] = {"crc field", 55, 0x01, false, -EBADMSG},
+    [B_CRC_HEADER] = {"header bit", 30, 0x10, false, -EBADMSG},
+    [B_CRC_PAYLOAD] = {"payload bit", 56 + 99, 0x80, false, -EBADMSG},
+};
+
+START_TEST(test_decode_bad_field)
+{
+	uint8_t pkt[512];
+	struct ry_soft_pkt got;
+	size_t len;
+
+	/* round_trip[1]: a WRITE, FIRST|LAST|IMM, 100 bytes of payload */
+	ck_assert_uint_eq(round_trip[1].paylen, 100);
+	len = wire_build(pkt, &round_trip[1]);
+	if (bad[_i].reseal) {
+		struct ry_soft_hdr h;
+
+		pkt[bad[_i].off] = bad[_i].val;
+		/* pkt need not be aligned for the header's words */
+		memcpy(&h, pkt, sizeof(h));
+		ry_soft_hdr_seal(&h, pkt + sizeof(h),
+				 (uint32_t)(len - sizeof(h)));
+		memcpy(pkt, &h, sizeof(h));
+	} else {
+		pkt[bad[_i].off] ^= bad[_i].val;
+	}
+	ck_assert_msg(ry_soft_wire_decode(pkt, len, &got) == bad[_i].want,
+		      "%s: got %d, want %d", bad[_i].name,
+		      ry_soft_wire_decode(pkt, len, &got), bad[_i].want);
 }
 END_TEST
 
@@ -513,6 +706,13 @@ int main(void)
 	tcase_add_test(tc, test_err_qp_drops_replay);
 	tcase_add_test(tc, test_dup_read_reexecuted);
 	tcase_add_test(tc, test_new_qp_rejects_old);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("decode");
+	tcase_add_loop_test(tc, test_decode_round_trip, 0,
+			    sizeof(round_trip) / sizeof(round_trip[0]));
+	tcase_add_loop_test(tc, test_decode_truncated, 0,
+			    sizeof(round_trip) / sizeof(round_trip[0]));
+	tcase_add_loop_test(tc, test_decode_bad_field, 0, B__N);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);

@@ -142,7 +142,9 @@ START_TEST(test_serve_bench_status)
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/b.conf", dir);
 	f = fopen(path, "w");
+	/* bench's control port is the kernel's choice: admit loopback */
 	fputs("node = sb\ncontrol = \"127.0.0.1:0\"\n"
+	      "accept = {\"127.0.0.0/8\"}\n"
 	      "rail r0 { provider = soft network = n0 address = \"127.0.0.1\" }\n"
 	      "rail r1 { provider = soft network = n1 address = \"127.0.0.1\" }\n",
 	      f);

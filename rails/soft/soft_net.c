@@ -1,0 +1,371 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The soft rail's network side, as rxe_net.c and rxe_recv.c: the one UDP
+ * socket (buffers, GSO/GRO, bind), the transmit batch that sendmmsg
+ * flushes (GSO: runs of equal segments to one peer go as one datagram),
+ * the receive batches that recvmmsg fills and GRO coalesces, and the
+ * demultiplexer, ry_soft_rx_packet: wire.c decodes the header, then the
+ * destination QP's state, cookie and peer decide whether the responder or
+ * the completer sees the packet.
+ */
+#include <errno.h>
+#include <netinet/udp.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "rails/soft/soft_int.h"
+#include "src/util/log.h"
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+
+#define SOCK_BUF (32 << 20)
+
+/* ---- transmit batch ---- */
+
+bool ry_soft_tx_full(const struct ry_soft_rail *r)
+{
+	return r->ntxh >= RY_SOFT_TX_PKTS - 2 ||
+	       r->ntxv >= 2 * RY_SOFT_TX_PKTS - 4 || r->ntxm >= RY_SOFT_TX_MSGS;
+}
+
+static bool same_dst(const struct sockaddr_in *a, const struct sockaddr_in *b)
+{
+	return a->sin_addr.s_addr == b->sin_addr.s_addr &&
+	       a->sin_port == b->sin_port;
+}
+
+static void tx_append(struct ry_soft_rail *r, const struct sockaddr_in *dst,
+		      const void *hdr, uint32_t hlen, const void *payload,
+		      uint32_t paylen)
+{
+	uint32_t seglen = hlen + paylen;
+	struct ry_soft_txmsg *m;
+
+	if (ry_soft_tx_full(r))
+		ry_soft_tx_flush(r);
+	m = r->ntxm ? &r->txi[r->ntxm - 1] : NULL;
+	if (!(r->gso && m && !m->closed && same_dst(&m->dst, dst) &&
+	      seglen <= m->seg && m->nseg < RY_SOFT_GSO_SEGS &&
+	      m->bytes + seglen <= RY_SOFT_GSO_BYTES)) {
+		m = &r->txi[r->ntxm++];
+		m->dst = *dst;
+		m->seg = seglen;
+		m->nseg = 0;
+		m->bytes = 0;
+		m->closed = false;
+		m->iov0 = r->ntxv;
+		m->niov = 0;
+	}
+	if (seglen < m->seg)
+		m->closed = true; /* only the last GSO segment may be short */
+	m->nseg++;
+	m->bytes += seglen;
+	r->txv[r->ntxv].iov_base = (void *)hdr;
+	r->txv[r->ntxv++].iov_len = hlen;
+	m->niov++;
+	if (paylen) {
+		r->txv[r->ntxv].iov_base = (void *)payload;
+		r->txv[r->ntxv++].iov_len = paylen;
+		m->niov++;
+	}
+}
+
+void ry_soft_tx(struct ry_soft_rail *r, const struct sockaddr_in *dst,
+		const struct ry_soft_pkt *p, const void *payload)
+{
+	struct ry_soft_hdr *h;
+	bool dup = false;
+
+	if (!r->eff_up || r->fault.drop_all) {
+		r->st.faults_dropped++;
+		return;
+	}
+	if (ry_soft_tx_full(r))
+		ry_soft_tx_flush(r);
+	h = &r->txh[r->ntxh++];
+	ry_soft_hdr_encode(h, p);
+	ry_soft_hdr_seal(h, payload, p->paylen);
+	if (ry_soft_fault_tx(r, dst, h, payload, p->paylen, &dup))
+		return;
+	tx_append(r, dst, h, RY_SOFT_HDR_LEN, payload, p->paylen);
+	if (dup)
+		tx_append(r, dst, h, RY_SOFT_HDR_LEN, payload, p->paylen);
+}
+
+/* A whole prepared packet (fault release, tests): copied by the kernel at
+ * flush, so the buffer must live until then. */
+void ry_soft_tx_raw(struct ry_soft_rail *r, const struct sockaddr_in *dst,
+		    const void *pkt, uint32_t len)
+{
+	tx_append(r, dst, pkt, len, NULL, 0);
+}
+
+static void tx_reset(struct ry_soft_rail *r)
+{
+	r->ntxm = 0;
+	r->ntxv = 0;
+	r->ntxh = 0;
+}
+
+void ry_soft_tx_flush(struct ry_soft_rail *r)
+{
+	unsigned off = 0, waits = 0;
+
+	if (!r->ntxm)
+		return;
+	for (unsigned i = 0; i < r->ntxm; i++) {
+		struct ry_soft_txmsg *m = &r->txi[i];
+		struct msghdr *h = &r->txm[i].msg_hdr;
+
+		memset(h, 0, sizeof(*h));
+		h->msg_name = &m->dst;
+		h->msg_namelen = sizeof(m->dst);
+		h->msg_iov = &r->txv[m->iov0];
+		h->msg_iovlen = m->niov;
+		if (m->nseg > 1) {
+			struct cmsghdr *c;
+
+			h->msg_control = r->txc[i];
+			h->msg_controllen = CMSG_SPACE(sizeof(uint16_t));
+			c = CMSG_FIRSTHDR(h);
+			c->cmsg_level = SOL_UDP;
+			c->cmsg_type = UDP_SEGMENT;
+			c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+			*(uint16_t *)(void *)CMSG_DATA(c) = (uint16_t)m->seg;
+		}
+	}
+	while (off < r->ntxm) {
+		int n = sendmmsg(r->sock, r->txm + off, r->ntxm - off, 0);
+
+		if (n > 0) {
+			for (int i = 0; i < n; i++) {
+				r->st.tx_packets += r->txi[off + i].nseg;
+				r->st.tx_bytes += r->txi[off + i].bytes;
+			}
+			off += (unsigned)n;
+			continue;
+		}
+		if (errno == EINTR)
+			continue;
+		if ((errno == EAGAIN || errno == ENOBUFS) && waits++ < 4) {
+			/* The socket buffer drains in microseconds; a lost
+			 * batch costs a retransmit timeout. */
+			struct pollfd pfd = {.fd = r->sock, .events = POLLOUT};
+
+			poll(&pfd, 1, 1);
+			continue;
+		}
+		if ((errno == EIO || errno == EINVAL) && r->gso &&
+		    r->txi[off].nseg > 1) {
+			RY_WARN("soft",
+				"rail %s: UDP GSO refused (%m), "
+				"sending single datagrams",
+				r->base.name);
+			r->gso = false;
+		} else if (errno != EAGAIN && errno != ENOBUFS &&
+			   errno != ECONNREFUSED && errno != EHOSTUNREACH &&
+			   errno != ENETUNREACH && errno != ENETDOWN) {
+			RY_DBG("soft", "rail %s: sendmmsg: %m", r->base.name);
+		}
+		/* Dropped: the requester's go-back-N recovers. */
+		off++;
+	}
+	tx_reset(r);
+}
+
+/* ---- receive ---- */
+
+static void count_drop(struct ry_soft_rail *r, uint64_t *counter)
+{
+	(*counter)++;
+	r->st.rx_dropped++;
+}
+
+static bool is_request(uint8_t op)
+{
+	return op == RY_SOFT_OP_SEND || op == RY_SOFT_OP_WRITE ||
+	       op == RY_SOFT_OP_READ_REQ;
+}
+
+void ry_soft_rx_packet(struct ry_soft_rail *r, const uint8_t *buf, uint32_t len,
+		       const struct sockaddr_in *from)
+{
+	struct ry_soft_pkt p;
+	struct ry_soft_qp *qp;
+	int rc;
+
+	r->st.rx_packets++;
+	r->st.rx_bytes += len;
+	if (!r->eff_up || r->fault.drop_all) {
+		r->st.faults_dropped++;
+		return;
+	}
+	rc = ry_soft_wire_decode(buf, len, &p);
+	if (rc) {
+		count_drop(r, rc == -EBADMSG ? &r->st.rx_bad_crc
+					     : &r->st.rx_bad_header);
+		return;
+	}
+	qp = ry_soft_qp_lookup(r, p.dqpn);
+	if (!qp) {
+		count_drop(r, &r->st.rx_bad_qpn);
+		return;
+	}
+	if (qp->base.state == RY_QPS_ERR) {
+		/* A dead connection's packet never lands. */
+		count_drop(r, &r->st.rx_qp_err_dropped);
+		return;
+	}
+	if (qp->base.state < RY_QPS_RTR ||
+	    (!is_request(p.opcode) && qp->base.state != RY_QPS_RTS)) {
+		count_drop(r, &r->st.rx_bad_qpn);
+		return;
+	}
+	if (p.cookie != qp->base.local.cookie) {
+		count_drop(r, &r->st.rx_bad_cookie);
+		return;
+	}
+	if (p.sqpn != qp->remote.qpn || !same_dst(from, &qp->peer)) {
+		count_drop(r, &r->st.rx_bad_qpn);
+		return;
+	}
+	if (p.paylen > qp->pmtu) {
+		count_drop(r, &r->st.rx_bad_header);
+		return;
+	}
+	if (is_request(p.opcode))
+		ry_soft_resp_rx(qp, &p);
+	else
+		ry_soft_comp_rx(qp, &p);
+}
+
+static int rx_batch(struct ry_soft_rail *r)
+{
+	int n;
+
+	for (int i = 0; i < RY_SOFT_RX_MSGS; i++) {
+		struct msghdr *h = &r->rxm[i].msg_hdr;
+
+		h->msg_name = &r->rxa[i];
+		h->msg_namelen = sizeof(r->rxa[i]);
+		h->msg_iov = &r->rxv[i];
+		h->msg_iovlen = 1;
+		h->msg_control = r->rxc[i];
+		h->msg_controllen = sizeof(r->rxc[i]);
+		h->msg_flags = 0;
+	}
+	n = recvmmsg(r->sock, r->rxm, RY_SOFT_RX_MSGS, MSG_DONTWAIT, NULL);
+	if (n <= 0)
+		return n < 0 && errno != EAGAIN && errno != EINTR ? -errno : 0;
+	for (int i = 0; i < n; i++) {
+		struct msghdr *h = &r->rxm[i].msg_hdr;
+		const uint8_t *buf = r->rxv[i].iov_base;
+		uint32_t len = r->rxm[i].msg_len, seg = len;
+
+		if (h->msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+			count_drop(r, &r->st.rx_bad_header);
+			continue;
+		}
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(h); c;
+		     c = CMSG_NXTHDR(h, c)) {
+			if (c->cmsg_level == SOL_UDP &&
+			    c->cmsg_type == UDP_GRO) {
+				int v;
+
+				memcpy(&v, CMSG_DATA(c), sizeof(v));
+				if (v > 0)
+					seg = (uint32_t)v;
+			}
+		}
+		/* GRO hands us equal segments, the last may be short. */
+		for (uint32_t off = 0; off < len; off += seg)
+			ry_soft_rx_packet(r, buf + off,
+					  len - off < seg ? len - off : seg,
+					  &r->rxa[i]);
+	}
+	return n;
+}
+
+/*
+ * Several batches per call, so a full socket buffer drains quickly; a
+ * bound, so the QPs' timers and transmit still run under a flood.
+ */
+int ry_soft_net_rx(struct ry_soft_rail *r)
+{
+	for (int round = 0; round < 8; round++) {
+		int n = rx_batch(r);
+
+		if (n < 0)
+			return n;
+		if (n < RY_SOFT_RX_MSGS)
+			break;
+	}
+	return 0;
+}
+
+/* ---- socket ---- */
+
+/* The receive buffers are allocated once: nothing per packet allocates. */
+int ry_soft_net_init(struct ry_soft_rail *r)
+{
+	r->rxbuf = malloc((size_t)RY_SOFT_RX_MSGS * RY_SOFT_RX_BUF);
+	if (!r->rxbuf)
+		return -ENOMEM;
+	for (int i = 0; i < RY_SOFT_RX_MSGS; i++) {
+		r->rxv[i].iov_base = r->rxbuf + (size_t)i * RY_SOFT_RX_BUF;
+		r->rxv[i].iov_len = RY_SOFT_RX_BUF;
+	}
+	return 0;
+}
+
+static void set_buf(int fd, int force, int plain, int size)
+{
+	if (setsockopt(fd, SOL_SOCKET, force, &size, sizeof(size)))
+		setsockopt(fd, SOL_SOCKET, plain, &size, sizeof(size));
+}
+
+int ry_soft_net_open(struct ry_soft_rail *r, const struct ry_rail_config *cfg)
+{
+	socklen_t alen = sizeof(r->addr);
+	int one = 1, zero = 0;
+
+	r->sock = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (r->sock < 0) {
+		RY_ERR("soft", "rail %s: socket: %m", cfg->name);
+		return -errno;
+	}
+	set_buf(r->sock, SO_RCVBUFFORCE, SO_RCVBUF, SOCK_BUF);
+	set_buf(r->sock, SO_SNDBUFFORCE, SO_SNDBUF, SOCK_BUF);
+	r->gso =
+	    !setsockopt(r->sock, SOL_UDP, UDP_SEGMENT, &zero, sizeof(zero));
+	r->gro = !setsockopt(r->sock, SOL_UDP, UDP_GRO, &one, sizeof(one));
+	if (cfg->interface[0] && geteuid() == 0 &&
+	    setsockopt(r->sock, SOL_SOCKET, SO_BINDTODEVICE, cfg->interface,
+		       (socklen_t)strlen(cfg->interface))) {
+		RY_ERR("soft", "rail %s: bind to device %s: %m", cfg->name,
+		       cfg->interface);
+		return -errno;
+	}
+	if (bind(r->sock, (struct sockaddr *)&r->addr, sizeof(r->addr))) {
+		RY_ERR("soft", "rail %s: bind %s: %m", cfg->name, cfg->address);
+		return -errno;
+	}
+	if (getsockname(r->sock, (struct sockaddr *)&r->addr, &alen))
+		return -errno;
+	return 0;
+}
+
+void ry_soft_net_close(struct ry_soft_rail *r)
+{
+	if (r->sock >= 0)
+		close(r->sock);
+	free(r->rxbuf);
+}

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The soft rail's header decoder: the inverse of ry_soft_hdr_encode() and
+ * ry_soft_hdr_seal() in wire.h.  A pure function of the bytes (no rail or
+ * QP state), so the fuzzer and the wire tests can drive it on its own; what
+ * needs a QP (QPN lookup, cookie, peer, PMTU) is soft_net.c's.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "rails/soft/psn.h"
+#include "rails/soft/wire.h"
+
+int ry_soft_wire_decode(const void *pkt, size_t len, struct ry_soft_pkt *out)
+{
+	const uint8_t *buf = pkt;
+	struct ry_soft_hdr h;
+	uint32_t crc;
+
+	if (len < RY_SOFT_HDR_LEN)
+		return -EMSGSIZE;
+	/* GRO segments and held packets sit at any alignment. */
+	memcpy(&h, buf, sizeof(h));
+	if (be32toh(h.paylen) != len - RY_SOFT_HDR_LEN)
+		return -EMSGSIZE;
+	if (h.version != RY_SOFT_WIRE_VERSION || h.rsvd || !h.opcode ||
+	    h.opcode >= RY_SOFT_OP__MAX || (h.flags & ~RY_SOFT_F__ALL))
+		return -EPROTO;
+	/* The CRC only after the cheap checks: most garbage fails those. */
+	crc = ry_soft_crc32c(0, buf, RY_SOFT_HDR_CRC_LEN);
+	crc = ry_soft_crc32c(crc, buf + RY_SOFT_HDR_LEN, len - RY_SOFT_HDR_LEN);
+	if (crc != be32toh(h.crc))
+		return -EBADMSG;
+	out->opcode = h.opcode;
+	out->flags = h.flags;
+	out->dqpn = be32toh(h.dqpn);
+	out->sqpn = be32toh(h.sqpn);
+	out->psn = be32toh(h.psn);
+	out->cookie = be64toh(h.cookie);
+	out->va = be64toh(h.reth_va);
+	out->rkey = be32toh(h.reth_rkey);
+	out->len = be32toh(h.reth_len);
+	out->syndrome = (uint8_t)(be32toh(h.aeth) >> 24);
+	out->msn = be32toh(h.aeth) & 0xffffff;
+	out->imm = be32toh(h.imm);
+	out->paylen = (uint32_t)(len - RY_SOFT_HDR_LEN);
+	out->payload = buf + RY_SOFT_HDR_LEN;
+	if ((out->dqpn | out->sqpn | out->psn) & ~RY_SOFT_PSN_MASK)
+		return -EPROTO;
+	/* IMM only on a LAST packet of a SEND or WRITE. */
+	if ((out->flags & RY_SOFT_F_IMM) && (!(out->flags & RY_SOFT_F_LAST) ||
+					     (out->opcode != RY_SOFT_OP_SEND &&
+					      out->opcode != RY_SOFT_OP_WRITE)))
+		return -EPROTO;
+	return 0;
+}

@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Admission on the control channel (issue 11): who may open a session,
+ * what a session may do, and the bounds on sessions and frames.  Managers
+ * a and b over the loop rail (fixture.c); an intruder is a raw TCP client
+ * that encodes frames by hand, by the rules at the top of src/control.c,
+ * from another loopback address where it must look like another host.
+ */
+#include <check.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "src/manager.h"
+#include "tests/manager/fixture.h"
+
+#define MiB (1u << 20)
+
+static struct fx F;
+
+static void setup_opts(const struct fx_opts *o)
+{
+	ck_assert_int_eq(fx_init(&F, o), 0);
+}
+
+static unsigned npeers(struct ry_manager *m)
+{
+	unsigned n = 0;
+
+	for (struct ry_peer *p = m->m_peers; p; p = p->pr_next)
+		n++;
+	return n;
+}
+
+static int write_one(unsigned ms, struct fx_done *d)
+{
+	memset(d, 0, sizeof(*d));
+	fx_fill(F.bufa, MiB, 7);
+	ck_assert_int_eq(ry_write(F.ab, F.ra, 0, F.desc_b, (size_t)F.desc_b_len,
+				  0, MiB, fx_cb, d),
+			 0);
+	ck_assert(fx_until_done(&F, d, 1, ms));
+	return d->ok == 1 ? 0 : -1;
+}
+
+/* ---- a raw client ---- */
+
+struct frame {
+	unsigned char b[4096];
+	size_t n;
+};
+
+static void put(struct frame *f, const void *p, size_t n)
+{
+	ck_assert_uint_le(f->n + n, sizeof(f->b));
+	memcpy(f->b + f->n, p, n);
+	f->n += n;
+}
+
+static void put_le(struct frame *f, uint64_t v, unsigned bytes)
+{
+	for (unsigned i = 0; i < bytes; i++) {
+		unsigned char c = (unsigned char)(v >> (8 * i));
+
+		put(f, &c, 1);
+	}
+}
+
+static void put_str(struct frame *f, const char *s)
+{
+	put_le(f, strlen(s), 2);
+	put(f, s, strlen(s));
+}
+
+static void frame_start(struct frame *f, uint16_t type)
+{
+	f->n = 0;
+	put_le(f, 0, 4); /* length, filled by frame_end */
+	put_le(f, type, 2);
+	put_le(f, 1, 2);
+}
+
+static void frame_end(struct frame *f)
+{
+	uint32_t len = (uint32_t)(f->n - 8);
+
+	for (unsigned i = 0; i < 4; i++)
+		f->b[i] = (unsigned char)(len >> (8 * i));
+}
+
+static void hello(struct frame *f, uint64_t node, const char *name,
+		  const char *addr)
+{
+	frame_start(f, 1);
+	put_le(f, node, 8);
+	put_str(f, name);
+	put_str(f, addr);
+	put_le(f, 0, 1); /* no rails */
+	frame_end(f);
+}
+
+/* A TCP connection to b's control port from src (a loopback address). */
+static int raw_connect(const char *src)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	char host[64];
+	unsigned port;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	ck_assert_int_ge(fd, 0);
+	inet_pton(AF_INET, src, &sa.sin_addr);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(sscanf(F.b_addr, "%63[^:]:%u", host, &port), 2);
+	inet_pton(AF_INET, host, &sa.sin_addr);
+	sa.sin_port = htons((uint16_t)port);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+static void raw_send(int fd, const void *p, size_t n)
+{
+	ck_assert_int_eq(send(fd, p, n, MSG_NOSIGNAL), (ssize_t)n);
+}
+
+/* Progress both managers until b closes fd (true) or ms pass; bytes b
+ * sent are counted into *got. */
+static bool closed_within(int fd, unsigned ms, size_t *got)
+{
+	uint64_t end = fx_now_ns() + ms * 1000000ull;
+	unsigned char buf[4096];
+
+	while (fx_now_ns() < end) {
+		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+		if (n == 0 || (n < 0 && errno != EAGAIN))
+			return true;
+		if (n > 0 && got)
+			*got += (size_t)n;
+		fx_progress(&F);
+		usleep(200);
+	}
+	return false;
+}
+
+/* ---- tests ---- */
+
+/* b names nobody and admits no prefix: a is refused, its operation
+ * fails with a no-path error, and b keeps no record of a. */
+START_TEST(unlisted_node_refused)
+{
+	struct fx_done d;
+
+	setup_opts(&(struct fx_opts){.b_strict = true, .op_timeout_ms = 1500});
+	ck_assert_int_eq(write_one(20000, &d), -1);
+	ck_assert_int_eq(d.last_err, RY_ETIMEDOUT);
+	ck_assert_msg(strstr(d.reason, "no path"), "%s", d.reason);
+	ck_assert_uint_eq(npeers(F.b), 0);
+	fx_fini(&F);
+}
+END_TEST
+
+/* The fixture's accept = 127.0.0.0/8 admits a, and a named peer is
+ * admitted without any prefix. */
+START_TEST(accept_prefix_admits)
+{
+	struct fx_done d;
+
+	setup_opts(NULL);
+	ck_assert_int_eq(write_one(20000, &d), 0);
+	fx_fini(&F);
+	setup_opts(&(struct fx_opts){.b_strict = true, .b_names_a = true});
+	ck_assert_int_eq(write_one(20000, &d), 0);
+	fx_fini(&F);
+}
+END_TEST
+
+/* A HELLO claiming configured peer a's name and address from another
+ * address is refused, and a's traffic goes on untouched. */
+START_TEST(impersonation_refused)
+{
+	struct fx_done d;
+	struct frame f;
+	char a_addr[100];
+	int fd, i;
+
+	setup_opts(&(struct fx_opts){.b_strict = true, .b_names_a = true});
+	ck_assert_int_eq(write_one(20000, &d), 0);
+	ry_manager_control_addr(F.a, a_addr, sizeof(a_addr));
+	for (i = 0; i < 3; i++) {
+		/* admit_source passes nobody from 127.0.0.2: connect only */
+		fd = raw_connect(i ? "127.0.0.1" : "127.0.0.2");
+		hello(&f, 0x1234 + i, "a", i == 2 ? "127.0.0.1:1" : a_addr);
+		send(fd, f.b, f.n, MSG_NOSIGNAL);
+		ck_assert(closed_within(fd, 10000, NULL));
+		close(fd);
+	}
+	ck_assert_uint_eq(npeers(F.b), 1);
+	ck_assert_int_eq(write_one(20000, &d), 0);
+	ck_assert_uint_eq(F.ev_a.n_conn_down + F.ev_b.n_conn_down, 0);
+	fx_fini(&F);
+}
+END_TEST
+
+/* An admitted session's FENCE_ACK for a generation never requested
+ * (2^64-1) is a protocol violation: the session is closed. */
+START_TEST(fence_ack_forged)
+{
+	struct frame f, ack;
+	size_t got = 0;
+	int fd;
+
+	setup_opts(NULL);
+	fd = raw_connect("127.0.0.1");
+	hello(&f, 0x777, "raw", "127.0.0.1:9");
+	frame_start(&ack, 7);
+	put_le(&ack, UINT64_MAX, 8);
+	frame_end(&ack);
+	raw_send(fd, f.b, f.n);
+	/* admitted first: b answers HELLO_ACK */
+	ck_assert(!closed_within(fd, 1000, &got));
+	ck_assert_uint_gt(got, 8);
+	raw_send(fd, ack.b, ack.n);
+	ck_assert(closed_within(fd, 10000, NULL));
+	close(fd);
+	fx_fini(&F);
+}
+END_TEST
+
+/* A session that says nothing is closed after handshake_timeout_ms; one
+ * that announces a 65,535-byte frame is closed at once. */
+START_TEST(handshake_deadline_and_frame_limit)
+{
+	unsigned char hdr[8 + 1000] = {0xff, 0xff, 0, 0, 1, 0, 1, 0};
+	int fd;
+
+	setup_opts(&(struct fx_opts){.b_handshake_timeout_ms = 300});
+	fd = raw_connect("127.0.0.1");
+	ck_assert(closed_within(fd, 15000, NULL));
+	close(fd);
+	fd = raw_connect("127.0.0.1");
+	raw_send(fd, hdr, sizeof(hdr));
+	ck_assert(closed_within(fd, 250, NULL) ||
+		  closed_within(fd, 15000, NULL));
+	close(fd);
+	ck_assert_uint_eq(F.b->m_nin, 0);
+	fx_fini(&F);
+}
+END_TEST
+
+/* Idle connections beyond max_sessions_per_source are closed at once;
+ * a, from another address, still works. */
+START_TEST(per_source_bound)
+{
+	struct fx_done d;
+	int fds[20], open_n = 0, i;
+
+	setup_opts(&(struct fx_opts){.b_max_sessions_per_source = 4,
+				     .b_handshake_timeout_ms = 60000});
+	for (i = 0; i < 20; i++)
+		fds[i] = raw_connect("127.0.0.3");
+	fx_sleep_progress(&F, 500);
+	for (i = 0; i < 20; i++)
+		open_n += !closed_within(fds[i], 1, NULL);
+	ck_assert_int_eq(open_n, 4);
+	ck_assert_int_eq(write_one(20000, &d), 0);
+	for (i = 0; i < 20; i++)
+		close(fds[i]);
+	fx_fini(&F);
+}
+END_TEST
+
+/* 1,000 HELLOs under distinct names from an accept prefix leave no peer
+ * record behind once their sessions close, and b never dials them. */
+START_TEST(hello_records_freed)
+{
+	struct fx_done d;
+	struct frame f;
+	char name[32], addr[32];
+	unsigned i, named = 0;
+
+	setup_opts(NULL);
+	ck_assert_int_eq(write_one(20000, &d), 0);
+	for (i = 0; i < 1000; i++) {
+		size_t got = 0;
+		int fd = raw_connect("127.0.0.4");
+
+		snprintf(name, sizeof(name), "fake%u", i);
+		snprintf(addr, sizeof(addr), "127.0.0.5:%u", 1000 + i);
+		hello(&f, 0x10000 + i, name, addr);
+		raw_send(fd, f.b, f.n);
+		while (!got && !closed_within(fd, 1, &got))
+			;
+		close(fd);
+		fx_progress(&F);
+	}
+	fx_sleep_progress(&F, 500);
+	for (struct ry_peer *p = F.b->m_peers; p; p = p->pr_next) {
+		named += !strncmp(p->pr_node_name, "fake", 4);
+		ck_assert(!p->pr_dial || p->pr_from_hello == false);
+	}
+	ck_assert_uint_eq(named, 0);
+	ck_assert_uint_eq(npeers(F.b), 1);
+	ck_assert_int_eq(write_one(20000, &d), 0);
+	fx_fini(&F);
+}
+END_TEST
+
+static Suite *admission_suite(void)
+{
+	Suite *s = suite_create("admission");
+	TCase *tc = tcase_create("control");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, unlisted_node_refused);
+	tcase_add_test(tc, accept_prefix_admits);
+	tcase_add_test(tc, impersonation_refused);
+	tcase_add_test(tc, fence_ack_forged);
+	tcase_add_test(tc, handshake_deadline_and_frame_limit);
+	tcase_add_test(tc, per_source_bound);
+	tcase_add_test(tc, hello_records_freed);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(admission_suite());
+	int failed;
+
+	fx_skip_if_unavailable();
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
