@@ -289,6 +289,22 @@ int ry__cfg_scan(struct ry__loader *ld, const char *text, cfg_opt_t *root)
 				      name_line))
 				return -1;
 			t = next(&lx, ld); /* the value */
+			if (t == T_WORD && lx.text[0] == '[') {
+				/* other formats' list syntax: say so here,
+				 * not as confusing errors on later lines */
+				ry__cfg_report(ld, lx.tok_line,
+					       "write lists in braces: "
+					       "name = {\"a\", \"b\"}",
+					       "'%s' is a list: '[' is not "
+					       "list syntax here", name);
+				while (!strchr(lx.text, ']') &&
+				       (t = next(&lx, ld)) != T_EOF &&
+				       t != T_ERROR)
+					;
+				if (t == T_EOF || t == T_ERROR)
+					break;
+				continue;
+			}
 			if (t == T_LBRACE) {
 				/* a list: skip to its end */
 				while ((t = next(&lx, ld)) != T_RBRACE &&

@@ -11,7 +11,8 @@ jobs=$(nproc)
 
 pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libibverbs-dev librdmacm-dev libibumad-dev libconfuse-dev check
-      iproute2 iputils-ping iperf3 jq)
+      iproute2 iputils-ping iperf3 jq curl libmicrohttpd-dev libsystemd-dev
+      prometheus)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null |

@@ -393,6 +393,30 @@ RY_API int ry_rail_fault(struct ry_manager *mgr, const char *rail,
  */
 RY_API int ry_rail_link(struct ry_manager *mgr, const char *rail, bool up);
 
+/* ---- metrics ---- */
+
+/*
+ * Render the manager's metrics as Prometheus text exposition format 0.0.4
+ * (the names also pass as OpenMetrics): per rail the counters of struct
+ * ry_counters as railyard_rail_*_total, link state, active connections,
+ * lowest health, failure detection and failover resume times (summaries
+ * plus a max gauge) and the transport's packet counters; per connection
+ * health and state labelled {rail, peer}; per peer the same counters
+ * labelled {peer}.  The README lists every family.
+ *
+ * Works like snprintf: writes at most len bytes into buf (NUL-terminated
+ * when len > 0; buf may be NULL when len is 0) and returns the length the
+ * whole text needs, without the NUL.  A result >= len means it was cut;
+ * call again with a bigger buffer (the second call is a new snapshot and
+ * may need a few bytes more, so leave room).  The caller owns buf.
+ * Errors: -EINVAL (NULL mgr, or NULL buf with len > 0), -EOVERFLOW.
+ *
+ * Threading: safe from any thread, e.g. an HTTP server's, while others
+ * post and progress.  It holds the manager lock while it writes, so all
+ * values come from one instant; it calls no application code.
+ */
+RY_API int ry_metrics_render(struct ry_manager *mgr, char *buf, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

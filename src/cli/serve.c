@@ -5,8 +5,16 @@
  * from, and answers `railyard status` on a UNIX socket.  SIGINT/SIGTERM
  * stop it cleanly: operations in flight complete as canceled, every rail
  * and socket is closed.
+ *
+ * --metrics ADDR:PORT serves GET /metrics (ry_metrics_render) with
+ * libmicrohttpd's own polling thread: a slow or stuck scraper waits in that
+ * thread, never in the loop below that runs ry_progress().  Under systemd
+ * (Type=notify) it says READY=1 once rails, control channel, status socket
+ * and metrics listener are up, STATUS= whenever a rail or connection
+ * changes, and WATCHDOG=1 at half of WatchdogSec.
  */
 #include <errno.h>
+#include <netdb.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +25,27 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifdef RY_WITH_MICROHTTPD
+#include <microhttpd.h>
+#endif
+#ifdef RY_WITH_SYSTEMD
+#include <systemd/sd-daemon.h>
+#else
+/* Without libsystemd serve runs the same, it just tells no one. */
+static int sd_notify(int unset, const char *state)
+{
+	return 0;
+}
+static int sd_notifyf(int unset, const char *fmt, ...)
+{
+	return 0;
+}
+static int sd_watchdog_enabled(int unset, uint64_t *usec)
+{
+	return 0;
+}
+#endif
+
 #include "src/cli/cli.h"
 #include "src/cli/node.h"
 #include "src/cli/opts.h"
@@ -24,12 +53,16 @@
 
 static const char usage_text[] =
 	"usage: railyard serve -c FILE [--socket PATH] [--region SIZE]\n"
+	"                      [--metrics ADDR:PORT]\n"
 	"\n"
 	"Run a node: bind the rails of FILE, accept peers, and expose a\n"
 	"target region of SIZE bytes (default 64M) that `railyard bench` and\n"
 	"`railyard drill` on other nodes write to and read from.  Status is\n"
 	"served on a UNIX socket (default /run/railyard/NODE.sock as root,\n"
 	"else $XDG_RUNTIME_DIR/railyard-NODE.sock) for `railyard status`.\n"
+	"--metrics ADDR:PORT serves Prometheus metrics at\n"
+	"http://ADDR:PORT/metrics (127.0.0.1:9470; 0.0.0.0:9470 for all).\n"
+	"Under systemd (Type=notify) it reports readiness, status, watchdog.\n"
 	"SIGINT or SIGTERM shut it down cleanly.\n"
 	"Exit codes: 0 clean shutdown, 1 cannot start, 2 usage error.\n";
 
@@ -43,6 +76,13 @@ struct server {
 	struct ry_peer *seen[MAX_SEEN];
 	unsigned n_seen;
 	uint64_t hellos;
+	/* peers with at least one connection up, from the events */
+	struct {
+		char name[RY_ADDR_MAX];
+		unsigned up;
+	} conns[MAX_SEEN];
+	unsigned n_conns;
+	bool status_dirty;
 };
 
 static void ignore_done(const struct ry_completion *c, void *arg)
@@ -67,8 +107,29 @@ static void on_recv(struct ry_peer *from, const struct ry_message *m,
 	ry_send(from, sv->reply, sv->reply_len, ignore_done, NULL);
 }
 
+static void count_conn(struct server *sv, const char *peer, bool up)
+{
+	unsigned i;
+
+	for (i = 0; i < sv->n_conns && strcmp(sv->conns[i].name, peer); i++)
+		;
+	if (i == sv->n_conns) {
+		if (!up || sv->n_conns == MAX_SEEN)
+			return;
+		snprintf(sv->conns[i].name, sizeof(sv->conns[i].name), "%s",
+			 peer);
+		sv->conns[i].up = 0;
+		sv->n_conns++;
+	}
+	if (up)
+		sv->conns[i].up++;
+	else if (sv->conns[i].up)
+		sv->conns[i].up--;
+}
+
 static void on_event(const struct ry_event *ev, void *arg)
 {
+	struct server *sv = arg;
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -82,6 +143,157 @@ static void on_event(const struct ry_event *ev, void *arg)
 					      "connection up",
 		ev->reason && *ev->reason ? ": " : "",
 		ev->reason ? ev->reason : "");
+	if (ev->peer && ev->type == RY_EV_CONN_UP)
+		count_conn(sv, ev->peer, true);
+	else if (ev->peer && ev->type == RY_EV_CONN_DOWN)
+		count_conn(sv, ev->peer, false);
+	sv->status_dirty = true;
+}
+
+/* "4 rails, 3 up, 12 peers" for systemctl status. */
+static void notify_status(struct server *sv, const char *prefix)
+{
+	int n = ry_rail_count(sv->mgr), up = 0;
+	unsigned peers = 0;
+
+	for (int i = 0; i < n; i++) {
+		struct ry_rail_info ri;
+
+		if (!ry_rail_info(sv->mgr, ry_rail_name(sv->mgr, (unsigned)i),
+				  &ri) &&
+		    ri.link_up)
+			up++;
+	}
+	for (unsigned i = 0; i < sv->n_conns; i++)
+		peers += sv->conns[i].up > 0;
+	sd_notifyf(0, "%sSTATUS=%d rails, %d up, %u peers", prefix, n, up,
+		   peers);
+	sv->status_dirty = false;
+}
+
+#ifdef RY_WITH_MICROHTTPD
+static enum MHD_Result answer_metrics(void *cls, struct MHD_Connection *conn,
+				      const char *url, const char *method,
+				      const char *version,
+				      const char *upload_data,
+				      size_t *upload_size, void **con_cls)
+{
+	static const char not_found[] = "not found: try /metrics\n";
+	struct ry_manager *mgr = cls;
+	struct MHD_Response *r;
+	size_t cap = 64 << 10;
+	char *buf = NULL;
+	enum MHD_Result ret;
+	unsigned code = MHD_HTTP_OK;
+	int n;
+
+	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
+		return MHD_NO; /* closes the connection */
+	if (strcmp(url, "/metrics")) {
+		code = MHD_HTTP_NOT_FOUND;
+		r = MHD_create_response_from_buffer(strlen(not_found),
+						    (void *)not_found,
+						    MHD_RESPMEM_PERSISTENT);
+	} else {
+		/* sized like snprintf; a second snapshot may be a bit longer */
+		for (;;) {
+			char *nb = realloc(buf, cap);
+
+			if (!nb) {
+				free(buf);
+				return MHD_NO;
+			}
+			buf = nb;
+			n = ry_metrics_render(mgr, buf, cap);
+			if (n < 0) {
+				free(buf);
+				return MHD_NO;
+			}
+			if ((size_t)n < cap)
+				break;
+			cap = (size_t)n + (size_t)n / 4 + 4096;
+		}
+		r = MHD_create_response_from_buffer((size_t)n, buf,
+						    MHD_RESPMEM_MUST_FREE);
+		if (!r)
+			free(buf);
+	}
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+				code == MHD_HTTP_OK
+				    ? "text/plain; version=0.0.4; charset=utf-8"
+				    : "text/plain; charset=utf-8");
+	ret = MHD_queue_response(conn, code, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+#endif
+
+#ifdef RY_WITH_MICROHTTPD
+/*
+ * Bind ADDR:PORT ourselves rather than through MHD_OPTION_SOCK_ADDR so
+ * that a taken or malformed address is reported with its errno, then hand
+ * the socket to libmicrohttpd.
+ */
+static int metrics_listen(const char *arg)
+{
+	struct addrinfo hints = {.ai_flags = AI_PASSIVE | AI_NUMERICSERV,
+				 .ai_socktype = SOCK_STREAM};
+	struct addrinfo *ai = NULL;
+	char host[RY_ADDR_MAX], *colon, *end;
+	unsigned long port;
+	int fd, one = 1, ret;
+
+	if (strlen(arg) >= sizeof(host))
+		goto malformed;
+	strcpy(host, arg);
+	colon = strrchr(host, ':');
+	if (!colon || colon == host)
+		goto malformed;
+	*colon = 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (!colon[1] || *end || port > 65535)
+		goto malformed;
+	if (host[0] == '[' && colon[-1] == ']') {
+		colon[-1] = 0;
+		memmove(host, host + 1, strlen(host));
+	}
+	ret = getaddrinfo(host, colon + 1, &hints, &ai);
+	if (ret) {
+		fprintf(stderr, "railyard serve: --metrics %s: %s\n", arg,
+			gai_strerror(ret));
+		return -1;
+	}
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 32)) {
+		fprintf(stderr, "railyard serve: --metrics %s: %s\n", arg,
+			strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		freeaddrinfo(ai);
+		return -1;
+	}
+	freeaddrinfo(ai);
+	return fd;
+malformed:
+	fprintf(stderr,
+		"railyard serve: --metrics '%s' is not ADDR:PORT (e.g. "
+		"127.0.0.1:9470)\n",
+		arg);
+	return -1;
+}
+
+#endif
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 static int listen_unix(const char *path)
@@ -129,8 +341,14 @@ static void answer_status(struct server *sv, int lfd)
 
 int ry_cli_serve(int argc, char **argv)
 {
-	const char *file = NULL, *sock_arg = NULL;
+	const char *file = NULL, *sock_arg = NULL, *metrics_arg = NULL;
 	size_t region = 64u << 20;
+	char metrics_url[RY_ADDR_MAX + 32] = "";
+	int mfd = -1;
+	uint64_t wd_usec = 0, wd_next = 0;
+#ifdef RY_WITH_MICROHTTPD
+	struct MHD_Daemon *httpd = NULL;
+#endif
 	struct server sv = { 0 };
 	struct ry_region *target = NULL;
 	struct epoll_event ev;
@@ -148,6 +366,8 @@ int ry_cli_serve(int argc, char **argv)
 			file = argv[++i];
 		} else if (!strcmp(argv[i], "--socket") && i + 1 < argc) {
 			sock_arg = argv[++i];
+		} else if (!strcmp(argv[i], "--metrics") && i + 1 < argc) {
+			metrics_arg = argv[++i];
 		} else if (!strcmp(argv[i], "--region") && i + 1 < argc) {
 			if (!ry_cli_parse_size(argv[++i], &region)) {
 				fprintf(stderr, "railyard serve: --region '%s' is not a size\n",
@@ -164,8 +384,35 @@ int ry_cli_serve(int argc, char **argv)
 		fputs(usage_text, stderr);
 		return RY_EXIT_USAGE;
 	}
-	if (ry_cli_start(file, &sv.cfg, &sv.mgr))
+	if (metrics_arg) {
+#ifdef RY_WITH_MICROHTTPD
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		char h[RY_ADDR_MAX], port[8];
+
+		/* before the rails: a taken port fails fast */
+		mfd = metrics_listen(metrics_arg);
+		if (mfd < 0)
+			return RY_EXIT_FAIL;
+		if (!getsockname(mfd, (struct sockaddr *)&ss, &sl) &&
+		    !getnameinfo((struct sockaddr *)&ss, sl, h, sizeof(h), port,
+				 sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV))
+			snprintf(metrics_url, sizeof(metrics_url),
+				 strchr(h, ':') ? "http://[%s]:%s/metrics"
+						: "http://%s:%s/metrics",
+				 h, port);
+#else
+		fprintf(stderr,
+			"railyard serve: --metrics: built without libmicrohttpd "
+			"(install libmicrohttpd-dev and rebuild)\n");
 		return RY_EXIT_FAIL;
+#endif
+	}
+	if (ry_cli_start(file, &sv.cfg, &sv.mgr)) {
+		if (mfd >= 0)
+			close(mfd);
+		return RY_EXIT_FAIL;
+	}
 
 	mem = aligned_alloc(4096, (region + 4095) & ~(size_t)4095);
 	if (!mem) {
@@ -215,14 +462,47 @@ int ry_cli_serve(int argc, char **argv)
 	ev = (struct epoll_event){ .events = EPOLLIN, .data.fd = ry_event_fd(sv.mgr) };
 	epoll_ctl(ep, EPOLL_CTL_ADD, ry_event_fd(sv.mgr), &ev);
 
+#ifdef RY_WITH_MICROHTTPD
+	if (mfd >= 0) {
+		httpd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
+					     MHD_USE_EPOLL_LINUX_ONLY,
+					 0, NULL, NULL, answer_metrics, sv.mgr,
+					 MHD_OPTION_LISTEN_SOCKET, mfd,
+					 MHD_OPTION_CONNECTION_TIMEOUT,
+					 (unsigned)10, MHD_OPTION_END);
+		if (!httpd) {
+			fprintf(stderr,
+				"railyard serve: cannot start the metrics "
+				"server on %s\n",
+				metrics_arg);
+			goto out;
+		}
+		mfd = -1; /* the daemon's now */
+	}
+#endif
+
 	ry_manager_control_addr(sv.mgr, ctl, sizeof(ctl));
 	fprintf(stderr,
-		"railyard serve: node %s, control %s, %d rails, target %zu bytes, status %s\n",
-		sv.cfg->node, ctl, ry_rail_count(sv.mgr), region, sock);
+		"railyard serve: node %s, control %s, %d rails, target %zu bytes, status %s%s%s\n",
+		sv.cfg->node, ctl, ry_rail_count(sv.mgr), region, sock,
+		*metrics_url ? ", metrics " : "", metrics_url);
+	/* rails open, control channel listening, status and metrics served */
+	notify_status(&sv, "READY=1\n");
+	if (sd_watchdog_enabled(0, &wd_usec) > 0 && wd_usec)
+		wd_next = now_us() + wd_usec / 2;
+	else
+		wd_usec = 0;
 	for (;;) {
 		struct epoll_event evs[4];
 		int n = ry_progress(sv.mgr) > 0 ? 0 : 10;
 		bool stop = false;
+
+		if (sv.status_dirty)
+			notify_status(&sv, "");
+		if (wd_usec && now_us() >= wd_next) {
+			sd_notify(0, "WATCHDOG=1");
+			wd_next = now_us() + wd_usec / 2;
+		}
 
 		n = epoll_wait(ep, evs, 4, n);
 		for (int i = 0; i < n; i++) {
@@ -235,10 +515,18 @@ int ry_cli_serve(int argc, char **argv)
 		if (stop)
 			break;
 	}
+	sd_notify(0, "STOPPING=1\nSTATUS=shutting down");
 	fprintf(stderr, "railyard serve: shutting down (%llu hellos answered)\n",
 		(unsigned long long)sv.hellos);
 	rc = RY_EXIT_OK;
 out:
+#ifdef RY_WITH_MICROHTTPD
+	/* before the manager goes: the handler renders from it */
+	if (httpd)
+		MHD_stop_daemon(httpd);
+#endif
+	if (mfd >= 0)
+		close(mfd);
 	if (lfd >= 0) {
 		close(lfd);
 		unlink(sock);

@@ -63,6 +63,8 @@ static const struct bad_case bad[] = {
 	{ "every unknown option reported",
 	  RAIL "foo = 1\nfailover {\n bar = 2\n}\n", 5, "unknown option 'foo'",
 	  2 },
+	{ "list in brackets", RAIL "accept = [\"127.0.0.0/8\"]\n", 5,
+	  "'accept' is a list: '[' is not list syntax", 1 },
 	{ "unknown section", RAIL "rails r9 {\n}\n", 5,
 	  "unknown section 'rails'", 1 },
 	{ "wrong type: int", RAIL "ops_in_flight = many\n", 5,
