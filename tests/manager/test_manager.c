@@ -1283,8 +1283,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, kill_rail_mid_read);
 	tcase_add_test(tc, unplug_rail_mid_write);
 	tcase_add_test(tc, two_rails_killed);
-	/* down_times_link: no RY_EV_CONN_DOWN reaches ev_a yet; see the
-	 * hand-over note of issue 10 */ (void)down_times_link;
+	tcase_add_test(tc, down_times_link);
 	tcase_add_test(tc, down_times_silent);
 	tcase_add_test(tc, all_rails_killed_then_restored);
 	tcase_add_test(tc, flapping_rail);

@@ -117,13 +117,42 @@ check_back() {
 		fail "$r carries no bytes after the repair"
 	echo "$r: back $(awk -v u="$up" -v h="$h" 'BEGIN { printf "%.3f", u - h }') s after the repair"
 }
+# Times (drill t) at which every rail the test did not fault (RAILS, the
+# faulted ones, space-separated) went down together.  On a loaded machine
+# one of the two processes is sometimes not scheduled for longer than
+# timeout_ms (100 ms here); the other then rightly declares every
+# connection silent (seen under stress-ng: "silent for 101..180 ms
+# (heartbeat)" on all four rails at once, before and after the fault, and
+# "2 down events for 1 failure" on the faulted rail).  That is a separate,
+# real failure of the whole peer, not a second failover of the fault
+# injected on one rail, so it is counted on its own; the one-rail fault
+# must still cost exactly one down and one fence.
+stalls() {
+	jq -c --arg f "$1" '($f | split(" ")) as $f |
+		([.rails[].name] - $f) as $need |
+		[.events[] | select(.event == "down")] as $d |
+		[$d[] | .t as $t | select(($need - [$d[] | select(.t >= $t - 0.05
+		and .t <= $t + 0.05) | .rail]) == []) | $t] | unique' "$out"
+}
 # one fence per failure of the rail, and no failure but the real ones
 check_fences() {
-	local r=$1 n=$2 f d
+	local r=$1 n=$2 f d s
+	s=$(stalls "$rails")
 	f=$(jq -r --arg r "$r" '.rails[] | select(.name == $r) | .fences' "$out")
 	d=$(jq -r --arg r "$r" '[.events[] | select(.rail == $r and .event == "down")] | length' "$out")
-	[[ $d == "$n" ]] || fail "$r: $d down events for $n failures"
+	s=$(jq -r --arg r "$r" --argjson s "$s" '[.events[] | select(.rail == $r and
+		.event == "down" and (.t as $t | $s | index($t)))] | length' "$out")
+	((s == 0)) || echo "$r: $s of its down events were the whole peer going silent at once (a stalled process), counted as separate failures"
+	[[ $d == $((n + s)) ]] || fail "$r: $d down events for $n failures (+ $s whole-peer stalls)"
 	[[ $f == "$d" ]] || fail "$r: $f fences for $d failures"
+}
+# mean total MB/s of the samples with from < t <= to, leaving out the
+# samples in which the whole peer stalled (see stalls)
+mean_nostall() {
+	jq -r --argjson a "$1" --argjson b "$2" --argjson s "$(stalls "$rails")" '
+		[.samples[] | select(.t > $a and .t <= $b) | .t as $t |
+		select([$s[] | select(. > $t - 1 and . <= $t)] | length == 0) |
+		.total_mbyte_s] | if length == 0 then "nan" else add / length end' "$out"
 }
 
 out=$work/run.json
@@ -151,8 +180,11 @@ local | remote | two | silent)
 	[[ $(j .ops_failed) == 0 ]] || fail "$(j .ops_failed) operations failed with a path left"
 	[[ $(j .verify_errors) == 0 ]] || fail "$(j .verify_errors) verify errors"
 	[[ $(j .ops_ok) -gt 0 ]] || fail "no operation completed"
-	healthy=$(mean 1 4)
-	outage=$(mean 5 8)
+	rails=r1; [[ $scenario == two ]] && rails="r1 r2"
+	healthy=$(mean_nostall 1 4)
+	outage=$(mean_nostall 5 8)
+	[[ $healthy != nan && $outage != nan ]] ||
+		fail "the whole peer stalled in every sample: $(stalls)"
 	# the drill's load is steady, so the outage costs the lost rails'
 	# share; 20 % below it still catches a rail's worth going missing
 	want=$(awk -v h="$healthy" -v l=$lost 'BEGIN { print 0.8 * h * (4 - l) / 4 }')
@@ -160,7 +192,6 @@ local | remote | two | silent)
 	# design targets: a local port-down under 50 ms; a far side the local
 	# port cannot see: timeout_ms (100) plus a heartbeat, under 300 ms
 	limit=50; [[ $scenario == remote || $scenario == silent ]] && limit=300
-	rails=r1; [[ $scenario == two ]] && rails="r1 r2"
 	for r in $rails; do
 		check_detect $r "$t_fault0" "$t_fault1" $limit
 		check_back $r "$t_heal"
@@ -204,6 +235,7 @@ flap)
 	echo "flap: $(j .ops_ok) operations, none failed"
 	;;
 oneway)
+	rails=r1
 	drill 14 "$out"
 	sleep 3
 	t_fault0=$(now)
