@@ -474,6 +474,32 @@ static void down_times(bool link)
 	teardown();
 }
 
+/*
+ * Both processes stop for three timeouts with a stream in flight (a
+ * starved machine, an application busy elsewhere) and carry on: nothing
+ * was cut, so nothing may be declared down.  The first progress after the
+ * stall runs the timers before the peer, stopped as long, has answered.
+ */
+START_TEST(own_stall_is_not_silence)
+{
+	struct stream s = {.slots = 4};
+
+	setup_opts(&(struct fx_opts){.nrails_a = 2});
+	stream_run(&s, 200);
+	ck_assert_msg(rail_busy(&s, "r0", 5000), "r0 never carried fragments");
+	ck_assert_msg(rail_busy(&s, "r1", 5000), "r1 never carried fragments");
+	usleep(300000); /* timeout_ms is 100 */
+	stream_run(&s, 500);
+	stream_finish(&s);
+	ck_assert_msg(s.done_err == 0, "%u failed: %s", s.done_err, s.reason);
+	ck_assert_msg(F.ev_a.n_conn_down == 0 && F.ev_b.n_conn_down == 0,
+		      "a stall of our own declared down: a %u, b %u (%s%s)",
+		      F.ev_a.n_conn_down, F.ev_b.n_conn_down,
+		      F.ev_a.last_reason, F.ev_b.last_reason);
+	teardown();
+}
+END_TEST
+
 START_TEST(down_times_link)
 {
 	down_times(true);
@@ -1313,6 +1339,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, unplug_rail_mid_write);
 	tcase_add_test(tc, two_rails_killed);
 	tcase_add_test(tc, down_times_link);
+	tcase_add_test(tc, own_stall_is_not_silence);
 	tcase_add_test(tc, down_times_silent);
 	tcase_add_test(tc, all_rails_killed_then_restored);
 	tcase_add_test(tc, flapping_rail);
