@@ -5,11 +5,7 @@
  * completion (and received nothing) for timeout_ms is declared dead.  So a
  * silent unplug at the far end, which raises no local event, is noticed
  * within heartbeat_ms + timeout_ms even without traffic, and usually
- * sooner by the transport's own retry-exceeded completion.  Silence is
- * only counted while we were listening: after a stall of our own (the
- * process not scheduled, the application not calling ry_progress) the
- * peer gets a whole timeout_ms of our attention before it is declared
- * dead, since its packets may still be waiting to be read.
+ * sooner by the transport's own retry-exceeded completion.
  */
 #include <stdio.h>
 
@@ -24,9 +20,6 @@ void ry__heartbeat(struct ry__conn *c, uint64_t now)
 		since = c->cn_last_ok_ns > c->cn_busy_since_ns
 			    ? c->cn_last_ok_ns
 			    : c->cn_busy_since_ns;
-		/* our own stall is not the peer's silence */
-		if (m->m_listen_ns > since)
-			since = m->m_listen_ns;
 		if (ry__since(now, since) > m->m_timeout_ns) {
 			char why[64];
 

@@ -403,8 +403,6 @@ struct ry_manager {
 	/* timing, resolved defaults */
 	uint64_t m_hb_ns, m_timeout_ns, m_op_timeout_ns, m_connect_ns;
 	uint64_t m_tick_ns, m_next_tick_ns;
-	/* our own last progress, and when we last came back from a stall */
-	uint64_t m_last_progress_ns, m_listen_ns;
 	/* control channel */
 	int m_listen_fd;
 	char m_listen_addr[RY_ADDR_MAX];

@@ -298,15 +298,6 @@ static int progress_locked(struct ry_manager *m, struct ry__op **done,
 	int n;
 
 	now = ry__now_ns();
-	/*
-	 * Not run for half a timeout (a starved process, an application
-	 * that stopped calling us): what the peers sent meanwhile may not be
-	 * read yet, so their silence is timed from now (heartbeat.c).
-	 */
-	if (m->m_last_progress_ns &&
-	    ry__since(now, m->m_last_progress_ns) > m->m_timeout_ns / 2)
-		m->m_listen_ns = now;
-	m->m_last_progress_ns = now;
 	n = epoll_wait(m->m_epfd, evs, 32, 0);
 	for (i = 0; n > 0 && i < (unsigned)n; i++) {
 		struct ry__fdtag *t = evs[i].data.ptr;
