@@ -477,8 +477,8 @@ static void down_times(bool link)
 /*
  * Both processes stop for three timeouts with a stream in flight (a
  * starved machine, an application busy elsewhere) and carry on: nothing
- * was cut, so nothing may be declared down.  The first progress after the
- * stall runs the timers before the peer, stopped as long, has answered.
+ * was cut, so nothing may be declared down: the first progress after the
+ * stall must read what arrived before it judges silence.
  */
 START_TEST(own_stall_is_not_silence)
 {
