@@ -403,6 +403,9 @@ struct ry_manager {
 	/* timing, resolved defaults */
 	uint64_t m_hb_ns, m_timeout_ns, m_op_timeout_ns, m_connect_ns;
 	uint64_t m_tick_ns, m_next_tick_ns;
+	/* our own last progress; silence not judged this round (heartbeat.c) */
+	uint64_t m_last_progress_ns;
+	bool m_hb_defer, m_hb_deferred;
 	/* control channel */
 	int m_listen_fd;
 	char m_listen_addr[RY_ADDR_MAX];

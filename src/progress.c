@@ -298,6 +298,18 @@ static int progress_locked(struct ry_manager *m, struct ry__op **done,
 	int n;
 
 	now = ry__now_ns();
+	/*
+	 * Back from a stall of our own (a starved machine, an application
+	 * busy elsewhere): the peers, starved alike, may not have answered
+	 * yet, so silence is not judged in this round.  Never two rounds in
+	 * a row, so an application that calls us rarely still detects a dead
+	 * peer, one call later.
+	 */
+	m->m_hb_defer =
+	    m->m_last_progress_ns && !m->m_hb_deferred &&
+	    ry__since(now, m->m_last_progress_ns) > m->m_timeout_ns / 2;
+	m->m_hb_deferred = m->m_hb_defer;
+	m->m_last_progress_ns = now;
 	n = epoll_wait(m->m_epfd, evs, 32, 0);
 	for (i = 0; n > 0 && i < (unsigned)n; i++) {
 		struct ry__fdtag *t = evs[i].data.ptr;
