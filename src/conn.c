@@ -14,12 +14,25 @@
  *   IDLE -> CONNECTING        we sent CONNECT_REQ (QP in INIT)
  *   IDLE -> PROBING           we accepted the peer's CONNECT_REQ (QP in RTS)
  *   CONNECTING -> PROBING     CONNECT_REP: QP to RTS, probe SEND posted
- *   PROBING -> ACTIVE         our probe completed, or the peer's arrived
+ *   PROBING -> ACTIVE         our own probe completed: its RC ACK came
+ *                             back, so both directions work.  The peer's
+ *                             probe arriving proves only one; the side
+ *                             that accepted posts its probe then
  *   CONNECTING -> BACKOFF     reject or timeout (nothing was posted)
  *   PROBING|ACTIVE -> FAILED  error completion, link down, silence, fence
  *   FAILED -> DRAINING        QP to ERR (ry__replay_run), flushed WRs replayed
  *   DRAINING -> BACKOFF       last flushed WR seen; QP destroyed
  *   BACKOFF -> CONNECTING     backoff expired, link up, control channel up
+ *
+ * Reconnecting.  After a failure the path is tried again every
+ * reconnect_min_ms while the local link is up, so a repaired path (a switch
+ * port back, a one-way fault gone) carries traffic again within about that
+ * interval plus one probe.  Only a connection that fails again within
+ * RY__FLAP_NS of coming up backs off exponentially up to reconnect_max_ms
+ * (flap damping).  A failed attempt (PROBING, never ACTIVE) posted nothing
+ * but its probe, so no operation waits on it: it is neither fenced nor
+ * counted as a failover, and raises no event; its reason says which
+ * direction of the path is broken.
  *
  * Both sides may connect a pair at once; the CONNECT_REQ of the node with
  * the larger incarnation id wins and the other side abandons its own.
@@ -211,17 +224,30 @@ void ry__conn_update_share(struct ry__conn *c)
 	c->cn_share = (uint64_t)c->cn_weight * (c->cn_health + 10);
 }
 
+/* Up for less than this before failing again: a flap (see the top). */
+#define RY__FLAP_NS 1000000000ull
+
 void ry__conn_backoff(struct ry__conn *c, uint64_t now)
 {
 	const struct ry_failover_config *f =
 	    &c->cn_lrail->lr_mgr->m_cfg.failover;
-	uint64_t ns = (uint64_t)c->cn_backoff_ms * 1000000ull;
+	uint64_t ns;
 
+	if (!c->cn_damp)
+		c->cn_backoff_ms = f->reconnect_min_ms;
+	ns = (uint64_t)c->cn_backoff_ms * 1000000ull;
 	c->cn_state = CONN_BACKOFF;
-	/* jitter: half to one and a half times the backoff */
-	c->cn_deadline_ns = now + ns / 2 + ry__rand64() % (ns + 1);
-	c->cn_backoff_ms = (uint32_t)ry__min64((uint64_t)c->cn_backoff_ms * 2,
-					       f->reconnect_max_ms);
+	c->cn_probe_out = false;
+	c->cn_heard = false;
+	if (c->cn_damp) {
+		/* jitter: half to one and a half times the backoff */
+		c->cn_deadline_ns = now + ns / 2 + ry__rand64() % (ns + 1);
+		c->cn_backoff_ms = (uint32_t)ry__min64(
+		    (uint64_t)c->cn_backoff_ms * 2, f->reconnect_max_ms);
+	} else {
+		/* a little jitter, so both ends do not always collide */
+		c->cn_deadline_ns = now + ns - ns / 4 + ry__rand64() % (ns / 4 + 1);
+	}
 }
 
 static bool can_connect(struct ry__conn *c)
@@ -244,6 +270,8 @@ void ry__conn_start(struct ry__conn *c, uint64_t now)
 	local_ep(c, &ep);
 	c->cn_attempt++;
 	c->cn_state = CONN_CONNECTING;
+	c->cn_probe_out = false;
+	c->cn_heard = false;
 	c->cn_deadline_ns = now + m->m_connect_ns;
 	ry__ctl_send_conn(c->cn_peer->pr_ctl, CTL_CONN_REQ, c->cn_lrail->lr_idx,
 			  (unsigned)c->cn_ridx, c->cn_attempt, &ep, 0);
@@ -256,6 +284,8 @@ void ry__conn_activate(struct ry__conn *c, uint64_t now)
 	struct ry_peer *p = c->cn_peer;
 
 	c->cn_state = CONN_ACTIVE;
+	c->cn_probe_out = false;
+	c->cn_heard = false;
 	c->cn_active_ns = now;
 	c->cn_health_ns = now;
 	c->cn_last_ok_ns = now;
@@ -271,13 +301,63 @@ void ry__conn_activate(struct ry__conn *c, uint64_t now)
 	ry__peer_dirty(p);
 }
 
-void ry__conn_mark_failed(struct ry__conn *c, const char *reason,
-			  uint64_t fail_ns)
+/*
+ * Why a connection attempt's probe round trip failed, naming the broken
+ * direction when what arrived tells it: the peer's probe arriving while ours
+ * is not acknowledged means our direction fails; nothing arriving means at
+ * least the peer's does.
+ */
+static void attempt_reason(struct ry__conn *c, const char *what, char *buf,
+			   size_t len)
+{
+	struct ry_peer *p = c->cn_peer;
+	const char *me = p->pr_mgr->m_cfg.node[0] ? p->pr_mgr->m_cfg.node
+						    : "we";
+	const char *them = p->pr_node_name[0] ? p->pr_node_name : p->pr_name;
+
+	if (c->cn_heard)
+		snprintf(buf, len,
+			 "probes from the peer arrive, ours are not "
+			 "acknowledged: %.24s->%.24s fails (%.30s)",
+			 me, them, what);
+	else if (c->cn_probe_out)
+		snprintf(buf, len,
+			 "no probe round trip, nothing heard from the peer: "
+			 "%.24s->%.24s or the way back fails (%.30s)",
+			 me, them, what);
+	else
+		snprintf(buf, len,
+			 "no probe from the peer arrived: %.24s->%.24s fails (%.30s)",
+			 them, me, what);
+}
+
+/* PROBING -> FAILED for an attempt that never carried traffic. */
+static void attempt_failed(struct ry__conn *c, const char *what)
+{
+	struct ry_manager *m = c->cn_peer->pr_mgr;
+	char why[sizeof(c->cn_reason)];
+
+	attempt_reason(c, what, why, sizeof(why));
+	/* once per kind of failure, not once per attempt */
+	if (strcmp(why, c->cn_reason))
+		RY_WARN("mgr", "peer %s rail %s: path not up: %s",
+			c->cn_peer->pr_name, c->cn_lrail->lr_cfg.name, why);
+	else
+		RY_DBG("mgr", "peer %s rail %s: attempt failed: %s",
+		       c->cn_peer->pr_name, c->cn_lrail->lr_cfg.name, why);
+	snprintf(c->cn_reason, sizeof(c->cn_reason), "%s", why);
+	c->cn_state = CONN_FAILED;
+	c->cn_fnext = m->m_failed;
+	m->m_failed = c;
+}
+
+static void mark_failed(struct ry__conn *c, const char *reason,
+			uint64_t fail_ns, bool exact)
 {
 	struct ry_peer *p = c->cn_peer;
 	struct ry_manager *m = p->pr_mgr;
 	uint64_t now = ry__now_ns();
-	bool was_active = c->cn_state == CONN_ACTIVE;
+	struct ry_event *ev;
 
 	switch (c->cn_state) {
 	case CONN_CONNECTING:
@@ -287,6 +367,8 @@ void ry__conn_mark_failed(struct ry__conn *c, const char *reason,
 		ry__conn_backoff(c, now);
 		return;
 	case CONN_PROBING:
+		attempt_failed(c, reason);
+		return;
 	case CONN_ACTIVE:
 		break;
 	default:
@@ -294,13 +376,19 @@ void ry__conn_mark_failed(struct ry__conn *c, const char *reason,
 	}
 	c->cn_state = CONN_FAILED;
 	snprintf(c->cn_reason, sizeof(c->cn_reason), "%s", reason);
-	if (was_active) {
-		c->cn_lrail->lr_active--;
-		ry__peer_update_paths(p);
-	}
+	c->cn_lrail->lr_active--;
+	ry__peer_update_paths(p);
+	/* back up soon, unless it keeps failing right after coming up */
+	c->cn_damp = ry__since(now, c->cn_active_ns) < RY__FLAP_NS;
+	/* without a local event, the failure began at the last sign of life
+	 * at the latest: a fence from the peer, say, comes later */
+	if (!exact && c->cn_last_ok_ns && c->cn_last_ok_ns < fail_ns)
+		fail_ns = c->cn_last_ok_ns;
 	if (fail_ns > now)
 		fail_ns = now;
 	c->cn_fail_ns = fail_ns;
+	c->cn_detect_ns = now;
+	c->cn_resume_wait = false;
 	c->cn_cnt.failovers++;
 	c->cn_cnt.detect_count++;
 	c->cn_cnt.detect_ns_total += now - fail_ns;
@@ -319,9 +407,76 @@ void ry__conn_mark_failed(struct ry__conn *c, const char *reason,
 	m->m_failed = c;
 	RY_WARN("mgr", "peer %s rail %s: connection qp 0x%x failed: %s",
 		p->pr_name, c->cn_lrail->lr_cfg.name, c->cn_dead_qpn, reason);
-	if (was_active)
-		ry__queue_event(m, RY_EV_CONN_DOWN, c->cn_lrail, p, reason,
-				now);
+	ev = ry__queue_event(m, RY_EV_CONN_DOWN, c->cn_lrail, p, reason, now);
+	if (ev) {
+		ev->fail_ns = fail_ns;
+		ev->detect_ns = now;
+	}
+}
+
+void ry__conn_mark_failed(struct ry__conn *c, const char *reason,
+			  uint64_t fail_ns)
+{
+	mark_failed(c, reason, fail_ns, false);
+}
+
+void ry__conn_link_failed(struct ry__conn *c, const char *reason,
+			  uint64_t fail_ns)
+{
+	mark_failed(c, reason, fail_ns, true);
+}
+
+/*
+ * Something arrived on a PROBING connection: the peer can reach us.  The
+ * side that accepted the connection answers with its own probe now that
+ * the peer's QP is known to be ready for it; each side becomes ACTIVE when
+ * its own probe is acknowledged.
+ */
+void ry__conn_on_probe_rx(struct ry__conn *c, uint64_t now)
+{
+	c->cn_heard = true;
+	if (c->cn_probe_out)
+		return;
+	if (ry__post_ctl_msg(c, WRK_PROBE, now)) {
+		ry__conn_mark_failed(c, "cannot post probe", now);
+		return;
+	}
+	c->cn_probe_out = true;
+}
+
+/* Work of c's last failure was put back for replay. */
+void ry__conn_replayed(struct ry__conn *c)
+{
+	if (c->cn_detect_ns)
+		c->cn_resume_wait = true;
+}
+
+/*
+ * Replayed work posted on w completed: the failures of w's peer declared
+ * before it was posted have their traffic back (RY_EV_CONN_RESUMED).
+ */
+void ry__conn_resumed(struct ry__wr *w, uint64_t now)
+{
+	struct ry_peer *p = w->wr_conn->cn_peer;
+	struct ry_manager *m = p->pr_mgr;
+	struct ry_event *ev;
+	unsigned i;
+
+	if (w->wr_conn->cn_state != CONN_ACTIVE)
+		return;
+	for (i = 0; i < m->m_nrails; i++) {
+		struct ry__conn *x = &p->pr_conns[i];
+
+		if (!x->cn_resume_wait || x->cn_detect_ns > w->wr_post_ns)
+			continue;
+		x->cn_resume_wait = false;
+		ev = ry__queue_event(m, RY_EV_CONN_RESUMED, x->cn_lrail, p, "",
+				     now);
+		if (ev) {
+			ev->fail_ns = x->cn_fail_ns;
+			ev->detect_ns = x->cn_detect_ns;
+		}
+	}
 }
 
 /*
@@ -396,8 +551,9 @@ void ry__conn_on_req(struct ry_peer *p, unsigned src, unsigned dst,
 	}
 	local_ep(c, &mine);
 	c->cn_state = CONN_PROBING;
+	c->cn_probe_out = false;
+	c->cn_heard = false;
 	c->cn_deadline_ns = now + m->m_connect_ns;
-	c->cn_last_ok_ns = now;
 	ry__ctl_send_conn(ctl, CTL_CONN_REP, dst, src, attempt, &mine, 0);
 }
 
@@ -420,10 +576,13 @@ void ry__conn_on_rep(struct ry_peer *p, unsigned src, unsigned dst,
 		return;
 	}
 	c->cn_state = CONN_PROBING;
+	c->cn_probe_out = false;
+	c->cn_heard = false;
 	c->cn_deadline_ns = now + m->m_connect_ns;
-	c->cn_last_ok_ns = now;
 	if (ry__post_ctl_msg(c, WRK_PROBE, now))
 		ry__conn_mark_failed(c, "cannot post probe", now);
+	else
+		c->cn_probe_out = true;
 }
 
 void ry__conn_on_rej(struct ry_peer *p, unsigned src, unsigned dst,

@@ -5,7 +5,9 @@
  * completion (and received nothing) for timeout_ms is declared dead.  So a
  * silent unplug at the far end, which raises no local event, is noticed
  * within heartbeat_ms + timeout_ms even without traffic, and usually
- * sooner by the transport's own retry-exceeded completion.
+ * sooner by the transport's own retry-exceeded completion.  Not in the
+ * first round after a stall of our own (progress.c): the peer may not have
+ * had the CPU to answer either.
  */
 #include <stdio.h>
 
@@ -20,7 +22,7 @@ void ry__heartbeat(struct ry__conn *c, uint64_t now)
 		since = c->cn_last_ok_ns > c->cn_busy_since_ns
 			    ? c->cn_last_ok_ns
 			    : c->cn_busy_since_ns;
-		if (ry__since(now, since) > m->m_timeout_ns) {
+		if (ry__since(now, since) > m->m_timeout_ns && !m->m_hb_defer) {
 			char why[64];
 
 			snprintf(why, sizeof(why),

@@ -291,9 +291,14 @@ struct ry__conn {
 	bool cn_hb_out;
 	struct ry__list cn_posted; /* struct ry__wr.wr_link */
 	uint64_t cn_fail_ns;   /* last sign of life before failure */
+	uint64_t cn_detect_ns; /* when that failure was declared */
+	bool cn_resume_wait;   /* its replayed work has not completed yet */
+	bool cn_damp;	       /* it flapped: reconnect with growing backoff */
+	bool cn_probe_out;     /* PROBING: our probe is posted */
+	bool cn_heard;	       /* PROBING: something arrived from the peer */
 	uint64_t cn_fence_gen; /* fence to request for this failure */
 	uint32_t cn_dead_qpn, cn_dead_rqpn;
-	char cn_reason[96];
+	char cn_reason[160];
 	struct ry__conn *cn_hnext; /* lr_qpn_hash */
 	struct ry__conn *cn_fnext; /* m_failed */
 	struct ry_counters cn_cnt;
@@ -404,6 +409,9 @@ struct ry_manager {
 	/* timing, resolved defaults */
 	uint64_t m_hb_ns, m_timeout_ns, m_op_timeout_ns, m_connect_ns;
 	uint64_t m_tick_ns, m_next_tick_ns;
+	/* our own last progress; silence not judged this round (heartbeat.c) */
+	uint64_t m_last_progress_ns;
+	bool m_hb_defer, m_hb_deferred;
 	/* control channel */
 	int m_listen_fd;
 	char m_listen_addr[RY_ADDR_MAX];
@@ -455,9 +463,10 @@ void ry__fd_unwatch(struct ry_manager *m, int fd);
 void ry__timer_arm(struct ry_manager *m);
 
 /* progress.c: the progress loop, completions, delivery */
-void ry__queue_event(struct ry_manager *m, enum ry_event_type t,
-		     struct ry__lrail *lr, struct ry_peer *p,
-		     const char *reason, uint64_t time_ns);
+/* The queued event, for the caller to add fields; NULL if not queued. */
+struct ry_event *ry__queue_event(struct ry_manager *m, enum ry_event_type t,
+				 struct ry__lrail *lr, struct ry_peer *p,
+				 const char *reason, uint64_t time_ns);
 void ry__queue_message(struct ry_manager *m, struct ry_peer *p,
 		       enum ry_msg_type t, const void *data, size_t len,
 		       uint64_t notify);
@@ -510,8 +519,15 @@ void ry__conn_init(struct ry__conn *c, struct ry_peer *p, struct ry__lrail *lr);
 void ry__conn_paired(struct ry__conn *c);
 void ry__conn_start(struct ry__conn *c, uint64_t now);
 void ry__conn_activate(struct ry__conn *c, uint64_t now);
+/* fail_ns: the failure is known to be no later than this; the last sign of
+ * life on c is used when it is earlier (ry__conn_link_failed: exactly). */
 void ry__conn_mark_failed(struct ry__conn *c, const char *reason,
 			  uint64_t fail_ns);
+void ry__conn_link_failed(struct ry__conn *c, const char *reason,
+			  uint64_t fail_ns);
+void ry__conn_on_probe_rx(struct ry__conn *c, uint64_t now);
+void ry__conn_replayed(struct ry__conn *c);
+void ry__conn_resumed(struct ry__wr *w, uint64_t now);
 void ry__conn_flush(struct ry__conn *c);
 void ry__conn_drained_check(struct ry__conn *c, uint64_t now);
 void ry__conn_backoff(struct ry__conn *c, uint64_t now);

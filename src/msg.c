@@ -127,8 +127,9 @@ void ry__msg_rx(struct ry__conn *c, const unsigned char *buf, uint32_t len,
 	if (le32toh(h.mh_magic) != RY__MH_MAGIC)
 		return;
 	c->cn_last_ok_ns = now;
+	/* proves only the peer-to-us direction: conn.c waits for ours too */
 	if (c->cn_state == CONN_PROBING)
-		ry__conn_activate(c, now);
+		ry__conn_on_probe_rx(c, now);
 	switch (le16toh(h.mh_type)) {
 	case MT_DATA:
 	case MT_NOTIFY:

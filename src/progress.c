@@ -39,17 +39,17 @@ static struct ry__delivery *dv_new(struct ry_manager *m, size_t extra)
 	return dv;
 }
 
-void ry__queue_event(struct ry_manager *m, enum ry_event_type t,
-		     struct ry__lrail *lr, struct ry_peer *p,
-		     const char *reason, uint64_t time_ns)
+struct ry_event *ry__queue_event(struct ry_manager *m, enum ry_event_type t,
+				 struct ry__lrail *lr, struct ry_peer *p,
+				 const char *reason, uint64_t time_ns)
 {
 	struct ry__delivery *dv;
 
 	if (m->m_closing)
-		return;
+		return NULL;
 	dv = dv_new(m, 0);
 	if (!dv)
-		return;
+		return NULL;
 	dv->dv_kind = 1;
 	snprintf(dv->dv_rail, sizeof(dv->dv_rail), "%s", lr->lr_cfg.name);
 	if (p)
@@ -61,6 +61,7 @@ void ry__queue_event(struct ry_manager *m, enum ry_event_type t,
 	dv->dv_peer = p;
 	if (p)
 		p->pr_app_seen = true;
+	return &dv->dv_ev;
 }
 
 void ry__queue_message(struct ry_manager *m, struct ry_peer *p,
@@ -171,7 +172,7 @@ static void rail_event(struct ry__lrail *lr, const struct ry_rail_event *ev,
 		lr->lr_link = RY_LINK_DOWN;
 		RY_WARN("mgr", "rail %s: link down", lr->lr_cfg.name);
 		for (p = m->m_peers; p; p = p->pr_next)
-			ry__conn_mark_failed(&p->pr_conns[lr->lr_idx],
+			ry__conn_link_failed(&p->pr_conns[lr->lr_idx],
 					     "local link down", ev->time_ns);
 		ry__queue_event(m, RY_EV_RAIL_DOWN, lr, NULL, "link down",
 				ev->time_ns);
@@ -193,7 +194,7 @@ static void rail_event(struct ry__lrail *lr, const struct ry_rail_event *ev,
 	case RY_RAIL_EV_QP_FATAL:
 		c = ry__conn_by_qpn(lr, ev->qpn);
 		if (c)
-			ry__conn_mark_failed(c, "QP fatal error", ev->time_ns);
+			ry__conn_link_failed(c, "QP fatal error", ev->time_ns);
 		break;
 	}
 }
@@ -242,11 +243,15 @@ static void wr_succeeded(struct ry__wr *w, uint64_t now)
 				rc->resume_ns_max = d;
 			p->pr_resume_from_ns = 0;
 		}
+		if (w->wr_replay)
+			ry__conn_resumed(w, now);
 		ry__op_frags_done(op, w->wr_n);
 		break;
 	case WRK_MSG:
 		c->cn_cnt.messages++;
 		c->cn_cnt.bytes += w->wr_bytes;
+		if (op->op_replayed)
+			ry__conn_resumed(w, now);
 		ry__op_msg_done(op);
 		break;
 	case WRK_HEARTBEAT:
@@ -293,6 +298,18 @@ static int progress_locked(struct ry_manager *m, struct ry__op **done,
 	int n;
 
 	now = ry__now_ns();
+	/*
+	 * Back from a stall of our own (a starved machine, an application
+	 * busy elsewhere): the peers, starved alike, may not have answered
+	 * yet, so silence is not judged in this round.  Never two rounds in
+	 * a row, so an application that calls us rarely still detects a dead
+	 * peer, one call later.
+	 */
+	m->m_hb_defer =
+	    m->m_last_progress_ns && !m->m_hb_deferred &&
+	    ry__since(now, m->m_last_progress_ns) > m->m_timeout_ns / 2;
+	m->m_hb_deferred = m->m_hb_defer;
+	m->m_last_progress_ns = now;
 	n = epoll_wait(m->m_epfd, evs, 32, 0);
 	for (i = 0; n > 0 && i < (unsigned)n; i++) {
 		struct ry__fdtag *t = evs[i].data.ptr;

@@ -62,6 +62,7 @@ static void requeue_frags(struct ry_peer *p, struct ry__wr *w)
 	if (w->wr_conn->cn_fence_gen > op->op_fence_gen)
 		op->op_fence_gen = w->wr_conn->cn_fence_gen;
 	w->wr_conn->cn_cnt.replayed_fragments += w->wr_n;
+	ry__conn_replayed(w->wr_conn);
 }
 
 static enum ry_status op_error(enum ry_wc_status st)
@@ -115,6 +116,7 @@ void ry__wr_failed(struct ry__wr *w, const struct ry_wc *wc)
 			ry__msgq_push(p, op, true);
 			op->op_replayed = true;
 			c->cn_cnt.replayed_fragments++;
+			ry__conn_replayed(c);
 		}
 		ry__op_check(op);
 		break;

@@ -292,6 +292,13 @@ enum ry_event_type {
 	RY_EV_RAIL_UP,	     /* ... and came back */
 	RY_EV_CONN_DOWN,     /* one rail's connection to a peer failed */
 	RY_EV_CONN_UP,	     /* ... connected and probed (again) */
+	/*
+	 * The first work replayed from a failed connection completed (on
+	 * any ACTIVE connection to that peer): traffic has resumed.  rail
+	 * is the failed connection's; fail_ns and detect_ns are those of
+	 * its RY_EV_CONN_DOWN.  Not sent when nothing had to be replayed.
+	 */
+	RY_EV_CONN_RESUMED,
 };
 
 struct ry_event {
@@ -300,6 +307,17 @@ struct ry_event {
 	const char *peer;   /* NULL for RY_EV_RAIL_* */
 	const char *reason; /* why it went down; "" for up */
 	uint64_t time_ns;   /* CLOCK_MONOTONIC */
+	/*
+	 * RY_EV_CONN_DOWN and RY_EV_CONN_RESUMED (0 otherwise), both
+	 * CLOCK_MONOTONIC.  fail_ns is when the failure began as far as
+	 * this node can know: the local link event's timestamp, or else
+	 * the last time anything was heard on the connection.  detect_ns
+	 * is when the connection was declared down (time_ns of the
+	 * RY_EV_CONN_DOWN).  Detection took detect_ns - fail_ns; traffic
+	 * resumed time_ns - detect_ns after it (RY_EV_CONN_RESUMED).
+	 */
+	uint64_t fail_ns;
+	uint64_t detect_ns;
 };
 
 typedef void (*ry_event_fn)(const struct ry_event *ev, void *arg);

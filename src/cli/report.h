@@ -22,8 +22,12 @@ struct ry_report_event {
 	double t;
 	char rail[64];
 	char event[16];        /* down, replay, fence, reconnect, up, ... */
-	double detect_ms;      /* < 0: not applicable */
+	/* down: failure start to declaration; resume: declaration to the
+	 * first replayed work completing (< 0: not applicable or unknown) */
+	double detect_ms;
 	double resume_ms;
+	double fail_t;         /* down: when the failure began; < 0: n/a */
+	uint64_t detect_ns;    /* down, resume: the library's key for it */
 };
 
 struct ry_report {

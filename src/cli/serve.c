@@ -139,6 +139,7 @@ static void on_event(const struct ry_event *ev, void *arg)
 		ev->type == RY_EV_RAIL_DOWN ? "link down" :
 		ev->type == RY_EV_RAIL_UP ? "link up" :
 		ev->type == RY_EV_CONN_DOWN ? "connection down" :
+		ev->type == RY_EV_CONN_RESUMED ? "replayed traffic resumed" :
 					      "connection up",
 		ev->reason && *ev->reason ? ": " : "",
 		ev->reason ? ev->reason : "");

@@ -7,6 +7,12 @@
  * flight never overlap and every read-back can be compared with exactly
  * what that slot wrote.  The pattern depends on the operation's sequence
  * number, so a stale write that landed late would show as a verify error.
+ *
+ * The drill pairs its slots: in each pair one write and one read are in
+ * flight at all times, the write filling one slice while the read checks
+ * the slice written before.  Writes load one direction of the rails and
+ * reads the other in fixed shares, so the throughput moves when a rail
+ * does, not when slots that write then read drift in and out of step.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -22,7 +28,8 @@
 #define LAT_SAMPLES 65536
 #define MAX_EVENTS 4096
 
-enum phase { IDLE = 0, WRITING, READING };
+/* FULL: the drill's pairs only, written and waiting to be read back */
+enum phase { IDLE = 0, WRITING, READING, FULL };
 
 struct slot {
 	struct ry_session *s;
@@ -39,6 +46,9 @@ struct rail_track {
 	bool connected_once;
 };
 
+static bool paired(const struct ry_session *s);
+static void pair_kick(struct ry_session *s, unsigned pair);
+
 struct ry_session {
 	struct ry_manager *mgr;
 	struct ry_peer *peer;
@@ -51,7 +61,7 @@ struct ry_session {
 	bool have_target;
 	struct slot *slots;
 
-	double t0, t_end, t_last_tick, t_stop;
+	double t0, t0_unix, t_end, t_last_tick, t_stop;
 	uint64_t posted;
 	bool stopping;
 	int fatal;
@@ -196,6 +206,39 @@ static void on_done(const struct ry_completion *c, void *arg)
 	struct slot *sl = arg;
 	struct ry_session *s = sl->s;
 
+	if (paired(s)) {
+		if (c->status != RY_OK) {
+			s->ops_failed++;
+			if (!s->first_error[0])
+				snprintf(s->first_error, sizeof(s->first_error),
+					 "%s: %s", ry_status_str(c->status),
+					 c->reason);
+			if (strncmp(s->last_error, c->reason,
+				    sizeof(s->last_error) - 1)) {
+				snprintf(s->last_error, sizeof(s->last_error),
+					 "%s", c->reason);
+				fprintf(stderr,
+					"railyard: operation failed: %s: %s\n",
+					ry_status_str(c->status), c->reason);
+			}
+			/* a failed write left nothing to check; a failed
+			 * read leaves its slice unchecked */
+			sl->phase = IDLE;
+		} else {
+			s->ops_ok++;
+			s->bytes += s->o.size;
+			record_latency(s, sl->t_post);
+			if (sl->phase == WRITING) {
+				sl->phase = FULL;
+			} else {
+				s->verify_errors += count_diff(
+				    src_of(sl), dst_of(sl), s->o.size);
+				sl->phase = IDLE;
+			}
+		}
+		pair_kick(s, sl->idx / 2);
+		return;
+	}
 	if (c->status != RY_OK) {
 		s->ops_failed++;
 		if (!s->first_error[0])
@@ -225,6 +268,38 @@ static void on_done(const struct ry_completion *c, void *arg)
 	next(sl);
 }
 
+static bool paired(const struct ry_session *s)
+{
+	return s->o.mode == RY_SESSION_DRILL && s->o.depth >= 2;
+}
+
+/*
+ * Keep one write and one read of a pair in flight: the write goes to a
+ * slice that is free, the read to the written slice with the lower
+ * sequence.  Written slices are still read back after the run's end, so
+ * everything written is checked.
+ */
+static void pair_kick(struct ry_session *s, unsigned pair)
+{
+	struct slot *a = &s->slots[2 * pair], *b = a + 1, *w, *r;
+
+	if (2 * pair + 1 >= s->o.depth)
+		return;
+	if (a->phase != READING && b->phase != READING && !s->fatal) {
+		r = a->phase == FULL && (b->phase != FULL || a->seq < b->seq) ?
+			    a :
+		    b->phase == FULL ? b :
+				       NULL;
+		if (r)
+			post_read(r, false);
+	}
+	if (a->phase != WRITING && b->phase != WRITING && may_post(s)) {
+		w = a->phase == IDLE ? a : b->phase == IDLE ? b : NULL;
+		if (w)
+			post_write(w);
+	}
+}
+
 static const char *event_name(enum ry_event_type t, struct rail_track *rt)
 {
 	switch (t) {
@@ -238,6 +313,8 @@ static const char *event_name(enum ry_event_type t, struct rail_track *rt)
 		if (!rt || !rt->connected_once)
 			return "connect";
 		return "up";
+	case RY_EV_CONN_RESUMED:
+		return "resume";
 	}
 	return "?";
 }
@@ -250,36 +327,82 @@ static struct rail_track *track_of(struct ry_session *s, const char *rail)
 	return NULL;
 }
 
-static void add_event(struct ry_session *s, double t, const char *rail,
-		      const char *what)
+static struct ry_report_event *add_event(struct ry_session *s, double t,
+					 const char *rail, const char *what)
 {
 	struct ry_report_event e = { .t = t, .detect_ms = -1,
-				     .resume_ms = -1 };
+				     .resume_ms = -1, .fail_t = -1 };
 
 	snprintf(e.rail, sizeof(e.rail), "%s", rail ? rail : "");
 	snprintf(e.event, sizeof(e.event), "%s", what);
-	if (s->report.n_events < MAX_EVENTS)
-		ry_report_add_event(&s->report, &e);
+	if (s->report.n_events >= MAX_EVENTS ||
+	    ry_report_add_event(&s->report, &e))
+		return NULL;
+	return &s->report.events[s->report.n_events - 1];
 }
 
+/* A CLOCK_MONOTONIC stamp as seconds since the run's start. */
+static double rel_t(const struct ry_session *s, uint64_t ns)
+{
+	return s->t0 == 0 ? 0 : (double)ns / 1e9 - s->t0;
+}
+
+/* The down event a RY_EV_CONN_RESUMED belongs to. */
+static struct ry_report_event *down_of(struct ry_session *s,
+				       const struct ry_event *ev)
+{
+	for (unsigned i = s->report.n_events; i-- > 0;) {
+		struct ry_report_event *e = &s->report.events[i];
+
+		if (!strcmp(e->event, "down") && !strcmp(e->rail, ev->rail) &&
+		    e->detect_ns == ev->detect_ns)
+			return e;
+	}
+	return NULL;
+}
+
+/*
+ * Each down event carries its own times from the library: detection from
+ * the failure's start (the link event, or the last sign of life), resume
+ * from the declaration to the first replayed work completing.
+ */
 static void on_event(const struct ry_event *ev, void *arg)
 {
 	struct ry_session *s = arg;
 	struct rail_track *rt = track_of(s, ev->rail);
 	const char *name = event_name(ev->type, rt);
-	double t = now_s() - s->t0;
+	struct ry_report_event *e, *d = NULL;
+	double t = rel_t(s, ev->time_ns);
+	char extra[96] = "";
 
-	if (s->t0 == 0)
-		t = 0;
-	add_event(s, t, ev->rail, name);
+	if (ev->type == RY_EV_CONN_RESUMED)
+		d = down_of(s, ev);
+	e = add_event(s, t, ev->rail, name);
+	if (e && ev->type == RY_EV_CONN_DOWN && ev->detect_ns) {
+		e->detect_ns = ev->detect_ns;
+		e->fail_t = rel_t(s, ev->fail_ns);
+		e->detect_ms = (double)(ev->detect_ns - ev->fail_ns) / 1e6;
+		snprintf(extra, sizeof(extra), " (detected in %.1f ms)",
+			 e->detect_ms);
+	}
+	if (e && ev->type == RY_EV_CONN_RESUMED) {
+		e->detect_ns = ev->detect_ns;
+		e->resume_ms = (double)(ev->time_ns - ev->detect_ns) / 1e6;
+		if (d)
+			d->resume_ms = e->resume_ms;
+		snprintf(extra, sizeof(extra),
+			 " %.1f ms after the down was detected", e->resume_ms);
+	}
 	if (rt && ev->type == RY_EV_CONN_UP)
 		rt->connected_once = true;
 	/* a rail's first connection is the start, not news */
 	if (s->o.live && strcmp(name, "connect"))
-		fprintf(s->o.live, "%s%8.3f s  %s %s%s%s\n",
-			s->o.live_tty ? "\r\033[K" : "", t, ev->rail, name,
+		fprintf(s->o.live, "%s%8.3f s  %s %s%s%s%s\n",
+			s->o.live_tty ? "\r\033[K" : "", t, ev->rail,
+			ev->type == RY_EV_CONN_RESUMED ? "traffic resumed" :
+							 name,
 			ev->reason && *ev->reason ? ": " : "",
-			ev->reason ? ev->reason : "");
+			ev->reason ? ev->reason : "", extra);
 }
 
 static void on_recv(struct ry_peer *from, const struct ry_message *m,
@@ -455,24 +578,6 @@ static void tick(struct ry_session *s, double now)
 			add_event(s, smp.t, rt->name, "replay");
 		if (c.fences > rt->last.fences)
 			add_event(s, smp.t, rt->name, "fence");
-		/* fill in detection/resume times of this rail's downs */
-		for (unsigned e = 0; e < s->report.n_events;
-		     e++) {
-			struct ry_report_event *ev = &s->report.events[e];
-
-			if (strcmp(ev->rail, rt->name) || strcmp(ev->event, "down"))
-				continue;
-			if (ev->detect_ms < 0 && c.detect_count > rt->last.detect_count)
-				ev->detect_ms = (double)(c.detect_ns_total -
-							 rt->last.detect_ns_total) /
-						(double)(c.detect_count -
-							 rt->last.detect_count) / 1e6;
-			if (ev->resume_ms < 0 && c.resume_count > rt->last.resume_count)
-				ev->resume_ms = (double)(c.resume_ns_total -
-							 rt->last.resume_ns_total) /
-						(double)(c.resume_count -
-							 rt->last.resume_count) / 1e6;
-		}
 		if (n < sizeof(line))
 			n += (size_t)snprintf(line + n, sizeof(line) - n,
 					      " %s %7.1f%s", rt->name,
@@ -502,32 +607,47 @@ static void tick(struct ry_session *s, double now)
 static bool busy(const struct ry_session *s)
 {
 	for (unsigned i = 0; i < s->o.depth; i++)
-		if (s->slots[i].phase != IDLE)
+		if (s->slots[i].phase == WRITING ||
+		    s->slots[i].phase == READING ||
+		    (s->slots[i].phase == FULL && !s->fatal))
 			return true;
 	return false;
 }
 
+static void kick_all(struct ry_session *s)
+{
+	if (paired(s)) {
+		for (unsigned i = 0; i + 1 < s->o.depth; i += 2)
+			pair_kick(s, i / 2);
+		return;
+	}
+	for (unsigned i = 0; i < s->o.depth; i++)
+		if (s->slots[i].phase == IDLE && may_post(s))
+			next(&s->slots[i]);
+}
+
 int ry_session_run(struct ry_session *s)
 {
+	struct timespec ts;
+
 	if (!s->have_target)
 		return -EINVAL;
 	s->t0 = now_s();
+	clock_gettime(CLOCK_REALTIME, &ts);
+	s->t0_unix = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 	s->t_last_tick = s->t0;
 	s->t_end = s->t0 + s->o.duration;
 	for (unsigned i = 0; i < s->n_rails; i++) {
 		ry_rail_counters(s->mgr, s->rails[i].name, &s->rails[i].last);
 		s->rails[i].at_start = s->rails[i].last;
 	}
-	for (unsigned i = 0; i < s->o.depth && may_post(s); i++)
-		next(&s->slots[i]);
+	kick_all(s);
 	while (busy(s) || may_post(s)) {
 		double now = now_s();
 
 		if (now - s->t_last_tick >= 1.0)
 			tick(s, now);
-		for (unsigned i = 0; i < s->o.depth; i++)
-			if (s->slots[i].phase == IDLE && may_post(s))
-				next(&s->slots[i]);
+		kick_all(s);
 		if (s->fatal && !busy(s))
 			break;
 		pump(s, 1);
@@ -589,6 +709,8 @@ void ry_session_json(const struct ry_session *s, FILE *out)
 	fprintf(out,
 		"{\"peer\":");
 	ry_cli_json_str(out, ry_peer_name(s->peer));
+	/* the start on the wall clock, to line events up with outside ones */
+	fprintf(out, ",\"start_unix\":%.4f", s->t0_unix);
 	fprintf(out,
 		",\"size\":%zu,\"depth\":%u,\"ops_ok\":%" PRIu64
 		",\"ops_failed\":%" PRIu64 ",\"bytes\":%" PRIu64
@@ -639,6 +761,11 @@ void ry_session_json(const struct ry_session *s, FILE *out)
 			fprintf(out, "%.2f", ev->resume_ms);
 		else
 			fprintf(out, "null");
+		fprintf(out, ",\"fail_t\":");
+		if (ev->fail_t >= 0)
+			fprintf(out, "%.4f", ev->fail_t);
+		else
+			fprintf(out, "null");
 		fprintf(out, "}");
 	}
 	fprintf(out, "],\"samples\":[");
@@ -656,6 +783,32 @@ void ry_session_json(const struct ry_session *s, FILE *out)
 		fprintf(out, "},\"total_mbyte_s\":%.3f}", total);
 	}
 	fprintf(out, "]}\n");
+}
+
+/*
+ * Whether the rail of down event e replayed anything before its next down
+ * (the per-second "replay" marks: coarse, but only for a down the library
+ * reported no resume for).
+ */
+static bool replayed_after(const struct ry_report *rep, unsigned e)
+{
+	const struct ry_report_event *d = &rep->events[e];
+	double until = 1e300;
+
+	for (unsigned i = e + 1; i < rep->n_events; i++)
+		if (!strcmp(rep->events[i].rail, d->rail) &&
+		    !strcmp(rep->events[i].event, "down")) {
+			until = rep->events[i].t;
+			break;
+		}
+	for (unsigned i = 0; i < rep->n_events; i++) {
+		const struct ry_report_event *r = &rep->events[i];
+
+		if (!strcmp(r->event, "replay") && !strcmp(r->rail, d->rail) &&
+		    r->t >= d->t && r->t <= until + 1.0)
+			return true;
+	}
+	return false;
 }
 
 void ry_session_summary(const struct ry_session *s, FILE *out)
@@ -690,11 +843,13 @@ void ry_session_summary(const struct ry_session *s, FILE *out)
 			fprintf(out, "%.1f ms", ev->detect_ms);
 		else
 			fprintf(out, "?");
-		fprintf(out, ", traffic resumed ");
 		if (ev->resume_ms >= 0)
-			fprintf(out, "%.1f ms later\n", ev->resume_ms);
+			fprintf(out, ", traffic resumed %.1f ms later\n",
+				ev->resume_ms);
+		else if (replayed_after(rep, e))
+			fprintf(out, ", replayed work did not complete\n");
 		else
-			fprintf(out, "(no replay needed)\n");
+			fprintf(out, " (no replay needed)\n");
 	}
 	if (r.first_error[0])
 		fprintf(out, "first failure: %s\n", r.first_error);

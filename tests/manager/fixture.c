@@ -93,8 +93,11 @@ static void on_event(const struct ry_event *ev, void *arg)
 
 	switch (ev->type) {
 	case RY_EV_CONN_DOWN:
-		if (!e->n_conn_down++)
+		if (!e->n_conn_down++) {
 			e->first_conn_down_ns = ev->time_ns;
+			e->first_fail_ns = ev->fail_ns;
+			e->first_detect_ns = ev->detect_ns;
+		}
 		snprintf(e->last_reason, sizeof(e->last_reason), "%s",
 			 ev->reason);
 		break;
@@ -106,6 +109,9 @@ static void on_event(const struct ry_event *ev, void *arg)
 		break;
 	case RY_EV_RAIL_UP:
 		e->n_rail_up++;
+		break;
+	case RY_EV_CONN_RESUMED:
+		e->n_resumed++;
 		break;
 	}
 }

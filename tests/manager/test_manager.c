@@ -333,6 +333,24 @@ static void stream_finish(struct stream *s)
 		}
 }
 
+/* Stream until a's rail has completed fragments within the last 50 ms. */
+static bool rail_busy(struct stream *s, const char *rail, unsigned ms)
+{
+	uint64_t end = fx_now_ns() + (uint64_t)ms * 1000000;
+	struct ry_counters c;
+	uint64_t before;
+
+	ck_assert_int_eq(ry_rail_counters(F.a, rail, &c), 0);
+	do {
+		before = c.fragments;
+		stream_run(s, 50);
+		ck_assert_int_eq(ry_rail_counters(F.a, rail, &c), 0);
+		if (c.fragments > before && fx_active(F.a, rail) == 1)
+			return true;
+	} while (fx_now_ns() < end);
+	return false;
+}
+
 static void kill_mid_stream(bool is_read, bool local_link)
 {
 	struct stream s = {.slots = 4, .is_read = is_read};
@@ -341,6 +359,14 @@ static void kill_mid_stream(bool is_read, bool local_link)
 
 	setup_opts(&(struct fx_opts){.nrails_a = 3});
 	stream_run(&s, 300);
+	/*
+	 * The point is a cut while r1 carries fragments.  Nothing waits for
+	 * the rails to connect, so on a loaded machine r1 may not be carrying
+	 * yet after 300 ms (seen under stress-ng on main's build as well as
+	 * with ACTIVE-after-our-own-probe: replayed_fragments 0).  So cut
+	 * only once r1 has completed fragments in the last slice.
+	 */
+	ck_assert_msg(rail_busy(&s, "r1", 5000), "r1 never carried fragments");
 	if (local_link)
 		ck_assert_int_eq(ry_rail_link(F.a, "r1", false), 0);
 	else
@@ -393,6 +419,96 @@ START_TEST(two_rails_killed)
 	ck_assert_uint_eq(fx_active(F.a, "r2"), 0);
 	ck_assert_uint_eq(fx_active(F.a, "r1"), 1);
 	teardown();
+}
+END_TEST
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * A down event's own times against when the fault was injected: a link
+ * event is its own start, silence starts at the last sign of life, which
+ * with a stream running is right before the cut.
+ */
+static void down_times(bool link)
+{
+	struct stream s = {.slots = 4};
+	struct ry_fault_spec cut = {.drop_all = true};
+	uint64_t t0, t1;
+	const struct fx_events *e;
+
+	setup_opts(&(struct fx_opts){.nrails_a = 2});
+	stream_run(&s, 200);
+	/* cut an ACTIVE r0: a cut while it still connects is an attempt that
+	 * failed, with no event (seen under load: n_conn_down 0) */
+	ck_assert_msg(rail_busy(&s, "r0", 5000), "r0 never carried fragments");
+	t0 = mono_ns();
+	if (link)
+		ck_assert_int_eq(ry_rail_link(F.a, "r0", false), 0);
+	else
+		ck_assert_int_eq(ry_rail_fault(F.a, "r0", &cut), 0);
+	t1 = mono_ns();
+	stream_run(&s, 1000);
+	stream_finish(&s);
+	e = &F.ev_a;
+	ck_assert_msg(s.done_err == 0, "%u failed: %s", s.done_err, s.reason);
+	ck_assert_uint_ge(e->n_conn_down, 1);
+	ck_assert_uint_eq(e->first_detect_ns, e->first_conn_down_ns);
+	ck_assert_uint_le(e->first_fail_ns, e->first_detect_ns);
+	/* the failure began at the injection, give or take a loaded machine */
+	ck_assert_msg(e->first_fail_ns + 100000000ull >= t0 &&
+			  e->first_fail_ns <= t1 + 100000000ull,
+		      "fail_ns %llu outside the injection %llu..%llu",
+		      (unsigned long long)e->first_fail_ns,
+		      (unsigned long long)t0, (unsigned long long)t1);
+	/* and the detection time is what the outside clock saw */
+	ck_assert_uint_le(e->first_detect_ns - e->first_fail_ns,
+			  e->first_detect_ns - t0 + 100000000ull);
+	if (link)
+		ck_assert_uint_ge(e->first_fail_ns, t0);
+	teardown();
+}
+
+/*
+ * Both processes stop for three timeouts with a stream in flight (a
+ * starved machine, an application busy elsewhere) and carry on: nothing
+ * was cut, so nothing may be declared down: the first progress after the
+ * stall must read what arrived before it judges silence.
+ */
+START_TEST(own_stall_is_not_silence)
+{
+	struct stream s = {.slots = 4};
+
+	setup_opts(&(struct fx_opts){.nrails_a = 2});
+	stream_run(&s, 200);
+	ck_assert_msg(rail_busy(&s, "r0", 5000), "r0 never carried fragments");
+	ck_assert_msg(rail_busy(&s, "r1", 5000), "r1 never carried fragments");
+	usleep(300000); /* timeout_ms is 100 */
+	stream_run(&s, 500);
+	stream_finish(&s);
+	ck_assert_msg(s.done_err == 0, "%u failed: %s", s.done_err, s.reason);
+	ck_assert_msg(F.ev_a.n_conn_down == 0 && F.ev_b.n_conn_down == 0,
+		      "a stall of our own declared down: a %u, b %u (%s%s)",
+		      F.ev_a.n_conn_down, F.ev_b.n_conn_down,
+		      F.ev_a.last_reason, F.ev_b.last_reason);
+	teardown();
+}
+END_TEST
+
+START_TEST(down_times_link)
+{
+	down_times(true);
+}
+END_TEST
+
+START_TEST(down_times_silent)
+{
+	down_times(false);
 }
 END_TEST
 
@@ -1222,6 +1338,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, kill_rail_mid_read);
 	tcase_add_test(tc, unplug_rail_mid_write);
 	tcase_add_test(tc, two_rails_killed);
+	tcase_add_test(tc, down_times_link);
+	tcase_add_test(tc, own_stall_is_not_silence);
+	tcase_add_test(tc, down_times_silent);
 	tcase_add_test(tc, all_rails_killed_then_restored);
 	tcase_add_test(tc, flapping_rail);
 	tcase_add_test(tc, detect_local_link_down);

@@ -31,6 +31,10 @@
 #                                    frames both ways; both hosts' links stay
 #                                    up (a dead switch port, a bad cable)
 #   topo.sh unblackhole PREFIX RAIL  the switch forwards them again
+#   topo.sh oneway PREFIX RAIL       the switch drops rail RAIL's IP frames
+#                                    from b to a only (ARP still passes, so
+#                                    a->b keeps working)
+#   topo.sh twoway PREFIX RAIL       both ways again
 #   topo.sh down PREFIX              delete the namespaces (x too)
 # Only addresses from 198.18.0.0/15 are used, only inside these namespaces.
 set -euo pipefail
@@ -108,8 +112,22 @@ blackhole)
 	ip -n "$2-sw" link set "a-r$3" nomaster
 	;;
 unblackhole) ip -n "$2-sw" link set "a-r$3" master "br$3" ;;
+oneway)
+	# a queue of no packets on the switch's port towards a: everything
+	# b sends to a is lost (tc actions and nft may be missing from the
+	# kernel; qdiscs are not).  a keeps b's MAC, as it would with the ARP
+	# entry still fresh, so a->b really keeps working.
+	mac=$(ip -n "$2-b" -j link show "r$3" | jq -r '.[0].address')
+	ip -n "$2-a" neigh replace "198.18.$(($3 + 1)).2" lladdr "$mac" \
+		dev "r$3" nud permanent
+	tc -n "$2-sw" qdisc add dev "a-r$3" root pfifo limit 0
+	;;
+twoway)
+	tc -n "$2-sw" qdisc del dev "a-r$3" root
+	ip -n "$2-a" neigh del "198.18.$(($3 + 1)).2" dev "r$3"
+	;;
 *)
-	sed -n '2,38p' "$0"
+	sed -n '2,42p' "$0"
 	exit 2
 	;;
 esac
