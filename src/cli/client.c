@@ -33,7 +33,7 @@ static const char bench_usage[] =
 static const char drill_usage[] =
 	"usage: railyard drill -c FILE --peer NAME|ADDR [--duration S]\n"
 	"                      [--size 1M] [--depth 8] [--csv FILE] [--plot FILE]\n"
-	"                      [--json]\n"
+	"                      [--load cycle|pairs] [--json]\n"
 	"\n"
 	"A failover drill: continuous verified writes and reads to a peer\n"
 	"running `railyard serve`.  Pull cables while it runs.  Every second it\n"
@@ -42,7 +42,10 @@ static const char drill_usage[] =
 	"operations failed, bytes corrupted, fragments replayed, detection and\n"
 	"recovery time per event.  --csv writes per-rail throughput over time,\n"
 	"--plot an SVG of it with the events marked.  --json: the result as\n"
-	"JSON on stdout (progress on stderr).  Default: --duration 30.\n"
+	"JSON on stdout (progress on stderr).  --load cycle (the default): each\n"
+	"slot writes, then reads back; --load pairs: in each pair of slots one\n"
+	"write and one read always in flight, a steadier load.\n"
+	"Default: --duration 30.\n"
 	"Exit codes: 0 nothing lost, 1 an operation failed or data differed\n"
 	"or cannot start, 2 usage error.\n";
 
@@ -108,6 +111,11 @@ static int parse(int argc, char **argv, bool drill, struct client_args *a)
 			a->csv = val;
 		} else if (!strcmp(opt, "--plot") && drill) {
 			a->plot = val;
+		} else if (!strcmp(opt, "--load") && drill) {
+			if (!strcmp(val, "pairs"))
+				a->o.pairs = true;
+			else if (strcmp(val, "cycle"))
+				goto bad;
 		} else {
 			goto bad;
 		}

@@ -40,6 +40,7 @@ struct ry_session_opts {
 	double duration;      /* seconds; 0: run for count */
 	uint64_t count;       /* operations; 0: run for duration */
 	bool verify;
+	bool pairs;           /* drill: one write + one read per slot pair */
 	FILE *live;           /* per-second lines (NULL: none) */
 	bool live_tty;        /* rewrite one line instead of printing many */
 	/* Called once a second after sampling (the demo pulls a rail). */
