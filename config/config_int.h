@@ -98,15 +98,15 @@ int ry__key_file_read(const char *path, unsigned char key[RY__KEY_BYTES],
  * peer rows into struct ry_peer_config.
  */
 enum ry__opt_type {
-	RY__OPT_STR,      /* char[] */
-	RY__OPT_INT,      /* uint32_t, int32_t if min < 0, uint64_t by size */
-	RY__OPT_SIZE,     /* as INT, written with K, M, G */
-	RY__OPT_BOOL,     /* bool, yes/no */
-	RY__OPT_PROB,     /* double */
-	RY__OPT_RATE,     /* uint64_t bits per second, written "25G" */
+	RY__OPT_STR,	  /* char[] */
+	RY__OPT_INT,	  /* uint32_t, int32_t if min < 0, uint64_t by size */
+	RY__OPT_SIZE,	  /* as INT, written with K, M, G */
+	RY__OPT_BOOL,	  /* bool, yes/no */
+	RY__OPT_PROB,	  /* double */
+	RY__OPT_RATE,	  /* uint64_t bits per second, written "25G" */
 	RY__OPT_PROVIDER, /* enum ry_provider; converted by load.c */
-	RY__OPT_LEVEL,    /* enum ry_log_level; converted by load.c */
-	RY__OPT_LIST,     /* struct ry_str_list; checked by validate.c */
+	RY__OPT_LEVEL,	  /* enum ry_log_level; converted by load.c */
+	RY__OPT_LIST,	  /* struct ry_str_list; checked by validate.c */
 };
 
 enum {
@@ -141,9 +141,9 @@ struct ry__opt {
 extern const struct ry__opt ry__opts[];
 extern const unsigned ry__n_opts;
 
-#define RY__OPT_FOREACH(o, section)                                           \
-	for (const struct ry__opt *o = ry__opts; o < ry__opts + ry__n_opts;  \
-	     o++)                                                            \
+#define RY__OPT_FOREACH(o, section)                                            \
+	for (const struct ry__opt *o = ry__opts; o < ry__opts + ry__n_opts;    \
+	     o++)                                                              \
 		if (!strcmp(o->sec, section))
 
 /* Store the table's defaults of one section into base. */

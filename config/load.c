@@ -58,10 +58,10 @@ void ry__cfg_flush(struct ry__loader *ld)
 	}
 	for (unsigned i = 0; i < ld->n_probs; i++) {
 		struct ry_config_error e = {
-			.file = ld->file,
-			.line = ld->probs[i].line,
-			.message = ld->probs[i].message,
-			.hint = ld->probs[i].hint,
+		    .file = ld->file,
+		    .line = ld->probs[i].line,
+		    .message = ld->probs[i].message,
+		    .hint = ld->probs[i].hint,
 		};
 
 		ld->report(&e, ld->arg);
@@ -90,7 +90,8 @@ static void confuse_error(cfg_t *cfg, const char *fmt, va_list ap)
 		hint = "give each section its own name";
 	} else if (sscanf(msg, "missing title for section '%63[^']'", name) ==
 		   1) {
-		hint = "sections like rail and peer need a name: rail r0 { ... }";
+		hint =
+		    "sections like rail and peer need a name: rail r0 { ... }";
 	} else if (strstr(msg, "unexpected token") ||
 		   strstr(msg, "unexpected end")) {
 		hint = "expected 'option = value' or 'section name { ... }'";
@@ -126,15 +127,17 @@ static void convert_list(cfg_t *s, const struct ry__opt *o, void *field)
 		int ret = ry__opt_parse(o, v ? v : "", field);
 
 		if (ret == -E2BIG && ld) {
-			ry__cfg_report(ld, line, "merge entries into wider prefixes",
-				       "%s: more than %d entries", o->name,
-				       RY_MAX_ACCEPT);
+			ry__cfg_report(
+			    ld, line, "merge entries into wider prefixes",
+			    "%s: more than %d entries", o->name, RY_MAX_ACCEPT);
 			return;
 		}
 		if (ret && ld)
-			ry__cfg_report(ld, line, "write \"ip/len\", e.g. \"198.18.0.0/15\"",
-				       "%s: entry '%.80s' is too long", o->name,
-				       v ? v : "");
+			ry__cfg_report(
+			    ld, line,
+			    "write \"ip/len\", e.g. \"198.18.0.0/15\"",
+			    "%s: entry '%.80s' is too long", o->name,
+			    v ? v : "");
 	}
 }
 
@@ -142,7 +145,8 @@ static void convert_list(cfg_t *s, const struct ry__opt *o, void *field)
  * are converted by convert() for their messages. */
 static void convert_sec(cfg_t *s, const char *sec, void *base)
 {
-	RY__OPT_FOREACH(o, sec) {
+	RY__OPT_FOREACH(o, sec)
+	{
 		void *p = ry__opt_field(o, base);
 		const char *str;
 		uint64_t rate = 0;
@@ -180,7 +184,8 @@ static void convert_sec(cfg_t *s, const char *sec, void *base)
 
 static const struct ry__opt *opt_row(const char *sec, const char *name)
 {
-	RY__OPT_FOREACH(o, sec) {
+	RY__OPT_FOREACH(o, sec)
+	{
 		if (!strcmp(o->name, name))
 			return o;
 	}
@@ -220,18 +225,18 @@ static int convert(cfg_t *c, struct ry_config *cfg, struct ry__loader *ld)
 		r->line = ry__cfg_line(ld, "rail", (int)i, "");
 		/* no provider-specific checks on a rail whose provider is
 		 * missing or wrong: one problem, one message */
-		r->provider = (enum ry_provider)-1;
+		r->provider = (enum ry_provider) - 1;
 		if (!prov) {
-			ry__cfg_report(ld, r->line,
-				       "add provider = soft or provider = verbs",
-				       "rail '%s' has no provider", r->name);
+			ry__cfg_report(
+			    ld, r->line,
+			    "add provider = soft or provider = verbs",
+			    "rail '%s' has no provider", r->name);
 		} else if (ry__opt_parse(prov_row, prov, &r->provider)) {
-			r->provider = (enum ry_provider)-1;
-			ry__cfg_report(ld,
-				       ry__cfg_line(ld, "rail", (int)i, "provider"),
-				       "provider is soft (UDP) or verbs (an HCA port)",
-				       "rail '%s': unknown provider '%s'",
-				       r->name, prov);
+			r->provider = (enum ry_provider) - 1;
+			ry__cfg_report(
+			    ld, ry__cfg_line(ld, "rail", (int)i, "provider"),
+			    "provider is soft (UDP) or verbs (an HCA port)",
+			    "rail '%s': unknown provider '%s'", r->name, prov);
 		}
 		convert_sec(rs, "rail", r);
 		convert_sec(cfg_getsec(rs, "fault"), "rail.fault", r);
@@ -270,7 +275,7 @@ static int parse_text(const char *text, const char *name,
 		      struct ry_config **cfg_p, ry_config_report_fn report,
 		      void *arg)
 {
-	struct ry__loader ld = { .file = name, .report = report, .arg = arg };
+	struct ry__loader ld = {.file = name, .report = report, .arg = arg};
 	struct ry_config *cfg = NULL;
 	cfg_t *c = NULL;
 	int ret = -EINVAL;
@@ -279,9 +284,10 @@ static int parse_text(const char *text, const char *name,
 	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
 		p++;
 	if (!*p) {
-		ry__cfg_report(&ld, 0,
-			       "start from etc/railyard.conf, the commented reference",
-			       "the file is empty: no rails to use");
+		ry__cfg_report(
+		    &ld, 0,
+		    "start from etc/railyard.conf, the commented reference",
+		    "the file is empty: no rails to use");
 		goto out;
 	}
 	if (ry__cfg_scan(&ld, text, ry__cfg_schema()) < 0) {
@@ -339,7 +345,7 @@ int ry_config_parse(const char *text, const char *name,
 int ry_config_load(const char *path, struct ry_config **cfg_p,
 		   ry_config_report_fn report, void *arg)
 {
-	struct ry__loader ld = { .file = path, .report = report, .arg = arg };
+	struct ry__loader ld = {.file = path, .report = report, .arg = arg};
 	struct stat st;
 	char *text = NULL;
 	ssize_t n;
@@ -350,9 +356,9 @@ int ry_config_load(const char *path, struct ry_config **cfg_p,
 	if (fd < 0) {
 		ret = -errno;
 		ry__cfg_report(&ld, 0,
-			       ret == -ENOENT ? "check the path given with -c" :
-			       ret == -EACCES ? "check the file's permissions" :
-						NULL,
+			       ret == -ENOENT	? "check the path given with -c"
+			       : ret == -EACCES ? "check the file's permissions"
+						: NULL,
 			       "cannot read the file: %s", strerror(-ret));
 		ry__cfg_flush(&ld);
 		return ret;
@@ -365,8 +371,7 @@ int ry_config_load(const char *path, struct ry_config **cfg_p,
 	}
 	if (st.st_size > MAX_FILE_SIZE) {
 		ret = -EFBIG;
-		ry__cfg_report(&ld, 0, NULL,
-			       "the file is larger than %d bytes",
+		ry__cfg_report(&ld, 0, NULL, "the file is larger than %d bytes",
 			       MAX_FILE_SIZE);
 		goto out;
 	}

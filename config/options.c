@@ -59,8 +59,8 @@ const struct ry__opt ry__opts[] = {
 	"list of \"ip/len\" | \"any\"", NULL),
     TOP(max_sessions, RY__OPT_INT, "16384", 1, 1 << 20, ZD, "sessions",
 	"inbound control sessions in all; 16384 is the default"),
-    TOP(max_sessions_per_source, RY__OPT_INT, "8", 1, 65536, ZD,
-	"sessions", "inbound control sessions per address; 8 is the default"),
+    TOP(max_sessions_per_source, RY__OPT_INT, "8", 1, 65536, ZD, "sessions",
+	"inbound control sessions per address; 8 is the default"),
     TOP(handshake_timeout_ms, RY__OPT_INT, "2000", 1, 600000, ZD, "ms",
 	MS_HINT),
     /* the file itself (size, format, mode) is checked in validate.c */
@@ -76,8 +76,7 @@ const struct ry__opt ry__opts[] = {
     RAIL(device, RY__OPT_STR, NULL, 0, 0, RY__OPT_VERBS,
 	 "device name or node GUID", NULL),
     RAIL(port, RY__OPT_INT, "1", 1, 255, RY__OPT_VERBS | RY__OPT_VERBS_CHECK,
-	 "HCA port",
-	 "HCA ports are numbered from 1"),
+	 "HCA port", "HCA ports are numbered from 1"),
     RAIL(gid_index, RY__OPT_INT, "-1", -1, 255, RY__OPT_VERBS, "GID index",
 	 "-1 picks the RoCE v2 GID"),
     RAIL(mtu, RY__OPT_SIZE, "0", 256, 65536, RY__OPT_ZERO_OK, "bytes",
@@ -239,7 +238,8 @@ int ry__opt_parse(const struct ry__opt *o, const char *text, void *field)
 
 void ry__opt_defaults(const char *sec, void *base)
 {
-	RY__OPT_FOREACH(o, sec) {
+	RY__OPT_FOREACH(o, sec)
+	{
 		if (o->def)
 			ry__opt_parse(o, o->def, ry__opt_field(o, base));
 	}

@@ -18,8 +18,16 @@
 
 #include "config/config_int.h"
 
-enum tok { T_EOF, T_WORD, T_STRING, T_EQ, T_LBRACE, T_RBRACE, T_OTHER,
-	   T_ERROR };
+enum tok {
+	T_EOF,
+	T_WORD,
+	T_STRING,
+	T_EQ,
+	T_LBRACE,
+	T_RBRACE,
+	T_OTHER,
+	T_ERROR
+};
 
 struct lexer {
 	const char *p;
@@ -183,8 +191,7 @@ static void unknown(struct ry__loader *ld, cfg_opt_t *opts, const char *path,
 		snprintf(hint, sizeof(hint), "did you mean '%s'?", best);
 	} else {
 		n = (size_t)snprintf(hint, sizeof(hint), "known here:");
-		for (cfg_opt_t *o = opts; o && o->name && n < sizeof(hint);
-		     o++)
+		for (cfg_opt_t *o = opts; o && o->name && n < sizeof(hint); o++)
 			n += (size_t)snprintf(hint + n, sizeof(hint) - n, " %s",
 					      o->name);
 	}
@@ -227,11 +234,11 @@ static int push_site(struct ry__loader *ld, const char *path, int index,
 	return 0;
 }
 
-static int push_sec(struct ry__loader *ld, const char *path,
-		    const char *title, int index, int line)
+static int push_sec(struct ry__loader *ld, const char *path, const char *title,
+		    int index, int line)
 {
-	struct ry__sec_site *s = grow(ld->secs, &ld->cap_secs, ld->n_secs,
-				      sizeof(*ld->secs), 16);
+	struct ry__sec_site *s =
+	    grow(ld->secs, &ld->cap_secs, ld->n_secs, sizeof(*ld->secs), 16);
 
 	if (!s)
 		return -1;
@@ -247,7 +254,7 @@ static int push_sec(struct ry__loader *ld, const char *path,
 #define MAX_DEPTH 8
 
 struct frame {
-	cfg_opt_t *opts;  /* NULL inside an unknown section: no checks */
+	cfg_opt_t *opts; /* NULL inside an unknown section: no checks */
 	char path[32];
 	int index;
 	int line;
@@ -255,23 +262,24 @@ struct frame {
 
 int ry__cfg_scan(struct ry__loader *ld, const char *text, cfg_opt_t *root)
 {
-	struct lexer lx = { .p = text, .line = 1 };
+	struct lexer lx = {.p = text, .line = 1};
 	struct frame st[MAX_DEPTH];
 	int depth = 0, before = ld->errors;
 	char name[40];
 	int name_line;
 	enum tok t;
 
-	st[0] = (struct frame){ .opts = root, .index = 0 };
+	st[0] = (struct frame){.opts = root, .index = 0};
 	for (;;) {
 		t = next(&lx, ld);
 		if (t == T_EOF || t == T_ERROR)
 			break;
 		if (t == T_RBRACE) {
 			if (depth == 0) {
-				ry__cfg_report(ld, lx.tok_line,
-					       "remove it, or open the section it closes",
-					       "'}' without a matching '{'");
+				ry__cfg_report(
+				    ld, lx.tok_line,
+				    "remove it, or open the section it closes",
+				    "'}' without a matching '{'");
 				continue;
 			}
 			depth--;
@@ -285,9 +293,9 @@ int ry__cfg_scan(struct ry__loader *ld, const char *text, cfg_opt_t *root)
 		name_line = lx.tok_line;
 		t = next(&lx, ld);
 		if (t == T_EQ) {
-			cfg_opt_t *o = st[depth].opts ?
-					       find_opt(st[depth].opts, name) :
-					       NULL;
+			cfg_opt_t *o = st[depth].opts
+					   ? find_opt(st[depth].opts, name)
+					   : NULL;
 
 			if (st[depth].opts && !o)
 				unknown(ld, st[depth].opts, st[depth].path,
@@ -303,7 +311,8 @@ int ry__cfg_scan(struct ry__loader *ld, const char *text, cfg_opt_t *root)
 					       "write lists in braces: "
 					       "name = {\"a\", \"b\"}",
 					       "'%s' is a list: '[' is not "
-					       "list syntax here", name);
+					       "list syntax here",
+					       name);
 				while (!strchr(lx.text, ']') &&
 				       (t = next(&lx, ld)) != T_EOF &&
 				       t != T_ERROR)
@@ -334,8 +343,8 @@ int ry__cfg_scan(struct ry__loader *ld, const char *text, cfg_opt_t *root)
 				if (t != T_LBRACE)
 					continue; /* libconfuse reports it */
 			}
-			o = st[depth].opts ? find_opt(st[depth].opts, name) :
-					     NULL;
+			o = st[depth].opts ? find_opt(st[depth].opts, name)
+					   : NULL;
 			if (st[depth].opts && (!o || o->type != CFGT_SEC)) {
 				unknown(ld, st[depth].opts, st[depth].path,
 					name, name_line, true);
@@ -354,16 +363,18 @@ int ry__cfg_scan(struct ry__loader *ld, const char *text, cfg_opt_t *root)
 					for (unsigned i = 0; i < ld->n_secs;
 					     i++) {
 						struct ry__sec_site *s =
-							&ld->secs[i];
+						    &ld->secs[i];
 
 						if (strcmp(s->path, name) ||
 						    strcmp(s->title, title))
 							continue;
 						ry__cfg_report(
-							ld, name_line,
-							"give each one its own name",
-							"%s '%s' is defined twice (first at line %d)",
-							name, title, s->line);
+						    ld, name_line,
+						    "give each one its own "
+						    "name",
+						    "%s '%s' is defined twice "
+						    "(first at line %d)",
+						    name, title, s->line);
 						break;
 					}
 			} else {

@@ -74,10 +74,20 @@ int ry__parse_size(const char *s, uint64_t *out)
 	if (errno)
 		return -ERANGE;
 	switch (toupper((unsigned char)*end)) {
-	case 'K': shift = 10; end++; break;
-	case 'M': shift = 20; end++; break;
-	case 'G': shift = 30; end++; break;
-	default: break;
+	case 'K':
+		shift = 10;
+		end++;
+		break;
+	case 'M':
+		shift = 20;
+		end++;
+		break;
+	case 'G':
+		shift = 30;
+		end++;
+		break;
+	default:
+		break;
 	}
 	if (shift && (*end == 'i' || *end == 'I'))
 		end++;
@@ -91,14 +101,14 @@ int ry__parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
-static int size_cb(cfg_t *cfg, cfg_opt_t *opt, const char *value,
-		   void *result)
+static int size_cb(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
 {
 	uint64_t v;
 
 	if (ry__parse_size(value, &v) || v > LONG_MAX) {
 		cb_error(cfg, opt,
-			 "write bytes as a number with an optional K, M or G (4096, 4K, 1M)",
+			 "write bytes as a number with an optional K, M or G "
+			 "(4096, 4K, 1M)",
 			 "%s: '%s' is not a size", value);
 		return -1;
 	}
@@ -123,11 +133,25 @@ int ry__parse_rate(const char *s, uint64_t *out_bps)
 	while (*end == ' ')
 		end++;
 	switch (*end) {
-	case 'k': case 'K': mul = 1e3; end++; break;
-	case 'M': mul = 1e6; end++; break;
-	case 'G': mul = 1e9; end++; break;
-	case 'T': mul = 1e12; end++; break;
-	default: break;
+	case 'k':
+	case 'K':
+		mul = 1e3;
+		end++;
+		break;
+	case 'M':
+		mul = 1e6;
+		end++;
+		break;
+	case 'G':
+		mul = 1e9;
+		end++;
+		break;
+	case 'T':
+		mul = 1e12;
+		end++;
+		break;
+	default:
+		break;
 	}
 	/* accept "G", "Gbit", "Gbit/s", "Gb/s", "Gbps" */
 	if (!strcmp(end, "bit") || !strcmp(end, "bit/s") ||
@@ -139,14 +163,14 @@ int ry__parse_rate(const char *s, uint64_t *out_bps)
 	return 0;
 }
 
-static int rate_cb(cfg_t *cfg, cfg_opt_t *opt, const char *value,
-		   void *result)
+static int rate_cb(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
 {
 	uint64_t v;
 
 	if (ry__parse_rate(value, &v)) {
 		cb_error(cfg, opt,
-			 "write bits per second with an optional unit: 0 (measure), 25G, 100Gbit/s",
+			 "write bits per second with an optional unit: 0 "
+			 "(measure), 25G, 100Gbit/s",
 			 "%s: '%s' is not a rate", value);
 		return -1;
 	}
@@ -155,8 +179,7 @@ static int rate_cb(cfg_t *cfg, cfg_opt_t *opt, const char *value,
 	return 0;
 }
 
-static int prob_cb(cfg_t *cfg, cfg_opt_t *opt, const char *value,
-		   void *result)
+static int prob_cb(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
 {
 	char *end;
 	double v;
@@ -172,11 +195,10 @@ static int prob_cb(cfg_t *cfg, cfg_opt_t *opt, const char *value,
 	return 0;
 }
 
-static int bool_cb(cfg_t *cfg, cfg_opt_t *opt, const char *value,
-		   void *result)
+static int bool_cb(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
 {
-	static const char *const yes[] = { "yes", "true", "on", "1" };
-	static const char *const no[] = { "no", "false", "off", "0" };
+	static const char *const yes[] = {"yes", "true", "on", "1"};
+	static const char *const no[] = {"no", "false", "off", "0"};
 
 	for (size_t i = 0; i < 4; i++) {
 		if (!strcasecmp(value, yes[i])) {
@@ -196,8 +218,8 @@ static int bool_cb(cfg_t *cfg, cfg_opt_t *opt, const char *value,
 /* Sections with their options from the table, plus subsections. */
 #define MAX_SEC_OPTS 24
 static cfg_opt_t fault_opts[MAX_SEC_OPTS], rail_opts[MAX_SEC_OPTS],
-	peer_opts[MAX_SEC_OPTS], failover_opts[MAX_SEC_OPTS],
-	log_opts[MAX_SEC_OPTS], root_opts[MAX_SEC_OPTS];
+    peer_opts[MAX_SEC_OPTS], failover_opts[MAX_SEC_OPTS],
+    log_opts[MAX_SEC_OPTS], root_opts[MAX_SEC_OPTS];
 static pthread_once_t schema_once = PTHREAD_ONCE_INIT;
 
 static cfg_opt_t schema_opt(const struct ry__opt *o)
@@ -208,7 +230,7 @@ static cfg_opt_t schema_opt(const struct ry__opt *o)
 		int32_t i32;
 		double d;
 		bool b;
-	} v = { 0 };
+	} v = {0};
 	long n = 0;
 
 	/* the defaults are parsed the way a file's values are */
@@ -223,9 +245,8 @@ static cfg_opt_t schema_opt(const struct ry__opt *o)
 	case RY__OPT_SIZE:
 		return (cfg_opt_t)CFG_INT_CB(o->name, n, CFGF_NONE, size_cb);
 	case RY__OPT_BOOL:
-		return (cfg_opt_t)CFG_BOOL_CB(o->name,
-					      v.b ? cfg_true : cfg_false,
-					      CFGF_NONE, bool_cb);
+		return (cfg_opt_t)CFG_BOOL_CB(
+		    o->name, v.b ? cfg_true : cfg_false, CFGF_NONE, bool_cb);
 	case RY__OPT_PROB:
 		return (cfg_opt_t)CFG_FLOAT_CB(o->name, v.d, CFGF_NONE,
 					       prob_cb);
@@ -244,7 +265,8 @@ static unsigned fill(cfg_opt_t *opts, const char *sec)
 {
 	unsigned n = 0;
 
-	RY__OPT_FOREACH(o, sec) {
+	RY__OPT_FOREACH(o, sec)
+	{
 		opts[n++] = schema_opt(o);
 	}
 	return n;
@@ -266,8 +288,8 @@ static void schema_init(void)
 	n = fill(root_opts, "");
 	root_opts[n++] = (cfg_opt_t)CFG_SEC("rail", rail_opts, multi);
 	root_opts[n++] = (cfg_opt_t)CFG_SEC("peer", peer_opts, multi);
-	root_opts[n++] = (cfg_opt_t)CFG_SEC("failover", failover_opts,
-					    CFGF_NONE);
+	root_opts[n++] =
+	    (cfg_opt_t)CFG_SEC("failover", failover_opts, CFGF_NONE);
 	root_opts[n++] = (cfg_opt_t)CFG_SEC("log", log_opts, CFGF_NONE);
 	root_opts[n] = end;
 }

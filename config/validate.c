@@ -137,7 +137,8 @@ static int line_of(struct vctx *v, const char *path, int index,
 	return l ? l : own_line;
 }
 
-#define REPORT(v, line, hint, ...) ry__cfg_report((v)->ld, line, hint, __VA_ARGS__)
+#define REPORT(v, line, hint, ...)                                             \
+	ry__cfg_report((v)->ld, line, hint, __VA_ARGS__)
 
 static bool valid_name(const char *s)
 {
@@ -158,7 +159,8 @@ static void check_opts(struct vctx *v, const char *sec, const void *base,
 		       const struct ry_rail_config *rail, int index,
 		       int own_line)
 {
-	RY__OPT_FOREACH(o, sec) {
+	RY__OPT_FOREACH(o, sec)
+	{
 		const void *p = ry__opt_field(o, base);
 		char what[96];
 		bool ok;
@@ -183,10 +185,9 @@ static void check_opts(struct vctx *v, const char *sec, const void *base,
 		if (ok)
 			continue;
 		if (rail)
-			snprintf(what, sizeof(what), "rail '%s': %s%s",
-				 rail->name,
-				 strcmp(sec, "rail.fault") ? "" : "fault ",
-				 o->name);
+			snprintf(
+			    what, sizeof(what), "rail '%s': %s%s", rail->name,
+			    strcmp(sec, "rail.fault") ? "" : "fault ", o->name);
 		else
 			snprintf(what, sizeof(what), "%s%s%s", sec,
 				 *sec ? "." : "", o->name);
@@ -206,24 +207,29 @@ static void check_rail(struct vctx *v, const struct ry_rail_config *r, int i)
 		REPORT(v, line, "use letters, digits, '.', '_' and '-'",
 		       "rail name '%s' is not valid", r->name);
 	if (!valid_name(r->network))
-		REPORT(v, RL("network"), "use letters, digits, '.', '_' and '-'",
+		REPORT(v, RL("network"),
+		       "use letters, digits, '.', '_' and '-'",
 		       "rail '%s': network name '%s' is not valid", r->name,
 		       r->network);
 	if (r->provider == RY_PROVIDER_SOFT) {
 		if (!r->address[0] && !r->interface[0])
-			REPORT(v, line,
-			       "add address = \"198.18.0.1\" or interface = \"eth1\"",
-			       "soft rail '%s' has neither address nor interface",
-			       r->name);
+			REPORT(
+			    v, line,
+			    "add address = \"198.18.0.1\" or interface = "
+			    "\"eth1\"",
+			    "soft rail '%s' has neither address nor interface",
+			    r->name);
 		if (r->address[0] &&
 		    ry__parse_hostport(r->address, false, NULL, 0, NULL))
 			REPORT(v, RL("address"),
-			       "write a numeric IPv4 or IPv6 address, optionally with :port",
+			       "write a numeric IPv4 or IPv6 address, "
+			       "optionally with :port",
 			       "rail '%s': address '%s' does not parse",
 			       r->name, r->address);
 		if (r->device[0])
 			REPORT(v, RL("device"),
-			       "device is for verbs rails; remove it or set provider = verbs",
+			       "device is for verbs rails; remove it or set "
+			       "provider = verbs",
 			       "soft rail '%s' does not use a device", r->name);
 	} else if (r->provider == RY_PROVIDER_VERBS) {
 		if (!r->device[0])
@@ -241,10 +247,10 @@ static void check_rail(struct vctx *v, const struct ry_rail_config *r, int i)
 	check_opts(v, "rail.fault", r, r, i, line);
 	if (r->provider == RY_PROVIDER_VERBS &&
 	    (r->fault.down || r->fault.drop > 0 || r->fault.duplicate > 0 ||
-	     r->fault.reorder > 0 || r->fault.corrupt > 0 ||
-	     r->fault.delay_us))
+	     r->fault.reorder > 0 || r->fault.corrupt > 0 || r->fault.delay_us))
 		REPORT(v, line_of(v, "rail.fault", i, "", line),
-		       "fault injection is done by the soft rail; pull the cable instead",
+		       "fault injection is done by the soft rail; pull the "
+		       "cable instead",
 		       "verbs rail '%s' cannot inject faults", r->name);
 #undef RL
 }
@@ -252,7 +258,7 @@ static void check_rail(struct vctx *v, const struct ry_rail_config *r, int i)
 int ry__cfg_validate(const struct ry_config *cfg, struct ry__loader *ld)
 {
 	const struct ry_failover_config *f = &cfg->failover;
-	struct vctx v = { .ld = ld };
+	struct vctx v = {.ld = ld};
 	int before;
 
 	if (!ld)
@@ -265,13 +271,16 @@ int ry__cfg_validate(const struct ry_config *cfg, struct ry__loader *ld)
 		       "node name '%s' is not valid", cfg->node);
 	if (ry__parse_hostport(cfg->control, false, NULL, 0, NULL))
 		REPORT(&v, line_of(&v, "", 0, "control", 0),
-		       "write ip:port, e.g. \"198.18.0.1:7470\" or \"[2001:db8::1]:7470\"",
+		       "write ip:port, e.g. \"198.18.0.1:7470\" or "
+		       "\"[2001:db8::1]:7470\"",
 		       "control address '%s' does not parse", cfg->control);
 	if (cfg->fragment_size < 512 || cfg->fragment_size > (1u << 20) ||
 	    (cfg->fragment_size & (cfg->fragment_size - 1)))
 		REPORT(&v, line_of(&v, "", 0, "fragment_size", 0),
-		       "use a power of two from 512 to 1M; 4096 (a page) is the default",
-		       "fragment_size %u is not a power of two from 512 B to 1 MiB",
+		       "use a power of two from 512 to 1M; 4096 (a page) is "
+		       "the default",
+		       "fragment_size %u is not a power of two from 512 B to 1 "
+		       "MiB",
 		       cfg->fragment_size);
 	if (cfg->max_op_size < cfg->fragment_size ||
 	    cfg->max_op_size > (1ull << 32))
@@ -285,7 +294,9 @@ int ry__cfg_validate(const struct ry_config *cfg, struct ry__loader *ld)
 
 		if (ry__parse_prefix(cfg->accept.s[i], &fam, a, &len))
 			REPORT(&v, line_of(&v, "", 0, "accept", 0),
-			       "write a numeric prefix \"ip/len\" (\"198.18.0.0/15\", \"2001:db8::/32\") or \"any\" (admits every node: labs only)",
+			       "write a numeric prefix \"ip/len\" "
+			       "(\"198.18.0.0/15\", \"2001:db8::/32\") or "
+			       "\"any\" (admits every node: labs only)",
 			       "accept: '%s' is not an address prefix",
 			       cfg->accept.s[i]);
 	}
@@ -304,28 +315,36 @@ int ry__cfg_validate(const struct ry_config *cfg, struct ry__loader *ld)
 	if (f->heartbeat_ms && f->timeout_ms &&
 	    f->heartbeat_ms >= f->timeout_ms)
 		REPORT(&v, line_of(&v, "failover", 0, "heartbeat_ms", 0),
-		       "heartbeats must come several times per timeout, e.g. heartbeat_ms = timeout_ms / 10",
+		       "heartbeats must come several times per timeout, e.g. "
+		       "heartbeat_ms = timeout_ms / 10",
 		       "heartbeat_ms (%u) must be less than timeout_ms (%u)",
 		       f->heartbeat_ms, f->timeout_ms);
 	if (f->reconnect_min_ms > f->reconnect_max_ms)
 		REPORT(&v, line_of(&v, "failover", 0, "reconnect_min_ms", 0),
 		       "the backoff grows from min to max",
-		       "reconnect_min_ms (%u) is greater than reconnect_max_ms (%u)",
+		       "reconnect_min_ms (%u) is greater than reconnect_max_ms "
+		       "(%u)",
 		       f->reconnect_min_ms, f->reconnect_max_ms);
 	if (f->op_timeout_ms && f->timeout_ms &&
 	    f->op_timeout_ms <= f->timeout_ms)
-		REPORT(&v, line_of(&v, "failover", 0, "op_timeout_ms", 0),
-		       "an operation must outlive the detection of a dead rail to be replayed",
-		       "op_timeout_ms (%u) must be greater than timeout_ms (%u)",
-		       f->op_timeout_ms, f->timeout_ms);
+		REPORT(
+		    &v, line_of(&v, "failover", 0, "op_timeout_ms", 0),
+		    "an operation must outlive the detection of a dead rail to "
+		    "be replayed",
+		    "op_timeout_ms (%u) must be greater than timeout_ms (%u)",
+		    f->op_timeout_ms, f->timeout_ms);
 	if (f->ack_timeout_ms >= f->op_timeout_ms && f->op_timeout_ms)
-		REPORT(&v, line_of(&v, "failover", 0, "ack_timeout_ms", 0),
-		       "retransmits must happen well within an operation's lifetime",
-		       "ack_timeout_ms (%u) must be less than op_timeout_ms (%u)",
-		       f->ack_timeout_ms, f->op_timeout_ms);
+		REPORT(
+		    &v, line_of(&v, "failover", 0, "ack_timeout_ms", 0),
+		    "retransmits must happen well within an operation's "
+		    "lifetime",
+		    "ack_timeout_ms (%u) must be less than op_timeout_ms (%u)",
+		    f->ack_timeout_ms, f->op_timeout_ms);
 
 	if (cfg->n_rails == 0)
-		REPORT(&v, 0, "add a rail NAME { provider = soft; address = ... } section",
+		REPORT(&v, 0,
+		       "add a rail NAME { provider = soft; address = ... } "
+		       "section",
 		       "no rail is defined");
 	/* the loader stops at RY_MAX_RAILS; a program may not */
 	if (cfg->n_rails > RY_MAX_RAILS)
@@ -338,7 +357,8 @@ int ry__cfg_validate(const struct ry_config *cfg, struct ry__loader *ld)
 			for (unsigned j = 0; j < i; j++)
 				if (!strcmp(cfg->rails[i].name,
 					    cfg->rails[j].name))
-					REPORT(&v, 0, "give each rail its own name",
+					REPORT(&v, 0,
+					       "give each rail its own name",
 					       "rail '%s' is defined twice",
 					       cfg->rails[i].name);
 	}
@@ -346,26 +366,29 @@ int ry__cfg_validate(const struct ry_config *cfg, struct ry__loader *ld)
 		const struct ry_peer_config *p = &cfg->peers[i];
 
 		if (!valid_name(p->name))
-			REPORT(&v, p->line, "use letters, digits, '.', '_' and '-'",
+			REPORT(&v, p->line,
+			       "use letters, digits, '.', '_' and '-'",
 			       "peer name '%s' is not valid", p->name);
 		if (!p->address[0])
 			REPORT(&v, p->line,
-			       "add address = \"198.18.0.2:7470\", the peer's control address",
+			       "add address = \"198.18.0.2:7470\", the peer's "
+			       "control address",
 			       "peer '%s' has no address", p->name);
 		else if (ry__parse_hostport(p->address, true, NULL, 0, NULL))
-			REPORT(&v, line_of(&v, "peer", (int)i, "address", p->line),
+			REPORT(&v,
+			       line_of(&v, "peer", (int)i, "address", p->line),
 			       "write the peer's control address as ip:port",
-			       "peer '%s': address '%s' does not parse", p->name,
-			       p->address);
+			       "peer '%s': address '%s' does not parse",
+			       p->name, p->address);
 	}
 	return v.ld->errors - before;
 }
 
-int ry_config_validate(const struct ry_config *cfg,
-		       ry_config_report_fn report, void *arg)
+int ry_config_validate(const struct ry_config *cfg, ry_config_report_fn report,
+		       void *arg)
 {
-	struct ry__loader ld = { .file = cfg->source, .report = report,
-				 .arg = arg };
+	struct ry__loader ld = {
+	    .file = cfg->source, .report = report, .arg = arg};
 	int n = ry__cfg_validate(cfg, &ld);
 
 	ry__cfg_flush(&ld);

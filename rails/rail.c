@@ -17,9 +17,9 @@
 #endif
 
 static const struct ry_rail_ops *const shipped[] = {
-	[RY_PROVIDER_SOFT] = &ry_soft_ops,
+    [RY_PROVIDER_SOFT] = &ry__soft_ops,
 #ifdef RY_WITH_VERBS
-	[RY_PROVIDER_VERBS] = &ry_verbs_ops,
+    [RY_PROVIDER_VERBS] = &ry__verbs_ops,
 #endif
 };
 
@@ -149,16 +149,16 @@ int ry__rail_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 }
 
 static const char *const wc_status_names[RY_WC__MAX] = {
-	[RY_WC_SUCCESS] = "success",
-	[RY_WC_FLUSHED] = "flushed",
-	[RY_WC_RETRY_EXCEEDED] = "transport retry counter exceeded",
-	[RY_WC_RNR_RETRY_EXCEEDED] = "RNR retry counter exceeded",
-	[RY_WC_REM_ACCESS] = "remote access error",
-	[RY_WC_REM_INVALID_REQ] = "remote invalid request",
-	[RY_WC_REM_OP] = "remote operation error",
-	[RY_WC_LOC_PROT] = "local protection error",
-	[RY_WC_LOC_LEN] = "local length error",
-	[RY_WC_GENERAL_ERR] = "general error",
+    [RY_WC_SUCCESS] = "success",
+    [RY_WC_FLUSHED] = "flushed",
+    [RY_WC_RETRY_EXCEEDED] = "transport retry counter exceeded",
+    [RY_WC_RNR_RETRY_EXCEEDED] = "RNR retry counter exceeded",
+    [RY_WC_REM_ACCESS] = "remote access error",
+    [RY_WC_REM_INVALID_REQ] = "remote invalid request",
+    [RY_WC_REM_OP] = "remote operation error",
+    [RY_WC_LOC_PROT] = "local protection error",
+    [RY_WC_LOC_LEN] = "local length error",
+    [RY_WC_GENERAL_ERR] = "general error",
 };
 
 const char *ry_wc_status_str(enum ry_wc_status s)
@@ -169,9 +169,8 @@ const char *ry_wc_status_str(enum ry_wc_status s)
 }
 
 static const char *const qp_state_names[] = {
-	[RY_QPS_RESET] = "RESET", [RY_QPS_INIT] = "INIT",
-	[RY_QPS_RTR] = "RTR",     [RY_QPS_RTS] = "RTS",
-	[RY_QPS_ERR] = "ERR",
+    [RY_QPS_RESET] = "RESET", [RY_QPS_INIT] = "INIT", [RY_QPS_RTR] = "RTR",
+    [RY_QPS_RTS] = "RTS",     [RY_QPS_ERR] = "ERR",
 };
 
 const char *ry_qp_state_str(enum ry_qp_state s)

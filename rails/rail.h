@@ -10,21 +10,21 @@
  *   rail      open/close, link state and link events, a pollable fd
  *   pd        protection domain; regions and QPs belong to one
  *   mr        registered memory with an lkey and an rkey (see Numbers)
- *   cq        one per rail, shared by all of its QPs (ry_rail_poll_cq)
- *   srq       one per rail, shared by all of its QPs (ry_rail_post_recv)
+ *   cq        one per rail, shared by all of its QPs (ry__rail_poll_cq)
+ *   srq       one per rail, shared by all of its QPs (ry__rail_post_recv)
  *   qp        reliable connected, RESET -> INIT -> RTR -> RTS -> ERR
  *
  * Ownership: the manager owns rails; a rail owns its PDs, MRs, QPs, CQ and
- * SRQ, and ry_rail_close() destroys whatever is left.  Destroying a QP or
+ * SRQ, and ry__rail_close() destroys whatever is left.  Destroying a QP or
  * deregistering an MR revokes it at once: no later packet can use it.
  *
  * Threading: a rail is not thread-safe.  Its owner serialises every call on
  * one rail (the manager holds the rail's lock); different rails may be used
  * from different threads concurrently.
  *
- * Progress: ry_rail_progress() does the provider's protocol work (the soft
+ * Progress: ry__rail_progress() does the provider's protocol work (the soft
  * rail receives packets, sends ACKs, runs its retransmit timers there; the
- * verbs rail reads async events).  ry_rail_fd() returns one fd that becomes
+ * verbs rail reads async events).  ry__rail_fd() returns one fd that becomes
  * readable when progress has something to do, for epoll.  A post does not
  * raise the fd: the caller runs progress() once after posting (the soft
  * rail transmits there; the verbs rail has nothing to do), and after that
@@ -63,7 +63,7 @@
  * nonzero on the soft rail, 0 on verbs.  A QP sends from local.psn when it
  * reaches RTS: a test may choose it in RESET or INIT by writing local.psn.
  * The rail MTU is the interface MTU on the soft rail (payload per packet
- * is RY_SOFT_OVERHEAD less), an IB size 256..4096 on verbs (the payload
+ * is RY__SOFT_OVERHEAD less), an IB size 256..4096 on verbs (the payload
  * per packet; rxe on a 1500-byte netdev says 1024).
  *
  * Blocking: only modify_qp to RTR may wait for the network: on RoCE the
@@ -79,9 +79,10 @@
  * completion of a send WR still outstanding at that moment is reported
  * afterwards (a verbs provider drains and drops them in progress() and
  * poll_cq); a receive completion, whose buffer is the caller's on the
- * rail's SRQ, may still name it.  Moving a QP to RESET needs every send completion of it
- * polled: until then a provider may refuse with -EBUSY (verbs); the soft
- * rail completes everything at the move to ERR and never refuses.
+ * rail's SRQ, may still name it.  Moving a QP to RESET needs every send
+ * completion of it polled: until then a provider may refuse with -EBUSY
+ * (verbs); the soft rail completes everything at the move to ERR and never
+ * refuses.
  *
  * Errors: functions return 0 or a negative errno; output objects are set
  * only on success.  A slot the provider does not implement may stay NULL in
@@ -135,21 +136,21 @@ enum ry_wc_opcode {
 	RY_WC_RDMA_WRITE = 0,
 	RY_WC_RDMA_READ,
 	RY_WC_SEND,
-	RY_WC_RECV,             /* a SEND arrived */
-	RY_WC_RECV_RDMA_IMM,    /* a WRITE with immediate arrived */
+	RY_WC_RECV,	     /* a SEND arrived */
+	RY_WC_RECV_RDMA_IMM, /* a WRITE with immediate arrived */
 };
 
 /* Completion status, as enum ibv_wc_status for the ones we need. */
 enum ry_wc_status {
 	RY_WC_SUCCESS = 0,
-	RY_WC_FLUSHED,          /* QP in ERR: work request not executed */
-	RY_WC_RETRY_EXCEEDED,   /* transport retries exhausted */
+	RY_WC_FLUSHED,		  /* QP in ERR: work request not executed */
+	RY_WC_RETRY_EXCEEDED,	  /* transport retries exhausted */
 	RY_WC_RNR_RETRY_EXCEEDED, /* peer had no receive posted */
-	RY_WC_REM_ACCESS,       /* bad rkey, access or bounds at the peer */
-	RY_WC_REM_INVALID_REQ,  /* peer rejected the request */
-	RY_WC_REM_OP,           /* peer failed to execute (e.g. length) */
-	RY_WC_LOC_PROT,         /* bad lkey or local bounds */
-	RY_WC_LOC_LEN,          /* receive buffer too small */
+	RY_WC_REM_ACCESS,	  /* bad rkey, access or bounds at the peer */
+	RY_WC_REM_INVALID_REQ,	  /* peer rejected the request */
+	RY_WC_REM_OP,		  /* peer failed to execute (e.g. length) */
+	RY_WC_LOC_PROT,		  /* bad lkey or local bounds */
+	RY_WC_LOC_LEN,		  /* receive buffer too small */
 	RY_WC_GENERAL_ERR,
 	RY_WC__MAX
 };
@@ -169,9 +170,9 @@ struct ry_send_wr {
 	uint64_t wr_id;
 	enum ry_wr_opcode opcode;
 	struct ry_sge sge;
-	uint64_t remote_addr;   /* RDMA ops */
-	uint32_t rkey;          /* RDMA ops */
-	uint32_t imm_data;      /* *_IMM ops, host order */
+	uint64_t remote_addr; /* RDMA ops */
+	uint32_t rkey;	      /* RDMA ops */
+	uint32_t imm_data;    /* *_IMM ops, host order */
 };
 
 struct ry_recv_wr {
@@ -183,11 +184,11 @@ struct ry_wc {
 	uint64_t wr_id;
 	enum ry_wc_status status;
 	enum ry_wc_opcode opcode;
-	uint32_t byte_len;      /* receives: bytes received */
-	uint32_t imm_data;      /* with RY_WC_WITH_IMM, host order */
-	uint32_t qp_num;        /* local QP the completion belongs to */
-	uint32_t flags;         /* enum ry_wc_flags */
-	uint32_t vendor_err;    /* provider detail for logs */
+	uint32_t byte_len;   /* receives: bytes received */
+	uint32_t imm_data;   /* with RY_WC_WITH_IMM, host order */
+	uint32_t qp_num;     /* local QP the completion belongs to */
+	uint32_t flags;	     /* enum ry_wc_flags */
+	uint32_t vendor_err; /* provider detail for logs */
 };
 
 /*
@@ -197,9 +198,9 @@ struct ry_wc {
  * the soft rail's port, lid the InfiniBand LID; mtu in bytes.
  */
 struct ry_qp_endpoint {
-	uint32_t qpn;           /* 24 bits */
-	uint32_t psn;           /* 24 bits: the first PSN this side sends */
-	uint64_t cookie;        /* random per connection; 0 for verbs */
+	uint32_t qpn;	 /* 24 bits */
+	uint32_t psn;	 /* 24 bits: the first PSN this side sends */
+	uint64_t cookie; /* random per connection; 0 for verbs */
 	uint8_t gid[16];
 	uint16_t lid;
 	uint16_t udp_port;
@@ -207,30 +208,30 @@ struct ry_qp_endpoint {
 };
 
 /*
- * Attributes for ry_rail_modify_qp().  Which fields are read depends on the
+ * Attributes for ry__rail_modify_qp().  Which fields are read depends on the
  * target state, as in verbs: INIT reads access; RTR reads remote, mtu;
  * RTS reads timeouts and retry counts.  ERR and RESET read nothing.
  */
 struct ry_qp_attr {
-	unsigned access;            /* enum ry_access for inbound requests */
+	unsigned access; /* enum ry_access for inbound requests */
 	struct ry_qp_endpoint remote;
-	uint32_t mtu;               /* path MTU, min of both sides */
-	uint32_t ack_timeout_us;    /* retransmit after this much silence */
-	uint32_t retry_cnt;         /* 0..6; never 7 (infinite on some HCAs) */
-	uint32_t rnr_retry;         /* 0..6 */
-	uint32_t min_rnr_timer_us;  /* wait before retrying after RNR NAK */
-	uint32_t max_rd_atomic;     /* outstanding READs, initiator side */
+	uint32_t mtu;		   /* path MTU, min of both sides */
+	uint32_t ack_timeout_us;   /* retransmit after this much silence */
+	uint32_t retry_cnt;	   /* 0..6; never 7 (infinite on some HCAs) */
+	uint32_t rnr_retry;	   /* 0..6 */
+	uint32_t min_rnr_timer_us; /* wait before retrying after RNR NAK */
+	uint32_t max_rd_atomic;	   /* outstanding READs, initiator side */
 };
 
 struct ry_qp_init {
 	uint32_t max_send_wr;
-	void *context;              /* returned by ry_rail_qp_context() */
+	void *context; /* returned by ry_rail_qp_context() */
 };
 
 struct ry_rail_attr {
 	enum ry_link_state link;
-	uint32_t mtu;               /* active MTU of the port/interface */
-	uint64_t rate_bps;          /* 0 when unknown */
+	uint32_t mtu;		     /* active MTU of the port/interface */
+	uint64_t rate_bps;	     /* 0 when unknown */
 	struct ry_qp_endpoint local; /* gid/lid/udp_port filled; no QP */
 	uint32_t max_qp_wr;
 	uint32_t max_msg_size;
@@ -239,19 +240,19 @@ struct ry_rail_attr {
 enum ry_rail_event_type {
 	RY_RAIL_EV_LINK_DOWN = 0,
 	RY_RAIL_EV_LINK_UP,
-	RY_RAIL_EV_QP_FATAL,        /* qpn names the QP */
+	RY_RAIL_EV_QP_FATAL, /* qpn names the QP */
 	RY_RAIL_EV_DEVICE_FATAL,
 };
 
 struct ry_rail_event {
 	enum ry_rail_event_type type;
 	uint32_t qpn;
-	uint64_t time_ns;           /* CLOCK_MONOTONIC when it was seen */
+	uint64_t time_ns; /* CLOCK_MONOTONIC when it was seen */
 };
 
 /* Runtime fault injection (soft rail only; verbs returns -EOPNOTSUPP). */
 struct ry_fault {
-	bool drop_all;              /* an unplugged cable: nothing in or out */
+	bool drop_all; /* an unplugged cable: nothing in or out */
 	double drop;
 	double duplicate;
 	double reorder;
@@ -262,14 +263,14 @@ struct ry_fault {
 /* Per-rail counters a provider keeps; all monotonic. */
 struct ry_rail_stats {
 	uint64_t tx_packets, tx_bytes, rx_packets, rx_bytes;
-	uint64_t retransmits;       /* packets sent again */
+	uint64_t retransmits; /* packets sent again */
 	uint64_t naks_sent, naks_rcvd, rnr_naks_sent;
-	uint64_t dup_rcvd;          /* duplicate requests re-acked */
-	uint64_t rx_dropped;        /* failed a check: counted, dropped */
+	uint64_t dup_rcvd;   /* duplicate requests re-acked */
+	uint64_t rx_dropped; /* failed a check: counted, dropped */
 	uint64_t rx_bad_crc, rx_bad_header, rx_bad_qpn, rx_bad_cookie;
 	uint64_t rx_bad_psn, rx_access_err, rx_qp_err_dropped;
 	uint64_t faults_dropped, faults_duplicated, faults_reordered,
-		faults_corrupted;
+	    faults_corrupted;
 };
 
 struct ry_rail_ops {
@@ -361,84 +362,85 @@ int ry__rail_provider_register(enum ry_provider kind,
 int ry__rail_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p);
 
 /* Thin inline dispatch, so callers read like verbs code. */
-static inline void ry_rail_close(struct ry_rail *r)
+static inline void ry__rail_close(struct ry_rail *r)
 {
 	if (r)
 		r->ops->close(r);
 }
-static inline int ry_rail_query(struct ry_rail *r, struct ry_rail_attr *a)
+static inline int ry__rail_query(struct ry_rail *r, struct ry_rail_attr *a)
 {
 	return r->ops->query(r, a);
 }
-static inline int ry_rail_fd(struct ry_rail *r)
+static inline int ry__rail_fd(struct ry_rail *r)
 {
 	return r->ops->fd(r);
 }
-static inline int ry_rail_progress(struct ry_rail *r)
+static inline int ry__rail_progress(struct ry_rail *r)
 {
 	return r->ops->progress(r);
 }
-static inline int ry_rail_get_event(struct ry_rail *r,
-				    struct ry_rail_event *ev)
+static inline int ry__rail_get_event(struct ry_rail *r,
+				     struct ry_rail_event *ev)
 {
 	return r->ops->get_event(r, ev);
 }
-static inline int ry_rail_alloc_pd(struct ry_rail *r, struct ry_pd **pd_p)
+static inline int ry__rail_alloc_pd(struct ry_rail *r, struct ry_pd **pd_p)
 {
 	return r->ops->alloc_pd(r, pd_p);
 }
-static inline int ry_rail_dealloc_pd(struct ry_pd *pd)
+static inline int ry__rail_dealloc_pd(struct ry_pd *pd)
 {
 	return pd ? pd->rail->ops->dealloc_pd(pd) : 0;
 }
-static inline int ry_rail_reg_mr(struct ry_pd *pd, void *addr, size_t len,
-				 unsigned access, struct ry_mr **mr_p)
+static inline int ry__rail_reg_mr(struct ry_pd *pd, void *addr, size_t len,
+				  unsigned access, struct ry_mr **mr_p)
 {
 	return pd->rail->ops->reg_mr(pd, addr, len, access, mr_p);
 }
-static inline int ry_rail_dereg_mr(struct ry_mr *mr)
+static inline int ry__rail_dereg_mr(struct ry_mr *mr)
 {
 	return mr ? mr->pd->rail->ops->dereg_mr(mr) : 0;
 }
-static inline int ry_rail_create_qp(struct ry_pd *pd,
-				    const struct ry_qp_init *init,
-				    struct ry_qp **qp_p)
+static inline int ry__rail_create_qp(struct ry_pd *pd,
+				     const struct ry_qp_init *init,
+				     struct ry_qp **qp_p)
 {
 	return pd->rail->ops->create_qp(pd, init, qp_p);
 }
-static inline int ry_rail_modify_qp(struct ry_qp *qp, enum ry_qp_state s,
-				    const struct ry_qp_attr *attr)
+static inline int ry__rail_modify_qp(struct ry_qp *qp, enum ry_qp_state s,
+				     const struct ry_qp_attr *attr)
 {
 	return qp->pd->rail->ops->modify_qp(qp, s, attr);
 }
-static inline int ry_rail_destroy_qp(struct ry_qp *qp)
+static inline int ry__rail_destroy_qp(struct ry_qp *qp)
 {
 	return qp ? qp->pd->rail->ops->destroy_qp(qp) : 0;
 }
-static inline int ry_rail_post_send(struct ry_qp *qp,
-				    const struct ry_send_wr *wr, unsigned n)
+static inline int ry__rail_post_send(struct ry_qp *qp,
+				     const struct ry_send_wr *wr, unsigned n)
 {
 	return qp->pd->rail->ops->post_send(qp, wr, n);
 }
-static inline int ry_rail_post_recv(struct ry_rail *r,
-				    const struct ry_recv_wr *wr, unsigned n)
+static inline int ry__rail_post_recv(struct ry_rail *r,
+				     const struct ry_recv_wr *wr, unsigned n)
 {
 	return r->ops->post_recv(r, wr, n);
 }
-static inline int ry_rail_poll_cq(struct ry_rail *r, struct ry_wc *wc, int n)
+static inline int ry__rail_poll_cq(struct ry_rail *r, struct ry_wc *wc, int n)
 {
 	return r->ops->poll_cq(r, wc, n);
 }
-static inline int ry_rail_set_fault(struct ry_rail *r, const struct ry_fault *f)
+static inline int ry__rail_set_fault(struct ry_rail *r,
+				     const struct ry_fault *f)
 {
 	return r->ops->set_fault(r, f);
 }
-static inline int ry_rail_set_link(struct ry_rail *r, enum ry_link_state s)
+static inline int ry__rail_set_link(struct ry_rail *r, enum ry_link_state s)
 {
 	return r->ops->set_link(r, s);
 }
-static inline int ry_rail_get_stats(struct ry_rail *r,
-				    struct ry_rail_stats *st)
+static inline int ry__rail_get_stats(struct ry_rail *r,
+				     struct ry_rail_stats *st)
 {
 	return r->ops->get_stats(r, st);
 }

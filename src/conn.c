@@ -137,7 +137,7 @@ void ry__conn_destroy_qp(struct ry__conn *c)
 	if (!c->cn_qp)
 		return;
 	ry__conn_hash_del(c);
-	ret = ry_rail_destroy_qp(c->cn_qp);
+	ret = ry__rail_destroy_qp(c->cn_qp);
 	if (ret)
 		RY_ERR("mgr", "qp 0x%x: destroy: %d", c->cn_qp->qp_num, ret);
 	c->cn_qp = NULL;
@@ -157,15 +157,15 @@ static int create_qp(struct ry__conn *c)
 	};
 	int ret;
 
-	ret = ry_rail_create_qp(c->cn_lrail->lr_pd, &init, &c->cn_qp);
+	ret = ry__rail_create_qp(c->cn_lrail->lr_pd, &init, &c->cn_qp);
 	if (ret) {
 		RY_ERR("mgr", "rail %s: create QP: %d",
 		       c->cn_lrail->lr_cfg.name, ret);
 		return ret;
 	}
-	ret = ry_rail_modify_qp(c->cn_qp, RY_QPS_INIT, &attr);
+	ret = ry__rail_modify_qp(c->cn_qp, RY_QPS_INIT, &attr);
 	if (ret) {
-		ry_rail_destroy_qp(c->cn_qp);
+		ry__rail_destroy_qp(c->cn_qp);
 		c->cn_qp = NULL;
 		return ret;
 	}
@@ -206,13 +206,14 @@ static int to_rts(struct ry__conn *c, const struct ry_qp_endpoint *rem)
 	};
 	int ret;
 
-	ret = ry_rail_modify_qp(c->cn_qp, RY_QPS_RTR, &attr);
+	ret = ry__rail_modify_qp(c->cn_qp, RY_QPS_RTR, &attr);
 	if (!ret)
-		ret = ry_rail_modify_qp(c->cn_qp, RY_QPS_RTS, &attr);
+		ret = ry__rail_modify_qp(c->cn_qp, RY_QPS_RTS, &attr);
 	/* -EAGAIN: the rail is still getting ready (the verbs rail resolving
 	 * the peer's MAC); the caller backs off and tries again */
 	if (ret == -EAGAIN)
-		RY_DBG("mgr", "qp 0x%x: not ready for RTR yet", c->cn_qp->qp_num);
+		RY_DBG("mgr", "qp 0x%x: not ready for RTR yet",
+		       c->cn_qp->qp_num);
 	else if (ret)
 		RY_ERR("mgr", "qp 0x%x: to RTS: %d", c->cn_qp->qp_num, ret);
 	c->cn_remote = *rem;
@@ -246,7 +247,8 @@ void ry__conn_backoff(struct ry__conn *c, uint64_t now)
 		    (uint64_t)c->cn_backoff_ms * 2, f->reconnect_max_ms);
 	} else {
 		/* a little jitter, so both ends do not always collide */
-		c->cn_deadline_ns = now + ns - ns / 4 + ry__rand64() % (ns / 4 + 1);
+		c->cn_deadline_ns =
+		    now + ns - ns / 4 + ry__rand64() % (ns / 4 + 1);
 	}
 }
 
@@ -311,8 +313,8 @@ static void attempt_reason(struct ry__conn *c, const char *what, char *buf,
 			   size_t len)
 {
 	struct ry_peer *p = c->cn_peer;
-	const char *me = p->pr_mgr->m_cfg.node[0] ? p->pr_mgr->m_cfg.node
-						    : "we";
+	const char *me =
+	    p->pr_mgr->m_cfg.node[0] ? p->pr_mgr->m_cfg.node : "we";
 	const char *them = p->pr_node_name[0] ? p->pr_node_name : p->pr_name;
 
 	if (c->cn_heard)
@@ -327,7 +329,8 @@ static void attempt_reason(struct ry__conn *c, const char *what, char *buf,
 			 me, them, what);
 	else
 		snprintf(buf, len,
-			 "no probe from the peer arrived: %.24s->%.24s fails (%.30s)",
+			 "no probe from the peer arrived: %.24s->%.24s fails "
+			 "(%.30s)",
 			 them, me, what);
 }
 
@@ -487,7 +490,7 @@ void ry__conn_flush(struct ry__conn *c)
 {
 	int ret;
 
-	ret = ry_rail_modify_qp(c->cn_qp, RY_QPS_ERR, NULL);
+	ret = ry__rail_modify_qp(c->cn_qp, RY_QPS_ERR, NULL);
 	if (ret)
 		RY_ERR("mgr", "qp 0x%x: to ERR: %d", c->cn_qp->qp_num, ret);
 	c->cn_state = CONN_DRAINING;
@@ -607,7 +610,7 @@ int ry__conn_post(struct ry__conn *c, struct ry__wr **wrs,
 	unsigned i;
 	int ret;
 
-	ret = ry_rail_post_send(c->cn_qp, swr, n);
+	ret = ry__rail_post_send(c->cn_qp, swr, n);
 	if (ret)
 		return ret;
 	for (i = 0; i < n; i++) {

@@ -78,7 +78,7 @@
 #define CTL_EP_LEN 40 /* endpoint on the wire */
 /* The largest legitimate frame body: a HELLO with every rail, names and
  * addresses at their longest (r_str refuses cap - 1 and more). */
-#define CTL_STR_MAX(cap) (2 + (cap) - 1)
+#define CTL_STR_MAX(cap) (2 + (cap)-1)
 #define CTL_MAX_FRAME                                                          \
 	(8 + CTL_STR_MAX(RY_NAME_MAX) + CTL_STR_MAX(RY_ADDR_MAX) + 1 +         \
 	 RY_MAX_RAILS * (2 * CTL_STR_MAX(RY_NAME_MAX) + CTL_EP_LEN) + 1 +      \
@@ -605,7 +605,8 @@ static bool accept_match(const struct ry_manager *m, const struct ry__ip *ip)
 		if (memcmp(as->as_pfx[i].a, ip->a, full))
 			continue;
 		if (bits % 8) {
-			unsigned char mask = (unsigned char)(0xff << (8 - bits % 8));
+			unsigned char mask =
+			    (unsigned char)(0xff << (8 - bits % 8));
 
 			if ((as->as_pfx[i].a[full] ^ ip->a[full]) & mask)
 				continue;
@@ -635,8 +636,9 @@ static int admit_init(struct ry_manager *m)
 			as->as_n++;
 	}
 	if (as->as_any)
-		RY_WARN("mgr", "accept = any: every node that reaches %s is "
-			       "admitted (unsafe outside a lab)",
+		RY_WARN("mgr",
+			"accept = any: every node that reaches %s is "
+			"admitted (unsafe outside a lab)",
 			m->m_cfg.control);
 	m->m_admit = as;
 	m->m_handshake_ns = m->m_cfg.handshake_timeout_ms * 1000000ull;
@@ -764,8 +766,8 @@ static int admit_hello(struct ry__ctl *c, const char *name, const char *addr,
 			en = pc;
 	}
 	for (p = m->m_peers; p; p = p->pr_next) {
-		if (!rn &&
-		    (!strcmp(p->pr_name, name) || !strcmp(p->pr_node_name, name)))
+		if (!rn && (!strcmp(p->pr_name, name) ||
+			    !strcmp(p->pr_node_name, name)))
 			rn = p;
 		if (!ra && p->pr_addr[0] && addr_same(p->pr_addr, addr))
 			ra = p;
@@ -786,7 +788,8 @@ static int admit_hello(struct ry__ctl *c, const char *name, const char *addr,
 				 ea->name, en->name);
 			return -EACCES;
 		}
-		if (ip_parse(e->address, &ip) || !ip_same_host(&ip, &c->c_src)) {
+		if (ip_parse(e->address, &ip) ||
+		    !ip_same_host(&ip, &c->c_src)) {
 			snprintf(why, len,
 				 "HELLO claims configured peer %s (%s) from "
 				 "another address",
@@ -815,7 +818,8 @@ static int admit_hello(struct ry__ctl *c, const char *name, const char *addr,
 	if ((ra && ra->pr_dial) || (rn && rn->pr_dial)) {
 		e = NULL;
 		p = ra && ra->pr_dial ? ra : rn;
-		if ((ra && rn && ra != rn) || p != ra || ip_parse(p->pr_addr, &ip) ||
+		if ((ra && rn && ra != rn) || p != ra ||
+		    ip_parse(p->pr_addr, &ip) ||
 		    !ip_same_host(&ip, &c->c_src)) {
 			snprintf(why, len,
 				 "HELLO claims peer %s (%s) from another "
@@ -1545,8 +1549,7 @@ static void ctl_frames(struct ry__ctl *c)
 			ctl_kill(c, "protocol version mismatch");
 			return;
 		}
-		if (len > CTL_MAX_FRAME ||
-		    (c->c_mac_on && len < RY__MAC) ||
+		if (len > CTL_MAX_FRAME || (c->c_mac_on && len < RY__MAC) ||
 		    (!c->c_admitted && type != CTL_HELLO &&
 		     type != CTL_HELLO_ACK && type != CTL_AUTH &&
 		     type != CTL_REFUSE)) {
@@ -1566,17 +1569,14 @@ static void ctl_frames(struct ry__ctl *c)
 			struct ry__ctl_auth *a = c->c_auth;
 
 			r.n -= RY__MAC;
-			if (!ry__auth_frame_ok(a->a_krx, a->a_rx++,
-					       type, ver, r.p, r.n,
-					       r.p + r.n)) {
+			if (!ry__auth_frame_ok(a->a_krx, a->a_rx++, type, ver,
+					       r.p, r.n, r.p + r.n)) {
 				/* forged, replayed or reordered */
 				RY_WARN("mgr",
 					"control frame type %u with a "
 					"bad MAC%s%s: session closed",
-					type,
-					c->c_peer ? " from peer " : "",
-					c->c_peer ? c->c_peer->pr_name
-						  : "");
+					type, c->c_peer ? " from peer " : "",
+					c->c_peer ? c->c_peer->pr_name : "");
 				ctl_kill(c, "bad MAC");
 				return;
 			}
@@ -1587,13 +1587,12 @@ static void ctl_frames(struct ry__ctl *c)
 			return;
 		}
 		if (ret) {
-			RY_WARN("mgr", "control message type %u: %s",
-				type, strerror(-ret));
+			RY_WARN("mgr", "control message type %u: %s", type,
+				strerror(-ret));
 			ctl_kill(c, "protocol error");
 			return;
 		}
-		memmove(c->c_rbuf, c->c_rbuf + 8 + len,
-			c->c_rlen - 8 - len);
+		memmove(c->c_rbuf, c->c_rbuf + 8 + len, c->c_rlen - 8 - len);
 		c->c_rlen -= 8 + len;
 	}
 }

@@ -97,7 +97,7 @@ static int open_rail(struct ry_manager *m, unsigned i)
 		       strerror(-ret));
 		return ret;
 	}
-	ret = ry_rail_query(lr->lr_rail, &lr->lr_attr);
+	ret = ry__rail_query(lr->lr_rail, &lr->lr_attr);
 	if (ret)
 		return ret;
 	/* leave room for a heartbeat or probe beside a full window */
@@ -109,12 +109,12 @@ static int open_rail(struct ry_manager *m, unsigned i)
 		m->m_cfg.wr_per_qp = lr->lr_attr.max_qp_wr - 2;
 	}
 	lr->lr_link = lr->lr_attr.link;
-	ret = ry_rail_alloc_pd(lr->lr_rail, &lr->lr_pd);
+	ret = ry__rail_alloc_pd(lr->lr_rail, &lr->lr_pd);
 	if (ret)
 		return ret;
 	m->m_rail_tag[i].ft_kind = FDK_RAIL;
 	m->m_rail_tag[i].ft_ptr = lr;
-	ret = ry_rail_fd(lr->lr_rail);
+	ret = ry__rail_fd(lr->lr_rail);
 	if (ret >= 0)
 		ry__fd_watch(m, ret, &m->m_rail_tag[i], false);
 	return ry__recv_setup(lr);
@@ -164,8 +164,8 @@ static void teardown(struct ry_manager *m)
 		if (!lr->lr_rail)
 			continue;
 		ry__recv_teardown(lr);
-		ry_rail_dealloc_pd(lr->lr_pd);
-		ry_rail_close(lr->lr_rail);
+		ry__rail_dealloc_pd(lr->lr_pd);
+		ry__rail_close(lr->lr_rail);
 	}
 	/* WRs and ranges of canceled ops were revoked with their QPs */
 	m->m_wr_pool.pl_in_use = 0;
@@ -376,7 +376,7 @@ int ry_rail_fault(struct ry_manager *m, const char *rail,
 	f.delay_us = spec->delay_us;
 	pthread_mutex_lock(&m->m_lock);
 	lr = lrail(m, rail);
-	ret = lr ? ry_rail_set_fault(lr->lr_rail, &f) : -ENOENT;
+	ret = lr ? ry__rail_set_fault(lr->lr_rail, &f) : -ENOENT;
 	pthread_mutex_unlock(&m->m_lock);
 	return ret;
 }
@@ -390,8 +390,9 @@ int ry_rail_link(struct ry_manager *m, const char *rail, bool up)
 		return -EINVAL;
 	pthread_mutex_lock(&m->m_lock);
 	lr = lrail(m, rail);
-	ret = lr ? ry_rail_set_link(lr->lr_rail, up ? RY_LINK_UP : RY_LINK_DOWN)
-		 : -ENOENT;
+	ret =
+	    lr ? ry__rail_set_link(lr->lr_rail, up ? RY_LINK_UP : RY_LINK_DOWN)
+	       : -ENOENT;
 	pthread_mutex_unlock(&m->m_lock);
 	return ret;
 }

@@ -79,7 +79,7 @@
 #define RY__RXWIN 8192
 _Static_assert(RY__RXWIN >= RY__TXWIN + RY__RECV_BUFS * RY_MAX_RAILS,
 	       "receive window smaller than sender window + receive buffers");
-#define RY__POST_BATCH 32	  /* WRs handed to one post_send call */
+#define RY__POST_BATCH 32 /* WRs handed to one post_send call */
 /* No more fragments for a connection holding twice what it completed in
  * the last window this long (stripe.c), unless under RY__OUT_MIN bytes. */
 #define RY__OUT_HORIZON_NS 8000000ull
@@ -290,9 +290,9 @@ struct ry__conn {
 	uint64_t cn_win_ns, cn_win_bytes, cn_win_prev;
 	bool cn_hb_out;
 	struct ry__list cn_posted; /* struct ry__wr.wr_link */
-	uint64_t cn_fail_ns;   /* last sign of life before failure */
-	uint64_t cn_detect_ns; /* when that failure was declared */
-	bool cn_resume_wait;   /* its replayed work has not completed yet */
+	uint64_t cn_fail_ns;	   /* last sign of life before failure */
+	uint64_t cn_detect_ns;	   /* when that failure was declared */
+	bool cn_resume_wait;	   /* its replayed work has not completed yet */
 	bool cn_damp;	       /* it flapped: reconnect with growing backoff */
 	bool cn_probe_out;     /* PROBING: our probe is posted */
 	bool cn_heard;	       /* PROBING: something arrived from the peer */
@@ -420,12 +420,14 @@ struct ry_manager {
 	unsigned m_nin;	     /* inbound sessions alive */
 	unsigned m_npending; /* of those, not admitted yet */
 	uint64_t m_handshake_ns;
-	bool m_listen_paused; /* out of descriptors: retry at m_listen_resume_ns */
+	bool m_listen_paused; /* out of descriptors: retry at m_listen_resume_ns
+			       */
 	bool m_listen_err_logged;
 	uint64_t m_listen_resume_ns;
 	bool m_reap_peers; /* a HELLO-made peer lost a session */
 	struct ry__admit_state *m_admit;
-	struct ry__authkey *m_auth; /* keys from key_file (auth.c); NULL: none */
+	struct ry__authkey
+	    *m_auth; /* keys from key_file (auth.c); NULL: none */
 	/* event fd */
 	int m_epfd, m_timer_fd, m_wake_fd;
 	bool m_timer_armed;
@@ -635,8 +637,8 @@ int ry__auth_init(struct ry_manager *m);
 void ry__auth_fini(struct ry_manager *m); /* wipes the keys */
 void ry__auth_nonce(unsigned char n[RY__NONCE]);
 void ry__auth_hash_hello(const void *body, size_t n, unsigned char h[RY__MAC]);
-void ry__auth_transcript(const unsigned char hello_h[RY__MAC],
-			 const void *ack, size_t n, unsigned char t[RY__MAC]);
+void ry__auth_transcript(const unsigned char hello_h[RY__MAC], const void *ack,
+			 size_t n, unsigned char t[RY__MAC]);
 void ry__auth_proof(const struct ry_manager *m, bool dialer,
 		    const unsigned char t[RY__MAC], unsigned char mac[RY__MAC]);
 bool ry__auth_proof_ok(const struct ry_manager *m, bool dialer,

@@ -293,7 +293,7 @@ static void render_locked(struct ry_manager *m, struct mw *w)
 		rnames[i] = lr->lr_cfg.name;
 		rcnt[i] = lr->lr_gone;
 		hmin[i] = 1000;
-		have_st[i] = !ry_rail_get_stats(lr->lr_rail, &rst[i]);
+		have_st[i] = !ry__rail_get_stats(lr->lr_rail, &rst[i]);
 		if (have_st[i])
 			rcnt[i].retransmits += rst[i].retransmits;
 	}

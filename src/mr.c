@@ -142,8 +142,8 @@ int ry__region_reg(struct ry_manager *m, void *addr, size_t len,
 	rg->rg_len = len;
 	rg->rg_access = access;
 	for (i = 0; i < m->m_nrails; i++) {
-		ret = ry_rail_reg_mr(m->m_rails[i].lr_pd, addr, len, ra,
-				     &rg->rg_mr[i]);
+		ret = ry__rail_reg_mr(m->m_rails[i].lr_pd, addr, len, ra,
+				      &rg->rg_mr[i]);
 		if (ret) {
 			RY_ERR("mgr", "rail %s: registering %zu bytes: %d",
 			       m->m_rails[i].lr_cfg.name, len, ret);
@@ -159,7 +159,7 @@ int ry__region_reg(struct ry_manager *m, void *addr, size_t len,
 
 err_dereg:
 	while (i-- > 0)
-		ry_rail_dereg_mr(rg->rg_mr[i]);
+		ry__rail_dereg_mr(rg->rg_mr[i]);
 	free(rg);
 	return ret;
 }
@@ -171,7 +171,7 @@ void ry__region_dereg(struct ry_region *rg)
 	unsigned i;
 
 	for (i = 0; i < m->m_nrails; i++)
-		ry_rail_dereg_mr(rg->rg_mr[i]);
+		ry__rail_dereg_mr(rg->rg_mr[i]);
 	if (rg->rg_prev)
 		rg->rg_prev->rg_next = rg->rg_next;
 	else

@@ -41,7 +41,7 @@ static void repost(struct ry__lrail *lr, uint64_t idx)
 		    .lkey = lr->lr_recv_mr->lkey,
 		},
 	};
-	int ret = ry_rail_post_recv(lr->lr_rail, &rwr, 1);
+	int ret = ry__rail_post_recv(lr->lr_rail, &rwr, 1);
 
 	if (ret)
 		RY_ERR("mgr", "rail %s: reposting a receive: %d",
@@ -57,8 +57,8 @@ int ry__recv_setup(struct ry__lrail *lr)
 	lr->lr_recv_buf = malloc(len);
 	if (!lr->lr_recv_buf)
 		return -ENOMEM;
-	ret = ry_rail_reg_mr(lr->lr_pd, lr->lr_recv_buf, len,
-			     RY_ACCESS_LOCAL_WRITE, &lr->lr_recv_mr);
+	ret = ry__rail_reg_mr(lr->lr_pd, lr->lr_recv_buf, len,
+			      RY_ACCESS_LOCAL_WRITE, &lr->lr_recv_mr);
 	if (ret) {
 		RY_ERR("mgr", "rail %s: registering receive buffers: %d",
 		       lr->lr_cfg.name, ret);
@@ -74,7 +74,7 @@ int ry__recv_setup(struct ry__lrail *lr)
 void ry__recv_teardown(struct ry__lrail *lr)
 {
 	if (lr->lr_recv_mr)
-		ry_rail_dereg_mr(lr->lr_recv_mr);
+		ry__rail_dereg_mr(lr->lr_recv_mr);
 	lr->lr_recv_mr = NULL;
 	free(lr->lr_recv_buf);
 	lr->lr_recv_buf = NULL;

@@ -23,9 +23,9 @@
 #include "src/manager.h"
 
 static const char *const op_state_names[] = {
-	[OPS_WAITING] = "waiting", [OPS_RUNNING] = "running",
-	[OPS_FENCING] = "fencing", [OPS_MESSAGE] = "message",
-	[OPS_DONE] = "done",
+    [OPS_WAITING] = "waiting", [OPS_RUNNING] = "running",
+    [OPS_FENCING] = "fencing", [OPS_MESSAGE] = "message",
+    [OPS_DONE] = "done",
 };
 
 const char *ry__op_state_str(enum ry__op_state s)

@@ -42,8 +42,8 @@ struct ry_peer *ry__peer_find(struct ry_manager *m, const char *name,
 struct ry_peer *ry__peer_new(struct ry_manager *m, const char *name,
 			     const char *addr, bool dial)
 {
-	struct ry_peer *p = calloc(1, sizeof(*p) + m->m_nrails *
-						      sizeof(p->pr_conns[0]));
+	struct ry_peer *p =
+	    calloc(1, sizeof(*p) + m->m_nrails * sizeof(p->pr_conns[0]));
 	unsigned i;
 
 	if (!p)
@@ -76,8 +76,7 @@ bool ry__peer_disposable(const struct ry_peer *p)
 	unsigned i;
 
 	if (!p->pr_from_hello || p->pr_app_seen || p->pr_dirty ||
-	    !ry__list_empty(&p->pr_ops) || p->pr_replay_head ||
-	    p->pr_inflight)
+	    !ry__list_empty(&p->pr_ops) || p->pr_replay_head || p->pr_inflight)
 		return false;
 	for (i = 0; i < p->pr_mgr->m_nrails; i++) {
 		const struct ry__conn *c = &p->pr_conns[i];
@@ -275,8 +274,7 @@ int ry_peer_get(struct ry_manager *m, const char *s, struct ry_peer **peer_p)
 		if (i < m->m_cfg.n_peers)
 			p = ry__peer_find(m, NULL, m->m_cfg.peers[i].address);
 		if (!p && i < m->m_cfg.n_peers)
-			p = ry__peer_new(m, s, m->m_cfg.peers[i].address,
-					 true);
+			p = ry__peer_new(m, s, m->m_cfg.peers[i].address, true);
 		else if (!p && strchr(s, ':'))
 			p = ry__peer_new(m, s, s, true);
 		else if (!p) {

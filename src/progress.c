@@ -206,7 +206,7 @@ void ry__poll_rail(struct ry__lrail *lr, uint64_t now)
 	int n, i, rounds = 0;
 
 	do {
-		n = ry_rail_poll_cq(lr->lr_rail, wc, 64);
+		n = ry__rail_poll_cq(lr->lr_rail, wc, 64);
 		for (i = 0; i < n; i++) {
 			if (wc[i].opcode == RY_WC_RECV ||
 			    wc[i].opcode == RY_WC_RECV_RDMA_IMM)
@@ -334,8 +334,8 @@ static int progress_locked(struct ry_manager *m, struct ry__op **done,
 	for (i = 0; i < m->m_nrails; i++) {
 		struct ry__lrail *lr = &m->m_rails[i];
 
-		ry_rail_progress(lr->lr_rail);
-		while (!ry_rail_get_event(lr->lr_rail, &rev))
+		ry__rail_progress(lr->lr_rail);
+		while (!ry__rail_get_event(lr->lr_rail, &rev))
 			rail_event(lr, &rev, now);
 		ry__poll_rail(lr, now);
 	}

@@ -2,12 +2,12 @@
 #include <railyard/railyard.h>
 
 static const char *const status_names[RY_ESTATUS__MAX] = {
-	[RY_OK] = "success",
-	[RY_ETIMEDOUT] = "no path to the peer before op_timeout",
-	[RY_ECANCELED] = "canceled: manager destroyed",
-	[RY_EREMOTE_ACCESS] = "remote access error",
-	[RY_ELOCAL] = "local region or length error",
-	[RY_EPEER] = "peer unknown or unreachable",
+    [RY_OK] = "success",
+    [RY_ETIMEDOUT] = "no path to the peer before op_timeout",
+    [RY_ECANCELED] = "canceled: manager destroyed",
+    [RY_EREMOTE_ACCESS] = "remote access error",
+    [RY_ELOCAL] = "local region or length error",
+    [RY_EPEER] = "peer unknown or unreachable",
 };
 
 const char *ry_status_str(enum ry_status st)

@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 
-pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev
+pkgs=(build-essential cmake pkg-config clang clang-format libclang-rt-14-dev
       libibverbs-dev librdmacm-dev libibumad-dev libconfuse-dev libsodium-dev check
       iproute2 iputils-ping iperf3 jq curl libmicrohttpd-dev libsystemd-dev
       prometheus)
@@ -36,6 +36,14 @@ fi
 
 start=$(date +%s)
 status=0
+
+# One format for every C file (.clang-format): a diff fails the run.
+echo "== format: clang-format --dry-run --Werror"
+if ! find src rails config include tests -name '*.[ch]' -print0 |
+	xargs -0 clang-format --dry-run --Werror; then
+	echo "== format: FAILED (clang-format -i the files above)"
+	status=1
+fi
 
 echo "== build 1: gcc"
 CC=gcc cmake -S . -B build/gcc -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

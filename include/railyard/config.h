@@ -24,9 +24,9 @@
 extern "C" {
 #endif
 
-#define RY_NAME_MAX 64   /* rail, peer, node and network names */
-#define RY_ADDR_MAX 108  /* "host:port", "[v6]:port" or a UNIX path */
-#define RY_MAX_RAILS 16  /* rails per node */
+#define RY_NAME_MAX 64	  /* rail, peer, node and network names */
+#define RY_ADDR_MAX 108	  /* "host:port", "[v6]:port" or a UNIX path */
+#define RY_MAX_RAILS 16	  /* rails per node */
 #define RY_MAX_PEERS 1024 /* peers named in one config file */
 #define RY_MAX_ACCEPT 32  /* entries of the accept list */
 #define RY_PREFIX_MAX 64  /* "198.18.0.0/15", "2001:db8::/32", "any" */
@@ -38,12 +38,12 @@ enum ry_provider {
 
 /* Fault injection for a soft rail, from the config's rail { fault { } }. */
 struct ry_fault_config {
-	bool down;             /* start with the cable "pulled": drop all */
-	double drop;           /* probability of dropping a packet, 0..1 */
-	double duplicate;      /* probability of sending a packet twice */
-	double reorder;        /* probability of holding a packet back */
-	double corrupt;        /* probability of flipping a payload bit */
-	uint32_t delay_us;     /* added one-way delay */
+	bool down;	   /* start with the cable "pulled": drop all */
+	double drop;	   /* probability of dropping a packet, 0..1 */
+	double duplicate;  /* probability of sending a packet twice */
+	double reorder;	   /* probability of holding a packet back */
+	double corrupt;	   /* probability of flipping a payload bit */
+	uint32_t delay_us; /* added one-way delay */
 };
 
 struct ry_rail_config {
@@ -56,12 +56,12 @@ struct ry_rail_config {
 	/* verbs: device name or node GUID, port number, GID index */
 	char device[RY_NAME_MAX];
 	uint32_t port;
-	int32_t gid_index;        /* -1: pick the RoCE v2 GID of the port */
-	uint32_t mtu;             /* bytes; 0: the device's or 1500 for soft */
-	uint32_t weight;          /* relative share when rate is unknown */
-	uint64_t rate_bps;        /* bits per second; 0: measure */
+	int32_t gid_index; /* -1: pick the RoCE v2 GID of the port */
+	uint32_t mtu;	   /* bytes; 0: the device's or 1500 for soft */
+	uint32_t weight;   /* relative share when rate is unknown */
+	uint64_t rate_bps; /* bits per second; 0: measure */
 	struct ry_fault_config fault;
-	int line;                 /* where it was defined, for messages */
+	int line; /* where it was defined, for messages */
 };
 
 struct ry_peer_config {
@@ -77,15 +77,15 @@ struct ry_str_list {
 };
 
 struct ry_failover_config {
-	uint32_t heartbeat_ms;     /* idle keepalive interval */
-	uint32_t timeout_ms;       /* silence before a connection is dead */
+	uint32_t heartbeat_ms;	   /* idle keepalive interval */
+	uint32_t timeout_ms;	   /* silence before a connection is dead */
 	uint32_t ack_timeout_ms;   /* transport retransmit timer */
-	uint32_t retry_count;      /* transport retries before QP error, 0..6 */
-	uint32_t rnr_retry;        /* receiver-not-ready retries, 0..6 */
+	uint32_t retry_count;	   /* transport retries before QP error, 0..6 */
+	uint32_t rnr_retry;	   /* receiver-not-ready retries, 0..6 */
 	uint32_t reconnect_min_ms; /* first reconnect backoff */
 	uint32_t reconnect_max_ms; /* backoff ceiling */
-	uint32_t op_timeout_ms;    /* an operation with no path fails after */
-	bool fence;                /* fence replayed operations (see README) */
+	uint32_t op_timeout_ms;	   /* an operation with no path fails after */
+	bool fence;		   /* fence replayed operations (see README) */
 };
 
 enum ry_log_level {
@@ -102,20 +102,20 @@ struct ry_log_config {
 };
 
 struct ry_config {
-	char source[256];            /* file name, or "<defaults>" */
-	char node[RY_NAME_MAX];      /* this node's name */
-	char control[RY_ADDR_MAX];   /* control channel listen address */
-	uint32_t fragment_size;      /* power of two, 512 B .. 1 MiB */
-	uint32_t ops_in_flight;      /* per peer */
-	uint64_t max_op_size;        /* bytes */
-	uint32_t wr_per_qp;          /* work requests outstanding per QP */
-	uint32_t frags_per_wr;       /* adjacent fragments merged in one WR */
+	char source[256];	   /* file name, or "<defaults>" */
+	char node[RY_NAME_MAX];	   /* this node's name */
+	char control[RY_ADDR_MAX]; /* control channel listen address */
+	uint32_t fragment_size;	   /* power of two, 512 B .. 1 MiB */
+	uint32_t ops_in_flight;	   /* per peer */
+	uint64_t max_op_size;	   /* bytes */
+	uint32_t wr_per_qp;	   /* work requests outstanding per QP */
+	uint32_t frags_per_wr;	   /* adjacent fragments merged in one WR */
 	/* control sessions from nodes not named by a peer section are
 	 * admitted only from these prefixes ("ip/len", or "any") */
 	struct ry_str_list accept;
-	uint32_t max_sessions;          /* inbound control sessions, total */
+	uint32_t max_sessions;		  /* inbound control sessions, total */
 	uint32_t max_sessions_per_source; /* inbound, per source address */
-	uint32_t handshake_timeout_ms;  /* HELLO due within this */
+	uint32_t handshake_timeout_ms;	  /* HELLO due within this */
 	/* pre-shared key authenticating the control channel: 32 raw bytes
 	 * or 64 hex digits, mode 0600; "" : no authentication */
 	char key_file[256];
@@ -164,19 +164,19 @@ RY_API int ry_config_demo(struct ry_config **cfg_p);
  * Opens no device and no socket.
  */
 RY_API int ry_config_load(const char *path, struct ry_config **cfg_p,
-		   ry_config_report_fn report, void *arg);
+			  ry_config_report_fn report, void *arg);
 
 /* Same, from a NUL-terminated buffer; `name` is used in messages. */
 RY_API int ry_config_parse(const char *text, const char *name,
-		    struct ry_config **cfg_p, ry_config_report_fn report,
-		    void *arg);
+			   struct ry_config **cfg_p, ry_config_report_fn report,
+			   void *arg);
 
 /*
  * Validate a config built by hand (the checks ry_config_load() applies after
  * parsing).  Returns the number of problems reported; 0 means valid.
  */
 RY_API int ry_config_validate(const struct ry_config *cfg,
-		       ry_config_report_fn report, void *arg);
+			      ry_config_report_fn report, void *arg);
 
 /* Write the effective configuration in config-file syntax. */
 RY_API void ry_config_print(const struct ry_config *cfg, FILE *out);

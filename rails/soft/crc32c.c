@@ -135,7 +135,7 @@ crc_hw(uint32_t crc, const uint8_t *p, size_t len)
 #endif
 
 /* Standard CRC32C of buf continuing from crc (0 to start). */
-uint32_t ry_soft_crc32c(uint32_t crc, const void *buf, size_t len)
+uint32_t ry__soft_crc32c(uint32_t crc, const void *buf, size_t len)
 {
 	crc = ~crc;
 #if defined(__x86_64__)
@@ -149,8 +149,8 @@ uint32_t ry_soft_crc32c(uint32_t crc, const void *buf, size_t len)
 }
 
 /* The table path, for tests that check both give the same answer. */
-uint32_t ry_soft_crc32c_sw(uint32_t crc, const void *buf, size_t len);
-uint32_t ry_soft_crc32c_sw(uint32_t crc, const void *buf, size_t len)
+uint32_t ry__soft_crc32c_sw(uint32_t crc, const void *buf, size_t len);
+uint32_t ry__soft_crc32c_sw(uint32_t crc, const void *buf, size_t len)
 {
 	pthread_once(&table_once, table_init);
 	return ~crc_sw(~crc, buf, len);

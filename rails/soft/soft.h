@@ -8,23 +8,23 @@
 
 #include "rails/rail.h"
 
-extern const struct ry_rail_ops ry_soft_ops;
+extern const struct ry_rail_ops ry__soft_ops;
 
 /* Bytes of each packet that are not payload: IPv4 + UDP + our header. */
-#define RY_SOFT_OVERHEAD 84
+#define RY__SOFT_OVERHEAD 84
 
 /*
  * Test hook: run one raw datagram through the rail's receive path as if it
  * had arrived from gid (IPv4-mapped) and udp_port, then flush whatever the
  * rail sends in answer.  For forged-packet tests and the fuzzer.
  */
-void ry_soft_inject(struct ry_rail *rail, const void *pkt, size_t len,
-		    const uint8_t gid[16], uint16_t udp_port);
+void ry__soft_inject(struct ry_rail *rail, const void *pkt, size_t len,
+		     const uint8_t gid[16], uint16_t udp_port);
 
 /*
  * Test hook: choose the initial PSN of a QP in RESET or INIT (instead of
  * the random one), to test the 24-bit wrap.  -EINVAL in other states.
  */
-int ry_soft_test_set_psn(struct ry_qp *qp, uint32_t psn);
+int ry__soft_test_set_psn(struct ry_qp *qp, uint32_t psn);
 
 #endif

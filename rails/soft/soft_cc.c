@@ -18,7 +18,7 @@
  *                 that covers it; dropped on any go-back-N (Karn), so a
  *                 retransmission never gives a sample
  *   base RTT      the smallest sample of this connection
- *   target        base RTT + RY_SOFT_CC_QDELAY_NS of queueing
+ *   target        base RTT + RY__SOFT_CC_QDELAY_NS of queueing
  *   increase      slow start (+1 per packet acknowledged) up to ssthresh,
  *                 then +1 packet per window acknowledged (per RTT), both
  *                 only while the last sample was under target
@@ -30,7 +30,7 @@
  *                 before the cut is acknowledged (NewReno's recovery point),
  *                 since go-back-N's stale packets still in the pipe report
  *                 the same loss
- *   timeout       ssthresh = cwnd / 2, cwnd = RY_SOFT_CC_MIN: the go-back-N
+ *   timeout       ssthresh = cwnd / 2, cwnd = RY__SOFT_CC_MIN: the go-back-N
  *                 resend that follows starts small and slow-starts again, so
  *                 it cannot itself overflow the bottleneck
  *   RTO           max(ack_timeout, srtt + 4 rttvar), at most 4 ack_timeout:
@@ -40,7 +40,7 @@
  * The window counts PSNs between the oldest unacknowledged one and the next
  * to send, READ responses included (a READ occupies one PSN per response),
  * so the window also bounds the READ response bytes a peer sends us: a
- * READ is asked for in requests of RY_SOFT_READ_CHUNK (soft_req.c), each
+ * READ is asked for in requests of RY__SOFT_READ_CHUNK (soft_req.c), each
  * sent when the window has room for its responses, or alone when nothing
  * else is in flight.
  * The retry counter is the completer's: reset by every forward progress, so
@@ -50,29 +50,30 @@
 #include "rails/soft/soft_int.h"
 #include "src/util/log.h"
 
-#define RY_SOFT_CC_INIT 16		/* initial window, packets */
-#define RY_SOFT_CC_MIN 2		/* smallest window, packets */
-#define RY_SOFT_CC_QDELAY_NS 4000000ull /* queueing delay target: 4 ms */
+#define RY__SOFT_CC_INIT 16		 /* initial window, packets */
+#define RY__SOFT_CC_MIN 2		 /* smallest window, packets */
+#define RY__SOFT_CC_QDELAY_NS 4000000ull /* queueing delay target: 4 ms */
 
-void ry_soft_cc_init(struct ry_soft_qp *qp)
+void ry__soft_cc_init(struct ry__soft_qp *qp)
 {
-	struct ry_soft_cc *cc = &qp->cc;
+	struct ry__soft_cc *cc = &qp->cc;
 
-	*cc = (struct ry_soft_cc){
-	    .cwnd = RY_SOFT_CC_INIT < qp->window ? RY_SOFT_CC_INIT : qp->window,
+	*cc = (struct ry__soft_cc){
+	    .cwnd =
+		RY__SOFT_CC_INIT < qp->window ? RY__SOFT_CC_INIT : qp->window,
 	    .ssthresh = qp->window,
 	    .acked_psn = qp->comp.psn,
 	};
 }
 
-uint32_t ry_soft_cc_window(const struct ry_soft_qp *qp)
+uint32_t ry__soft_cc_window(const struct ry__soft_qp *qp)
 {
 	return qp->cc.cwnd < qp->window ? qp->cc.cwnd : qp->window;
 }
 
-uint64_t ry_soft_cc_rto(const struct ry_soft_qp *qp)
+uint64_t ry__soft_cc_rto(const struct ry__soft_qp *qp)
 {
-	const struct ry_soft_cc *cc = &qp->cc;
+	const struct ry__soft_cc *cc = &qp->cc;
 	uint64_t rto = cc->srtt + 4 * cc->rttvar;
 
 	if (rto < qp->ack_timeout_ns)
@@ -82,9 +83,9 @@ uint64_t ry_soft_cc_rto(const struct ry_soft_qp *qp)
 	return rto;
 }
 
-void ry_soft_cc_sent(struct ry_soft_qp *qp, uint32_t psn)
+void ry__soft_cc_sent(struct ry__soft_qp *qp, uint32_t psn)
 {
-	struct ry_soft_cc *cc = &qp->cc;
+	struct ry__soft_cc *cc = &qp->cc;
 
 	if (cc->sampling)
 		return;
@@ -93,14 +94,14 @@ void ry_soft_cc_sent(struct ry_soft_qp *qp, uint32_t psn)
 	cc->sample_t = qp_rail(qp)->now;
 }
 
-void ry_soft_cc_rewound(struct ry_soft_qp *qp)
+void ry__soft_cc_rewound(struct ry__soft_qp *qp)
 {
 	qp->cc.sampling = false;
 }
 
-static void rtt_sample(struct ry_soft_qp *qp, uint64_t rtt)
+static void rtt_sample(struct ry__soft_qp *qp, uint64_t rtt)
 {
-	struct ry_soft_cc *cc = &qp->cc;
+	struct ry__soft_cc *cc = &qp->cc;
 	uint64_t err;
 
 	if (!rtt)
@@ -118,10 +119,10 @@ static void rtt_sample(struct ry_soft_qp *qp, uint64_t rtt)
 	cc->srtt = (7 * cc->srtt + rtt) / 8;
 }
 
-static void set_cwnd(struct ry_soft_qp *qp, uint64_t cwnd)
+static void set_cwnd(struct ry__soft_qp *qp, uint64_t cwnd)
 {
-	if (cwnd < RY_SOFT_CC_MIN)
-		cwnd = RY_SOFT_CC_MIN;
+	if (cwnd < RY__SOFT_CC_MIN)
+		cwnd = RY__SOFT_CC_MIN;
 	if (cwnd > qp->window)
 		cwnd = qp->window;
 	qp->cc.cwnd = (uint32_t)cwnd;
@@ -129,10 +130,10 @@ static void set_cwnd(struct ry_soft_qp *qp, uint64_t cwnd)
 
 /* The delay signal: decrease in proportion to how far over target, at most
  * once per RTT (the window then in flight has not seen the last cut). */
-static bool delay_decrease(struct ry_soft_qp *qp, uint64_t now)
+static bool delay_decrease(struct ry__soft_qp *qp, uint64_t now)
 {
-	struct ry_soft_cc *cc = &qp->cc;
-	uint64_t target = cc->min_rtt + RY_SOFT_CC_QDELAY_NS;
+	struct ry__soft_cc *cc = &qp->cc;
+	uint64_t target = cc->min_rtt + RY__SOFT_CC_QDELAY_NS;
 	uint64_t cut;
 
 	if (cc->rtt <= target)
@@ -149,22 +150,23 @@ static bool delay_decrease(struct ry_soft_qp *qp, uint64_t now)
 	return true;
 }
 
-void ry_soft_cc_acked(struct ry_soft_qp *qp)
+void ry__soft_cc_acked(struct ry__soft_qp *qp)
 {
-	struct ry_soft_cc *cc = &qp->cc;
+	struct ry__soft_cc *cc = &qp->cc;
 	uint64_t now = qp_rail(qp)->now;
-	int32_t n = ry_soft_psn_cmp(qp->comp.psn, cc->acked_psn);
+	int32_t n = ry__soft_psn_cmp(qp->comp.psn, cc->acked_psn);
 
 	if (n <= 0)
 		return;
 	cc->acked_psn = qp->comp.psn;
-	if (cc->sampling && ry_soft_psn_cmp(qp->comp.psn, cc->sample_psn) > 0) {
+	if (cc->sampling &&
+	    ry__soft_psn_cmp(qp->comp.psn, cc->sample_psn) > 0) {
 		cc->sampling = false;
 		rtt_sample(qp, now - cc->sample_t);
 	}
 	/* Growth goes on while a loss is repaired: after a timeout the
 	 * go-back-N resend must slow-start, not crawl at the minimum. */
-	if (cc->recovering && ry_soft_psn_cmp(qp->comp.psn, cc->recover) >= 0)
+	if (cc->recovering && ry__soft_psn_cmp(qp->comp.psn, cc->recover) >= 0)
 		cc->recovering = false;
 	if (delay_decrease(qp, now))
 		return;
@@ -179,9 +181,9 @@ void ry_soft_cc_acked(struct ry_soft_qp *qp)
 	}
 }
 
-static void enter_recovery(struct ry_soft_qp *qp)
+static void enter_recovery(struct ry__soft_qp *qp)
 {
-	struct ry_soft_cc *cc = &qp->cc;
+	struct ry__soft_cc *cc = &qp->cc;
 
 	cc->recovering = true;
 	cc->recover = qp->req.max_psn;
@@ -189,9 +191,9 @@ static void enter_recovery(struct ry_soft_qp *qp)
 	cc->last_dec = qp_rail(qp)->now;
 }
 
-void ry_soft_cc_loss(struct ry_soft_qp *qp)
+void ry__soft_cc_loss(struct ry__soft_qp *qp)
 {
-	struct ry_soft_cc *cc = &qp->cc;
+	struct ry__soft_cc *cc = &qp->cc;
 
 	if (cc->recovering)
 		return; /* this window was already cut for its loss */
@@ -200,16 +202,16 @@ void ry_soft_cc_loss(struct ry_soft_qp *qp)
 	enter_recovery(qp);
 }
 
-void ry_soft_cc_timeout(struct ry_soft_qp *qp)
+void ry__soft_cc_timeout(struct ry__soft_qp *qp)
 {
-	struct ry_soft_cc *cc = &qp->cc;
+	struct ry__soft_cc *cc = &qp->cc;
 
 	/* A second timeout in the same episode must not halve ssthresh
 	 * again: the window is already at the minimum. */
-	if (!cc->recovering || cc->cwnd > RY_SOFT_CC_MIN)
-		cc->ssthresh = cc->cwnd / 2 < RY_SOFT_CC_MIN ? RY_SOFT_CC_MIN
-							     : cc->cwnd / 2;
-	set_cwnd(qp, RY_SOFT_CC_MIN);
+	if (!cc->recovering || cc->cwnd > RY__SOFT_CC_MIN)
+		cc->ssthresh = cc->cwnd / 2 < RY__SOFT_CC_MIN ? RY__SOFT_CC_MIN
+							      : cc->cwnd / 2;
+	set_cwnd(qp, RY__SOFT_CC_MIN);
 	enter_recovery(qp);
 	RY_TRACE("soft", "qp 0x%x: timeout, cwnd %u ssthresh %u srtt %llu us",
 		 qp->base.qp_num, cc->cwnd, cc->ssthresh,

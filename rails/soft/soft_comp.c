@@ -13,50 +13,50 @@
 #include "src/util/log.h"
 #include "src/util/ring.h"
 
-static struct ry_soft_wqe *head(struct ry_soft_qp *qp)
+static struct ry__soft_wqe *head(struct ry__soft_qp *qp)
 {
 	return qp->sq_head == qp->sq_tail
 		   ? NULL
 		   : &qp->sq[ry__ring_slot(qp->sq_head, qp->sq_size)];
 }
 
-static void progressed(struct ry_soft_qp *qp)
+static void progressed(struct ry__soft_qp *qp)
 {
-	struct ry_soft_rail *r = qp_rail(qp);
+	struct ry__soft_rail *r = qp_rail(qp);
 
 	qp->comp.retry_left = qp->retry_cnt;
 	qp->comp.rnr_left = qp->rnr_retry;
 	qp->comp.rewound = false;
-	ry_soft_cc_acked(qp);
+	ry__soft_cc_acked(qp);
 	qp->comp.deadline =
-	    qp->comp.psn == qp->req.max_psn ? 0 : r->now + ry_soft_cc_rto(qp);
+	    qp->comp.psn == qp->req.max_psn ? 0 : r->now + ry__soft_cc_rto(qp);
 	/* An old ACK may cover PSNs the requester rewound to resend. */
-	if (ry_soft_psn_cmp(qp->req.psn, qp->comp.psn) < 0)
-		ry_soft_req_rewind(qp, qp->comp.psn);
+	if (ry__soft_psn_cmp(qp->req.psn, qp->comp.psn) < 0)
+		ry__soft_req_rewind(qp, qp->comp.psn);
 }
 
 /* Every PSN up to and including x arrived.  True when something moved. */
-static bool ack_upto(struct ry_soft_qp *qp, uint32_t x)
+static bool ack_upto(struct ry__soft_qp *qp, uint32_t x)
 {
-	struct ry_soft_wqe *w;
+	struct ry__soft_wqe *w;
 	bool moved = false;
 
 	while ((w = head(qp))) {
 		uint32_t last =
-		    ry_soft_psn_add(w->first_psn, (int32_t)w->npkts - 1);
+		    ry__soft_psn_add(w->first_psn, (int32_t)w->npkts - 1);
 
-		if (ry_soft_psn_cmp(x, w->first_psn) < 0 ||
+		if (ry__soft_psn_cmp(x, w->first_psn) < 0 ||
 		    w->wr.opcode == RY_WR_RDMA_READ)
 			break; /* READs complete by their responses */
-		if (ry_soft_psn_cmp(x, last) >= 0) {
-			ry_soft_wqe_complete(qp, w, RY_WC_SUCCESS);
+		if (ry__soft_psn_cmp(x, last) >= 0) {
+			ry__soft_wqe_complete(qp, w, RY_WC_SUCCESS);
 			qp->sq_head++;
-			qp->comp.psn = ry_soft_psn_add(last, 1);
+			qp->comp.psn = ry__soft_psn_add(last, 1);
 			moved = true;
 			continue;
 		}
-		if (ry_soft_psn_cmp(x, qp->comp.psn) >= 0) {
-			qp->comp.psn = ry_soft_psn_add(x, 1);
+		if (ry__soft_psn_cmp(x, qp->comp.psn) >= 0) {
+			qp->comp.psn = ry__soft_psn_add(x, 1);
 			moved = true;
 		}
 		break;
@@ -68,50 +68,50 @@ static bool ack_upto(struct ry_soft_qp *qp, uint32_t x)
  * A NAK (sequence error or RNR) also acknowledges everything before its
  * PSN.  False for a stale one, from before what is already acknowledged.
  */
-static bool nak_acks(struct ry_soft_rail *r, struct ry_soft_qp *qp,
+static bool nak_acks(struct ry__soft_rail *r, struct ry__soft_qp *qp,
 		     uint32_t psn)
 {
 	r->st.naks_rcvd++;
-	if (ry_soft_psn_cmp(psn, qp->comp.psn) < 0)
+	if (ry__soft_psn_cmp(psn, qp->comp.psn) < 0)
 		return false;
-	if (ack_upto(qp, ry_soft_psn_add(psn, -1)))
+	if (ack_upto(qp, ry__soft_psn_add(psn, -1)))
 		progressed(qp);
 	return true;
 }
 
 /* Go back to comp.psn once per gap: repeated evidence of the same loss
  * must not restart the window again and again. */
-static void rewind_once(struct ry_soft_qp *qp)
+static void rewind_once(struct ry__soft_qp *qp)
 {
 	if (qp->comp.rewound && qp->comp.rewound_psn == qp->comp.psn)
 		return;
 	qp->comp.rewound = true;
 	qp->comp.rewound_psn = qp->comp.psn;
-	ry_soft_cc_loss(qp);
-	ry_soft_req_rewind(qp, qp->comp.psn);
+	ry__soft_cc_loss(qp);
+	ry__soft_req_rewind(qp, qp->comp.psn);
 }
 
-static void read_resp(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
+static void read_resp(struct ry__soft_qp *qp, const struct ry__soft_pkt *p)
 {
-	struct ry_soft_rail *r = qp_rail(qp);
-	struct ry_soft_wqe *w;
+	struct ry__soft_rail *r = qp_rail(qp);
+	struct ry__soft_wqe *w;
 	uint64_t off, expect;
 	int32_t k;
 
-	if (ry_soft_psn_cmp(p->psn, qp->comp.psn) < 0) {
+	if (ry__soft_psn_cmp(p->psn, qp->comp.psn) < 0) {
 		r->st.dup_rcvd++;
 		return;
 	}
-	if (ry_soft_psn_cmp(p->psn, qp->comp.psn) > 0) {
+	if (ry__soft_psn_cmp(p->psn, qp->comp.psn) > 0) {
 		/* implicit ACK of everything before, then the gap */
-		if (ack_upto(qp, ry_soft_psn_add(p->psn, -1)))
+		if (ack_upto(qp, ry__soft_psn_add(p->psn, -1)))
 			progressed(qp);
-		if (ry_soft_psn_cmp(p->psn, qp->comp.psn) > 0) {
+		if (ry__soft_psn_cmp(p->psn, qp->comp.psn) > 0) {
 			/* A PSN at or below the last out-of-order one means
 			 * the responder started over and lost its head again:
 			 * that is a new gap, ask again. */
 			if (qp->comp.rewound &&
-			    ry_soft_psn_cmp(p->psn, qp->comp.ooo_psn) <= 0)
+			    ry__soft_psn_cmp(p->psn, qp->comp.ooo_psn) <= 0)
 				qp->comp.rewound = false;
 			qp->comp.ooo_psn = p->psn;
 			rewind_once(qp);
@@ -124,7 +124,7 @@ static void read_resp(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
 		r->st.rx_dropped++;
 		return;
 	}
-	k = ry_soft_psn_cmp(p->psn, w->first_psn);
+	k = ry__soft_psn_cmp(p->psn, w->first_psn);
 	if (k < 0 || (uint32_t)k >= w->npkts) {
 		r->st.rx_bad_psn++;
 		r->st.rx_dropped++;
@@ -139,43 +139,43 @@ static void read_resp(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
 		r->st.rx_dropped++;
 		return;
 	}
-	if (!ry_soft_mr_lkey(r, qp->base.pd, w->wr.sge.lkey,
-			     w->wr.sge.addr + off, expect,
-			     RY_ACCESS_LOCAL_WRITE)) {
-		ry_soft_qp_error(qp, RY_WC_LOC_PROT);
+	if (!ry__soft_mr_lkey(r, qp->base.pd, w->wr.sge.lkey,
+			      w->wr.sge.addr + off, expect,
+			      RY_ACCESS_LOCAL_WRITE)) {
+		ry__soft_qp_error(qp, RY_WC_LOC_PROT);
 		return;
 	}
 	memcpy((void *)(uintptr_t)(w->wr.sge.addr + off), p->payload,
 	       p->paylen);
-	qp->comp.psn = ry_soft_psn_add(p->psn, 1);
+	qp->comp.psn = ry__soft_psn_add(p->psn, 1);
 	/* the end of a chunk: one READ request answered */
-	if (ry_soft_rd_chunks(qp, w, (uint32_t)k, (uint32_t)k + 1) &&
+	if (ry__soft_rd_chunks(qp, w, (uint32_t)k, (uint32_t)k + 1) &&
 	    qp->req.rd_out)
 		qp->req.rd_out--;
 	if ((uint32_t)k + 1 == w->npkts) {
-		ry_soft_wqe_complete(qp, w, RY_WC_SUCCESS);
+		ry__soft_wqe_complete(qp, w, RY_WC_SUCCESS);
 		qp->sq_head++;
 	}
 	progressed(qp);
 }
 
-static void nak_error(struct ry_soft_qp *qp, uint32_t psn,
+static void nak_error(struct ry__soft_qp *qp, uint32_t psn,
 		      enum ry_wc_status status)
 {
-	if (ack_upto(qp, ry_soft_psn_add(psn, -1)))
+	if (ack_upto(qp, ry__soft_psn_add(psn, -1)))
 		progressed(qp);
-	ry_soft_qp_error(qp, status);
+	ry__soft_qp_error(qp, status);
 }
 
-static void ack(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
+static void ack(struct ry__soft_qp *qp, const struct ry__soft_pkt *p)
 {
-	struct ry_soft_rail *r = qp_rail(qp);
+	struct ry__soft_rail *r = qp_rail(qp);
 	uint32_t psn = p->psn;
-	struct ry_soft_wqe *w;
+	struct ry__soft_wqe *w;
 
 	switch (p->syndrome) {
-	case RY_SOFT_SYN_ACK:
-		if (ry_soft_psn_cmp(psn, qp->comp.psn) < 0) {
+	case RY__SOFT_SYN_ACK:
+		if (ry__soft_psn_cmp(psn, qp->comp.psn) < 0) {
 			r->st.dup_rcvd++;
 			return;
 		}
@@ -185,37 +185,37 @@ static void ack(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
 		/* An ACK past a READ whose responses are missing: they
 		 * were lost, ask again. */
 		if (w && w->wr.opcode == RY_WR_RDMA_READ &&
-		    ry_soft_psn_cmp(psn, w->first_psn) >= 0)
+		    ry__soft_psn_cmp(psn, w->first_psn) >= 0)
 			rewind_once(qp);
 		return;
-	case RY_SOFT_SYN_NAK_SEQ:
+	case RY__SOFT_SYN_NAK_SEQ:
 		if (!nak_acks(r, qp, psn))
 			return;
-		ry_soft_cc_loss(qp);
-		ry_soft_req_rewind(qp, psn);
+		ry__soft_cc_loss(qp);
+		ry__soft_req_rewind(qp, psn);
 		return;
-	case RY_SOFT_SYN_RNR:
+	case RY__SOFT_SYN_RNR:
 		if (!nak_acks(r, qp, psn))
 			return;
 		if (!qp->comp.rnr_left) {
-			ry_soft_qp_error(qp, RY_WC_RNR_RETRY_EXCEEDED);
+			ry__soft_qp_error(qp, RY_WC_RNR_RETRY_EXCEEDED);
 			return;
 		}
 		qp->comp.rnr_left--;
 		qp->comp.rnr_until = r->now + qp->min_rnr_ns;
 		qp->comp.deadline = 0;
-		qp->req.state = RY_SOFT_REQ_WAIT_RNR;
-		ry_soft_req_rewind(qp, psn);
+		qp->req.state = RY__SOFT_REQ_WAIT_RNR;
+		ry__soft_req_rewind(qp, psn);
 		return;
-	case RY_SOFT_SYN_NAK_REM_ACCESS:
+	case RY__SOFT_SYN_NAK_REM_ACCESS:
 		r->st.naks_rcvd++;
 		nak_error(qp, psn, RY_WC_REM_ACCESS);
 		return;
-	case RY_SOFT_SYN_NAK_INV_REQ:
+	case RY__SOFT_SYN_NAK_INV_REQ:
 		r->st.naks_rcvd++;
 		nak_error(qp, psn, RY_WC_REM_INVALID_REQ);
 		return;
-	case RY_SOFT_SYN_NAK_REM_OP:
+	case RY__SOFT_SYN_NAK_REM_OP:
 		r->st.naks_rcvd++;
 		nak_error(qp, psn, RY_WC_REM_OP);
 		return;
@@ -226,18 +226,18 @@ static void ack(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
 	}
 }
 
-void ry_soft_comp_rx(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
+void ry__soft_comp_rx(struct ry__soft_qp *qp, const struct ry__soft_pkt *p)
 {
-	struct ry_soft_rail *r = qp_rail(qp);
+	struct ry__soft_rail *r = qp_rail(qp);
 
 	/* Nothing may acknowledge a PSN that was never sent. */
-	if (ry_soft_psn_cmp(p->psn, qp->req.max_psn) >= 0 ||
-	    ry_soft_psn_cmp(p->psn, qp->comp.psn) < -RY_SOFT_PSN_WINDOW) {
+	if (ry__soft_psn_cmp(p->psn, qp->req.max_psn) >= 0 ||
+	    ry__soft_psn_cmp(p->psn, qp->comp.psn) < -RY__SOFT_PSN_WINDOW) {
 		r->st.rx_bad_psn++;
 		r->st.rx_dropped++;
 		return;
 	}
-	if (p->opcode == RY_SOFT_OP_READ_RESP)
+	if (p->opcode == RY__SOFT_OP_READ_RESP)
 		read_resp(qp, p);
 	else if (!p->paylen)
 		ack(qp, p);

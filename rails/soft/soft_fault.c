@@ -17,7 +17,7 @@
 
 #define REORDER_HOLD_NS 300000ull
 
-static uint64_t rng_next(struct ry_soft_rail *r)
+static uint64_t rng_next(struct ry__soft_rail *r)
 {
 	/* xorshift64*: cheap, and tests need no cryptographic quality */
 	r->rng ^= r->rng >> 12;
@@ -26,7 +26,7 @@ static uint64_t rng_next(struct ry_soft_rail *r)
 	return r->rng * 2685821657736338717ull;
 }
 
-static bool chance(struct ry_soft_rail *r, double p)
+static bool chance(struct ry__soft_rail *r, double p)
 {
 	return p > 0 && (double)(rng_next(r) >> 11) * 0x1.0p-53 < p;
 }
@@ -36,19 +36,19 @@ static bool prob_ok(double p)
 	return p >= 0.0 && p <= 1.0;
 }
 
-int ry_soft_set_fault(struct ry_rail *rail, const struct ry_fault *f)
+int ry__soft_set_fault(struct ry_rail *rail, const struct ry_fault *f)
 {
-	struct ry_soft_rail *r = to_srail(rail);
+	struct ry__soft_rail *r = to_srail(rail);
 
 	if (!prob_ok(f->drop) || !prob_ok(f->duplicate) ||
 	    !prob_ok(f->reorder) || !prob_ok(f->corrupt) ||
 	    f->delay_us > 10000000)
 		return -EINVAL;
 	if ((f->delay_us || f->reorder > 0) && !r->slots) {
-		r->slot_size = RY_SOFT_HDR_LEN + r->mtu;
-		r->slots = calloc(RY_SOFT_FAULT_SLOTS, sizeof(*r->slots));
+		r->slot_size = RY__SOFT_HDR_LEN + r->mtu;
+		r->slots = calloc(RY__SOFT_FAULT_SLOTS, sizeof(*r->slots));
 		r->slot_mem =
-		    malloc((size_t)RY_SOFT_FAULT_SLOTS * r->slot_size);
+		    malloc((size_t)RY__SOFT_FAULT_SLOTS * r->slot_size);
 		if (!r->slots || !r->slot_mem) {
 			free(r->slots);
 			free(r->slot_mem);
@@ -56,7 +56,7 @@ int ry_soft_set_fault(struct ry_rail *rail, const struct ry_fault *f)
 			r->slot_mem = NULL;
 			return -ENOMEM;
 		}
-		for (unsigned i = 0; i < RY_SOFT_FAULT_SLOTS; i++)
+		for (unsigned i = 0; i < RY__SOFT_FAULT_SLOTS; i++)
 			r->slots[i].buf =
 			    r->slot_mem + (size_t)i * r->slot_size;
 	}
@@ -64,30 +64,30 @@ int ry_soft_set_fault(struct ry_rail *rail, const struct ry_fault *f)
 	return 0;
 }
 
-int ry_soft_set_link(struct ry_rail *rail, enum ry_link_state state)
+int ry__soft_set_link(struct ry_rail *rail, enum ry_link_state state)
 {
-	struct ry_soft_rail *r = to_srail(rail);
+	struct ry__soft_rail *r = to_srail(rail);
 
 	if (state != RY_LINK_UP && state != RY_LINK_DOWN)
 		return -EINVAL;
 	r->link = state;
-	ry_soft_link_update(r);
+	ry__soft_link_update(r);
 	return 0;
 }
 
-static bool hold(struct ry_soft_rail *r, const struct sockaddr_in *dst,
-		 const struct ry_soft_hdr *h, const void *payload,
+static bool hold(struct ry__soft_rail *r, const struct sockaddr_in *dst,
+		 const struct ry__soft_hdr *h, const void *payload,
 		 uint32_t paylen, uint64_t release)
 {
-	for (unsigned i = 0; i < RY_SOFT_FAULT_SLOTS; i++) {
-		struct ry_soft_fault_slot *s = &r->slots[i];
+	for (unsigned i = 0; i < RY__SOFT_FAULT_SLOTS; i++) {
+		struct ry__soft_fault_slot *s = &r->slots[i];
 
 		if (s->used)
 			continue;
-		memcpy(s->buf, h, RY_SOFT_HDR_LEN);
+		memcpy(s->buf, h, RY__SOFT_HDR_LEN);
 		if (paylen)
-			memcpy(s->buf + RY_SOFT_HDR_LEN, payload, paylen);
-		s->len = RY_SOFT_HDR_LEN + paylen;
+			memcpy(s->buf + RY__SOFT_HDR_LEN, payload, paylen);
+		s->len = RY__SOFT_HDR_LEN + paylen;
 		s->dst = *dst;
 		s->release = release;
 		s->used = true;
@@ -97,9 +97,9 @@ static bool hold(struct ry_soft_rail *r, const struct sockaddr_in *dst,
 	return false;
 }
 
-bool ry_soft_fault_tx(struct ry_soft_rail *r, const struct sockaddr_in *dst,
-		      struct ry_soft_hdr *h, const void *payload,
-		      uint32_t paylen, bool *dup)
+bool ry__soft_fault_tx(struct ry__soft_rail *r, const struct sockaddr_in *dst,
+		       struct ry__soft_hdr *h, const void *payload,
+		       uint32_t paylen, bool *dup)
 {
 	const struct ry_fault *f = &r->fault;
 	uint64_t release = 0;
@@ -112,7 +112,7 @@ bool ry_soft_fault_tx(struct ry_soft_rail *r, const struct sockaddr_in *dst,
 		/* Flip a header bit after the version byte: the payload is
 		 * the caller's memory and must not change. */
 		unsigned bit =
-		    (unsigned)(rng_next(r) % ((RY_SOFT_HDR_LEN - 1) * 8));
+		    (unsigned)(rng_next(r) % ((RY__SOFT_HDR_LEN - 1) * 8));
 
 		((uint8_t *)h)[1 + bit / 8] ^= (uint8_t)(1u << (bit % 8));
 		r->st.faults_corrupted++;
@@ -135,7 +135,7 @@ bool ry_soft_fault_tx(struct ry_soft_rail *r, const struct sockaddr_in *dst,
 	return true;
 }
 
-void ry_soft_fault_run(struct ry_soft_rail *r)
+void ry__soft_fault_run(struct ry__soft_rail *r)
 {
 	bool sent = false;
 
@@ -143,22 +143,22 @@ void ry_soft_fault_run(struct ry_soft_rail *r)
 		return;
 	/* Flush first: the held packets must not overtake or share a batch
 	 * with slots that are about to be reused. */
-	ry_soft_tx_flush(r);
-	for (unsigned i = 0; i < RY_SOFT_FAULT_SLOTS; i++) {
-		struct ry_soft_fault_slot *s = &r->slots[i];
+	ry__soft_tx_flush(r);
+	for (unsigned i = 0; i < RY__SOFT_FAULT_SLOTS; i++) {
+		struct ry__soft_fault_slot *s = &r->slots[i];
 
 		if (!s->used || s->release > r->now)
 			continue;
-		if (ry_soft_tx_full(r))
+		if (ry__soft_tx_full(r))
 			break;
 		if (r->eff_up && !r->fault.drop_all)
-			ry_soft_tx_raw(r, &s->dst, s->buf, s->len);
+			ry__soft_tx_raw(r, &s->dst, s->buf, s->len);
 		s->release = 0; /* sent at the flush below, then freed */
 		sent = true;
 	}
 	if (sent)
-		ry_soft_tx_flush(r);
-	for (unsigned i = 0; i < RY_SOFT_FAULT_SLOTS; i++) {
+		ry__soft_tx_flush(r);
+	for (unsigned i = 0; i < RY__SOFT_FAULT_SLOTS; i++) {
 		if (r->slots[i].used && !r->slots[i].release) {
 			r->slots[i].used = false;
 			r->slots_used--;
@@ -166,19 +166,19 @@ void ry_soft_fault_run(struct ry_soft_rail *r)
 	}
 }
 
-uint64_t ry_soft_fault_next_timer(struct ry_soft_rail *r)
+uint64_t ry__soft_fault_next_timer(struct ry__soft_rail *r)
 {
 	uint64_t t = 0;
 
 	if (!r->slots_used)
 		return 0;
-	for (unsigned i = 0; i < RY_SOFT_FAULT_SLOTS; i++)
+	for (unsigned i = 0; i < RY__SOFT_FAULT_SLOTS; i++)
 		if (r->slots[i].used && (!t || r->slots[i].release < t))
 			t = r->slots[i].release;
 	return t;
 }
 
-void ry_soft_fault_cleanup(struct ry_soft_rail *r)
+void ry__soft_fault_cleanup(struct ry__soft_rail *r)
 {
 	free(r->slots);
 	free(r->slot_mem);

@@ -41,63 +41,63 @@
 #include "src/util/compiler.h"
 #include "src/util/random.h"
 
-#define RY_SOFT_MAX_QP_WR 4096
-#define RY_SOFT_MAX_MSG (1u << 30)
-#define RY_SOFT_SRQ_SIZE 4096
-#define RY_SOFT_KEY_BUCKETS 1024
-#define RY_SOFT_QP_BUCKETS 1024
-#define RY_SOFT_MAX_RD 16 /* READs outstanding per QP */
-#define RY_SOFT_WINDOW_BYTES (4u << 20)
+#define RY__SOFT_MAX_QP_WR 4096
+#define RY__SOFT_MAX_MSG (1u << 30)
+#define RY__SOFT_SRQ_SIZE 4096
+#define RY__SOFT_KEY_BUCKETS 1024
+#define RY__SOFT_QP_BUCKETS 1024
+#define RY__SOFT_MAX_RD 16 /* READs outstanding per QP */
+#define RY__SOFT_WINDOW_BYTES (4u << 20)
 /* A READ is asked for in requests of this many bytes (at least 16
  * packets), each sent when the congestion window has room: one request for
  * a whole 1 MiB READ would come back as a line-rate burst no window
  * limits. */
-#define RY_SOFT_READ_CHUNK (64u << 10)
-#define RY_SOFT_WINDOW_MAX 4096 /* packets in flight per QP */
+#define RY__SOFT_READ_CHUNK (64u << 10)
+#define RY__SOFT_WINDOW_MAX 4096 /* packets in flight per QP */
 /* A PSN further than this from the expected one is not ours: dropped.
  * One WR may span at most half of it, so no WR ever looks out of window. */
-#define RY_SOFT_PSN_WINDOW (1 << 22)
-#define RY_SOFT_WR_MAX_PKTS (1u << 21)
+#define RY__SOFT_PSN_WINDOW (1 << 22)
+#define RY__SOFT_WR_MAX_PKTS (1u << 21)
 
 /* Batching. */
-#define RY_SOFT_RX_MSGS 16
-#define RY_SOFT_RX_BUF 65536
-#define RY_SOFT_TX_MSGS 64
-#define RY_SOFT_TX_PKTS 1024
-#define RY_SOFT_GSO_SEGS 64
-#define RY_SOFT_GSO_BYTES 65000
-#define RY_SOFT_EVENTS 64
-#define RY_SOFT_FAULT_SLOTS 1024
+#define RY__SOFT_RX_MSGS 16
+#define RY__SOFT_RX_BUF 65536
+#define RY__SOFT_TX_MSGS 64
+#define RY__SOFT_TX_PKTS 1024
+#define RY__SOFT_GSO_SEGS 64
+#define RY__SOFT_GSO_BYTES 65000
+#define RY__SOFT_EVENTS 64
+#define RY__SOFT_FAULT_SLOTS 1024
 /* The SRQ, event and READ rings index with ry__ring_slot (a mask). */
-_Static_assert((RY_SOFT_SRQ_SIZE & (RY_SOFT_SRQ_SIZE - 1)) == 0,
-	       "RY_SOFT_SRQ_SIZE must be a power of two");
-_Static_assert((RY_SOFT_EVENTS & (RY_SOFT_EVENTS - 1)) == 0,
-	       "RY_SOFT_EVENTS must be a power of two");
-_Static_assert((RY_SOFT_MAX_RD & (RY_SOFT_MAX_RD - 1)) == 0,
-	       "RY_SOFT_MAX_RD must be a power of two");
+_Static_assert((RY__SOFT_SRQ_SIZE & (RY__SOFT_SRQ_SIZE - 1)) == 0,
+	       "RY__SOFT_SRQ_SIZE must be a power of two");
+_Static_assert((RY__SOFT_EVENTS & (RY__SOFT_EVENTS - 1)) == 0,
+	       "RY__SOFT_EVENTS must be a power of two");
+_Static_assert((RY__SOFT_MAX_RD & (RY__SOFT_MAX_RD - 1)) == 0,
+	       "RY__SOFT_MAX_RD must be a power of two");
 
-struct ry_soft_rail;
+struct ry__soft_rail;
 
-struct ry_soft_pd {
+struct ry__soft_pd {
 	struct ry_pd base;
-	struct ry_soft_pd *next; /* rail's list, freed at close */
-	unsigned refs;		 /* MRs and QPs */
+	struct ry__soft_pd *next; /* rail's list, freed at close */
+	unsigned refs;		  /* MRs and QPs */
 };
 
-struct ry_soft_mr {
+struct ry__soft_mr {
 	struct ry_mr base;
-	struct ry_soft_mr *rnext; /* rkey hash chain */
-	struct ry_soft_mr *lnext; /* lkey hash chain */
+	struct ry__soft_mr *rnext; /* rkey hash chain */
+	struct ry__soft_mr *lnext; /* lkey hash chain */
 };
 
-struct ry_soft_wqe {
+struct ry__soft_wqe {
 	struct ry_send_wr wr;
 	uint32_t first_psn;
 	uint32_t npkts; /* PSNs it occupies */
 	bool done;
 };
 
-struct ry_soft_rd { /* a READ the responder is answering */
+struct ry__soft_rd { /* a READ the responder is answering */
 	uint64_t va;
 	uint32_t rkey;
 	uint32_t len;
@@ -105,7 +105,7 @@ struct ry_soft_rd { /* a READ the responder is answering */
 	uint32_t pkt, npkts; /* next response to send, how many */
 };
 
-struct ry_soft_cc {	    /* congestion control, soft_cc.c */
+struct ry__soft_cc {	    /* congestion control, soft_cc.c */
 	uint32_t cwnd;	    /* packets in flight allowed, <= qp->window */
 	uint32_t ssthresh;  /* slow start below this */
 	uint32_t acc;	    /* packets acknowledged toward the next +1 */
@@ -119,18 +119,18 @@ struct ry_soft_cc {	    /* congestion control, soft_cc.c */
 	uint64_t last_dec;		     /* time of the last cut */
 };
 
-enum ry_soft_req_state { /* for logs: what the requester waits on */
-			 RY_SOFT_REQ_IDLE = 0,
-			 RY_SOFT_REQ_SENDING,
-			 RY_SOFT_REQ_WAIT_ACK,
-			 RY_SOFT_REQ_WAIT_RNR,
-			 RY_SOFT_REQ_ERROR,
+enum ry__soft_req_state { /* for logs: what the requester waits on */
+			  RY__SOFT_REQ_IDLE = 0,
+			  RY__SOFT_REQ_SENDING,
+			  RY__SOFT_REQ_WAIT_ACK,
+			  RY__SOFT_REQ_WAIT_RNR,
+			  RY__SOFT_REQ_ERROR,
 };
 
-struct ry_soft_qp {
-	struct ry_qp base;		/* base.local: our qpn, psn, cookie */
-	struct ry_soft_qp *hnext;	/* QPN hash chain */
-	struct ry_soft_qp *next, *prev; /* rail's list of QPs */
+struct ry__soft_qp {
+	struct ry_qp base;		 /* base.local: our qpn, psn, cookie */
+	struct ry__soft_qp *hnext;	 /* QPN hash chain */
+	struct ry__soft_qp *next, *prev; /* rail's list of QPs */
 	struct ry_qp_endpoint remote;
 	struct sockaddr_in peer;
 	uint32_t pmtu;	   /* payload bytes per packet */
@@ -141,20 +141,20 @@ struct ry_soft_qp {
 	uint32_t retry_cnt, rnr_retry, max_rd;
 
 	/* send queue: free-running counters, index & (sq_size - 1) */
-	struct ry_soft_wqe *sq;
+	struct ry__soft_wqe *sq;
 	uint32_t sq_size, sq_max;
 	uint32_t sq_head;  /* oldest WR not yet completed */
 	uint32_t sq_tail;  /* next free slot */
 	uint32_t post_psn; /* first PSN of the next posted WR */
 
 	struct { /* requester: the next packet to send */
-		enum ry_soft_req_state state;
+		enum ry__soft_req_state state;
 		uint32_t idx, pkt, psn;
 		uint32_t max_psn; /* one past the highest PSN ever sent */
 		uint32_t rd_out;  /* READ requests sent, not answered */
 	} req;
 
-	struct ry_soft_cc cc;
+	struct ry__soft_cc cc;
 
 	struct {	      /* completer */
 		uint32_t psn; /* oldest PSN not acknowledged */
@@ -176,11 +176,11 @@ struct ry_soft_qp {
 		struct ry_recv_wr rwqe;
 		uint32_t roff;
 		uint32_t rd_head, rd_tail;
-		struct ry_soft_rd rd[RY_SOFT_MAX_RD];
+		struct ry__soft_rd rd[RY__SOFT_MAX_RD];
 	} resp;
 };
 
-struct ry_soft_txmsg {
+struct ry__soft_txmsg {
 	struct sockaddr_in dst;
 	uint32_t seg; /* GSO segment size; 0: single */
 	uint32_t nseg, bytes;
@@ -188,7 +188,7 @@ struct ry_soft_txmsg {
 	unsigned iov0, niov;
 };
 
-struct ry_soft_fault_slot {
+struct ry__soft_fault_slot {
 	uint64_t release;
 	struct sockaddr_in dst;
 	uint32_t len;
@@ -196,7 +196,7 @@ struct ry_soft_fault_slot {
 	uint8_t *buf;
 };
 
-struct ry_soft_rail {
+struct ry__soft_rail {
 	struct ry_rail base;
 	int sock, epfd, tfd, efd, nlfd;
 	int ifindex;
@@ -213,164 +213,164 @@ struct ry_soft_rail {
 	struct ry_rail_stats st;
 	struct ry_fault fault;
 	uint64_t rng;
-	struct ry_soft_fault_slot *slots;
+	struct ry__soft_fault_slot *slots;
 	uint8_t *slot_mem;
 	uint32_t slot_size;
 	unsigned slots_used;
 
-	struct ry_soft_mr *rkeys[RY_SOFT_KEY_BUCKETS];
-	struct ry_soft_mr *lkeys[RY_SOFT_KEY_BUCKETS];
-	struct ry_soft_qp *qpns[RY_SOFT_QP_BUCKETS];
-	struct ry_soft_qp *qps; /* all QPs */
-	struct ry_soft_pd *pds;
+	struct ry__soft_mr *rkeys[RY__SOFT_KEY_BUCKETS];
+	struct ry__soft_mr *lkeys[RY__SOFT_KEY_BUCKETS];
+	struct ry__soft_qp *qpns[RY__SOFT_QP_BUCKETS];
+	struct ry__soft_qp *qps; /* all QPs */
+	struct ry__soft_pd *pds;
 
 	/* the one CQ */
 	struct ry_wc *cq;
 	uint32_t cq_size, cq_head, cq_tail;
 	/* the one SRQ */
-	struct ry_recv_wr srq[RY_SOFT_SRQ_SIZE];
+	struct ry_recv_wr srq[RY__SOFT_SRQ_SIZE];
 	uint32_t srq_head, srq_tail;
 
-	struct ry_rail_event ev[RY_SOFT_EVENTS];
+	struct ry_rail_event ev[RY__SOFT_EVENTS];
 	uint32_t ev_head, ev_tail;
 
 	/* tx batch */
-	struct mmsghdr txm[RY_SOFT_TX_MSGS];
-	struct ry_soft_txmsg txi[RY_SOFT_TX_MSGS];
-	char txc[RY_SOFT_TX_MSGS][64];
-	struct iovec txv[2 * RY_SOFT_TX_PKTS];
-	struct ry_soft_hdr txh[RY_SOFT_TX_PKTS];
+	struct mmsghdr txm[RY__SOFT_TX_MSGS];
+	struct ry__soft_txmsg txi[RY__SOFT_TX_MSGS];
+	char txc[RY__SOFT_TX_MSGS][64];
+	struct iovec txv[2 * RY__SOFT_TX_PKTS];
+	struct ry__soft_hdr txh[RY__SOFT_TX_PKTS];
 	unsigned ntxm, ntxv, ntxh;
 
 	/* rx batch */
-	struct mmsghdr rxm[RY_SOFT_RX_MSGS];
-	struct iovec rxv[RY_SOFT_RX_MSGS];
-	struct sockaddr_in rxa[RY_SOFT_RX_MSGS];
-	char rxc[RY_SOFT_RX_MSGS][64];
+	struct mmsghdr rxm[RY__SOFT_RX_MSGS];
+	struct iovec rxv[RY__SOFT_RX_MSGS];
+	struct sockaddr_in rxa[RY__SOFT_RX_MSGS];
+	char rxc[RY__SOFT_RX_MSGS][64];
 	uint8_t *rxbuf;
 
 	uint64_t now; /* CLOCK_MONOTONIC ns, per progress */
 };
 
-static inline struct ry_soft_rail *to_srail(struct ry_rail *r)
+static inline struct ry__soft_rail *to_srail(struct ry_rail *r)
 {
-	return container_of(r, struct ry_soft_rail, base);
+	return container_of(r, struct ry__soft_rail, base);
 }
-static inline struct ry_soft_qp *to_sqp(struct ry_qp *q)
+static inline struct ry__soft_qp *to_sqp(struct ry_qp *q)
 {
-	return container_of(q, struct ry_soft_qp, base);
+	return container_of(q, struct ry__soft_qp, base);
 }
-static inline struct ry_soft_rail *qp_rail(struct ry_soft_qp *qp)
+static inline struct ry__soft_rail *qp_rail(struct ry__soft_qp *qp)
 {
 	return to_srail(qp->base.pd->rail);
 }
 
-
 /* soft_rail.c */
-void ry_soft_cq_push(struct ry_soft_rail *r, const struct ry_wc *wc);
-int ry_soft_cq_reserve(struct ry_soft_rail *r, uint32_t entries);
-void ry_soft_event(struct ry_soft_rail *r, enum ry_rail_event_type type,
-		   uint32_t qpn);
-void ry_soft_link_update(struct ry_soft_rail *r);
+void ry__soft_cq_push(struct ry__soft_rail *r, const struct ry_wc *wc);
+int ry__soft_cq_reserve(struct ry__soft_rail *r, uint32_t entries);
+void ry__soft_event(struct ry__soft_rail *r, enum ry_rail_event_type type,
+		    uint32_t qpn);
+void ry__soft_link_update(struct ry__soft_rail *r);
 
 /* soft_net.c */
-int ry_soft_net_init(struct ry_soft_rail *r);
-int ry_soft_net_open(struct ry_soft_rail *r, const struct ry_rail_config *cfg);
+int ry__soft_net_init(struct ry__soft_rail *r);
+int ry__soft_net_open(struct ry__soft_rail *r,
+		      const struct ry_rail_config *cfg);
 /* Closes the socket, frees the receive buffers; safe after a failed open. */
-void ry_soft_net_close(struct ry_soft_rail *r);
+void ry__soft_net_close(struct ry__soft_rail *r);
 /* Read and dispatch what waits on the socket: 0 or -errno. */
-int ry_soft_net_rx(struct ry_soft_rail *r);
+int ry__soft_net_rx(struct ry__soft_rail *r);
 /* Queue one packet; payload is referenced until the batch is flushed. */
-void ry_soft_tx(struct ry_soft_rail *r, const struct sockaddr_in *dst,
-		const struct ry_soft_pkt *p, const void *payload);
-void ry_soft_tx_raw(struct ry_soft_rail *r, const struct sockaddr_in *dst,
-		    const void *pkt, uint32_t len);
-void ry_soft_tx_flush(struct ry_soft_rail *r);
-bool ry_soft_tx_full(const struct ry_soft_rail *r);
-void ry_soft_rx_packet(struct ry_soft_rail *r, const uint8_t *buf, uint32_t len,
-		       const struct sockaddr_in *from);
+void ry__soft_tx(struct ry__soft_rail *r, const struct sockaddr_in *dst,
+		 const struct ry__soft_pkt *p, const void *payload);
+void ry__soft_tx_raw(struct ry__soft_rail *r, const struct sockaddr_in *dst,
+		     const void *pkt, uint32_t len);
+void ry__soft_tx_flush(struct ry__soft_rail *r);
+bool ry__soft_tx_full(const struct ry__soft_rail *r);
+void ry__soft_rx_packet(struct ry__soft_rail *r, const uint8_t *buf,
+			uint32_t len, const struct sockaddr_in *from);
 
 /* soft_mr.c */
-int ry_soft_alloc_pd(struct ry_rail *rail, struct ry_pd **pd_p);
-int ry_soft_dealloc_pd(struct ry_pd *pd);
-int ry_soft_reg_mr(struct ry_pd *pd, void *addr, size_t length, unsigned access,
-		   struct ry_mr **mr_p);
-int ry_soft_dereg_mr(struct ry_mr *mr);
-void ry_soft_mr_cleanup(struct ry_soft_rail *r);
+int ry__soft_alloc_pd(struct ry_rail *rail, struct ry_pd **pd_p);
+int ry__soft_dealloc_pd(struct ry_pd *pd);
+int ry__soft_reg_mr(struct ry_pd *pd, void *addr, size_t length,
+		    unsigned access, struct ry_mr **mr_p);
+int ry__soft_dereg_mr(struct ry_mr *mr);
+void ry__soft_mr_cleanup(struct ry__soft_rail *r);
 /* Region for [va, va + len) under key, or NULL: checks key, PD, access,
  * bounds and overflow. */
-struct ry_soft_mr *ry_soft_mr_rkey(struct ry_soft_rail *r, struct ry_pd *pd,
-				   uint32_t rkey, uint64_t va, uint64_t len,
-				   unsigned access);
-struct ry_soft_mr *ry_soft_mr_lkey(struct ry_soft_rail *r, struct ry_pd *pd,
-				   uint32_t lkey, uint64_t va, uint64_t len,
-				   unsigned access);
+struct ry__soft_mr *ry__soft_mr_rkey(struct ry__soft_rail *r, struct ry_pd *pd,
+				     uint32_t rkey, uint64_t va, uint64_t len,
+				     unsigned access);
+struct ry__soft_mr *ry__soft_mr_lkey(struct ry__soft_rail *r, struct ry_pd *pd,
+				     uint32_t lkey, uint64_t va, uint64_t len,
+				     unsigned access);
 
 /* soft_qp.c */
-int ry_soft_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
-		      struct ry_qp **qp_p);
-int ry_soft_modify_qp(struct ry_qp *qp, enum ry_qp_state state,
-		      const struct ry_qp_attr *attr);
-int ry_soft_destroy_qp(struct ry_qp *qp);
-int ry_soft_post_send(struct ry_qp *qp, const struct ry_send_wr *wr,
-		      unsigned n);
-struct ry_soft_qp *ry_soft_qp_lookup(struct ry_soft_rail *r, uint32_t qpn);
+int ry__soft_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
+		       struct ry_qp **qp_p);
+int ry__soft_modify_qp(struct ry_qp *qp, enum ry_qp_state state,
+		       const struct ry_qp_attr *attr);
+int ry__soft_destroy_qp(struct ry_qp *qp);
+int ry__soft_post_send(struct ry_qp *qp, const struct ry_send_wr *wr,
+		       unsigned n);
+struct ry__soft_qp *ry__soft_qp_lookup(struct ry__soft_rail *r, uint32_t qpn);
 /* Move to ERR: the head WR completes with status, the rest flushed. */
-void ry_soft_qp_error(struct ry_soft_qp *qp, enum ry_wc_status head_status);
+void ry__soft_qp_error(struct ry__soft_qp *qp, enum ry_wc_status head_status);
 /* Same, with the WR at sq counter idx failing and those before it flushed. */
-void ry_soft_qp_error_at(struct ry_soft_qp *qp, uint32_t idx,
-			 enum ry_wc_status status);
-void ry_soft_wqe_complete(struct ry_soft_qp *qp, struct ry_soft_wqe *w,
+void ry__soft_qp_error_at(struct ry__soft_qp *qp, uint32_t idx,
 			  enum ry_wc_status status);
-void ry_soft_qp_cleanup(struct ry_soft_rail *r);
+void ry__soft_wqe_complete(struct ry__soft_qp *qp, struct ry__soft_wqe *w,
+			   enum ry_wc_status status);
+void ry__soft_qp_cleanup(struct ry__soft_rail *r);
 
 /* soft_req.c */
-void ry_soft_req_run(struct ry_soft_qp *qp);
-void ry_soft_req_rewind(struct ry_soft_qp *qp, uint32_t psn);
-void ry_soft_req_timers(struct ry_soft_qp *qp);
-uint64_t ry_soft_req_next_timer(struct ry_soft_qp *qp);
-extern const char *const ry_soft_req_state_names[];
+void ry__soft_req_run(struct ry__soft_qp *qp);
+void ry__soft_req_rewind(struct ry__soft_qp *qp, uint32_t psn);
+void ry__soft_req_timers(struct ry__soft_qp *qp);
+uint64_t ry__soft_req_next_timer(struct ry__soft_qp *qp);
+extern const char *const ry__soft_req_state_names[];
 
 /* soft_req.c: READ requests outstanding for responses [lo, hi) of w */
-uint32_t ry_soft_rd_chunks(const struct ry_soft_qp *qp,
-			   const struct ry_soft_wqe *w, uint32_t lo,
-			   uint32_t hi);
+uint32_t ry__soft_rd_chunks(const struct ry__soft_qp *qp,
+			    const struct ry__soft_wqe *w, uint32_t lo,
+			    uint32_t hi);
 
 /* soft_cc.c */
-void ry_soft_cc_init(struct ry_soft_qp *qp);
+void ry__soft_cc_init(struct ry__soft_qp *qp);
 /* Packets that may be in flight now. */
-uint32_t ry_soft_cc_window(const struct ry_soft_qp *qp);
-uint64_t ry_soft_cc_rto(const struct ry_soft_qp *qp);
+uint32_t ry__soft_cc_window(const struct ry__soft_qp *qp);
+uint64_t ry__soft_cc_rto(const struct ry__soft_qp *qp);
 /* A PSN sent for the first time (retransmissions are not reported). */
-void ry_soft_cc_sent(struct ry_soft_qp *qp, uint32_t psn);
+void ry__soft_cc_sent(struct ry__soft_qp *qp, uint32_t psn);
 /* The requester went back: samples in flight are void (Karn). */
-void ry_soft_cc_rewound(struct ry_soft_qp *qp);
+void ry__soft_cc_rewound(struct ry__soft_qp *qp);
 /* comp.psn moved forward. */
-void ry_soft_cc_acked(struct ry_soft_qp *qp);
+void ry__soft_cc_acked(struct ry__soft_qp *qp);
 /* A sequence gap reported: a packet was lost. */
-void ry_soft_cc_loss(struct ry_soft_qp *qp);
-void ry_soft_cc_timeout(struct ry_soft_qp *qp);
+void ry__soft_cc_loss(struct ry__soft_qp *qp);
+void ry__soft_cc_timeout(struct ry__soft_qp *qp);
 
 /* soft_resp.c */
-void ry_soft_resp_rx(struct ry_soft_qp *qp, const struct ry_soft_pkt *p);
-void ry_soft_resp_run(struct ry_soft_qp *qp);
+void ry__soft_resp_rx(struct ry__soft_qp *qp, const struct ry__soft_pkt *p);
+void ry__soft_resp_run(struct ry__soft_qp *qp);
 
 /* soft_comp.c */
-void ry_soft_comp_rx(struct ry_soft_qp *qp, const struct ry_soft_pkt *p);
+void ry__soft_comp_rx(struct ry__soft_qp *qp, const struct ry__soft_pkt *p);
 
 /* soft_fault.c */
-int ry_soft_set_fault(struct ry_rail *rail, const struct ry_fault *f);
-int ry_soft_set_link(struct ry_rail *rail, enum ry_link_state state);
+int ry__soft_set_fault(struct ry_rail *rail, const struct ry_fault *f);
+int ry__soft_set_link(struct ry_rail *rail, enum ry_link_state state);
 /* Returns true when the packet was consumed (dropped or held back). */
-bool ry_soft_fault_tx(struct ry_soft_rail *r, const struct sockaddr_in *dst,
-		      struct ry_soft_hdr *h, const void *payload,
-		      uint32_t paylen, bool *dup);
-void ry_soft_fault_run(struct ry_soft_rail *r);
-uint64_t ry_soft_fault_next_timer(struct ry_soft_rail *r);
-void ry_soft_fault_cleanup(struct ry_soft_rail *r);
+bool ry__soft_fault_tx(struct ry__soft_rail *r, const struct sockaddr_in *dst,
+		       struct ry__soft_hdr *h, const void *payload,
+		       uint32_t paylen, bool *dup);
+void ry__soft_fault_run(struct ry__soft_rail *r);
+uint64_t ry__soft_fault_next_timer(struct ry__soft_rail *r);
+void ry__soft_fault_cleanup(struct ry__soft_rail *r);
 
 /* soft_netlink.c */
-int ry_soft_nl_open(struct ry_soft_rail *r, const char *ifname);
-void ry_soft_nl_run(struct ry_soft_rail *r);
+int ry__soft_nl_open(struct ry__soft_rail *r, const char *ifname);
+void ry__soft_nl_run(struct ry__soft_rail *r);
 
 #endif

@@ -14,13 +14,13 @@
 
 static unsigned bucket(uint32_t key)
 {
-	return (key * 2654435761u) >> 22; /* 10 bits: RY_SOFT_KEY_BUCKETS */
+	return (key * 2654435761u) >> 22; /* 10 bits: RY__SOFT_KEY_BUCKETS */
 }
-_Static_assert(RY_SOFT_KEY_BUCKETS == 1024, "bucket() makes 10 bits");
+_Static_assert(RY__SOFT_KEY_BUCKETS == 1024, "bucket() makes 10 bits");
 
-int ry_soft_alloc_pd(struct ry_rail *rail, struct ry_pd **pd_p)
+int ry__soft_alloc_pd(struct ry_rail *rail, struct ry_pd **pd_p)
 {
-	struct ry_soft_pd *pd = calloc(1, sizeof(*pd));
+	struct ry__soft_pd *pd = calloc(1, sizeof(*pd));
 
 	if (!pd)
 		return -ENOMEM;
@@ -31,11 +31,11 @@ int ry_soft_alloc_pd(struct ry_rail *rail, struct ry_pd **pd_p)
 	return 0;
 }
 
-int ry_soft_dealloc_pd(struct ry_pd *pd)
+int ry__soft_dealloc_pd(struct ry_pd *pd)
 {
-	struct ry_soft_pd *spd = container_of(pd, struct ry_soft_pd, base);
+	struct ry__soft_pd *spd = container_of(pd, struct ry__soft_pd, base);
 
-	struct ry_soft_pd **pp;
+	struct ry__soft_pd **pp;
 
 	if (spd->refs)
 		return -EBUSY;
@@ -49,25 +49,25 @@ int ry_soft_dealloc_pd(struct ry_pd *pd)
 	return 0;
 }
 
-static struct ry_soft_mr *find_rkey(struct ry_soft_rail *r, uint32_t key)
+static struct ry__soft_mr *find_rkey(struct ry__soft_rail *r, uint32_t key)
 {
-	struct ry_soft_mr *m = r->rkeys[bucket(key)];
+	struct ry__soft_mr *m = r->rkeys[bucket(key)];
 
 	while (m && m->base.rkey != key)
 		m = m->rnext;
 	return m;
 }
 
-static struct ry_soft_mr *find_lkey(struct ry_soft_rail *r, uint32_t key)
+static struct ry__soft_mr *find_lkey(struct ry__soft_rail *r, uint32_t key)
 {
-	struct ry_soft_mr *m = r->lkeys[bucket(key)];
+	struct ry__soft_mr *m = r->lkeys[bucket(key)];
 
 	while (m && m->base.lkey != key)
 		m = m->lnext;
 	return m;
 }
 
-static int new_key(struct ry_soft_rail *r, uint32_t *key, bool rkey)
+static int new_key(struct ry__soft_rail *r, uint32_t *key, bool rkey)
 {
 	for (int tries = 0; tries < 64; tries++) {
 		uint32_t k;
@@ -84,11 +84,11 @@ static int new_key(struct ry_soft_rail *r, uint32_t *key, bool rkey)
 	return -EAGAIN;
 }
 
-int ry_soft_reg_mr(struct ry_pd *pd, void *addr, size_t length, unsigned access,
-		   struct ry_mr **mr_p)
+int ry__soft_reg_mr(struct ry_pd *pd, void *addr, size_t length,
+		    unsigned access, struct ry_mr **mr_p)
 {
-	struct ry_soft_rail *r = to_srail(pd->rail);
-	struct ry_soft_mr *m;
+	struct ry__soft_rail *r = to_srail(pd->rail);
+	struct ry__soft_mr *m;
 	uintptr_t end;
 	int rc;
 
@@ -121,16 +121,16 @@ int ry_soft_reg_mr(struct ry_pd *pd, void *addr, size_t length, unsigned access,
 	r->rkeys[bucket(m->base.rkey)] = m;
 	m->lnext = r->lkeys[bucket(m->base.lkey)];
 	r->lkeys[bucket(m->base.lkey)] = m;
-	container_of(pd, struct ry_soft_pd, base)->refs++;
+	container_of(pd, struct ry__soft_pd, base)->refs++;
 	*mr_p = &m->base;
 	return 0;
 }
 
-int ry_soft_dereg_mr(struct ry_mr *mr)
+int ry__soft_dereg_mr(struct ry_mr *mr)
 {
-	struct ry_soft_mr *m = container_of(mr, struct ry_soft_mr, base);
-	struct ry_soft_rail *r = to_srail(mr->pd->rail);
-	struct ry_soft_mr **pp;
+	struct ry__soft_mr *m = container_of(mr, struct ry__soft_mr, base);
+	struct ry__soft_rail *r = to_srail(mr->pd->rail);
+	struct ry__soft_mr **pp;
 
 	for (pp = &r->rkeys[bucket(mr->rkey)]; *pp; pp = &(*pp)->rnext) {
 		if (*pp == m) {
@@ -144,18 +144,18 @@ int ry_soft_dereg_mr(struct ry_mr *mr)
 			break;
 		}
 	}
-	container_of(mr->pd, struct ry_soft_pd, base)->refs--;
+	container_of(mr->pd, struct ry__soft_pd, base)->refs--;
 	free(m);
 	return 0;
 }
 
-void ry_soft_mr_cleanup(struct ry_soft_rail *r)
+void ry__soft_mr_cleanup(struct ry__soft_rail *r)
 {
-	for (unsigned b = 0; b < RY_SOFT_KEY_BUCKETS; b++)
+	for (unsigned b = 0; b < RY__SOFT_KEY_BUCKETS; b++)
 		while (r->rkeys[b])
-			ry_soft_dereg_mr(&r->rkeys[b]->base);
+			ry__soft_dereg_mr(&r->rkeys[b]->base);
 	while (r->pds) {
-		struct ry_soft_pd *pd = r->pds;
+		struct ry__soft_pd *pd = r->pds;
 
 		r->pds = pd->next;
 		free(pd);
@@ -172,8 +172,8 @@ static bool in_bounds(const struct ry_mr *mr, uint64_t va, uint64_t len)
 }
 
 /* m, if it belongs to pd, allows access and covers [va, va + len). */
-static struct ry_soft_mr *usable(struct ry_soft_mr *m, struct ry_pd *pd,
-				 uint64_t va, uint64_t len, unsigned access)
+static struct ry__soft_mr *usable(struct ry__soft_mr *m, struct ry_pd *pd,
+				  uint64_t va, uint64_t len, unsigned access)
 {
 	if (!m || m->base.pd != pd || (m->base.access & access) != access ||
 	    !in_bounds(&m->base, va, len))
@@ -181,16 +181,16 @@ static struct ry_soft_mr *usable(struct ry_soft_mr *m, struct ry_pd *pd,
 	return m;
 }
 
-struct ry_soft_mr *ry_soft_mr_rkey(struct ry_soft_rail *r, struct ry_pd *pd,
-				   uint32_t rkey, uint64_t va, uint64_t len,
-				   unsigned access)
+struct ry__soft_mr *ry__soft_mr_rkey(struct ry__soft_rail *r, struct ry_pd *pd,
+				     uint32_t rkey, uint64_t va, uint64_t len,
+				     unsigned access)
 {
 	return usable(find_rkey(r, rkey), pd, va, len, access);
 }
 
-struct ry_soft_mr *ry_soft_mr_lkey(struct ry_soft_rail *r, struct ry_pd *pd,
-				   uint32_t lkey, uint64_t va, uint64_t len,
-				   unsigned access)
+struct ry__soft_mr *ry__soft_mr_lkey(struct ry__soft_rail *r, struct ry_pd *pd,
+				     uint32_t lkey, uint64_t va, uint64_t len,
+				     unsigned access)
 {
 	return usable(find_lkey(r, lkey), pd, va, len, access);
 }

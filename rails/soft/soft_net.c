@@ -4,7 +4,7 @@
  * socket (buffers, GSO/GRO, bind), the transmit batch that sendmmsg
  * flushes (GSO: runs of equal segments to one peer go as one datagram),
  * the receive batches that recvmmsg fills and GRO coalesces, and the
- * demultiplexer, ry_soft_rx_packet: wire.c decodes the header, then the
+ * demultiplexer, ry__soft_rx_packet: wire.c decodes the header, then the
  * destination QP's state, cookie and peer decide whether the responder or
  * the completer sees the packet.
  */
@@ -30,10 +30,11 @@
 
 /* ---- transmit batch ---- */
 
-bool ry_soft_tx_full(const struct ry_soft_rail *r)
+bool ry__soft_tx_full(const struct ry__soft_rail *r)
 {
-	return r->ntxh >= RY_SOFT_TX_PKTS - 2 ||
-	       r->ntxv >= 2 * RY_SOFT_TX_PKTS - 4 || r->ntxm >= RY_SOFT_TX_MSGS;
+	return r->ntxh >= RY__SOFT_TX_PKTS - 2 ||
+	       r->ntxv >= 2 * RY__SOFT_TX_PKTS - 4 ||
+	       r->ntxm >= RY__SOFT_TX_MSGS;
 }
 
 static bool same_dst(const struct sockaddr_in *a, const struct sockaddr_in *b)
@@ -42,19 +43,19 @@ static bool same_dst(const struct sockaddr_in *a, const struct sockaddr_in *b)
 	       a->sin_port == b->sin_port;
 }
 
-static void tx_append(struct ry_soft_rail *r, const struct sockaddr_in *dst,
+static void tx_append(struct ry__soft_rail *r, const struct sockaddr_in *dst,
 		      const void *hdr, uint32_t hlen, const void *payload,
 		      uint32_t paylen)
 {
 	uint32_t seglen = hlen + paylen;
-	struct ry_soft_txmsg *m;
+	struct ry__soft_txmsg *m;
 
-	if (ry_soft_tx_full(r))
-		ry_soft_tx_flush(r);
+	if (ry__soft_tx_full(r))
+		ry__soft_tx_flush(r);
 	m = r->ntxm ? &r->txi[r->ntxm - 1] : NULL;
 	if (!(r->gso && m && !m->closed && same_dst(&m->dst, dst) &&
-	      seglen <= m->seg && m->nseg < RY_SOFT_GSO_SEGS &&
-	      m->bytes + seglen <= RY_SOFT_GSO_BYTES)) {
+	      seglen <= m->seg && m->nseg < RY__SOFT_GSO_SEGS &&
+	      m->bytes + seglen <= RY__SOFT_GSO_BYTES)) {
 		m = &r->txi[r->ntxm++];
 		m->dst = *dst;
 		m->seg = seglen;
@@ -78,51 +79,51 @@ static void tx_append(struct ry_soft_rail *r, const struct sockaddr_in *dst,
 	}
 }
 
-void ry_soft_tx(struct ry_soft_rail *r, const struct sockaddr_in *dst,
-		const struct ry_soft_pkt *p, const void *payload)
+void ry__soft_tx(struct ry__soft_rail *r, const struct sockaddr_in *dst,
+		 const struct ry__soft_pkt *p, const void *payload)
 {
-	struct ry_soft_hdr *h;
+	struct ry__soft_hdr *h;
 	bool dup = false;
 
 	if (!r->eff_up || r->fault.drop_all) {
 		r->st.faults_dropped++;
 		return;
 	}
-	if (ry_soft_tx_full(r))
-		ry_soft_tx_flush(r);
+	if (ry__soft_tx_full(r))
+		ry__soft_tx_flush(r);
 	h = &r->txh[r->ntxh++];
-	ry_soft_hdr_encode(h, p);
-	ry_soft_hdr_seal(h, payload, p->paylen);
-	if (ry_soft_fault_tx(r, dst, h, payload, p->paylen, &dup))
+	ry__soft_hdr_encode(h, p);
+	ry__soft_hdr_seal(h, payload, p->paylen);
+	if (ry__soft_fault_tx(r, dst, h, payload, p->paylen, &dup))
 		return;
-	tx_append(r, dst, h, RY_SOFT_HDR_LEN, payload, p->paylen);
+	tx_append(r, dst, h, RY__SOFT_HDR_LEN, payload, p->paylen);
 	if (dup)
-		tx_append(r, dst, h, RY_SOFT_HDR_LEN, payload, p->paylen);
+		tx_append(r, dst, h, RY__SOFT_HDR_LEN, payload, p->paylen);
 }
 
 /* A whole prepared packet (fault release, tests): copied by the kernel at
  * flush, so the buffer must live until then. */
-void ry_soft_tx_raw(struct ry_soft_rail *r, const struct sockaddr_in *dst,
-		    const void *pkt, uint32_t len)
+void ry__soft_tx_raw(struct ry__soft_rail *r, const struct sockaddr_in *dst,
+		     const void *pkt, uint32_t len)
 {
 	tx_append(r, dst, pkt, len, NULL, 0);
 }
 
-static void tx_reset(struct ry_soft_rail *r)
+static void tx_reset(struct ry__soft_rail *r)
 {
 	r->ntxm = 0;
 	r->ntxv = 0;
 	r->ntxh = 0;
 }
 
-void ry_soft_tx_flush(struct ry_soft_rail *r)
+void ry__soft_tx_flush(struct ry__soft_rail *r)
 {
 	unsigned off = 0, waits = 0;
 
 	if (!r->ntxm)
 		return;
 	for (unsigned i = 0; i < r->ntxm; i++) {
-		struct ry_soft_txmsg *m = &r->txi[i];
+		struct ry__soft_txmsg *m = &r->txi[i];
 		struct msghdr *h = &r->txm[i].msg_hdr;
 
 		memset(h, 0, sizeof(*h));
@@ -183,7 +184,7 @@ void ry_soft_tx_flush(struct ry_soft_rail *r)
 
 /* ---- receive ---- */
 
-static void count_drop(struct ry_soft_rail *r, uint64_t *counter)
+static void count_drop(struct ry__soft_rail *r, uint64_t *counter)
 {
 	(*counter)++;
 	r->st.rx_dropped++;
@@ -191,15 +192,15 @@ static void count_drop(struct ry_soft_rail *r, uint64_t *counter)
 
 static bool is_request(uint8_t op)
 {
-	return op == RY_SOFT_OP_SEND || op == RY_SOFT_OP_WRITE ||
-	       op == RY_SOFT_OP_READ_REQ;
+	return op == RY__SOFT_OP_SEND || op == RY__SOFT_OP_WRITE ||
+	       op == RY__SOFT_OP_READ_REQ;
 }
 
-void ry_soft_rx_packet(struct ry_soft_rail *r, const uint8_t *buf, uint32_t len,
-		       const struct sockaddr_in *from)
+void ry__soft_rx_packet(struct ry__soft_rail *r, const uint8_t *buf,
+			uint32_t len, const struct sockaddr_in *from)
 {
-	struct ry_soft_pkt p;
-	struct ry_soft_qp *qp;
+	struct ry__soft_pkt p;
+	struct ry__soft_qp *qp;
 	int rc;
 
 	r->st.rx_packets++;
@@ -208,13 +209,13 @@ void ry_soft_rx_packet(struct ry_soft_rail *r, const uint8_t *buf, uint32_t len,
 		r->st.faults_dropped++;
 		return;
 	}
-	rc = ry_soft_wire_decode(buf, len, &p);
+	rc = ry__soft_wire_decode(buf, len, &p);
 	if (rc) {
 		count_drop(r, rc == -EBADMSG ? &r->st.rx_bad_crc
 					     : &r->st.rx_bad_header);
 		return;
 	}
-	qp = ry_soft_qp_lookup(r, p.dqpn);
+	qp = ry__soft_qp_lookup(r, p.dqpn);
 	if (!qp) {
 		count_drop(r, &r->st.rx_bad_qpn);
 		return;
@@ -242,16 +243,16 @@ void ry_soft_rx_packet(struct ry_soft_rail *r, const uint8_t *buf, uint32_t len,
 		return;
 	}
 	if (is_request(p.opcode))
-		ry_soft_resp_rx(qp, &p);
+		ry__soft_resp_rx(qp, &p);
 	else
-		ry_soft_comp_rx(qp, &p);
+		ry__soft_comp_rx(qp, &p);
 }
 
-static int rx_batch(struct ry_soft_rail *r)
+static int rx_batch(struct ry__soft_rail *r)
 {
 	int n;
 
-	for (int i = 0; i < RY_SOFT_RX_MSGS; i++) {
+	for (int i = 0; i < RY__SOFT_RX_MSGS; i++) {
 		struct msghdr *h = &r->rxm[i].msg_hdr;
 
 		h->msg_name = &r->rxa[i];
@@ -262,7 +263,7 @@ static int rx_batch(struct ry_soft_rail *r)
 		h->msg_controllen = sizeof(r->rxc[i]);
 		h->msg_flags = 0;
 	}
-	n = recvmmsg(r->sock, r->rxm, RY_SOFT_RX_MSGS, MSG_DONTWAIT, NULL);
+	n = recvmmsg(r->sock, r->rxm, RY__SOFT_RX_MSGS, MSG_DONTWAIT, NULL);
 	if (n <= 0)
 		return n < 0 && errno != EAGAIN && errno != EINTR ? -errno : 0;
 	for (int i = 0; i < n; i++) {
@@ -287,9 +288,9 @@ static int rx_batch(struct ry_soft_rail *r)
 		}
 		/* GRO hands us equal segments, the last may be short. */
 		for (uint32_t off = 0; off < len; off += seg)
-			ry_soft_rx_packet(r, buf + off,
-					  len - off < seg ? len - off : seg,
-					  &r->rxa[i]);
+			ry__soft_rx_packet(r, buf + off,
+					   len - off < seg ? len - off : seg,
+					   &r->rxa[i]);
 	}
 	return n;
 }
@@ -298,14 +299,14 @@ static int rx_batch(struct ry_soft_rail *r)
  * Several batches per call, so a full socket buffer drains quickly; a
  * bound, so the QPs' timers and transmit still run under a flood.
  */
-int ry_soft_net_rx(struct ry_soft_rail *r)
+int ry__soft_net_rx(struct ry__soft_rail *r)
 {
 	for (int round = 0; round < 8; round++) {
 		int n = rx_batch(r);
 
 		if (n < 0)
 			return n;
-		if (n < RY_SOFT_RX_MSGS)
+		if (n < RY__SOFT_RX_MSGS)
 			break;
 	}
 	return 0;
@@ -314,14 +315,14 @@ int ry_soft_net_rx(struct ry_soft_rail *r)
 /* ---- socket ---- */
 
 /* The receive buffers are allocated once: nothing per packet allocates. */
-int ry_soft_net_init(struct ry_soft_rail *r)
+int ry__soft_net_init(struct ry__soft_rail *r)
 {
-	r->rxbuf = malloc((size_t)RY_SOFT_RX_MSGS * RY_SOFT_RX_BUF);
+	r->rxbuf = malloc((size_t)RY__SOFT_RX_MSGS * RY__SOFT_RX_BUF);
 	if (!r->rxbuf)
 		return -ENOMEM;
-	for (int i = 0; i < RY_SOFT_RX_MSGS; i++) {
-		r->rxv[i].iov_base = r->rxbuf + (size_t)i * RY_SOFT_RX_BUF;
-		r->rxv[i].iov_len = RY_SOFT_RX_BUF;
+	for (int i = 0; i < RY__SOFT_RX_MSGS; i++) {
+		r->rxv[i].iov_base = r->rxbuf + (size_t)i * RY__SOFT_RX_BUF;
+		r->rxv[i].iov_len = RY__SOFT_RX_BUF;
 	}
 	return 0;
 }
@@ -332,7 +333,7 @@ static void set_buf(int fd, int force, int plain, int size)
 		setsockopt(fd, SOL_SOCKET, plain, &size, sizeof(size));
 }
 
-int ry_soft_net_open(struct ry_soft_rail *r, const struct ry_rail_config *cfg)
+int ry__soft_net_open(struct ry__soft_rail *r, const struct ry_rail_config *cfg)
 {
 	socklen_t alen = sizeof(r->addr);
 	int one = 1, zero = 0;
@@ -363,7 +364,7 @@ int ry_soft_net_open(struct ry_soft_rail *r, const struct ry_rail_config *cfg)
 	return 0;
 }
 
-void ry_soft_net_close(struct ry_soft_rail *r)
+void ry__soft_net_close(struct ry__soft_rail *r)
 {
 	if (r->sock >= 0)
 		close(r->sock);

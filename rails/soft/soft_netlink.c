@@ -31,7 +31,7 @@ static bool flags_up(unsigned flags)
 	return (flags & IFF_UP) && (flags & (RY_IFF_LOWER_UP | IFF_RUNNING));
 }
 
-int ry_soft_nl_open(struct ry_soft_rail *r, const char *ifname)
+int ry__soft_nl_open(struct ry__soft_rail *r, const char *ifname)
 {
 	struct sockaddr_nl sa = {.nl_family = AF_NETLINK,
 				 .nl_groups = RTMGRP_LINK};
@@ -63,7 +63,7 @@ int ry_soft_nl_open(struct ry_soft_rail *r, const char *ifname)
 	return 0;
 }
 
-void ry_soft_nl_run(struct ry_soft_rail *r)
+void ry__soft_nl_run(struct ry__soft_rail *r)
 {
 	char buf[8192] __attribute__((aligned(4)));
 
@@ -80,7 +80,7 @@ void ry_soft_nl_run(struct ry_soft_rail *r)
 						   ifr.ifr_name) &&
 				    !ioctl(r->sock, SIOCGIFFLAGS, &ifr))
 					r->nl_up = ifr.ifr_flags & IFF_UP;
-				ry_soft_link_update(r);
+				ry__soft_link_update(r);
 				continue;
 			}
 			return;
@@ -96,7 +96,7 @@ void ry_soft_nl_run(struct ry_soft_rail *r)
 				continue;
 			r->nl_up = nh->nlmsg_type == RTM_NEWLINK &&
 				   flags_up(ifi->ifi_flags);
-			ry_soft_link_update(r);
+			ry__soft_link_update(r);
 		}
 	}
 }

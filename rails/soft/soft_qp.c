@@ -20,45 +20,45 @@ static unsigned qbucket(uint32_t qpn)
 {
 	return (qpn * 2654435761u) >> 22;
 }
-_Static_assert(RY_SOFT_QP_BUCKETS == 1024, "qbucket() makes 10 bits");
+_Static_assert(RY__SOFT_QP_BUCKETS == 1024, "qbucket() makes 10 bits");
 
-struct ry_soft_qp *ry_soft_qp_lookup(struct ry_soft_rail *r, uint32_t qpn)
+struct ry__soft_qp *ry__soft_qp_lookup(struct ry__soft_rail *r, uint32_t qpn)
 {
-	struct ry_soft_qp *qp = r->qpns[qbucket(qpn)];
+	struct ry__soft_qp *qp = r->qpns[qbucket(qpn)];
 
 	while (qp && qp->base.qp_num != qpn)
 		qp = qp->hnext;
 	return qp;
 }
 
-static int fresh_psn_cookie(struct ry_soft_qp *qp)
+static int fresh_psn_cookie(struct ry__soft_qp *qp)
 {
 	uint32_t psn = 0;
 	uint64_t cookie;
 	int rc = 0;
 
 	/* nonzero, as on verbs: 0 is what a forgotten init would give */
-	while (!rc && !(psn & RY_SOFT_PSN_MASK))
+	while (!rc && !(psn & RY__SOFT_PSN_MASK))
 		rc = ry__rand_bytes(&psn, sizeof(psn));
 	if (!rc)
 		rc = ry__rand_bytes(&cookie, sizeof(cookie));
 	if (rc)
 		return rc;
-	qp->base.local.psn = psn & RY_SOFT_PSN_MASK;
+	qp->base.local.psn = psn & RY__SOFT_PSN_MASK;
 	qp->base.local.cookie = cookie ? cookie : 1;
 	return 0;
 }
 
-int ry_soft_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
-		      struct ry_qp **qp_p)
+int ry__soft_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
+		       struct ry_qp **qp_p)
 {
-	struct ry_soft_rail *r = to_srail(pd->rail);
+	struct ry__soft_rail *r = to_srail(pd->rail);
 	struct ry_rail_attr attr;
-	struct ry_soft_qp *qp;
+	struct ry__soft_qp *qp;
 	uint32_t size = 1, total = 0;
 	int rc;
 
-	if (!init->max_send_wr || init->max_send_wr > RY_SOFT_MAX_QP_WR)
+	if (!init->max_send_wr || init->max_send_wr > RY__SOFT_MAX_QP_WR)
 		return -EINVAL;
 	while (size < init->max_send_wr)
 		size *= 2;
@@ -72,10 +72,10 @@ int ry_soft_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	}
 	qp->sq_size = size;
 	qp->sq_max = init->max_send_wr;
-	for (struct ry_soft_qp *q = r->qps; q; q = q->next)
+	for (struct ry__soft_qp *q = r->qps; q; q = q->next)
 		total += q->sq_max;
 	/* Every WR that can be outstanding has a CQ slot: no overrun. */
-	rc = ry_soft_cq_reserve(r, total + qp->sq_max + 2 * RY_SOFT_SRQ_SIZE);
+	rc = ry__soft_cq_reserve(r, total + qp->sq_max + 2 * RY__SOFT_SRQ_SIZE);
 	if (rc)
 		goto err_free;
 	for (int tries = 0;; tries++) {
@@ -84,8 +84,8 @@ int ry_soft_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 		rc = ry__rand_bytes(&qpn, sizeof(qpn));
 		if (rc)
 			goto err_free;
-		qpn &= RY_SOFT_PSN_MASK;
-		if (qpn > 1 && !ry_soft_qp_lookup(r, qpn)) {
+		qpn &= RY__SOFT_PSN_MASK;
+		if (qpn > 1 && !ry__soft_qp_lookup(r, qpn)) {
 			qp->base.qp_num = qpn;
 			break;
 		}
@@ -97,7 +97,7 @@ int ry_soft_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	rc = fresh_psn_cookie(qp);
 	if (rc)
 		goto err_free;
-	ry_rail_query(pd->rail, &attr);
+	ry__rail_query(pd->rail, &attr);
 	memcpy(qp->base.local.gid, attr.local.gid, 16);
 	qp->base.local.udp_port = attr.local.udp_port;
 	qp->base.local.mtu = attr.mtu;
@@ -111,7 +111,7 @@ int ry_soft_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	if (r->qps)
 		r->qps->prev = qp;
 	r->qps = qp;
-	container_of(pd, struct ry_soft_pd, base)->refs++;
+	container_of(pd, struct ry__soft_pd, base)->refs++;
 	RY_DBG("soft", "rail %s: qp 0x%x created psn 0x%x", r->base.name,
 	       qp->base.qp_num, qp->base.local.psn);
 	*qp_p = &qp->base;
@@ -123,9 +123,9 @@ err_free:
 	return rc;
 }
 
-static void unlink_qp(struct ry_soft_rail *r, struct ry_soft_qp *qp)
+static void unlink_qp(struct ry__soft_rail *r, struct ry__soft_qp *qp)
 {
-	struct ry_soft_qp **pp;
+	struct ry__soft_qp **pp;
 
 	for (pp = &r->qpns[qbucket(qp->base.qp_num)]; *pp; pp = &(*pp)->hnext) {
 		if (*pp == qp) {
@@ -141,22 +141,22 @@ static void unlink_qp(struct ry_soft_rail *r, struct ry_soft_qp *qp)
 		qp->next->prev = qp->prev;
 }
 
-int ry_soft_destroy_qp(struct ry_qp *base)
+int ry__soft_destroy_qp(struct ry_qp *base)
 {
-	struct ry_soft_qp *qp = to_sqp(base);
-	struct ry_soft_rail *r = qp_rail(qp);
+	struct ry__soft_qp *qp = to_sqp(base);
+	struct ry__soft_rail *r = qp_rail(qp);
 
 	unlink_qp(r, qp);
-	container_of(base->pd, struct ry_soft_pd, base)->refs--;
+	container_of(base->pd, struct ry__soft_pd, base)->refs--;
 	free(qp->sq);
 	free(qp);
 	return 0;
 }
 
-void ry_soft_qp_cleanup(struct ry_soft_rail *r)
+void ry__soft_qp_cleanup(struct ry__soft_rail *r)
 {
 	while (r->qps)
-		ry_soft_destroy_qp(&r->qps->base);
+		ry__soft_destroy_qp(&r->qps->base);
 }
 
 static enum ry_wc_opcode wc_opcode(enum ry_wr_opcode op)
@@ -172,8 +172,8 @@ static enum ry_wc_opcode wc_opcode(enum ry_wr_opcode op)
 	}
 }
 
-void ry_soft_wqe_complete(struct ry_soft_qp *qp, struct ry_soft_wqe *w,
-			  enum ry_wc_status status)
+void ry__soft_wqe_complete(struct ry__soft_qp *qp, struct ry__soft_wqe *w,
+			   enum ry_wc_status status)
 {
 	struct ry_wc wc = {
 	    .wr_id = w->wr.wr_id,
@@ -184,13 +184,13 @@ void ry_soft_wqe_complete(struct ry_soft_qp *qp, struct ry_soft_wqe *w,
 	};
 
 	w->done = true;
-	ry_soft_cq_push(qp_rail(qp), &wc);
+	ry__soft_cq_push(qp_rail(qp), &wc);
 }
 
-void ry_soft_qp_error_at(struct ry_soft_qp *qp, uint32_t idx,
-			 enum ry_wc_status status)
+void ry__soft_qp_error_at(struct ry__soft_qp *qp, uint32_t idx,
+			  enum ry_wc_status status)
 {
-	struct ry_soft_rail *r = qp_rail(qp);
+	struct ry__soft_rail *r = qp_rail(qp);
 
 	if (qp->base.state == RY_QPS_ERR)
 		return;
@@ -198,10 +198,11 @@ void ry_soft_qp_error_at(struct ry_soft_qp *qp, uint32_t idx,
 		RY_INFO("soft", "rail %s: qp 0x%x to ERR: %s", r->base.name,
 			qp->base.qp_num, ry_wc_status_str(status));
 	qp->base.state = RY_QPS_ERR;
-	qp->req.state = RY_SOFT_REQ_ERROR;
+	qp->req.state = RY__SOFT_REQ_ERROR;
 	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++)
-		ry_soft_wqe_complete(qp, &qp->sq[ry__ring_slot(i, qp->sq_size)],
-				     i == idx ? status : RY_WC_FLUSHED);
+		ry__soft_wqe_complete(qp,
+				      &qp->sq[ry__ring_slot(i, qp->sq_size)],
+				      i == idx ? status : RY_WC_FLUSHED);
 	qp->sq_head = qp->sq_tail;
 	if (qp->resp.has_rwqe) {
 		struct ry_wc wc = {
@@ -211,7 +212,7 @@ void ry_soft_qp_error_at(struct ry_soft_qp *qp, uint32_t idx,
 		    .qp_num = qp->base.qp_num,
 		};
 
-		ry_soft_cq_push(r, &wc);
+		ry__soft_cq_push(r, &wc);
 		qp->resp.has_rwqe = false;
 	}
 	qp->resp.rd_head = qp->resp.rd_tail;
@@ -220,20 +221,20 @@ void ry_soft_qp_error_at(struct ry_soft_qp *qp, uint32_t idx,
 	qp->comp.rnr_until = 0;
 }
 
-void ry_soft_qp_error(struct ry_soft_qp *qp, enum ry_wc_status head_status)
+void ry__soft_qp_error(struct ry__soft_qp *qp, enum ry_wc_status head_status)
 {
-	ry_soft_qp_error_at(qp, qp->sq_head, head_status);
+	ry__soft_qp_error_at(qp, qp->sq_head, head_status);
 }
 
-static int to_rtr(struct ry_soft_qp *qp, const struct ry_qp_attr *attr)
+static int to_rtr(struct ry__soft_qp *qp, const struct ry_qp_attr *attr)
 {
-	struct ry_soft_rail *r = qp_rail(qp);
+	struct ry__soft_rail *r = qp_rail(qp);
 	static const uint8_t v4mapped[12] = {[10] = 0xff, [11] = 0xff};
 	uint32_t mtu = attr->mtu ? attr->mtu : attr->remote.mtu;
 
 	if (memcmp(attr->remote.gid, v4mapped, 12) || !attr->remote.udp_port ||
-	    (attr->remote.qpn & ~RY_SOFT_PSN_MASK) ||
-	    (attr->remote.psn & ~RY_SOFT_PSN_MASK)) {
+	    (attr->remote.qpn & ~RY__SOFT_PSN_MASK) ||
+	    (attr->remote.psn & ~RY__SOFT_PSN_MASK)) {
 		RY_ERR("soft",
 		       "qp 0x%x: RTR needs an IPv4-mapped gid, a "
 		       "port and 24-bit qpn/psn",
@@ -242,20 +243,20 @@ static int to_rtr(struct ry_soft_qp *qp, const struct ry_qp_attr *attr)
 	}
 	if (!mtu || mtu > r->mtu)
 		mtu = r->mtu;
-	if (mtu < RY_SOFT_IP_UDP_HDR + RY_SOFT_HDR_LEN + 64)
+	if (mtu < RY__SOFT_IP_UDP_HDR + RY__SOFT_HDR_LEN + 64)
 		return -EINVAL;
 	qp->remote = attr->remote;
 	memset(&qp->peer, 0, sizeof(qp->peer));
 	qp->peer.sin_family = AF_INET;
 	memcpy(&qp->peer.sin_addr, &attr->remote.gid[12], 4);
 	qp->peer.sin_port = htons(attr->remote.udp_port);
-	qp->pmtu = mtu - RY_SOFT_IP_UDP_HDR - RY_SOFT_HDR_LEN;
-	qp->window = RY_SOFT_WINDOW_BYTES / qp->pmtu;
-	if (qp->window > RY_SOFT_WINDOW_MAX)
-		qp->window = RY_SOFT_WINDOW_MAX;
+	qp->pmtu = mtu - RY__SOFT_IP_UDP_HDR - RY__SOFT_HDR_LEN;
+	qp->window = RY__SOFT_WINDOW_BYTES / qp->pmtu;
+	if (qp->window > RY__SOFT_WINDOW_MAX)
+		qp->window = RY__SOFT_WINDOW_MAX;
 	if (qp->window < 8)
 		qp->window = 8;
-	qp->rd_chunk = RY_SOFT_READ_CHUNK / qp->pmtu;
+	qp->rd_chunk = RY__SOFT_READ_CHUNK / qp->pmtu;
 	if (qp->rd_chunk < 16)
 		qp->rd_chunk = 16;
 	qp->resp.psn = attr->remote.psn;
@@ -264,7 +265,7 @@ static int to_rtr(struct ry_soft_qp *qp, const struct ry_qp_attr *attr)
 	return 0;
 }
 
-static void to_rts(struct ry_soft_qp *qp, const struct ry_qp_attr *attr)
+static void to_rts(struct ry__soft_qp *qp, const struct ry_qp_attr *attr)
 {
 	uint32_t psn = qp->base.local.psn;
 
@@ -277,23 +278,23 @@ static void to_rts(struct ry_soft_qp *qp, const struct ry_qp_attr *attr)
 	qp->retry_cnt = attr->retry_cnt > 6 ? 6 : attr->retry_cnt;
 	qp->rnr_retry = attr->rnr_retry > 6 ? 6 : attr->rnr_retry;
 	qp->max_rd = attr->max_rd_atomic ? attr->max_rd_atomic : 1;
-	if (qp->max_rd > RY_SOFT_MAX_RD)
-		qp->max_rd = RY_SOFT_MAX_RD;
+	if (qp->max_rd > RY__SOFT_MAX_RD)
+		qp->max_rd = RY__SOFT_MAX_RD;
 	if (qp->base.state == RY_QPS_RTS)
 		return; /* RTS -> RTS: only the timers change */
 	qp->req.psn = psn;
 	qp->req.max_psn = psn;
 	qp->req.idx = qp->sq_head;
 	qp->req.pkt = 0;
-	qp->req.state = RY_SOFT_REQ_IDLE;
+	qp->req.state = RY__SOFT_REQ_IDLE;
 	qp->post_psn = psn;
 	qp->comp.psn = psn;
 	qp->comp.retry_left = qp->retry_cnt;
 	qp->comp.rnr_left = qp->rnr_retry;
-	ry_soft_cc_init(qp);
+	ry__soft_cc_init(qp);
 }
 
-static int to_reset(struct ry_soft_qp *qp)
+static int to_reset(struct ry__soft_qp *qp)
 {
 	int rc = fresh_psn_cookie(qp);
 
@@ -307,10 +308,10 @@ static int to_reset(struct ry_soft_qp *qp)
 	return 0;
 }
 
-int ry_soft_modify_qp(struct ry_qp *base, enum ry_qp_state state,
-		      const struct ry_qp_attr *attr)
+int ry__soft_modify_qp(struct ry_qp *base, enum ry_qp_state state,
+		       const struct ry_qp_attr *attr)
 {
-	struct ry_soft_qp *qp = to_sqp(base);
+	struct ry__soft_qp *qp = to_sqp(base);
 	enum ry_qp_state cur = base->state;
 	int rc = 0;
 
@@ -336,7 +337,7 @@ int ry_soft_modify_qp(struct ry_qp *base, enum ry_qp_state state,
 		to_rts(qp, attr);
 		break;
 	case RY_QPS_ERR:
-		ry_soft_qp_error(qp, RY_WC_FLUSHED);
+		ry__soft_qp_error(qp, RY_WC_FLUSHED);
 		return 0;
 	default:
 		return -EINVAL;
@@ -349,28 +350,28 @@ int ry_soft_modify_qp(struct ry_qp *base, enum ry_qp_state state,
 	return 0;
 }
 
-static uint32_t wr_npkts(const struct ry_soft_qp *qp, uint32_t len)
+static uint32_t wr_npkts(const struct ry__soft_qp *qp, uint32_t len)
 {
 	return len ? (len + qp->pmtu - 1) / qp->pmtu : 1;
 }
 
-int ry_soft_post_send(struct ry_qp *base, const struct ry_send_wr *wr,
-		      unsigned n)
+int ry__soft_post_send(struct ry_qp *base, const struct ry_send_wr *wr,
+		       unsigned n)
 {
-	struct ry_soft_qp *qp = to_sqp(base);
+	struct ry__soft_qp *qp = to_sqp(base);
 
 	for (unsigned i = 0; i < n; i++)
 		if ((unsigned)wr[i].opcode > RY_WR_SEND_IMM ||
-		    wr[i].sge.length > RY_SOFT_MAX_MSG ||
+		    wr[i].sge.length > RY__SOFT_MAX_MSG ||
 		    (qp->pmtu &&
-		     wr_npkts(qp, wr[i].sge.length) > RY_SOFT_WR_MAX_PKTS))
+		     wr_npkts(qp, wr[i].sge.length) > RY__SOFT_WR_MAX_PKTS))
 			return -EINVAL;
 	if (base->state == RY_QPS_ERR) {
 		/* verbs: in ERR a new WR completes at once, flushed */
 		for (unsigned i = 0; i < n; i++) {
-			struct ry_soft_wqe w = {.wr = wr[i]};
+			struct ry__soft_wqe w = {.wr = wr[i]};
 
-			ry_soft_wqe_complete(qp, &w, RY_WC_FLUSHED);
+			ry__soft_wqe_complete(qp, &w, RY_WC_FLUSHED);
 		}
 		return 0;
 	}
@@ -379,22 +380,23 @@ int ry_soft_post_send(struct ry_qp *base, const struct ry_send_wr *wr,
 	if (qp->sq_tail - qp->sq_head + n > qp->sq_max)
 		return -ENOMEM;
 	for (unsigned i = 0; i < n; i++) {
-		struct ry_soft_wqe *w =
+		struct ry__soft_wqe *w =
 		    &qp->sq[ry__ring_slot(qp->sq_tail++, qp->sq_size)];
 
 		w->wr = wr[i];
 		w->first_psn = qp->post_psn;
 		w->npkts = wr_npkts(qp, wr[i].sge.length);
 		w->done = false;
-		qp->post_psn = ry_soft_psn_add(qp->post_psn, (int32_t)w->npkts);
+		qp->post_psn =
+		    ry__soft_psn_add(qp->post_psn, (int32_t)w->npkts);
 	}
 	return 0;
 }
 
-int ry_soft_test_set_psn(struct ry_qp *base, uint32_t psn)
+int ry__soft_test_set_psn(struct ry_qp *base, uint32_t psn)
 {
 	if ((base->state != RY_QPS_RESET && base->state != RY_QPS_INIT) ||
-	    (psn & ~RY_SOFT_PSN_MASK))
+	    (psn & ~RY__SOFT_PSN_MASK))
 		return -EINVAL;
 	base->local.psn = psn;
 	return 0;

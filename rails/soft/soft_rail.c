@@ -32,7 +32,7 @@
 
 /* ---- CQ, SRQ, events ---- */
 
-static void efd_raise(struct ry_soft_rail *r)
+static void efd_raise(struct ry__soft_rail *r)
 {
 	uint64_t one = 1;
 
@@ -42,7 +42,7 @@ static void efd_raise(struct ry_soft_rail *r)
 		r->efd_set = true;
 }
 
-static void efd_clear(struct ry_soft_rail *r)
+static void efd_clear(struct ry__soft_rail *r)
 {
 	uint64_t v;
 
@@ -53,7 +53,7 @@ static void efd_clear(struct ry_soft_rail *r)
 	r->efd_set = false;
 }
 
-void ry_soft_cq_push(struct ry_soft_rail *r, const struct ry_wc *wc)
+void ry__soft_cq_push(struct ry__soft_rail *r, const struct ry_wc *wc)
 {
 	/* Sized at create_qp for every WR that can be outstanding. */
 	if (ry__ring_full(r->cq_head, r->cq_tail, r->cq_size)) {
@@ -65,7 +65,7 @@ void ry_soft_cq_push(struct ry_soft_rail *r, const struct ry_wc *wc)
 	r->cq[ry__ring_slot(r->cq_tail++, r->cq_size)] = *wc;
 }
 
-int ry_soft_cq_reserve(struct ry_soft_rail *r, uint32_t entries)
+int ry__soft_cq_reserve(struct ry__soft_rail *r, uint32_t entries)
 {
 	uint32_t size = r->cq_size ? r->cq_size : 1024;
 	struct ry_wc *cq;
@@ -89,7 +89,7 @@ int ry_soft_cq_reserve(struct ry_soft_rail *r, uint32_t entries)
 
 static int soft_poll_cq(struct ry_rail *rail, struct ry_wc *wc, int n)
 {
-	struct ry_soft_rail *r = to_srail(rail);
+	struct ry__soft_rail *r = to_srail(rail);
 	int i = 0;
 
 	while (i < n && r->cq_head != r->cq_tail)
@@ -102,24 +102,24 @@ static int soft_poll_cq(struct ry_rail *rail, struct ry_wc *wc, int n)
 static int soft_post_recv(struct ry_rail *rail, const struct ry_recv_wr *wr,
 			  unsigned n)
 {
-	struct ry_soft_rail *r = to_srail(rail);
+	struct ry__soft_rail *r = to_srail(rail);
 
-	if (RY_SOFT_SRQ_SIZE - (r->srq_tail - r->srq_head) < n)
+	if (RY__SOFT_SRQ_SIZE - (r->srq_tail - r->srq_head) < n)
 		return -ENOMEM;
 	for (unsigned i = 0; i < n; i++)
-		r->srq[ry__ring_slot(r->srq_tail++, RY_SOFT_SRQ_SIZE)] = wr[i];
+		r->srq[ry__ring_slot(r->srq_tail++, RY__SOFT_SRQ_SIZE)] = wr[i];
 	return 0;
 }
 
-void ry_soft_event(struct ry_soft_rail *r, enum ry_rail_event_type type,
-		   uint32_t qpn)
+void ry__soft_event(struct ry__soft_rail *r, enum ry_rail_event_type type,
+		    uint32_t qpn)
 {
 	struct ry_rail_event *ev;
 
-	if (ry__ring_full(r->ev_head, r->ev_tail, RY_SOFT_EVENTS))
+	if (ry__ring_full(r->ev_head, r->ev_tail, RY__SOFT_EVENTS))
 		r->ev_head++; /* keep the newest: the last state is what counts
 			       */
-	ev = &r->ev[ry__ring_slot(r->ev_tail++, RY_SOFT_EVENTS)];
+	ev = &r->ev[ry__ring_slot(r->ev_tail++, RY__SOFT_EVENTS)];
 	ev->type = type;
 	ev->qpn = qpn;
 	ev->time_ns = ry__now_ns();
@@ -128,18 +128,18 @@ void ry_soft_event(struct ry_soft_rail *r, enum ry_rail_event_type type,
 
 static int soft_get_event(struct ry_rail *rail, struct ry_rail_event *ev)
 {
-	struct ry_soft_rail *r = to_srail(rail);
+	struct ry__soft_rail *r = to_srail(rail);
 
 	if (r->ev_head == r->ev_tail)
 		return -EAGAIN;
-	*ev = r->ev[ry__ring_slot(r->ev_head++, RY_SOFT_EVENTS)];
+	*ev = r->ev[ry__ring_slot(r->ev_head++, RY__SOFT_EVENTS)];
 	if (r->cq_head == r->cq_tail && r->ev_head == r->ev_tail)
 		efd_clear(r);
 	return 0;
 }
 
 /* The link is up when neither set_link nor the real interface says down. */
-void ry_soft_link_update(struct ry_soft_rail *r)
+void ry__soft_link_update(struct ry__soft_rail *r)
 {
 	bool up = r->link == RY_LINK_UP && r->nl_up;
 
@@ -147,12 +147,12 @@ void ry_soft_link_update(struct ry_soft_rail *r)
 		return;
 	r->eff_up = up;
 	RY_DBG("soft", "rail %s: link %s", r->base.name, up ? "up" : "down");
-	ry_soft_event(r, up ? RY_RAIL_EV_LINK_UP : RY_RAIL_EV_LINK_DOWN, 0);
+	ry__soft_event(r, up ? RY_RAIL_EV_LINK_UP : RY_RAIL_EV_LINK_DOWN, 0);
 }
 
 /* ---- progress ---- */
 
-static void arm_timer(struct ry_soft_rail *r, uint64_t when)
+static void arm_timer(struct ry__soft_rail *r, uint64_t when)
 {
 	struct itimerspec its = {0};
 
@@ -168,7 +168,7 @@ static void arm_timer(struct ry_soft_rail *r, uint64_t when)
 
 static int soft_progress(struct ry_rail *rail)
 {
-	struct ry_soft_rail *r = to_srail(rail);
+	struct ry__soft_rail *r = to_srail(rail);
 	uint64_t next = 0;
 	int rc = 0;
 
@@ -184,17 +184,17 @@ static int soft_progress(struct ry_rail *rail)
 	 * busy-polling owner must not pay a netlink syscall each time. */
 	if (r->nlfd >= 0 && r->now - r->nl_checked >= 1000000) {
 		r->nl_checked = r->now;
-		ry_soft_nl_run(r);
+		ry__soft_nl_run(r);
 	}
-	ry_soft_fault_run(r);
-	rc = ry_soft_net_rx(r);
-	for (struct ry_soft_qp *qp = r->qps; qp; qp = qp->next) {
+	ry__soft_fault_run(r);
+	rc = ry__soft_net_rx(r);
+	for (struct ry__soft_qp *qp = r->qps; qp; qp = qp->next) {
 		uint64_t t;
 
-		ry_soft_req_timers(qp);
-		ry_soft_resp_run(qp);
-		ry_soft_req_run(qp);
-		t = ry_soft_req_next_timer(qp);
+		ry__soft_req_timers(qp);
+		ry__soft_resp_run(qp);
+		ry__soft_req_run(qp);
+		t = ry__soft_req_next_timer(qp);
 		/* READ responses left over when the batch filled */
 		if (qp->resp.rd_head != qp->resp.rd_tail &&
 		    qp->base.state != RY_QPS_ERR)
@@ -202,9 +202,9 @@ static int soft_progress(struct ry_rail *rail)
 		if (t && (!next || t < next))
 			next = t;
 	}
-	ry_soft_tx_flush(r);
+	ry__soft_tx_flush(r);
 	{
-		uint64_t t = ry_soft_fault_next_timer(r);
+		uint64_t t = ry__soft_fault_next_timer(r);
 
 		if (t && (!next || t < next))
 			next = t;
@@ -222,7 +222,7 @@ static int soft_fd(struct ry_rail *rail)
 
 static int soft_query(struct ry_rail *rail, struct ry_rail_attr *attr)
 {
-	struct ry_soft_rail *r = to_srail(rail);
+	struct ry__soft_rail *r = to_srail(rail);
 
 	memset(attr, 0, sizeof(*attr));
 	attr->link = r->eff_up ? RY_LINK_UP : RY_LINK_DOWN;
@@ -232,13 +232,13 @@ static int soft_query(struct ry_rail *rail, struct ry_rail_attr *attr)
 	memcpy(&attr->local.gid[12], &r->addr.sin_addr, 4);
 	attr->local.udp_port = ntohs(r->addr.sin_port);
 	attr->local.mtu = r->mtu;
-	attr->max_qp_wr = RY_SOFT_MAX_QP_WR;
-	attr->max_msg_size = RY_SOFT_MAX_MSG;
+	attr->max_qp_wr = RY__SOFT_MAX_QP_WR;
+	attr->max_msg_size = RY__SOFT_MAX_MSG;
 	/* small MTUs: a WR may not span more PSNs than the window allows */
-	if ((uint64_t)RY_SOFT_WR_MAX_PKTS * (r->mtu - RY_SOFT_OVERHEAD) <
+	if ((uint64_t)RY__SOFT_WR_MAX_PKTS * (r->mtu - RY__SOFT_OVERHEAD) <
 	    attr->max_msg_size)
 		attr->max_msg_size =
-			RY_SOFT_WR_MAX_PKTS * (r->mtu - RY_SOFT_OVERHEAD);
+		    RY__SOFT_WR_MAX_PKTS * (r->mtu - RY__SOFT_OVERHEAD);
 	return 0;
 }
 
@@ -326,7 +326,7 @@ static void soft_close(struct ry_rail *rail);
 
 static int soft_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 {
-	struct ry_soft_rail *r;
+	struct ry__soft_rail *r;
 	char ifname[IF_NAMESIZE] = "";
 	struct ry_fault f = {0};
 	int rc;
@@ -334,17 +334,17 @@ static int soft_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	r->base.ops = &ry_soft_ops;
+	r->base.ops = &ry__soft_ops;
 	snprintf(r->base.name, sizeof(r->base.name), "%s", cfg->name);
 	r->sock = r->epfd = r->tfd = r->efd = r->nlfd = -1;
 	r->link = RY_LINK_UP;
 	r->nl_up = true;
 	r->eff_up = true;
 	r->mtu = cfg->mtu ? cfg->mtu : 1500;
-	if (r->mtu < RY_SOFT_IP_UDP_HDR + RY_SOFT_HDR_LEN + 64 ||
-	    r->mtu > RY_SOFT_GSO_BYTES) {
+	if (r->mtu < RY__SOFT_IP_UDP_HDR + RY__SOFT_HDR_LEN + 64 ||
+	    r->mtu > RY__SOFT_GSO_BYTES) {
 		RY_ERR("soft", "rail %s: mtu %u out of range 148..%u",
-		       cfg->name, r->mtu, RY_SOFT_GSO_BYTES);
+		       cfg->name, r->mtu, RY__SOFT_GSO_BYTES);
 		rc = -EINVAL;
 		goto err_free;
 	}
@@ -358,13 +358,13 @@ static int soft_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 	if (rc)
 		goto err_free;
 	r->rng |= 1;
-	rc = ry_soft_net_init(r);
+	rc = ry__soft_net_init(r);
 	if (rc)
 		goto err_free;
-	rc = ry_soft_cq_reserve(r, 2 * RY_SOFT_SRQ_SIZE);
+	rc = ry__soft_cq_reserve(r, 2 * RY__SOFT_SRQ_SIZE);
 	if (rc)
 		goto err_free;
-	rc = ry_soft_net_open(r, cfg);
+	rc = ry__soft_net_open(r, cfg);
 	if (rc)
 		goto err_close;
 	r->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -391,7 +391,7 @@ static int soft_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 	} else
 		owner_ifname(&r->addr, ifname, sizeof(ifname));
 	if (ifname[0]) {
-		rc = ry_soft_nl_open(r, ifname);
+		rc = ry__soft_nl_open(r, ifname);
 		if (rc)
 			goto err_close;
 		rc = epoll_add(r->epfd, r->nlfd);
@@ -404,7 +404,7 @@ static int soft_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 	f.reorder = cfg->fault.reorder;
 	f.corrupt = cfg->fault.corrupt;
 	f.delay_us = cfg->fault.delay_us;
-	rc = ry_soft_set_fault(&r->base, &f);
+	rc = ry__soft_set_fault(&r->base, &f);
 	if (rc)
 		goto err_close;
 	r->eff_up = r->link == RY_LINK_UP && r->nl_up;
@@ -419,7 +419,7 @@ err_close:
 	soft_close(&r->base);
 	return rc;
 err_free:
-	ry_soft_net_close(r);
+	ry__soft_net_close(r);
 	free(r->cq);
 	free(r);
 	return rc;
@@ -427,15 +427,15 @@ err_free:
 
 static void soft_close(struct ry_rail *rail)
 {
-	struct ry_soft_rail *r;
+	struct ry__soft_rail *r;
 
 	if (!rail)
 		return;
 	r = to_srail(rail);
 	/* Teardown in phases: QPs (nothing more goes out), regions, PDs. */
-	ry_soft_qp_cleanup(r);
-	ry_soft_mr_cleanup(r);
-	ry_soft_fault_cleanup(r);
+	ry__soft_qp_cleanup(r);
+	ry__soft_mr_cleanup(r);
+	ry__soft_fault_cleanup(r);
 	if (r->nlfd >= 0)
 		close(r->nlfd);
 	if (r->efd >= 0)
@@ -444,44 +444,44 @@ static void soft_close(struct ry_rail *rail)
 		close(r->tfd);
 	if (r->epfd >= 0)
 		close(r->epfd);
-	ry_soft_net_close(r);
+	ry__soft_net_close(r);
 	free(r->cq);
 	free(r);
 }
 
 /* Test hook: run one raw datagram through the receive path. */
-void ry_soft_inject(struct ry_rail *rail, const void *pkt, size_t len,
-		    const uint8_t gid[16], uint16_t udp_port)
+void ry__soft_inject(struct ry_rail *rail, const void *pkt, size_t len,
+		     const uint8_t gid[16], uint16_t udp_port)
 {
-	struct ry_soft_rail *r = to_srail(rail);
+	struct ry__soft_rail *r = to_srail(rail);
 	struct sockaddr_in from = {.sin_family = AF_INET};
 
 	memcpy(&from.sin_addr, gid + 12, 4);
 	from.sin_port = htons(udp_port);
 	r->now = ry__now_ns();
-	ry_soft_rx_packet(r, pkt, (uint32_t)len, &from);
-	ry_soft_tx_flush(r);
+	ry__soft_rx_packet(r, pkt, (uint32_t)len, &from);
+	ry__soft_tx_flush(r);
 }
 
-const struct ry_rail_ops ry_soft_ops = {
+const struct ry_rail_ops ry__soft_ops = {
     .name = "soft",
-    .alloc_pd = ry_soft_alloc_pd,
+    .alloc_pd = ry__soft_alloc_pd,
     .close = soft_close,
-    .create_qp = ry_soft_create_qp,
-    .dealloc_pd = ry_soft_dealloc_pd,
-    .dereg_mr = ry_soft_dereg_mr,
-    .destroy_qp = ry_soft_destroy_qp,
+    .create_qp = ry__soft_create_qp,
+    .dealloc_pd = ry__soft_dealloc_pd,
+    .dereg_mr = ry__soft_dereg_mr,
+    .destroy_qp = ry__soft_destroy_qp,
     .fd = soft_fd,
     .get_event = soft_get_event,
     .get_stats = soft_get_stats,
-    .modify_qp = ry_soft_modify_qp,
+    .modify_qp = ry__soft_modify_qp,
     .open = soft_open,
     .poll_cq = soft_poll_cq,
     .post_recv = soft_post_recv,
-    .post_send = ry_soft_post_send,
+    .post_send = ry__soft_post_send,
     .progress = soft_progress,
     .query = soft_query,
-    .reg_mr = ry_soft_reg_mr,
-    .set_fault = ry_soft_set_fault,
-    .set_link = ry_soft_set_link,
+    .reg_mr = ry__soft_reg_mr,
+    .set_fault = ry__soft_set_fault,
+    .set_link = ry__soft_set_link,
 };

@@ -16,13 +16,13 @@
 #include "src/util/log.h"
 #include "src/util/ring.h"
 
-const char *const ry_soft_req_state_names[] = {
-    [RY_SOFT_REQ_IDLE] = "idle",	 [RY_SOFT_REQ_SENDING] = "sending",
-    [RY_SOFT_REQ_WAIT_ACK] = "wait-ack", [RY_SOFT_REQ_WAIT_RNR] = "wait-rnr",
-    [RY_SOFT_REQ_ERROR] = "error",
+const char *const ry__soft_req_state_names[] = {
+    [RY__SOFT_REQ_IDLE] = "idle",	  [RY__SOFT_REQ_SENDING] = "sending",
+    [RY__SOFT_REQ_WAIT_ACK] = "wait-ack", [RY__SOFT_REQ_WAIT_RNR] = "wait-rnr",
+    [RY__SOFT_REQ_ERROR] = "error",
 };
 
-static struct ry_soft_wqe *wqe(struct ry_soft_qp *qp, uint32_t idx)
+static struct ry__soft_wqe *wqe(struct ry__soft_qp *qp, uint32_t idx)
 {
 	return &qp->sq[ry__ring_slot(idx, qp->sq_size)];
 }
@@ -34,9 +34,9 @@ static struct ry_soft_wqe *wqe(struct ry_soft_qp *qp, uint32_t idx)
  * response at a chunk's end arrives, and the requests outstanding for
  * responses [lo, hi) are the chunk ends in it.
  */
-uint32_t ry_soft_rd_chunks(const struct ry_soft_qp *qp,
-			   const struct ry_soft_wqe *w, uint32_t lo,
-			   uint32_t hi)
+uint32_t ry__soft_rd_chunks(const struct ry__soft_qp *qp,
+			    const struct ry__soft_wqe *w, uint32_t lo,
+			    uint32_t hi)
 {
 	uint32_t c = qp->rd_chunk, n;
 
@@ -50,23 +50,23 @@ uint32_t ry_soft_rd_chunks(const struct ry_soft_qp *qp,
 	return n;
 }
 
-void ry_soft_req_rewind(struct ry_soft_qp *qp, uint32_t psn)
+void ry__soft_req_rewind(struct ry__soft_qp *qp, uint32_t psn)
 {
 	uint32_t i;
 
-	if (ry_soft_psn_cmp(psn, qp->comp.psn) < 0)
+	if (ry__soft_psn_cmp(psn, qp->comp.psn) < 0)
 		psn = qp->comp.psn;
 	qp->req.rd_out = 0;
 	for (i = qp->sq_head; i != qp->sq_tail; i++) {
-		struct ry_soft_wqe *w = wqe(qp, i);
-		int32_t k = ry_soft_psn_cmp(psn, w->first_psn);
-		int32_t lo = ry_soft_psn_cmp(qp->comp.psn, w->first_psn);
+		struct ry__soft_wqe *w = wqe(qp, i);
+		int32_t k = ry__soft_psn_cmp(psn, w->first_psn);
+		int32_t lo = ry__soft_psn_cmp(qp->comp.psn, w->first_psn);
 		uint32_t hi =
 		    k >= 0 && (uint32_t)k < w->npkts ? (uint32_t)k : w->npkts;
 
 		/* requests before the rewind point stay outstanding */
 		if (w->wr.opcode == RY_WR_RDMA_READ)
-			qp->req.rd_out += ry_soft_rd_chunks(
+			qp->req.rd_out += ry__soft_rd_chunks(
 			    qp, w, lo > 0 ? (uint32_t)lo : 0, hi);
 		if (k >= 0 && (uint32_t)k < w->npkts) {
 			qp->req.pkt = (uint32_t)k;
@@ -79,11 +79,11 @@ void ry_soft_req_rewind(struct ry_soft_qp *qp, uint32_t psn)
 	}
 	qp->req.idx = i;
 	qp->req.psn = psn;
-	ry_soft_cc_rewound(qp);
+	ry__soft_cc_rewound(qp);
 	RY_TRACE("soft", "qp 0x%x: go back to psn 0x%x", qp->base.qp_num, psn);
 }
 
-static void send_read_req(struct ry_soft_qp *qp, struct ry_soft_wqe *w,
+static void send_read_req(struct ry__soft_qp *qp, struct ry__soft_wqe *w,
 			  uint8_t flags, uint32_t n)
 {
 	uint64_t off = (uint64_t)qp->req.pkt * qp->pmtu;
@@ -91,9 +91,9 @@ static void send_read_req(struct ry_soft_qp *qp, struct ry_soft_wqe *w,
 
 	if (len > (uint64_t)n * qp->pmtu)
 		len = (uint64_t)n * qp->pmtu;
-	struct ry_soft_pkt p = {
-	    .opcode = RY_SOFT_OP_READ_REQ,
-	    .flags = flags | RY_SOFT_F_FIRST | RY_SOFT_F_LAST,
+	struct ry__soft_pkt p = {
+	    .opcode = RY__SOFT_OP_READ_REQ,
+	    .flags = flags | RY__SOFT_F_FIRST | RY__SOFT_F_LAST,
 	    .dqpn = qp->remote.qpn,
 	    .sqpn = qp->base.qp_num,
 	    .psn = qp->req.psn,
@@ -103,10 +103,10 @@ static void send_read_req(struct ry_soft_qp *qp, struct ry_soft_wqe *w,
 	    .len = (uint32_t)len,
 	};
 
-	ry_soft_tx(qp_rail(qp), &qp->peer, &p, NULL);
+	ry__soft_tx(qp_rail(qp), &qp->peer, &p, NULL);
 }
 
-static void send_data(struct ry_soft_qp *qp, struct ry_soft_wqe *w,
+static void send_data(struct ry__soft_qp *qp, struct ry__soft_wqe *w,
 		      uint8_t flags, const void *src, uint32_t chunk)
 {
 	uint64_t off = (uint64_t)qp->req.pkt * qp->pmtu;
@@ -114,8 +114,8 @@ static void send_data(struct ry_soft_qp *qp, struct ry_soft_wqe *w,
 		     w->wr.opcode == RY_WR_RDMA_WRITE_IMM;
 	bool imm = w->wr.opcode == RY_WR_RDMA_WRITE_IMM ||
 		   w->wr.opcode == RY_WR_SEND_IMM;
-	struct ry_soft_pkt p = {
-	    .opcode = write ? RY_SOFT_OP_WRITE : RY_SOFT_OP_SEND,
+	struct ry__soft_pkt p = {
+	    .opcode = write ? RY__SOFT_OP_WRITE : RY__SOFT_OP_SEND,
 	    .flags = flags,
 	    .dqpn = qp->remote.qpn,
 	    .sqpn = qp->base.qp_num,
@@ -128,21 +128,21 @@ static void send_data(struct ry_soft_qp *qp, struct ry_soft_wqe *w,
 	};
 
 	if (qp->req.pkt == 0)
-		p.flags |= RY_SOFT_F_FIRST;
+		p.flags |= RY__SOFT_F_FIRST;
 	if (qp->req.pkt + 1 == w->npkts) {
-		p.flags |= RY_SOFT_F_LAST | RY_SOFT_F_ACKREQ;
+		p.flags |= RY__SOFT_F_LAST | RY__SOFT_F_ACKREQ;
 		if (imm) {
-			p.flags |= RY_SOFT_F_IMM;
+			p.flags |= RY__SOFT_F_IMM;
 			p.imm = w->wr.imm_data;
 		}
 	}
-	ry_soft_tx(qp_rail(qp), &qp->peer, &p, src);
+	ry__soft_tx(qp_rail(qp), &qp->peer, &p, src);
 }
 
-void ry_soft_req_run(struct ry_soft_qp *qp)
+void ry__soft_req_run(struct ry__soft_qp *qp)
 {
-	struct ry_soft_rail *r = qp_rail(qp);
-	int32_t window = (int32_t)ry_soft_cc_window(qp);
+	struct ry__soft_rail *r = qp_rail(qp);
+	int32_t window = (int32_t)ry__soft_cc_window(qp);
 
 	if (qp->base.state != RY_QPS_RTS)
 		return;
@@ -151,14 +151,14 @@ void ry_soft_req_run(struct ry_soft_qp *qp)
 			return;
 		qp->comp.rnr_until = 0;
 	}
-	while (qp->req.idx != qp->sq_tail && !ry_soft_tx_full(r)) {
-		struct ry_soft_wqe *w = wqe(qp, qp->req.idx);
+	while (qp->req.idx != qp->sq_tail && !ry__soft_tx_full(r)) {
+		struct ry__soft_wqe *w = wqe(qp, qp->req.idx);
 		bool read = w->wr.opcode == RY_WR_RDMA_READ;
 		/* a READ asks up to the end of the current chunk */
 		uint32_t n = 1;
 		uint64_t off = (uint64_t)qp->req.pkt * qp->pmtu;
 		uint8_t flags = 0;
-		int32_t inflight = ry_soft_psn_cmp(qp->req.psn, qp->comp.psn);
+		int32_t inflight = ry__soft_psn_cmp(qp->req.psn, qp->comp.psn);
 
 		if (read) {
 			n = (qp->req.pkt / qp->rd_chunk + 1) * qp->rd_chunk;
@@ -169,22 +169,22 @@ void ry_soft_req_run(struct ry_soft_qp *qp)
 		 * on the path.  One too big for the window goes alone. */
 		if (inflight >= window ||
 		    (inflight && inflight + (int32_t)n > window)) {
-			qp->req.state = RY_SOFT_REQ_WAIT_ACK;
+			qp->req.state = RY__SOFT_REQ_WAIT_ACK;
 			break;
 		}
 		if (read && qp->req.rd_out >= qp->max_rd)
 			break;
-		if (ry_soft_psn_cmp(qp->req.psn, qp->req.max_psn) < 0) {
-			flags |= RY_SOFT_F_RETRY;
+		if (ry__soft_psn_cmp(qp->req.psn, qp->req.max_psn) < 0) {
+			flags |= RY__SOFT_F_RETRY;
 			r->st.retransmits++;
 		}
 		if (read) {
-			if (!ry_soft_mr_lkey(r, qp->base.pd, w->wr.sge.lkey,
-					     w->wr.sge.addr + off,
-					     w->wr.sge.length - off,
-					     RY_ACCESS_LOCAL_WRITE)) {
-				ry_soft_qp_error_at(qp, qp->req.idx,
-						    RY_WC_LOC_PROT);
+			if (!ry__soft_mr_lkey(r, qp->base.pd, w->wr.sge.lkey,
+					      w->wr.sge.addr + off,
+					      w->wr.sge.length - off,
+					      RY_ACCESS_LOCAL_WRITE)) {
+				ry__soft_qp_error_at(qp, qp->req.idx,
+						     RY_WC_LOC_PROT);
 				return;
 			}
 			send_read_req(qp, w, flags, n);
@@ -196,10 +196,10 @@ void ry_soft_req_run(struct ry_soft_qp *qp)
 				chunk = qp->pmtu;
 			/* Checked per packet: a region deregistered while
 			 * its WR is in flight stops at once. */
-			if (!ry_soft_mr_lkey(r, qp->base.pd, w->wr.sge.lkey,
-					     w->wr.sge.addr + off, chunk, 0)) {
-				ry_soft_qp_error_at(qp, qp->req.idx,
-						    RY_WC_LOC_PROT);
+			if (!ry__soft_mr_lkey(r, qp->base.pd, w->wr.sge.lkey,
+					      w->wr.sge.addr + off, chunk, 0)) {
+				ry__soft_qp_error_at(qp, qp->req.idx,
+						     RY_WC_LOC_PROT);
 				return;
 			}
 			send_data(
@@ -207,11 +207,11 @@ void ry_soft_req_run(struct ry_soft_qp *qp)
 			    (const void *)(uintptr_t)(w->wr.sge.addr + off),
 			    chunk);
 		}
-		qp->req.state = RY_SOFT_REQ_SENDING;
-		if (!(flags & RY_SOFT_F_RETRY))
-			ry_soft_cc_sent(qp, qp->req.psn);
-		qp->req.psn = ry_soft_psn_add(qp->req.psn, (int32_t)n);
-		if (ry_soft_psn_cmp(qp->req.psn, qp->req.max_psn) > 0)
+		qp->req.state = RY__SOFT_REQ_SENDING;
+		if (!(flags & RY__SOFT_F_RETRY))
+			ry__soft_cc_sent(qp, qp->req.psn);
+		qp->req.psn = ry__soft_psn_add(qp->req.psn, (int32_t)n);
+		if (ry__soft_psn_cmp(qp->req.psn, qp->req.max_psn) > 0)
 			qp->req.max_psn = qp->req.psn;
 		qp->req.pkt += n;
 		if (qp->req.pkt == w->npkts) {
@@ -219,13 +219,13 @@ void ry_soft_req_run(struct ry_soft_qp *qp)
 			qp->req.pkt = 0;
 		}
 		if (!qp->comp.deadline)
-			qp->comp.deadline = r->now + ry_soft_cc_rto(qp);
+			qp->comp.deadline = r->now + ry__soft_cc_rto(qp);
 	}
 }
 
-void ry_soft_req_timers(struct ry_soft_qp *qp)
+void ry__soft_req_timers(struct ry__soft_qp *qp)
 {
-	struct ry_soft_rail *r = qp_rail(qp);
+	struct ry__soft_rail *r = qp_rail(qp);
 
 	if (qp->base.state != RY_QPS_RTS || !qp->comp.deadline ||
 	    r->now < qp->comp.deadline)
@@ -237,20 +237,20 @@ void ry_soft_req_timers(struct ry_soft_qp *qp)
 	if (!qp->comp.retry_left) {
 		RY_DBG("soft", "qp 0x%x: retries exhausted at psn 0x%x (%s)",
 		       qp->base.qp_num, qp->comp.psn,
-		       ry_soft_req_state_names[qp->req.state]);
-		ry_soft_qp_error(qp, RY_WC_RETRY_EXCEEDED);
+		       ry__soft_req_state_names[qp->req.state]);
+		ry__soft_qp_error(qp, RY_WC_RETRY_EXCEEDED);
 		return;
 	}
 	RY_DBG("soft", "qp 0x%x: timeout %u of %u at psn 0x%x (sent to 0x%x)",
 	       qp->base.qp_num, qp->retry_cnt - qp->comp.retry_left + 1,
 	       qp->retry_cnt, qp->comp.psn, qp->req.max_psn);
 	qp->comp.retry_left--;
-	ry_soft_cc_timeout(qp);
-	ry_soft_req_rewind(qp, qp->comp.psn);
-	qp->comp.deadline = r->now + ry_soft_cc_rto(qp);
+	ry__soft_cc_timeout(qp);
+	ry__soft_req_rewind(qp, qp->comp.psn);
+	qp->comp.deadline = r->now + ry__soft_cc_rto(qp);
 }
 
-uint64_t ry_soft_req_next_timer(struct ry_soft_qp *qp)
+uint64_t ry__soft_req_next_timer(struct ry__soft_qp *qp)
 {
 	uint64_t t = qp->comp.deadline;
 
@@ -260,8 +260,8 @@ uint64_t ry_soft_req_next_timer(struct ry_soft_qp *qp)
 		t = qp->comp.rnr_until;
 	/* More to send but the batch filled: come back at once. */
 	if (qp->req.idx != qp->sq_tail && !qp->comp.rnr_until &&
-	    ry_soft_psn_cmp(qp->req.psn, qp->comp.psn) <
-		(int32_t)ry_soft_cc_window(qp))
+	    ry__soft_psn_cmp(qp->req.psn, qp->comp.psn) <
+		(int32_t)ry__soft_cc_window(qp))
 		t = 1;
 	return t;
 }

@@ -18,10 +18,10 @@
 #include "src/util/log.h"
 #include "src/util/ring.h"
 
-static void send_ack(struct ry_soft_qp *qp, uint8_t syn, uint32_t psn)
+static void send_ack(struct ry__soft_qp *qp, uint8_t syn, uint32_t psn)
 {
-	struct ry_soft_pkt p = {
-	    .opcode = RY_SOFT_OP_ACK,
+	struct ry__soft_pkt p = {
+	    .opcode = RY__SOFT_OP_ACK,
 	    .dqpn = qp->remote.qpn,
 	    .sqpn = qp->base.qp_num,
 	    .psn = psn,
@@ -30,32 +30,32 @@ static void send_ack(struct ry_soft_qp *qp, uint8_t syn, uint32_t psn)
 	    .msn = qp->resp.msn,
 	};
 
-	ry_soft_tx(qp_rail(qp), &qp->peer, &p, NULL);
+	ry__soft_tx(qp_rail(qp), &qp->peer, &p, NULL);
 }
 
-static void fatal(struct ry_soft_qp *qp, uint8_t syn, uint32_t psn)
+static void fatal(struct ry__soft_qp *qp, uint8_t syn, uint32_t psn)
 {
-	struct ry_soft_rail *r = qp_rail(qp);
+	struct ry__soft_rail *r = qp_rail(qp);
 
 	r->st.naks_sent++;
 	send_ack(qp, syn, psn);
-	ry_soft_qp_error(qp, RY_WC_FLUSHED);
+	ry__soft_qp_error(qp, RY_WC_FLUSHED);
 }
 
-static void access_error(struct ry_soft_qp *qp, uint32_t psn)
+static void access_error(struct ry__soft_qp *qp, uint32_t psn)
 {
-	struct ry_soft_rail *r = qp_rail(qp);
+	struct ry__soft_rail *r = qp_rail(qp);
 
 	r->st.rx_access_err++;
 	r->st.rx_dropped++;
 	RY_DBG("soft", "qp 0x%x: remote access error at psn 0x%x",
 	       qp->base.qp_num, psn);
-	fatal(qp, RY_SOFT_SYN_NAK_REM_ACCESS, psn);
+	fatal(qp, RY__SOFT_SYN_NAK_REM_ACCESS, psn);
 }
 
-static void recv_complete(struct ry_soft_qp *qp, const struct ry_recv_wr *rw,
+static void recv_complete(struct ry__soft_qp *qp, const struct ry_recv_wr *rw,
 			  enum ry_wc_status status, enum ry_wc_opcode op,
-			  uint32_t len, const struct ry_soft_pkt *p)
+			  uint32_t len, const struct ry__soft_pkt *p)
 {
 	struct ry_wc wc = {
 	    .wr_id = rw->wr_id,
@@ -65,37 +65,37 @@ static void recv_complete(struct ry_soft_qp *qp, const struct ry_recv_wr *rw,
 	    .qp_num = qp->base.qp_num,
 	};
 
-	if (p && (p->flags & RY_SOFT_F_IMM)) {
+	if (p && (p->flags & RY__SOFT_F_IMM)) {
 		wc.flags = RY_WC_WITH_IMM;
 		wc.imm_data = p->imm;
 	}
-	ry_soft_cq_push(qp_rail(qp), &wc);
+	ry__soft_cq_push(qp_rail(qp), &wc);
 }
 
-static bool srq_pop(struct ry_soft_rail *r, struct ry_recv_wr *rw)
+static bool srq_pop(struct ry__soft_rail *r, struct ry_recv_wr *rw)
 {
 	if (r->srq_head == r->srq_tail)
 		return false;
-	*rw = r->srq[ry__ring_slot(r->srq_head++, RY_SOFT_SRQ_SIZE)];
+	*rw = r->srq[ry__ring_slot(r->srq_head++, RY__SOFT_SRQ_SIZE)];
 	return true;
 }
 
-static void rnr(struct ry_soft_qp *qp, uint32_t psn)
+static void rnr(struct ry__soft_qp *qp, uint32_t psn)
 {
 	qp_rail(qp)->st.rnr_naks_sent++;
-	send_ack(qp, RY_SOFT_SYN_RNR, psn);
+	send_ack(qp, RY__SOFT_SYN_RNR, psn);
 }
 
 /* Returns false when the packet was not consumed (RNR) or killed the QP. */
-static bool do_send(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
+static bool do_send(struct ry__soft_qp *qp, const struct ry__soft_pkt *p)
 {
-	struct ry_soft_rail *r = qp_rail(qp);
+	struct ry__soft_rail *r = qp_rail(qp);
 	struct ry_recv_wr *rw = &qp->resp.rwqe;
 	uint64_t end;
 
-	if (p->flags & RY_SOFT_F_FIRST) {
+	if (p->flags & RY__SOFT_F_FIRST) {
 		if (qp->resp.has_rwqe) {
-			fatal(qp, RY_SOFT_SYN_NAK_INV_REQ, p->psn);
+			fatal(qp, RY__SOFT_SYN_NAK_INV_REQ, p->psn);
 			return false;
 		}
 		if (!srq_pop(r, rw)) {
@@ -105,91 +105,92 @@ static bool do_send(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
 		qp->resp.has_rwqe = true;
 		qp->resp.roff = 0;
 	} else if (!qp->resp.has_rwqe) {
-		fatal(qp, RY_SOFT_SYN_NAK_INV_REQ, p->psn);
+		fatal(qp, RY__SOFT_SYN_NAK_INV_REQ, p->psn);
 		return false;
 	}
-	if (p->va != qp->resp.roff || p->len > RY_SOFT_MAX_MSG) {
-		fatal(qp, RY_SOFT_SYN_NAK_INV_REQ, p->psn);
+	if (p->va != qp->resp.roff || p->len > RY__SOFT_MAX_MSG) {
+		fatal(qp, RY__SOFT_SYN_NAK_INV_REQ, p->psn);
 		return false;
 	}
 	end = (uint64_t)qp->resp.roff + p->paylen;
 	if (end > rw->sge.length) {
 		recv_complete(qp, rw, RY_WC_LOC_LEN, RY_WC_RECV, 0, NULL);
 		qp->resp.has_rwqe = false;
-		fatal(qp, RY_SOFT_SYN_NAK_INV_REQ, p->psn);
+		fatal(qp, RY__SOFT_SYN_NAK_INV_REQ, p->psn);
 		return false;
 	}
-	if (!ry_soft_mr_lkey(r, qp->base.pd, rw->sge.lkey,
-			     rw->sge.addr + qp->resp.roff, p->paylen,
-			     RY_ACCESS_LOCAL_WRITE)) {
+	if (!ry__soft_mr_lkey(r, qp->base.pd, rw->sge.lkey,
+			      rw->sge.addr + qp->resp.roff, p->paylen,
+			      RY_ACCESS_LOCAL_WRITE)) {
 		recv_complete(qp, rw, RY_WC_LOC_PROT, RY_WC_RECV, 0, NULL);
 		qp->resp.has_rwqe = false;
-		fatal(qp, RY_SOFT_SYN_NAK_REM_OP, p->psn);
+		fatal(qp, RY__SOFT_SYN_NAK_REM_OP, p->psn);
 		return false;
 	}
 	memcpy((void *)(uintptr_t)(rw->sge.addr + qp->resp.roff), p->payload,
 	       p->paylen);
 	qp->resp.roff = (uint32_t)end;
-	if (p->flags & RY_SOFT_F_LAST) {
+	if (p->flags & RY__SOFT_F_LAST) {
 		recv_complete(qp, rw, RY_WC_SUCCESS, RY_WC_RECV, qp->resp.roff,
 			      p);
 		qp->resp.has_rwqe = false;
-		qp->resp.msn = (qp->resp.msn + 1) & RY_SOFT_PSN_MASK;
+		qp->resp.msn = (qp->resp.msn + 1) & RY__SOFT_PSN_MASK;
 	}
 	return true;
 }
 
-static bool do_write(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
+static bool do_write(struct ry__soft_qp *qp, const struct ry__soft_pkt *p)
 {
-	struct ry_soft_rail *r = qp_rail(qp);
+	struct ry__soft_rail *r = qp_rail(qp);
 	struct ry_recv_wr rw = {0};
 	uint64_t end;
 
 	/* The whole message must fit, not just this packet. */
 	if (!(qp->access & RY_ACCESS_REMOTE_WRITE) || p->paylen > p->len ||
-	    ((p->flags & RY_SOFT_F_FIRST) &&
+	    ((p->flags & RY__SOFT_F_FIRST) &&
 	     __builtin_add_overflow(p->va, (uint64_t)p->len, &end)) ||
-	    !ry_soft_mr_rkey(r, qp->base.pd, p->rkey, p->va,
-			     (p->flags & RY_SOFT_F_FIRST) ? p->len : p->paylen,
-			     RY_ACCESS_REMOTE_WRITE)) {
+	    !ry__soft_mr_rkey(r, qp->base.pd, p->rkey, p->va,
+			      (p->flags & RY__SOFT_F_FIRST) ? p->len
+							    : p->paylen,
+			      RY_ACCESS_REMOTE_WRITE)) {
 		access_error(qp, p->psn);
 		return false;
 	}
-	if ((p->flags & RY_SOFT_F_IMM) && r->srq_head == r->srq_tail) {
+	if ((p->flags & RY__SOFT_F_IMM) && r->srq_head == r->srq_tail) {
 		rnr(qp, p->psn);
 		return false;
 	}
 	memcpy((void *)(uintptr_t)p->va, p->payload, p->paylen);
-	if (p->flags & RY_SOFT_F_IMM) {
+	if (p->flags & RY__SOFT_F_IMM) {
 		srq_pop(r, &rw);
 		recv_complete(qp, &rw, RY_WC_SUCCESS, RY_WC_RECV_RDMA_IMM,
 			      p->len, p);
 	}
-	if (p->flags & RY_SOFT_F_LAST)
-		qp->resp.msn = (qp->resp.msn + 1) & RY_SOFT_PSN_MASK;
+	if (p->flags & RY__SOFT_F_LAST)
+		qp->resp.msn = (qp->resp.msn + 1) & RY__SOFT_PSN_MASK;
 	return true;
 }
 
-static uint32_t read_npkts(const struct ry_soft_qp *qp, uint32_t len)
+static uint32_t read_npkts(const struct ry__soft_qp *qp, uint32_t len)
 {
 	return len ? (len + qp->pmtu - 1) / qp->pmtu : 1;
 }
 
-static bool read_ok(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
+static bool read_ok(struct ry__soft_qp *qp, const struct ry__soft_pkt *p)
 {
 	uint64_t end;
 
 	return (qp->access & RY_ACCESS_REMOTE_READ) && !p->paylen &&
-	       p->len <= RY_SOFT_MAX_MSG &&
+	       p->len <= RY__SOFT_MAX_MSG &&
 	       !__builtin_add_overflow(p->va, (uint64_t)p->len, &end) &&
-	       ry_soft_mr_rkey(qp_rail(qp), qp->base.pd, p->rkey, p->va, p->len,
-			       RY_ACCESS_REMOTE_READ);
+	       ry__soft_mr_rkey(qp_rail(qp), qp->base.pd, p->rkey, p->va,
+				p->len, RY_ACCESS_REMOTE_READ);
 }
 
-static void queue_read(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
+static void queue_read(struct ry__soft_qp *qp, const struct ry__soft_pkt *p)
 {
-	struct ry_soft_rd *rd =
-	    &qp->resp.rd[ry__ring_slot(qp->resp.rd_tail++, RY_SOFT_MAX_RD)];
+	struct ry__soft_rd *rd =
+	    &qp->resp.rd[ry__ring_slot(qp->resp.rd_tail++, RY__SOFT_MAX_RD)];
 
 	rd->va = p->va;
 	rd->rkey = p->rkey;
@@ -199,19 +200,19 @@ static void queue_read(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
 	rd->npkts = read_npkts(qp, p->len);
 }
 
-static void duplicate(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
+static void duplicate(struct ry__soft_qp *qp, const struct ry__soft_pkt *p)
 {
-	struct ry_soft_rail *r = qp_rail(qp);
+	struct ry__soft_rail *r = qp_rail(qp);
 
 	r->st.dup_rcvd++;
-	if (p->opcode != RY_SOFT_OP_READ_REQ) {
+	if (p->opcode != RY__SOFT_OP_READ_REQ) {
 		qp->resp.ack_pending = true;
 		return;
 	}
 	/* Only a READ we already executed may be executed again. */
 	if (!read_ok(qp, p) ||
-	    ry_soft_psn_cmp(
-		ry_soft_psn_add(p->psn, (int32_t)read_npkts(qp, p->len)),
+	    ry__soft_psn_cmp(
+		ry__soft_psn_add(p->psn, (int32_t)read_npkts(qp, p->len)),
 		qp->resp.psn) > 0) {
 		r->st.rx_bad_psn++;
 		r->st.rx_dropped++;
@@ -223,13 +224,13 @@ static void duplicate(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
 	 * earlier chunk may still be waiting to go out. */
 	while (qp->resp.rd_tail != qp->resp.rd_head) {
 		uint32_t last =
-		    ry__ring_slot(qp->resp.rd_tail - 1, RY_SOFT_MAX_RD);
+		    ry__ring_slot(qp->resp.rd_tail - 1, RY__SOFT_MAX_RD);
 
-		if (ry_soft_psn_cmp(qp->resp.rd[last].psn, p->psn) < 0)
+		if (ry__soft_psn_cmp(qp->resp.rd[last].psn, p->psn) < 0)
 			break;
 		qp->resp.rd_tail--;
 	}
-	if (ry__ring_full(qp->resp.rd_head, qp->resp.rd_tail, RY_SOFT_MAX_RD))
+	if (ry__ring_full(qp->resp.rd_head, qp->resp.rd_tail, RY__SOFT_MAX_RD))
 		return; /* the requester will ask again */
 	queue_read(qp, p);
 }
@@ -251,17 +252,17 @@ static const char *const resp_verdict_names[] = {
 
 static enum resp_verdict judge(int32_t d)
 {
-	if (d < -RY_SOFT_PSN_WINDOW || d > RY_SOFT_PSN_WINDOW)
+	if (d < -RY__SOFT_PSN_WINDOW || d > RY__SOFT_PSN_WINDOW)
 		return RESP_OUT_OF_WINDOW;
 	if (d < 0)
 		return RESP_DUPLICATE;
 	return d ? RESP_GAP : RESP_EXPECTED;
 }
 
-void ry_soft_resp_rx(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
+void ry__soft_resp_rx(struct ry__soft_qp *qp, const struct ry__soft_pkt *p)
 {
-	struct ry_soft_rail *r = qp_rail(qp);
-	int32_t d = ry_soft_psn_cmp(p->psn, qp->resp.psn);
+	struct ry__soft_rail *r = qp_rail(qp);
+	int32_t d = ry__soft_psn_cmp(p->psn, qp->resp.psn);
 	enum resp_verdict v = judge(d);
 
 	if (v != RESP_EXPECTED)
@@ -279,10 +280,10 @@ void ry_soft_resp_rx(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
 		return;
 	case RESP_GAP:
 		if (!qp->resp.nak_sent ||
-		    ry_soft_psn_cmp(p->psn, qp->resp.nak_hi) <= 0) {
+		    ry__soft_psn_cmp(p->psn, qp->resp.nak_hi) <= 0) {
 			qp->resp.nak_sent = true;
 			r->st.naks_sent++;
-			send_ack(qp, RY_SOFT_SYN_NAK_SEQ, qp->resp.psn);
+			send_ack(qp, RY__SOFT_SYN_NAK_SEQ, qp->resp.psn);
 		}
 		qp->resp.nak_hi = p->psn;
 		return;
@@ -290,52 +291,53 @@ void ry_soft_resp_rx(struct ry_soft_qp *qp, const struct ry_soft_pkt *p)
 		break;
 	}
 	switch (p->opcode) {
-	case RY_SOFT_OP_SEND:
+	case RY__SOFT_OP_SEND:
 		if (!do_send(qp, p))
 			return;
 		break;
-	case RY_SOFT_OP_WRITE:
+	case RY__SOFT_OP_WRITE:
 		if (!do_write(qp, p))
 			return;
 		break;
-	case RY_SOFT_OP_READ_REQ:
+	case RY__SOFT_OP_READ_REQ:
 		if (!read_ok(qp, p)) {
 			access_error(qp, p->psn);
 			return;
 		}
 		if (ry__ring_full(qp->resp.rd_head, qp->resp.rd_tail,
-				  RY_SOFT_MAX_RD))
+				  RY__SOFT_MAX_RD))
 			return; /* the requester exceeded max_rd: it retries */
 		queue_read(qp, p);
 		qp->resp.nak_sent = false;
-		qp->resp.psn = ry_soft_psn_add(qp->resp.psn,
-					       (int32_t)read_npkts(qp, p->len));
-		qp->resp.msn = (qp->resp.msn + 1) & RY_SOFT_PSN_MASK;
+		qp->resp.psn = ry__soft_psn_add(
+		    qp->resp.psn, (int32_t)read_npkts(qp, p->len));
+		qp->resp.msn = (qp->resp.msn + 1) & RY__SOFT_PSN_MASK;
 		return;
 	}
 	qp->resp.nak_sent = false;
-	qp->resp.psn = ry_soft_psn_add(qp->resp.psn, 1);
+	qp->resp.psn = ry__soft_psn_add(qp->resp.psn, 1);
 	qp->resp.ack_pending = true;
 }
 
 /* Send queued READ responses, then the coalesced ACK: an ACK must not
  * overtake the responses of an earlier READ. */
-void ry_soft_resp_run(struct ry_soft_qp *qp)
+void ry__soft_resp_run(struct ry__soft_qp *qp)
 {
-	struct ry_soft_rail *r = qp_rail(qp);
+	struct ry__soft_rail *r = qp_rail(qp);
 
 	if (qp->base.state != RY_QPS_RTR && qp->base.state != RY_QPS_RTS)
 		return;
-	while (qp->resp.rd_head != qp->resp.rd_tail && !ry_soft_tx_full(r)) {
-		uint32_t slot = ry__ring_slot(qp->resp.rd_head, RY_SOFT_MAX_RD);
-		struct ry_soft_rd *rd = &qp->resp.rd[slot];
+	while (qp->resp.rd_head != qp->resp.rd_tail && !ry__soft_tx_full(r)) {
+		uint32_t slot =
+		    ry__ring_slot(qp->resp.rd_head, RY__SOFT_MAX_RD);
+		struct ry__soft_rd *rd = &qp->resp.rd[slot];
 		uint64_t off = (uint64_t)rd->pkt * qp->pmtu;
 		uint32_t chunk = rd->len - (uint32_t)off;
-		struct ry_soft_pkt p = {
-		    .opcode = RY_SOFT_OP_READ_RESP,
+		struct ry__soft_pkt p = {
+		    .opcode = RY__SOFT_OP_READ_RESP,
 		    .dqpn = qp->remote.qpn,
 		    .sqpn = qp->base.qp_num,
-		    .psn = ry_soft_psn_add(rd->psn, (int32_t)rd->pkt),
+		    .psn = ry__soft_psn_add(rd->psn, (int32_t)rd->pkt),
 		    .cookie = qp->remote.cookie,
 		    .va = off,
 		    .len = rd->len,
@@ -345,24 +347,24 @@ void ry_soft_resp_run(struct ry_soft_qp *qp)
 		if (chunk > qp->pmtu)
 			chunk = qp->pmtu;
 		/* Checked per packet: deregistration revokes at once. */
-		if (!ry_soft_mr_rkey(r, qp->base.pd, rd->rkey, rd->va + off,
-				     chunk, RY_ACCESS_REMOTE_READ)) {
+		if (!ry__soft_mr_rkey(r, qp->base.pd, rd->rkey, rd->va + off,
+				      chunk, RY_ACCESS_REMOTE_READ)) {
 			access_error(qp, p.psn);
 			return;
 		}
 		p.paylen = chunk;
 		if (rd->pkt == 0)
-			p.flags |= RY_SOFT_F_FIRST;
+			p.flags |= RY__SOFT_F_FIRST;
 		if (rd->pkt + 1 == rd->npkts)
-			p.flags |= RY_SOFT_F_LAST;
-		ry_soft_tx(r, &qp->peer, &p,
-			   (const void *)(uintptr_t)(rd->va + off));
+			p.flags |= RY__SOFT_F_LAST;
+		ry__soft_tx(r, &qp->peer, &p,
+			    (const void *)(uintptr_t)(rd->va + off));
 		if (++rd->pkt == rd->npkts)
 			qp->resp.rd_head++;
 	}
 	if (qp->resp.ack_pending && qp->resp.rd_head == qp->resp.rd_tail) {
 		qp->resp.ack_pending = false;
-		send_ack(qp, RY_SOFT_SYN_ACK,
-			 ry_soft_psn_add(qp->resp.psn, -1));
+		send_ack(qp, RY__SOFT_SYN_ACK,
+			 ry__soft_psn_add(qp->resp.psn, -1));
 	}
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * The soft rail's header decoder: the inverse of ry_soft_hdr_encode() and
- * ry_soft_hdr_seal() in wire.h.  A pure function of the bytes (no rail or
+ * The soft rail's header decoder: the inverse of ry__soft_hdr_encode() and
+ * ry__soft_hdr_seal() in wire.h.  A pure function of the bytes (no rail or
  * QP state), so the fuzzer and the wire tests can drive it on its own; what
  * needs a QP (QPN lookup, cookie, peer, PMTU) is soft_net.c's.
  */
@@ -11,24 +11,25 @@
 #include "rails/soft/psn.h"
 #include "rails/soft/wire.h"
 
-int ry_soft_wire_decode(const void *pkt, size_t len, struct ry_soft_pkt *out)
+int ry__soft_wire_decode(const void *pkt, size_t len, struct ry__soft_pkt *out)
 {
 	const uint8_t *buf = pkt;
-	struct ry_soft_hdr h;
+	struct ry__soft_hdr h;
 	uint32_t crc;
 
-	if (len < RY_SOFT_HDR_LEN)
+	if (len < RY__SOFT_HDR_LEN)
 		return -EMSGSIZE;
 	/* GRO segments and held packets sit at any alignment. */
 	memcpy(&h, buf, sizeof(h));
-	if (be32toh(h.paylen) != len - RY_SOFT_HDR_LEN)
+	if (be32toh(h.paylen) != len - RY__SOFT_HDR_LEN)
 		return -EMSGSIZE;
-	if (h.version != RY_SOFT_WIRE_VERSION || h.rsvd || !h.opcode ||
-	    h.opcode >= RY_SOFT_OP__MAX || (h.flags & ~RY_SOFT_F__ALL))
+	if (h.version != RY__SOFT_WIRE_VERSION || h.rsvd || !h.opcode ||
+	    h.opcode >= RY__SOFT_OP__MAX || (h.flags & ~RY__SOFT_F__ALL))
 		return -EPROTO;
 	/* The CRC only after the cheap checks: most garbage fails those. */
-	crc = ry_soft_crc32c(0, buf, RY_SOFT_HDR_CRC_LEN);
-	crc = ry_soft_crc32c(crc, buf + RY_SOFT_HDR_LEN, len - RY_SOFT_HDR_LEN);
+	crc = ry__soft_crc32c(0, buf, RY__SOFT_HDR_CRC_LEN);
+	crc = ry__soft_crc32c(crc, buf + RY__SOFT_HDR_LEN,
+			      len - RY__SOFT_HDR_LEN);
 	if (crc != be32toh(h.crc))
 		return -EBADMSG;
 	out->opcode = h.opcode;
@@ -43,14 +44,15 @@ int ry_soft_wire_decode(const void *pkt, size_t len, struct ry_soft_pkt *out)
 	out->syndrome = (uint8_t)(be32toh(h.aeth) >> 24);
 	out->msn = be32toh(h.aeth) & 0xffffff;
 	out->imm = be32toh(h.imm);
-	out->paylen = (uint32_t)(len - RY_SOFT_HDR_LEN);
-	out->payload = buf + RY_SOFT_HDR_LEN;
-	if ((out->dqpn | out->sqpn | out->psn) & ~RY_SOFT_PSN_MASK)
+	out->paylen = (uint32_t)(len - RY__SOFT_HDR_LEN);
+	out->payload = buf + RY__SOFT_HDR_LEN;
+	if ((out->dqpn | out->sqpn | out->psn) & ~RY__SOFT_PSN_MASK)
 		return -EPROTO;
 	/* IMM only on a LAST packet of a SEND or WRITE. */
-	if ((out->flags & RY_SOFT_F_IMM) && (!(out->flags & RY_SOFT_F_LAST) ||
-					     (out->opcode != RY_SOFT_OP_SEND &&
-					      out->opcode != RY_SOFT_OP_WRITE)))
+	if ((out->flags & RY__SOFT_F_IMM) &&
+	    (!(out->flags & RY__SOFT_F_LAST) ||
+	     (out->opcode != RY__SOFT_OP_SEND &&
+	      out->opcode != RY__SOFT_OP_WRITE)))
 		return -EPROTO;
 	return 0;
 }

@@ -5,9 +5,9 @@
  * here, inline for the transmit path; the decoder is in wire.c.
  *
  *   off size field
- *     0    1 version     RY_SOFT_WIRE_VERSION; anything else is dropped
- *     1    1 opcode      enum ry_soft_op
- *     2    1 flags       enum ry_soft_flag (FIRST/LAST/IMM/ACKREQ/RETRY)
+ *     0    1 version     RY__SOFT_WIRE_VERSION; anything else is dropped
+ *     1    1 opcode      enum ry__soft_op
+ *     2    1 flags       enum ry__soft_flag (FIRST/LAST/IMM/ACKREQ/RETRY)
  *     3    1 rsvd        must be 0
  *     4    4 dqpn        destination QPN, 24 bits (demultiplexing key)
  *     8    4 sqpn        source QPN, 24 bits
@@ -44,39 +44,39 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RY_SOFT_WIRE_VERSION 1
+#define RY__SOFT_WIRE_VERSION 1
 /* IPv4 (20) + UDP (8) in front of our header: subtracted from the MTU. */
-#define RY_SOFT_IP_UDP_HDR 28
+#define RY__SOFT_IP_UDP_HDR 28
 
-enum ry_soft_op {
-	RY_SOFT_OP_SEND = 1,
-	RY_SOFT_OP_WRITE,
-	RY_SOFT_OP_READ_REQ,
-	RY_SOFT_OP_READ_RESP,
-	RY_SOFT_OP_ACK, /* ACK or NAK, by the AETH syndrome */
-	RY_SOFT_OP__MAX
+enum ry__soft_op {
+	RY__SOFT_OP_SEND = 1,
+	RY__SOFT_OP_WRITE,
+	RY__SOFT_OP_READ_REQ,
+	RY__SOFT_OP_READ_RESP,
+	RY__SOFT_OP_ACK, /* ACK or NAK, by the AETH syndrome */
+	RY__SOFT_OP__MAX
 };
 
-enum ry_soft_flag {
-	RY_SOFT_F_FIRST = 1u << 0,
-	RY_SOFT_F_LAST = 1u << 1,
-	RY_SOFT_F_IMM = 1u << 2,    /* imm is valid; LAST packets only */
-	RY_SOFT_F_ACKREQ = 1u << 3, /* last of a message; ACKed per batch */
-	RY_SOFT_F_RETRY = 1u << 4,  /* a retransmission (for counters) */
-	RY_SOFT_F__ALL = (1u << 5) - 1,
+enum ry__soft_flag {
+	RY__SOFT_F_FIRST = 1u << 0,
+	RY__SOFT_F_LAST = 1u << 1,
+	RY__SOFT_F_IMM = 1u << 2,    /* imm is valid; LAST packets only */
+	RY__SOFT_F_ACKREQ = 1u << 3, /* last of a message; ACKed per batch */
+	RY__SOFT_F_RETRY = 1u << 4,  /* a retransmission (for counters) */
+	RY__SOFT_F__ALL = (1u << 5) - 1,
 };
 
 /* AETH syndromes, as IB's: the top bits say ACK, RNR NAK or NAK. */
-enum ry_soft_syndrome {
-	RY_SOFT_SYN_ACK = 0x00,
-	RY_SOFT_SYN_RNR = 0x20,
-	RY_SOFT_SYN_NAK_SEQ = 0x60,
-	RY_SOFT_SYN_NAK_INV_REQ = 0x61,
-	RY_SOFT_SYN_NAK_REM_ACCESS = 0x62,
-	RY_SOFT_SYN_NAK_REM_OP = 0x63,
+enum ry__soft_syndrome {
+	RY__SOFT_SYN_ACK = 0x00,
+	RY__SOFT_SYN_RNR = 0x20,
+	RY__SOFT_SYN_NAK_SEQ = 0x60,
+	RY__SOFT_SYN_NAK_INV_REQ = 0x61,
+	RY__SOFT_SYN_NAK_REM_ACCESS = 0x62,
+	RY__SOFT_SYN_NAK_REM_OP = 0x63,
 };
 
-struct ry_soft_hdr {
+struct ry__soft_hdr {
 	uint8_t version;
 	uint8_t opcode;
 	uint8_t flags;
@@ -94,24 +94,24 @@ struct ry_soft_hdr {
 	uint32_t crc;
 };
 
-_Static_assert(sizeof(struct ry_soft_hdr) == 56, "wire header is 56 bytes");
-_Static_assert(offsetof(struct ry_soft_hdr, dqpn) == 4, "dqpn at 4");
-_Static_assert(offsetof(struct ry_soft_hdr, sqpn) == 8, "sqpn at 8");
-_Static_assert(offsetof(struct ry_soft_hdr, psn) == 12, "psn at 12");
-_Static_assert(offsetof(struct ry_soft_hdr, cookie) == 16, "cookie at 16");
-_Static_assert(offsetof(struct ry_soft_hdr, reth_va) == 24, "RETH at 24");
-_Static_assert(offsetof(struct ry_soft_hdr, reth_rkey) == 32, "rkey at 32");
-_Static_assert(offsetof(struct ry_soft_hdr, reth_len) == 36, "len at 36");
-_Static_assert(offsetof(struct ry_soft_hdr, aeth) == 40, "AETH at 40");
-_Static_assert(offsetof(struct ry_soft_hdr, imm) == 44, "imm at 44");
-_Static_assert(offsetof(struct ry_soft_hdr, paylen) == 48, "paylen at 48");
-_Static_assert(offsetof(struct ry_soft_hdr, crc) == 52, "crc at 52");
+_Static_assert(sizeof(struct ry__soft_hdr) == 56, "wire header is 56 bytes");
+_Static_assert(offsetof(struct ry__soft_hdr, dqpn) == 4, "dqpn at 4");
+_Static_assert(offsetof(struct ry__soft_hdr, sqpn) == 8, "sqpn at 8");
+_Static_assert(offsetof(struct ry__soft_hdr, psn) == 12, "psn at 12");
+_Static_assert(offsetof(struct ry__soft_hdr, cookie) == 16, "cookie at 16");
+_Static_assert(offsetof(struct ry__soft_hdr, reth_va) == 24, "RETH at 24");
+_Static_assert(offsetof(struct ry__soft_hdr, reth_rkey) == 32, "rkey at 32");
+_Static_assert(offsetof(struct ry__soft_hdr, reth_len) == 36, "len at 36");
+_Static_assert(offsetof(struct ry__soft_hdr, aeth) == 40, "AETH at 40");
+_Static_assert(offsetof(struct ry__soft_hdr, imm) == 44, "imm at 44");
+_Static_assert(offsetof(struct ry__soft_hdr, paylen) == 48, "paylen at 48");
+_Static_assert(offsetof(struct ry__soft_hdr, crc) == 52, "crc at 52");
 
-#define RY_SOFT_HDR_LEN ((uint32_t)sizeof(struct ry_soft_hdr))
-#define RY_SOFT_HDR_CRC_LEN ((size_t)offsetof(struct ry_soft_hdr, crc))
+#define RY__SOFT_HDR_LEN ((uint32_t)sizeof(struct ry__soft_hdr))
+#define RY__SOFT_HDR_CRC_LEN ((size_t)offsetof(struct ry__soft_hdr, crc))
 
 /* A decoded header, host order. */
-struct ry_soft_pkt {
+struct ry__soft_pkt {
 	uint8_t opcode, flags, syndrome;
 	uint32_t dqpn, sqpn, psn, msn;
 	uint64_t cookie, va;
@@ -119,12 +119,12 @@ struct ry_soft_pkt {
 	const uint8_t *payload;
 };
 
-uint32_t ry_soft_crc32c(uint32_t crc, const void *buf, size_t len);
+uint32_t ry__soft_crc32c(uint32_t crc, const void *buf, size_t len);
 
-static inline void ry_soft_hdr_encode(struct ry_soft_hdr *h,
-				      const struct ry_soft_pkt *p)
+static inline void ry__soft_hdr_encode(struct ry__soft_hdr *h,
+				       const struct ry__soft_pkt *p)
 {
-	h->version = RY_SOFT_WIRE_VERSION;
+	h->version = RY__SOFT_WIRE_VERSION;
 	h->opcode = p->opcode;
 	h->flags = p->flags;
 	h->rsvd = 0;
@@ -149,15 +149,15 @@ static inline void ry_soft_hdr_encode(struct ry_soft_hdr *h,
  *   -EBADMSG   the CRC does not match
  * *out is only meaningful on 0.  No rail or QP state is consulted.
  */
-int ry_soft_wire_decode(const void *pkt, size_t len, struct ry_soft_pkt *out);
+int ry__soft_wire_decode(const void *pkt, size_t len, struct ry__soft_pkt *out);
 
 /* The CRC covers the header up to the crc field, then the payload. */
-static inline void ry_soft_hdr_seal(struct ry_soft_hdr *h, const void *payload,
-				    uint32_t paylen)
+static inline void ry__soft_hdr_seal(struct ry__soft_hdr *h,
+				     const void *payload, uint32_t paylen)
 {
-	uint32_t crc = ry_soft_crc32c(0, h, RY_SOFT_HDR_CRC_LEN);
+	uint32_t crc = ry__soft_crc32c(0, h, RY__SOFT_HDR_CRC_LEN);
 
-	crc = ry_soft_crc32c(crc, payload, paylen);
+	crc = ry__soft_crc32c(crc, payload, paylen);
 	h->crc = htobe32(crc);
 }
 

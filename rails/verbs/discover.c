@@ -17,23 +17,28 @@
 
 static const char *port_state_name(unsigned s)
 {
-	static const char *const n[] = { "NOP", "DOWN", "INIT", "ARMED",
-					 "ACTIVE", "ACT_DEFER" };
+	static const char *const n[] = {"NOP",	 "DOWN",   "INIT",
+					"ARMED", "ACTIVE", "ACT_DEFER"};
 
 	return s < sizeof(n) / sizeof(n[0]) ? n[s] : "?";
 }
 
 static const char *phys_state_name(unsigned s)
 {
-	static const char *const n[] = { "NOP", "Sleep", "Polling", "Disabled",
-					 "PortConfigurationTraining", "LinkUp",
-					 "LinkErrorRecovery", "PhyTest" };
+	static const char *const n[] = {"NOP",
+					"Sleep",
+					"Polling",
+					"Disabled",
+					"PortConfigurationTraining",
+					"LinkUp",
+					"LinkErrorRecovery",
+					"PhyTest"};
 
 	return s < sizeof(n) / sizeof(n[0]) ? n[s] : "?";
 }
 
 /* GID types and the active MTU need a device context. */
-static void fill_from_verbs(struct ry_verbs_port *p)
+static void fill_from_verbs(struct ry__verbs_port *p)
 {
 	struct ibv_device **list;
 	struct ibv_context *ctx = NULL;
@@ -52,21 +57,22 @@ static void fill_from_verbs(struct ry_verbs_port *p)
 	if (!ibv_query_port(ctx, (uint8_t)p->port, &pa)) {
 		p->active_mtu = 128u << pa.active_mtu;
 		p->n_gids = 0;
-		for (int g = 0; g < pa.gid_tbl_len &&
-				p->n_gids < RY_VERBS_MAX_GIDS; g++) {
+		for (int g = 0;
+		     g < pa.gid_tbl_len && p->n_gids < RY__VERBS_MAX_GIDS;
+		     g++) {
 			struct ibv_gid_entry e;
-			struct ry_verbs_gid *o = &p->gids[p->n_gids];
+			struct ry__verbs_gid *o = &p->gids[p->n_gids];
 
-			if (ibv_query_gid_ex(ctx, (uint32_t)p->port, (uint32_t)g,
-					     &e, 0))
+			if (ibv_query_gid_ex(ctx, (uint32_t)p->port,
+					     (uint32_t)g, &e, 0))
 				continue;
 			o->index = e.gid_index;
 			memcpy(o->raw, e.gid.raw, 16);
 			snprintf(o->type, sizeof(o->type), "%s",
-				 e.gid_type == IBV_GID_TYPE_IB ? "IB" :
-				 e.gid_type == IBV_GID_TYPE_ROCE_V1 ?
-								 "RoCE v1" :
-								 "RoCE v2");
+				 e.gid_type == IBV_GID_TYPE_IB ? "IB"
+				 : e.gid_type == IBV_GID_TYPE_ROCE_V1
+				     ? "RoCE v1"
+				     : "RoCE v2");
 			o->netdev[0] = 0;
 			if (e.ndev_ifindex &&
 			    !if_indextoname(e.ndev_ifindex, o->netdev))
@@ -77,11 +83,11 @@ static void fill_from_verbs(struct ry_verbs_port *p)
 	ibv_close_device(ctx);
 }
 
-int ry_verbs_discover(struct ry_verbs_port **ports_p, char *why,
-		      size_t why_len)
+int ry__verbs_discover(struct ry__verbs_port **ports_p, char *why,
+		       size_t why_len)
 {
 	char names[UMAD_MAX_DEVICES][UMAD_CA_NAME_LEN];
-	struct ry_verbs_port *ports = NULL;
+	struct ry__verbs_port *ports = NULL;
 	int n_cas, n = 0;
 
 	/* With no device, libibumad still returns one made-up default name
@@ -94,7 +100,7 @@ int ry_verbs_discover(struct ry_verbs_port **ports_p, char *why,
 			continue;
 		for (int i = 0; i < UMAD_CA_MAX_PORTS; i++) {
 			umad_port_t *up = ca.ports[i];
-			struct ry_verbs_port *p;
+			struct ry__verbs_port *p;
 			void *v;
 
 			if (!up)
@@ -108,7 +114,8 @@ int ry_verbs_discover(struct ry_verbs_port **ports_p, char *why,
 			ports = v;
 			p = &ports[n++];
 			memset(p, 0, sizeof(*p));
-			snprintf(p->device, sizeof(p->device), "%s", ca.ca_name);
+			snprintf(p->device, sizeof(p->device), "%s",
+				 ca.ca_name);
 			p->port = up->portnum;
 			snprintf(p->state, sizeof(p->state), "%s",
 				 port_state_name(up->state));
@@ -127,13 +134,16 @@ int ry_verbs_discover(struct ry_verbs_port **ports_p, char *why,
 	if (!n && why)
 		snprintf(why, why_len,
 			 "no RDMA device found: /sys/class/infiniband is %s. "
-			 "Check the kernel side: 'lsmod | grep -E \"mlx5_ib|irdma|rdma_rxe|siw\"', "
-			 "'rdma link show' (iproute2), and 'ls /sys/class/infiniband'; "
-			 "for soft-RoCE on an Ethernet port: 'rdma link add rxe0 type rxe netdev eth0'. "
+			 "Check the kernel side: 'lsmod | grep -E "
+			 "\"mlx5_ib|irdma|rdma_rxe|siw\"', "
+			 "'rdma link show' (iproute2), and 'ls "
+			 "/sys/class/infiniband'; "
+			 "for soft-RoCE on an Ethernet port: 'rdma link add "
+			 "rxe0 type rxe netdev eth0'. "
 			 "Soft rails (provider = soft) need no RDMA device.",
-			 access("/sys/class/infiniband", F_OK) ?
-				 "missing (the kernel has no RDMA support loaded)" :
-				 "empty");
+			 access("/sys/class/infiniband", F_OK)
+			     ? "missing (the kernel has no RDMA support loaded)"
+			     : "empty");
 	*ports_p = ports;
 	return n;
 }
@@ -151,8 +161,8 @@ static int guid_matches(uint64_t guid, const char *s)
 	return *end == 0 && end != s && v == guid;
 }
 
-const struct ry_verbs_port *ry_verbs_find(const struct ry_verbs_port *ports,
-					  int n, const char *device, int port)
+const struct ry__verbs_port *ry__verbs_find(const struct ry__verbs_port *ports,
+					    int n, const char *device, int port)
 {
 	for (int i = 0; i < n; i++)
 		if (ports[i].port == port &&
@@ -168,8 +178,8 @@ static int address_gid(const char *address, uint8_t raw[16])
 	char buf[128], *end;
 	struct in_addr a4;
 
-	snprintf(buf, sizeof(buf), "%s", address[0] == '[' ? address + 1 :
-							     address);
+	snprintf(buf, sizeof(buf), "%s",
+		 address[0] == '[' ? address + 1 : address);
 	end = strchr(buf, ']');
 	if (end)
 		*end = 0;
@@ -189,8 +199,8 @@ static int address_gid(const char *address, uint8_t raw[16])
 
 static bool gid_is_v4mapped(const uint8_t *raw)
 {
-	static const uint8_t pfx[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-					 0xff, 0xff };
+	static const uint8_t pfx[12] = {0, 0, 0, 0, 0,	  0,
+					0, 0, 0, 0, 0xff, 0xff};
 
 	return !memcmp(raw, pfx, 12);
 }
@@ -206,13 +216,13 @@ static size_t dev_ports(struct ibv_context *ctx)
 {
 	struct ibv_device_attr a;
 
-	return ibv_query_device(ctx, &a) || !a.phys_port_cnt ? 1 :
-							     a.phys_port_cnt;
+	return ibv_query_device(ctx, &a) || !a.phys_port_cnt ? 1
+							     : a.phys_port_cnt;
 }
 
-int ry_verbs_pick_gid(struct ibv_context *ctx, int port, int gid_index,
-		      const char *address, uint32_t *index_p, uint8_t gid[16],
-		      char *why, size_t why_len)
+int ry__verbs_pick_gid(struct ibv_context *ctx, int port, int gid_index,
+		       const char *address, uint32_t *index_p, uint8_t gid[16],
+		       char *why, size_t why_len)
 {
 	struct ibv_port_attr pa;
 	struct ibv_gid_entry e;
@@ -233,9 +243,11 @@ int ry_verbs_pick_gid(struct ibv_context *ctx, int port, int gid_index,
 		    ibv_query_gid_ex(ctx, (uint32_t)port, (uint32_t)gid_index,
 				     &e, 0) ||
 		    gid_is_zero(e.gid.raw)) {
-			snprintf(why, why_len,
-				 "GID index %d of port %d is empty (the port has %d entries; 'railyard devices' lists them)",
-				 gid_index, port, pa.gid_tbl_len);
+			snprintf(
+			    why, why_len,
+			    "GID index %d of port %d is empty (the port has %d "
+			    "entries; 'railyard devices' lists them)",
+			    gid_index, port, pa.gid_tbl_len);
 			return -ENOENT;
 		}
 		*index_p = (uint32_t)gid_index;
@@ -262,8 +274,8 @@ int ry_verbs_pick_gid(struct ibv_context *ctx, int port, int gid_index,
 	tbl = calloc((size_t)pa.gid_tbl_len * dev_ports(ctx), sizeof(*tbl));
 	if (!tbl)
 		return -ENOMEM;
-	n = ibv_query_gid_table(ctx, tbl, (size_t)pa.gid_tbl_len * dev_ports(ctx),
-				0);
+	n = ibv_query_gid_table(ctx, tbl,
+				(size_t)pa.gid_tbl_len * dev_ports(ctx), 0);
 	for (ssize_t i = 0; i < n; i++) {
 		struct ibv_gid_entry *t = &tbl[i];
 		int s;
@@ -281,7 +293,8 @@ int ry_verbs_pick_gid(struct ibv_context *ctx, int port, int gid_index,
 			s = gid_is_v4mapped(t->gid.raw) ? 2 : 1;
 		}
 		/* lowest index wins among equals: the table is not sorted */
-		if (s > score || (s == score && t->gid_index < (uint32_t)best)) {
+		if (s > score ||
+		    (s == score && t->gid_index < (uint32_t)best)) {
 			score = s;
 			best = (int)t->gid_index;
 			memcpy(best_raw, t->gid.raw, 16);
@@ -290,12 +303,15 @@ int ry_verbs_pick_gid(struct ibv_context *ctx, int port, int gid_index,
 	free(tbl);
 	if (best < 0) {
 		if (address && address[0])
-			snprintf(why, why_len,
-				 "no GID of port %d carries address %s (is the address on the port's netdev, and the netdev up?)",
-				 port, address);
+			snprintf(
+			    why, why_len,
+			    "no GID of port %d carries address %s (is the "
+			    "address on the port's netdev, and the netdev up?)",
+			    port, address);
 		else
 			snprintf(why, why_len,
-				 "port %d has no RoCE v2 GID (does its netdev have an IP address?)",
+				 "port %d has no RoCE v2 GID (does its netdev "
+				 "have an IP address?)",
 				 port);
 		return -ENOENT;
 	}

@@ -11,28 +11,29 @@
 #include <stdint.h>
 #include <stddef.h>
 
-#define RY_VERBS_MAX_GIDS 8
+#define RY__VERBS_MAX_GIDS 8
 
-struct ry_verbs_gid {
+struct ry__verbs_gid {
 	uint32_t index;
 	uint8_t raw[16];
-	char type[12];        /* "IB", "RoCE v1", "RoCE v2" */
-	char netdev[32];      /* RoCE: the interface it belongs to (>= IF_NAMESIZE) */
+	char type[12]; /* "IB", "RoCE v1", "RoCE v2" */
+	char
+	    netdev[32]; /* RoCE: the interface it belongs to (>= IF_NAMESIZE) */
 };
 
-struct ry_verbs_port {
+struct ry__verbs_port {
 	char device[64];
 	int port;
-	char state[16];       /* DOWN, INIT, ARMED, ACTIVE */
-	char phys_state[16];  /* LinkUp, Disabled, Polling, ... */
+	char state[16];	     /* DOWN, INIT, ARMED, ACTIVE */
+	char phys_state[16]; /* LinkUp, Disabled, Polling, ... */
 	unsigned rate_gbps;
-	char link_layer[24];  /* InfiniBand, Ethernet */
-	uint64_t node_guid;   /* host order */
+	char link_layer[24]; /* InfiniBand, Ethernet */
+	uint64_t node_guid;  /* host order */
 	uint64_t port_guid;
 	uint16_t lid;
-	unsigned active_mtu;  /* bytes; 0 if the device could not be opened */
+	unsigned active_mtu; /* bytes; 0 if the device could not be opened */
 	unsigned n_gids;
-	struct ry_verbs_gid gids[RY_VERBS_MAX_GIDS];
+	struct ry__verbs_gid gids[RY__VERBS_MAX_GIDS];
 };
 
 /*
@@ -41,12 +42,13 @@ struct ry_verbs_port {
  * negative errno.  `why` receives a plain explanation when no device is
  * found: what the kernel side lacks and how to check it.
  */
-int ry_verbs_discover(struct ry_verbs_port **ports_p, char *why,
-		      size_t why_len);
+int ry__verbs_discover(struct ry__verbs_port **ports_p, char *why,
+		       size_t why_len);
 
 /* Find a port by device name or node GUID ("0x..." or "xxxx:xxxx:..."). */
-const struct ry_verbs_port *ry_verbs_find(const struct ry_verbs_port *ports,
-					  int n, const char *device, int port);
+const struct ry__verbs_port *ry__verbs_find(const struct ry__verbs_port *ports,
+					    int n, const char *device,
+					    int port);
 
 struct ibv_context;
 
@@ -58,8 +60,8 @@ struct ibv_context;
  * on InfiniBand index 0.  Returns 0 with *index_p and gid, or -ENOENT /
  * -EINVAL with a plain reason in `why`.
  */
-int ry_verbs_pick_gid(struct ibv_context *ctx, int port, int gid_index,
-		      const char *address, uint32_t *index_p, uint8_t gid[16],
-		      char *why, size_t why_len);
+int ry__verbs_pick_gid(struct ibv_context *ctx, int port, int gid_index,
+		       const char *address, uint32_t *index_p, uint8_t gid[16],
+		       char *why, size_t why_len);
 
 #endif

@@ -5,6 +5,6 @@
 
 #include "rails/rail.h"
 
-extern const struct ry_rail_ops ry_verbs_ops;
+extern const struct ry_rail_ops ry__verbs_ops;
 
 #endif

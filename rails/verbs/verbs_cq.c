@@ -44,10 +44,10 @@ static enum ry_wc_status status_of(enum ibv_wc_status s)
 
 /* Returns false for a completion nobody may see: a send WR of a QP the
  * caller destroyed. */
-static bool translate(struct ry_verbs_rail *r, const struct ibv_wc *w,
+static bool translate(struct ry__verbs_rail *r, const struct ibv_wc *w,
 		      struct ry_wc *o)
 {
-	struct ry_verbs_qp *q = ry__verbs_qp_find(r, w->qp_num);
+	struct ry__verbs_qp *q = ry__verbs_qp_find(r, w->qp_num);
 	bool send;
 
 	o->wr_id = w->wr_id;
@@ -64,10 +64,12 @@ static bool translate(struct ry_verbs_rail *r, const struct ibv_wc *w,
 		       !q->ring[q->head & q->ring_mask].flushed &&
 		       q->ring[q->head & q->ring_mask].wr_id == w->wr_id;
 	if (send && q && q->tail != q->head) {
-		struct ry_verbs_swr *s = &q->ring[q->head++ & q->ring_mask];
+		struct ry__verbs_swr *s = &q->ring[q->head++ & q->ring_mask];
 
 		if (s->wr_id != w->wr_id)
-			RY_WARN("verbs", "rail %s: qp 0x%x: completion for wr_id %#llx, expected %#llx",
+			RY_WARN("verbs",
+				"rail %s: qp 0x%x: completion for wr_id %#llx, "
+				"expected %#llx",
 				r->base.name, w->qp_num,
 				(unsigned long long)w->wr_id,
 				(unsigned long long)s->wr_id);
@@ -77,16 +79,17 @@ static bool translate(struct ry_verbs_rail *r, const struct ibv_wc *w,
 			return false;
 	} else if (send) {
 		/* a QP destroyed on a dead device: no ring to ask */
-		o->opcode = w->opcode == IBV_WC_RDMA_READ ? RY_WC_RDMA_READ :
-			    w->opcode == IBV_WC_SEND ? RY_WC_SEND :
-						       RY_WC_RDMA_WRITE;
+		o->opcode = w->opcode == IBV_WC_RDMA_READ ? RY_WC_RDMA_READ
+			    : w->opcode == IBV_WC_SEND	  ? RY_WC_SEND
+							  : RY_WC_RDMA_WRITE;
 	} else {
 		o->opcode = w->opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
-					    w->status == IBV_WC_SUCCESS ?
-				    RY_WC_RECV_RDMA_IMM :
-				    RY_WC_RECV;
+				    w->status == IBV_WC_SUCCESS
+				? RY_WC_RECV_RDMA_IMM
+				: RY_WC_RECV;
 		o->byte_len = w->byte_len;
-		if (w->status == IBV_WC_SUCCESS && (w->wc_flags & IBV_WC_WITH_IMM)) {
+		if (w->status == IBV_WC_SUCCESS &&
+		    (w->wc_flags & IBV_WC_WITH_IMM)) {
 			o->flags |= RY_WC_WITH_IMM;
 			o->imm_data = be32toh(w->imm_data);
 		}
@@ -102,17 +105,17 @@ static bool translate(struct ry_verbs_rail *r, const struct ibv_wc *w,
 }
 
 /* WRs posted in ERR whose turn has come: they are at the ring's head. */
-static int poll_sw_flushed(struct ry_verbs_rail *r, struct ry_wc *wc, int n)
+static int poll_sw_flushed(struct ry__verbs_rail *r, struct ry_wc *wc, int n)
 {
 	int got = 0;
 
-	for (unsigned b = 0; b < RY_VERBS_QP_BUCKETS && got < n; b++)
-		for (struct ry_verbs_qp *q = r->qp_hash[b]; q && got < n;
+	for (unsigned b = 0; b < RY__VERBS_QP_BUCKETS && got < n; b++)
+		for (struct ry__verbs_qp *q = r->qp_hash[b]; q && got < n;
 		     q = q->hnext)
 			while (got < n && q->tail != q->head &&
 			       q->ring[q->head & q->ring_mask].flushed) {
-				struct ry_verbs_swr *s =
-					&q->ring[q->head++ & q->ring_mask];
+				struct ry__verbs_swr *s =
+				    &q->ring[q->head++ & q->ring_mask];
 				struct ry_wc *o = &wc[got++];
 
 				o->wr_id = s->wr_id;
@@ -130,7 +133,7 @@ static int poll_sw_flushed(struct ry_verbs_rail *r, struct ry_wc *wc, int n)
 
 int ry__verbs_poll_cq(struct ry_rail *rail, struct ry_wc *wc, int n)
 {
-	struct ry_verbs_rail *r = vrail(rail);
+	struct ry__verbs_rail *r = vrail(rail);
 	struct ibv_wc w[POLL_BATCH];
 	int got = 0;
 

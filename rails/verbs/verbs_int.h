@@ -34,94 +34,94 @@
 #include "src/util/compiler.h"
 #include "src/util/list.h"
 
-#define RY_VERBS_QP_BUCKETS 1024    /* qpn -> QP, for completions */
-#define RY_VERBS_EVENTS 256         /* rail event queue */
-_Static_assert((RY_VERBS_EVENTS & (RY_VERBS_EVENTS - 1)) == 0,
+#define RY__VERBS_QP_BUCKETS 1024 /* qpn -> QP, for completions */
+#define RY__VERBS_EVENTS 256	  /* rail event queue */
+_Static_assert((RY__VERBS_EVENTS & (RY__VERBS_EVENTS - 1)) == 0,
 	       "event ring size must be a power of two (ring.h)");
-#define RY_VERBS_CQ_MIN 4096        /* CQ entries at open; grows per QP */
-#define RY_VERBS_SRQ_WR 1024        /* receives the SRQ can hold */
-#define RY_VERBS_MAX_RD 16          /* READs outstanding per QP */
+#define RY__VERBS_CQ_MIN 4096 /* CQ entries at open; grows per QP */
+#define RY__VERBS_SRQ_WR 1024 /* receives the SRQ can hold */
+#define RY__VERBS_MAX_RD 16   /* READs outstanding per QP */
 /* A move to RTR slower than this is logged: the caller stood still. */
-#define RY_VERBS_SLOW_RTR_NS 100000000ull
+#define RY__VERBS_SLOW_RTR_NS 100000000ull
 /* How long a destroyed QP waits for "last WQE reached" from an HCA that
  * may not send it (rxe and mlx5 do). */
-#define RY_VERBS_LAST_WQE_GRACE_NS 1000000000ull
+#define RY__VERBS_LAST_WQE_GRACE_NS 1000000000ull
 
-struct ry_verbs_rail;
+struct ry__verbs_rail;
 
-struct ry_verbs_pd {
+struct ry__verbs_pd {
 	struct ry_pd base;
-	struct ry__list link;      /* rail->pds, for teardown at close */
-	unsigned refs;              /* MRs and QPs */
+	struct ry__list link; /* rail->pds, for teardown at close */
+	unsigned refs;	      /* MRs and QPs */
 };
 
-struct ry_verbs_mr {
+struct ry__verbs_mr {
 	struct ry_mr base;
-	struct ry__list link;      /* rail->mrs, for teardown at close */
+	struct ry__list link; /* rail->mrs, for teardown at close */
 	struct ibv_mr *mr;
 };
 
 /* What a posted send WR needs at completion, kept in post order. */
-struct ry_verbs_swr {
+struct ry__verbs_swr {
 	uint64_t wr_id;
-	uint8_t opcode;             /* enum ry_wc_opcode */
-	bool flushed;               /* posted in ERR: completed by software */
+	uint8_t opcode; /* enum ry_wc_opcode */
+	bool flushed;	/* posted in ERR: completed by software */
 };
 
-struct ry_verbs_qp {
+struct ry__verbs_qp {
 	struct ry_qp base;
-	struct ry_verbs_qp *hnext;  /* rail->qp_hash chain */
-	struct ry_verbs_qp *znext;  /* rail->zombies */
-	bool zombie;                /* destroyed by the caller, not yet by us */
+	struct ry__verbs_qp *hnext; /* rail->qp_hash chain */
+	struct ry__verbs_qp *znext; /* rail->zombies */
+	bool zombie;		    /* destroyed by the caller, not yet by us */
 	struct ibv_qp *qp;
 	/* Send WRs posted and not yet completed, oldest first.  RC completes
 	 * a send queue in order, so the head is the WR an error completion
 	 * (whose wc.opcode verbs leaves undefined) belongs to. */
-	struct ry_verbs_swr *ring;
-	uint32_t ring_mask;         /* ring size - 1 (a power of two) */
-	uint32_t head, tail;        /* tail - head = outstanding */
-	uint32_t hw_outstanding;    /* of those, owed by the HCA */
+	struct ry__verbs_swr *ring;
+	uint32_t ring_mask;	 /* ring size - 1 (a power of two) */
+	uint32_t head, tail;	 /* tail - head = outstanding */
+	uint32_t hw_outstanding; /* of those, owed by the HCA */
 	uint32_t max_send_wr;
 	/* An SRQ QP may still be taking a receive when it enters ERR; the
 	 * HCA says "last WQE reached" when it no longer can. */
-	bool rq_live;               /* reached RTR: may consume receives */
-	bool last_wqe;              /* IBV_EVENT_QP_LAST_WQE_REACHED seen */
-	uint64_t err_ns;            /* when it entered ERR (CLOCK_MONOTONIC) */
+	bool rq_live;	 /* reached RTR: may consume receives */
+	bool last_wqe;	 /* IBV_EVENT_QP_LAST_WQE_REACHED seen */
+	uint64_t err_ns; /* when it entered ERR (CLOCK_MONOTONIC) */
 };
 
-struct ry_verbs_rail {
+struct ry__verbs_rail {
 	struct ry_rail base;
 	struct ibv_context *ctx;
 	uint8_t port;
 	int gid_index;
 	union ibv_gid gid;
 	uint16_t lid;
-	bool ethernet;              /* RoCE: GRH always */
-	uint32_t mtu;               /* bytes: min(cfg->mtu, port active) */
+	bool ethernet; /* RoCE: GRH always */
+	uint32_t mtu;  /* bytes: min(cfg->mtu, port active) */
 	uint64_t rate_bps;
 	struct ibv_device_attr dev_attr;
 	uint32_t max_msg_size;
 
-	struct ibv_pd *pd;          /* the device's PD, see the top */
+	struct ibv_pd *pd; /* the device's PD, see the top */
 	struct ibv_comp_channel *channel;
 	struct ibv_cq *cq;
 	int cq_size;
-	int cq_used;                /* entries promised to QPs and the SRQ */
+	int cq_used; /* entries promised to QPs and the SRQ */
 	struct ibv_srq *srq;
-	int epfd;                   /* channel fd + async fd */
+	int epfd; /* channel fd + async fd */
 	bool device_fatal;
-	bool port_active;           /* as the last port event said */
+	bool port_active; /* as the last port event said */
 	/* QPs the caller destroyed that the HCA still owes completions or
 	 * a "last WQE reached"; they stay in qp_hash until reaped. */
-	struct ry_verbs_qp *zombies;
+	struct ry__verbs_qp *zombies;
 
 	struct ry__list pds, mrs;
-	struct ry_verbs_qp *qp_hash[RY_VERBS_QP_BUCKETS];
+	struct ry__verbs_qp *qp_hash[RY__VERBS_QP_BUCKETS];
 	unsigned n_qps;
 	/* QPs with software-flushed WRs that poll_cq still has to report. */
 	unsigned n_sw_flush;
 
-	struct ry_rail_event events[RY_VERBS_EVENTS];
+	struct ry_rail_event events[RY__VERBS_EVENTS];
 	unsigned ev_head, ev_tail;
 	unsigned ev_dropped;
 
@@ -131,18 +131,18 @@ struct ry_verbs_rail {
 	uint64_t primed_ns;
 };
 
-static inline struct ry_verbs_rail *vrail(struct ry_rail *r)
+static inline struct ry__verbs_rail *vrail(struct ry_rail *r)
 {
-	return container_of(r, struct ry_verbs_rail, base);
+	return container_of(r, struct ry__verbs_rail, base);
 }
 
-static inline struct ry_verbs_rail *pd_vrail(struct ry_pd *pd)
+static inline struct ry__verbs_rail *pd_vrail(struct ry_pd *pd)
 {
 	return vrail(pd->rail);
 }
 
 /* verbs_rail.c */
-void ry__verbs_push_event(struct ry_verbs_rail *r,
+void ry__verbs_push_event(struct ry__verbs_rail *r,
 			  enum ry_rail_event_type type, uint32_t qpn);
 
 /* verbs_mr.c */
@@ -151,7 +151,7 @@ int ry__verbs_dealloc_pd(struct ry_pd *pd);
 int ry__verbs_reg_mr(struct ry_pd *pd, void *addr, size_t length,
 		     unsigned access, struct ry_mr **mr_p);
 int ry__verbs_dereg_mr(struct ry_mr *mr);
-void ry__verbs_mr_close_all(struct ry_verbs_rail *r);
+void ry__verbs_mr_close_all(struct ry__verbs_rail *r);
 
 /* verbs_qp.c */
 int ry__verbs_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
@@ -163,11 +163,11 @@ int ry__verbs_post_send(struct ry_qp *qp, const struct ry_send_wr *wr,
 			unsigned n);
 int ry__verbs_post_recv(struct ry_rail *rail, const struct ry_recv_wr *wr,
 			unsigned n);
-struct ry_verbs_qp *ry__verbs_qp_find(struct ry_verbs_rail *r, uint32_t qpn);
+struct ry__verbs_qp *ry__verbs_qp_find(struct ry__verbs_rail *r, uint32_t qpn);
 /* The QP is in ERR (we moved it, or the HCA did and told us). */
-void ry__verbs_qp_set_err(struct ry_verbs_qp *q);
-void ry__verbs_qp_close_all(struct ry_verbs_rail *r);
-void ry__verbs_qp_reap(struct ry_verbs_rail *r);
+void ry__verbs_qp_set_err(struct ry__verbs_qp *q);
+void ry__verbs_qp_close_all(struct ry__verbs_rail *r);
+void ry__verbs_qp_reap(struct ry__verbs_rail *r);
 
 /* verbs_cq.c */
 int ry__verbs_poll_cq(struct ry_rail *rail, struct ry_wc *wc, int n);

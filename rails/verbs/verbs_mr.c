@@ -16,8 +16,8 @@
 
 int ry__verbs_alloc_pd(struct ry_rail *rail, struct ry_pd **pd_p)
 {
-	struct ry_verbs_rail *r = vrail(rail);
-	struct ry_verbs_pd *p = calloc(1, sizeof(*p));
+	struct ry__verbs_rail *r = vrail(rail);
+	struct ry__verbs_pd *p = calloc(1, sizeof(*p));
 
 	if (!p)
 		return -ENOMEM;
@@ -29,7 +29,7 @@ int ry__verbs_alloc_pd(struct ry_rail *rail, struct ry_pd **pd_p)
 
 int ry__verbs_dealloc_pd(struct ry_pd *pd)
 {
-	struct ry_verbs_pd *p = container_of(pd, struct ry_verbs_pd, base);
+	struct ry__verbs_pd *p = container_of(pd, struct ry__verbs_pd, base);
 
 	if (p->refs)
 		return -EBUSY;
@@ -57,13 +57,14 @@ static int ibv_access(unsigned access)
 int ry__verbs_reg_mr(struct ry_pd *pd, void *addr, size_t length,
 		     unsigned access, struct ry_mr **mr_p)
 {
-	struct ry_verbs_rail *r = pd_vrail(pd);
-	struct ry_verbs_pd *p = container_of(pd, struct ry_verbs_pd, base);
-	struct ry_verbs_mr *m;
+	struct ry__verbs_rail *r = pd_vrail(pd);
+	struct ry__verbs_pd *p = container_of(pd, struct ry__verbs_pd, base);
+	struct ry__verbs_mr *m;
 	int rc;
 
-	if (access & ~(unsigned)(RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE |
-				 RY_ACCESS_REMOTE_READ))
+	if (access &
+	    ~(unsigned)(RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE |
+			RY_ACCESS_REMOTE_READ))
 		return -EINVAL;
 	m = calloc(1, sizeof(*m));
 	if (!m)
@@ -71,7 +72,9 @@ int ry__verbs_reg_mr(struct ry_pd *pd, void *addr, size_t length,
 	m->mr = ibv_reg_mr(r->pd, addr, length, ibv_access(access));
 	if (!m->mr) {
 		rc = -errno;
-		RY_ERR("verbs", "rail %s: ibv_reg_mr(%p, %zu): %m (is RLIMIT_MEMLOCK large enough?)",
+		RY_ERR("verbs",
+		       "rail %s: ibv_reg_mr(%p, %zu): %m (is RLIMIT_MEMLOCK "
+		       "large enough?)",
 		       r->base.name, addr, length);
 		free(m);
 		return rc;
@@ -90,8 +93,9 @@ int ry__verbs_reg_mr(struct ry_pd *pd, void *addr, size_t length,
 
 int ry__verbs_dereg_mr(struct ry_mr *mr)
 {
-	struct ry_verbs_mr *m = container_of(mr, struct ry_verbs_mr, base);
-	struct ry_verbs_pd *p = container_of(mr->pd, struct ry_verbs_pd, base);
+	struct ry__verbs_mr *m = container_of(mr, struct ry__verbs_mr, base);
+	struct ry__verbs_pd *p =
+	    container_of(mr->pd, struct ry__verbs_pd, base);
 	int rc;
 
 	rc = ibv_dereg_mr(m->mr);
@@ -109,19 +113,19 @@ int ry__verbs_dereg_mr(struct ry_mr *mr)
 }
 
 /* At close: whatever the manager left registered, and every PD wrapper. */
-void ry__verbs_mr_close_all(struct ry_verbs_rail *r)
+void ry__verbs_mr_close_all(struct ry__verbs_rail *r)
 {
 	while (!ry__list_empty(&r->mrs)) {
-		struct ry_verbs_mr *m =
-		    ry__list_first_entry(&r->mrs, struct ry_verbs_mr, link);
+		struct ry__verbs_mr *m =
+		    ry__list_first_entry(&r->mrs, struct ry__verbs_mr, link);
 
 		ibv_dereg_mr(m->mr);
 		ry__list_del(&m->link);
 		free(m);
 	}
 	while (!ry__list_empty(&r->pds)) {
-		struct ry_verbs_pd *p =
-		    ry__list_first_entry(&r->pds, struct ry_verbs_pd, link);
+		struct ry__verbs_pd *p =
+		    ry__list_first_entry(&r->pds, struct ry__verbs_pd, link);
 
 		ry__list_del(&p->link);
 		free(p);

@@ -29,19 +29,19 @@
 
 static unsigned hash_qpn(uint32_t qpn)
 {
-	return (qpn ^ (qpn >> 10)) % RY_VERBS_QP_BUCKETS;
+	return (qpn ^ (qpn >> 10)) % RY__VERBS_QP_BUCKETS;
 }
 
-struct ry_verbs_qp *ry__verbs_qp_find(struct ry_verbs_rail *r, uint32_t qpn)
+struct ry__verbs_qp *ry__verbs_qp_find(struct ry__verbs_rail *r, uint32_t qpn)
 {
-	struct ry_verbs_qp *q = r->qp_hash[hash_qpn(qpn)];
+	struct ry__verbs_qp *q = r->qp_hash[hash_qpn(qpn)];
 
 	while (q && q->base.qp_num != qpn)
 		q = q->hnext;
 	return q;
 }
 
-void ry__verbs_qp_set_err(struct ry_verbs_qp *q)
+void ry__verbs_qp_set_err(struct ry__verbs_qp *q)
 {
 	if (q->base.state == RY_QPS_ERR)
 		return;
@@ -49,9 +49,9 @@ void ry__verbs_qp_set_err(struct ry_verbs_qp *q)
 	q->err_ns = ry__now_ns();
 }
 
-static void qp_unhash(struct ry_verbs_rail *r, struct ry_verbs_qp *q)
+static void qp_unhash(struct ry__verbs_rail *r, struct ry__verbs_qp *q)
 {
-	struct ry_verbs_qp **pp = &r->qp_hash[hash_qpn(q->base.qp_num)];
+	struct ry__verbs_qp **pp = &r->qp_hash[hash_qpn(q->base.qp_num)];
 
 	while (*pp != q)
 		pp = &(*pp)->hnext;
@@ -87,7 +87,7 @@ static uint32_t pow2_at_least(uint32_t v)
 
 /* Every QP may have max_send_wr completions waiting, the SRQ all its
  * receives: the CQ must hold them all or it overruns (a fatal CQ error). */
-static int cq_reserve(struct ry_verbs_rail *r, int n)
+static int cq_reserve(struct ry__verbs_rail *r, int n)
 {
 	int want = r->cq_used + n;
 	int rc;
@@ -100,7 +100,9 @@ static int cq_reserve(struct ry_verbs_rail *r, int n)
 		if (size > r->dev_attr.max_cqe)
 			size = r->dev_attr.max_cqe;
 		if (size < want) {
-			RY_ERR("verbs", "rail %s: CQ full: %d entries promised, device max %d",
+			RY_ERR("verbs",
+			       "rail %s: CQ full: %d entries promised, device "
+			       "max %d",
 			       r->base.name, want, r->dev_attr.max_cqe);
 			return -ENOSPC;
 		}
@@ -120,10 +122,10 @@ static int cq_reserve(struct ry_verbs_rail *r, int n)
 int ry__verbs_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 			struct ry_qp **qp_p)
 {
-	struct ry_verbs_rail *r = pd_vrail(pd);
-	struct ry_verbs_pd *vpd = container_of(pd, struct ry_verbs_pd, base);
-	struct ibv_qp_init_attr ia = { 0 };
-	struct ry_verbs_qp *q;
+	struct ry__verbs_rail *r = pd_vrail(pd);
+	struct ry__verbs_pd *vpd = container_of(pd, struct ry__verbs_pd, base);
+	struct ibv_qp_init_attr ia = {0};
+	struct ry__verbs_qp *q;
 	uint32_t wr = init && init->max_send_wr ? init->max_send_wr : 256;
 	int rc;
 
@@ -214,10 +216,10 @@ static uint8_t ack_timeout_code(uint32_t us)
 
 /* IB's RNR NAK timer table, in microseconds (code 0 is the longest). */
 static const uint32_t rnr_us[32] = {
-	655360, 10,    20,    30,    40,    60,    80,     120,
-	160,    240,   320,   480,   640,   960,   1280,   1920,
-	2560,   3840,  5120,  7680,  10240, 15360, 20480,  30720,
-	40960,  61440, 81920, 122880, 163840, 245760, 327680, 491520,
+    655360, 10,	   20,	  30,	  40,	  60,	  80,	  120,
+    160,    240,   320,	  480,	  640,	  960,	  1280,	  1920,
+    2560,   3840,  5120,  7680,	  10240,  15360,  20480,  30720,
+    40960,  61440, 81920, 122880, 163840, 245760, 327680, 491520,
 };
 
 static uint8_t rnr_timer_code(uint32_t us)
@@ -232,7 +234,7 @@ static uint8_t rnr_timer_code(uint32_t us)
 
 static bool ipv4_mapped(const uint8_t *gid)
 {
-	static const uint8_t prefix[12] = { [10] = 0xff, [11] = 0xff };
+	static const uint8_t prefix[12] = {[10] = 0xff, [11] = 0xff};
 
 	return !memcmp(gid, prefix, sizeof(prefix));
 }
@@ -250,8 +252,9 @@ static bool arp_complete(const uint8_t *ip)
 	if (!f)
 		return true; /* cannot tell: leave it to the kernel */
 	while (!found && fgets(line, sizeof(line), f))
-		found = sscanf(line, "%63s 0x%x 0x%x", addr, &hw, &flags) == 3 &&
-			!strcmp(addr, want) && (flags & 0x2); /* ATF_COM */
+		found =
+		    sscanf(line, "%63s 0x%x 0x%x", addr, &hw, &flags) == 3 &&
+		    !strcmp(addr, want) && (flags & 0x2); /* ATF_COM */
 	fclose(f);
 	return found;
 }
@@ -268,10 +271,10 @@ static bool arp_complete(const uint8_t *ip)
  * that a peer whose entry never shows (another namespace, a static route)
  * still gets the kernel's own, blocking, resolution.  IPv4 GIDs only.
  */
-static bool neigh_ready(struct ry_verbs_rail *r, const uint8_t *gid)
+static bool neigh_ready(struct ry__verbs_rail *r, const uint8_t *gid)
 {
 	const uint8_t *dst = gid + 12, *src = r->gid.raw + 12;
-	struct sockaddr_in sa = { .sin_family = AF_INET };
+	struct sockaddr_in sa = {.sin_family = AF_INET};
 	uint64_t now = ry__now_ns();
 	int fd;
 
@@ -297,10 +300,10 @@ static bool neigh_ready(struct ry_verbs_rail *r, const uint8_t *gid)
 	return false;
 }
 
-static int to_rtr(struct ry_verbs_qp *q, const struct ry_qp_attr *attr)
+static int to_rtr(struct ry__verbs_qp *q, const struct ry_qp_attr *attr)
 {
-	struct ry_verbs_rail *r = pd_vrail(q->base.pd);
-	struct ibv_qp_attr a = { 0 };
+	struct ry__verbs_rail *r = pd_vrail(q->base.pd);
+	struct ibv_qp_attr a = {0};
 	uint32_t mtu = attr->mtu ? attr->mtu : r->mtu;
 	uint64_t t;
 	int rc;
@@ -315,9 +318,9 @@ static int to_rtr(struct ry_verbs_qp *q, const struct ry_qp_attr *attr)
 	a.path_mtu = ibv_mtu_of(mtu);
 	a.dest_qp_num = attr->remote.qpn & 0xffffff;
 	a.rq_psn = attr->remote.psn & 0xffffff;
-	a.max_dest_rd_atomic = r->dev_attr.max_qp_rd_atom < RY_VERBS_MAX_RD ?
-				       (uint8_t)r->dev_attr.max_qp_rd_atom :
-				       RY_VERBS_MAX_RD;
+	a.max_dest_rd_atomic = r->dev_attr.max_qp_rd_atom < RY__VERBS_MAX_RD
+				   ? (uint8_t)r->dev_attr.max_qp_rd_atom
+				   : RY__VERBS_MAX_RD;
 	a.min_rnr_timer = rnr_timer_code(attr->min_rnr_timer_us);
 	a.ah_attr.port_num = r->port;
 	a.ah_attr.dlid = attr->remote.lid;
@@ -329,28 +332,31 @@ static int to_rtr(struct ry_verbs_qp *q, const struct ry_qp_attr *attr)
 		a.ah_attr.grh.hop_limit = 64;
 	}
 	t = ry__now_ns();
-	rc = ibv_modify_qp(q->qp, &a, IBV_QP_STATE | IBV_QP_AV |
-				   IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				   IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				   IBV_QP_MIN_RNR_TIMER);
+	rc =
+	    ibv_modify_qp(q->qp, &a,
+			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			      IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			      IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
 	/* On RoCE the kernel resolves the peer's MAC (ARP/ND) inside this
 	 * call and waits for it, up to 1 s (ib_core's addr.c): the caller's
 	 * thread, and with it every rail it drives, stands still meanwhile.
 	 * Say so when it is long enough to matter. */
 	t = ry__now_ns() - t;
-	if (t >= RY_VERBS_SLOW_RTR_NS)
-		RY_WARN("verbs", "rail %s: qp 0x%x: RTR took %llu ms (the kernel resolving the peer's MAC address)",
+	if (t >= RY__VERBS_SLOW_RTR_NS)
+		RY_WARN("verbs",
+			"rail %s: qp 0x%x: RTR took %llu ms (the kernel "
+			"resolving the peer's MAC address)",
 			r->base.name, q->base.qp_num,
 			(unsigned long long)(t / 1000000));
 	return rc;
 }
 
-static int to_rts(struct ry_verbs_qp *q, const struct ry_qp_attr *attr)
+static int to_rts(struct ry__verbs_qp *q, const struct ry_qp_attr *attr)
 {
-	struct ry_verbs_rail *r = pd_vrail(q->base.pd);
-	struct ibv_qp_attr a = { 0 };
-	uint32_t rd = attr->max_rd_atomic ? attr->max_rd_atomic :
-					    RY_VERBS_MAX_RD;
+	struct ry__verbs_rail *r = pd_vrail(q->base.pd);
+	struct ibv_qp_attr a = {0};
+	uint32_t rd =
+	    attr->max_rd_atomic ? attr->max_rd_atomic : RY__VERBS_MAX_RD;
 
 	/* 7 means "retry forever" on rxe and on some HCAs: a dead peer
 	 * would never be noticed by the transport. */
@@ -364,17 +370,18 @@ static int to_rts(struct ry_verbs_qp *q, const struct ry_qp_attr *attr)
 	a.rnr_retry = (uint8_t)attr->rnr_retry;
 	a.sq_psn = q->base.local.psn;
 	a.max_rd_atomic = (uint8_t)rd;
-	return ibv_modify_qp(q->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-				     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-				     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+	return ibv_modify_qp(q->qp, &a,
+			     IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				 IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+				 IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
 int ry__verbs_modify_qp(struct ry_qp *qp, enum ry_qp_state state,
 			const struct ry_qp_attr *attr)
 {
-	struct ry_verbs_qp *q = container_of(qp, struct ry_verbs_qp, base);
-	struct ry_verbs_rail *r = pd_vrail(qp->pd);
-	struct ibv_qp_attr a = { 0 };
+	struct ry__verbs_qp *q = container_of(qp, struct ry__verbs_qp, base);
+	struct ry__verbs_rail *r = pd_vrail(qp->pd);
+	struct ibv_qp_attr a = {0};
 	uint32_t psn = 0;
 	int rc;
 
@@ -398,13 +405,15 @@ int ry__verbs_modify_qp(struct ry_qp *qp, enum ry_qp_state state,
 		a.qp_state = IBV_QPS_INIT;
 		a.port_num = r->port;
 		a.pkey_index = 0;
-		a.qp_access_flags =
-			(attr->access & RY_ACCESS_REMOTE_WRITE ?
-				 IBV_ACCESS_REMOTE_WRITE : 0) |
-			(attr->access & RY_ACCESS_REMOTE_READ ?
-				 IBV_ACCESS_REMOTE_READ : 0);
-		rc = ibv_modify_qp(q->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-					      IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+		a.qp_access_flags = (attr->access & RY_ACCESS_REMOTE_WRITE
+					 ? IBV_ACCESS_REMOTE_WRITE
+					 : 0) |
+				    (attr->access & RY_ACCESS_REMOTE_READ
+					 ? IBV_ACCESS_REMOTE_READ
+					 : 0);
+		rc = ibv_modify_qp(q->qp, &a,
+				   IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				       IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 		break;
 	case RY_QPS_RTR:
 		if (!attr)
@@ -459,7 +468,7 @@ int ry__verbs_modify_qp(struct ry_qp *qp, enum ry_qp_state state,
  * rxe's ibv_destroy_qp also blocks for seconds while the port is down, so
  * that waits for the port too.
  */
-static bool hw_done(struct ry_verbs_rail *r, struct ry_verbs_qp *q)
+static bool hw_done(struct ry__verbs_rail *r, struct ry__verbs_qp *q)
 {
 	if (r->device_fatal)
 		return true; /* nothing will complete there */
@@ -467,10 +476,10 @@ static bool hw_done(struct ry_verbs_rail *r, struct ry_verbs_qp *q)
 		return false;
 	return !q->rq_live || q->last_wqe ||
 	       (q->base.state == RY_QPS_ERR &&
-		ry__now_ns() - q->err_ns >= RY_VERBS_LAST_WQE_GRACE_NS);
+		ry__now_ns() - q->err_ns >= RY__VERBS_LAST_WQE_GRACE_NS);
 }
 
-static int qp_free(struct ry_verbs_rail *r, struct ry_verbs_qp *q)
+static int qp_free(struct ry__verbs_rail *r, struct ry__verbs_qp *q)
 {
 	int rc = ibv_destroy_qp(q->qp);
 
@@ -497,10 +506,10 @@ static int qp_free(struct ry_verbs_rail *r, struct ry_verbs_qp *q)
  */
 int ry__verbs_destroy_qp(struct ry_qp *qp)
 {
-	struct ry_verbs_qp *q = container_of(qp, struct ry_verbs_qp, base);
-	struct ry_verbs_rail *r = pd_vrail(qp->pd);
-	struct ry_verbs_pd *vpd = container_of(qp->pd, struct ry_verbs_pd,
-					       base);
+	struct ry__verbs_qp *q = container_of(qp, struct ry__verbs_qp, base);
+	struct ry__verbs_rail *r = pd_vrail(qp->pd);
+	struct ry__verbs_pd *vpd =
+	    container_of(qp->pd, struct ry__verbs_pd, base);
 	int rc;
 
 	if (!hw_done(r, q) && qp->state != RY_QPS_ERR) {
@@ -527,12 +536,12 @@ int ry__verbs_destroy_qp(struct ry_qp *qp)
 }
 
 /* Destroy the zombies the HCA is done with (from progress). */
-void ry__verbs_qp_reap(struct ry_verbs_rail *r)
+void ry__verbs_qp_reap(struct ry__verbs_rail *r)
 {
-	struct ry_verbs_qp **pp = &r->zombies;
+	struct ry__verbs_qp **pp = &r->zombies;
 
 	while (*pp) {
-		struct ry_verbs_qp *q = *pp;
+		struct ry__verbs_qp *q = *pp;
 
 		if (!hw_done(r, q)) {
 			pp = &q->znext;
@@ -550,11 +559,11 @@ void ry__verbs_qp_reap(struct ry_verbs_rail *r)
 	}
 }
 
-void ry__verbs_qp_close_all(struct ry_verbs_rail *r)
+void ry__verbs_qp_close_all(struct ry__verbs_rail *r)
 {
-	for (unsigned b = 0; b < RY_VERBS_QP_BUCKETS; b++)
+	for (unsigned b = 0; b < RY__VERBS_QP_BUCKETS; b++)
 		while (r->qp_hash[b]) {
-			struct ry_verbs_qp *q = r->qp_hash[b];
+			struct ry__verbs_qp *q = r->qp_hash[b];
 
 			r->qp_hash[b] = q->hnext;
 			ibv_destroy_qp(q->qp);
@@ -567,25 +576,25 @@ void ry__verbs_qp_close_all(struct ry_verbs_rail *r)
 }
 
 static const enum ibv_wr_opcode wr_opcodes[] = {
-	[RY_WR_RDMA_WRITE] = IBV_WR_RDMA_WRITE,
-	[RY_WR_RDMA_WRITE_IMM] = IBV_WR_RDMA_WRITE_WITH_IMM,
-	[RY_WR_RDMA_READ] = IBV_WR_RDMA_READ,
-	[RY_WR_SEND] = IBV_WR_SEND,
-	[RY_WR_SEND_IMM] = IBV_WR_SEND_WITH_IMM,
+    [RY_WR_RDMA_WRITE] = IBV_WR_RDMA_WRITE,
+    [RY_WR_RDMA_WRITE_IMM] = IBV_WR_RDMA_WRITE_WITH_IMM,
+    [RY_WR_RDMA_READ] = IBV_WR_RDMA_READ,
+    [RY_WR_SEND] = IBV_WR_SEND,
+    [RY_WR_SEND_IMM] = IBV_WR_SEND_WITH_IMM,
 };
 
 static const uint8_t wc_opcodes[] = {
-	[RY_WR_RDMA_WRITE] = RY_WC_RDMA_WRITE,
-	[RY_WR_RDMA_WRITE_IMM] = RY_WC_RDMA_WRITE,
-	[RY_WR_RDMA_READ] = RY_WC_RDMA_READ,
-	[RY_WR_SEND] = RY_WC_SEND,
-	[RY_WR_SEND_IMM] = RY_WC_SEND,
+    [RY_WR_RDMA_WRITE] = RY_WC_RDMA_WRITE,
+    [RY_WR_RDMA_WRITE_IMM] = RY_WC_RDMA_WRITE,
+    [RY_WR_RDMA_READ] = RY_WC_RDMA_READ,
+    [RY_WR_SEND] = RY_WC_SEND,
+    [RY_WR_SEND_IMM] = RY_WC_SEND,
 };
 
-static void ring_push(struct ry_verbs_qp *q, const struct ry_send_wr *wr,
+static void ring_push(struct ry__verbs_qp *q, const struct ry_send_wr *wr,
 		      bool flushed)
 {
-	struct ry_verbs_swr *s = &q->ring[q->tail++ & q->ring_mask];
+	struct ry__verbs_swr *s = &q->ring[q->tail++ & q->ring_mask];
 
 	s->wr_id = wr->wr_id;
 	s->opcode = wc_opcodes[wr->opcode];
@@ -595,8 +604,8 @@ static void ring_push(struct ry_verbs_qp *q, const struct ry_send_wr *wr,
 int ry__verbs_post_send(struct ry_qp *qp, const struct ry_send_wr *wr,
 			unsigned n)
 {
-	struct ry_verbs_qp *q = container_of(qp, struct ry_verbs_qp, base);
-	struct ry_verbs_rail *r = pd_vrail(qp->pd);
+	struct ry__verbs_qp *q = container_of(qp, struct ry__verbs_qp, base);
+	struct ry__verbs_rail *r = pd_vrail(qp->pd);
 	struct ibv_send_wr w[POST_BATCH], *bad;
 	struct ibv_sge sg[POST_BATCH];
 
@@ -658,7 +667,7 @@ int ry__verbs_post_send(struct ry_qp *qp, const struct ry_send_wr *wr,
 int ry__verbs_post_recv(struct ry_rail *rail, const struct ry_recv_wr *wr,
 			unsigned n)
 {
-	struct ry_verbs_rail *r = vrail(rail);
+	struct ry__verbs_rail *r = vrail(rail);
 	struct ibv_recv_wr w[POST_BATCH], *bad;
 	struct ibv_sge sg[POST_BATCH];
 

@@ -47,20 +47,22 @@
 #include "src/util/log.h"
 #include "src/util/ring.h"
 
-void ry__verbs_push_event(struct ry_verbs_rail *r,
+void ry__verbs_push_event(struct ry__verbs_rail *r,
 			  enum ry_rail_event_type type, uint32_t qpn)
 {
 	struct ry_rail_event *ev;
 
-	if (ry__ring_full(r->ev_head, r->ev_tail, RY_VERBS_EVENTS)) {
+	if (ry__ring_full(r->ev_head, r->ev_tail, RY__VERBS_EVENTS)) {
 		/* The manager stopped reading events: keep the newest,
 		 * which say what the rail is now. */
 		if (!r->ev_dropped++)
-			RY_WARN("verbs", "rail %s: event queue full, dropping the oldest",
-				r->base.name);
+			RY_WARN(
+			    "verbs",
+			    "rail %s: event queue full, dropping the oldest",
+			    r->base.name);
 		r->ev_head++;
 	}
-	ev = &r->events[ry__ring_slot(r->ev_tail++, RY_VERBS_EVENTS)];
+	ev = &r->events[ry__ring_slot(r->ev_tail++, RY__VERBS_EVENTS)];
 	ev->type = type;
 	ev->qpn = qpn;
 	ev->time_ns = ry__now_ns();
@@ -83,14 +85,14 @@ static int mtu_bytes(enum ibv_mtu m)
 /* Find the configured port; say plainly what is wrong when it cannot be
  * used, listing what exists. */
 static int find_port(const struct ry_rail_config *cfg,
-		     struct ry_verbs_port *out)
+		     struct ry__verbs_port *out)
 {
-	struct ry_verbs_port *ports = NULL;
-	const struct ry_verbs_port *p;
+	struct ry__verbs_port *ports = NULL;
+	const struct ry__verbs_port *p;
 	char why[512] = "", have[256] = "";
 	int n, rc = 0;
 
-	n = ry_verbs_discover(&ports, why, sizeof(why));
+	n = ry__verbs_discover(&ports, why, sizeof(why));
 	if (n < 0) {
 		RY_ERR("verbs", "rail %s: device discovery failed: %s",
 		       cfg->name, strerror(-n));
@@ -101,7 +103,7 @@ static int find_port(const struct ry_rail_config *cfg,
 		free(ports);
 		return -ENODEV;
 	}
-	p = ry_verbs_find(ports, n, cfg->device, (int)cfg->port);
+	p = ry__verbs_find(ports, n, cfg->device, (int)cfg->port);
 	if (!p) {
 		size_t off = 0;
 
@@ -109,7 +111,8 @@ static int find_port(const struct ry_rail_config *cfg,
 			off += (size_t)snprintf(have + off, sizeof(have) - off,
 						"%s%s port %d", i ? ", " : "",
 						ports[i].device, ports[i].port);
-		RY_ERR("verbs", "rail %s: no RDMA device '%s' with port %u (found: %s)",
+		RY_ERR("verbs",
+		       "rail %s: no RDMA device '%s' with port %u (found: %s)",
 		       cfg->name, cfg->device, cfg->port, have);
 		rc = -ENODEV;
 	} else if (strcmp(p->state, "ACTIVE")) {
@@ -119,7 +122,8 @@ static int find_port(const struct ry_rail_config *cfg,
 			     !strcmp(p->phys_state, "LinkUp") &&
 			     !strcmp(p->link_layer, "InfiniBand");
 
-		RY_ERR("verbs", "rail %s: %s port %d is %s (physical state %s)%s",
+		RY_ERR("verbs",
+		       "rail %s: %s port %d is %s (physical state %s)%s",
 		       cfg->name, p->device, p->port, p->state, p->phys_state,
 		       no_sm ? ": is a subnet manager (opensm) running?" : "");
 		rc = -ENETDOWN;
@@ -152,14 +156,14 @@ static int open_by_name(const char *name, struct ibv_context **ctx_p)
 	return rc;
 }
 
-static int pick_gid(struct ry_verbs_rail *r, const struct ry_rail_config *cfg)
+static int pick_gid(struct ry__verbs_rail *r, const struct ry_rail_config *cfg)
 {
 	char why[256];
 	uint32_t idx;
 	int rc;
 
-	rc = ry_verbs_pick_gid(r->ctx, r->port, cfg->gid_index, cfg->address,
-			       &idx, r->gid.raw, why, sizeof(why));
+	rc = ry__verbs_pick_gid(r->ctx, r->port, cfg->gid_index, cfg->address,
+				&idx, r->gid.raw, why, sizeof(why));
 	if (rc) {
 		RY_ERR("verbs", "rail %s: %s", cfg->name, why);
 		return rc;
@@ -170,11 +174,11 @@ static int pick_gid(struct ry_verbs_rail *r, const struct ry_rail_config *cfg)
 
 static int verbs_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 {
-	struct ry_verbs_port port;
-	struct ry_verbs_rail *r;
+	struct ry__verbs_port port;
+	struct ry__verbs_rail *r;
 	struct ibv_port_attr pa;
-	struct ibv_srq_init_attr sa = { 0 };
-	struct epoll_event ev = { .events = EPOLLIN };
+	struct ibv_srq_init_attr sa = {0};
+	struct epoll_event ev = {.events = EPOLLIN};
 	int rc;
 
 	rc = find_port(cfg, &port);
@@ -183,7 +187,7 @@ static int verbs_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	r->base.ops = &ry_verbs_ops;
+	r->base.ops = &ry__verbs_ops;
 	snprintf(r->base.name, sizeof(r->base.name), "%s", cfg->name);
 	r->port = (uint8_t)port.port;
 	r->rate_bps = (uint64_t)port.rate_gbps * 1000000000u;
@@ -242,8 +246,9 @@ static int verbs_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 		       cfg->name);
 		goto err_pd;
 	}
-	r->cq_size = RY_VERBS_CQ_MIN < r->dev_attr.max_cqe ?
-			     RY_VERBS_CQ_MIN : r->dev_attr.max_cqe;
+	r->cq_size = RY__VERBS_CQ_MIN < r->dev_attr.max_cqe
+			 ? RY__VERBS_CQ_MIN
+			 : r->dev_attr.max_cqe;
 	r->cq = ibv_create_cq(r->ctx, r->cq_size, r, r->channel, 0);
 	if (!r->cq) {
 		rc = -errno;
@@ -259,8 +264,9 @@ static int verbs_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 		rc = -rc;
 		goto err_cq;
 	}
-	sa.attr.max_wr = RY_VERBS_SRQ_WR < r->dev_attr.max_srq_wr ?
-				 RY_VERBS_SRQ_WR : (uint32_t)r->dev_attr.max_srq_wr;
+	sa.attr.max_wr = RY__VERBS_SRQ_WR < r->dev_attr.max_srq_wr
+			     ? RY__VERBS_SRQ_WR
+			     : (uint32_t)r->dev_attr.max_srq_wr;
 	sa.attr.max_sge = 1;
 	r->srq = ibv_create_srq(r->pd, &sa);
 	if (!r->srq) {
@@ -321,7 +327,7 @@ err_free:
 }
 
 /* Take the CQ event (one-shot) and ask for the next one. */
-static int drain_cq_events(struct ry_verbs_rail *r)
+static int drain_cq_events(struct ry__verbs_rail *r)
 {
 	struct ibv_cq *cq;
 	void *cq_ctx;
@@ -349,7 +355,7 @@ static int drain_cq_events(struct ry_verbs_rail *r)
 /* The GID we send from may have gone with the link (RoCE drops a netdev's
  * GIDs when it goes down and adds them back, maybe at another index).  New
  * QPs must use what the table says now. */
-static void refresh_gid(struct ry_verbs_rail *r)
+static void refresh_gid(struct ry__verbs_rail *r)
 {
 	struct ibv_gid_entry e;
 	char why[256];
@@ -365,8 +371,8 @@ static void refresh_gid(struct ry_verbs_rail *r)
 		inet_ntop(AF_INET, r->gid.raw + 12, addr, sizeof(addr));
 	else
 		inet_ntop(AF_INET6, r->gid.raw, addr, sizeof(addr));
-	if (!ry_verbs_pick_gid(r->ctx, r->port, -1, addr, &idx, raw, why,
-			       sizeof(why))) {
+	if (!ry__verbs_pick_gid(r->ctx, r->port, -1, addr, &idx, raw, why,
+				sizeof(why))) {
 		if ((int)idx != r->gid_index)
 			RY_INFO("verbs", "rail %s: GID %s moved to index %u",
 				r->base.name, addr, idx);
@@ -376,16 +382,17 @@ static void refresh_gid(struct ry_verbs_rail *r)
 	}
 }
 
-static void handle_async(struct ry_verbs_rail *r, struct ibv_async_event *e)
+static void handle_async(struct ry__verbs_rail *r, struct ibv_async_event *e)
 {
-	struct ry_verbs_qp *q;
+	struct ry__verbs_qp *q;
 	uint32_t qpn;
 
 	switch (e->event_type) {
 	case IBV_EVENT_PORT_ERR:
 		if (e->element.port_num != r->port)
 			break;
-		RY_WARN("verbs", "rail %s: port %u down", r->base.name, r->port);
+		RY_WARN("verbs", "rail %s: port %u down", r->base.name,
+			r->port);
 		r->port_active = false;
 		ry__verbs_push_event(r, RY_RAIL_EV_LINK_DOWN, 0);
 		break;
@@ -436,7 +443,7 @@ static void handle_async(struct ry_verbs_rail *r, struct ibv_async_event *e)
 	}
 }
 
-static int drain_async(struct ry_verbs_rail *r)
+static int drain_async(struct ry__verbs_rail *r)
 {
 	struct ibv_async_event e;
 
@@ -454,7 +461,7 @@ static int drain_async(struct ry_verbs_rail *r)
 
 static int verbs_progress(struct ry_rail *rail)
 {
-	struct ry_verbs_rail *r = vrail(rail);
+	struct ry__verbs_rail *r = vrail(rail);
 	int rc;
 
 	rc = drain_async(r);
@@ -472,17 +479,17 @@ static int verbs_fd(struct ry_rail *rail)
 
 static int verbs_get_event(struct ry_rail *rail, struct ry_rail_event *ev)
 {
-	struct ry_verbs_rail *r = vrail(rail);
+	struct ry__verbs_rail *r = vrail(rail);
 
 	if (r->ev_head == r->ev_tail)
 		return -EAGAIN;
-	*ev = r->events[ry__ring_slot(r->ev_head++, RY_VERBS_EVENTS)];
+	*ev = r->events[ry__ring_slot(r->ev_head++, RY__VERBS_EVENTS)];
 	return 0;
 }
 
 static int verbs_query(struct ry_rail *rail, struct ry_rail_attr *attr)
 {
-	struct ry_verbs_rail *r = vrail(rail);
+	struct ry__verbs_rail *r = vrail(rail);
 	struct ibv_port_attr pa;
 	int rc = ibv_query_port(r->ctx, r->port, &pa);
 
@@ -507,7 +514,7 @@ static int verbs_query(struct ry_rail *rail, struct ry_rail_attr *attr)
 
 /* Device counters from sysfs: hw_counters (rxe and most drivers) and the
  * standard IB port counters where the driver has them. */
-static uint64_t read_counter(struct ry_verbs_rail *r, const char *dir,
+static uint64_t read_counter(struct ry__verbs_rail *r, const char *dir,
 			     const char *name)
 {
 	char path[256];
@@ -527,15 +534,17 @@ static uint64_t read_counter(struct ry_verbs_rail *r, const char *dir,
 
 static int verbs_get_stats(struct ry_rail *rail, struct ry_rail_stats *st)
 {
-	struct ry_verbs_rail *r = vrail(rail);
+	struct ry__verbs_rail *r = vrail(rail);
 
 	memset(st, 0, sizeof(*st));
 	st->tx_packets = read_counter(r, "hw_counters", "sent_pkts");
 	st->rx_packets = read_counter(r, "hw_counters", "rcvd_pkts");
 	if (!st->tx_packets)
-		st->tx_packets = read_counter(r, "counters", "port_xmit_packets");
+		st->tx_packets =
+		    read_counter(r, "counters", "port_xmit_packets");
 	if (!st->rx_packets)
-		st->rx_packets = read_counter(r, "counters", "port_rcv_packets");
+		st->rx_packets =
+		    read_counter(r, "counters", "port_rcv_packets");
 	/* port_*_data counts 4-byte words */
 	st->tx_bytes = 4 * read_counter(r, "counters", "port_xmit_data");
 	st->rx_bytes = 4 * read_counter(r, "counters", "port_rcv_data");
@@ -549,7 +558,7 @@ static int verbs_get_stats(struct ry_rail *rail, struct ry_rail_stats *st)
 
 static void verbs_close(struct ry_rail *rail)
 {
-	struct ry_verbs_rail *r = vrail(rail);
+	struct ry__verbs_rail *r = vrail(rail);
 
 	/* QPs first (they hold the CQ and SRQ), then regions, then PDs. */
 	ry__verbs_qp_close_all(r);
@@ -573,25 +582,25 @@ static int verbs_set_link(struct ry_rail *rail, enum ry_link_state state)
 	return -EOPNOTSUPP;
 }
 
-const struct ry_rail_ops ry_verbs_ops = {
-	.name = "verbs",
-	.alloc_pd = ry__verbs_alloc_pd,
-	.close = verbs_close,
-	.create_qp = ry__verbs_create_qp,
-	.dealloc_pd = ry__verbs_dealloc_pd,
-	.dereg_mr = ry__verbs_dereg_mr,
-	.destroy_qp = ry__verbs_destroy_qp,
-	.fd = verbs_fd,
-	.get_event = verbs_get_event,
-	.get_stats = verbs_get_stats,
-	.modify_qp = ry__verbs_modify_qp,
-	.open = verbs_open,
-	.poll_cq = ry__verbs_poll_cq,
-	.post_recv = ry__verbs_post_recv,
-	.post_send = ry__verbs_post_send,
-	.progress = verbs_progress,
-	.query = verbs_query,
-	.reg_mr = ry__verbs_reg_mr,
-	.set_fault = verbs_set_fault,
-	.set_link = verbs_set_link,
+const struct ry_rail_ops ry__verbs_ops = {
+    .name = "verbs",
+    .alloc_pd = ry__verbs_alloc_pd,
+    .close = verbs_close,
+    .create_qp = ry__verbs_create_qp,
+    .dealloc_pd = ry__verbs_dealloc_pd,
+    .dereg_mr = ry__verbs_dereg_mr,
+    .destroy_qp = ry__verbs_destroy_qp,
+    .fd = verbs_fd,
+    .get_event = verbs_get_event,
+    .get_stats = verbs_get_stats,
+    .modify_qp = ry__verbs_modify_qp,
+    .open = verbs_open,
+    .poll_cq = ry__verbs_poll_cq,
+    .post_recv = ry__verbs_post_recv,
+    .post_send = ry__verbs_post_send,
+    .progress = verbs_progress,
+    .query = verbs_query,
+    .reg_mr = ry__verbs_reg_mr,
+    .set_fault = verbs_set_fault,
+    .set_link = verbs_set_link,
 };

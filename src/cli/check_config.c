@@ -9,15 +9,15 @@
 #include "src/cli/cli.h"
 
 static const char usage_text[] =
-	"usage: railyard check-config FILE\n"
-	"\n"
-	"Parse and validate FILE without opening any device or socket.\n"
-	"Good file: print the effective configuration (every default made\n"
-	"explicit) on stdout and exit 0.  Bad file: print every problem as\n"
-	"FILE:LINE: message, each followed by a hint, on stderr and exit 1.\n"
-	"Exit codes: 0 valid, 1 invalid or unreadable, 2 usage error.\n";
+    "usage: railyard check-config FILE\n"
+    "\n"
+    "Parse and validate FILE without opening any device or socket.\n"
+    "Good file: print the effective configuration (every default made\n"
+    "explicit) on stdout and exit 0.  Bad file: print every problem as\n"
+    "FILE:LINE: message, each followed by a hint, on stderr and exit 1.\n"
+    "Exit codes: 0 valid, 1 invalid or unreadable, 2 usage error.\n";
 
-void ry_cli_print_config_error(const struct ry_config_error *e, void *arg)
+void cli_print_config_error(const struct ry_config_error *e, void *arg)
 {
 	FILE *out = arg ? arg : stderr;
 
@@ -38,16 +38,17 @@ static void count_and_print(const struct ry_config_error *e, void *arg)
 	struct counter *c = arg;
 
 	c->n++;
-	ry_cli_print_config_error(e, stderr);
+	cli_print_config_error(e, stderr);
 }
 
-int ry_cli_check_config(int argc, char **argv)
+int cli_check_config(int argc, char **argv)
 {
 	struct ry_config *cfg;
-	struct counter c = { 0 };
+	struct counter c = {0};
 	int ret;
 
-	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+	if (argc == 2 &&
+	    (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		fputs(usage_text, stdout);
 		return RY_EXIT_OK;
 	}

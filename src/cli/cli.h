@@ -6,16 +6,16 @@
 
 enum { RY_EXIT_OK = 0, RY_EXIT_FAIL = 1, RY_EXIT_USAGE = 2 };
 
-int ry_cli_check_config(int argc, char **argv);
-int ry_cli_demo(int argc, char **argv);
-int ry_cli_devices(int argc, char **argv);
-int ry_cli_serve(int argc, char **argv);
-int ry_cli_status(int argc, char **argv);
-int ry_cli_bench(int argc, char **argv);
-int ry_cli_drill(int argc, char **argv);
+int cli_check_config(int argc, char **argv);
+int cli_demo(int argc, char **argv);
+int cli_devices(int argc, char **argv);
+int cli_serve(int argc, char **argv);
+int cli_status(int argc, char **argv);
+int cli_bench(int argc, char **argv);
+int cli_drill(int argc, char **argv);
 
 /* Print every config problem as FILE:LINE: message, then the hint. */
 struct ry_config_error;
-void ry_cli_print_config_error(const struct ry_config_error *e, void *arg);
+void cli_print_config_error(const struct ry_config_error *e, void *arg);
 
 #endif

@@ -17,41 +17,41 @@
 #include "src/cli/session.h"
 
 static const char bench_usage[] =
-	"usage: railyard bench -c FILE --peer NAME|ADDR [--op write|read]\n"
-	"                      [--size 1M] [--depth 8] [--duration S | --count N]\n"
-	"                      [--verify] [--json]\n"
-	"\n"
-	"Bandwidth and latency against a peer running `railyard serve`, as\n"
-	"ib_write_bw does for one HCA: --depth operations of --size bytes in\n"
-	"flight, striped over every rail the two nodes share.  --verify reads\n"
-	"each written block back and compares it.  Prints a per-rail breakdown;\n"
-	"--json prints the result as JSON on stdout (progress on stderr).\n"
-	"Default: --op write --size 1M --depth 8 --duration 10.\n"
-	"Exit codes: 0 all operations succeeded and verified, 1 otherwise or\n"
-	"cannot start, 2 usage error.\n";
+    "usage: railyard bench -c FILE --peer NAME|ADDR [--op write|read]\n"
+    "                      [--size 1M] [--depth 8] [--duration S | --count N]\n"
+    "                      [--verify] [--json]\n"
+    "\n"
+    "Bandwidth and latency against a peer running `railyard serve`, as\n"
+    "ib_write_bw does for one HCA: --depth operations of --size bytes in\n"
+    "flight, striped over every rail the two nodes share.  --verify reads\n"
+    "each written block back and compares it.  Prints a per-rail breakdown;\n"
+    "--json prints the result as JSON on stdout (progress on stderr).\n"
+    "Default: --op write --size 1M --depth 8 --duration 10.\n"
+    "Exit codes: 0 all operations succeeded and verified, 1 otherwise or\n"
+    "cannot start, 2 usage error.\n";
 
 static const char drill_usage[] =
-	"usage: railyard drill -c FILE --peer NAME|ADDR [--duration S]\n"
-	"                      [--size 1M] [--depth 8] [--csv FILE] [--plot FILE]\n"
-	"                      [--load cycle|pairs] [--json]\n"
-	"\n"
-	"A failover drill: continuous verified writes and reads to a peer\n"
-	"running `railyard serve`.  Pull cables while it runs.  Every second it\n"
-	"prints per-rail throughput and rail states, and events (link-down,\n"
-	"down, replay, fence, up) as they happen; at the end a verdict:\n"
-	"operations failed, bytes corrupted, fragments replayed, detection and\n"
-	"recovery time per event.  --csv writes per-rail throughput over time,\n"
-	"--plot an SVG of it with the events marked.  --json: the result as\n"
-	"JSON on stdout (progress on stderr).  --load cycle (the default): each\n"
-	"slot writes, then reads back; --load pairs: in each pair of slots one\n"
-	"write and one read always in flight, a steadier load.\n"
-	"Default: --duration 30.\n"
-	"Exit codes: 0 nothing lost, 1 an operation failed or data differed\n"
-	"or cannot start, 2 usage error.\n";
+    "usage: railyard drill -c FILE --peer NAME|ADDR [--duration S]\n"
+    "                      [--size 1M] [--depth 8] [--csv FILE] [--plot FILE]\n"
+    "                      [--load cycle|pairs] [--json]\n"
+    "\n"
+    "A failover drill: continuous verified writes and reads to a peer\n"
+    "running `railyard serve`.  Pull cables while it runs.  Every second it\n"
+    "prints per-rail throughput and rail states, and events (link-down,\n"
+    "down, replay, fence, up) as they happen; at the end a verdict:\n"
+    "operations failed, bytes corrupted, fragments replayed, detection and\n"
+    "recovery time per event.  --csv writes per-rail throughput over time,\n"
+    "--plot an SVG of it with the events marked.  --json: the result as\n"
+    "JSON on stdout (progress on stderr).  --load cycle (the default): each\n"
+    "slot writes, then reads back; --load pairs: in each pair of slots one\n"
+    "write and one read always in flight, a steadier load.\n"
+    "Default: --duration 30.\n"
+    "Exit codes: 0 nothing lost, 1 an operation failed or data differed\n"
+    "or cannot start, 2 usage error.\n";
 
 struct client_args {
 	const char *file, *peer, *csv, *plot;
-	struct ry_session_opts o;
+	struct cli_session_opts o;
 	bool json;
 };
 
@@ -60,12 +60,13 @@ static int parse(int argc, char **argv, bool drill, struct client_args *a)
 	const char *usage = drill ? drill_usage : bench_usage;
 	const char *cmd = drill ? "drill" : "bench";
 
-	a->o.mode = drill ? RY_SESSION_DRILL : RY_SESSION_WRITE;
+	a->o.mode = drill ? CLI_SESSION_DRILL : CLI_SESSION_WRITE;
 	a->o.size = 1u << 20;
 	a->o.depth = 8;
 	a->o.duration = drill ? 30 : 10;
 	for (int i = 1; i < argc; i++) {
-		const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+		const char *opt = argv[i],
+			   *val = i + 1 < argc ? argv[i + 1] : NULL;
 		uint64_t u;
 
 		if (!strcmp(opt, "--help") || !strcmp(opt, "-h")) {
@@ -87,24 +88,24 @@ static int parse(int argc, char **argv, bool drill, struct client_args *a)
 			a->peer = val;
 		} else if (!strcmp(opt, "--op") && !drill) {
 			if (!strcmp(val, "write"))
-				a->o.mode = RY_SESSION_WRITE;
+				a->o.mode = CLI_SESSION_WRITE;
 			else if (!strcmp(val, "read"))
-				a->o.mode = RY_SESSION_READ;
+				a->o.mode = CLI_SESSION_READ;
 			else
 				goto bad;
 		} else if (!strcmp(opt, "--size")) {
-			if (!ry_cli_parse_size(val, &a->o.size))
+			if (!cli_parse_size(val, &a->o.size))
 				goto bad;
 		} else if (!strcmp(opt, "--depth")) {
-			if (!ry_cli_parse_u64(val, &u) || !u || u > 1024)
+			if (!cli_parse_u64(val, &u) || !u || u > 1024)
 				goto bad;
 			a->o.depth = (unsigned)u;
 		} else if (!strcmp(opt, "--duration")) {
-			if (!ry_cli_parse_seconds(val, &a->o.duration))
+			if (!cli_parse_seconds(val, &a->o.duration))
 				goto bad;
 			a->o.count = 0;
 		} else if (!strcmp(opt, "--count") && !drill) {
-			if (!ry_cli_parse_u64(val, &a->o.count) || !a->o.count)
+			if (!cli_parse_u64(val, &a->o.count) || !a->o.count)
 				goto bad;
 			a->o.duration = 0;
 		} else if (!strcmp(opt, "--csv") && drill) {
@@ -120,21 +121,23 @@ static int parse(int argc, char **argv, bool drill, struct client_args *a)
 			goto bad;
 		}
 		continue;
-bad:
-		fprintf(stderr, "railyard %s: bad or unknown option '%s%s%s'\n\n%s",
+	bad:
+		fprintf(stderr,
+			"railyard %s: bad or unknown option '%s%s%s'\n\n%s",
 			cmd, opt, val ? " " : "", val ? val : "", usage);
 		return -1;
 	}
 	if (!a->file || !a->peer) {
-		fprintf(stderr, "railyard %s: -c FILE and --peer are required\n\n%s",
+		fprintf(stderr,
+			"railyard %s: -c FILE and --peer are required\n\n%s",
 			cmd, usage);
 		return -1;
 	}
 	return 0;
 }
 
-static int write_file(const char *path, const struct ry_report *rep,
-		      int (*fn)(const struct ry_report *, FILE *))
+static int write_file(const char *path, const struct cli_report *rep,
+		      int (*fn)(const struct cli_report *, FILE *))
 {
 	FILE *f = fopen(path, "w");
 	int ret;
@@ -149,10 +152,10 @@ static int write_file(const char *path, const struct ry_report *rep,
 	return ret;
 }
 
-static void breakdown(struct ry_session *s, FILE *out)
+static void breakdown(struct cli_session *s, FILE *out)
 {
-	const struct ry_report *rep = ry_session_report(s);
-	double sum[RY_REPORT_MAX_RAILS] = { 0 }, total = 0;
+	const struct cli_report *rep = cli_session_report(s);
+	double sum[CLI_REPORT_MAX_RAILS] = {0}, total = 0;
 
 	for (unsigned i = 0; i < rep->n_samples; i++)
 		for (unsigned k = 0; k < rep->n_rails; k++) {
@@ -168,11 +171,11 @@ static void breakdown(struct ry_session *s, FILE *out)
 
 static int run_client(int argc, char **argv, bool drill)
 {
-	struct client_args a = { 0 };
+	struct client_args a = {0};
 	struct ry_config *cfg = NULL;
 	struct ry_manager *mgr = NULL;
-	struct ry_session *s = NULL;
-	struct ry_session_result r;
+	struct cli_session *s = NULL;
+	struct cli_session_result r;
 	struct ry_peer *peer;
 	int ret, rc = RY_EXIT_FAIL;
 	FILE *live;
@@ -180,7 +183,7 @@ static int run_client(int argc, char **argv, bool drill)
 	ret = parse(argc, argv, drill, &a);
 	if (ret)
 		return ret > 0 ? RY_EXIT_OK : RY_EXIT_USAGE;
-	if (ry_cli_start(a.file, &cfg, &mgr))
+	if (cli_start(a.file, &cfg, &mgr))
 		return RY_EXIT_FAIL;
 	live = a.json ? stderr : stdout;
 	a.o.live = live;
@@ -190,45 +193,45 @@ static int run_client(int argc, char **argv, bool drill)
 	ret = ry_peer_get(mgr, a.peer, &peer);
 	if (ret) {
 		fprintf(stderr, "railyard: peer '%s': %s\n", a.peer,
-			ret == -ENOENT ?
-				"not in the config and not an ip:port address" :
-				strerror(-ret));
+			ret == -ENOENT
+			    ? "not in the config and not an ip:port address"
+			    : strerror(-ret));
 		goto out;
 	}
-	ret = ry_session_create(mgr, peer, &a.o, &s);
+	ret = cli_session_create(mgr, peer, &a.o, &s);
 	if (ret)
 		goto out;
-	if (ry_session_fetch_target(s, 10000))
+	if (cli_session_fetch_target(s, 10000))
 		goto out;
 	fprintf(live, "%s to %s: %zu-byte operations, %u in flight, %d rails\n",
 		drill ? "drill" : "bench", ry_peer_name(peer), a.o.size,
 		a.o.depth, ry_rail_count(mgr));
-	ret = ry_session_run(s);
-	ry_session_result(s, &r);
+	ret = cli_session_run(s);
+	cli_session_result(s, &r);
 	if (a.json)
-		ry_session_json(s, stdout);
-	ry_session_summary(s, live);
+		cli_session_json(s, stdout);
+	cli_session_summary(s, live);
 	if (!drill)
 		breakdown(s, live);
 	if (a.csv)
-		write_file(a.csv, ry_session_report(s), ry_report_write_csv);
+		write_file(a.csv, cli_session_report(s), cli_report_write_csv);
 	if (a.plot)
-		write_file(a.plot, ry_session_report(s), ry_report_write_svg);
+		write_file(a.plot, cli_session_report(s), cli_report_write_svg);
 	if (!ret && !r.ops_failed && !r.verify_errors && r.ops_ok)
 		rc = RY_EXIT_OK;
 out:
-	ry_session_destroy(s);
+	cli_session_destroy(s);
 	ry_manager_destroy(mgr);
 	ry_config_free(cfg);
 	return rc;
 }
 
-int ry_cli_bench(int argc, char **argv)
+int cli_bench(int argc, char **argv)
 {
 	return run_client(argc, argv, false);
 }
 
-int ry_cli_drill(int argc, char **argv)
+int cli_drill(int argc, char **argv)
 {
 	return run_client(argc, argv, true);
 }

@@ -19,14 +19,14 @@
 #include "src/cli/session.h"
 
 static const char usage_text[] =
-	"usage: railyard demo [--duration S] [--json]\n"
-	"\n"
-	"Run two nodes in this process over four soft rails on loopback (no\n"
-	"config needed).  Node a writes 1 MiB operations to node b and reads\n"
-	"each back to verify it; a third of the way in it pulls rail r1 (link\n"
-	"down), at two thirds it plugs it back.  Default --duration 9.\n"
-	"Exit codes: 0 nothing lost, 1 an operation failed or data differed or\n"
-	"the nodes could not start, 2 usage error.\n";
+    "usage: railyard demo [--duration S] [--json]\n"
+    "\n"
+    "Run two nodes in this process over four soft rails on loopback (no\n"
+    "config needed).  Node a writes 1 MiB operations to node b and reads\n"
+    "each back to verify it; a third of the way in it pulls rail r1 (link\n"
+    "down), at two thirds it plugs it back.  Default --duration 9.\n"
+    "Exit codes: 0 nothing lost, 1 an operation failed or data differed or\n"
+    "the nodes could not start, 2 usage error.\n";
 
 struct pull {
 	struct ry_manager *mgr;
@@ -66,21 +66,21 @@ static int node(const char *name, struct ry_manager **mgr_p)
 	return ret;
 }
 
-int ry_cli_demo(int argc, char **argv)
+int cli_demo(int argc, char **argv)
 {
-	struct ry_session_opts o = {
-		.mode = RY_SESSION_DRILL,
-		.size = 1u << 20,
-		.depth = 8,
-		.duration = 9,
-		.live = stdout,
-		.tick = on_tick,
+	struct cli_session_opts o = {
+	    .mode = CLI_SESSION_DRILL,
+	    .size = 1u << 20,
+	    .depth = 8,
+	    .duration = 9,
+	    .live = stdout,
+	    .tick = on_tick,
 	};
 	struct ry_manager *a = NULL, *b = NULL;
 	struct ry_region *target = NULL;
-	struct ry_session *s = NULL;
-	struct ry_session_result r;
-	struct pull pull = { .out = stdout };
+	struct cli_session *s = NULL;
+	struct cli_session_result r;
+	struct pull pull = {.out = stdout};
 	struct ry_peer *peer;
 	uint8_t desc[RY_DESC_MAX];
 	char ctl[128];
@@ -96,7 +96,7 @@ int ry_cli_demo(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--json")) {
 			json = true;
 		} else if (!strcmp(argv[i], "--duration") && i + 1 < argc &&
-			   ry_cli_parse_seconds(argv[i + 1], &o.duration) &&
+			   cli_parse_seconds(argv[i + 1], &o.duration) &&
 			   o.duration >= 3) {
 			i++;
 		} else {
@@ -130,22 +130,23 @@ int ry_cli_demo(int argc, char **argv)
 	pull.mgr = a;
 	pull.duration = o.duration;
 	o.tick_arg = &pull;
-	if (ry_session_create(a, peer, &o, &s) ||
-	    ry_session_set_target(s, desc, (size_t)dlen))
+	if (cli_session_create(a, peer, &o, &s) ||
+	    cli_session_set_target(s, desc, (size_t)dlen))
 		goto out;
 	fprintf(o.live,
-		"railyard %s demo: node demo-a -> demo-b over 4 soft rails on loopback, "
+		"railyard %s demo: node demo-a -> demo-b over 4 soft rails on "
+		"loopback, "
 		"1 MiB writes read back and verified, %.0f s\n",
 		ry_version(), o.duration);
-	ret = ry_session_run(s);
-	ry_session_result(s, &r);
+	ret = cli_session_run(s);
+	cli_session_result(s, &r);
 	if (json)
-		ry_session_json(s, stdout);
-	ry_session_summary(s, o.live);
+		cli_session_json(s, stdout);
+	cli_session_summary(s, o.live);
 	if (!ret && r.ops_ok && !r.ops_failed && !r.verify_errors)
 		rc = RY_EXIT_OK;
 out:
-	ry_session_destroy(s);
+	cli_session_destroy(s);
 	ry_manager_destroy(a);
 	if (b)
 		ry_progress_thread_stop(b);

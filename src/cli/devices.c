@@ -22,14 +22,14 @@
 #endif
 
 static const char usage_text[] =
-	"usage: railyard devices [--json]\n"
-	"\n"
-	"List the RDMA devices and ports a verbs rail can use (name, port,\n"
-	"state, physical state, rate, link layer, GUIDs, LID, GIDs) and the\n"
-	"network interfaces a soft rail can use (state, MTU, addresses).\n"
-	"Use the device name (or node GUID) and port in a rail's device and\n"
-	"port options, and an interface's address in a soft rail's address.\n"
-	"Exit codes: 0 RDMA ports found, 1 none found, 2 usage error.\n";
+    "usage: railyard devices [--json]\n"
+    "\n"
+    "List the RDMA devices and ports a verbs rail can use (name, port,\n"
+    "state, physical state, rate, link layer, GUIDs, LID, GIDs) and the\n"
+    "network interfaces a soft rail can use (state, MTU, addresses).\n"
+    "Use the device name (or node GUID) and port in a rail's device and\n"
+    "port options, and an interface's address in a soft rail's address.\n"
+    "Exit codes: 0 RDMA ports found, 1 none found, 2 usage error.\n";
 
 struct iface {
 	char name[IF_NAMESIZE];
@@ -82,11 +82,13 @@ static int list_ifaces(struct iface *out, int max)
 			continue;
 		if (i->ifa_addr->sa_family == AF_INET)
 			inet_ntop(AF_INET,
-				  &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr,
+				  &((struct sockaddr_in *)(void *)i->ifa_addr)
+				       ->sin_addr,
 				  f->addrs[f->n_addrs++], INET6_ADDRSTRLEN);
 		else if (i->ifa_addr->sa_family == AF_INET6)
 			inet_ntop(AF_INET6,
-				  &((struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr,
+				  &((struct sockaddr_in6 *)(void *)i->ifa_addr)
+				       ->sin6_addr,
 				  f->addrs[f->n_addrs++], INET6_ADDRSTRLEN);
 	}
 	freeifaddrs(ifa);
@@ -98,30 +100,32 @@ static void gid_str(const uint8_t *raw, char *buf, size_t len)
 	inet_ntop(AF_INET6, raw, buf, (socklen_t)len);
 }
 
-int ry_cli_devices(int argc, char **argv)
+int cli_devices(int argc, char **argv)
 {
 	struct iface ifs[64];
 	bool json = false;
 	char why[512] = "";
 	int n_ports = 0, n_ifs;
 #ifdef RY_WITH_VERBS
-	struct ry_verbs_port *ports = NULL;
+	struct ry__verbs_port *ports = NULL;
 #endif
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json")) {
 			json = true;
-		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+		} else if (!strcmp(argv[i], "--help") ||
+			   !strcmp(argv[i], "-h")) {
 			fputs(usage_text, stdout);
 			return RY_EXIT_OK;
 		} else {
-			fprintf(stderr, "railyard devices: unknown argument '%s'\n\n%s",
+			fprintf(stderr,
+				"railyard devices: unknown argument '%s'\n\n%s",
 				argv[i], usage_text);
 			return RY_EXIT_USAGE;
 		}
 	}
 #ifdef RY_WITH_VERBS
-	n_ports = ry_verbs_discover(&ports, why, sizeof(why));
+	n_ports = ry__verbs_discover(&ports, why, sizeof(why));
 	if (n_ports < 0) {
 		fprintf(stderr, "railyard devices: discovery failed: %s\n",
 			strerror(-n_ports));
@@ -129,7 +133,8 @@ int ry_cli_devices(int argc, char **argv)
 	}
 #else
 	snprintf(why, sizeof(why),
-		 "this railyard was built without the verbs rail (RY_WITH_VERBS=OFF)");
+		 "this railyard was built without the verbs rail "
+		 "(RY_WITH_VERBS=OFF)");
 #endif
 	n_ifs = list_ifaces(ifs, 64);
 
@@ -137,11 +142,12 @@ int ry_cli_devices(int argc, char **argv)
 		printf("{\"rdma_ports\":[");
 #ifdef RY_WITH_VERBS
 		for (int i = 0; i < n_ports; i++) {
-			struct ry_verbs_port *p = &ports[i];
+			struct ry__verbs_port *p = &ports[i];
 
 			printf("%s{\"device\":", i ? "," : "");
-			ry_cli_json_str(stdout, p->device);
-			printf(",\"port\":%d,\"state\":\"%s\",\"phys_state\":\"%s\","
+			cli_json_str(stdout, p->device);
+			printf(",\"port\":%d,\"state\":\"%s\",\"phys_state\":"
+			       "\"%s\","
 			       "\"rate_gbps\":%u,\"link_layer\":\"%s\","
 			       "\"node_guid\":\"0x%016" PRIx64 "\","
 			       "\"port_guid\":\"0x%016" PRIx64 "\",\"lid\":%u,"
@@ -153,26 +159,29 @@ int ry_cli_devices(int argc, char **argv)
 				char b[INET6_ADDRSTRLEN];
 
 				gid_str(p->gids[g].raw, b, sizeof(b));
-				printf("%s{\"index\":%u,\"gid\":\"%s\",\"type\":\"%s\",\"netdev\":",
+				printf("%s{\"index\":%u,\"gid\":\"%s\","
+				       "\"type\":\"%s\",\"netdev\":",
 				       g ? "," : "", p->gids[g].index, b,
 				       p->gids[g].type);
-				ry_cli_json_str(stdout, p->gids[g].netdev);
+				cli_json_str(stdout, p->gids[g].netdev);
 				printf("}");
 			}
 			printf("]}");
 		}
 #endif
 		printf("],\"no_rdma_reason\":");
-		ry_cli_json_str(stdout, n_ports ? "" : why);
+		cli_json_str(stdout, n_ports ? "" : why);
 		printf(",\"interfaces\":[");
 		for (int i = 0; i < n_ifs; i++) {
 			printf("%s{\"name\":", i ? "," : "");
-			ry_cli_json_str(stdout, ifs[i].name);
-			printf(",\"up\":%s,\"running\":%s,\"mtu\":%u,\"addresses\":[",
+			cli_json_str(stdout, ifs[i].name);
+			printf(",\"up\":%s,\"running\":%s,\"mtu\":%u,"
+			       "\"addresses\":[",
 			       ifs[i].up ? "true" : "false",
 			       ifs[i].running ? "true" : "false", ifs[i].mtu);
 			for (int a = 0; a < ifs[i].n_addrs; a++)
-				printf("%s\"%s\"", a ? "," : "", ifs[i].addrs[a]);
+				printf("%s\"%s\"", a ? "," : "",
+				       ifs[i].addrs[a]);
 			printf("]}");
 		}
 		printf("]}\n");
@@ -180,10 +189,11 @@ int ry_cli_devices(int argc, char **argv)
 		printf("RDMA devices (verbs rails):\n");
 #ifdef RY_WITH_VERBS
 		for (int i = 0; i < n_ports; i++) {
-			struct ry_verbs_port *p = &ports[i];
+			struct ry__verbs_port *p = &ports[i];
 
-			printf("  %s port %d: %s (%s), %u Gb/s, %s, node GUID %016" PRIx64
-			       ", port GUID %016" PRIx64 ", LID %u, MTU %u\n",
+			printf("  %s port %d: %s (%s), %u Gb/s, %s, node GUID "
+			       "%016" PRIx64 ", port GUID %016" PRIx64
+			       ", LID %u, MTU %u\n",
 			       p->device, p->port, p->state, p->phys_state,
 			       p->rate_gbps, p->link_layer, p->node_guid,
 			       p->port_guid, p->lid, p->active_mtu);
@@ -191,8 +201,8 @@ int ry_cli_devices(int argc, char **argv)
 				char b[INET6_ADDRSTRLEN];
 
 				gid_str(p->gids[g].raw, b, sizeof(b));
-				printf("      gid %u %s %s%s%s\n", p->gids[g].index,
-				       b, p->gids[g].type,
+				printf("      gid %u %s %s%s%s\n",
+				       p->gids[g].index, b, p->gids[g].type,
 				       p->gids[g].netdev[0] ? " on " : "",
 				       p->gids[g].netdev);
 			}

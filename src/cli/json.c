@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include "src/cli/json.h"
 
-void ry_cli_json_str(FILE *out, const char *s)
+void cli_json_str(FILE *out, const char *s)
 {
 	fputc('"', out);
 	for (; *s; s++) {

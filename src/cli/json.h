@@ -5,6 +5,6 @@
 
 #include <stdio.h>
 
-void ry_cli_json_str(FILE *out, const char *s);
+void cli_json_str(FILE *out, const char *s);
 
 #endif

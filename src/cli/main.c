@@ -12,27 +12,27 @@ static const struct {
 	int (*fn)(int argc, char **argv);
 	const char *summary;
 } commands[] = {
-	{ "demo", ry_cli_demo,
-	  "run the built-in demo on soft rails over loopback (no config)" },
-	{ "serve", ry_cli_serve,
-	  "run a node: rails, peers, a target region, a status socket" },
-	{ "bench", ry_cli_bench,
-	  "bandwidth and latency against a serving peer, per rail" },
-	{ "drill", ry_cli_drill,
-	  "continuous verified transfers while you pull cables" },
-	{ "status", ry_cli_status,
-	  "rails, peers, health and counters of a running serve" },
-	{ "devices", ry_cli_devices,
-	  "list RDMA ports (verbs rails) and interfaces (soft rails)" },
-	{ "check-config", ry_cli_check_config,
-	  "check a config file; print every problem or the effective config" },
+    {"demo", cli_demo,
+     "run the built-in demo on soft rails over loopback (no config)"},
+    {"serve", cli_serve,
+     "run a node: rails, peers, a target region, a status socket"},
+    {"bench", cli_bench,
+     "bandwidth and latency against a serving peer, per rail"},
+    {"drill", cli_drill, "continuous verified transfers while you pull cables"},
+    {"status", cli_status,
+     "rails, peers, health and counters of a running serve"},
+    {"devices", cli_devices,
+     "list RDMA ports (verbs rails) and interfaces (soft rails)"},
+    {"check-config", cli_check_config,
+     "check a config file; print every problem or the effective config"},
 };
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: railyard COMMAND [ARGS]\n\n"
-		     "railyard %s: fault-tolerant multi-rail RDMA transport\n\n"
-		     "commands:\n",
+	fprintf(out,
+		"usage: railyard COMMAND [ARGS]\n\n"
+		"railyard %s: fault-tolerant multi-rail RDMA transport\n\n"
+		"commands:\n",
 		ry_version());
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(out, "  %-14s %s\n", commands[i].name,

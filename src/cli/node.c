@@ -10,16 +10,17 @@
 #include "src/cli/json.h"
 #include "src/cli/node.h"
 
-int ry_cli_start(const char *path, struct ry_config **cfg_p,
-		 struct ry_manager **mgr_p)
+int cli_start(const char *path, struct ry_config **cfg_p,
+	      struct ry_manager **mgr_p)
 {
 	struct ry_config *cfg;
 	int ret;
 
-	ret = ry_config_load(path, &cfg, ry_cli_print_config_error, stderr);
+	ret = ry_config_load(path, &cfg, cli_print_config_error, stderr);
 	if (ret) {
-		fprintf(stderr, "railyard: %s is not usable; nothing was started "
-				"(railyard check-config %s shows the same)\n",
+		fprintf(stderr,
+			"railyard: %s is not usable; nothing was started "
+			"(railyard check-config %s shows the same)\n",
 			path, path);
 		return ret;
 	}
@@ -27,15 +28,16 @@ int ry_cli_start(const char *path, struct ry_config **cfg_p,
 	ry_log_use_syslog(cfg->log.syslog);
 	ret = ry_manager_create(cfg, mgr_p);
 	if (ret) {
-		fprintf(stderr, "railyard: cannot start node %s from %s: %s\n",
-			cfg->node, path,
-			ret == -ENOSYS ?
-				"a rail's provider is not implemented in this build" :
-			ret == -EADDRINUSE ?
-				"the control address is already in use" :
-			ret == -ENODEV ?
-				"a configured RDMA device or port is missing (see railyard devices)" :
-				strerror(-ret));
+		fprintf(
+		    stderr, "railyard: cannot start node %s from %s: %s\n",
+		    cfg->node, path,
+		    ret == -ENOSYS
+			? "a rail's provider is not implemented in this build"
+		    : ret == -EADDRINUSE
+			? "the control address is already in use"
+		    : ret == -ENODEV ? "a configured RDMA device or port is "
+				       "missing (see railyard devices)"
+				     : strerror(-ret));
 		ry_config_free(cfg);
 		return ret;
 	}
@@ -43,7 +45,7 @@ int ry_cli_start(const char *path, struct ry_config **cfg_p,
 	return 0;
 }
 
-void ry_cli_status_path(const char *node, char *buf, size_t len)
+void cli_status_path(const char *node, char *buf, size_t len)
 {
 	const char *dir = getenv("XDG_RUNTIME_DIR");
 
@@ -71,9 +73,9 @@ static void counters_json(FILE *out, const struct ry_counters *c)
 		(double)c->resume_ns_max / 1e6);
 }
 
-void ry_cli_status_write(struct ry_manager *mgr, const struct ry_config *cfg,
-			 struct ry_peer *const *peers, unsigned n_peers,
-			 int json, FILE *out)
+void cli_status_write(struct ry_manager *mgr, const struct ry_config *cfg,
+		      struct ry_peer *const *peers, unsigned n_peers, int json,
+		      FILE *out)
 {
 	char ctl[128] = "";
 	int n = ry_rail_count(mgr);
@@ -81,37 +83,39 @@ void ry_cli_status_write(struct ry_manager *mgr, const struct ry_config *cfg,
 	ry_manager_control_addr(mgr, ctl, sizeof(ctl));
 	if (json) {
 		fprintf(out, "{\"node\":");
-		ry_cli_json_str(out, cfg->node);
+		cli_json_str(out, cfg->node);
 		fprintf(out, ",\"control\":");
-		ry_cli_json_str(out, ctl);
+		cli_json_str(out, ctl);
 		fprintf(out, ",\"rails\":[");
 	} else {
 		fprintf(out, "node %s, control %s\nrails:\n", cfg->node, ctl);
 	}
 	for (int i = 0; i < n; i++) {
 		const char *name = ry_rail_name(mgr, (unsigned)i);
-		struct ry_rail_info info = { 0 };
-		struct ry_counters c = { 0 };
+		struct ry_rail_info info = {0};
+		struct ry_counters c = {0};
 
 		ry_rail_info(mgr, name, &info);
 		ry_rail_counters(mgr, name, &c);
 		if (json) {
 			fprintf(out, "%s{\"name\":", i ? "," : "");
-			ry_cli_json_str(out, name);
+			cli_json_str(out, name);
 			fprintf(out,
-				",\"link\":\"%s\",\"peers_active\":%u,\"health\":%u,",
+				",\"link\":\"%s\",\"peers_active\":%u,"
+				"\"health\":%u,",
 				info.link_up ? "up" : "down", info.peers_active,
 				info.health_min);
 			counters_json(out, &c);
 			fprintf(out, "}");
 		} else {
-			fprintf(out,
-				"  %-8s link %-4s peers %u health %4u  %12" PRIu64
-				" bytes %8" PRIu64 " replayed %4" PRIu64
-				" failovers %4" PRIu64 " reconnects\n",
-				name, info.link_up ? "up" : "down",
-				info.peers_active, info.health_min, c.bytes,
-				c.replayed_fragments, c.failovers, c.reconnects);
+			fprintf(
+			    out,
+			    "  %-8s link %-4s peers %u health %4u  %12" PRIu64
+			    " bytes %8" PRIu64 " replayed %4" PRIu64
+			    " failovers %4" PRIu64 " reconnects\n",
+			    name, info.link_up ? "up" : "down",
+			    info.peers_active, info.health_min, c.bytes,
+			    c.replayed_fragments, c.failovers, c.reconnects);
 		}
 	}
 	if (json)
@@ -119,12 +123,12 @@ void ry_cli_status_write(struct ry_manager *mgr, const struct ry_config *cfg,
 	else
 		fprintf(out, "peers:\n");
 	for (unsigned i = 0; i < n_peers; i++) {
-		struct ry_counters c = { 0 };
+		struct ry_counters c = {0};
 
 		ry_peer_counters(peers[i], &c);
 		if (json) {
 			fprintf(out, "%s{\"name\":", i ? "," : "");
-			ry_cli_json_str(out, ry_peer_name(peers[i]));
+			cli_json_str(out, ry_peer_name(peers[i]));
 			fprintf(out, ",");
 			counters_json(out, &c);
 			fprintf(out, "}");

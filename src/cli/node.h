@@ -9,16 +9,16 @@
 #include <railyard/railyard.h>
 
 /* Load, validate and create; on failure print why and return non-zero. */
-int ry_cli_start(const char *path, struct ry_config **cfg_p,
-		 struct ry_manager **mgr_p);
+int cli_start(const char *path, struct ry_config **cfg_p,
+	      struct ry_manager **mgr_p);
 
 /* Default status socket for a node: /run/railyard/NODE.sock as root,
  * else $XDG_RUNTIME_DIR or /tmp. */
-void ry_cli_status_path(const char *node, char *buf, size_t len);
+void cli_status_path(const char *node, char *buf, size_t len);
 
 struct ry_peer;
-void ry_cli_status_write(struct ry_manager *mgr, const struct ry_config *cfg,
-			 struct ry_peer *const *peers, unsigned n_peers,
-			 int json, FILE *out);
+void cli_status_write(struct ry_manager *mgr, const struct ry_config *cfg,
+		      struct ry_peer *const *peers, unsigned n_peers, int json,
+		      FILE *out);
 
 #endif

@@ -6,7 +6,7 @@
 #include "config/config_int.h"
 #include "src/cli/opts.h"
 
-bool ry_cli_parse_size(const char *s, size_t *out)
+bool cli_parse_size(const char *s, size_t *out)
 {
 	uint64_t v;
 
@@ -16,7 +16,7 @@ bool ry_cli_parse_size(const char *s, size_t *out)
 	return true;
 }
 
-bool ry_cli_parse_seconds(const char *s, double *out)
+bool cli_parse_seconds(const char *s, double *out)
 {
 	char *end;
 	double v;
@@ -29,7 +29,7 @@ bool ry_cli_parse_seconds(const char *s, double *out)
 	return true;
 }
 
-bool ry_cli_parse_u64(const char *s, uint64_t *out)
+bool cli_parse_u64(const char *s, uint64_t *out)
 {
 	char *end;
 	unsigned long long v;

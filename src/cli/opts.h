@@ -8,9 +8,9 @@
 #include <stdint.h>
 
 /* "1M", "4096", "64K" -> bytes; false when it does not parse. */
-bool ry_cli_parse_size(const char *s, size_t *out);
+bool cli_parse_size(const char *s, size_t *out);
 /* "10", "2.5" -> seconds; false when it does not parse or is negative. */
-bool ry_cli_parse_seconds(const char *s, double *out);
-bool ry_cli_parse_u64(const char *s, uint64_t *out);
+bool cli_parse_seconds(const char *s, double *out);
+bool cli_parse_u64(const char *s, uint64_t *out);
 
 #endif

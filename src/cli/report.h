@@ -11,42 +11,44 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define RY_REPORT_MAX_RAILS 16
+#define CLI_REPORT_MAX_RAILS 16
 
-struct ry_report_sample {
-	double t;                               /* seconds since start */
-	double mbyte_s[RY_REPORT_MAX_RAILS];    /* per rail, MB/s (1e6) */
+struct cli_report_sample {
+	double t;			      /* seconds since start */
+	double mbyte_s[CLI_REPORT_MAX_RAILS]; /* per rail, MB/s (1e6) */
 };
 
-struct ry_report_event {
+struct cli_report_event {
 	double t;
 	char rail[64];
-	char event[16];        /* down, replay, fence, reconnect, up, ... */
+	char event[16]; /* down, replay, fence, reconnect, up, ... */
 	/* down: failure start to declaration; resume: declaration to the
 	 * first replayed work completing (< 0: not applicable or unknown) */
 	double detect_ms;
 	double resume_ms;
-	double fail_t;         /* down: when the failure began; < 0: n/a */
-	uint64_t detect_ns;    /* down, resume: the library's key for it */
+	double fail_t;	    /* down: when the failure began; < 0: n/a */
+	uint64_t detect_ns; /* down, resume: the library's key for it */
 };
 
-struct ry_report {
+struct cli_report {
 	char title[128];
 	unsigned n_rails;
-	char rails[RY_REPORT_MAX_RAILS][64];
+	char rails[CLI_REPORT_MAX_RAILS][64];
 	unsigned n_samples, cap_samples;
-	struct ry_report_sample *samples;
+	struct cli_report_sample *samples;
 	unsigned n_events, cap_events;
-	struct ry_report_event *events;
+	struct cli_report_event *events;
 };
 
-int ry_report_add_sample(struct ry_report *r, const struct ry_report_sample *s);
-int ry_report_add_event(struct ry_report *r, const struct ry_report_event *e);
-void ry_report_free(struct ry_report *r);
+int cli_report_add_sample(struct cli_report *r,
+			  const struct cli_report_sample *s);
+int cli_report_add_event(struct cli_report *r,
+			 const struct cli_report_event *e);
+void cli_report_free(struct cli_report *r);
 
 /* t,<rail>... rows, then a blank line and t,rail,event,detect_ms,resume_ms */
-int ry_report_write_csv(const struct ry_report *r, FILE *out);
+int cli_report_write_csv(const struct cli_report *r, FILE *out);
 /* A self-contained SVG: one line per rail, total, events as markers. */
-int ry_report_write_svg(const struct ry_report *r, FILE *out);
+int cli_report_write_svg(const struct cli_report *r, FILE *out);
 
 #endif

@@ -52,26 +52,26 @@ static int sd_watchdog_enabled(int unset, uint64_t *usec)
 #include "src/cli/session.h"
 
 static const char usage_text[] =
-	"usage: railyard serve -c FILE [--socket PATH] [--region SIZE]\n"
-	"                      [--metrics ADDR:PORT]\n"
-	"\n"
-	"Run a node: bind the rails of FILE, accept peers, and expose a\n"
-	"target region of SIZE bytes (default 64M) that `railyard bench` and\n"
-	"`railyard drill` on other nodes write to and read from.  Status is\n"
-	"served on a UNIX socket (default /run/railyard/NODE.sock as root,\n"
-	"else $XDG_RUNTIME_DIR/railyard-NODE.sock) for `railyard status`.\n"
-	"--metrics ADDR:PORT serves Prometheus metrics at\n"
-	"http://ADDR:PORT/metrics (127.0.0.1:9470; 0.0.0.0:9470 for all).\n"
-	"Under systemd (Type=notify) it reports readiness, status, watchdog.\n"
-	"SIGINT or SIGTERM shut it down cleanly.\n"
-	"Exit codes: 0 clean shutdown, 1 cannot start, 2 usage error.\n";
+    "usage: railyard serve -c FILE [--socket PATH] [--region SIZE]\n"
+    "                      [--metrics ADDR:PORT]\n"
+    "\n"
+    "Run a node: bind the rails of FILE, accept peers, and expose a\n"
+    "target region of SIZE bytes (default 64M) that `railyard bench` and\n"
+    "`railyard drill` on other nodes write to and read from.  Status is\n"
+    "served on a UNIX socket (default /run/railyard/NODE.sock as root,\n"
+    "else $XDG_RUNTIME_DIR/railyard-NODE.sock) for `railyard status`.\n"
+    "--metrics ADDR:PORT serves Prometheus metrics at\n"
+    "http://ADDR:PORT/metrics (127.0.0.1:9470; 0.0.0.0:9470 for all).\n"
+    "Under systemd (Type=notify) it reports readiness, status, watchdog.\n"
+    "SIGINT or SIGTERM shut it down cleanly.\n"
+    "Exit codes: 0 clean shutdown, 1 cannot start, 2 usage error.\n";
 
 #define MAX_SEEN 256
 
 struct server {
 	struct ry_manager *mgr;
 	struct ry_config *cfg;
-	uint8_t reply[sizeof(RY_SESSION_DESC_TAG) + RY_DESC_MAX];
+	uint8_t reply[sizeof(CLI_SESSION_DESC_TAG) + RY_DESC_MAX];
 	size_t reply_len;
 	struct ry_peer *seen[MAX_SEEN];
 	unsigned n_seen;
@@ -89,14 +89,13 @@ static void ignore_done(const struct ry_completion *c, void *arg)
 {
 }
 
-static void on_recv(struct ry_peer *from, const struct ry_message *m,
-		    void *arg)
+static void on_recv(struct ry_peer *from, const struct ry_message *m, void *arg)
 {
 	struct server *sv = arg;
 	unsigned i;
 
-	if (m->type != RY_MSG_DATA || m->len != strlen(RY_SESSION_HELLO) ||
-	    memcmp(m->data, RY_SESSION_HELLO, m->len))
+	if (m->type != RY_MSG_DATA || m->len != strlen(CLI_SESSION_HELLO) ||
+	    memcmp(m->data, CLI_SESSION_HELLO, m->len))
 		return;
 	for (i = 0; i < sv->n_seen && sv->seen[i] != from; i++)
 		;
@@ -136,11 +135,11 @@ static void on_event(const struct ry_event *ev, void *arg)
 	fprintf(stderr, "[%lld.%03ld] rail %s%s%s: %s%s%s\n",
 		(long long)ts.tv_sec, ts.tv_nsec / 1000000, ev->rail,
 		ev->peer ? " to " : "", ev->peer ? ev->peer : "",
-		ev->type == RY_EV_RAIL_DOWN ? "link down" :
-		ev->type == RY_EV_RAIL_UP ? "link up" :
-		ev->type == RY_EV_CONN_DOWN ? "connection down" :
-		ev->type == RY_EV_CONN_RESUMED ? "replayed traffic resumed" :
-					      "connection up",
+		ev->type == RY_EV_RAIL_DOWN	 ? "link down"
+		: ev->type == RY_EV_RAIL_UP	 ? "link up"
+		: ev->type == RY_EV_CONN_DOWN	 ? "connection down"
+		: ev->type == RY_EV_CONN_RESUMED ? "replayed traffic resumed"
+						 : "connection up",
 		ev->reason && *ev->reason ? ": " : "",
 		ev->reason ? ev->reason : "");
 	if (ev->peer && ev->type == RY_EV_CONN_UP)
@@ -298,7 +297,7 @@ static uint64_t now_us(void)
 
 static int listen_unix(const char *path)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int fd;
 
 	if (strlen(path) >= sizeof(sa.sun_path))
@@ -321,7 +320,7 @@ static void answer_status(struct server *sv, int lfd)
 {
 	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 	char req[16] = "";
-	struct timeval tv = { .tv_sec = 1 };
+	struct timeval tv = {.tv_sec = 1};
 	FILE *out;
 	ssize_t n;
 
@@ -334,12 +333,12 @@ static void answer_status(struct server *sv, int lfd)
 		close(fd);
 		return;
 	}
-	ry_cli_status_write(sv->mgr, sv->cfg, sv->seen, sv->n_seen,
-			    n > 0 && !strncmp(req, "json", 4), out);
+	cli_status_write(sv->mgr, sv->cfg, sv->seen, sv->n_seen,
+			 n > 0 && !strncmp(req, "json", 4), out);
 	fclose(out);
 }
 
-int ry_cli_serve(int argc, char **argv)
+int cli_serve(int argc, char **argv)
 {
 	const char *file = NULL, *sock_arg = NULL, *metrics_arg = NULL;
 	size_t region = 64u << 20;
@@ -349,14 +348,14 @@ int ry_cli_serve(int argc, char **argv)
 #ifdef RY_WITH_MICROHTTPD
 	struct MHD_Daemon *httpd = NULL;
 #endif
-	struct server sv = { 0 };
+	struct server sv = {0};
 	struct ry_region *target = NULL;
 	struct epoll_event ev;
 	char sock[108], ctl[128] = "";
 	sigset_t mask;
 	void *mem = NULL;
 	int ep = -1, sfd = -1, lfd = -1, ret, rc = RY_EXIT_FAIL;
-	size_t tag = strlen(RY_SESSION_DESC_TAG);
+	size_t tag = strlen(CLI_SESSION_DESC_TAG);
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -369,8 +368,10 @@ int ry_cli_serve(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--metrics") && i + 1 < argc) {
 			metrics_arg = argv[++i];
 		} else if (!strcmp(argv[i], "--region") && i + 1 < argc) {
-			if (!ry_cli_parse_size(argv[++i], &region)) {
-				fprintf(stderr, "railyard serve: --region '%s' is not a size\n",
+			if (!cli_parse_size(argv[++i], &region)) {
+				fprintf(stderr,
+					"railyard serve: --region '%s' is not "
+					"a size\n",
 					argv[i]);
 				return RY_EXIT_USAGE;
 			}
@@ -402,13 +403,14 @@ int ry_cli_serve(int argc, char **argv)
 						: "http://%s:%s/metrics",
 				 h, port);
 #else
-		fprintf(stderr,
-			"railyard serve: --metrics: built without libmicrohttpd "
-			"(install libmicrohttpd-dev and rebuild)\n");
+		fprintf(
+		    stderr,
+		    "railyard serve: --metrics: built without libmicrohttpd "
+		    "(install libmicrohttpd-dev and rebuild)\n");
 		return RY_EXIT_FAIL;
 #endif
 	}
-	if (ry_cli_start(file, &sv.cfg, &sv.mgr)) {
+	if (cli_start(file, &sv.cfg, &sv.mgr)) {
 		if (mfd >= 0)
 			close(mfd);
 		return RY_EXIT_FAIL;
@@ -416,7 +418,8 @@ int ry_cli_serve(int argc, char **argv)
 
 	mem = aligned_alloc(4096, (region + 4095) & ~(size_t)4095);
 	if (!mem) {
-		fprintf(stderr, "railyard serve: cannot allocate the %zu-byte target\n",
+		fprintf(stderr,
+			"railyard serve: cannot allocate the %zu-byte target\n",
 			region);
 		goto out;
 	}
@@ -424,11 +427,12 @@ int ry_cli_serve(int argc, char **argv)
 	ret = ry_mr_reg(sv.mgr, mem, region,
 			RY_MR_REMOTE_WRITE | RY_MR_REMOTE_READ, &target);
 	if (ret) {
-		fprintf(stderr, "railyard serve: cannot register the target: %s\n",
+		fprintf(stderr,
+			"railyard serve: cannot register the target: %s\n",
 			strerror(-ret));
 		goto out;
 	}
-	memcpy(sv.reply, RY_SESSION_DESC_TAG, tag);
+	memcpy(sv.reply, CLI_SESSION_DESC_TAG, tag);
 	ret = ry_mr_pack(target, sv.reply + tag, sizeof(sv.reply) - tag);
 	if (ret < 0)
 		goto out;
@@ -439,7 +443,7 @@ int ry_cli_serve(int argc, char **argv)
 	if (sock_arg)
 		snprintf(sock, sizeof(sock), "%s", sock_arg);
 	else
-		ry_cli_status_path(sv.cfg->node, sock, sizeof(sock));
+		cli_status_path(sv.cfg->node, sock, sizeof(sock));
 	lfd = listen_unix(sock);
 	if (lfd < 0) {
 		fprintf(stderr, "railyard serve: status socket %s: %s\n", sock,
@@ -455,11 +459,12 @@ int ry_cli_serve(int argc, char **argv)
 	ep = epoll_create1(EPOLL_CLOEXEC);
 	if (sfd < 0 || ep < 0)
 		goto out;
-	ev = (struct epoll_event){ .events = EPOLLIN, .data.fd = sfd };
+	ev = (struct epoll_event){.events = EPOLLIN, .data.fd = sfd};
 	epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev);
-	ev = (struct epoll_event){ .events = EPOLLIN, .data.fd = lfd };
+	ev = (struct epoll_event){.events = EPOLLIN, .data.fd = lfd};
 	epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ev);
-	ev = (struct epoll_event){ .events = EPOLLIN, .data.fd = ry_event_fd(sv.mgr) };
+	ev = (struct epoll_event){.events = EPOLLIN,
+				  .data.fd = ry_event_fd(sv.mgr)};
 	epoll_ctl(ep, EPOLL_CTL_ADD, ry_event_fd(sv.mgr), &ev);
 
 #ifdef RY_WITH_MICROHTTPD
@@ -483,7 +488,8 @@ int ry_cli_serve(int argc, char **argv)
 
 	ry_manager_control_addr(sv.mgr, ctl, sizeof(ctl));
 	fprintf(stderr,
-		"railyard serve: node %s, control %s, %d rails, target %zu bytes, status %s%s%s\n",
+		"railyard serve: node %s, control %s, %d rails, target %zu "
+		"bytes, status %s%s%s\n",
 		sv.cfg->node, ctl, ry_rail_count(sv.mgr), region, sock,
 		*metrics_url ? ", metrics " : "", metrics_url);
 	/* rails open, control channel listening, status and metrics served */
@@ -516,7 +522,8 @@ int ry_cli_serve(int argc, char **argv)
 			break;
 	}
 	sd_notify(0, "STOPPING=1\nSTATUS=shutting down");
-	fprintf(stderr, "railyard serve: shutting down (%llu hellos answered)\n",
+	fprintf(stderr,
+		"railyard serve: shutting down (%llu hellos answered)\n",
 		(unsigned long long)sv.hellos);
 	rc = RY_EXIT_OK;
 out:

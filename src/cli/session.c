@@ -36,7 +36,7 @@
 enum phase { IDLE = 0, WRITING, READING, FULL };
 
 struct slot {
-	struct ry_session *s;
+	struct cli_session *s;
 	unsigned idx;
 	enum phase phase;
 	uint64_t seq;
@@ -45,18 +45,18 @@ struct slot {
 
 struct rail_track {
 	char name[64];
-	struct ry_counters last;      /* at the previous tick */
+	struct ry_counters last; /* at the previous tick */
 	struct ry_counters at_start;
 	bool connected_once;
 };
 
-static bool paired(const struct ry_session *s);
-static void pair_kick(struct ry_session *s, unsigned pair);
+static bool paired(const struct cli_session *s);
+static void pair_kick(struct cli_session *s, unsigned pair);
 
-struct ry_session {
+struct cli_session {
 	struct ry_manager *mgr;
 	struct ry_peer *peer;
-	struct ry_session_opts o;
+	struct cli_session_opts o;
 	struct ry_region *local;
 	uint8_t *buf;
 	size_t buf_len;
@@ -77,8 +77,8 @@ struct ry_session {
 	uint64_t n_lat;
 
 	unsigned n_rails;
-	struct rail_track rails[RY_REPORT_MAX_RAILS];
-	struct ry_report report;
+	struct rail_track rails[CLI_REPORT_MAX_RAILS];
+	struct cli_report report;
 };
 
 static double now_s(void)
@@ -129,7 +129,7 @@ static uint8_t *dst_of(struct slot *sl)
 
 static void on_done(const struct ry_completion *c, void *arg);
 
-static bool may_post(struct ry_session *s)
+static bool may_post(struct cli_session *s)
 {
 	if (s->stopping || s->fatal)
 		return false;
@@ -140,7 +140,7 @@ static bool may_post(struct ry_session *s)
 	return true;
 }
 
-static void fatal(struct ry_session *s, const char *what, int err)
+static void fatal(struct cli_session *s, const char *what, int err)
 {
 	if (!s->fatal)
 		fprintf(stderr, "railyard: %s: %s\n", what, strerror(-err));
@@ -149,7 +149,7 @@ static void fatal(struct ry_session *s, const char *what, int err)
 
 static void post_write(struct slot *sl)
 {
-	struct ry_session *s = sl->s;
+	struct cli_session *s = sl->s;
 	size_t off = (size_t)(src_of(sl) - s->buf);
 	int ret;
 
@@ -161,15 +161,17 @@ static void post_write(struct slot *sl)
 		       (size_t)sl->idx * s->o.size, s->o.size, on_done, sl);
 	if (ret) {
 		sl->phase = IDLE;
-		fatal(s, ret == -EINVAL ?
-			"write rejected (is the peer's target region large enough for depth x size?)" :
-			"write rejected", ret);
+		fatal(s,
+		      ret == -EINVAL ? "write rejected (is the peer's target "
+				       "region large enough for depth x size?)"
+				     : "write rejected",
+		      ret);
 	}
 }
 
 static void post_read(struct slot *sl, bool new_seq)
 {
-	struct ry_session *s = sl->s;
+	struct cli_session *s = sl->s;
 	size_t off = (size_t)(dst_of(sl) - s->buf);
 	int ret;
 
@@ -188,18 +190,18 @@ static void post_read(struct slot *sl, bool new_seq)
 
 static void next(struct slot *sl)
 {
-	struct ry_session *s = sl->s;
+	struct cli_session *s = sl->s;
 
 	sl->phase = IDLE;
 	if (!may_post(s))
 		return;
-	if (s->o.mode == RY_SESSION_READ && !s->o.verify)
+	if (s->o.mode == CLI_SESSION_READ && !s->o.verify)
 		post_read(sl, true);
 	else
 		post_write(sl);
 }
 
-static void record_latency(struct ry_session *s, double t_post)
+static void record_latency(struct cli_session *s, double t_post)
 {
 	s->lat[s->n_lat % LAT_SAMPLES] = (now_s() - t_post) * 1e6;
 	s->n_lat++;
@@ -208,7 +210,7 @@ static void record_latency(struct ry_session *s, double t_post)
 static void on_done(const struct ry_completion *c, void *arg)
 {
 	struct slot *sl = arg;
-	struct ry_session *s = sl->s;
+	struct cli_session *s = sl->s;
 
 	if (paired(s)) {
 		if (c->status != RY_OK) {
@@ -246,10 +248,11 @@ static void on_done(const struct ry_completion *c, void *arg)
 	if (c->status != RY_OK) {
 		s->ops_failed++;
 		if (!s->first_error[0])
-			snprintf(s->first_error, sizeof(s->first_error), "%s: %s",
-				 ry_status_str(c->status), c->reason);
+			snprintf(s->first_error, sizeof(s->first_error),
+				 "%s: %s", ry_status_str(c->status), c->reason);
 		/* say each new reason once, so an outage is visible live */
-		if (strncmp(s->last_error, c->reason, sizeof(s->last_error) - 1)) {
+		if (strncmp(s->last_error, c->reason,
+			    sizeof(s->last_error) - 1)) {
 			snprintf(s->last_error, sizeof(s->last_error), "%s",
 				 c->reason);
 			fprintf(stderr, "railyard: operation failed: %s: %s\n",
@@ -262,19 +265,20 @@ static void on_done(const struct ry_completion *c, void *arg)
 	s->bytes += s->o.size;
 	record_latency(s, sl->t_post);
 	if (sl->phase == WRITING &&
-	    (s->o.verify || s->o.mode != RY_SESSION_WRITE)) {
+	    (s->o.verify || s->o.mode != CLI_SESSION_WRITE)) {
 		post_read(sl, false);
 		return;
 	}
-	if (sl->phase == READING && (s->o.verify || s->o.mode == RY_SESSION_DRILL))
-		s->verify_errors += count_diff(src_of(sl), dst_of(sl),
-					       s->o.size);
+	if (sl->phase == READING &&
+	    (s->o.verify || s->o.mode == CLI_SESSION_DRILL))
+		s->verify_errors +=
+		    count_diff(src_of(sl), dst_of(sl), s->o.size);
 	next(sl);
 }
 
-static bool paired(const struct ry_session *s)
+static bool paired(const struct cli_session *s)
 {
-	return s->o.mode == RY_SESSION_DRILL && s->o.pairs && s->o.depth >= 2;
+	return s->o.mode == CLI_SESSION_DRILL && s->o.pairs && s->o.depth >= 2;
 }
 
 /*
@@ -283,17 +287,17 @@ static bool paired(const struct ry_session *s)
  * sequence.  Written slices are still read back after the run's end, so
  * everything written is checked.
  */
-static void pair_kick(struct ry_session *s, unsigned pair)
+static void pair_kick(struct cli_session *s, unsigned pair)
 {
 	struct slot *a = &s->slots[2 * pair], *b = a + 1, *w, *r;
 
 	if (2 * pair + 1 >= s->o.depth)
 		return;
 	if (a->phase != READING && b->phase != READING && !s->fatal) {
-		r = a->phase == FULL && (b->phase != FULL || a->seq < b->seq) ?
-			    a :
-		    b->phase == FULL ? b :
-				       NULL;
+		r = a->phase == FULL && (b->phase != FULL || a->seq < b->seq)
+			? a
+		    : b->phase == FULL ? b
+				       : NULL;
 		if (r)
 			post_read(r, false);
 	}
@@ -323,7 +327,7 @@ static const char *event_name(enum ry_event_type t, struct rail_track *rt)
 	return "?";
 }
 
-static struct rail_track *track_of(struct ry_session *s, const char *rail)
+static struct rail_track *track_of(struct cli_session *s, const char *rail)
 {
 	for (unsigned i = 0; i < s->n_rails; i++)
 		if (rail && !strcmp(s->rails[i].name, rail))
@@ -331,32 +335,32 @@ static struct rail_track *track_of(struct ry_session *s, const char *rail)
 	return NULL;
 }
 
-static struct ry_report_event *add_event(struct ry_session *s, double t,
-					 const char *rail, const char *what)
+static struct cli_report_event *add_event(struct cli_session *s, double t,
+					  const char *rail, const char *what)
 {
-	struct ry_report_event e = { .t = t, .detect_ms = -1,
-				     .resume_ms = -1, .fail_t = -1 };
+	struct cli_report_event e = {
+	    .t = t, .detect_ms = -1, .resume_ms = -1, .fail_t = -1};
 
 	snprintf(e.rail, sizeof(e.rail), "%s", rail ? rail : "");
 	snprintf(e.event, sizeof(e.event), "%s", what);
 	if (s->report.n_events >= MAX_EVENTS ||
-	    ry_report_add_event(&s->report, &e))
+	    cli_report_add_event(&s->report, &e))
 		return NULL;
 	return &s->report.events[s->report.n_events - 1];
 }
 
 /* A CLOCK_MONOTONIC stamp as seconds since the run's start. */
-static double rel_t(const struct ry_session *s, uint64_t ns)
+static double rel_t(const struct cli_session *s, uint64_t ns)
 {
 	return s->t0 == 0 ? 0 : (double)ns / 1e9 - s->t0;
 }
 
 /* The down event a RY_EV_CONN_RESUMED belongs to. */
-static struct ry_report_event *down_of(struct ry_session *s,
-				       const struct ry_event *ev)
+static struct cli_report_event *down_of(struct cli_session *s,
+					const struct ry_event *ev)
 {
 	for (unsigned i = s->report.n_events; i-- > 0;) {
-		struct ry_report_event *e = &s->report.events[i];
+		struct cli_report_event *e = &s->report.events[i];
 
 		if (!strcmp(e->event, "down") && !strcmp(e->rail, ev->rail) &&
 		    e->detect_ns == ev->detect_ns)
@@ -372,10 +376,10 @@ static struct ry_report_event *down_of(struct ry_session *s,
  */
 static void on_event(const struct ry_event *ev, void *arg)
 {
-	struct ry_session *s = arg;
+	struct cli_session *s = arg;
 	struct rail_track *rt = track_of(s, ev->rail);
 	const char *name = event_name(ev->type, rt);
-	struct ry_report_event *e, *d = NULL;
+	struct cli_report_event *e, *d = NULL;
 	double t = rel_t(s, ev->time_ns);
 	char extra[96] = "";
 
@@ -403,20 +407,19 @@ static void on_event(const struct ry_event *ev, void *arg)
 	if (s->o.live && strcmp(name, "connect"))
 		fprintf(s->o.live, "%s%8.3f s  %s %s%s%s%s\n",
 			s->o.live_tty ? "\r\033[K" : "", t, ev->rail,
-			ev->type == RY_EV_CONN_RESUMED ? "traffic resumed" :
-							 name,
+			ev->type == RY_EV_CONN_RESUMED ? "traffic resumed"
+						       : name,
 			ev->reason && *ev->reason ? ": " : "",
 			ev->reason ? ev->reason : "", extra);
 }
 
-static void on_recv(struct ry_peer *from, const struct ry_message *m,
-		    void *arg)
+static void on_recv(struct ry_peer *from, const struct ry_message *m, void *arg)
 {
-	struct ry_session *s = arg;
-	size_t tag = strlen(RY_SESSION_DESC_TAG);
+	struct cli_session *s = arg;
+	size_t tag = strlen(CLI_SESSION_DESC_TAG);
 
 	if (m->type != RY_MSG_DATA || m->len <= tag ||
-	    memcmp(m->data, RY_SESSION_DESC_TAG, tag) ||
+	    memcmp(m->data, CLI_SESSION_DESC_TAG, tag) ||
 	    m->len - tag > sizeof(s->desc))
 		return;
 	if (ry_desc_check((const uint8_t *)m->data + tag, m->len - tag))
@@ -426,11 +429,11 @@ static void on_recv(struct ry_peer *from, const struct ry_message *m,
 	s->have_target = true;
 }
 
-int ry_session_create(struct ry_manager *mgr, struct ry_peer *peer,
-		      const struct ry_session_opts *opts,
-		      struct ry_session **s_p)
+int cli_session_create(struct ry_manager *mgr, struct ry_peer *peer,
+		       const struct cli_session_opts *opts,
+		       struct cli_session **s_p)
 {
-	struct ry_session *s;
+	struct cli_session *s;
 	int ret = -ENOMEM;
 
 	if (!opts->size || !opts->depth)
@@ -455,19 +458,19 @@ int ry_session_create(struct ry_manager *mgr, struct ry_peer *peer,
 		goto err;
 	}
 	for (unsigned i = 0; i < opts->depth; i++)
-		s->slots[i] = (struct slot){ .s = s, .idx = i };
+		s->slots[i] = (struct slot){.s = s, .idx = i};
 	s->n_rails = (unsigned)ry_rail_count(mgr);
-	if (s->n_rails > RY_REPORT_MAX_RAILS)
-		s->n_rails = RY_REPORT_MAX_RAILS;
+	if (s->n_rails > CLI_REPORT_MAX_RAILS)
+		s->n_rails = CLI_REPORT_MAX_RAILS;
 	s->report.n_rails = s->n_rails;
 	snprintf(s->report.title, sizeof(s->report.title), "%s to %s",
-		 opts->mode == RY_SESSION_DRILL ? "drill" : "bench",
+		 opts->mode == CLI_SESSION_DRILL ? "drill" : "bench",
 		 ry_peer_name(peer));
 	for (unsigned i = 0; i < s->n_rails; i++) {
 		snprintf(s->rails[i].name, sizeof(s->rails[i].name), "%s",
 			 ry_rail_name(mgr, i));
 		_Static_assert(sizeof(s->report.rails[i]) ==
-				       sizeof(s->rails[i].name),
+				   sizeof(s->rails[i].name),
 			       "rail names have one size");
 		memcpy(s->report.rails[i], s->rails[i].name,
 		       sizeof(s->rails[i].name));
@@ -484,14 +487,14 @@ err:
 	return ret;
 }
 
-void ry_session_destroy(struct ry_session *s)
+void cli_session_destroy(struct cli_session *s)
 {
 	if (!s)
 		return;
 	ry_set_recv_cb(s->mgr, NULL, NULL);
 	ry_set_event_cb(s->mgr, NULL, NULL);
 	ry_mr_dereg(s->local);
-	ry_report_free(&s->report);
+	cli_report_free(&s->report);
 	free(s->lat);
 	free(s->slots);
 	free(s->buf);
@@ -499,7 +502,7 @@ void ry_session_destroy(struct ry_session *s)
 }
 
 /* Progress, waiting on the event fd when there is nothing to do. */
-static void pump(struct ry_session *s, int wait_ms)
+static void pump(struct cli_session *s, int wait_ms)
 {
 	if (ry_progress(s->mgr) <= 0 && wait_ms > 0) {
 		struct epoll_event ev;
@@ -516,18 +519,19 @@ static void hello_done(const struct ry_completion *c, void *arg)
 {
 }
 
-int ry_session_fetch_target(struct ry_session *s, int timeout_ms)
+int cli_session_fetch_target(struct cli_session *s, int timeout_ms)
 {
 	double end = now_s() + timeout_ms / 1e3, next_hello = 0;
 
 	while (!s->have_target && now_s() < end) {
 		if (now_s() >= next_hello) {
-			int ret = ry_send(s->peer, RY_SESSION_HELLO,
-					  strlen(RY_SESSION_HELLO), hello_done,
+			int ret = ry_send(s->peer, CLI_SESSION_HELLO,
+					  strlen(CLI_SESSION_HELLO), hello_done,
 					  NULL);
 
 			if (ret && ret != -EAGAIN) {
-				fprintf(stderr, "railyard: cannot reach peer %s: %s\n",
+				fprintf(stderr,
+					"railyard: cannot reach peer %s: %s\n",
 					ry_peer_name(s->peer), strerror(-ret));
 				return ret;
 			}
@@ -537,15 +541,17 @@ int ry_session_fetch_target(struct ry_session *s, int timeout_ms)
 	}
 	if (!s->have_target) {
 		fprintf(stderr,
-			"railyard: peer %s did not send its target region within %d ms "
-			"(is 'railyard serve' running there, and do we share a rail network?)\n",
+			"railyard: peer %s did not send its target region "
+			"within %d ms "
+			"(is 'railyard serve' running there, and do we share a "
+			"rail network?)\n",
 			ry_peer_name(s->peer), timeout_ms);
 		return -ETIMEDOUT;
 	}
 	return 0;
 }
 
-int ry_session_set_target(struct ry_session *s, const void *desc, size_t len)
+int cli_session_set_target(struct cli_session *s, const void *desc, size_t len)
 {
 	int ret = ry_desc_check(desc, len);
 
@@ -559,9 +565,9 @@ int ry_session_set_target(struct ry_session *s, const void *desc, size_t len)
 	return 0;
 }
 
-static void tick(struct ry_session *s, double now)
+static void tick(struct cli_session *s, double now)
 {
-	struct ry_report_sample smp = { .t = now - s->t0 };
+	struct cli_report_sample smp = {.t = now - s->t0};
 	double dt = now - s->t_last_tick;
 	double total = 0;
 	char line[512];
@@ -570,7 +576,7 @@ static void tick(struct ry_session *s, double now)
 	n += (size_t)snprintf(line + n, sizeof(line) - n, "%8.3f s ", smp.t);
 	for (unsigned i = 0; i < s->n_rails; i++) {
 		struct rail_track *rt = &s->rails[i];
-		struct ry_rail_info info = { 0 };
+		struct ry_rail_info info = {0};
 		struct ry_counters c;
 
 		if (ry_rail_counters(s->mgr, rt->name, &c))
@@ -583,11 +589,10 @@ static void tick(struct ry_session *s, double now)
 		if (c.fences > rt->last.fences)
 			add_event(s, smp.t, rt->name, "fence");
 		if (n < sizeof(line))
-			n += (size_t)snprintf(line + n, sizeof(line) - n,
-					      " %s %7.1f%s", rt->name,
-					      smp.mbyte_s[i],
-					      info.link_up && info.peers_active ?
-						      "" : " (down)");
+			n += (size_t)snprintf(
+			    line + n, sizeof(line) - n, " %s %7.1f%s", rt->name,
+			    smp.mbyte_s[i],
+			    info.link_up && info.peers_active ? "" : " (down)");
 		rt->last = c;
 	}
 	if (n < sizeof(line))
@@ -595,7 +600,7 @@ static void tick(struct ry_session *s, double now)
 			 "  total %7.1f MB/s  ops %" PRIu64 " ok %" PRIu64
 			 " failed  %" PRIu64 " bad bytes",
 			 total, s->ops_ok, s->ops_failed, s->verify_errors);
-	ry_report_add_sample(&s->report, &smp);
+	cli_report_add_sample(&s->report, &smp);
 	if (s->o.live) {
 		if (s->o.live_tty)
 			fprintf(s->o.live, "\r\033[K%s", line);
@@ -608,7 +613,7 @@ static void tick(struct ry_session *s, double now)
 		s->o.tick(smp.t, s->o.tick_arg);
 }
 
-static bool busy(const struct ry_session *s)
+static bool busy(const struct cli_session *s)
 {
 	for (unsigned i = 0; i < s->o.depth; i++)
 		if (s->slots[i].phase == WRITING ||
@@ -618,7 +623,7 @@ static bool busy(const struct ry_session *s)
 	return false;
 }
 
-static void kick_all(struct ry_session *s)
+static void kick_all(struct cli_session *s)
 {
 	if (paired(s)) {
 		for (unsigned i = 0; i + 1 < s->o.depth; i += 2)
@@ -630,7 +635,7 @@ static void kick_all(struct ry_session *s)
 			next(&s->slots[i]);
 }
 
-int ry_session_run(struct ry_session *s)
+int cli_session_run(struct cli_session *s)
 {
 	struct timespec ts;
 
@@ -671,7 +676,8 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-void ry_session_result(const struct ry_session *s, struct ry_session_result *r)
+void cli_session_result(const struct cli_session *s,
+			struct cli_session_result *r)
 {
 	uint64_t n = s->n_lat < LAT_SAMPLES ? s->n_lat : LAT_SAMPLES;
 
@@ -681,7 +687,8 @@ void ry_session_result(const struct ry_session *s, struct ry_session_result *r)
 	r->bytes = s->bytes;
 	r->verify_errors = s->verify_errors;
 	r->seconds = s->t_stop > s->t0 ? s->t_stop - s->t0 : 0;
-	r->gbit_per_s = r->seconds > 0 ? (double)r->bytes * 8 / r->seconds / 1e9 : 0;
+	r->gbit_per_s =
+	    r->seconds > 0 ? (double)r->bytes * 8 / r->seconds / 1e9 : 0;
 	snprintf(r->first_error, sizeof(r->first_error), "%s", s->first_error);
 	if (n) {
 		double *v = malloc(n * sizeof(*v)), sum = 0;
@@ -699,42 +706,42 @@ void ry_session_result(const struct ry_session *s, struct ry_session_result *r)
 	}
 }
 
-const struct ry_report *ry_session_report(const struct ry_session *s)
+const struct cli_report *cli_session_report(const struct cli_session *s)
 {
 	return &s->report;
 }
 
-void ry_session_json(const struct ry_session *s, FILE *out)
+void cli_session_json(const struct cli_session *s, FILE *out)
 {
-	struct ry_session_result r;
-	const struct ry_report *rep = &s->report;
+	struct cli_session_result r;
+	const struct cli_report *rep = &s->report;
 
-	ry_session_result(s, &r);
-	fprintf(out,
-		"{\"peer\":");
-	ry_cli_json_str(out, ry_peer_name(s->peer));
+	cli_session_result(s, &r);
+	fprintf(out, "{\"peer\":");
+	cli_json_str(out, ry_peer_name(s->peer));
 	/* the start on the wall clock, to line events up with outside ones */
 	fprintf(out, ",\"start_unix\":%.4f", s->t0_unix);
-	fprintf(out,
-		",\"size\":%zu,\"depth\":%u,\"ops_ok\":%" PRIu64
-		",\"ops_failed\":%" PRIu64 ",\"bytes\":%" PRIu64
-		",\"seconds\":%.3f,\"gbit_per_s\":%.3f,\"verify_errors\":%" PRIu64
-		",\"latency_us\":{\"avg\":%.1f,\"p50\":%.1f,\"p99\":%.1f}"
-		",\"first_error\":",
-		s->o.size, s->o.depth, r.ops_ok, r.ops_failed, r.bytes,
-		r.seconds, r.gbit_per_s, r.verify_errors, r.lat_avg_us,
-		r.lat_p50_us, r.lat_p99_us);
-	ry_cli_json_str(out, r.first_error);
+	fprintf(
+	    out,
+	    ",\"size\":%zu,\"depth\":%u,\"ops_ok\":%" PRIu64
+	    ",\"ops_failed\":%" PRIu64 ",\"bytes\":%" PRIu64
+	    ",\"seconds\":%.3f,\"gbit_per_s\":%.3f,\"verify_errors\":%" PRIu64
+	    ",\"latency_us\":{\"avg\":%.1f,\"p50\":%.1f,\"p99\":%.1f}"
+	    ",\"first_error\":",
+	    s->o.size, s->o.depth, r.ops_ok, r.ops_failed, r.bytes, r.seconds,
+	    r.gbit_per_s, r.verify_errors, r.lat_avg_us, r.lat_p50_us,
+	    r.lat_p99_us);
+	cli_json_str(out, r.first_error);
 	fprintf(out, ",\"rails\":[");
 	for (unsigned i = 0; i < s->n_rails; i++) {
 		const struct rail_track *rt = &s->rails[i];
-		struct ry_rail_info info = { 0 };
-		struct ry_counters c = { 0 };
+		struct ry_rail_info info = {0};
+		struct ry_counters c = {0};
 
 		ry_rail_counters(s->mgr, rt->name, &c);
 		ry_rail_info(s->mgr, rt->name, &info);
 		fprintf(out, "%s{\"name\":", i ? "," : "");
-		ry_cli_json_str(out, rt->name);
+		cli_json_str(out, rt->name);
 		fprintf(out,
 			",\"state\":\"%s\",\"bytes\":%" PRIu64
 			",\"fragments\":%" PRIu64 ",\"replayed\":%" PRIu64
@@ -751,10 +758,10 @@ void ry_session_json(const struct ry_session *s, FILE *out)
 	}
 	fprintf(out, "],\"events\":[");
 	for (unsigned e = 0; e < rep->n_events; e++) {
-		const struct ry_report_event *ev = &rep->events[e];
+		const struct cli_report_event *ev = &rep->events[e];
 
 		fprintf(out, "%s{\"t\":%.3f,\"rail\":", e ? "," : "", ev->t);
-		ry_cli_json_str(out, ev->rail);
+		cli_json_str(out, ev->rail);
 		fprintf(out, ",\"event\":\"%s\",\"detect_ms\":", ev->event);
 		if (ev->detect_ms >= 0)
 			fprintf(out, "%.2f", ev->detect_ms);
@@ -774,13 +781,13 @@ void ry_session_json(const struct ry_session *s, FILE *out)
 	}
 	fprintf(out, "],\"samples\":[");
 	for (unsigned i = 0; i < rep->n_samples; i++) {
-		const struct ry_report_sample *smp = &rep->samples[i];
+		const struct cli_report_sample *smp = &rep->samples[i];
 		double total = 0;
 
 		fprintf(out, "%s{\"t\":%.3f,\"rails\":{", i ? "," : "", smp->t);
 		for (unsigned k = 0; k < rep->n_rails; k++) {
 			fprintf(out, "%s", k ? "," : "");
-			ry_cli_json_str(out, rep->rails[k]);
+			cli_json_str(out, rep->rails[k]);
 			fprintf(out, ":%.3f", smp->mbyte_s[k]);
 			total += smp->mbyte_s[k];
 		}
@@ -794,9 +801,9 @@ void ry_session_json(const struct ry_session *s, FILE *out)
  * (the per-second "replay" marks: coarse, but only for a down the library
  * reported no resume for).
  */
-static bool replayed_after(const struct ry_report *rep, unsigned e)
+static bool replayed_after(const struct cli_report *rep, unsigned e)
 {
-	const struct ry_report_event *d = &rep->events[e];
+	const struct cli_report_event *d = &rep->events[e];
 	double until = 1e300;
 
 	for (unsigned i = e + 1; i < rep->n_events; i++)
@@ -806,7 +813,7 @@ static bool replayed_after(const struct ry_report *rep, unsigned e)
 			break;
 		}
 	for (unsigned i = 0; i < rep->n_events; i++) {
-		const struct ry_report_event *r = &rep->events[i];
+		const struct cli_report_event *r = &rep->events[i];
 
 		if (!strcmp(r->event, "replay") && !strcmp(r->rail, d->rail) &&
 		    r->t >= d->t && r->t <= until + 1.0)
@@ -815,15 +822,15 @@ static bool replayed_after(const struct ry_report *rep, unsigned e)
 	return false;
 }
 
-void ry_session_summary(const struct ry_session *s, FILE *out)
+void cli_session_summary(const struct cli_session *s, FILE *out)
 {
-	struct ry_session_result r;
-	const struct ry_report *rep = &s->report;
+	struct cli_session_result r;
+	const struct cli_report *rep = &s->report;
 	uint64_t replayed = 0;
 
-	ry_session_result(s, &r);
+	cli_session_result(s, &r);
 	for (unsigned i = 0; i < s->n_rails; i++) {
-		struct ry_counters c = { 0 };
+		struct ry_counters c = {0};
 
 		ry_rail_counters(s->mgr, s->rails[i].name, &c);
 		replayed += c.replayed_fragments -
@@ -835,14 +842,17 @@ void ry_session_summary(const struct ry_session *s, FILE *out)
 		"%" PRIu64 " fragments replayed\n",
 		r.seconds, r.ops_ok, r.ops_failed, (double)r.bytes / 1e6,
 		r.gbit_per_s, r.verify_errors, replayed);
-	fprintf(out, "latency per operation: avg %.0f us, p50 %.0f us, p99 %.0f us\n",
-		r.lat_avg_us, r.lat_p50_us, r.lat_p99_us);
+	fprintf(
+	    out,
+	    "latency per operation: avg %.0f us, p50 %.0f us, p99 %.0f us\n",
+	    r.lat_avg_us, r.lat_p50_us, r.lat_p99_us);
 	for (unsigned e = 0; e < rep->n_events; e++) {
-		const struct ry_report_event *ev = &rep->events[e];
+		const struct cli_report_event *ev = &rep->events[e];
 
 		if (strcmp(ev->event, "down"))
 			continue;
-		fprintf(out, "  %8.3f s  %s down: detected in ", ev->t, ev->rail);
+		fprintf(out, "  %8.3f s  %s down: detected in ", ev->t,
+			ev->rail);
 		if (ev->detect_ms >= 0)
 			fprintf(out, "%.1f ms", ev->detect_ms);
 		else
@@ -858,6 +868,7 @@ void ry_session_summary(const struct ry_session *s, FILE *out)
 	if (r.first_error[0])
 		fprintf(out, "first failure: %s\n", r.first_error);
 	fprintf(out, "verdict: %s\n",
-		!r.ops_failed && !r.verify_errors ? "nothing lost" :
-		r.verify_errors ? "DATA CORRUPTED" : "operations FAILED");
+		!r.ops_failed && !r.verify_errors ? "nothing lost"
+		: r.verify_errors		  ? "DATA CORRUPTED"
+						  : "operations FAILED");
 }

@@ -24,64 +24,64 @@
 
 /* Messages between a client and `serve`: a hello, answered with the
  * target's descriptor. */
-#define RY_SESSION_HELLO "railyard-hello-1"
-#define RY_SESSION_DESC_TAG "railyard-desc-1:"
+#define CLI_SESSION_HELLO "railyard-hello-1"
+#define CLI_SESSION_DESC_TAG "railyard-desc-1:"
 
-enum ry_session_mode {
-	RY_SESSION_WRITE = 0, /* write; with verify, read back and compare */
-	RY_SESSION_READ,      /* read; with verify, write first, compare */
-	RY_SESSION_DRILL,     /* write then read back, always verified */
+enum cli_session_mode {
+	CLI_SESSION_WRITE = 0, /* write; with verify, read back and compare */
+	CLI_SESSION_READ,      /* read; with verify, write first, compare */
+	CLI_SESSION_DRILL,     /* write then read back, always verified */
 };
 
-struct ry_session_opts {
-	enum ry_session_mode mode;
-	size_t size;          /* bytes per operation */
-	unsigned depth;       /* operations in flight */
-	double duration;      /* seconds; 0: run for count */
-	uint64_t count;       /* operations; 0: run for duration */
+struct cli_session_opts {
+	enum cli_session_mode mode;
+	size_t size;	 /* bytes per operation */
+	unsigned depth;	 /* operations in flight */
+	double duration; /* seconds; 0: run for count */
+	uint64_t count;	 /* operations; 0: run for duration */
 	bool verify;
-	bool pairs;           /* drill: one write + one read per slot pair */
-	FILE *live;           /* per-second lines (NULL: none) */
-	bool live_tty;        /* rewrite one line instead of printing many */
+	bool pairs;    /* drill: one write + one read per slot pair */
+	FILE *live;    /* per-second lines (NULL: none) */
+	bool live_tty; /* rewrite one line instead of printing many */
 	/* Called once a second after sampling (the demo pulls a rail). */
 	void (*tick)(double t, void *arg);
 	void *tick_arg;
 };
 
-struct ry_session;
+struct cli_session;
 
-int ry_session_create(struct ry_manager *mgr, struct ry_peer *peer,
-		      const struct ry_session_opts *opts,
-		      struct ry_session **s_p);
-void ry_session_destroy(struct ry_session *s);
+int cli_session_create(struct ry_manager *mgr, struct ry_peer *peer,
+		       const struct cli_session_opts *opts,
+		       struct cli_session **s_p);
+void cli_session_destroy(struct cli_session *s);
 
 /* Ask the peer (a railyard serve) for its target region; waits up to
  * timeout_ms.  -ETIMEDOUT with a message on stderr when it does not answer. */
-int ry_session_fetch_target(struct ry_session *s, int timeout_ms);
+int cli_session_fetch_target(struct cli_session *s, int timeout_ms);
 /* Use a descriptor obtained some other way (the in-process demo). */
-int ry_session_set_target(struct ry_session *s, const void *desc, size_t len);
+int cli_session_set_target(struct cli_session *s, const void *desc, size_t len);
 
 /* Run until the duration or count is reached.  Returns 0, or a negative
  * errno if the run could not proceed at all. */
-int ry_session_run(struct ry_session *s);
+int cli_session_run(struct cli_session *s);
 
 /* Results. */
-struct ry_session_result {
+struct cli_session_result {
 	uint64_t ops_ok, ops_failed;
-	uint64_t bytes;          /* payload bytes of successful operations */
-	uint64_t verify_errors;  /* bytes that differed on read-back */
+	uint64_t bytes;		/* payload bytes of successful operations */
+	uint64_t verify_errors; /* bytes that differed on read-back */
 	double seconds;
 	double gbit_per_s;
 	double lat_avg_us, lat_p50_us, lat_p99_us;
-	char first_error[256];   /* reason of the first failed operation */
+	char first_error[256]; /* reason of the first failed operation */
 };
-void ry_session_result(const struct ry_session *s,
-		       struct ry_session_result *r);
-const struct ry_report *ry_session_report(const struct ry_session *s);
+void cli_session_result(const struct cli_session *s,
+			struct cli_session_result *r);
+const struct cli_report *cli_session_report(const struct cli_session *s);
 
 /* The JSON document bench and drill print (see README "JSON output"). */
-void ry_session_json(const struct ry_session *s, FILE *out);
+void cli_session_json(const struct cli_session *s, FILE *out);
 /* A human summary: the verdict. */
-void ry_session_summary(const struct ry_session *s, FILE *out);
+void cli_session_summary(const struct cli_session *s, FILE *out);
 
 #endif

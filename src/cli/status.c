@@ -11,17 +11,17 @@
 #include "src/cli/node.h"
 
 static const char usage_text[] =
-	"usage: railyard status [--json] [--socket PATH | -c FILE]\n"
-	"\n"
-	"Show the rails, peers, connections, health and counters of a running\n"
-	"`railyard serve`.  The socket defaults to the one serve uses for the\n"
-	"node named in FILE (or for this host's name).\n"
-	"Exit codes: 0 shown, 1 no running node answered, 2 usage error.\n";
+    "usage: railyard status [--json] [--socket PATH | -c FILE]\n"
+    "\n"
+    "Show the rails, peers, connections, health and counters of a running\n"
+    "`railyard serve`.  The socket defaults to the one serve uses for the\n"
+    "node named in FILE (or for this host's name).\n"
+    "Exit codes: 0 shown, 1 no running node answered, 2 usage error.\n";
 
-int ry_cli_status(int argc, char **argv)
+int cli_status(int argc, char **argv)
 {
 	const char *sock_arg = NULL, *file = NULL;
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	char path[108], buf[4096];
 	bool json = false;
 	ssize_t n;
@@ -38,7 +38,8 @@ int ry_cli_status(int argc, char **argv)
 		} else if (!strcmp(argv[i], "-c") && i + 1 < argc) {
 			file = argv[++i];
 		} else {
-			fprintf(stderr, "railyard status: unexpected '%s'\n\n%s",
+			fprintf(stderr,
+				"railyard status: unexpected '%s'\n\n%s",
 				argv[i], usage_text);
 			return RY_EXIT_USAGE;
 		}
@@ -48,11 +49,11 @@ int ry_cli_status(int argc, char **argv)
 	} else {
 		struct ry_config *cfg = NULL, def;
 
-		if (file && ry_config_load(file, &cfg, ry_cli_print_config_error,
-					   stderr))
+		if (file &&
+		    ry_config_load(file, &cfg, cli_print_config_error, stderr))
 			return RY_EXIT_FAIL;
 		ry_config_init_defaults(&def);
-		ry_cli_status_path(cfg ? cfg->node : def.node, path, sizeof(path));
+		cli_status_path(cfg ? cfg->node : def.node, path, sizeof(path));
 		ry_config_free(cfg);
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -18,9 +18,8 @@ static void *sink_arg;
 static bool use_syslog;
 
 static const char *const level_names[] = {
-	[RY_LOG_ERROR] = "error", [RY_LOG_WARN] = "warn",
-	[RY_LOG_INFO] = "info",   [RY_LOG_DEBUG] = "debug",
-	[RY_LOG_TRACE] = "trace",
+    [RY_LOG_ERROR] = "error", [RY_LOG_WARN] = "warn",	[RY_LOG_INFO] = "info",
+    [RY_LOG_DEBUG] = "debug", [RY_LOG_TRACE] = "trace",
 };
 
 const char *ry_log_level_name(enum ry_log_level l)
@@ -55,8 +54,8 @@ void ry_log_use_syslog(bool on)
 void ry__log_emit(enum ry_log_level level, const char *comp, const char *fmt,
 		  ...)
 {
-	static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG,
-				    LOG_DEBUG };
+	static const int prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG,
+				   LOG_DEBUG};
 	int saved = errno; /* keep %m and the caller's errno intact */
 	char msg[512];
 	va_list ap;

@@ -37,7 +37,7 @@ static bool busy = true; /* -w: wait on the rail fd instead of spinning */
 /* Event-driven: sleep until the rail has work (it says so on its fd). */
 static void wait_fd(struct ry_rail *r)
 {
-	struct pollfd pfd = {.fd = ry_rail_fd(r), .events = POLLIN};
+	struct pollfd pfd = {.fd = ry__rail_fd(r), .events = POLLIN};
 
 	if (!busy)
 		poll(&pfd, 1, 10);
@@ -55,7 +55,7 @@ static void *responder(void *arg)
 
 	while (!atomic_load_explicit(&stop_b, memory_order_relaxed)) {
 		wait_fd(r);
-		ry_rail_progress(r);
+		ry__rail_progress(r);
 	}
 	return NULL;
 }
@@ -114,17 +114,18 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 2; i++) {
 		int rc;
 
-		r[i] = ry_test_soft_open_in_ns(i ? "b" : "a", addr[i], ns[i], mtu);
+		r[i] =
+		    ry_test_soft_open_in_ns(i ? "b" : "a", addr[i], ns[i], mtu);
 		buf[i] = aligned_alloc(4096, buflen);
 		memset(buf[i], i + 1, buflen);
-		rc = ry_rail_alloc_pd(r[i], &pd[i]);
+		rc = ry__rail_alloc_pd(r[i], &pd[i]);
 		if (!rc)
-			rc = ry_rail_reg_mr(pd[i], buf[i], buflen,
-					    RY_ACCESS_LOCAL_WRITE |
-						RY_ACCESS_REMOTE_WRITE,
-					    &mr[i]);
+			rc = ry__rail_reg_mr(pd[i], buf[i], buflen,
+					     RY_ACCESS_LOCAL_WRITE |
+						 RY_ACCESS_REMOTE_WRITE,
+					     &mr[i]);
 		if (!rc)
-			rc = ry_rail_create_qp(pd[i], &init, &qp[i]);
+			rc = ry__rail_create_qp(pd[i], &init, &qp[i]);
 		if (rc)
 			die("setup", rc);
 	}
@@ -139,12 +140,12 @@ int main(int argc, char **argv)
 		    .min_rnr_timer_us = 1000,
 		    .max_rd_atomic = 4,
 		};
-		int rc = ry_rail_modify_qp(qp[i], RY_QPS_INIT, &at);
+		int rc = ry__rail_modify_qp(qp[i], RY_QPS_INIT, &at);
 
 		if (!rc)
-			rc = ry_rail_modify_qp(qp[i], RY_QPS_RTR, &at);
+			rc = ry__rail_modify_qp(qp[i], RY_QPS_RTR, &at);
 		if (!rc)
-			rc = ry_rail_modify_qp(qp[i], RY_QPS_RTS, &at);
+			rc = ry__rail_modify_qp(qp[i], RY_QPS_RTS, &at);
 		if (rc)
 			die("connect", rc);
 	}
@@ -163,7 +164,7 @@ int main(int argc, char **argv)
 			depth = 2;
 		if (depth > 512)
 			depth = 512;
-		ry_rail_get_stats(r[0], &st0);
+		ry__rail_get_stats(r[0], &st0);
 		t0 = ry_test_now_s();
 		end = t0 + secs;
 		for (;;) {
@@ -182,18 +183,18 @@ int main(int argc, char **argv)
 				    .rkey = mr[1]->rkey,
 				};
 
-				if (ry_rail_post_send(qp[0], &wr, 1))
+				if (ry__rail_post_send(qp[0], &wr, 1))
 					break;
 				posted++;
 			}
-			ry_rail_progress(r[0]);
-			n = ry_rail_poll_cq(r[0], wc, 64);
+			ry__rail_progress(r[0]);
+			n = ry__rail_poll_cq(r[0], wc, 64);
 			for (int i = 0; i < n; i++) {
 				if (wc[i].status != RY_WC_SUCCESS) {
 					struct ry_rail_stats s0, s1;
 
-					ry_rail_get_stats(r[0], &s0);
-					ry_rail_get_stats(r[1], &s1);
+					ry__rail_get_stats(r[0], &s0);
+					ry__rail_get_stats(r[1], &s1);
 					fprintf(
 					    stderr,
 					    "write failed: %s (a: tx %llu "
@@ -225,14 +226,14 @@ int main(int argc, char **argv)
 				wait_fd(r[0]);
 		}
 		t1 = ry_test_now_s();
-		ry_rail_get_stats(r[0], &st1);
+		ry__rail_get_stats(r[0], &st1);
 		printf("%10u %12.1f %12llu\n", size,
 		       (double)bytes / (t1 - t0) / 1e6,
 		       (unsigned long long)(st1.retransmits - st0.retransmits));
 		if (getenv("BENCH_STATS")) {
 			struct ry_rail_stats sb;
 
-			ry_rail_get_stats(r[1], &sb);
+			ry__rail_get_stats(r[1], &sb);
 			fprintf(stderr,
 				"  a: tx %llu naks_rcvd %llu | b: rx %llu "
 				"dropped %llu dup %llu naks_sent %llu "
@@ -250,10 +251,10 @@ int main(int argc, char **argv)
 	atomic_store(&stop_b, 1);
 	pthread_join(tb, NULL);
 	for (int i = 0; i < 2; i++) {
-		ry_rail_destroy_qp(qp[i]);
-		ry_rail_dereg_mr(mr[i]);
-		ry_rail_dealloc_pd(pd[i]);
-		ry_rail_close(r[i]);
+		ry__rail_destroy_qp(qp[i]);
+		ry__rail_dereg_mr(mr[i]);
+		ry__rail_dealloc_pd(pd[i]);
+		ry__rail_close(r[i]);
 		free(buf[i]);
 	}
 	return 0;

@@ -3,7 +3,7 @@
  * libFuzzer target for the soft rail's receive path, in two stages.
  *
  * First the packet bytes go to the pure header decoder alone
- * (ry_soft_wire_decode, wire.c): cheap, no rail, and a packet it accepts
+ * (ry__soft_wire_decode, wire.c): cheap, no rail, and a packet it accepts
  * must re-encode to the same bytes, or decoder and encoder disagree about
  * the format.
  *
@@ -39,8 +39,8 @@ static void connect_qps(void)
 
 	for (int i = 0; i < 2; i++) {
 		if (qp[i])
-			ry_rail_destroy_qp(qp[i]);
-		if (ry_rail_create_qp(pd[i], &init, &qp[i]))
+			ry__rail_destroy_qp(qp[i]);
+		if (ry__rail_create_qp(pd[i], &init, &qp[i]))
 			abort();
 	}
 	for (int i = 0; i < 2; i++) {
@@ -55,9 +55,9 @@ static void connect_qps(void)
 		    .max_rd_atomic = 4,
 		};
 
-		if (ry_rail_modify_qp(qp[i], RY_QPS_INIT, &at) ||
-		    ry_rail_modify_qp(qp[i], RY_QPS_RTR, &at) ||
-		    ry_rail_modify_qp(qp[i], RY_QPS_RTS, &at))
+		if (ry__rail_modify_qp(qp[i], RY_QPS_INIT, &at) ||
+		    ry__rail_modify_qp(qp[i], RY_QPS_RTR, &at) ||
+		    ry__rail_modify_qp(qp[i], RY_QPS_RTS, &at))
 			abort();
 	}
 	/* Something outstanding, so that ACKs and READ responses have a WR
@@ -71,7 +71,7 @@ static void connect_qps(void)
 		    .rkey = mr[1]->rkey,
 		};
 
-		ry_rail_post_send(qp[0], &wr, 1);
+		ry__rail_post_send(qp[0], &wr, 1);
 	}
 }
 
@@ -82,15 +82,15 @@ static void setup(void)
 
 		strcpy(cfg.name, i ? "fz1" : "fz0");
 		strcpy(cfg.address, "127.0.0.1:0");
-		if (ry_soft_ops.open(&cfg, &rail[i]) ||
-		    ry_rail_alloc_pd(rail[i], &pd[i]))
+		if (ry__soft_ops.open(&cfg, &rail[i]) ||
+		    ry__rail_alloc_pd(rail[i], &pd[i]))
 			abort();
 		mem[i] = calloc(1, REGION);
-		if (!mem[i] || ry_rail_reg_mr(pd[i], mem[i], REGION,
-					      RY_ACCESS_LOCAL_WRITE |
-						  RY_ACCESS_REMOTE_WRITE |
-						  RY_ACCESS_REMOTE_READ,
-					      &mr[i]))
+		if (!mem[i] || ry__rail_reg_mr(pd[i], mem[i], REGION,
+					       RY_ACCESS_LOCAL_WRITE |
+						   RY_ACCESS_REMOTE_WRITE |
+						   RY_ACCESS_REMOTE_READ,
+					       &mr[i]))
 			abort();
 	}
 	connect_qps();
@@ -98,16 +98,16 @@ static void setup(void)
 
 static void decode_stage(const uint8_t *pkt, size_t len)
 {
-	struct ry_soft_pkt p;
-	struct ry_soft_hdr h;
+	struct ry__soft_pkt p;
+	struct ry__soft_hdr h;
 
-	if (ry_soft_wire_decode(pkt, len, &p))
+	if (ry__soft_wire_decode(pkt, len, &p))
 		return;
 	if (len < sizeof(h) || p.paylen != len - sizeof(h) ||
 	    p.payload != pkt + sizeof(h))
 		abort();
-	ry_soft_hdr_encode(&h, &p);
-	ry_soft_hdr_seal(&h, p.payload, p.paylen);
+	ry__soft_hdr_encode(&h, &p);
+	ry__soft_hdr_seal(&h, p.payload, p.paylen);
 	if (memcmp(&h, pkt, sizeof(h)))
 		abort();
 }
@@ -116,7 +116,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static uint8_t pkt[4096 + 64];
-	struct ry_soft_hdr h;
+	struct ry__soft_hdr h;
 	uint8_t ctl;
 	int to;
 
@@ -130,11 +130,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(pkt, data + 1, size);
 	to = ctl & 1;
 	if (size >= sizeof(h)) {
-		struct ry_soft_qp *dst = to_sqp(qp[to]);
+		struct ry__soft_qp *dst = to_sqp(qp[to]);
 
 		memcpy(&h, pkt, sizeof(h));
 		if (ctl & 2) {
-			h.version = RY_SOFT_WIRE_VERSION;
+			h.version = RY__SOFT_WIRE_VERSION;
 			h.dqpn = htobe32(qp[to]->qp_num);
 			h.sqpn = htobe32(qp[1 - to]->qp_num);
 			h.cookie = htobe64(qp[to]->local.cookie);
@@ -149,19 +149,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		memcpy(pkt, &h, sizeof(h));
 		if (ctl & 16)
-			ry_soft_hdr_seal((struct ry_soft_hdr *)(void *)pkt,
-					 pkt + sizeof(h),
-					 (uint32_t)(size - sizeof(h)));
+			ry__soft_hdr_seal((struct ry__soft_hdr *)(void *)pkt,
+					  pkt + sizeof(h),
+					  (uint32_t)(size - sizeof(h)));
 	}
-	ry_soft_inject(rail[to], pkt, size, qp[1 - to]->local.gid,
-		       qp[1 - to]->local.udp_port);
+	ry__soft_inject(rail[to], pkt, size, qp[1 - to]->local.gid,
+			qp[1 - to]->local.udp_port);
 	for (int i = 0; i < 2; i++)
-		ry_rail_progress(rail[i]);
+		ry__rail_progress(rail[i]);
 	{
 		struct ry_wc wc[16];
 
 		for (int i = 0; i < 2; i++)
-			while (ry_rail_poll_cq(rail[i], wc, 16) > 0)
+			while (ry__rail_poll_cq(rail[i], wc, 16) > 0)
 				;
 	}
 	if (qp[0]->state == RY_QPS_ERR || qp[1]->state == RY_QPS_ERR ||

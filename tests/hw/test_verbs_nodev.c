@@ -30,10 +30,10 @@ static void sink(enum ry_log_level level, const char *comp, const char *msg,
 
 START_TEST(test_discover_none)
 {
-	struct ry_verbs_port *ports = (void *)1;
+	struct ry__verbs_port *ports = (void *)1;
 	char why[512] = "";
 
-	ck_assert_int_eq(ry_verbs_discover(&ports, why, sizeof(why)), 0);
+	ck_assert_int_eq(ry__verbs_discover(&ports, why, sizeof(why)), 0);
 	ck_assert_ptr_null(ports);
 	ck_assert_msg(strstr(why, "no RDMA device found"), "why: %s", why);
 	ck_assert(strstr(why, "rdma link add"));
@@ -43,12 +43,12 @@ END_TEST
 START_TEST(test_open_without_device)
 {
 	struct ry_rail_config cfg = {
-		.name = "hca0",
-		.provider = RY_PROVIDER_VERBS,
-		.device = "mlx5_0",
-		.port = 1,
-		.gid_index = -1,
-		.weight = 1,
+	    .name = "hca0",
+	    .provider = RY_PROVIDER_VERBS,
+	    .device = "mlx5_0",
+	    .port = 1,
+	    .gid_index = -1,
+	    .weight = 1,
 	};
 	struct ry_rail *r = (struct ry_rail *)&cfg;
 
@@ -56,7 +56,7 @@ START_TEST(test_open_without_device)
 	ck_assert_int_eq(ry__rail_open(&cfg, &r), -ENODEV);
 	ry_log_set_sink(NULL, NULL);
 	ck_assert_ptr_eq(r, (struct ry_rail *)&cfg); /* untouched */
-	ck_assert_int_eq(n_errors, 1);                /* logged once */
+	ck_assert_int_eq(n_errors, 1);		     /* logged once */
 	ck_assert_msg(strstr(last_msg, "rail hca0: no RDMA device found"),
 		      "message: %s", last_msg);
 }
@@ -70,7 +70,8 @@ int main(void)
 	int failed;
 
 	if (!access("/sys/class/infiniband", F_OK)) {
-		printf("SKIP: this host has RDMA devices; the no-device paths cannot be exercised\n");
+		printf("SKIP: this host has RDMA devices; the no-device paths "
+		       "cannot be exercised\n");
 		return 77;
 	}
 	tcase_add_test(tc, test_discover_none);

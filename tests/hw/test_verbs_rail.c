@@ -46,16 +46,16 @@ START_TEST(test_verbs_retry_7_refused)
 	at = p.attr;
 	at.remote = p.qp[1]->local;
 	at.mtu = p.mtu;
-	ck_assert_int_eq(ry_rail_modify_qp(p.qp[0], RY_QPS_INIT, &at), 0);
+	ck_assert_int_eq(ry__rail_modify_qp(p.qp[0], RY_QPS_INIT, &at), 0);
 	ck_assert_int_eq(pair_to_rtr(p.qp[0], &at), 0);
 	at.retry_cnt = 7;
-	ck_assert_int_eq(ry_rail_modify_qp(p.qp[0], RY_QPS_RTS, &at), -EINVAL);
+	ck_assert_int_eq(ry__rail_modify_qp(p.qp[0], RY_QPS_RTS, &at), -EINVAL);
 	at.retry_cnt = 3;
 	at.rnr_retry = 7;
-	ck_assert_int_eq(ry_rail_modify_qp(p.qp[0], RY_QPS_RTS, &at), -EINVAL);
+	ck_assert_int_eq(ry__rail_modify_qp(p.qp[0], RY_QPS_RTS, &at), -EINVAL);
 	ck_assert_int_eq(p.qp[0]->state, RY_QPS_RTR);
 	at.rnr_retry = 6;
-	ck_assert_int_eq(ry_rail_modify_qp(p.qp[0], RY_QPS_RTS, &at), 0);
+	ck_assert_int_eq(ry__rail_modify_qp(p.qp[0], RY_QPS_RTS, &at), 0);
 	pair_close(&p);
 }
 END_TEST
@@ -68,11 +68,11 @@ static bool wait_event(struct ry_test_pair *p, int i, enum ry_rail_event_type t,
 	struct ry_rail_event ev;
 
 	for (;;) {
-		struct pollfd pfd = {.fd = ry_rail_fd(p->r[i]),
+		struct pollfd pfd = {.fd = ry__rail_fd(p->r[i]),
 				     .events = POLLIN};
 
 		pair_progress(p);
-		while (!ry_rail_get_event(p->r[i], &ev))
+		while (!ry__rail_get_event(p->r[i], &ev))
 			if (ev.type == t)
 				return true;
 		if (test_now_ms() >= end)
@@ -113,7 +113,7 @@ START_TEST(test_link_down_reconnect)
 		      "no LINK_DOWN after the cable was pulled");
 	fprintf(stderr, "link down seen after %llu ms\n",
 		(unsigned long long)(test_now_ms() - t));
-	ck_assert_int_eq(ry_rail_query(p.r[1], &ra), 0);
+	ck_assert_int_eq(ry__rail_query(p.r[1], &ra), 0);
 	ck_assert_int_eq(ra.link, RY_LINK_DOWN);
 	config(&cfg, 1);
 	ck_assert_int_eq(ry_test_provider->ops->open(&cfg, &extra), -ENETDOWN);
@@ -122,7 +122,7 @@ START_TEST(test_link_down_reconnect)
 	region_get(&p, 0, &a, 65536, 1, ALL);
 	region_get(&p, 1, &b, 65536, 2, ALL);
 	wr = wr_make(RY_WR_RDMA_WRITE, &a, &b, 65536, 5);
-	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+	ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), 0);
 	pair_wait_wc(&p, 0, &wc, 20000);
 	ck_assert_msg(wc.status != RY_WC_SUCCESS,
 		      "a write over a pulled cable succeeded");
@@ -132,7 +132,7 @@ START_TEST(test_link_down_reconnect)
 	for (int i = 0; i < 2; i++) {
 		qpn[i] = p.qp[i]->qp_num;
 		psn[i] = p.qp[i]->local.psn;
-		ck_assert_int_eq(ry_rail_modify_qp(p.qp[i], RY_QPS_ERR, NULL),
+		ck_assert_int_eq(ry__rail_modify_qp(p.qp[i], RY_QPS_ERR, NULL),
 				 0);
 		pair_destroy_qp(&p, i);
 	}
@@ -143,7 +143,7 @@ START_TEST(test_link_down_reconnect)
 		      "no LINK_UP after the cable was put back");
 	fprintf(stderr, "link up seen after %llu ms\n",
 		(unsigned long long)(test_now_ms() - t));
-	ck_assert_int_eq(ry_rail_query(p.r[1], &ra), 0);
+	ck_assert_int_eq(ry__rail_query(p.r[1], &ra), 0);
 	ck_assert_int_eq(ra.link, RY_LINK_UP);
 	/* reconnect: new QPs, new numbers, and a probe that must succeed */
 	pair_connect(&p);
@@ -187,7 +187,7 @@ START_TEST(test_blackhole_retry_exceeded)
 	ck_assert_int_eq(verbs_blackhole(0, true), 0);
 	wr = wr_make(RY_WR_RDMA_WRITE, &a, &b, 65536, 7);
 	t = test_now_ms();
-	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+	ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), 0);
 	pair_wait_wc(&p, 0, &wc, 20000);
 	fprintf(
 	    stderr,
@@ -196,13 +196,13 @@ START_TEST(test_blackhole_retry_exceeded)
 	    (unsigned long long)(test_now_ms() - t));
 	ck_assert_msg(wc.status == RY_WC_RETRY_EXCEEDED, "got %s",
 		      ry_wc_status_str(wc.status));
-	ck_assert_int_eq(ry_rail_query(p.r[0], &ra), 0);
+	ck_assert_int_eq(ry__rail_query(p.r[0], &ra), 0);
 	ck_assert_int_eq(ra.link, RY_LINK_UP);
-	while (!ry_rail_get_event(p.r[0], &ev))
+	while (!ry__rail_get_event(p.r[0], &ev))
 		ck_assert_int_ne(ev.type, RY_RAIL_EV_LINK_DOWN);
 	ck_assert_int_eq(verbs_blackhole(0, false), 0);
 	for (int i = 0; i < 2; i++) {
-		ck_assert_int_eq(ry_rail_modify_qp(p.qp[i], RY_QPS_ERR, NULL),
+		ck_assert_int_eq(ry__rail_modify_qp(p.qp[i], RY_QPS_ERR, NULL),
 				 0);
 		pair_destroy_qp(&p, i);
 	}
@@ -235,17 +235,17 @@ START_TEST(test_verbs_open_by_guid_and_address)
 	config(&cfg, 0);
 	snprintf(cfg.device, sizeof(cfg.device), "%s", guid);
 	ck_assert_int_eq(ry_test_provider->ops->open(&cfg, &r), 0);
-	ck_assert_int_eq(ry_rail_query(r, &ra), 0);
+	ck_assert_int_eq(ry__rail_query(r, &ra), 0);
 	/* the default GID is the routable RoCE v2 one */
 	ck_assert(!memcmp(ra.local.gid, want, 16));
-	ry_rail_close(r);
+	ry__rail_close(r);
 
 	config(&cfg, 0);
 	snprintf(cfg.address, sizeof(cfg.address), "%s", addr);
 	ck_assert_int_eq(ry_test_provider->ops->open(&cfg, &r), 0);
-	ck_assert_int_eq(ry_rail_query(r, &ra), 0);
+	ck_assert_int_eq(ry__rail_query(r, &ra), 0);
 	ck_assert(!memcmp(ra.local.gid, want, 16));
-	ry_rail_close(r);
+	ry__rail_close(r);
 
 	config(&cfg, 0);
 	snprintf(cfg.address, sizeof(cfg.address), "198.19.255.254");
@@ -254,9 +254,9 @@ START_TEST(test_verbs_open_by_guid_and_address)
 	config(&cfg, 0);
 	cfg.gid_index = 0; /* fe80:: on RoCE, the port GID on IB */
 	ck_assert_int_eq(ry_test_provider->ops->open(&cfg, &r), 0);
-	ck_assert_int_eq(ry_rail_query(r, &ra), 0);
+	ck_assert_int_eq(ry__rail_query(r, &ra), 0);
 	ck_assert(memcmp(ra.local.gid, want, 16));
-	ry_rail_close(r);
+	ry__rail_close(r);
 }
 END_TEST
 
@@ -269,23 +269,23 @@ START_TEST(test_verbs_mtu_config)
 
 	config(&cfg, 0);
 	ck_assert_int_eq(ry_test_provider->ops->open(&cfg, &r), 0);
-	ck_assert_int_eq(ry_rail_query(r, &full), 0);
-	ry_rail_close(r);
+	ck_assert_int_eq(ry__rail_query(r, &full), 0);
+	ry__rail_close(r);
 	ck_assert_uint_ge(full.mtu, 256);
 	ck_assert_uint_le(full.mtu, 4096);
 	ck_assert_uint_eq(full.mtu & (full.mtu - 1), 0);
 
 	cfg.mtu = 600;
 	ck_assert_int_eq(ry_test_provider->ops->open(&cfg, &r), 0);
-	ck_assert_int_eq(ry_rail_query(r, &ra), 0);
+	ck_assert_int_eq(ry__rail_query(r, &ra), 0);
 	ck_assert_uint_eq(ra.mtu, full.mtu >= 512 ? 512 : full.mtu);
-	ry_rail_close(r);
+	ry__rail_close(r);
 
 	cfg.mtu = 9000;
 	ck_assert_int_eq(ry_test_provider->ops->open(&cfg, &r), 0);
-	ck_assert_int_eq(ry_rail_query(r, &ra), 0);
+	ck_assert_int_eq(ry__rail_query(r, &ra), 0);
 	ck_assert_uint_eq(ra.mtu, full.mtu);
-	ry_rail_close(r);
+	ry__rail_close(r);
 }
 END_TEST
 

@@ -137,8 +137,7 @@ int main(int argc, char **argv)
 	}
 	config(&ca, "a", rails, fpw);
 	config(&cb, "b", rails, fpw);
-	if ((ret = ry_loop_register()) ||
-	    (ret = ry_manager_create(&ca, &a)) ||
+	if ((ret = ry_loop_register()) || (ret = ry_manager_create(&ca, &a)) ||
 	    (ret = ry_manager_create(&cb, &b))) {
 		fprintf(stderr, "create: %s\n", strerror(-ret));
 		return 1;

@@ -327,24 +327,25 @@ static unsigned keepalive_set(struct ry_manager *m, unsigned *n_out)
 	ck_assert_uint_le(n, 16);
 	for (i = 0; i < n; i++) {
 		l = sizeof(v);
-		ck_assert_int_eq(getsockopt(fd[i], SOL_SOCKET, SO_KEEPALIVE,
-					    &v, &l), 0);
+		ck_assert_int_eq(
+		    getsockopt(fd[i], SOL_SOCKET, SO_KEEPALIVE, &v, &l), 0);
 		ck_assert_int_eq(v, 1);
 		l = sizeof(v);
-		ck_assert_int_eq(getsockopt(fd[i], IPPROTO_TCP, TCP_KEEPIDLE,
-					    &v, &l), 0);
+		ck_assert_int_eq(
+		    getsockopt(fd[i], IPPROTO_TCP, TCP_KEEPIDLE, &v, &l), 0);
 		ck_assert_int_eq(v, 5);
 		l = sizeof(v);
-		ck_assert_int_eq(getsockopt(fd[i], IPPROTO_TCP, TCP_KEEPINTVL,
-					    &v, &l), 0);
+		ck_assert_int_eq(
+		    getsockopt(fd[i], IPPROTO_TCP, TCP_KEEPINTVL, &v, &l), 0);
 		ck_assert_int_eq(v, 2);
 		l = sizeof(v);
-		ck_assert_int_eq(getsockopt(fd[i], IPPROTO_TCP, TCP_KEEPCNT,
-					    &v, &l), 0);
+		ck_assert_int_eq(
+		    getsockopt(fd[i], IPPROTO_TCP, TCP_KEEPCNT, &v, &l), 0);
 		ck_assert_int_eq(v, 4);
 		l = sizeof(v);
-		ck_assert_int_eq(getsockopt(fd[i], IPPROTO_TCP,
-					    TCP_USER_TIMEOUT, &v, &l), 0);
+		ck_assert_int_eq(
+		    getsockopt(fd[i], IPPROTO_TCP, TCP_USER_TIMEOUT, &v, &l),
+		    0);
 		ck_assert_int_eq(v, 15000);
 		nin += in[i];
 	}

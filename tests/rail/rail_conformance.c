@@ -26,14 +26,14 @@ void region_get(struct ry_test_pair *p, int side, struct region *g, size_t len,
 	g->len = len;
 	g->buf = test_buf(len + 2 * GUARD, seed);
 	ck_assert_int_eq(
-	    ry_rail_reg_mr(p->pd[side], g->buf + GUARD, len, access, &g->mr),
+	    ry__rail_reg_mr(p->pd[side], g->buf + GUARD, len, access, &g->mr),
 	    0);
 	ck_assert_ptr_eq(g->mr->addr, g->buf + GUARD);
 }
 
 void region_put(struct region *g)
 {
-	ck_assert_int_eq(ry_rail_dereg_mr(g->mr), 0);
+	ck_assert_int_eq(ry__rail_dereg_mr(g->mr), 0);
 	free(g->buf);
 }
 
@@ -78,13 +78,13 @@ void xfer_check(struct ry_test_pair *p, enum ry_wr_opcode op, size_t len,
 			    .lkey = dst.mr->lkey},
 		};
 
-		ck_assert_int_eq(ry_rail_post_recv(p->r[1], &rw, 1), 0);
+		ck_assert_int_eq(ry__rail_post_recv(p->r[1], &rw, 1), 0);
 	}
 	if (read)
 		wr = wr_make(op, &dst, &src, len, 1);
 	else
 		wr = wr_make(op, &src, &dst, len, 1);
-	ck_assert_int_eq(ry_rail_post_send(p->qp[0], &wr, 1), 0);
+	ck_assert_int_eq(ry__rail_post_send(p->qp[0], &wr, 1), 0);
 	pair_wait_wc(p, 0, &wc, 30000);
 	ck_assert_msg(wc.status == RY_WC_SUCCESS, "%s len %zu: %s",
 		      op == RY_WR_RDMA_READ ? "read" : "write/send", len,
@@ -202,7 +202,7 @@ START_TEST(test_many_outstanding)
 
 		wr.sge.addr += (uint64_t)i * LEN;
 		wr.remote_addr += (uint64_t)i * LEN;
-		ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+		ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), 0);
 	}
 	for (int i = 0; i < N; i++) {
 		pair_wait_wc(&p, 0, &wc, 30000);
@@ -238,7 +238,7 @@ START_TEST(test_two_qps_share_cq_srq)
 			    b.mr->lkey},
 		};
 
-		ck_assert_int_eq(ry_rail_post_recv(p.r[1], &rw, 1), 0);
+		ck_assert_int_eq(ry__rail_post_recv(p.r[1], &rw, 1), 0);
 	}
 	for (int i = 0; i < 4; i++) {
 		struct ry_send_wr wr =
@@ -246,7 +246,7 @@ START_TEST(test_two_qps_share_cq_srq)
 
 		wr.sge.addr += (uint64_t)(i & 1) * 8192;
 		ck_assert_int_eq(
-		    ry_rail_post_send(i & 1 ? q.qp[0] : p.qp[0], &wr, 1), 0);
+		    ry__rail_post_send(i & 1 ? q.qp[0] : p.qp[0], &wr, 1), 0);
 	}
 	for (int i = 0; i < 4; i++) {
 		pair_wait_wc(&p, 0, &wc, 5000);
@@ -269,7 +269,7 @@ START_TEST(test_two_qps_share_cq_srq)
 	ck_assert_uint_eq(seen[0], 2);
 	ck_assert_uint_eq(seen[1], 2);
 	for (int i = 0; i < 2; i++)
-		ck_assert_int_eq(ry_rail_destroy_qp(q.qp[i]), 0);
+		ck_assert_int_eq(ry__rail_destroy_qp(q.qp[i]), 0);
 	region_put(&a);
 	region_put(&b);
 	pair_close(&p);
@@ -288,12 +288,12 @@ START_TEST(test_many_qps_one_cq)
 
 	pair_open(&p);
 	for (int i = 0; i < N; i++)
-		ck_assert_int_eq(ry_rail_create_qp(p.pd[0], &init, &q[i]), 0);
+		ck_assert_int_eq(ry__rail_create_qp(p.pd[0], &init, &q[i]), 0);
 	pair_connect(&p);
 	xfer_check(&p, RY_WR_RDMA_WRITE, MIB, 1);
 	xfer_check(&p, RY_WR_SEND, 4096, 2);
 	for (int i = 0; i < N; i++)
-		ck_assert_int_eq(ry_rail_destroy_qp(q[i]), 0);
+		ck_assert_int_eq(ry__rail_destroy_qp(q[i]), 0);
 	xfer_check(&p, RY_WR_RDMA_READ, 4096, 3);
 	pair_close(&p);
 }
@@ -373,21 +373,21 @@ START_TEST(test_state_machine)
 	region_get(&p, 0, &a, 4096, 1, ALL);
 	wr = wr_make(RY_WR_RDMA_WRITE, &a, &a, 16, 1);
 	/* posting before RTS is refused */
-	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), -EINVAL);
+	ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), -EINVAL);
 	/* skipping states is refused, and changes nothing */
-	ck_assert_int_eq(ry_rail_modify_qp(p.qp[0], RY_QPS_RTS, &at), -EINVAL);
-	ck_assert_int_eq(ry_rail_modify_qp(p.qp[0], RY_QPS_RTR, &at), -EINVAL);
+	ck_assert_int_eq(ry__rail_modify_qp(p.qp[0], RY_QPS_RTS, &at), -EINVAL);
+	ck_assert_int_eq(ry__rail_modify_qp(p.qp[0], RY_QPS_RTR, &at), -EINVAL);
 	ck_assert_int_eq(p.qp[0]->state, RY_QPS_RESET);
-	ck_assert_int_eq(ry_rail_modify_qp(p.qp[0], RY_QPS_INIT, &at), 0);
-	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), -EINVAL);
+	ck_assert_int_eq(ry__rail_modify_qp(p.qp[0], RY_QPS_INIT, &at), 0);
+	ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), -EINVAL);
 	ck_assert_int_eq(pair_to_rtr(p.qp[0], &at), 0);
 	ck_assert_int_eq(p.qp[0]->state, RY_QPS_RTR);
-	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), -EINVAL);
+	ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), -EINVAL);
 	/* ERR from anywhere; RESET from ERR draws a new PSN */
 	psn = p.qp[0]->local.psn;
-	ck_assert_int_eq(ry_rail_modify_qp(p.qp[0], RY_QPS_ERR, NULL), 0);
+	ck_assert_int_eq(ry__rail_modify_qp(p.qp[0], RY_QPS_ERR, NULL), 0);
 	ck_assert_int_eq(p.qp[0]->state, RY_QPS_ERR);
-	ck_assert_int_eq(ry_rail_modify_qp(p.qp[0], RY_QPS_RESET, NULL), 0);
+	ck_assert_int_eq(ry__rail_modify_qp(p.qp[0], RY_QPS_RESET, NULL), 0);
 	ck_assert_int_eq(p.qp[0]->state, RY_QPS_RESET);
 	ck_assert_uint_ne(p.qp[0]->local.psn, 0);
 	ck_assert_uint_le(p.qp[0]->local.psn, 0xffffff);
@@ -407,7 +407,7 @@ START_TEST(test_random_qpn_psn)
 
 	pair_open(&p);
 	for (int i = 0; i < 8; i++)
-		ck_assert_int_eq(ry_rail_create_qp(p.pd[0], &init, &q[i]), 0);
+		ck_assert_int_eq(ry__rail_create_qp(p.pd[0], &init, &q[i]), 0);
 	for (int i = 0; i < 8; i++) {
 		ck_assert_uint_ne(q[i]->qp_num, 0);
 		ck_assert_uint_ne(q[i]->local.psn, 0);
@@ -418,7 +418,7 @@ START_TEST(test_random_qpn_psn)
 	}
 	ck_assert_uint_lt(same_psn, 2);
 	for (int i = 0; i < 8; i++)
-		ck_assert_int_eq(ry_rail_destroy_qp(q[i]), 0);
+		ck_assert_int_eq(ry__rail_destroy_qp(q[i]), 0);
 	pair_close(&p);
 }
 END_TEST
@@ -467,15 +467,15 @@ START_TEST(test_flush_on_err)
 		struct ry_send_wr wr =
 		    wr_make(RY_WR_RDMA_WRITE, &a, &b, MIB, (uint64_t)i);
 
-		ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+		ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), 0);
 	}
-	ck_assert_int_eq(ry_rail_modify_qp(p.qp[0], RY_QPS_ERR, NULL), 0);
+	ck_assert_int_eq(ry__rail_modify_qp(p.qp[0], RY_QPS_ERR, NULL), 0);
 	ck_assert_int_eq(p.qp[0]->state, RY_QPS_ERR);
 	for (int i = N; i < N + M; i++) {
 		struct ry_send_wr wr =
 		    wr_make(RY_WR_RDMA_READ, &a, &b, 10, (uint64_t)i);
 
-		ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+		ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), 0);
 	}
 	for (int i = 0; i < N + M; i++) {
 		pair_wait_wc(&p, 0, &wc, 10000);
@@ -493,7 +493,7 @@ START_TEST(test_flush_on_err)
 		ck_assert_int_eq(wc.opcode,
 				 i < N ? RY_WC_RDMA_WRITE : RY_WC_RDMA_READ);
 	}
-	ck_assert_int_eq(ry_rail_poll_cq(p.r[0], &wc, 1), 0);
+	ck_assert_int_eq(ry__rail_poll_cq(p.r[0], &wc, 1), 0);
 	region_put(&a);
 	region_put(&b);
 	pair_close(&p);
@@ -519,10 +519,10 @@ START_TEST(test_reset_after_err)
 		struct ry_send_wr wr =
 		    wr_make(RY_WR_RDMA_WRITE, &a, &b, MIB, (uint64_t)i);
 
-		ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+		ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), 0);
 	}
-	ck_assert_int_eq(ry_rail_modify_qp(p.qp[0], RY_QPS_ERR, NULL), 0);
-	rc = ry_rail_modify_qp(p.qp[0], RY_QPS_RESET, NULL);
+	ck_assert_int_eq(ry__rail_modify_qp(p.qp[0], RY_QPS_ERR, NULL), 0);
+	rc = ry__rail_modify_qp(p.qp[0], RY_QPS_RESET, NULL);
 	ck_assert_msg(rc == 0 || rc == -EBUSY, "RESET: %d", rc);
 	if (rc == -EBUSY)
 		ck_assert_int_eq(p.qp[0]->state, RY_QPS_ERR);
@@ -534,13 +534,13 @@ START_TEST(test_reset_after_err)
 		got++;
 	}
 	if (rc == -EBUSY)
-		ck_assert_int_eq(ry_rail_modify_qp(p.qp[0], RY_QPS_RESET, NULL),
-				 0);
+		ck_assert_int_eq(
+		    ry__rail_modify_qp(p.qp[0], RY_QPS_RESET, NULL), 0);
 	ck_assert_int_eq(p.qp[0]->state, RY_QPS_RESET);
 	ck_assert(!pair_try_wc(&p, 0, &wc, 50));
 	/* the peer starts over too, and the pair carries data again */
-	ck_assert_int_eq(ry_rail_modify_qp(p.qp[1], RY_QPS_ERR, NULL), 0);
-	ck_assert_int_eq(ry_rail_modify_qp(p.qp[1], RY_QPS_RESET, NULL), 0);
+	ck_assert_int_eq(ry__rail_modify_qp(p.qp[1], RY_QPS_ERR, NULL), 0);
+	ck_assert_int_eq(ry__rail_modify_qp(p.qp[1], RY_QPS_RESET, NULL), 0);
 	pair_connect_qps(&p);
 	xfer_check(&p, RY_WR_RDMA_WRITE, 65536, 3);
 	region_put(&a);
@@ -567,7 +567,7 @@ START_TEST(test_destroy_in_flight)
 		struct ry_send_wr wr =
 		    wr_make(RY_WR_RDMA_WRITE, &a, &b, MIB, (uint64_t)i);
 
-		ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+		ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), 0);
 	}
 	qpn = p.qp[0]->qp_num;
 	pair_destroy_qp(&p, 0);
@@ -592,7 +592,7 @@ START_TEST(test_new_qp_after_err)
 	for (int i = 0; i < 2; i++) {
 		qpn[i] = p.qp[i]->qp_num;
 		psn[i] = p.qp[i]->local.psn;
-		ck_assert_int_eq(ry_rail_modify_qp(p.qp[i], RY_QPS_ERR, NULL),
+		ck_assert_int_eq(ry__rail_modify_qp(p.qp[i], RY_QPS_ERR, NULL),
 				 0);
 		pair_destroy_qp(&p, i);
 	}
@@ -622,7 +622,7 @@ static void expect_flushed(struct ry_test_pair *p, uint64_t from, uint64_t to)
 			      ry_wc_status_str(wc.status));
 	}
 	ck_assert_int_eq(p->qp[0]->state, RY_QPS_ERR);
-	ck_assert_int_eq(ry_rail_poll_cq(p->r[0], &wc, 1), 0);
+	ck_assert_int_eq(ry__rail_poll_cq(p->r[0], &wc, 1), 0);
 }
 
 /* A remote access error: REM_ACCESS for that WR (every provider), the QP
@@ -649,11 +649,11 @@ static void access_case(unsigned dst_access, bool bad_rkey, int64_t shift,
 		wr.rkey ^= 0x5a5a5a5a;
 	wr.remote_addr += (uint64_t)shift;
 	if (dereg_first) {
-		ck_assert_int_eq(ry_rail_dereg_mr(b.mr), 0);
+		ck_assert_int_eq(ry__rail_dereg_mr(b.mr), 0);
 		b.mr = NULL;
 	}
 	for (int i = 0; i < 4; i++) {
-		ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+		ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), 0);
 		wr.wr_id++;
 	}
 	pair_wait_wc(&p, 0, &wc, 10000);
@@ -735,11 +735,11 @@ START_TEST(test_bad_lkey)
 	memcpy(snap, b.buf, 4096 + 2 * GUARD);
 	wr = wr_make(RY_WR_RDMA_WRITE, &a, &b, 4096, 3);
 	wr.sge.lkey ^= 0xffff00;
-	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+	ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), 0);
 	wr = wr_make(RY_WR_RDMA_WRITE, &a, &b, 4096, 4);
-	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+	ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), 0);
 	wr.wr_id = 5;
-	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+	ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), 0);
 	pair_wait_wc(&p, 0, &wc, 10000);
 	ck_assert_uint_eq(wc.wr_id, 3);
 	if (ry_test_provider->strict_status)
@@ -783,12 +783,12 @@ START_TEST(test_rnr_recovers)
 	region_get(&p, 0, &a, 5000, 1, ALL);
 	region_get(&p, 1, &b, 5000, 2, ALL);
 	wr = wr_make(RY_WR_SEND, &a, NULL, 5000, 4);
-	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+	ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), 0);
 	/* a few RNR NAKs, fewer than rnr_retry */
 	ck_assert(!pair_try_wc(&p, 0, &wc, 5));
 	rw = (struct ry_recv_wr){
 	    .wr_id = 8, .sge = {(uintptr_t)b.mr->addr, 5000, b.mr->lkey}};
-	ck_assert_int_eq(ry_rail_post_recv(p.r[1], &rw, 1), 0);
+	ck_assert_int_eq(ry__rail_post_recv(p.r[1], &rw, 1), 0);
 	pair_wait_wc(&p, 0, &wc, 10000);
 	ck_assert_msg(wc.status == RY_WC_SUCCESS, "got %s",
 		      ry_wc_status_str(wc.status));
@@ -821,7 +821,7 @@ START_TEST(test_rnr_exceeded)
 		    wr_make(i == 1 ? RY_WR_RDMA_WRITE_IMM : RY_WR_SEND, &a, &a,
 			    100, (uint64_t)i);
 
-		ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+		ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), 0);
 	}
 	pair_wait_wc(&p, 0, &wc, 20000);
 	ck_assert_msg(wc.status == RY_WC_RNR_RETRY_EXCEEDED, "got %s",
@@ -854,9 +854,9 @@ START_TEST(test_retry_exceeded)
 	region_get(&p, 1, &b, 4096, 2, ALL);
 	pair_destroy_qp(&p, 1);
 	wr = wr_make(RY_WR_RDMA_WRITE, &a, &b, 4096, 1);
-	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+	ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), 0);
 	wr.wr_id = 2;
-	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+	ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), 0);
 	t = test_now_ms();
 	pair_wait_wc(&p, 0, &wc, 20000);
 	ck_assert_msg(wc.status == RY_WC_RETRY_EXCEEDED, "got %s",
@@ -892,11 +892,11 @@ START_TEST(test_recv_too_small)
 	region_get(&p, 1, &b, 8192, 2, ALL);
 	rw = (struct ry_recv_wr){
 	    .wr_id = 8, .sge = {(uintptr_t)b.mr->addr, 100, b.mr->lkey}};
-	ck_assert_int_eq(ry_rail_post_recv(p.r[1], &rw, 1), 0);
+	ck_assert_int_eq(ry__rail_post_recv(p.r[1], &rw, 1), 0);
 	wr = wr_make(RY_WR_SEND, &a, NULL, 8192, 4);
-	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+	ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), 0);
 	wr.wr_id = 5;
-	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+	ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), 0);
 	pair_wait_wc(&p, 0, &wc, 10000);
 	ck_assert_uint_eq(wc.wr_id, 4);
 	ck_assert_msg(wc.status == RY_WC_REM_INVALID_REQ ||
@@ -938,26 +938,26 @@ START_TEST(test_link_events)
 
 	pair_open(&p);
 	pair_progress(&p);
-	ck_assert_int_eq(ry_rail_get_event(p.r[0], &ev), -EAGAIN);
-	ck_assert_int_eq(ry_rail_get_event(p.r[1], &ev), -EAGAIN);
+	ck_assert_int_eq(ry__rail_get_event(p.r[0], &ev), -EAGAIN);
+	ck_assert_int_eq(ry__rail_get_event(p.r[1], &ev), -EAGAIN);
 	if (!ry_test_provider->has_faults) {
-		ck_assert_int_eq(ry_rail_set_fault(p.r[0], &f), -EOPNOTSUPP);
-		ck_assert_int_eq(ry_rail_set_link(p.r[0], RY_LINK_DOWN),
+		ck_assert_int_eq(ry__rail_set_fault(p.r[0], &f), -EOPNOTSUPP);
+		ck_assert_int_eq(ry__rail_set_link(p.r[0], RY_LINK_DOWN),
 				 -EOPNOTSUPP);
-		ck_assert_int_eq(ry_rail_query(p.r[0], &a), 0);
+		ck_assert_int_eq(ry__rail_query(p.r[0], &a), 0);
 		ck_assert_int_eq(a.link, RY_LINK_UP);
 		pair_close(&p);
 		return;
 	}
-	ck_assert_int_eq(ry_rail_set_link(p.r[0], RY_LINK_DOWN), 0);
-	ck_assert_int_eq(ry_rail_get_event(p.r[0], &ev), 0);
+	ck_assert_int_eq(ry__rail_set_link(p.r[0], RY_LINK_DOWN), 0);
+	ck_assert_int_eq(ry__rail_get_event(p.r[0], &ev), 0);
 	ck_assert_int_eq(ev.type, RY_RAIL_EV_LINK_DOWN);
-	ck_assert_int_eq(ry_rail_query(p.r[0], &a), 0);
+	ck_assert_int_eq(ry__rail_query(p.r[0], &a), 0);
 	ck_assert_int_eq(a.link, RY_LINK_DOWN);
-	ck_assert_int_eq(ry_rail_set_link(p.r[0], RY_LINK_UP), 0);
-	ck_assert_int_eq(ry_rail_get_event(p.r[0], &ev), 0);
+	ck_assert_int_eq(ry__rail_set_link(p.r[0], RY_LINK_UP), 0);
+	ck_assert_int_eq(ry__rail_get_event(p.r[0], &ev), 0);
 	ck_assert_int_eq(ev.type, RY_RAIL_EV_LINK_UP);
-	ck_assert_int_eq(ry_rail_get_event(p.r[0], &ev), -EAGAIN);
+	ck_assert_int_eq(ry__rail_get_event(p.r[0], &ev), -EAGAIN);
 	pair_close(&p);
 }
 END_TEST
@@ -985,31 +985,31 @@ static void fd_driven(enum ry_wr_opcode op, size_t len)
 		    .sge = {(uintptr_t)b.mr->addr, (uint32_t)len, b.mr->lkey},
 		};
 
-		ck_assert_int_eq(ry_rail_post_recv(p.r[1], &rw, 1), 0);
+		ck_assert_int_eq(ry__rail_post_recv(p.r[1], &rw, 1), 0);
 	}
 	wr = wr_make(op, &a, &b, len, 1);
-	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
-	ck_assert_int_eq(ry_rail_progress(p.r[0]), 0);
+	ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), 0);
+	ck_assert_int_eq(ry__rail_progress(p.r[0]), 0);
 	for (;;) {
 		struct pollfd fds[2] = {
-		    {.fd = ry_rail_fd(p.r[0]), .events = POLLIN},
-		    {.fd = ry_rail_fd(p.r[1]), .events = POLLIN},
+		    {.fd = ry__rail_fd(p.r[0]), .events = POLLIN},
+		    {.fd = ry__rail_fd(p.r[1]), .events = POLLIN},
 		};
 
 		ck_assert_int_ge(fds[0].fd, 0);
-		if (ry_rail_poll_cq(p.r[0], &wc, 1) == 1)
+		if (ry__rail_poll_cq(p.r[0], &wc, 1) == 1)
 			break;
 		ck_assert_msg(poll(fds, 2, 2000) > 0, "stalled: no fd fired");
 		for (int i = 0; i < 2; i++)
 			if (fds[i].revents)
-				ck_assert_int_eq(ry_rail_progress(p.r[i]), 0);
+				ck_assert_int_eq(ry__rail_progress(p.r[i]), 0);
 	}
 	ck_assert_int_eq(wc.status, RY_WC_SUCCESS);
 	ck_assert(!memcmp(a.mr->addr, b.mr->addr, len));
 	pair_spin(&p, 5);
-	while (ry_rail_poll_cq(p.r[1], &wc, 1) == 1)
+	while (ry__rail_poll_cq(p.r[1], &wc, 1) == 1)
 		;
-	ck_assert_int_eq(ry_rail_poll_cq(p.r[0], &wc, 1), 0);
+	ck_assert_int_eq(ry__rail_poll_cq(p.r[0], &wc, 1), 0);
 	/*
 	 * Calm: readable only for something real, and quiet again once
 	 * progressed.  On a loaded machine a late duplicate ACK (after a
@@ -1017,11 +1017,11 @@ static void fd_driven(enum ry_wr_opcode op, size_t len)
 	 * consumed without a completion.  A fd stuck readable would spin an
 	 * epoll loop: that is what must not happen.
 	 */
-	pfd = (struct pollfd){.fd = ry_rail_fd(p.r[0]), .events = POLLIN};
+	pfd = (struct pollfd){.fd = ry__rail_fd(p.r[0]), .events = POLLIN};
 	for (int i = 0; poll(&pfd, 1, 0) == 1; i++) {
 		ck_assert_msg(i < 100, "fd stays readable with nothing to do");
-		ck_assert_int_eq(ry_rail_progress(p.r[0]), 0);
-		ck_assert_int_eq(ry_rail_poll_cq(p.r[0], &wc, 1), 0);
+		ck_assert_int_eq(ry__rail_progress(p.r[0]), 0);
+		ck_assert_int_eq(ry__rail_poll_cq(p.r[0], &wc, 1), 0);
 	}
 	region_put(&a);
 	region_put(&b);
@@ -1044,31 +1044,31 @@ START_TEST(test_fd_readable)
 	region_get(&p, 0, &a, 4096, 1, ALL);
 	region_get(&p, 1, &b, 4096, 2, ALL);
 	pair_progress(&p);
-	ck_assert_int_eq(ry_rail_poll_cq(p.r[0], &wc, 1), 0);
-	pfd = (struct pollfd){.fd = ry_rail_fd(p.r[0]), .events = POLLIN};
+	ck_assert_int_eq(ry__rail_poll_cq(p.r[0], &wc, 1), 0);
+	pfd = (struct pollfd){.fd = ry__rail_fd(p.r[0]), .events = POLLIN};
 	ck_assert_int_ge(pfd.fd, 0);
 	ck_assert_int_eq(poll(&pfd, 1, 0), 0);
 	wr = wr_make(RY_WR_RDMA_WRITE, &a, &b, 4096, 1);
-	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
-	ck_assert_int_eq(ry_rail_progress(p.r[0]), 0); /* once, after a post */
+	ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), 0);
+	ck_assert_int_eq(ry__rail_progress(p.r[0]), 0); /* once, after a post */
 	/* the soft rail's peer answers only when it is progressed */
 	for (uint64_t end = test_now_ms() + 10000;;) {
-		ck_assert_int_eq(ry_rail_progress(p.r[1]), 0);
+		ck_assert_int_eq(ry__rail_progress(p.r[1]), 0);
 		if (poll(&pfd, 1, 10) == 1)
 			break;
 		ck_assert_msg(test_now_ms() < end, "fd never fired");
 	}
 	for (uint64_t end = test_now_ms() + 10000;;) {
-		ck_assert_int_eq(ry_rail_progress(p.r[0]), 0);
-		if (ry_rail_poll_cq(p.r[0], &wc, 1) == 1)
+		ck_assert_int_eq(ry__rail_progress(p.r[0]), 0);
+		if (ry__rail_poll_cq(p.r[0], &wc, 1) == 1)
 			break;
 		/* readable but no completion yet (an ACK on its way) */
 		ck_assert_msg(test_now_ms() < end, "no completion");
-		ck_assert_int_eq(ry_rail_progress(p.r[1]), 0);
+		ck_assert_int_eq(ry__rail_progress(p.r[1]), 0);
 		poll(&pfd, 1, 10);
 	}
 	ck_assert_int_eq(wc.status, RY_WC_SUCCESS);
-	ck_assert_int_eq(ry_rail_poll_cq(p.r[0], &wc, 1), 0);
+	ck_assert_int_eq(ry__rail_poll_cq(p.r[0], &wc, 1), 0);
 	ck_assert_int_eq(poll(&pfd, 1, 0), 0);
 	region_put(&a);
 	region_put(&b);

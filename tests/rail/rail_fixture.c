@@ -69,12 +69,12 @@ void pair_open(struct ry_test_pair *p)
 		ry_test_provider->config(&cfg, i);
 		ck_assert_int_eq(ry_test_provider->ops->open(&cfg, &p->r[i]),
 				 0);
-		ck_assert_int_eq(ry_rail_query(p->r[i], &a), 0);
+		ck_assert_int_eq(ry__rail_query(p->r[i], &a), 0);
 		ck_assert_int_eq(a.link, RY_LINK_UP);
 		ck_assert_uint_gt(a.mtu, 0);
 		if (a.mtu < p->mtu)
 			p->mtu = a.mtu;
-		ck_assert_int_eq(ry_rail_alloc_pd(p->r[i], &p->pd[i]), 0);
+		ck_assert_int_eq(ry__rail_alloc_pd(p->r[i], &p->pd[i]), 0);
 	}
 }
 
@@ -85,7 +85,7 @@ void pair_create_qps(struct ry_test_pair *p)
 	};
 
 	for (int i = 0; i < 2; i++) {
-		ck_assert_int_eq(ry_rail_create_qp(p->pd[i], &init, &p->qp[i]),
+		ck_assert_int_eq(ry__rail_create_qp(p->pd[i], &init, &p->qp[i]),
 				 0);
 		ck_assert_int_eq(p->qp[i]->state, RY_QPS_RESET);
 		ck_assert_uint_eq(p->qp[i]->local.qpn, p->qp[i]->qp_num);
@@ -101,7 +101,7 @@ int pair_to_rtr(struct ry_qp *qp, const struct ry_qp_attr *at)
 	int ret;
 
 	for (int i = 0; i < 300; i++) {
-		ret = ry_rail_modify_qp(qp, RY_QPS_RTR, at);
+		ret = ry__rail_modify_qp(qp, RY_QPS_RTR, at);
 		if (ret != -EAGAIN)
 			return ret;
 		ck_assert_int_eq(qp->state, RY_QPS_INIT);
@@ -120,13 +120,13 @@ void pair_connect_qps(struct ry_test_pair *p)
 		at[i] = p->attr;
 		at[i].mtu = p->mtu;
 		ck_assert_int_eq(
-		    ry_rail_modify_qp(p->qp[i], RY_QPS_INIT, &at[i]), 0);
+		    ry__rail_modify_qp(p->qp[i], RY_QPS_INIT, &at[i]), 0);
 	}
 	for (int i = 0; i < 2; i++) {
 		at[i].remote = p->qp[1 - i]->local;
 		ck_assert_int_eq(pair_to_rtr(p->qp[i], &at[i]), 0);
 		ck_assert_int_eq(
-		    ry_rail_modify_qp(p->qp[i], RY_QPS_RTS, &at[i]), 0);
+		    ry__rail_modify_qp(p->qp[i], RY_QPS_RTS, &at[i]), 0);
 		ck_assert_int_eq(p->qp[i]->state, RY_QPS_RTS);
 	}
 }
@@ -145,7 +145,7 @@ void pair_destroy_qp(struct ry_test_pair *p, int i)
 		return;
 	/* the manager's progress loop calls this: it must not block (rxe's
 	 * ibv_destroy_qp does for seconds while the link is down) */
-	ck_assert_int_eq(ry_rail_destroy_qp(p->qp[i]), 0);
+	ck_assert_int_eq(ry__rail_destroy_qp(p->qp[i]), 0);
 	ck_assert_msg(test_now_ms() - t < 500, "destroy_qp blocked %llu ms",
 		      (unsigned long long)(test_now_ms() - t));
 	p->qp[i] = NULL;
@@ -156,8 +156,8 @@ void pair_close(struct ry_test_pair *p)
 	for (int i = 0; i < 2; i++)
 		pair_destroy_qp(p, i);
 	for (int i = 0; i < 2; i++) {
-		ck_assert_int_eq(ry_rail_dealloc_pd(p->pd[i]), 0);
-		ry_rail_close(p->r[i]);
+		ck_assert_int_eq(ry__rail_dealloc_pd(p->pd[i]), 0);
+		ry__rail_close(p->r[i]);
 	}
 	memset(p, 0, sizeof(*p));
 }
@@ -165,7 +165,7 @@ void pair_close(struct ry_test_pair *p)
 void pair_progress(struct ry_test_pair *p)
 {
 	for (int i = 0; i < 2; i++)
-		ck_assert_int_eq(ry_rail_progress(p->r[i]), 0);
+		ck_assert_int_eq(ry__rail_progress(p->r[i]), 0);
 }
 
 /* Nothing to do right now: sleep on the rail fds when the provider asks
@@ -174,8 +174,8 @@ static void idle(struct ry_test_pair *p, int max_ms)
 {
 	int ms = ry_test_provider->poll_ms;
 	struct pollfd fds[2] = {
-	    {.fd = ry_rail_fd(p->r[0]), .events = POLLIN},
-	    {.fd = ry_rail_fd(p->r[1]), .events = POLLIN},
+	    {.fd = ry__rail_fd(p->r[0]), .events = POLLIN},
+	    {.fd = ry__rail_fd(p->r[1]), .events = POLLIN},
 	};
 
 	if (ms <= 0)
@@ -191,10 +191,10 @@ bool pair_try_wc(struct ry_test_pair *p, int i, struct ry_wc *wc,
 	for (;;) {
 		uint64_t now;
 
-		if (ry_rail_poll_cq(p->r[i], wc, 1) == 1)
+		if (ry__rail_poll_cq(p->r[i], wc, 1) == 1)
 			return true;
 		pair_progress(p);
-		if (ry_rail_poll_cq(p->r[i], wc, 1) == 1)
+		if (ry__rail_poll_cq(p->r[i], wc, 1) == 1)
 			return true;
 		now = test_now_ms();
 		if (now >= end)

@@ -49,7 +49,7 @@ struct ry_test_provider {
 extern const struct ry_test_provider *ry_test_provider;
 
 /* Every access a region in these tests may need. */
-#define RY_TEST_ACCESS_ALL                                                   \
+#define RY_TEST_ACCESS_ALL                                                     \
 	(RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE | RY_ACCESS_REMOTE_READ)
 
 struct ry_test_pair {

@@ -40,11 +40,11 @@ static atomic_int stop_b;
 static void *responder(void *arg)
 {
 	struct ry_rail *r = arg;
-	struct pollfd pfd = {.fd = ry_rail_fd(r), .events = POLLIN};
+	struct pollfd pfd = {.fd = ry__rail_fd(r), .events = POLLIN};
 
 	while (!atomic_load(&stop_b)) {
 		poll(&pfd, 1, 10);
-		ry_rail_progress(r);
+		ry__rail_progress(r);
 	}
 	return NULL;
 }
@@ -54,7 +54,7 @@ static unsigned run(struct ry_rail *ra, struct ry_qp *qp, struct ry_mr *src,
 		    struct ry_mr *dst, uint8_t *lbuf, uint8_t *rbuf,
 		    size_t total, enum ry_wr_opcode op)
 {
-	struct pollfd pfd = {.fd = ry_rail_fd(ra), .events = POLLIN};
+	struct pollfd pfd = {.fd = ry__rail_fd(ra), .events = POLLIN};
 	uint64_t posted = 0, done = 0, n_wr = total / WR_BYTES;
 	unsigned failed = 0;
 
@@ -72,12 +72,12 @@ static unsigned run(struct ry_rail *ra, struct ry_qp *qp, struct ry_mr *src,
 			    .rkey = dst->rkey,
 			};
 
-			if (ry_rail_post_send(qp, &wr, 1))
+			if (ry__rail_post_send(qp, &wr, 1))
 				break;
 			posted++;
 		}
-		ry_rail_progress(ra);
-		n = ry_rail_poll_cq(ra, wc, 16);
+		ry__rail_progress(ra);
+		n = ry__rail_poll_cq(ra, wc, 16);
 		for (int i = 0; i < n; i++)
 			if (wc[i].status != RY_WC_SUCCESS) {
 				fprintf(stderr, "WR %llu: %s\n",
@@ -139,19 +139,20 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 2; i++) {
 		int rc;
 
-		r[i] = ry_test_soft_open_in_ns(i ? "b" : "a", addr[i], ns[i], 1500);
+		r[i] = ry_test_soft_open_in_ns(i ? "b" : "a", addr[i], ns[i],
+					       1500);
 		buf[i] = aligned_alloc(4096, total);
 		for (size_t k = 0; k < total; k++)
 			buf[i][k] = (uint8_t)(i ? 0 : k * 7 + (k >> 12));
-		rc = ry_rail_alloc_pd(r[i], &pd[i]);
+		rc = ry__rail_alloc_pd(r[i], &pd[i]);
 		if (!rc)
-			rc = ry_rail_reg_mr(pd[i], buf[i], total,
-					    RY_ACCESS_LOCAL_WRITE |
-						RY_ACCESS_REMOTE_WRITE |
-						RY_ACCESS_REMOTE_READ,
-					    &mr[i]);
+			rc = ry__rail_reg_mr(pd[i], buf[i], total,
+					     RY_ACCESS_LOCAL_WRITE |
+						 RY_ACCESS_REMOTE_WRITE |
+						 RY_ACCESS_REMOTE_READ,
+					     &mr[i]);
 		if (!rc)
-			rc = ry_rail_create_qp(pd[i], &init, &qp[i]);
+			rc = ry__rail_create_qp(pd[i], &init, &qp[i]);
 		if (rc) {
 			fprintf(stderr, "setup: %s\n", strerror(-rc));
 			return 1;
@@ -169,12 +170,12 @@ int main(int argc, char **argv)
 		    .min_rnr_timer_us = 1000,
 		    .max_rd_atomic = 16,
 		};
-		int rc = ry_rail_modify_qp(qp[i], RY_QPS_INIT, &at);
+		int rc = ry__rail_modify_qp(qp[i], RY_QPS_INIT, &at);
 
 		if (!rc)
-			rc = ry_rail_modify_qp(qp[i], RY_QPS_RTR, &at);
+			rc = ry__rail_modify_qp(qp[i], RY_QPS_RTR, &at);
 		if (!rc)
-			rc = ry_rail_modify_qp(qp[i], RY_QPS_RTS, &at);
+			rc = ry__rail_modify_qp(qp[i], RY_QPS_RTS, &at);
 		if (rc) {
 			fprintf(stderr, "connect: %s\n", strerror(-rc));
 			return 1;
@@ -194,13 +195,13 @@ int main(int argc, char **argv)
 		if (rd)
 			memset(buf[0], 0, total);
 		for (int i = 0; i < 2; i++)
-			ry_rail_get_stats(r[i], &s0[i]);
+			ry__rail_get_stats(r[i], &s0[i]);
 		t0 = ry_test_now_s();
 		failed = run(r[0], qp[0], mr[0], mr[1], buf[0], buf[1], total,
 			     rd ? RY_WR_RDMA_READ : RY_WR_RDMA_WRITE);
 		t1 = ry_test_now_s();
 		for (int i = 0; i < 2; i++)
-			ry_rail_get_stats(r[i], &s1[i]);
+			ry__rail_get_stats(r[i], &s1[i]);
 		/* WRITE: a's retransmits.  READ: b sends the responses; any
 		 * response packet beyond one per PSN was sent again. */
 		if (rd) {
@@ -238,10 +239,10 @@ int main(int argc, char **argv)
 	atomic_store(&stop_b, 1);
 	pthread_join(tb, NULL);
 	for (int i = 0; i < 2; i++) {
-		ry_rail_destroy_qp(qp[i]);
-		ry_rail_dereg_mr(mr[i]);
-		ry_rail_dealloc_pd(pd[i]);
-		ry_rail_close(r[i]);
+		ry__rail_destroy_qp(qp[i]);
+		ry__rail_dereg_mr(mr[i]);
+		ry__rail_dealloc_pd(pd[i]);
+		ry__rail_close(r[i]);
 		free(buf[i]);
 	}
 	return bad;

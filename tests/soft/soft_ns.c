@@ -29,9 +29,10 @@ struct ry_rail *ry_test_soft_open_in_ns(const char *name, const char *addr,
 		}
 		close(fd);
 	}
-	rc = ry_soft_ops.open(&cfg, &r);
+	rc = ry__soft_ops.open(&cfg, &r);
 	if (rc) {
-		fprintf(stderr, "open soft rail on %s: %s\n", addr, strerror(-rc));
+		fprintf(stderr, "open soft rail on %s: %s\n", addr,
+			strerror(-rc));
 		exit(1);
 	}
 	if (ns_path) {

@@ -8,7 +8,7 @@
 #include "rails/soft/wire.h"
 #include "soft/soft_provider.h"
 
-void ry_soft_test_config(struct ry_rail_config *cfg, int idx)
+void ry__soft_test_config(struct ry_rail_config *cfg, int idx)
 {
 	snprintf(cfg->name, sizeof(cfg->name), "soft%d", idx);
 	cfg->provider = RY_PROVIDER_SOFT;
@@ -18,7 +18,7 @@ void ry_soft_test_config(struct ry_rail_config *cfg, int idx)
 
 static bool soft_bad_config(struct ry_rail_config *cfg, int n, int *want)
 {
-	ry_soft_test_config(cfg, 0);
+	ry__soft_test_config(cfg, 0);
 	switch (n) {
 	case 0:
 		snprintf(cfg->address, sizeof(cfg->address), "no.such.host");
@@ -38,14 +38,13 @@ static bool soft_bad_config(struct ry_rail_config *cfg, int n, int *want)
 	}
 }
 
-const struct ry_test_provider ry_soft_test_provider = {
+const struct ry_test_provider ry__soft_test_provider = {
     .name = "soft",
-    .ops = &ry_soft_ops,
-    .config = ry_soft_test_config,
+    .ops = &ry__soft_ops,
+    .config = ry__soft_test_config,
     .has_faults = true,
     .strict_status = true,
     .sync_progress = true,
-    .pkt_overhead = RY_SOFT_OVERHEAD,
+    .pkt_overhead = RY__SOFT_OVERHEAD,
     .bad_config = soft_bad_config,
 };
-

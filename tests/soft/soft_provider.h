@@ -5,8 +5,8 @@
 #include "rail/rail_fixture.h"
 
 /* Rail idx of a loopback pair: 127.0.0.1, kernel-chosen port, MTU 1500. */
-void ry_soft_test_config(struct ry_rail_config *cfg, int idx);
+void ry__soft_test_config(struct ry_rail_config *cfg, int idx);
 
-extern const struct ry_test_provider ry_soft_test_provider;
+extern const struct ry_test_provider ry__soft_test_provider;
 
 #endif

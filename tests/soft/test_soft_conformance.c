@@ -16,7 +16,7 @@ int main(void)
 	SRunner *sr;
 	int failed;
 
-	ry_test_provider = &ry_soft_test_provider;
+	ry_test_provider = &ry__soft_test_provider;
 	rail_conformance_add(s);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);

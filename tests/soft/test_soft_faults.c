@@ -24,7 +24,7 @@ static const unsigned ALL = RY_TEST_ACCESS_ALL;
 static void faults_both(struct ry_test_pair *p, const struct ry_fault *f)
 {
 	for (int i = 0; i < 2; i++)
-		ck_assert_int_eq(ry_rail_set_fault(p->r[i], f), 0);
+		ck_assert_int_eq(ry__rail_set_fault(p->r[i], f), 0);
 }
 
 /* Connected pair with short timers: losses are recovered quickly. */
@@ -80,10 +80,10 @@ static void loss_case(double drop, size_t big, unsigned rails)
 	lossy_pair(&p);
 	for (int i = 0; i < 2; i++)
 		if (rails & (1u << i))
-			ck_assert_int_eq(ry_rail_set_fault(p.r[i], &f), 0);
+			ck_assert_int_eq(ry__rail_set_fault(p.r[i], &f), 0);
 	mix(&p, big);
 	for (int i = 0; i < 2; i++)
-		ck_assert_int_eq(ry_rail_get_stats(p.r[i], &st[i]), 0);
+		ck_assert_int_eq(ry__rail_get_stats(p.r[i], &st[i]), 0);
 	ck_assert_uint_gt(st[0].faults_dropped + st[1].faults_dropped, 0);
 	ck_assert_uint_gt(st[0].retransmits, 0);
 	pair_close(&p);
@@ -126,8 +126,8 @@ START_TEST(test_stall_past_rto)
 	int stalls = 0;
 
 	lossy_pair(&p); /* 2 ms RTO, 6 retries */
-	ck_assert_int_eq(ry_rail_reg_mr(p.pd[0], a, 64 << 10, ALL, &ma), 0);
-	ck_assert_int_eq(ry_rail_reg_mr(p.pd[1], b, 64 << 10, ALL, &mb), 0);
+	ck_assert_int_eq(ry__rail_reg_mr(p.pd[0], a, 64 << 10, ALL, &ma), 0);
+	ck_assert_int_eq(ry__rail_reg_mr(p.pd[1], b, 64 << 10, ALL, &mb), 0);
 	for (int i = 0; i < 4; i++) {
 		struct ry_send_wr wr = {
 		    .wr_id = (uint64_t)i,
@@ -139,9 +139,9 @@ START_TEST(test_stall_past_rto)
 		int rounds = 0;
 
 		test_fill(a, 64 << 10, 10 + (unsigned)i);
-		ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+		ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), 0);
 		/* each stall 4 RTOs (the RTO's cap) with the ACK queued */
-		while (ry_rail_poll_cq(p.r[0], &wc, 1) == 0) {
+		while (ry__rail_poll_cq(p.r[0], &wc, 1) == 0) {
 			ck_assert_int_lt(rounds++, 1000);
 			pair_progress(&p);
 			usleep(8000);
@@ -152,10 +152,10 @@ START_TEST(test_stall_past_rto)
 		ck_assert(!memcmp(a, b, 64 << 10));
 	}
 	ck_assert_int_gt(stalls, 6); /* more than the retries */
-	ck_assert_int_eq(ry_rail_get_stats(p.r[0], &st), 0);
+	ck_assert_int_eq(ry__rail_get_stats(p.r[0], &st), 0);
 	ck_assert_uint_eq(st.retransmits, 0);
-	ck_assert_int_eq(ry_rail_dereg_mr(ma), 0);
-	ck_assert_int_eq(ry_rail_dereg_mr(mb), 0);
+	ck_assert_int_eq(ry__rail_dereg_mr(ma), 0);
+	ck_assert_int_eq(ry__rail_dereg_mr(mb), 0);
 	free(a);
 	free(b);
 	pair_close(&p);
@@ -171,9 +171,9 @@ START_TEST(test_duplicate_reorder)
 	lossy_pair(&p);
 	faults_both(&p, &f);
 	mix(&p, 512 << 10);
-	ck_assert_int_eq(ry_rail_get_stats(p.r[1], &st), 0);
+	ck_assert_int_eq(ry__rail_get_stats(p.r[1], &st), 0);
 	ck_assert_uint_gt(st.dup_rcvd, 0);
-	ck_assert_int_eq(ry_rail_get_stats(p.r[0], &st), 0);
+	ck_assert_int_eq(ry__rail_get_stats(p.r[0], &st), 0);
 	ck_assert_uint_gt(st.faults_duplicated, 0);
 	ck_assert_uint_gt(st.faults_reordered, 0);
 	pair_close(&p);
@@ -190,7 +190,7 @@ START_TEST(test_corrupt)
 	faults_both(&p, &f);
 	mix(&p, 256 << 10);
 	for (int i = 0; i < 2; i++)
-		ck_assert_int_eq(ry_rail_get_stats(p.r[i], &st[i]), 0);
+		ck_assert_int_eq(ry__rail_get_stats(p.r[i], &st[i]), 0);
 	ck_assert_uint_gt(st[0].faults_corrupted, 0);
 	/* every corrupted packet was caught by some check */
 	ck_assert_uint_ge(st[0].rx_dropped + st[1].rx_dropped,
@@ -236,12 +236,12 @@ static void exhaust_case(bool use_link)
 				     .min_rnr_timer_us = 500,
 				     .max_rd_atomic = 2};
 	pair_connect(&p);
-	ck_assert_int_eq(ry_rail_reg_mr(p.pd[0], a, 1 << 20, ALL, &ma), 0);
-	ck_assert_int_eq(ry_rail_reg_mr(p.pd[1], b, 1 << 20, ALL, &mb), 0);
+	ck_assert_int_eq(ry__rail_reg_mr(p.pd[0], a, 1 << 20, ALL, &ma), 0);
+	ck_assert_int_eq(ry__rail_reg_mr(p.pd[1], b, 1 << 20, ALL, &mb), 0);
 	if (use_link)
-		ck_assert_int_eq(ry_rail_set_link(p.r[1], RY_LINK_DOWN), 0);
+		ck_assert_int_eq(ry__rail_set_link(p.r[1], RY_LINK_DOWN), 0);
 	else
-		ck_assert_int_eq(ry_rail_set_fault(p.r[1], &f), 0);
+		ck_assert_int_eq(ry__rail_set_fault(p.r[1], &f), 0);
 	t0 = test_now_ms();
 	for (int i = 0; i < 10; i++) {
 		struct ry_send_wr wr = {
@@ -252,7 +252,7 @@ static void exhaust_case(bool use_link)
 		    .rkey = mb->rkey,
 		};
 
-		ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+		ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), 0);
 	}
 	pair_wait_wc(&p, 0, &wc, 5000);
 	ck_assert_int_eq(wc.status, RY_WC_RETRY_EXCEEDED);
@@ -265,8 +265,8 @@ static void exhaust_case(bool use_link)
 		ck_assert_int_eq(wc.status, RY_WC_FLUSHED);
 		ck_assert_uint_eq(wc.wr_id, (uint64_t)i);
 	}
-	ck_assert_int_eq(ry_rail_dereg_mr(ma), 0);
-	ck_assert_int_eq(ry_rail_dereg_mr(mb), 0);
+	ck_assert_int_eq(ry__rail_dereg_mr(ma), 0);
+	ck_assert_int_eq(ry__rail_dereg_mr(mb), 0);
 	free(a);
 	free(b);
 	pair_close(&p);
@@ -295,23 +295,23 @@ START_TEST(test_unplug_replug)
 
 	pair_open(&p);
 	pair_connect(&p); /* 10 ms timeout, 6 retries */
-	ck_assert_int_eq(ry_rail_reg_mr(p.pd[0], a, 1 << 20, ALL, &ma), 0);
-	ck_assert_int_eq(ry_rail_reg_mr(p.pd[1], b, 1 << 20, ALL, &mb), 0);
-	ck_assert_int_eq(ry_rail_set_fault(p.r[0], &down), 0);
+	ck_assert_int_eq(ry__rail_reg_mr(p.pd[0], a, 1 << 20, ALL, &ma), 0);
+	ck_assert_int_eq(ry__rail_reg_mr(p.pd[1], b, 1 << 20, ALL, &mb), 0);
+	ck_assert_int_eq(ry__rail_set_fault(p.r[0], &down), 0);
 	wr = (struct ry_send_wr){.wr_id = 1,
 				 .opcode = RY_WR_RDMA_WRITE,
 				 .sge = {(uintptr_t)a, 1 << 20, ma->lkey},
 				 .remote_addr = (uintptr_t)b,
 				 .rkey = mb->rkey};
-	ck_assert_int_eq(ry_rail_post_send(p.qp[0], &wr, 1), 0);
+	ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), 0);
 	pair_spin(&p, 25);
-	ck_assert_int_eq(ry_rail_poll_cq(p.r[0], &wc, 1), 0);
-	ck_assert_int_eq(ry_rail_set_fault(p.r[0], &up), 0);
+	ck_assert_int_eq(ry__rail_poll_cq(p.r[0], &wc, 1), 0);
+	ck_assert_int_eq(ry__rail_set_fault(p.r[0], &up), 0);
 	pair_wait_wc(&p, 0, &wc, 5000);
 	ck_assert_int_eq(wc.status, RY_WC_SUCCESS);
 	ck_assert(!memcmp(a, b, 1 << 20));
-	ck_assert_int_eq(ry_rail_dereg_mr(ma), 0);
-	ck_assert_int_eq(ry_rail_dereg_mr(mb), 0);
+	ck_assert_int_eq(ry__rail_dereg_mr(ma), 0);
+	ck_assert_int_eq(ry__rail_dereg_mr(mb), 0);
 	free(a);
 	free(b);
 	pair_close(&p);
@@ -321,7 +321,7 @@ END_TEST
 /* Fault settings from the config are applied at open. */
 static void lossy_config(struct ry_rail_config *cfg, int idx)
 {
-	ry_soft_test_config(cfg, idx);
+	ry__soft_test_config(cfg, idx);
 	cfg->fault.drop = 0.05;
 	cfg->fault.duplicate = 0.05;
 }
@@ -330,7 +330,7 @@ START_TEST(test_config_fault)
 {
 	static const struct ry_test_provider lossy = {
 	    .name = "soft-lossy",
-	    .ops = &ry_soft_ops,
+	    .ops = &ry__soft_ops,
 	    .config = lossy_config,
 	    .has_faults = true,
 	};
@@ -343,19 +343,19 @@ START_TEST(test_config_fault)
 	ry_test_provider = &lossy;
 	lossy_pair(&p);
 	xfer_check(&p, RY_WR_RDMA_WRITE, 1 << 20, 1);
-	ck_assert_int_eq(ry_rail_get_stats(p.r[0], &st), 0);
+	ck_assert_int_eq(ry__rail_get_stats(p.r[0], &st), 0);
 	ck_assert_uint_gt(st.faults_dropped, 0);
 	ck_assert_uint_gt(st.faults_duplicated, 0);
 	pair_close(&p);
-	ry_test_provider = &ry_soft_test_provider;
+	ry_test_provider = &ry__soft_test_provider;
 
-	ry_soft_test_config(&cfg, 0);
+	ry__soft_test_config(&cfg, 0);
 	cfg.fault.down = true;
-	ck_assert_int_eq(ry_soft_ops.open(&cfg, &r), 0);
-	ck_assert_int_eq(ry_rail_set_fault(r, &bad), -EINVAL);
-	ry_rail_close(r);
+	ck_assert_int_eq(ry__soft_ops.open(&cfg, &r), 0);
+	ck_assert_int_eq(ry__rail_set_fault(r, &bad), -EINVAL);
+	ry__rail_close(r);
 	snprintf(cfg.address, sizeof(cfg.address), "not-an-address");
-	ck_assert_int_eq(ry_soft_ops.open(&cfg, &r), -EINVAL);
+	ck_assert_int_eq(ry__soft_ops.open(&cfg, &r), -EINVAL);
 }
 END_TEST
 
@@ -381,27 +381,27 @@ static int netns_child(void)
 	snprintf(cfg.name, sizeof(cfg.name), "nl");
 	snprintf(cfg.address, sizeof(cfg.address), "198.18.0.1:0");
 	snprintf(cfg.interface, sizeof(cfg.interface), "ry0");
-	if (ry_soft_ops.open(&cfg, &r))
+	if (ry__soft_ops.open(&cfg, &r))
 		return 12;
 	/* The veth carrier comes up asynchronously: wait for it, then
 	 * forget the events so far. */
 	for (t0 = test_now_ms(); test_now_ms() - t0 < 2000;) {
 		struct ry_rail_attr a;
 
-		ry_rail_progress(r);
-		ry_rail_query(r, &a);
+		ry__rail_progress(r);
+		ry__rail_query(r, &a);
 		if (a.link == RY_LINK_UP)
 			break;
 		usleep(1000);
 	}
-	while (!ry_rail_get_event(r, &ev))
+	while (!ry__rail_get_event(r, &ev))
 		;
 	memset(&ev, 0xff, sizeof(ev));
 	if (system("ip link set ry0 down"))
 		return 13;
 	for (t0 = test_now_ms(); test_now_ms() - t0 < 1000;) {
-		ry_rail_progress(r);
-		if (!ry_rail_get_event(r, &ev))
+		ry__rail_progress(r);
+		if (!ry__rail_get_event(r, &ev))
 			break;
 	}
 	if (ev.type != RY_RAIL_EV_LINK_DOWN || test_now_ms() - t0 > 100)
@@ -410,13 +410,13 @@ static int netns_child(void)
 	if (system("ip link set ry0 up"))
 		return 15;
 	for (t0 = test_now_ms(); test_now_ms() - t0 < 1000;) {
-		ry_rail_progress(r);
-		if (!ry_rail_get_event(r, &ev))
+		ry__rail_progress(r);
+		if (!ry__rail_get_event(r, &ev))
 			break;
 	}
 	if (ev.type != RY_RAIL_EV_LINK_UP)
 		return 16;
-	ry_rail_close(r);
+	ry__rail_close(r);
 	return 0;
 }
 
@@ -450,7 +450,7 @@ int main(void)
 	SRunner *sr;
 	int failed;
 
-	ry_test_provider = &ry_soft_test_provider;
+	ry_test_provider = &ry__soft_test_provider;
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_loss_1);
 	tcase_add_test(tc, test_loss_10);

@@ -19,7 +19,7 @@
 #include "rail/rail_conformance.h"
 #include "soft/soft_provider.h"
 
-uint32_t ry_soft_crc32c_sw(uint32_t crc, const void *buf, size_t len);
+uint32_t ry__soft_crc32c_sw(uint32_t crc, const void *buf, size_t len);
 
 static const unsigned ALL = RY_TEST_ACCESS_ALL;
 
@@ -44,12 +44,12 @@ START_TEST(test_psn_cmp_table)
 	};
 
 	for (unsigned i = 0; i < sizeof(t) / sizeof(t[0]); i++)
-		ck_assert_msg(ry_soft_psn_cmp(t[i].a, t[i].b) == t[i].d,
+		ck_assert_msg(ry__soft_psn_cmp(t[i].a, t[i].b) == t[i].d,
 			      "cmp(0x%x, 0x%x) = %d, want %d", t[i].a, t[i].b,
-			      ry_soft_psn_cmp(t[i].a, t[i].b), t[i].d);
-	ck_assert_uint_eq(ry_soft_psn_add(0xffffff, 1), 0);
-	ck_assert_uint_eq(ry_soft_psn_add(0xfffff0, 0x20), 0x10);
-	ck_assert_uint_eq(ry_soft_psn_add(0, -1), 0xffffff);
+			      ry__soft_psn_cmp(t[i].a, t[i].b), t[i].d);
+	ck_assert_uint_eq(ry__soft_psn_add(0xffffff, 1), 0);
+	ck_assert_uint_eq(ry__soft_psn_add(0xfffff0, 0x20), 0x10);
+	ck_assert_uint_eq(ry__soft_psn_add(0, -1), 0xffffff);
 }
 END_TEST
 
@@ -63,8 +63,8 @@ START_TEST(test_psn_wrap_transfers)
 
 		pair_open(&p);
 		pair_create_qps(&p);
-		ck_assert_int_eq(ry_soft_test_set_psn(p.qp[0], starts[s]), 0);
-		ck_assert_int_eq(ry_soft_test_set_psn(p.qp[1], starts[s]), 0);
+		ck_assert_int_eq(ry__soft_test_set_psn(p.qp[0], starts[s]), 0);
+		ck_assert_int_eq(ry__soft_test_set_psn(p.qp[1], starts[s]), 0);
 		pair_connect_qps(&p);
 		xfer_check(&p, RY_WR_RDMA_WRITE, 1 << 20, 1);
 		xfer_check(&p, RY_WR_RDMA_READ, 1 << 20, 2);
@@ -81,17 +81,17 @@ START_TEST(test_crc32c)
 {
 	uint8_t buf[9001];
 
-	ck_assert_uint_eq(ry_soft_crc32c(0, "123456789", 9), 0xe3069283);
-	ck_assert_uint_eq(ry_soft_crc32c_sw(0, "123456789", 9), 0xe3069283);
-	ck_assert_uint_eq(ry_soft_crc32c(0, "", 0), 0);
+	ck_assert_uint_eq(ry__soft_crc32c(0, "123456789", 9), 0xe3069283);
+	ck_assert_uint_eq(ry__soft_crc32c_sw(0, "123456789", 9), 0xe3069283);
+	ck_assert_uint_eq(ry__soft_crc32c(0, "", 0), 0);
 	test_fill(buf, sizeof(buf), 7);
 	for (size_t off = 0; off < 9; off++)
 		for (size_t len = 0; len < sizeof(buf) - off; len += 97) {
-			uint32_t a = ry_soft_crc32c(0, buf + off, len);
-			uint32_t b = ry_soft_crc32c_sw(0, buf + off, len);
+			uint32_t a = ry__soft_crc32c(0, buf + off, len);
+			uint32_t b = ry__soft_crc32c_sw(0, buf + off, len);
 			/* continuing over a split gives the same CRC */
-			uint32_t c = ry_soft_crc32c(
-			    ry_soft_crc32c(0, buf + off, len / 3),
+			uint32_t c = ry__soft_crc32c(
+			    ry__soft_crc32c(0, buf + off, len / 3),
 			    buf + off + len / 3, len - len / 3);
 
 			ck_assert_uint_eq(a, b);
@@ -102,9 +102,9 @@ END_TEST
 
 START_TEST(test_header_layout)
 {
-	struct ry_soft_pkt p = {
-	    .opcode = RY_SOFT_OP_WRITE,
-	    .flags = RY_SOFT_F_FIRST,
+	struct ry__soft_pkt p = {
+	    .opcode = RY__SOFT_OP_WRITE,
+	    .flags = RY__SOFT_F_FIRST,
 	    .dqpn = 0xabcdef,
 	    .sqpn = 0x123456,
 	    .psn = 0xfffffe,
@@ -117,13 +117,13 @@ START_TEST(test_header_layout)
 	    .imm = 0xcafe,
 	    .paylen = 0,
 	};
-	struct ry_soft_hdr h;
+	struct ry__soft_hdr h;
 	const uint8_t *b = (const uint8_t *)&h;
 
-	ry_soft_hdr_encode(&h, &p);
-	ry_soft_hdr_seal(&h, NULL, 0);
-	ck_assert_uint_eq(b[0], RY_SOFT_WIRE_VERSION);
-	ck_assert_uint_eq(b[1], RY_SOFT_OP_WRITE);
+	ry__soft_hdr_encode(&h, &p);
+	ry__soft_hdr_seal(&h, NULL, 0);
+	ck_assert_uint_eq(b[0], RY__SOFT_WIRE_VERSION);
+	ck_assert_uint_eq(b[1], RY__SOFT_OP_WRITE);
 	/* big-endian on the wire, as RoCE */
 	ck_assert_uint_eq(b[5], 0xab);
 	ck_assert_uint_eq(b[7], 0xef);
@@ -132,18 +132,18 @@ START_TEST(test_header_layout)
 	ck_assert_uint_eq(b[40], 0x62);
 	ck_assert_uint_eq(b[43], 0x42);
 	ck_assert_uint_eq(be32toh(h.crc),
-			  ry_soft_crc32c(0, &h, RY_SOFT_HDR_CRC_LEN));
+			  ry__soft_crc32c(0, &h, RY__SOFT_HDR_CRC_LEN));
 }
 END_TEST
 
 /* ---- the decoder alone (no rail) ---- */
 
 /* Packets as every sender builds them: each must decode to itself. */
-static const struct ry_soft_pkt round_trip[] = {
-    {.opcode = RY_SOFT_OP_SEND, .flags = RY_SOFT_F_FIRST, .paylen = 0},
-    {.opcode = RY_SOFT_OP_WRITE,
-     .flags =
-	 RY_SOFT_F_FIRST | RY_SOFT_F_LAST | RY_SOFT_F_IMM | RY_SOFT_F_ACKREQ,
+static const struct ry__soft_pkt round_trip[] = {
+    {.opcode = RY__SOFT_OP_SEND, .flags = RY__SOFT_F_FIRST, .paylen = 0},
+    {.opcode = RY__SOFT_OP_WRITE,
+     .flags = RY__SOFT_F_FIRST | RY__SOFT_F_LAST | RY__SOFT_F_IMM |
+	      RY__SOFT_F_ACKREQ,
      .dqpn = 0xabcdef,
      .sqpn = 0x123456,
      .psn = 0xfffffe,
@@ -153,8 +153,8 @@ static const struct ry_soft_pkt round_trip[] = {
      .len = 0x10000,
      .imm = 0xcafef00d,
      .paylen = 100},
-    {.opcode = RY_SOFT_OP_SEND,
-     .flags = RY_SOFT_F_LAST | RY_SOFT_F_IMM | RY_SOFT_F_RETRY,
+    {.opcode = RY__SOFT_OP_SEND,
+     .flags = RY__SOFT_F_LAST | RY__SOFT_F_IMM | RY__SOFT_F_RETRY,
      .dqpn = 0xffffff,
      .sqpn = 0xffffff,
      .psn = 0xffffff,
@@ -164,44 +164,44 @@ static const struct ry_soft_pkt round_trip[] = {
      .len = UINT32_MAX,
      .imm = UINT32_MAX,
      .paylen = 1},
-    {.opcode = RY_SOFT_OP_READ_REQ,
-     .flags = RY_SOFT_F_FIRST | RY_SOFT_F_LAST,
+    {.opcode = RY__SOFT_OP_READ_REQ,
+     .flags = RY__SOFT_F_FIRST | RY__SOFT_F_LAST,
      .psn = 1,
      .va = 4096,
      .rkey = 7,
      .len = 1 << 20},
-    {.opcode = RY_SOFT_OP_READ_RESP,
-     .flags = RY_SOFT_F_LAST,
-     .syndrome = RY_SOFT_SYN_ACK,
+    {.opcode = RY__SOFT_OP_READ_RESP,
+     .flags = RY__SOFT_F_LAST,
+     .syndrome = RY__SOFT_SYN_ACK,
      .msn = 0xffffff,
      .paylen = 200},
-    {.opcode = RY_SOFT_OP_ACK,
-     .syndrome = RY_SOFT_SYN_NAK_REM_OP,
+    {.opcode = RY__SOFT_OP_ACK,
+     .syndrome = RY__SOFT_SYN_NAK_REM_OP,
      .msn = 0x123456,
      .psn = 0x800000},
-    {.opcode = RY_SOFT_OP_ACK, .syndrome = RY_SOFT_SYN_RNR | 0x1f},
+    {.opcode = RY__SOFT_OP_ACK, .syndrome = RY__SOFT_SYN_RNR | 0x1f},
 };
 
 /* Encode and seal p with a patterned payload into pkt; the length. */
-static size_t wire_build(uint8_t *pkt, const struct ry_soft_pkt *p)
+static size_t wire_build(uint8_t *pkt, const struct ry__soft_pkt *p)
 {
-	struct ry_soft_hdr h;
+	struct ry__soft_hdr h;
 
 	test_fill(pkt + sizeof(h), p->paylen, p->paylen + 1);
-	ry_soft_hdr_encode(&h, p);
-	ry_soft_hdr_seal(&h, pkt + sizeof(h), p->paylen);
+	ry__soft_hdr_encode(&h, p);
+	ry__soft_hdr_seal(&h, pkt + sizeof(h), p->paylen);
 	memcpy(pkt, &h, sizeof(h));
 	return sizeof(h) + p->paylen;
 }
 
 START_TEST(test_decode_round_trip)
 {
-	const struct ry_soft_pkt *want = &round_trip[_i];
+	const struct ry__soft_pkt *want = &round_trip[_i];
 	uint8_t pkt[512], *odd = pkt + 1;
-	struct ry_soft_pkt got;
+	struct ry__soft_pkt got;
 	size_t len = wire_build(pkt, want);
 
-	ck_assert_int_eq(ry_soft_wire_decode(pkt, len, &got), 0);
+	ck_assert_int_eq(ry__soft_wire_decode(pkt, len, &got), 0);
 	ck_assert_uint_eq(got.opcode, want->opcode);
 	ck_assert_uint_eq(got.flags, want->flags);
 	ck_assert_uint_eq(got.dqpn, want->dqpn);
@@ -215,11 +215,11 @@ START_TEST(test_decode_round_trip)
 	ck_assert_uint_eq(got.msn, want->msn);
 	ck_assert_uint_eq(got.imm, want->imm);
 	ck_assert_uint_eq(got.paylen, want->paylen);
-	ck_assert_ptr_eq(got.payload, pkt + RY_SOFT_HDR_LEN);
+	ck_assert_ptr_eq(got.payload, pkt + RY__SOFT_HDR_LEN);
 	/* GRO segments start at any offset */
 	memmove(odd, pkt, len);
-	ck_assert_int_eq(ry_soft_wire_decode(odd, len, &got), 0);
-	ck_assert_ptr_eq(got.payload, odd + RY_SOFT_HDR_LEN);
+	ck_assert_int_eq(ry__soft_wire_decode(odd, len, &got), 0);
+	ck_assert_ptr_eq(got.payload, odd + RY__SOFT_HDR_LEN);
 	ck_assert_uint_eq(got.cookie, want->cookie);
 }
 END_TEST
@@ -227,16 +227,16 @@ END_TEST
 /* Every cut of a valid packet, header or payload, is refused. */
 START_TEST(test_decode_truncated)
 {
-	const struct ry_soft_pkt *p = &round_trip[_i];
+	const struct ry__soft_pkt *p = &round_trip[_i];
 	uint8_t pkt[512];
-	struct ry_soft_pkt got;
+	struct ry__soft_pkt got;
 	size_t len = wire_build(pkt, p);
 
 	for (size_t cut = 0; cut < len; cut++)
-		ck_assert_msg(ry_soft_wire_decode(pkt, cut, &got) == -EMSGSIZE,
+		ck_assert_msg(ry__soft_wire_decode(pkt, cut, &got) == -EMSGSIZE,
 			      "packet %d cut to %zu: not -EMSGSIZE", _i, cut);
 	/* and a byte too many: paylen is the payload's exact length */
-	ck_assert_int_eq(ry_soft_wire_decode(pkt, len + 1, &got), -EMSGSIZE);
+	ck_assert_int_eq(ry__soft_wire_decode(pkt, len + 1, &got), -EMSGSIZE);
 }
 END_TEST
 
@@ -277,23 +277,23 @@ static const struct {
     [B_VERSION_2] = {"version 2", 0, 2, true, -EPROTO},
     [B_RSVD] = {"reserved byte", 3, 1, true, -EPROTO},
     [B_OPCODE_0] = {"opcode 0", 1, 0, true, -EPROTO},
-    [B_OPCODE_MAX] = {"opcode past the last", 1, RY_SOFT_OP__MAX, true,
+    [B_OPCODE_MAX] = {"opcode past the last", 1, RY__SOFT_OP__MAX, true,
 		      -EPROTO},
     [B_OPCODE_FF] = {"opcode 0xff", 1, 0xff, true, -EPROTO},
-    [B_FLAGS] = {"unknown flag", 2, RY_SOFT_F__ALL + 1, true, -EPROTO},
+    [B_FLAGS] = {"unknown flag", 2, RY__SOFT_F__ALL + 1, true, -EPROTO},
     [B_PAYLEN_LONG] = {"paylen one more", 51, 101, true, -EMSGSIZE},
     [B_PAYLEN_SHORT] = {"paylen one less", 51, 99, true, -EMSGSIZE},
     [B_PAYLEN_HUGE] = {"paylen 2^31 + 100", 48, 0x80, true, -EMSGSIZE},
     [B_DQPN] = {"dest qpn over 24 bits", 4, 1, true, -EPROTO},
     [B_SQPN] = {"source qpn over 24 bits", 8, 0x80, true, -EPROTO},
     [B_PSN] = {"psn over 24 bits", 12, 0xff, true, -EPROTO},
-    [B_IMM_NOT_LAST] = {"imm without last", 2, RY_SOFT_F_FIRST | RY_SOFT_F_IMM,
-			true, -EPROTO},
-    [B_IMM_READ_REQ] = {"imm on a read request", 1, RY_SOFT_OP_READ_REQ, true,
+    [B_IMM_NOT_LAST] = {"imm without last", 2,
+			RY__SOFT_F_FIRST | RY__SOFT_F_IMM, true, -EPROTO},
+    [B_IMM_READ_REQ] = {"imm on a read request", 1, RY__SOFT_OP_READ_REQ, true,
 			-EPROTO},
-    [B_IMM_READ_RESP] = {"imm on a read response", 1, RY_SOFT_OP_READ_RESP,
+    [B_IMM_READ_RESP] = {"imm on a read response", 1, RY__SOFT_OP_READ_RESP,
 			 true, -EPROTO},
-    [B_IMM_ACK] = {"imm on an ack", 1, RY_SOFT_OP_ACK, true, -EPROTO},
+    [B_IMM_ACK] = {"imm on an ack", 1, RY__SOFT_OP_ACK, true, -EPROTO},
     [B_CRC_FIELD] = {"crc field", 55, 0x01, false, -EBADMSG},
     [B_CRC_HEADER] = {"header bit", 30, 0x10, false, -EBADMSG},
     [B_CRC_PAYLOAD] = {"payload bit", 56 + 99, 0x80, false, -EBADMSG},
@@ -302,27 +302,27 @@ static const struct {
 START_TEST(test_decode_bad_field)
 {
 	uint8_t pkt[512];
-	struct ry_soft_pkt got;
+	struct ry__soft_pkt got;
 	size_t len;
 
 	/* round_trip[1]: a WRITE, FIRST|LAST|IMM, 100 bytes of payload */
 	ck_assert_uint_eq(round_trip[1].paylen, 100);
 	len = wire_build(pkt, &round_trip[1]);
 	if (bad[_i].reseal) {
-		struct ry_soft_hdr h;
+		struct ry__soft_hdr h;
 
 		pkt[bad[_i].off] = bad[_i].val;
 		/* pkt need not be aligned for the header's words */
 		memcpy(&h, pkt, sizeof(h));
-		ry_soft_hdr_seal(&h, pkt + sizeof(h),
-				 (uint32_t)(len - sizeof(h)));
+		ry__soft_hdr_seal(&h, pkt + sizeof(h),
+				  (uint32_t)(len - sizeof(h)));
 		memcpy(pkt, &h, sizeof(h));
 	} else {
 		pkt[bad[_i].off] ^= bad[_i].val;
 	}
-	ck_assert_msg(ry_soft_wire_decode(pkt, len, &got) == bad[_i].want,
+	ck_assert_msg(ry__soft_wire_decode(pkt, len, &got) == bad[_i].want,
 		      "%s: got %d, want %d", bad[_i].name,
-		      ry_soft_wire_decode(pkt, len, &got), bad[_i].want);
+		      ry__soft_wire_decode(pkt, len, &got), bad[_i].want);
 }
 END_TEST
 
@@ -333,7 +333,7 @@ struct forge {
 	uint8_t *buf; /* 8 KiB, region = buf + 1024 .. +4096 */
 	uint8_t snap[8192];
 	struct ry_mr *mr;
-	struct ry_soft_pkt f;
+	struct ry__soft_pkt f;
 	uint8_t payload[64];
 	uint8_t pkt[256];
 };
@@ -345,12 +345,12 @@ static void forge_setup(struct forge *F)
 	pair_connect(&F->p);
 	F->buf = test_buf(8192, 3);
 	ck_assert_int_eq(
-	    ry_rail_reg_mr(F->p.pd[1], F->buf + 1024, 4096, ALL, &F->mr), 0);
+	    ry__rail_reg_mr(F->p.pd[1], F->buf + 1024, 4096, ALL, &F->mr), 0);
 	memcpy(F->snap, F->buf, 8192);
 	test_fill(F->payload, sizeof(F->payload), 99);
-	F->f = (struct ry_soft_pkt){
-	    .opcode = RY_SOFT_OP_WRITE,
-	    .flags = RY_SOFT_F_FIRST | RY_SOFT_F_LAST,
+	F->f = (struct ry__soft_pkt){
+	    .opcode = RY__SOFT_OP_WRITE,
+	    .flags = RY__SOFT_F_FIRST | RY__SOFT_F_LAST,
 	    .dqpn = F->p.qp[1]->qp_num,
 	    .sqpn = F->p.qp[0]->qp_num,
 	    .psn = F->p.qp[0]->local.psn,
@@ -362,12 +362,12 @@ static void forge_setup(struct forge *F)
 	};
 }
 
-static size_t forge_build(struct forge *F, const struct ry_soft_pkt *f)
+static size_t forge_build(struct forge *F, const struct ry__soft_pkt *f)
 {
-	struct ry_soft_hdr h;
+	struct ry__soft_hdr h;
 
-	ry_soft_hdr_encode(&h, f);
-	ry_soft_hdr_seal(&h, F->payload, f->paylen);
+	ry__soft_hdr_encode(&h, f);
+	ry__soft_hdr_seal(&h, F->payload, f->paylen);
 	memcpy(F->pkt, &h, sizeof(h));
 	memcpy(F->pkt + sizeof(h), F->payload, f->paylen);
 	return sizeof(h) + f->paylen;
@@ -375,21 +375,21 @@ static size_t forge_build(struct forge *F, const struct ry_soft_pkt *f)
 
 static void forge_inject(struct forge *F, size_t len, uint16_t port_delta)
 {
-	ry_soft_inject(F->p.r[1], F->pkt, len, F->p.qp[0]->local.gid,
-		       (uint16_t)(F->p.qp[0]->local.udp_port + port_delta));
+	ry__soft_inject(F->p.r[1], F->pkt, len, F->p.qp[0]->local.gid,
+			(uint16_t)(F->p.qp[0]->local.udp_port + port_delta));
 }
 
 static uint64_t stat_at(struct ry_rail *r, size_t off)
 {
 	struct ry_rail_stats st;
 
-	ck_assert_int_eq(ry_rail_get_stats(r, &st), 0);
+	ck_assert_int_eq(ry__rail_get_stats(r, &st), 0);
 	return *(uint64_t *)(void *)((char *)&st + off);
 }
 
 static void forge_teardown(struct forge *F)
 {
-	ck_assert_int_eq(ry_rail_dereg_mr(F->mr), 0);
+	ck_assert_int_eq(ry__rail_dereg_mr(F->mr), 0);
 	free(F->buf);
 	pair_close(&F->p);
 }
@@ -467,7 +467,7 @@ static const struct {
 START_TEST(test_forged_rejected)
 {
 	struct forge F;
-	struct ry_soft_pkt f;
+	struct ry__soft_pkt f;
 	uint64_t before, dropped;
 	uint16_t port_delta = 0;
 	size_t len;
@@ -488,13 +488,13 @@ START_TEST(test_forged_rejected)
 		port_delta = 1;
 		break;
 	case M_STALE:
-		f.psn = ry_soft_psn_add(f.psn, -1);
+		f.psn = ry__soft_psn_add(f.psn, -1);
 		break;
 	case M_AHEAD:
-		f.psn = ry_soft_psn_add(f.psn, 5);
+		f.psn = ry__soft_psn_add(f.psn, 5);
 		break;
 	case M_WINDOW:
-		f.psn = ry_soft_psn_add(f.psn, 0x600000);
+		f.psn = ry__soft_psn_add(f.psn, 0x600000);
 		break;
 	case M_RKEY:
 		f.rkey ^= 0x80000000u;
@@ -510,14 +510,14 @@ START_TEST(test_forged_rejected)
 		break;
 	case M_READ_OOB:
 	case M_READ_RKEY:
-		f.opcode = RY_SOFT_OP_READ_REQ;
+		f.opcode = RY__SOFT_OP_READ_REQ;
 		f.paylen = 0;
 		f.len = 4096;
 		if (_i == M_READ_RKEY)
 			f.rkey ^= 1;
 		break;
 	case M_IMM_FIRST:
-		f.flags = RY_SOFT_F_FIRST | RY_SOFT_F_IMM;
+		f.flags = RY__SOFT_F_FIRST | RY__SOFT_F_IMM;
 		break;
 	default:
 		break;
@@ -560,7 +560,7 @@ START_TEST(test_err_qp_drops_replay)
 
 	forge_setup(&F);
 	len = forge_build(&F, &F.f);
-	ck_assert_int_eq(ry_rail_modify_qp(F.p.qp[1], RY_QPS_ERR, NULL), 0);
+	ck_assert_int_eq(ry__rail_modify_qp(F.p.qp[1], RY_QPS_ERR, NULL), 0);
 	forge_inject(&F, len, 0);
 	ck_assert_uint_eq(stat_at(F.p.r[1], offsetof(struct ry_rail_stats,
 						     rx_qp_err_dropped)),
@@ -575,7 +575,7 @@ END_TEST
 START_TEST(test_new_qp_rejects_old)
 {
 	struct forge F;
-	struct ry_soft_pkt old;
+	struct ry__soft_pkt old;
 	uint8_t oldpkt[256];
 	size_t len;
 
@@ -585,9 +585,9 @@ START_TEST(test_new_qp_rejects_old)
 	memcpy(oldpkt, F.pkt, len);
 	/* the old connection dies on both sides and is torn down */
 	for (int i = 0; i < 2; i++) {
-		ck_assert_int_eq(ry_rail_modify_qp(F.p.qp[i], RY_QPS_ERR, NULL),
-				 0);
-		ck_assert_int_eq(ry_rail_destroy_qp(F.p.qp[i]), 0);
+		ck_assert_int_eq(
+		    ry__rail_modify_qp(F.p.qp[i], RY_QPS_ERR, NULL), 0);
+		ck_assert_int_eq(ry__rail_destroy_qp(F.p.qp[i]), 0);
 	}
 	pair_connect(&F.p);
 	ck_assert_uint_ne(F.p.qp[1]->local.cookie, old.cookie);
@@ -627,7 +627,7 @@ START_TEST(test_clean_path)
 	for (int i = 0; i < 4; i++)
 		xfer_check(&p, RY_WR_RDMA_WRITE, 8 << 20, (unsigned)i);
 	for (int i = 0; i < 2; i++)
-		ck_assert_int_eq(ry_rail_get_stats(p.r[i], &st[i]), 0);
+		ck_assert_int_eq(ry__rail_get_stats(p.r[i], &st[i]), 0);
 	ck_assert_uint_eq(st[0].retransmits, 0);
 	ck_assert_uint_eq(st[1].naks_sent, 0);
 	ck_assert_uint_eq(st[1].rx_dropped, 0);
@@ -643,7 +643,7 @@ END_TEST
 START_TEST(test_dup_read_reexecuted)
 {
 	struct forge F;
-	struct ry_soft_pkt f;
+	struct ry__soft_pkt f;
 	struct ry_rail_stats before, after;
 	struct ry_send_wr wr;
 	struct ry_mr *lmr;
@@ -652,7 +652,7 @@ START_TEST(test_dup_read_reexecuted)
 	size_t len;
 
 	forge_setup(&F);
-	ck_assert_int_eq(ry_rail_reg_mr(F.p.pd[0], local, 4096, ALL, &lmr), 0);
+	ck_assert_int_eq(ry__rail_reg_mr(F.p.pd[0], local, 4096, ALL, &lmr), 0);
 	wr = (struct ry_send_wr){
 	    .wr_id = 1,
 	    .opcode = RY_WR_RDMA_READ,
@@ -660,28 +660,28 @@ START_TEST(test_dup_read_reexecuted)
 	    .remote_addr = (uintptr_t)F.mr->addr,
 	    .rkey = F.mr->rkey,
 	};
-	ck_assert_int_eq(ry_rail_post_send(F.p.qp[0], &wr, 1), 0);
+	ck_assert_int_eq(ry__rail_post_send(F.p.qp[0], &wr, 1), 0);
 	pair_wait_wc(&F.p, 0, &wc, 5000);
 	ck_assert_int_eq(wc.status, RY_WC_SUCCESS);
 	ck_assert(!memcmp(local, F.mr->addr, 4096));
 	memset(local, 0xee, 4096);
 	memcpy(snap, local, 4096);
 	f = F.f;
-	f.opcode = RY_SOFT_OP_READ_REQ;
+	f.opcode = RY__SOFT_OP_READ_REQ;
 	f.va = (uintptr_t)F.mr->addr;
 	f.len = 4096;
 	f.paylen = 0;
 	len = forge_build(&F, &f);
-	ck_assert_int_eq(ry_rail_get_stats(F.p.r[1], &before), 0);
+	ck_assert_int_eq(ry__rail_get_stats(F.p.r[1], &before), 0);
 	forge_inject(&F, len, 0);
 	pair_spin(&F.p, 5);
-	ck_assert_int_eq(ry_rail_get_stats(F.p.r[1], &after), 0);
+	ck_assert_int_eq(ry__rail_get_stats(F.p.r[1], &after), 0);
 	ck_assert_uint_eq(after.dup_rcvd, before.dup_rcvd + 1);
 	/* 4096 bytes at 1416 per packet: three responses again */
 	ck_assert_uint_ge(after.tx_packets, before.tx_packets + 3);
 	ck_assert(!memcmp(local, snap, 4096));
 	ck_assert_int_eq(F.p.qp[1]->state, RY_QPS_RTS);
-	ck_assert_int_eq(ry_rail_dereg_mr(lmr), 0);
+	ck_assert_int_eq(ry__rail_dereg_mr(lmr), 0);
 	free(local);
 	forge_teardown(&F);
 }
@@ -694,7 +694,7 @@ int main(void)
 	SRunner *sr;
 	int failed;
 
-	ry_test_provider = &ry_soft_test_provider;
+	ry_test_provider = &ry__soft_test_provider;
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_psn_cmp_table);
 	tcase_add_test(tc, test_psn_wrap_transfers);

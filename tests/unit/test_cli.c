@@ -31,8 +31,8 @@ static char out[65536];
 
 START_TEST(test_check_config_good)
 {
-	ck_assert_int_eq(run("check-config " RY_ETC "/railyard.conf", out,
-			     sizeof(out)), 0);
+	ck_assert_int_eq(
+	    run("check-config " RY_ETC "/railyard.conf", out, sizeof(out)), 0);
 	/* the effective config makes every default explicit */
 	ck_assert_ptr_nonnull(strstr(out, "fragment_size = 4096"));
 	ck_assert_ptr_nonnull(strstr(out, "heartbeat_ms = 10"));
@@ -49,7 +49,8 @@ START_TEST(test_check_config_bad)
 	snprintf(path, sizeof(path), "%s/bad.conf", dir);
 	f = fopen(path, "w");
 	fputs("rail r0 {\n provider = verbs\n}\nfragment_size = 1000\n"
-	      "failover {\n heartbeat_ms = 500\n}\n", f);
+	      "failover {\n heartbeat_ms = 500\n}\n",
+	      f);
 	fclose(f);
 	snprintf(args, sizeof(args), "check-config %s", path);
 	ck_assert_int_eq(run(args, out, sizeof(out)), 1);
@@ -69,8 +70,8 @@ END_TEST
 
 START_TEST(test_check_config_missing)
 {
-	ck_assert_int_eq(run("check-config /nonexistent.conf", out,
-			     sizeof(out)), 1);
+	ck_assert_int_eq(
+	    run("check-config /nonexistent.conf", out, sizeof(out)), 1);
 	ck_assert_ptr_nonnull(strstr(out, "/nonexistent.conf: cannot read"));
 }
 END_TEST
@@ -143,11 +144,13 @@ START_TEST(test_serve_bench_status)
 	snprintf(path, sizeof(path), "%s/b.conf", dir);
 	f = fopen(path, "w");
 	/* bench's control port is the kernel's choice: admit loopback */
-	fputs("node = sb\ncontrol = \"127.0.0.1:0\"\n"
-	      "accept = {\"127.0.0.0/8\"}\n"
-	      "rail r0 { provider = soft network = n0 address = \"127.0.0.1\" }\n"
-	      "rail r1 { provider = soft network = n1 address = \"127.0.0.1\" }\n",
-	      f);
+	fputs(
+	    "node = sb\ncontrol = \"127.0.0.1:0\"\n"
+	    "accept = {\"127.0.0.0/8\"}\n"
+	    "rail r0 { provider = soft network = n0 address = \"127.0.0.1\" }\n"
+	    "rail r1 { provider = soft network = n1 address = \"127.0.0.1\" "
+	    "}\n",
+	    f);
 	fclose(f);
 	snprintf(log, sizeof(log), "%s/serve.log", dir);
 	snprintf(sock, sizeof(sock), "%s/b.sock", dir);
@@ -175,10 +178,13 @@ START_TEST(test_serve_bench_status)
 
 	snprintf(path, sizeof(path), "%s/a.conf", dir);
 	f = fopen(path, "w");
-	fprintf(f, "node = sa\ncontrol = \"127.0.0.1:0\"\n"
-		   "rail r0 { provider = soft network = n0 address = \"127.0.0.1\" }\n"
-		   "rail r1 { provider = soft network = n1 address = \"127.0.0.1\" }\n"
-		   "peer sb { address = \"127.0.0.1:%u\" }\n", port);
+	fprintf(
+	    f,
+	    "node = sa\ncontrol = \"127.0.0.1:0\"\n"
+	    "rail r0 { provider = soft network = n0 address = \"127.0.0.1\" }\n"
+	    "rail r1 { provider = soft network = n1 address = \"127.0.0.1\" }\n"
+	    "peer sb { address = \"127.0.0.1:%u\" }\n",
+	    port);
 	fclose(f);
 	snprintf(args, sizeof(args),
 		 "bench -c %s --peer sb --count 40 --size 256K --verify --json",
@@ -195,7 +201,8 @@ START_TEST(test_serve_bench_status)
 	ck_assert_ptr_nonnull(strstr(out, "sa "));
 	snprintf(args, sizeof(args), "status --json --socket %s", sock);
 	ck_assert_int_eq(run(args, out, sizeof(out)), 0);
-	ck_assert_ptr_nonnull(strstr(out, "\"rails\":[{\"name\":\"r0\",\"link\":\"up\""));
+	ck_assert_ptr_nonnull(
+	    strstr(out, "\"rails\":[{\"name\":\"r0\",\"link\":\"up\""));
 
 	kill(pid, SIGTERM);
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
@@ -226,14 +233,16 @@ START_TEST(test_serve_no_device)
 	f = fopen(path, "w");
 	fputs("node = \"a\"\ncontrol = \"127.0.0.1:0\"\n"
 	      "rail r0 {\n provider = verbs\n network = \"n0\"\n"
-	      " device = \"mlx5_0\"\n}\n", f);
+	      " device = \"mlx5_0\"\n}\n",
+	      f);
 	fclose(f);
 	snprintf(args, sizeof(args), "serve -c %s --socket %s", path, sock);
 	ck_assert_int_eq(run(args, out, sizeof(out)), 1);
 #ifdef RY_WITH_VERBS
 	ck_assert_msg(strstr(out, "no RDMA device found"), "output: %s", out);
 	ck_assert_msg(strstr(out, "rdma link"), "output: %s", out);
-	ck_assert_msg(strstr(out, "a configured RDMA device or port is missing (see railyard devices)"),
+	ck_assert_msg(strstr(out, "a configured RDMA device or port is missing "
+				  "(see railyard devices)"),
 		      "output: %s", out);
 #else
 	ck_assert_msg(strstr(out, "not implemented in this build"),

@@ -41,118 +41,122 @@ static void collect(const struct ry_config_error *e, void *arg)
 struct bad_case {
 	const char *name;
 	const char *text;
-	int line;          /* line of the first problem */
-	const char *msg;   /* substring of its message */
-	int count;         /* number of problems; 0: do not check */
+	int line;	 /* line of the first problem */
+	const char *msg; /* substring of its message */
+	int count;	 /* number of problems; 0: do not check */
 };
 
 static const struct bad_case bad[] = {
-	{ "syntax: stray token", "node = {\n" RAIL, 1, "unexpected token", 1 },
-	{ "syntax: unclosed string", RAIL "node = \"abc\n", 5,
-	  "string is never closed", 1 },
-	{ "syntax: unclosed section", RAIL "rail r1 {\n provider = soft\n",
-	  5, "section 'rail' is never closed", 1 },
-	{ "syntax: extra brace", RAIL "}\n", 5, "'}' without a matching", 1 },
-	{ "syntax: unclosed comment", RAIL "/* note\n", 5,
-	  "comment is never closed", 1 },
-	{ "unknown option at top", RAIL "\n\nfragment_sise = 4096\n", 7,
-	  "unknown option 'fragment_sise'", 1 },
-	{ "unknown option in rail",
-	  "rail r0 {\n provider = soft\n adress = \"127.0.0.1\"\n}\n", 3,
-	  "unknown option 'adress' in section 'rail'", 1 },
-	{ "every unknown option reported",
-	  RAIL "foo = 1\nfailover {\n bar = 2\n}\n", 5, "unknown option 'foo'",
-	  2 },
-	{ "list in brackets", RAIL "accept = [\"127.0.0.0/8\"]\n", 5,
-	  "'accept' is a list: '[' is not list syntax", 1 },
-	{ "unknown section", RAIL "rails r9 {\n}\n", 5,
-	  "unknown section 'rails'", 1 },
-	{ "wrong type: int", RAIL "ops_in_flight = many\n", 5,
-	  "ops_in_flight: 'many' is not a whole number", 1 },
-	{ "wrong type: int after blank lines",
-	  RAIL "failover {\n timeout_ms = soon\n\n\n\n}\n", 6,
-	  "timeout_ms: 'soon' is not a whole number", 1 },
-	{ "wrong type: bool", RAIL "failover {\n fence = maybe\n}\n", 6,
-	  "fence: 'maybe' is not yes or no", 1 },
-	{ "wrong type: size", RAIL "fragment_size = 4Q\n", 5,
-	  "fragment_size: '4Q' is not a size", 1 },
-	{ "wrong type: rate",
-	  "rail r0 {\n provider = soft\n address = \"127.0.0.1\"\n rate = fast\n}\n",
-	  4, "rate: 'fast' is not a rate", 1 },
-	{ "wrong type: probability",
-	  "rail r0 {\n provider = soft\n address = \"127.0.0.1\"\n fault {\n  drop = lots\n }\n}\n",
-	  5, "drop: 'lots' is not a number", 1 },
-	{ "duplicate rail", RAIL "rail r0 {\n provider = soft\n address = \"127.0.0.2\"\n}\n",
-	  5, "rail 'r0' is defined twice (first at line 1)", 1 },
-	{ "duplicate peer",
-	  RAIL "peer b {\n address = \"127.0.0.1:1\"\n}\npeer b {\n address = \"127.0.0.1:2\"\n}\n",
-	  8, "peer 'b' is defined twice (first at line 5)", 1 },
-	{ "unknown provider", "rail r0 {\n provider = rdma\n address = \"127.0.0.1\"\n}\n",
-	  2, "unknown provider 'rdma'", 1 },
-	{ "missing provider", "\nrail r0 {\n address = \"127.0.0.1\"\n}\n", 2,
-	  "rail 'r0' has no provider", 1 },
-	{ "verbs rail without device", "rail hca {\n provider = verbs\n port = 1\n}\n",
-	  1, "verbs rail 'hca' has no device", 1 },
-	{ "verbs rail port 0",
-	  "rail hca {\n provider = verbs\n device = mlx5_0\n port = 0\n}\n", 4,
-	  "port must be from 1 to 255", 1 },
-	{ "soft rail without address or interface",
-	  "\n\nrail s {\n provider = soft\n}\n", 3,
-	  "soft rail 's' has neither address nor interface", 1 },
-	{ "soft address does not parse",
-	  "rail r0 {\n provider = soft\n address = \"300.1.2.3\"\n}\n", 3,
-	  "address '300.1.2.3' does not parse", 1 },
-	{ "control address does not parse", RAIL "control = \"localhost:x\"\n",
-	  5, "control address 'localhost:x' does not parse", 1 },
-	{ "peer address without port",
-	  RAIL "peer b {\n address = \"198.18.0.2\"\n}\n", 6,
-	  "peer 'b': address '198.18.0.2' does not parse", 1 },
-	{ "peer without address", RAIL "peer b {\n}\n", 5,
-	  "peer 'b' has no address", 1 },
-	{ "fragment_size not a power of two", RAIL "fragment_size = 3000\n", 5,
-	  "fragment_size 3000 is not a power of two", 1 },
-	{ "fragment_size too small", RAIL "fragment_size = 256\n", 5,
-	  "fragment_size 256", 1 },
-	{ "fragment_size too large", RAIL "fragment_size = 2M\n", 5,
-	  "fragment_size 2097152", 1 },
-	{ "zero ops in flight", RAIL "ops_in_flight = 0\n", 5,
-	  "ops_in_flight must be from 1", 1 },
-	{ "negative ops in flight", RAIL "ops_in_flight = -4\n", 5,
-	  "ops_in_flight must be from 1", 1 },
-	{ "negative timeout", RAIL "failover {\n op_timeout_ms = -1\n}\n", 6,
-	  "failover.op_timeout_ms must be from 1", 0 },
-	{ "zero weight",
-	  "rail r0 {\n provider = soft\n address = \"127.0.0.1\"\n weight = 0\n}\n",
-	  4, "weight must be from 1 to 1000", 1 },
-	{ "retry_count 7",
-	  RAIL "failover {\n retry_count = 7\n}\n", 6,
-	  "failover.retry_count must be from 0 to 6", 1 },
-	{ "heartbeat not below timeout",
-	  RAIL "failover {\n timeout_ms = 50\n heartbeat_ms = 50\n}\n", 7,
-	  "heartbeat_ms (50) must be less than timeout_ms (50)", 1 },
-	{ "reconnect min above max",
-	  RAIL "failover {\n reconnect_min_ms = 9000\n reconnect_max_ms = 1000\n}\n",
-	  6, "reconnect_min_ms (9000) is greater than reconnect_max_ms (1000)", 1 },
-	{ "op timeout below detection",
-	  RAIL "failover {\n op_timeout_ms = 80\n}\n", 6,
-	  "op_timeout_ms (80) must be greater than timeout_ms (100)", 1 },
-	{ "probability above one",
-	  "rail r0 {\n provider = soft\n address = \"127.0.0.1\"\n fault {\n  drop = 1.5\n }\n}\n",
-	  5, "fault drop must be from 0 to 1", 1 },
-	{ "verbs rail with fault injection",
-	  "rail h {\n provider = verbs\n device = mlx5_0\n fault {\n  drop = 0.1\n }\n}\n",
-	  4, "verbs rail 'h' cannot inject faults", 1 },
-	{ "unknown log level", RAIL "log {\n level = loud\n}\n", 6,
-	  "log level 'loud' is unknown", 1 },
-	{ "no rails", "node = \"x\"\n", 0, "no rail is defined", 1 },
-	{ "empty file", "", 0, "the file is empty", 1 },
-	{ "blank file", "\n  \n\t\n", 0, "the file is empty", 1 },
-	{ "missing title", "rail {\n provider = soft\n}\n", 1,
-	  "missing title for section 'rail'", 1 },
-	{ "bad node name", "node = \"a b\"\n" RAIL, 1, "node name 'a b'", 1 },
-	{ "problems sorted by line",
-	  "rail r0 {\n provider = soft\n}\nops_in_flight = 0\n", 1,
-	  "neither address nor interface", 2 },
+    {"syntax: stray token", "node = {\n" RAIL, 1, "unexpected token", 1},
+    {"syntax: unclosed string", RAIL "node = \"abc\n", 5,
+     "string is never closed", 1},
+    {"syntax: unclosed section", RAIL "rail r1 {\n provider = soft\n", 5,
+     "section 'rail' is never closed", 1},
+    {"syntax: extra brace", RAIL "}\n", 5, "'}' without a matching", 1},
+    {"syntax: unclosed comment", RAIL "/* note\n", 5, "comment is never closed",
+     1},
+    {"unknown option at top", RAIL "\n\nfragment_sise = 4096\n", 7,
+     "unknown option 'fragment_sise'", 1},
+    {"unknown option in rail",
+     "rail r0 {\n provider = soft\n adress = \"127.0.0.1\"\n}\n", 3,
+     "unknown option 'adress' in section 'rail'", 1},
+    {"every unknown option reported", RAIL "foo = 1\nfailover {\n bar = 2\n}\n",
+     5, "unknown option 'foo'", 2},
+    {"list in brackets", RAIL "accept = [\"127.0.0.0/8\"]\n", 5,
+     "'accept' is a list: '[' is not list syntax", 1},
+    {"unknown section", RAIL "rails r9 {\n}\n", 5, "unknown section 'rails'",
+     1},
+    {"wrong type: int", RAIL "ops_in_flight = many\n", 5,
+     "ops_in_flight: 'many' is not a whole number", 1},
+    {"wrong type: int after blank lines",
+     RAIL "failover {\n timeout_ms = soon\n\n\n\n}\n", 6,
+     "timeout_ms: 'soon' is not a whole number", 1},
+    {"wrong type: bool", RAIL "failover {\n fence = maybe\n}\n", 6,
+     "fence: 'maybe' is not yes or no", 1},
+    {"wrong type: size", RAIL "fragment_size = 4Q\n", 5,
+     "fragment_size: '4Q' is not a size", 1},
+    {"wrong type: rate",
+     "rail r0 {\n provider = soft\n address = \"127.0.0.1\"\n rate = fast\n}\n",
+     4, "rate: 'fast' is not a rate", 1},
+    {"wrong type: probability",
+     "rail r0 {\n provider = soft\n address = \"127.0.0.1\"\n fault {\n  drop "
+     "= lots\n }\n}\n",
+     5, "drop: 'lots' is not a number", 1},
+    {"duplicate rail",
+     RAIL "rail r0 {\n provider = soft\n address = \"127.0.0.2\"\n}\n", 5,
+     "rail 'r0' is defined twice (first at line 1)", 1},
+    {"duplicate peer",
+     RAIL "peer b {\n address = \"127.0.0.1:1\"\n}\npeer b {\n address = "
+	  "\"127.0.0.1:2\"\n}\n",
+     8, "peer 'b' is defined twice (first at line 5)", 1},
+    {"unknown provider",
+     "rail r0 {\n provider = rdma\n address = \"127.0.0.1\"\n}\n", 2,
+     "unknown provider 'rdma'", 1},
+    {"missing provider", "\nrail r0 {\n address = \"127.0.0.1\"\n}\n", 2,
+     "rail 'r0' has no provider", 1},
+    {"verbs rail without device",
+     "rail hca {\n provider = verbs\n port = 1\n}\n", 1,
+     "verbs rail 'hca' has no device", 1},
+    {"verbs rail port 0",
+     "rail hca {\n provider = verbs\n device = mlx5_0\n port = 0\n}\n", 4,
+     "port must be from 1 to 255", 1},
+    {"soft rail without address or interface",
+     "\n\nrail s {\n provider = soft\n}\n", 3,
+     "soft rail 's' has neither address nor interface", 1},
+    {"soft address does not parse",
+     "rail r0 {\n provider = soft\n address = \"300.1.2.3\"\n}\n", 3,
+     "address '300.1.2.3' does not parse", 1},
+    {"control address does not parse", RAIL "control = \"localhost:x\"\n", 5,
+     "control address 'localhost:x' does not parse", 1},
+    {"peer address without port",
+     RAIL "peer b {\n address = \"198.18.0.2\"\n}\n", 6,
+     "peer 'b': address '198.18.0.2' does not parse", 1},
+    {"peer without address", RAIL "peer b {\n}\n", 5, "peer 'b' has no address",
+     1},
+    {"fragment_size not a power of two", RAIL "fragment_size = 3000\n", 5,
+     "fragment_size 3000 is not a power of two", 1},
+    {"fragment_size too small", RAIL "fragment_size = 256\n", 5,
+     "fragment_size 256", 1},
+    {"fragment_size too large", RAIL "fragment_size = 2M\n", 5,
+     "fragment_size 2097152", 1},
+    {"zero ops in flight", RAIL "ops_in_flight = 0\n", 5,
+     "ops_in_flight must be from 1", 1},
+    {"negative ops in flight", RAIL "ops_in_flight = -4\n", 5,
+     "ops_in_flight must be from 1", 1},
+    {"negative timeout", RAIL "failover {\n op_timeout_ms = -1\n}\n", 6,
+     "failover.op_timeout_ms must be from 1", 0},
+    {"zero weight",
+     "rail r0 {\n provider = soft\n address = \"127.0.0.1\"\n weight = 0\n}\n",
+     4, "weight must be from 1 to 1000", 1},
+    {"retry_count 7", RAIL "failover {\n retry_count = 7\n}\n", 6,
+     "failover.retry_count must be from 0 to 6", 1},
+    {"heartbeat not below timeout",
+     RAIL "failover {\n timeout_ms = 50\n heartbeat_ms = 50\n}\n", 7,
+     "heartbeat_ms (50) must be less than timeout_ms (50)", 1},
+    {"reconnect min above max",
+     RAIL "failover {\n reconnect_min_ms = 9000\n reconnect_max_ms = 1000\n}\n",
+     6, "reconnect_min_ms (9000) is greater than reconnect_max_ms (1000)", 1},
+    {"op timeout below detection", RAIL "failover {\n op_timeout_ms = 80\n}\n",
+     6, "op_timeout_ms (80) must be greater than timeout_ms (100)", 1},
+    {"probability above one",
+     "rail r0 {\n provider = soft\n address = \"127.0.0.1\"\n fault {\n  drop "
+     "= 1.5\n }\n}\n",
+     5, "fault drop must be from 0 to 1", 1},
+    {"verbs rail with fault injection",
+     "rail h {\n provider = verbs\n device = mlx5_0\n fault {\n  drop = 0.1\n "
+     "}\n}\n",
+     4, "verbs rail 'h' cannot inject faults", 1},
+    {"unknown log level", RAIL "log {\n level = loud\n}\n", 6,
+     "log level 'loud' is unknown", 1},
+    {"no rails", "node = \"x\"\n", 0, "no rail is defined", 1},
+    {"empty file", "", 0, "the file is empty", 1},
+    {"blank file", "\n  \n\t\n", 0, "the file is empty", 1},
+    {"missing title", "rail {\n provider = soft\n}\n", 1,
+     "missing title for section 'rail'", 1},
+    {"bad node name", "node = \"a b\"\n" RAIL, 1, "node name 'a b'", 1},
+    {"problems sorted by line",
+     "rail r0 {\n provider = soft\n}\nops_in_flight = 0\n", 1,
+     "neither address nor interface", 2},
 };
 
 static void assert_failover_eq(const struct ry_failover_config *a,
@@ -173,7 +177,7 @@ START_TEST(test_bad)
 {
 	const struct bad_case *c = &bad[_i];
 	struct ry_config *cfg = NULL;
-	struct errs e = { 0 };
+	struct errs e = {0};
 	int ret;
 
 	ret = ry_config_parse(c->text, "t.conf", &cfg, collect, &e);
@@ -203,23 +207,25 @@ struct good_case {
 };
 
 static const struct good_case good[] = {
-	{ "minimal soft rail", RAIL },
-	{ "soft rail by interface", "rail r0 {\n provider = soft\n interface = lo\n}\n" },
-	{ "verbs rail", "rail h { provider = verbs device = mlx5_0 port = 2 }\n" },
-	{ "sizes with units", RAIL "fragment_size = 8K\nmax_op_size = 1G\n" },
-	{ "ipv6 control", RAIL "control = \"[::1]:7470\"\n" },
-	{ "comments everywhere", "# a\n// b\n/* c\n d */\n" RAIL "# end\n" },
-	{ "braces and quotes in comments", "node = n1 # a } and a \" here\n" RAIL },
-	{ "braces in a quoted string",
-	  "rail r0 {\n provider = soft\n address = \"127.0.0.1\"\n network = \"n\"\n}\n"
-	  "peer p {\n address = \"127.0.0.1:1\" # }\n}\n" },
+    {"minimal soft rail", RAIL},
+    {"soft rail by interface",
+     "rail r0 {\n provider = soft\n interface = lo\n}\n"},
+    {"verbs rail", "rail h { provider = verbs device = mlx5_0 port = 2 }\n"},
+    {"sizes with units", RAIL "fragment_size = 8K\nmax_op_size = 1G\n"},
+    {"ipv6 control", RAIL "control = \"[::1]:7470\"\n"},
+    {"comments everywhere", "# a\n// b\n/* c\n d */\n" RAIL "# end\n"},
+    {"braces and quotes in comments", "node = n1 # a } and a \" here\n" RAIL},
+    {"braces in a quoted string",
+     "rail r0 {\n provider = soft\n address = \"127.0.0.1\"\n network = "
+     "\"n\"\n}\n"
+     "peer p {\n address = \"127.0.0.1:1\" # }\n}\n"},
 };
 
 START_TEST(test_good)
 {
 	const struct good_case *c = &good[_i];
 	struct ry_config *cfg = NULL;
-	struct errs e = { 0 };
+	struct errs e = {0};
 	int ret;
 
 	ret = ry_config_parse(c->text, "t.conf", &cfg, collect, &e);
@@ -235,12 +241,14 @@ START_TEST(test_good_values)
 {
 	struct ry_config *cfg = NULL;
 	const char *text =
-		"node = n1\nfragment_size = 8K\nmax_op_size = 16M\n"
-		"rail a { provider = soft address = \"198.18.0.1:5000\" network = x rate = \"25G\" weight = 3 }\n"
-		"rail b { provider = verbs device = mlx5_1 port = 2 gid_index = 3 }\n"
-		"failover { fence = no timeout_ms = 300 heartbeat_ms = 30 }\n"
-		"peer p { address = \"198.18.0.2:7470\" }\n"
-		"log { level = debug }\n";
+	    "node = n1\nfragment_size = 8K\nmax_op_size = 16M\n"
+	    "rail a { provider = soft address = \"198.18.0.1:5000\" network = "
+	    "x rate = \"25G\" weight = 3 }\n"
+	    "rail b { provider = verbs device = mlx5_1 port = 2 gid_index = 3 "
+	    "}\n"
+	    "failover { fence = no timeout_ms = 300 heartbeat_ms = 30 }\n"
+	    "peer p { address = \"198.18.0.2:7470\" }\n"
+	    "log { level = debug }\n";
 
 	ck_assert_int_eq(ry_config_parse(text, "v.conf", &cfg, NULL, NULL), 0);
 	ck_assert_str_eq(cfg->node, "n1");
@@ -272,10 +280,10 @@ END_TEST
 START_TEST(test_reference_defaults)
 {
 	struct ry_config *cfg = NULL, def;
-	struct errs e = { 0 };
+	struct errs e = {0};
 
-	ck_assert_int_eq(ry_config_load(RY_ETC "/railyard.conf", &cfg, collect,
-					&e), 0);
+	ck_assert_int_eq(
+	    ry_config_load(RY_ETC "/railyard.conf", &cfg, collect, &e), 0);
 	ry_config_init_defaults(&def);
 	ck_assert_str_eq(cfg->control, def.control);
 	ck_assert_uint_eq(cfg->fragment_size, def.fragment_size);
@@ -293,14 +301,16 @@ END_TEST
 START_TEST(test_examples_load)
 {
 	static const char *const files[] = {
-		"examples/two-hca-verbs.conf", "examples/soft-loopback-4rail.conf",
-		"examples/netns-drill-a.conf", "examples/netns-drill-b.conf",
+	    "examples/two-hca-verbs.conf",
+	    "examples/soft-loopback-4rail.conf",
+	    "examples/netns-drill-a.conf",
+	    "examples/netns-drill-b.conf",
 	};
 	char path[512];
 
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		struct ry_config *cfg = NULL;
-		struct errs e = { 0 };
+		struct errs e = {0};
 
 		snprintf(path, sizeof(path), "%s/%s", RY_ETC, files[i]);
 		ck_assert_msg(ry_config_load(path, &cfg, collect, &e) == 0,
@@ -319,7 +329,8 @@ START_TEST(test_print_round_trip)
 	FILE *f;
 
 	ck_assert_int_eq(ry_config_load(RY_ETC "/examples/two-hca-verbs.conf",
-					&a, NULL, NULL), 0);
+					&a, NULL, NULL),
+			 0);
 	f = open_memstream(&buf, &len);
 	ry_config_print(a, f);
 	fclose(f);
@@ -341,13 +352,14 @@ END_TEST
 START_TEST(test_unreadable)
 {
 	struct ry_config *cfg = NULL;
-	struct errs e = { 0 };
+	struct errs e = {0};
 	char dir[] = "/tmp/ry-cfg-XXXXXX";
 	char path[64];
 	FILE *f;
 
-	ck_assert_int_eq(ry_config_load("/nonexistent/railyard.conf", &cfg,
-					collect, &e), -ENOENT);
+	ck_assert_int_eq(
+	    ry_config_load("/nonexistent/railyard.conf", &cfg, collect, &e),
+	    -ENOENT);
 	ck_assert_int_eq(e.n, 1);
 	ck_assert_int_eq(e.line[0], 0);
 	ck_assert_ptr_nonnull(strstr(e.msg[0], "cannot read the file"));
@@ -377,7 +389,7 @@ END_TEST
 START_TEST(test_validate_hand_built)
 {
 	struct ry_config *cfg;
-	struct errs e = { 0 };
+	struct errs e = {0};
 
 	ck_assert_int_eq(ry_config_demo(&cfg), 0);
 	ck_assert_int_eq(ry_config_validate(cfg, collect, &e), 0);
@@ -404,27 +416,25 @@ static void put_file(const char *path, const void *p, size_t n, int mode)
  * with a hint; a good key, raw or hex, loads. */
 START_TEST(test_key_file)
 {
-	static const char hex[] =
-	    "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n";
+	static const char hex[] = "00112233445566778899aabbccddeeff001122334455"
+				  "66778899aabbccddeeff\n";
 	struct {
 		const char *file, *msg, *hint;
 		const void *data;
 		size_t n;
 		int mode;
 	} cases[] = {
-		{"missing", "No such file or directory", "head -c 32",
-		 NULL, 0, 0},
-		{"short", "holds 31 bytes", "openssl rand -hex 32", hex, 31,
-		 0600},
-		{"long", "holds 66 or more bytes", "openssl rand -hex 32",
-		 "0011223344556677889900112233445566778899001122334455667788"
-		 "99001122334455",
-		 72, 0600},
-		{"nothex", "want 32 raw bytes or 64 hex digits", "openssl",
-		 "zz112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
-		 64, 0600},
-		{"open", "accessible by group or others (mode 0644)",
-		 "chmod 600 ", hex, sizeof(hex) - 1, 0644},
+	    {"missing", "No such file or directory", "head -c 32", NULL, 0, 0},
+	    {"short", "holds 31 bytes", "openssl rand -hex 32", hex, 31, 0600},
+	    {"long", "holds 66 or more bytes", "openssl rand -hex 32",
+	     "0011223344556677889900112233445566778899001122334455667788"
+	     "99001122334455",
+	     72, 0600},
+	    {"nothex", "want 32 raw bytes or 64 hex digits", "openssl",
+	     "zz112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
+	     64, 0600},
+	    {"open", "accessible by group or others (mode 0644)", "chmod 600 ",
+	     hex, sizeof(hex) - 1, 0644},
 	};
 	char dir[] = "/tmp/ry-key-XXXXXX";
 	char path[64], text[512];
@@ -441,9 +451,9 @@ START_TEST(test_key_file)
 		snprintf(text, sizeof(text), RAIL "\nkey_file = \"%s\"\n",
 			 path);
 		memset(&e, 0, sizeof(e));
-		ck_assert_int_eq(ry_config_parse(text, "t.conf", &cfg, collect,
-						 &e),
-				 -EINVAL);
+		ck_assert_int_eq(
+		    ry_config_parse(text, "t.conf", &cfg, collect, &e),
+		    -EINVAL);
 		ck_assert_msg(e.n == 1, "%s: %d problems", cases[i].file, e.n);
 		ck_assert_int_eq(e.line[0], 6);
 		ck_assert_msg(strstr(e.msg[0], cases[i].msg) &&
@@ -459,9 +469,9 @@ START_TEST(test_key_file)
 		put_file(path, hex, i ? 32 : sizeof(hex) - 1, 0600);
 		snprintf(text, sizeof(text), RAIL "key_file = \"%s\"\n", path);
 		memset(&e, 0, sizeof(e));
-		ck_assert_msg(ry_config_parse(text, "t.conf", &cfg, collect,
-					      &e) == 0,
-			      "%s", e.msg[0]);
+		ck_assert_msg(
+		    ry_config_parse(text, "t.conf", &cfg, collect, &e) == 0,
+		    "%s", e.msg[0]);
 		ck_assert_str_eq(cfg->key_file, path);
 		ry_config_free(cfg);
 		cfg = NULL;

@@ -29,8 +29,8 @@ START_TEST(test_serve_notify)
 {
 	char dir[] = "/tmp/ry-notify-XXXXXX", conf[64], sock[64], ns[64];
 	char status[256] = "", cmd[256];
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct timeval tv = { .tv_usec = 100000 };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct timeval tv = {.tv_usec = 100000};
 	unsigned ready = 0, watchdogs = 0, statuses = 0, stopping = 0;
 	double t0, first_wd = 0, last_wd = 0;
 	pid_t pid;
@@ -41,10 +41,12 @@ START_TEST(test_serve_notify)
 	snprintf(conf, sizeof(conf), "%s/n.conf", dir);
 	f = fopen(conf, "w");
 	ck_assert_ptr_nonnull(f);
-	fputs("node = sn\ncontrol = \"127.0.0.1:0\"\n"
-	      "rail r0 { provider = soft network = n0 address = \"127.0.0.1\" }\n"
-	      "rail r1 { provider = soft network = n1 address = \"127.0.0.1\" }\n",
-	      f);
+	fputs(
+	    "node = sn\ncontrol = \"127.0.0.1:0\"\n"
+	    "rail r0 { provider = soft network = n0 address = \"127.0.0.1\" }\n"
+	    "rail r1 { provider = soft network = n1 address = \"127.0.0.1\" "
+	    "}\n",
+	    f);
 	fclose(f);
 	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
 	snprintf(ns, sizeof(ns), "%s/notify", dir);
@@ -82,7 +84,8 @@ START_TEST(test_serve_notify)
 				ready++;
 			} else if (!strncmp(line, "STATUS=", 7)) {
 				statuses++;
-				snprintf(status, sizeof(status), "%s", line + 7);
+				snprintf(status, sizeof(status), "%s",
+					 line + 7);
 			} else if (!strcmp(line, "WATCHDOG=1")) {
 				ck_assert_msg(ready, "watchdog before READY");
 				if (!watchdogs++)

@@ -108,30 +108,31 @@ START_TEST(empty_slots_not_supported)
 	ck_assert_ptr_eq(r->ops, ry__rail_ops(KIND));
 	pd.rail = r;
 
-	ck_assert_int_eq(ry_rail_query(r, &attr), -EOPNOTSUPP);
-	ck_assert_int_eq(ry_rail_fd(r), -EOPNOTSUPP);
-	ck_assert_int_eq(ry_rail_progress(r), -EOPNOTSUPP);
-	ck_assert_int_eq(ry_rail_get_event(r, &ev), -EOPNOTSUPP);
-	ck_assert_int_eq(ry_rail_alloc_pd(r, &pdp), -EOPNOTSUPP);
-	ck_assert_int_eq(ry_rail_dealloc_pd(&pd), -EOPNOTSUPP);
-	ck_assert_int_eq(ry_rail_reg_mr(&pd, buf, sizeof(buf), 0, &mrp),
+	ck_assert_int_eq(ry__rail_query(r, &attr), -EOPNOTSUPP);
+	ck_assert_int_eq(ry__rail_fd(r), -EOPNOTSUPP);
+	ck_assert_int_eq(ry__rail_progress(r), -EOPNOTSUPP);
+	ck_assert_int_eq(ry__rail_get_event(r, &ev), -EOPNOTSUPP);
+	ck_assert_int_eq(ry__rail_alloc_pd(r, &pdp), -EOPNOTSUPP);
+	ck_assert_int_eq(ry__rail_dealloc_pd(&pd), -EOPNOTSUPP);
+	ck_assert_int_eq(ry__rail_reg_mr(&pd, buf, sizeof(buf), 0, &mrp),
 			 -EOPNOTSUPP);
-	ck_assert_int_eq(ry_rail_dereg_mr(&mr), -EOPNOTSUPP);
-	ck_assert_int_eq(ry_rail_create_qp(&pd, &qi, &qpp), -EOPNOTSUPP);
-	ck_assert_int_eq(ry_rail_modify_qp(&qp, RY_QPS_INIT, &qa), -EOPNOTSUPP);
-	ck_assert_int_eq(ry_rail_destroy_qp(&qp), -EOPNOTSUPP);
-	ck_assert_int_eq(ry_rail_post_send(&qp, &swr, 1), -EOPNOTSUPP);
-	ck_assert_int_eq(ry_rail_post_recv(r, &rwr, 1), -EOPNOTSUPP);
-	ck_assert_int_eq(ry_rail_poll_cq(r, &wc, 1), -EOPNOTSUPP);
-	ck_assert_int_eq(ry_rail_set_fault(r, &f), -EOPNOTSUPP);
-	ck_assert_int_eq(ry_rail_set_link(r, RY_LINK_DOWN), -EOPNOTSUPP);
-	ck_assert_int_eq(ry_rail_get_stats(r, &st), -EOPNOTSUPP);
+	ck_assert_int_eq(ry__rail_dereg_mr(&mr), -EOPNOTSUPP);
+	ck_assert_int_eq(ry__rail_create_qp(&pd, &qi, &qpp), -EOPNOTSUPP);
+	ck_assert_int_eq(ry__rail_modify_qp(&qp, RY_QPS_INIT, &qa),
+			 -EOPNOTSUPP);
+	ck_assert_int_eq(ry__rail_destroy_qp(&qp), -EOPNOTSUPP);
+	ck_assert_int_eq(ry__rail_post_send(&qp, &swr, 1), -EOPNOTSUPP);
+	ck_assert_int_eq(ry__rail_post_recv(r, &rwr, 1), -EOPNOTSUPP);
+	ck_assert_int_eq(ry__rail_poll_cq(r, &wc, 1), -EOPNOTSUPP);
+	ck_assert_int_eq(ry__rail_set_fault(r, &f), -EOPNOTSUPP);
+	ck_assert_int_eq(ry__rail_set_link(r, RY_LINK_DOWN), -EOPNOTSUPP);
+	ck_assert_int_eq(ry__rail_get_stats(r, &st), -EOPNOTSUPP);
 	/* outputs are set only on success */
 	ck_assert_ptr_null(pdp);
 	ck_assert_ptr_null(mrp);
 	ck_assert_ptr_null(qpp);
 
-	ry_rail_close(r);
+	ry__rail_close(r);
 	ck_assert_int_eq(n_closed, 1);
 }
 END_TEST

@@ -6,30 +6,31 @@
 
 #include "src/cli/report.h"
 
-static void fill(struct ry_report *r)
+static void fill(struct cli_report *r)
 {
 	memset(r, 0, sizeof(*r));
-	snprintf(r->title, sizeof(r->title), "drill a -> b <4 rails & 1 pulled>");
+	snprintf(r->title, sizeof(r->title),
+		 "drill a -> b <4 rails & 1 pulled>");
 	r->n_rails = 4;
 	for (unsigned i = 0; i < 4; i++)
 		snprintf(r->rails[i], sizeof(r->rails[i]), "r%u", i);
 	for (unsigned s = 0; s < 10; s++) {
-		struct ry_report_sample x = { .t = s + 1 };
+		struct cli_report_sample x = {.t = s + 1};
 
 		for (unsigned i = 0; i < 4; i++)
 			x.mbyte_s[i] = (i == 1 && s >= 3 && s < 7) ? 0 : 25;
-		ck_assert_int_eq(ry_report_add_sample(r, &x), 0);
+		ck_assert_int_eq(cli_report_add_sample(r, &x), 0);
 	}
-	struct ry_report_event down = { .t = 3.013, .detect_ms = 12.5,
-					.resume_ms = 3.1 };
-	struct ry_report_event up = { .t = 7.4, .detect_ms = -1,
-				      .resume_ms = -1 };
+	struct cli_report_event down = {
+	    .t = 3.013, .detect_ms = 12.5, .resume_ms = 3.1};
+	struct cli_report_event up = {
+	    .t = 7.4, .detect_ms = -1, .resume_ms = -1};
 	snprintf(down.rail, sizeof(down.rail), "r1");
 	snprintf(down.event, sizeof(down.event), "down");
 	snprintf(up.rail, sizeof(up.rail), "r1");
 	snprintf(up.event, sizeof(up.event), "up");
-	ck_assert_int_eq(ry_report_add_event(r, &down), 0);
-	ck_assert_int_eq(ry_report_add_event(r, &up), 0);
+	ck_assert_int_eq(cli_report_add_event(r, &down), 0);
+	ck_assert_int_eq(cli_report_add_event(r, &up), 0);
 }
 
 static int count(const char *hay, const char *needle)
@@ -43,33 +44,35 @@ static int count(const char *hay, const char *needle)
 
 START_TEST(test_csv)
 {
-	struct ry_report r;
+	struct cli_report r;
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 
 	fill(&r);
-	ck_assert_int_eq(ry_report_write_csv(&r, f), 0);
+	ck_assert_int_eq(cli_report_write_csv(&r, f), 0);
 	fclose(f);
-	ck_assert_ptr_nonnull(strstr(buf, "t_s,r0_MBps,r1_MBps,r2_MBps,r3_MBps,total_MBps\n"));
-	ck_assert_ptr_nonnull(strstr(buf, "\n4.000,25.000,0.000,25.000,25.000,75.000\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(buf, "t_s,r0_MBps,r1_MBps,r2_MBps,r3_MBps,total_MBps\n"));
+	ck_assert_ptr_nonnull(
+	    strstr(buf, "\n4.000,25.000,0.000,25.000,25.000,75.000\n"));
 	ck_assert_ptr_nonnull(strstr(buf, "\n3.013,r1,down,12.5,3.1\n"));
 	ck_assert_ptr_nonnull(strstr(buf, "\n7.400,r1,up,,\n"));
 	ck_assert_int_eq(count(buf, "\n"), 1 + 10 + 2 + 2);
 	free(buf);
-	ry_report_free(&r);
+	cli_report_free(&r);
 }
 END_TEST
 
 START_TEST(test_svg)
 {
-	struct ry_report r;
+	struct cli_report r;
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 
 	fill(&r);
-	ck_assert_int_eq(ry_report_write_svg(&r, f), 0);
+	ck_assert_int_eq(cli_report_write_svg(&r, f), 0);
 	fclose(f);
 	ck_assert_int_eq(strncmp(buf, "<svg ", 5), 0);
 	ck_assert_ptr_nonnull(strstr(buf, "</svg>\n"));
@@ -77,14 +80,14 @@ START_TEST(test_svg)
 	ck_assert_int_eq(count(buf, "<g class=\"event\">"), 2);
 	ck_assert_ptr_nonnull(strstr(buf, "&lt;4 rails &amp; 1 pulled&gt;"));
 	ck_assert_ptr_nonnull(strstr(buf, ">r1 down<"));
-	if (getenv("RY_REPORT_SVG")) { /* to look at it */
-		FILE *o = fopen(getenv("RY_REPORT_SVG"), "w");
+	if (getenv("CLI_REPORT_SVG")) { /* to look at it */
+		FILE *o = fopen(getenv("CLI_REPORT_SVG"), "w");
 
 		fputs(buf, o);
 		fclose(o);
 	}
 	free(buf);
-	ry_report_free(&r);
+	cli_report_free(&r);
 }
 END_TEST
 
