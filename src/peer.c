@@ -124,9 +124,24 @@ static void ctl_backoff(struct ry_peer *p, uint64_t now)
 	    (uint32_t)ry__min64(ms * 2, m->m_cfg.failover.reconnect_max_ms);
 }
 
-/* Make sure a control connection is on its way (first use of the peer). */
+/*
+ * Make sure a control connection is on its way: on first use of the peer,
+ * and when work is posted while the channel is in backoff.  A backoff that
+ * grew while the peer was down (or restarting) would otherwise keep new
+ * work waiting up to reconnect_max_ms after the peer is back; with work
+ * waiting the next dial is at most reconnect_min_ms away.
+ */
 void ry__peer_use(struct ry_peer *p)
 {
+	uint64_t soon;
+
+	if (p->pr_state == PEER_BACKOFF && p->pr_dial) {
+		soon = ry__now_ns() +
+		       p->pr_mgr->m_cfg.failover.reconnect_min_ms * 1000000ull;
+		if (p->pr_ctl_retry_ns > soon)
+			p->pr_ctl_retry_ns = soon;
+		return;
+	}
 	if (p->pr_state != PEER_NEW)
 		return;
 	if (!p->pr_dial || ry__ctl_dial(p))
