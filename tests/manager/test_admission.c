@@ -20,6 +20,7 @@
 
 #include "src/manager.h"
 #include "tests/manager/fixture.h"
+#include "tests/manager/rawctl.h"
 
 #define MiB (1u << 20)
 
@@ -52,49 +53,6 @@ static int write_one(unsigned ms, struct fx_done *d)
 
 /* ---- a raw client ---- */
 
-struct frame {
-	unsigned char b[4096];
-	size_t n;
-};
-
-static void put(struct frame *f, const void *p, size_t n)
-{
-	ck_assert_uint_le(f->n + n, sizeof(f->b));
-	memcpy(f->b + f->n, p, n);
-	f->n += n;
-}
-
-static void put_le(struct frame *f, uint64_t v, unsigned bytes)
-{
-	for (unsigned i = 0; i < bytes; i++) {
-		unsigned char c = (unsigned char)(v >> (8 * i));
-
-		put(f, &c, 1);
-	}
-}
-
-static void put_str(struct frame *f, const char *s)
-{
-	put_le(f, strlen(s), 2);
-	put(f, s, strlen(s));
-}
-
-static void frame_start(struct frame *f, uint16_t type)
-{
-	f->n = 0;
-	put_le(f, 0, 4); /* length, filled by frame_end */
-	put_le(f, type, 2);
-	put_le(f, 2, 2); /* CTL_VERSION */
-}
-
-static void frame_end(struct frame *f)
-{
-	uint32_t len = (uint32_t)(f->n - 8);
-
-	for (unsigned i = 0; i < 4; i++)
-		f->b[i] = (unsigned char)(len >> (8 * i));
-}
-
 static void hello(struct frame *f, uint64_t node, const char *name,
 		  const char *addr)
 {
@@ -105,49 +63,6 @@ static void hello(struct frame *f, uint64_t node, const char *name,
 	put_le(f, 0, 1); /* no rails */
 	put_le(f, 0, 1); /* no authentication */
 	frame_end(f);
-}
-
-/* A TCP connection to b's control port from src (a loopback address). */
-static int raw_connect(const char *src)
-{
-	struct sockaddr_in sa = {.sin_family = AF_INET};
-	char host[64];
-	unsigned port;
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	ck_assert_int_ge(fd, 0);
-	inet_pton(AF_INET, src, &sa.sin_addr);
-	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	ck_assert_int_eq(sscanf(F.b_addr, "%63[^:]:%u", host, &port), 2);
-	inet_pton(AF_INET, host, &sa.sin_addr);
-	sa.sin_port = htons((uint16_t)port);
-	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	return fd;
-}
-
-static void raw_send(int fd, const void *p, size_t n)
-{
-	ck_assert_int_eq(send(fd, p, n, MSG_NOSIGNAL), (ssize_t)n);
-}
-
-/* Progress both managers until b closes fd (true) or ms pass; bytes b
- * sent are counted into *got. */
-static bool closed_within(int fd, unsigned ms, size_t *got)
-{
-	uint64_t end = fx_now_ns() + ms * 1000000ull;
-	unsigned char buf[4096];
-
-	while (fx_now_ns() < end) {
-		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-
-		if (n == 0 || (n < 0 && errno != EAGAIN))
-			return true;
-		if (n > 0 && got)
-			*got += (size_t)n;
-		fx_progress(&F);
-		usleep(200);
-	}
-	return false;
 }
 
 /* ---- tests ---- */
@@ -196,10 +111,10 @@ START_TEST(impersonation_refused)
 	ry_manager_control_addr(F.a, a_addr, sizeof(a_addr));
 	for (i = 0; i < 3; i++) {
 		/* admit_source passes nobody from 127.0.0.2: connect only */
-		fd = raw_connect(i ? "127.0.0.1" : "127.0.0.2");
+		fd = raw_connect(&F, i ? "127.0.0.1" : "127.0.0.2");
 		hello(&f, 0x1234 + i, "a", i == 2 ? "127.0.0.1:1" : a_addr);
 		send(fd, f.b, f.n, MSG_NOSIGNAL);
-		ck_assert(closed_within(fd, 10000, NULL));
+		ck_assert(closed_within(&F, fd, 10000, NULL));
 		close(fd);
 	}
 	ck_assert_uint_eq(npeers(F.b), 1);
@@ -213,22 +128,21 @@ END_TEST
  * (2^64-1) is a protocol violation: the session is closed. */
 START_TEST(fence_ack_forged)
 {
-	struct frame f, ack;
-	size_t got = 0;
+	struct frame f, ack, in = {.n = 0};
 	int fd;
 
 	setup_opts(NULL);
-	fd = raw_connect("127.0.0.1");
+	fd = raw_connect(&F, "127.0.0.1");
 	hello(&f, 0x777, "raw", "127.0.0.1:9");
 	frame_start(&ack, 7);
 	put_le(&ack, UINT64_MAX, 8);
 	frame_end(&ack);
 	raw_send(fd, f.b, f.n);
 	/* admitted first: b answers HELLO_ACK */
-	ck_assert(!closed_within(fd, 1000, &got));
-	ck_assert_uint_gt(got, 8);
+	ck_assert(!closed_within(&F, fd, 1000, &in));
+	ck_assert_uint_gt(in.n, 8);
 	raw_send(fd, ack.b, ack.n);
-	ck_assert(closed_within(fd, 10000, NULL));
+	ck_assert(closed_within(&F, fd, 10000, NULL));
 	close(fd);
 	fx_fini(&F);
 }
@@ -242,13 +156,13 @@ START_TEST(handshake_deadline_and_frame_limit)
 	int fd;
 
 	setup_opts(&(struct fx_opts){.b_handshake_timeout_ms = 300});
-	fd = raw_connect("127.0.0.1");
-	ck_assert(closed_within(fd, 15000, NULL));
+	fd = raw_connect(&F, "127.0.0.1");
+	ck_assert(closed_within(&F, fd, 15000, NULL));
 	close(fd);
-	fd = raw_connect("127.0.0.1");
+	fd = raw_connect(&F, "127.0.0.1");
 	raw_send(fd, hdr, sizeof(hdr));
-	ck_assert(closed_within(fd, 250, NULL) ||
-		  closed_within(fd, 15000, NULL));
+	ck_assert(closed_within(&F, fd, 250, NULL) ||
+		  closed_within(&F, fd, 15000, NULL));
 	close(fd);
 	ck_assert_uint_eq(F.b->m_nin, 0);
 	fx_fini(&F);
@@ -265,10 +179,10 @@ START_TEST(per_source_bound)
 	setup_opts(&(struct fx_opts){.b_max_sessions_per_source = 4,
 				     .b_handshake_timeout_ms = 60000});
 	for (i = 0; i < 20; i++)
-		fds[i] = raw_connect("127.0.0.3");
+		fds[i] = raw_connect(&F, "127.0.0.3");
 	fx_sleep_progress(&F, 500);
 	for (i = 0; i < 20; i++)
-		open_n += !closed_within(fds[i], 1, NULL);
+		open_n += !closed_within(&F, fds[i], 1, NULL);
 	ck_assert_int_eq(open_n, 4);
 	ck_assert_int_eq(write_one(20000, &d), 0);
 	for (i = 0; i < 20; i++)
@@ -289,14 +203,14 @@ START_TEST(hello_records_freed)
 	setup_opts(NULL);
 	ck_assert_int_eq(write_one(20000, &d), 0);
 	for (i = 0; i < 1000; i++) {
-		size_t got = 0;
-		int fd = raw_connect("127.0.0.4");
+		struct frame in = {.n = 0};
+		int fd = raw_connect(&F, "127.0.0.4");
 
 		snprintf(name, sizeof(name), "fake%u", i);
 		snprintf(addr, sizeof(addr), "127.0.0.5:%u", 1000 + i);
 		hello(&f, 0x10000 + i, name, addr);
 		raw_send(fd, f.b, f.n);
-		while (!got && !closed_within(fd, 1, &got))
+		while (!in.n && !closed_within(&F, fd, 1, &in))
 			;
 		close(fd);
 		fx_progress(&F);
@@ -365,7 +279,7 @@ START_TEST(keepalive_on_sessions)
 
 	setup_opts(&(struct fx_opts){.b_handshake_timeout_ms = 60000});
 	ck_assert_int_eq(write_one(20000, &d), 0);
-	fd = raw_connect("127.0.0.6");
+	fd = raw_connect(&F, "127.0.0.6");
 	fx_sleep_progress(&F, 200);
 	ina = keepalive_set(F.a, &na);
 	inb = keepalive_set(F.b, &nb);

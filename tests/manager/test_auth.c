@@ -19,6 +19,7 @@
 
 #include "src/manager.h"
 #include "tests/manager/fixture.h"
+#include "tests/manager/rawctl.h"
 
 #define MiB (1u << 20)
 
@@ -101,49 +102,6 @@ static int write_one(unsigned ms, struct fx_done *d)
 
 /* ---- a raw client ---- */
 
-struct frame {
-	unsigned char b[4096];
-	size_t n;
-};
-
-static void put(struct frame *f, const void *p, size_t n)
-{
-	ck_assert_uint_le(f->n + n, sizeof(f->b));
-	memcpy(f->b + f->n, p, n);
-	f->n += n;
-}
-
-static void put_le(struct frame *f, uint64_t v, unsigned bytes)
-{
-	for (unsigned i = 0; i < bytes; i++) {
-		unsigned char c = (unsigned char)(v >> (8 * i));
-
-		put(f, &c, 1);
-	}
-}
-
-static void put_str(struct frame *f, const char *s)
-{
-	put_le(f, strlen(s), 2);
-	put(f, s, strlen(s));
-}
-
-static void frame_start(struct frame *f, uint16_t type)
-{
-	f->n = 0;
-	put_le(f, 0, 4);
-	put_le(f, type, 2);
-	put_le(f, 2, 2); /* CTL_VERSION */
-}
-
-static void frame_end(struct frame *f)
-{
-	uint32_t len = (uint32_t)(f->n - 8);
-
-	for (unsigned i = 0; i < 4; i++)
-		f->b[i] = (unsigned char)(len >> (8 * i));
-}
-
 /* HELLO with the auth flag and a nonce; *hello_h gets the body's hash. */
 static void hello(struct frame *f, uint64_t node, const char *name,
 		  const char *addr, bool auth, unsigned char hello_h[RY__MAC])
@@ -163,48 +121,6 @@ static void hello(struct frame *f, uint64_t node, const char *name,
 	frame_end(f);
 	if (hello_h)
 		ry__auth_hash_hello(f->b + 8, f->n - 8, hello_h);
-}
-
-static int raw_connect(const char *src)
-{
-	struct sockaddr_in sa = {.sin_family = AF_INET};
-	char host[64];
-	unsigned port;
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	ck_assert_int_ge(fd, 0);
-	inet_pton(AF_INET, src, &sa.sin_addr);
-	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	ck_assert_int_eq(sscanf(F.b_addr, "%63[^:]:%u", host, &port), 2);
-	inet_pton(AF_INET, host, &sa.sin_addr);
-	sa.sin_port = htons((uint16_t)port);
-	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	return fd;
-}
-
-static void raw_send(int fd, const void *p, size_t n)
-{
-	ck_assert_int_eq(send(fd, p, n, MSG_NOSIGNAL), (ssize_t)n);
-}
-
-/* Progress both managers until b closes fd (true) or ms pass; what b
- * sends is appended to in (if not NULL). */
-static bool closed_within(int fd, unsigned ms, struct frame *in)
-{
-	uint64_t end = fx_now_ns() + ms * 1000000ull;
-	unsigned char buf[4096];
-
-	while (fx_now_ns() < end) {
-		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-
-		if (n == 0 || (n < 0 && errno != EAGAIN))
-			return true;
-		if (n > 0 && in)
-			put(in, buf, (size_t)n);
-		fx_progress(&F);
-		usleep(200);
-	}
-	return false;
 }
 
 /* ---- tests ---- */
@@ -310,20 +226,20 @@ START_TEST(impersonation_without_key)
 	    0);
 	ry_manager_control_addr(F.a, a_addr, sizeof(a_addr));
 	/* first in: b answers with its proof and waits for one */
-	early = raw_connect("127.0.0.1");
+	early = raw_connect(&F, "127.0.0.1");
 	hello(&f, 0x5151, "a", a_addr, true, NULL);
 	raw_send(early, f.b, f.n);
 	in.n = 0;
-	ck_assert(!closed_within(early, 500, &in));
+	ck_assert(!closed_within(&F, early, 500, &in));
 	ck_assert_uint_gt(in.n, 8 + RY__MAC);
 	ck_assert_uint_eq(npeers(F.b), 0); /* nothing decided yet */
 	/* the real a connects, proves the key and works meanwhile */
 	ck_assert_int_eq(write_one(20000, &d), 0);
 	for (i = 0; i < 4; i++) {
-		fd = raw_connect("127.0.0.1");
+		fd = raw_connect(&F, "127.0.0.1");
 		hello(&f, 0x6161 + i, "a", a_addr, i % 2, NULL);
 		raw_send(fd, f.b, f.n);
-		ck_assert(closed_within(fd, 10000, NULL));
+		ck_assert(closed_within(&F, fd, 10000, NULL));
 		close(fd);
 	}
 	/* the early session's proof is made up: refused, nothing changed */
@@ -332,7 +248,7 @@ START_TEST(impersonation_without_key)
 		put_le(&auth, 0xa5, 1);
 	frame_end(&auth);
 	raw_send(early, auth.b, auth.n);
-	ck_assert(closed_within(early, 10000, NULL));
+	ck_assert(closed_within(&F, early, 10000, NULL));
 	close(early);
 	/* the rest from this source within 10 s are counted, not logged */
 	ck_assert(logged("peer sent no authentication"));
@@ -360,11 +276,11 @@ START_TEST(flipped_mac_closes_session)
 	ck_assert_int_eq(
 	    fx_init(&F, &(struct fx_opts){.key_a = key1, .key_b = key1}), 0);
 	ck_assert_int_eq(write_one(20000, &d), 0);
-	fd = raw_connect("127.0.0.1");
+	fd = raw_connect(&F, "127.0.0.1");
 	hello(&f, 0x7171, "raw", "127.0.0.1:9", true, hello_h);
 	raw_send(fd, f.b, f.n);
 	in.n = 0;
-	ck_assert(!closed_within(fd, 500, &in));
+	ck_assert(!closed_within(&F, fd, 500, &in));
 	ck_assert_uint_ge(in.n, 8);
 	len = in.b[0] | in.b[1] << 8 | in.b[2] << 16 | (uint32_t)in.b[3] << 24;
 	ck_assert_uint_eq(in.n, 8 + len);
@@ -395,9 +311,9 @@ START_TEST(flipped_mac_closes_session)
 		frame_end(&rej);
 		raw_send(fd, rej.b, rej.n);
 		if (i == 0)
-			ck_assert(!closed_within(fd, 500, NULL));
+			ck_assert(!closed_within(&F, fd, 500, NULL));
 		else
-			ck_assert(closed_within(fd, 10000, NULL));
+			ck_assert(closed_within(&F, fd, 10000, NULL));
 	}
 	close(fd);
 	ck_assert(logged("bad MAC"));
@@ -414,11 +330,11 @@ START_TEST(version_mismatch_named)
 	int fd;
 
 	ck_assert_int_eq(fx_init(&F, NULL), 0);
-	fd = raw_connect("127.0.0.1");
+	fd = raw_connect(&F, "127.0.0.1");
 	hello(&f, 0x8181, "old", "127.0.0.1:9", false, NULL);
 	f.b[6] = 1; /* version 1 */
 	raw_send(fd, f.b, f.n);
-	ck_assert(closed_within(fd, 10000, NULL));
+	ck_assert(closed_within(&F, fd, 10000, NULL));
 	close(fd);
 	ck_assert_msg(logged("control protocol version 1, this node speaks 2"),
 		      "%s", logbuf);

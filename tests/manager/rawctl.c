@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* The raw control-channel client (rawctl.h). */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "tests/manager/rawctl.h"
+
+void put(struct frame *f, const void *p, size_t n)
+{
+	ck_assert_uint_le(f->n + n, sizeof(f->b));
+	memcpy(f->b + f->n, p, n);
+	f->n += n;
+}
+
+void put_le(struct frame *f, uint64_t v, unsigned bytes)
+{
+	for (unsigned i = 0; i < bytes; i++) {
+		unsigned char c = (unsigned char)(v >> (8 * i));
+
+		put(f, &c, 1);
+	}
+}
+
+void put_str(struct frame *f, const char *s)
+{
+	put_le(f, strlen(s), 2);
+	put(f, s, strlen(s));
+}
+
+void frame_start(struct frame *f, uint16_t type)
+{
+	f->n = 0;
+	put_le(f, 0, 4);
+	put_le(f, type, 2);
+	put_le(f, 2, 2); /* CTL_VERSION */
+}
+
+void frame_end(struct frame *f)
+{
+	uint32_t len = (uint32_t)(f->n - 8);
+
+	for (unsigned i = 0; i < 4; i++)
+		f->b[i] = (unsigned char)(len >> (8 * i));
+}
+
+int raw_connect(struct fx *fx, const char *src)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	char host[64];
+	unsigned port;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	ck_assert_int_ge(fd, 0);
+	inet_pton(AF_INET, src, &sa.sin_addr);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(sscanf(fx->b_addr, "%63[^:]:%u", host, &port), 2);
+	inet_pton(AF_INET, host, &sa.sin_addr);
+	sa.sin_port = htons((uint16_t)port);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+void raw_send(int fd, const void *p, size_t n)
+{
+	ck_assert_int_eq(send(fd, p, n, MSG_NOSIGNAL), (ssize_t)n);
+}
+
+bool closed_within(struct fx *fx, int fd, unsigned ms, struct frame *in)
+{
+	uint64_t end = fx_now_ns() + ms * 1000000ull;
+	unsigned char buf[4096];
+
+	while (fx_now_ns() < end) {
+		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+		if (n == 0 || (n < 0 && errno != EAGAIN))
+			return true;
+		if (n > 0 && in)
+			put(in, buf, (size_t)n);
+		fx_progress(fx);
+		usleep(200);
+	}
+	return false;
+}

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * A raw control-channel client for the admission and authentication
+ * suites: frames encoded by hand (the format at the top of
+ * src/control.c), a TCP connection to the fixture's b from a chosen
+ * loopback address, and a wait for b to close it.
+ */
+#ifndef RY_TEST_RAWCTL_H
+#define RY_TEST_RAWCTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tests/manager/fixture.h"
+
+struct frame {
+	unsigned char b[4096];
+	size_t n;
+};
+
+void put(struct frame *f, const void *p, size_t n);
+void put_le(struct frame *f, uint64_t v, unsigned bytes);
+void put_str(struct frame *f, const char *s);
+/* Header with a length that frame_end fills; version 2 (CTL_VERSION). */
+void frame_start(struct frame *f, uint16_t type);
+void frame_end(struct frame *f);
+
+/* A TCP connection to fx's b's control port from src (a loopback IP). */
+int raw_connect(struct fx *fx, const char *src);
+void raw_send(int fd, const void *p, size_t n);
+/*
+ * Progress both managers until b closes fd (true) or ms pass; what b
+ * sends is appended to in (if not NULL).
+ */
+bool closed_within(struct fx *fx, int fd, unsigned ms, struct frame *in);
+
+#endif
