@@ -9,7 +9,32 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include "src/manager.h"
 #include "tests/manager/rawctl.h"
+
+unsigned npeers(struct ry_manager *m)
+{
+	unsigned n = 0;
+
+	for (struct ry_peer *p = m->m_peers; p; p = p->pr_next)
+		n++;
+	return n;
+}
+
+int write_one(struct fx *fx, bool verify, unsigned ms, struct fx_done *d)
+{
+	const size_t len = 1u << 20;
+
+	memset(d, 0, sizeof(*d));
+	fx_fill(fx->bufa, len, 7);
+	ck_assert_int_eq(ry_write(fx->ab, fx->ra, 0, fx->desc_b,
+				  (size_t)fx->desc_b_len, 0, len, fx_cb, d),
+			 0);
+	ck_assert(fx_until_done(fx, d, 1, ms));
+	if (verify && d->ok == 1)
+		ck_assert_int_eq(memcmp(fx->bufa, fx->bufb, len), 0);
+	return d->ok == 1 ? 0 : -1;
+}
 
 void put(struct frame *f, const void *p, size_t n)
 {

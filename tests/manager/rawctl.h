@@ -26,6 +26,14 @@ void put_str(struct frame *f, const char *s);
 void frame_start(struct frame *f, uint16_t type);
 void frame_end(struct frame *f);
 
+/* Peer records the manager holds. */
+unsigned npeers(struct ry_manager *m);
+/*
+ * One 1 MiB write from a to b, waited for up to ms; 0 if it succeeded
+ * (and, with verify, b holds the bytes), -1 if it failed.
+ */
+int write_one(struct fx *fx, bool verify, unsigned ms, struct fx_done *d);
+
 /* A TCP connection to fx's b's control port from src (a loopback IP). */
 int raw_connect(struct fx *fx, const char *src);
 void raw_send(int fd, const void *p, size_t n);

@@ -31,26 +31,6 @@ static void setup_opts(const struct fx_opts *o)
 	ck_assert_int_eq(fx_init(&F, o), 0);
 }
 
-static unsigned npeers(struct ry_manager *m)
-{
-	unsigned n = 0;
-
-	for (struct ry_peer *p = m->m_peers; p; p = p->pr_next)
-		n++;
-	return n;
-}
-
-static int write_one(unsigned ms, struct fx_done *d)
-{
-	memset(d, 0, sizeof(*d));
-	fx_fill(F.bufa, MiB, 7);
-	ck_assert_int_eq(ry_write(F.ab, F.ra, 0, F.desc_b, (size_t)F.desc_b_len,
-				  0, MiB, fx_cb, d),
-			 0);
-	ck_assert(fx_until_done(&F, d, 1, ms));
-	return d->ok == 1 ? 0 : -1;
-}
-
 /* ---- a raw client ---- */
 
 static void hello(struct frame *f, uint64_t node, const char *name,
@@ -74,7 +54,7 @@ START_TEST(unlisted_node_refused)
 	struct fx_done d;
 
 	setup_opts(&(struct fx_opts){.b_strict = true, .op_timeout_ms = 1500});
-	ck_assert_int_eq(write_one(20000, &d), -1);
+	ck_assert_int_eq(write_one(&F, false, 20000, &d), -1);
 	ck_assert_int_eq(d.last_err, RY_ETIMEDOUT);
 	ck_assert_msg(strstr(d.reason, "no path"), "%s", d.reason);
 	ck_assert_uint_eq(npeers(F.b), 0);
@@ -89,10 +69,10 @@ START_TEST(accept_prefix_admits)
 	struct fx_done d;
 
 	setup_opts(NULL);
-	ck_assert_int_eq(write_one(20000, &d), 0);
+	ck_assert_int_eq(write_one(&F, false, 20000, &d), 0);
 	fx_fini(&F);
 	setup_opts(&(struct fx_opts){.b_strict = true, .b_names_a = true});
-	ck_assert_int_eq(write_one(20000, &d), 0);
+	ck_assert_int_eq(write_one(&F, false, 20000, &d), 0);
 	fx_fini(&F);
 }
 END_TEST
@@ -107,7 +87,7 @@ START_TEST(impersonation_refused)
 	int fd, i;
 
 	setup_opts(&(struct fx_opts){.b_strict = true, .b_names_a = true});
-	ck_assert_int_eq(write_one(20000, &d), 0);
+	ck_assert_int_eq(write_one(&F, false, 20000, &d), 0);
 	ry_manager_control_addr(F.a, a_addr, sizeof(a_addr));
 	for (i = 0; i < 3; i++) {
 		/* admit_source passes nobody from 127.0.0.2: connect only */
@@ -118,7 +98,7 @@ START_TEST(impersonation_refused)
 		close(fd);
 	}
 	ck_assert_uint_eq(npeers(F.b), 1);
-	ck_assert_int_eq(write_one(20000, &d), 0);
+	ck_assert_int_eq(write_one(&F, false, 20000, &d), 0);
 	ck_assert_uint_eq(F.ev_a.n_conn_down + F.ev_b.n_conn_down, 0);
 	fx_fini(&F);
 }
@@ -184,7 +164,7 @@ START_TEST(per_source_bound)
 	for (i = 0; i < 20; i++)
 		open_n += !closed_within(&F, fds[i], 1, NULL);
 	ck_assert_int_eq(open_n, 4);
-	ck_assert_int_eq(write_one(20000, &d), 0);
+	ck_assert_int_eq(write_one(&F, false, 20000, &d), 0);
 	for (i = 0; i < 20; i++)
 		close(fds[i]);
 	fx_fini(&F);
@@ -201,7 +181,7 @@ START_TEST(hello_records_freed)
 	unsigned i, named = 0;
 
 	setup_opts(NULL);
-	ck_assert_int_eq(write_one(20000, &d), 0);
+	ck_assert_int_eq(write_one(&F, false, 20000, &d), 0);
 	for (i = 0; i < 1000; i++) {
 		struct frame in = {.n = 0};
 		int fd = raw_connect(&F, "127.0.0.4");
@@ -222,7 +202,7 @@ START_TEST(hello_records_freed)
 	}
 	ck_assert_uint_eq(named, 0);
 	ck_assert_uint_eq(npeers(F.b), 1);
-	ck_assert_int_eq(write_one(20000, &d), 0);
+	ck_assert_int_eq(write_one(&F, false, 20000, &d), 0);
 	fx_fini(&F);
 }
 END_TEST
@@ -278,7 +258,7 @@ START_TEST(keepalive_on_sessions)
 	int fd;
 
 	setup_opts(&(struct fx_opts){.b_handshake_timeout_ms = 60000});
-	ck_assert_int_eq(write_one(20000, &d), 0);
+	ck_assert_int_eq(write_one(&F, false, 20000, &d), 0);
 	fd = raw_connect(&F, "127.0.0.6");
 	fx_sleep_progress(&F, 200);
 	ina = keepalive_set(F.a, &na);

@@ -78,28 +78,6 @@ static void teardown(void)
 	rmdir(dir);
 }
 
-static unsigned npeers(struct ry_manager *m)
-{
-	unsigned n = 0;
-
-	for (struct ry_peer *p = m->m_peers; p; p = p->pr_next)
-		n++;
-	return n;
-}
-
-static int write_one(unsigned ms, struct fx_done *d)
-{
-	memset(d, 0, sizeof(*d));
-	fx_fill(F.bufa, MiB, 7);
-	ck_assert_int_eq(ry_write(F.ab, F.ra, 0, F.desc_b, (size_t)F.desc_b_len,
-				  0, MiB, fx_cb, d),
-			 0);
-	ck_assert(fx_until_done(&F, d, 1, ms));
-	if (d->ok == 1)
-		ck_assert_int_eq(memcmp(F.bufa, F.bufb, MiB), 0);
-	return d->ok == 1 ? 0 : -1;
-}
-
 /* ---- a raw client ---- */
 
 /* HELLO with the auth flag and a nonce; *hello_h gets the body's hash. */
@@ -136,8 +114,8 @@ START_TEST(same_key_works)
 						       .b_strict = true,
 						       .b_names_a = true}),
 			 0);
-	ck_assert_int_eq(write_one(20000, &d), 0);
-	ck_assert_int_eq(write_one(20000, &d), 0);
+	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
+	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
 	ck_assert_uint_eq(F.ev_a.n_conn_down + F.ev_b.n_conn_down, 0);
 	ck_assert(!logged("refused"));
 	fx_fini(&F);
@@ -154,7 +132,7 @@ START_TEST(different_keys_refused)
 						       .key_b = key2,
 						       .op_timeout_ms = 1500}),
 			 0);
-	ck_assert_int_eq(write_one(20000, &d), -1);
+	ck_assert_int_eq(write_one(&F, true, 20000, &d), -1);
 	ck_assert_uint_eq(npeers(F.b), 0);
 	ck_assert_msg(logged("session to 127.0.0.1 refused: authentication "
 			     "failed: the peer's key differs"),
@@ -175,7 +153,7 @@ START_TEST(key_one_side_refused)
 	ck_assert_int_eq(fx_init(&F, &(struct fx_opts){.key_a = key1,
 						       .op_timeout_ms = 1500}),
 			 0);
-	ck_assert_int_eq(write_one(20000, &d), -1);
+	ck_assert_int_eq(write_one(&F, true, 20000, &d), -1);
 	ck_assert_uint_eq(npeers(F.b), 0);
 	ck_assert_msg(logged("from 127.0.0.1 refused: the peer uses key_file; "
 			     "this node has none"),
@@ -191,7 +169,7 @@ START_TEST(key_one_side_refused)
 	ck_assert_int_eq(fx_init(&F, &(struct fx_opts){.key_b = key1,
 						       .op_timeout_ms = 1500}),
 			 0);
-	ck_assert_int_eq(write_one(20000, &d), -1);
+	ck_assert_int_eq(write_one(&F, true, 20000, &d), -1);
 	ck_assert_uint_eq(npeers(F.b), 0);
 	ck_assert_msg(logged("from 127.0.0.1 refused: peer sent no "
 			     "authentication; this node requires key_file"),
@@ -234,7 +212,7 @@ START_TEST(impersonation_without_key)
 	ck_assert_uint_gt(in.n, 8 + RY__MAC);
 	ck_assert_uint_eq(npeers(F.b), 0); /* nothing decided yet */
 	/* the real a connects, proves the key and works meanwhile */
-	ck_assert_int_eq(write_one(20000, &d), 0);
+	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
 	for (i = 0; i < 4; i++) {
 		fd = raw_connect(&F, "127.0.0.1");
 		hello(&f, 0x6161 + i, "a", a_addr, i % 2, NULL);
@@ -253,7 +231,7 @@ START_TEST(impersonation_without_key)
 	/* the rest from this source within 10 s are counted, not logged */
 	ck_assert(logged("peer sent no authentication"));
 	ck_assert_uint_eq(npeers(F.b), 1);
-	ck_assert_int_eq(write_one(20000, &d), 0);
+	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
 	ck_assert_uint_eq(F.ev_a.n_conn_down + F.ev_b.n_conn_down, 0);
 	fx_fini(&F);
 }
@@ -275,7 +253,7 @@ START_TEST(flipped_mac_closes_session)
 
 	ck_assert_int_eq(
 	    fx_init(&F, &(struct fx_opts){.key_a = key1, .key_b = key1}), 0);
-	ck_assert_int_eq(write_one(20000, &d), 0);
+	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
 	fd = raw_connect(&F, "127.0.0.1");
 	hello(&f, 0x7171, "raw", "127.0.0.1:9", true, hello_h);
 	raw_send(fd, f.b, f.n);
@@ -317,7 +295,7 @@ START_TEST(flipped_mac_closes_session)
 	}
 	close(fd);
 	ck_assert(logged("bad MAC"));
-	ck_assert_int_eq(write_one(20000, &d), 0);
+	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
 	ck_assert_uint_eq(F.ev_a.n_conn_down + F.ev_b.n_conn_down, 0);
 	fx_fini(&F);
 }
