@@ -95,6 +95,33 @@ int ry_peer_counters(struct ry_peer *p, struct ry_counters *out)
 	return 0;
 }
 
+int ry_peer_info(struct ry_peer *p, struct ry_peer_info *out)
+{
+	struct ry_peer_info pi = {0};
+	struct ry_manager *m;
+
+	if (!p || !out)
+		return -EINVAL;
+	m = p->pr_mgr;
+	pthread_mutex_lock(&m->m_lock);
+	pi.ready = p->pr_state == PEER_READY;
+	pi.incarnation = p->pr_node;
+	for (unsigned i = 0; i < m->m_nrails; i++) {
+		const struct ry__conn *c = &p->pr_conns[i];
+
+		if (c->cn_state == CONN_UNPAIRED)
+			continue;
+		pi.rails_paired++;
+		if (c->cn_lrail->lr_link == RY_LINK_UP)
+			pi.rails_usable++;
+		if (c->cn_state == CONN_ACTIVE)
+			pi.rails_active++;
+	}
+	pthread_mutex_unlock(&m->m_lock);
+	*out = pi;
+	return 0;
+}
+
 int ry_rail_info(struct ry_manager *m, const char *rail,
 		 struct ry_rail_info *out)
 {

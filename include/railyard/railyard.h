@@ -198,6 +198,21 @@ RY_API int ry_peer_get(struct ry_manager *mgr, const char *name_or_addr,
 /* The peer's name (as configured, or the address it was added by). */
 RY_API const char *ry_peer_name(const struct ry_peer *peer);
 
+/*
+ * A peer's connection state, for waiting until every rail is up before a
+ * measurement or for a status page.  Paired rails are the local rails on a
+ * network the peer also has (known once the control session is ready).
+ * Errors: -EINVAL.
+ */
+struct ry_peer_info {
+	bool ready;	       /* control session up, rail lists exchanged */
+	unsigned rails_paired; /* local rails the peer shares */
+	unsigned rails_usable; /* of those, local link up */
+	unsigned rails_active; /* of those, carrying traffic */
+	uint64_t incarnation;  /* the peer process's id, 0 until its HELLO */
+};
+RY_API int ry_peer_info(struct ry_peer *peer, struct ry_peer_info *out);
+
 /* ---- operations ---- */
 
 struct ry_completion {

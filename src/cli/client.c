@@ -203,6 +203,7 @@ static int run_client(int argc, char **argv, bool drill)
 		goto out;
 	if (cli_session_fetch_target(s, 10000))
 		goto out;
+	cli_session_wait_rails(s, 5000);
 	fprintf(live, "%s to %s: %zu-byte operations, %u in flight, %d rails\n",
 		drill ? "drill" : "bench", ry_peer_name(peer), a.o.size,
 		a.o.depth, ry_rail_count(mgr));

@@ -551,6 +551,28 @@ int cli_session_fetch_target(struct cli_session *s, int timeout_ms)
 	return 0;
 }
 
+int cli_session_wait_rails(struct cli_session *s, int timeout_ms)
+{
+	double end = now_s() + timeout_ms / 1e3;
+	struct ry_peer_info pi = {0};
+
+	for (;;) {
+		ry_peer_info(s->peer, &pi);
+		if ((pi.ready && pi.rails_active >= pi.rails_usable) ||
+		    now_s() >= end)
+			break;
+		pump(s, 10);
+	}
+	if (pi.rails_active >= pi.rails_usable)
+		return 0;
+	fprintf(stderr,
+		"railyard: %u of %u rails to %s connected after %d ms; "
+		"starting with those\n",
+		pi.rails_active, pi.rails_usable, ry_peer_name(s->peer),
+		timeout_ms);
+	return (int)(pi.rails_usable - pi.rails_active);
+}
+
 int cli_session_set_target(struct cli_session *s, const void *desc, size_t len)
 {
 	int ret = ry_desc_check(desc, len);

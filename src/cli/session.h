@@ -58,6 +58,13 @@ void cli_session_destroy(struct cli_session *s);
 /* Ask the peer (a railyard serve) for its target region; waits up to
  * timeout_ms.  -ETIMEDOUT with a message on stderr when it does not answer. */
 int cli_session_fetch_target(struct cli_session *s, int timeout_ms);
+/*
+ * Wait up to timeout_ms for every rail the peer shares (link up) to carry
+ * traffic, so that a measurement starts from the whole set and a rail that
+ * connects a moment later is not reported as a reconnect.  Returns the
+ * number of such rails still not connected (0: all), after saying so.
+ */
+int cli_session_wait_rails(struct cli_session *s, int timeout_ms);
 /* Use a descriptor obtained some other way (the in-process demo). */
 int cli_session_set_target(struct cli_session *s, const void *desc, size_t len);
 

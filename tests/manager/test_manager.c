@@ -994,6 +994,7 @@ END_TEST
 
 START_TEST(partial_rail_pairing)
 {
+	struct ry_peer_info pi;
 	struct ry_counters c;
 
 	setup_opts(&(struct fx_opts){.nrails_a = 3,
@@ -1009,6 +1010,21 @@ START_TEST(partial_rail_pairing)
 	ck_assert_int_eq(ry_rail_counters(F.a, "r2", &c), 0);
 	ck_assert_uint_gt(c.bytes, 0);
 	ck_assert_int_eq(ry_rail_counters(F.a, "nope", &c), -ENOENT);
+	/* two of a's three rails are paired with b, both carrying traffic;
+	 * a link taken down stays paired but is no longer usable */
+	ck_assert_int_eq(ry_peer_info(F.ab, &pi), 0);
+	ck_assert(pi.ready);
+	ck_assert_uint_ne(pi.incarnation, 0);
+	ck_assert_uint_eq(pi.rails_paired, 2);
+	ck_assert_uint_eq(pi.rails_usable, 2);
+	ck_assert_uint_eq(pi.rails_active, 2);
+	ck_assert_int_eq(ry_rail_link(F.a, "r2", false), 0);
+	fx_progress(&F);
+	ck_assert_int_eq(ry_peer_info(F.ab, &pi), 0);
+	ck_assert_uint_eq(pi.rails_paired, 2);
+	ck_assert_uint_eq(pi.rails_usable, 1);
+	ck_assert_uint_le(pi.rails_active, 1);
+	ck_assert_int_eq(ry_peer_info(NULL, &pi), -EINVAL);
 	teardown();
 }
 END_TEST
