@@ -261,6 +261,31 @@ struct ry__op {
 	bool op_on_sched;
 	bool op_on_msgq;
 	bool op_parked; /* on pr_parked: unknown incarnation */
+	/* vectored ops (op.c): NULL for one local region (op_region) */
+	struct ry__seg *op_segs;
+	uint32_t op_nsegs;
+};
+
+/*
+ * A vectored op's pieces: one local range and the remote range it maps to.
+ * Fragments are counted per piece and never cross one, so a fragment is
+ * always one SGE (rails take one per WR).
+ */
+struct ry__seg {
+	struct ry_region *sg_mr;
+	size_t sg_off;	  /* in sg_mr */
+	uint64_t sg_roff; /* from op_raddr */
+	uint64_t sg_len;
+	uint32_t sg_first; /* its first fragment */
+};
+
+/* Where fragments [first, first + n) of an op lie, as far as one piece. */
+struct ry__span {
+	struct ry_region *sp_mr;
+	size_t sp_loff;	  /* in sp_mr */
+	uint64_t sp_roff; /* from op_raddr */
+	uint32_t sp_bytes;
+	uint32_t sp_n; /* fragments, <= n */
 };
 
 struct ry__lrail;
@@ -507,6 +532,9 @@ void ry__op_release(struct ry_manager *m, struct ry__op *op);
 void ry__op_park(struct ry_peer *p, struct ry__op *op);
 void ry__op_unpark_all(struct ry_peer *p);
 void ry__op_fill(struct ry_completion *c, const struct ry__op *op);
+/* The first piece of fragments [first, first + n): sp->sp_n of them. */
+void ry__op_span(const struct ry__op *op, uint32_t first, uint32_t n,
+		 struct ry__span *sp);
 
 /* stripe.c */
 void ry__stripe(struct ry_peer *p);

@@ -1,7 +1,14 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Operations: posting (ry_write, ry_read, ry_write_notify, ry_send), the
+ * Operations: posting (ry_write, ry_read, ry_write_notify, ry_send, and
+ * the vectored ry_writev, ry_readv, ry_write_notifyv, ry_readv_gather), the
  * op state machine, timeouts, and completion.
+ *
+ * A vectored op is cut into pieces (struct ry__seg) wherever its local or
+ * remote list has a boundary; adjacent pieces are merged.  Its fragments
+ * are numbered piece by piece and never cross a piece, so each WR is one
+ * SGE and replay (fragment ranges) works as for any op; ry__op_span() maps
+ * fragments to memory for the scheduler.
  *
  * Op state machine (enum ry__op_state):
  *
@@ -18,6 +25,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "src/manager.h"
@@ -95,6 +103,8 @@ static void complete(struct ry__op *op)
 	op->op_state = OPS_DONE;
 	if (op->op_region)
 		op->op_region->rg_users--;
+	for (uint32_t i = 0; i < op->op_nsegs; i++)
+		op->op_segs[i].sg_mr->rg_users--;
 	if (op->op_seq)
 		ry__tx_seq_done(p, op->op_seq);
 	if (op->op_slot != ~0u) {
@@ -323,6 +333,9 @@ void ry__op_cancel_all(struct ry_peer *p)
 
 void ry__op_release(struct ry_manager *m, struct ry__op *op)
 {
+	free(op->op_segs);
+	op->op_segs = NULL;
+	op->op_nsegs = 0;
 	ry__pool_put(&m->m_op_pool, op);
 }
 
@@ -345,6 +358,8 @@ static struct ry__op *op_new(struct ry_peer *p, enum ry__op_type type,
 	op->op_cb = cb;
 	op->op_ctx = ctx;
 	op->op_state = OPS_WAITING;
+	op->op_segs = NULL;
+	op->op_nsegs = 0;
 	return op;
 }
 
@@ -364,6 +379,55 @@ static void enqueue(struct ry_peer *p, struct ry__op *op)
 	ry__stripe(p);
 }
 
+/* The remote descriptor, checked for the access the op needs. */
+static int rdma_desc(enum ry__op_type type, const void *desc, size_t dlen,
+		     struct ry__desc *d)
+{
+	unsigned need;
+	int ret;
+
+	ret = ry__desc_unpack(desc, dlen, d);
+	if (ret)
+		return ret;
+	need = type == OP_READ ? RY_MR_REMOTE_READ : RY_MR_REMOTE_WRITE;
+	return d->d_access & need ? 0 : -EACCES;
+}
+
+/* A new RDMA op with its remote side, m_lock held; NULL with *ret set. */
+static struct ry__op *rdma_op_new(struct ry_peer *p, enum ry__op_type type,
+				  const struct ry__desc *d, bool notify,
+				  uint64_t nval, ry_complete_fn cb, void *ctx,
+				  int *ret)
+{
+	struct ry_manager *m = p->pr_mgr;
+	struct ry__op *op;
+
+	if (m->m_closing) {
+		*ret = -ESHUTDOWN;
+		return NULL;
+	}
+	op = op_new(p, type, cb, ctx);
+	if (!op) {
+		*ret = -ENOMEM;
+		return NULL;
+	}
+	if (notify) {
+		op->op_slot = ry__slot_get(m);
+		if (op->op_slot == ~0u) {
+			ry__op_release(m, op);
+			*ret = -EAGAIN;
+			return NULL;
+		}
+		op->op_notify = true;
+		op->op_notify_val = nval;
+	}
+	op->op_raddr = d->d_addr;
+	op->op_rmask = d->d_mask;
+	memcpy(op->op_rkey, d->d_rkey, sizeof(op->op_rkey));
+	op->op_rnode = d->d_node;
+	return op;
+}
+
 static int post_rdma(struct ry_peer *p, enum ry__op_type type,
 		     struct ry_region *rg, size_t loff, const void *desc,
 		     size_t dlen, size_t roff, size_t len, bool notify,
@@ -372,8 +436,7 @@ static int post_rdma(struct ry_peer *p, enum ry__op_type type,
 	struct ry_manager *m;
 	struct ry__desc d;
 	struct ry__op *op;
-	unsigned need;
-	int ret;
+	int ret = 0;
 
 	if (!p || !rg || !desc || !len || rg->rg_mgr != p->pr_mgr)
 		return -EINVAL;
@@ -382,43 +445,21 @@ static int post_rdma(struct ry_peer *p, enum ry__op_type type,
 		return -EMSGSIZE;
 	if (loff > rg->rg_len || len > rg->rg_len - loff)
 		return -EINVAL;
-	ret = ry__desc_unpack(desc, dlen, &d);
+	ret = rdma_desc(type, desc, dlen, &d);
 	if (ret)
 		return ret;
 	if (roff > d.d_len || len > d.d_len - roff)
 		return -EINVAL;
-	need = type == OP_READ ? RY_MR_REMOTE_READ : RY_MR_REMOTE_WRITE;
-	if (!(d.d_access & need))
-		return -EACCES;
 
 	pthread_mutex_lock(&m->m_lock);
-	if (m->m_closing) {
-		ret = -ESHUTDOWN;
+	op = rdma_op_new(p, type, &d, notify, nval, cb, ctx, &ret);
+	if (!op)
 		goto out;
-	}
-	op = op_new(p, type, cb, ctx);
-	if (!op) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	if (notify) {
-		op->op_slot = ry__slot_get(m);
-		if (op->op_slot == ~0u) {
-			ry__op_release(m, op);
-			ret = -EAGAIN;
-			goto out;
-		}
-		op->op_notify = true;
-		op->op_notify_val = nval;
-	}
 	op->op_region = rg;
 	rg->rg_users++;
 	op->op_local_off = loff;
 	op->op_len = len;
-	op->op_raddr = d.d_addr + roff;
-	op->op_rmask = d.d_mask;
-	memcpy(op->op_rkey, d.d_rkey, sizeof(op->op_rkey));
-	op->op_rnode = d.d_node;
+	op->op_raddr += roff;
 	op->op_nfrags = (uint32_t)((len + m->m_cfg.fragment_size - 1) /
 				   m->m_cfg.fragment_size);
 	enqueue(p, op);
@@ -450,6 +491,257 @@ int ry_write_notify(struct ry_peer *p, struct ry_region *local,
 {
 	return post_rdma(p, OP_WRITE, local, local_off, desc, desc_len,
 			 remote_off, len, true, notify, cb, context);
+}
+
+/* ---- vectored operations ---- */
+
+void ry__op_span(const struct ry__op *op, uint32_t first, uint32_t n,
+		 struct ry__span *sp)
+{
+	const uint64_t fs = op->op_peer->pr_mgr->m_cfg.fragment_size;
+	const struct ry__seg *sg;
+	uint32_t lo = 0, hi, end_frag;
+	uint64_t off, end;
+
+	if (!op->op_segs) {
+		off = (uint64_t)first * fs;
+		end = (uint64_t)(first + n) * fs;
+		if (end > op->op_len)
+			end = op->op_len;
+		sp->sp_mr = op->op_region;
+		sp->sp_loff = op->op_local_off + off;
+		sp->sp_roff = off;
+		sp->sp_bytes = (uint32_t)(end - off);
+		sp->sp_n = n;
+		return;
+	}
+	/* the last piece starting at or before `first` */
+	hi = op->op_nsegs;
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (op->op_segs[mid].sg_first <= first)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	sg = &op->op_segs[lo];
+	end_frag = lo + 1 < op->op_nsegs ? op->op_segs[lo + 1].sg_first
+					 : op->op_nfrags;
+	if (n > end_frag - first)
+		n = end_frag - first;
+	off = (uint64_t)(first - sg->sg_first) * fs;
+	end = off + (uint64_t)n * fs;
+	if (end > sg->sg_len)
+		end = sg->sg_len;
+	sp->sp_mr = sg->sg_mr;
+	sp->sp_loff = sg->sg_off + off;
+	sp->sp_roff = sg->sg_roff + off;
+	sp->sp_bytes = (uint32_t)(end - off);
+	sp->sp_n = n;
+}
+
+/* The local list's total, each entry checked; 0 or -EINVAL. */
+static int iov_total(struct ry_manager *m, const struct ry_iov *iov, int iovcnt,
+		     uint64_t *total)
+{
+	uint64_t t = 0;
+	int i;
+
+	if (!iov || iovcnt < 1 || iovcnt > RY_IOV_MAX)
+		return -EINVAL;
+	for (i = 0; i < iovcnt; i++) {
+		const struct ry_iov *v = &iov[i];
+
+		if (!v->mr || v->mr->rg_mgr != m || v->off > v->mr->rg_len ||
+		    v->len > v->mr->rg_len - v->off)
+			return -EINVAL;
+		t += v->len;
+	}
+	*total = t;
+	return 0;
+}
+
+/* The remote list's total, each entry inside the descriptor. */
+static int riov_total(const struct ry__desc *d, const struct ry_riov *riov,
+		      int riovcnt, uint64_t *total)
+{
+	uint64_t t = 0;
+	int i;
+
+	if (!riov || riovcnt < 1 || riovcnt > RY_IOV_MAX)
+		return -EINVAL;
+	for (i = 0; i < riovcnt; i++) {
+		if (riov[i].off > d->d_len ||
+		    riov[i].len > d->d_len - riov[i].off)
+			return -EINVAL;
+		t += riov[i].len;
+	}
+	*total = t;
+	return 0;
+}
+
+/*
+ * Cut the two lists into pieces where either has a boundary, merging
+ * pieces adjacent on both sides; fragments are numbered per piece.
+ */
+static struct ry__seg *build_segs(const struct ry_iov *iov, int iovcnt,
+				  const struct ry_riov *riov, int riovcnt,
+				  uint32_t fs, uint32_t *nsegs,
+				  uint32_t *nfrags)
+{
+	struct ry__seg *segs =
+	    malloc((size_t)(iovcnt + riovcnt) * sizeof(*segs));
+	uint64_t lused = 0, rused = 0;
+	uint32_t n = 0, frags = 0;
+	int i = 0, j = 0;
+
+	if (!segs)
+		return NULL;
+	for (;;) {
+		struct ry__seg *prev = n ? &segs[n - 1] : NULL;
+		uint64_t take, loff, roff;
+
+		while (i < iovcnt && lused == iov[i].len) {
+			i++;
+			lused = 0;
+		}
+		while (j < riovcnt && rused == riov[j].len) {
+			j++;
+			rused = 0;
+		}
+		if (i == iovcnt || j == riovcnt)
+			break;
+		take = iov[i].len - lused;
+		if (take > riov[j].len - rused)
+			take = riov[j].len - rused;
+		loff = iov[i].off + lused;
+		roff = riov[j].off + rused;
+		if (prev && prev->sg_mr == iov[i].mr &&
+		    prev->sg_off + prev->sg_len == loff &&
+		    prev->sg_roff + prev->sg_len == roff) {
+			prev->sg_len += take;
+		} else {
+			segs[n++] = (struct ry__seg){.sg_mr = iov[i].mr,
+						     .sg_off = loff,
+						     .sg_roff = roff,
+						     .sg_len = take};
+		}
+		lused += take;
+		rused += take;
+	}
+	for (i = 0; i < (int)n; i++) {
+		segs[i].sg_first = frags;
+		frags += (uint32_t)((segs[i].sg_len + fs - 1) / fs);
+	}
+	*nsegs = n;
+	*nfrags = frags;
+	return segs;
+}
+
+static int post_vec(struct ry_peer *p, enum ry__op_type type,
+		    const struct ry_iov *iov, int iovcnt, const void *desc,
+		    size_t dlen, const struct ry_riov *riov, int riovcnt,
+		    size_t roff, bool notify, uint64_t nval, ry_complete_fn cb,
+		    void *ctx)
+{
+	struct ry_riov one;
+	struct ry_manager *m;
+	struct ry__seg *segs;
+	struct ry__desc d;
+	struct ry__op *op;
+	uint64_t total, rtotal;
+	uint32_t nsegs, nfrags, i;
+	int ret;
+
+	if (!p || !desc)
+		return -EINVAL;
+	m = p->pr_mgr;
+	ret = iov_total(m, iov, iovcnt, &total);
+	if (ret)
+		return ret;
+	if (!total)
+		return -EINVAL;
+	if (total > m->m_cfg.max_op_size)
+		return -EMSGSIZE;
+	ret = rdma_desc(type, desc, dlen, &d);
+	if (ret)
+		return ret;
+	if (!riov) {
+		one = (struct ry_riov){.off = roff, .len = total};
+		riov = &one;
+		riovcnt = 1;
+	}
+	ret = riov_total(&d, riov, riovcnt, &rtotal);
+	if (ret)
+		return ret;
+	if (rtotal != total)
+		return -EINVAL;
+	segs = build_segs(iov, iovcnt, riov, riovcnt, m->m_cfg.fragment_size,
+			  &nsegs, &nfrags);
+	if (!segs)
+		return -ENOMEM;
+
+	pthread_mutex_lock(&m->m_lock);
+	op = rdma_op_new(p, type, &d, notify, nval, cb, ctx, &ret);
+	if (!op) {
+		free(segs);
+		goto out;
+	}
+	op->op_len = total;
+	op->op_nfrags = nfrags;
+	if (nsegs == 1) {
+		/* one piece: the plain op */
+		op->op_region = segs[0].sg_mr;
+		op->op_region->rg_users++;
+		op->op_local_off = segs[0].sg_off;
+		op->op_raddr += segs[0].sg_roff;
+		free(segs);
+	} else {
+		op->op_segs = segs;
+		op->op_nsegs = nsegs;
+		for (i = 0; i < nsegs; i++)
+			segs[i].sg_mr->rg_users++;
+	}
+	enqueue(p, op);
+out:
+	pthread_mutex_unlock(&m->m_lock);
+	return ret;
+}
+
+int ry_writev(struct ry_peer *p, const struct ry_iov *iov, int iovcnt,
+	      const void *desc, size_t desc_len, size_t remote_off,
+	      ry_complete_fn cb, void *context)
+{
+	return post_vec(p, OP_WRITE, iov, iovcnt, desc, desc_len, NULL, 0,
+			remote_off, false, 0, cb, context);
+}
+
+int ry_readv(struct ry_peer *p, const struct ry_iov *iov, int iovcnt,
+	     const void *desc, size_t desc_len, size_t remote_off,
+	     ry_complete_fn cb, void *context)
+{
+	return post_vec(p, OP_READ, iov, iovcnt, desc, desc_len, NULL, 0,
+			remote_off, false, 0, cb, context);
+}
+
+int ry_write_notifyv(struct ry_peer *p, const struct ry_iov *iov, int iovcnt,
+		     const void *desc, size_t desc_len, size_t remote_off,
+		     uint64_t notify, ry_complete_fn cb, void *context)
+{
+	return post_vec(p, OP_WRITE, iov, iovcnt, desc, desc_len, NULL, 0,
+			remote_off, true, notify, cb, context);
+}
+
+int ry_readv_gather(struct ry_peer *p, const struct ry_iov *iov, int iovcnt,
+		    const void *desc, size_t desc_len,
+		    const struct ry_riov *riov, int riovcnt, ry_complete_fn cb,
+		    void *context)
+{
+	if (!riov)
+		return -EINVAL;
+	return post_vec(p, OP_READ, iov, iovcnt, desc, desc_len, riov, riovcnt,
+			0, false, 0, cb, context);
 }
 
 int ry_send(struct ry_peer *p, const void *buf, size_t len, ry_complete_fn cb,

@@ -9,7 +9,8 @@
  * gets less.  The rate is not measured separately: a rail that drains
  * slower than its share keeps more bytes outstanding, so it is picked
  * less until it catches up -- completions clock each rail's queue.  Up to
- * frags_per_wr adjacent fragments of one op share a work request; no
+ * frags_per_wr adjacent fragments of one op (of one piece of a vectored
+ * op: one SGE) share a work request; no
  * connection gets more than wr_per_qp work requests outstanding.
  *
  * Nor does a backlogged connection get more fragments: once it holds twice
@@ -230,7 +231,6 @@ static bool discard(struct ry_peer *p, struct ry__op *op)
 void ry__stripe(struct ry_peer *p)
 {
 	struct ry_manager *m = p->pr_mgr;
-	const uint32_t fs = m->m_cfg.fragment_size;
 	const uint32_t fpw = m->m_cfg.frags_per_wr;
 	const unsigned max_wrs = m->m_cfg.wr_per_qp;
 	struct batch bt[RY_MAX_RAILS];
@@ -251,12 +251,12 @@ void ry__stripe(struct ry_peer *p)
 
 	for (;;) {
 		struct ry__range *rn = p->pr_replay_head;
+		struct ry__span sp;
 		struct ry__op *op;
 		struct ry_send_wr *s;
 		struct ry__wr *w;
 		struct batch *b;
 		uint32_t first, n, nf;
-		uint64_t off, end;
 
 		if (rn) {
 			op = rn->rn_op;
@@ -270,13 +270,10 @@ void ry__stripe(struct ry_peer *p)
 		}
 		if (discard(p, op))
 			continue; /* ry__op_fail() took its fragments out */
-		nf = n < fpw ? n : fpw;
-		off = (uint64_t)first * fs;
-		end = (uint64_t)(first + nf) * fs;
-		if (end > op->op_len)
-			end = op->op_len;
-		b = pick(bt, cs, na, (uint32_t)(end - off), op->op_rmask,
-			 max_wrs, false);
+		/* up to fpw fragments, within one piece of a vectored op */
+		ry__op_span(op, first, n < fpw ? n : fpw, &sp);
+		nf = sp.sp_n;
+		b = pick(bt, cs, na, sp.sp_bytes, op->op_rmask, max_wrs, false);
 		if (!b)
 			break;
 		/* take the fragments out of the queue */
@@ -306,7 +303,7 @@ void ry__stripe(struct ry_peer *p)
 		w->wr_op = op;
 		w->wr_first = first;
 		w->wr_n = nf;
-		w->wr_bytes = (uint32_t)(end - off);
+		w->wr_bytes = sp.sp_bytes;
 		w->wr_kind = WRK_FRAG;
 		w->wr_replay = rn != NULL;
 		w->wr_post_ns = now;
@@ -314,12 +311,11 @@ void ry__stripe(struct ry_peer *p)
 		s->wr_id = (uintptr_t)w;
 		s->opcode =
 		    op->op_type == OP_READ ? RY_WR_RDMA_READ : RY_WR_RDMA_WRITE;
-		s->sge.addr =
-		    (uintptr_t)op->op_region->rg_addr + op->op_local_off + off;
+		s->sge.addr = (uintptr_t)sp.sp_mr->rg_addr + sp.sp_loff;
 		s->sge.length = w->wr_bytes;
 		s->sge.lkey =
-		    op->op_region->rg_mr[b->b_conn->cn_lrail->lr_idx]->lkey;
-		s->remote_addr = op->op_raddr + off;
+		    sp.sp_mr->rg_mr[b->b_conn->cn_lrail->lr_idx]->lkey;
+		s->remote_addr = op->op_raddr + sp.sp_roff;
 		s->rkey = op->op_rkey[b->b_conn->cn_ridx];
 		s->imm_data = 0;
 		b->b_wr[b->b_n++] = w;

@@ -261,6 +261,63 @@ RY_API int ry_write_notify(struct ry_peer *peer, struct ry_region *local,
 			   size_t desc_len, size_t remote_off, size_t len,
 			   uint64_t notify, ry_complete_fn cb, void *context);
 
+/* ---- vectored operations ---- */
+
+#define RY_IOV_MAX 1024 /* entries of one scatter-gather list */
+
+/* One local piece: len bytes at off in a registered region. */
+struct ry_iov {
+	struct ry_region *mr;
+	size_t off;
+	size_t len;
+};
+
+/* One remote piece: len bytes at off in the remote descriptor. */
+struct ry_riov {
+	size_t off;
+	size_t len;
+};
+
+/*
+ * ry_write() from a local scatter-gather list: the iovcnt pieces, in
+ * order, go to one remote range starting at remote_off; the length is
+ * their sum (1..max_op_size; an entry may be empty).  Pieces may be in
+ * different regions.  The op is one op: striped across rails in fragments
+ * (a fragment never spans two pieces, except where two pieces are adjacent
+ * in one region and are merged), replayed on failure, completes once.
+ * Errors: those of ry_write(), and -EINVAL for iovcnt outside
+ * 1..RY_IOV_MAX or an entry with a NULL or foreign region or a range
+ * outside its region.
+ */
+RY_API int ry_writev(struct ry_peer *peer, const struct ry_iov *iov, int iovcnt,
+		     const void *remote_desc, size_t desc_len,
+		     size_t remote_off, ry_complete_fn cb, void *context);
+
+/* The reverse direction: one remote range scattered into iov; same
+ * errors. */
+RY_API int ry_readv(struct ry_peer *peer, const struct ry_iov *iov, int iovcnt,
+		    const void *remote_desc, size_t desc_len, size_t remote_off,
+		    ry_complete_fn cb, void *context);
+
+/* ry_writev(), then a notification as ry_write_notify(); same errors and
+ * -EAGAIN. */
+RY_API int ry_write_notifyv(struct ry_peer *peer, const struct ry_iov *iov,
+			    int iovcnt, const void *remote_desc,
+			    size_t desc_len, size_t remote_off, uint64_t notify,
+			    ry_complete_fn cb, void *context);
+
+/*
+ * A read that gathers several ranges of one remote descriptor (riovcnt
+ * pieces, in order) into a local list; the two lists must have the same
+ * total length.  Errors: those of ry_readv(), and -EINVAL for riovcnt
+ * outside 1..RY_IOV_MAX, a remote piece outside the descriptor, or
+ * totals that differ.
+ */
+RY_API int ry_readv_gather(struct ry_peer *peer, const struct ry_iov *iov,
+			   int iovcnt, const void *remote_desc, size_t desc_len,
+			   const struct ry_riov *riov, int riovcnt,
+			   ry_complete_fn cb, void *context);
+
 /*
  * Send a two-sided message of 0..RY_MSG_MAX bytes (copied before return).
  * The target's receive callback gets it exactly once, across failovers;
