@@ -54,6 +54,8 @@ const struct ry__opt ry__opts[] = {
 	"work requests per QP; 256 is the default"),
     TOP(frags_per_wr, RY__OPT_INT, "16", 1, 256, ZD, "fragments",
 	"fragments merged in one work request; 16 is the default"),
+    TOP(reg_cache_bytes, RY__OPT_SIZE, "0", 0, 1ll << 48, 0, "bytes",
+	"registrations ry_mr_cache_get() keeps; 0 turns the cache off"),
     /* each entry is checked in validate.c */
     TOP(accept, RY__OPT_LIST, NULL, 0, 0, RY__OPT_OMIT_EMPTY,
 	"list of \"ip/len\" | \"any\"", NULL),

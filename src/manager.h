@@ -121,6 +121,12 @@ struct ry_region {
 	unsigned rg_users;  /* ops in flight using it */
 	struct ry_mr *rg_mr[RY_MAX_RAILS];
 	struct ry_region *rg_next, *rg_prev;
+	/* registration cache (rcache.c); rg_cached false: not the cache's */
+	bool rg_cached;
+	bool rg_stale;		    /* invalidated while in use: no hits */
+	unsigned rg_refs;	    /* ry_mr_cache_get()s not yet put */
+	struct ry_region *rg_hnext; /* rc_hash bucket */
+	struct ry__list rg_lru;	    /* rc_lru, most recent last */
 };
 
 /* An unpacked descriptor. */
@@ -330,6 +336,7 @@ struct ry__conn {
 };
 
 #define RY__QPN_HASH 256
+#define RY__RCACHE_HASH 1024 /* registration cache buckets */
 
 struct ry__lrail {
 	struct ry_manager *lr_mgr;
@@ -481,6 +488,16 @@ struct ry_manager {
 	void *m_recv_arg;
 	ry_event_fn m_event_fn;
 	void *m_event_arg;
+	/* registration cache (rcache.c), under m_lock */
+	struct ry__rcache {
+		bool rc_init;
+		size_t rc_page;
+		uint64_t rc_bytes; /* registered by the cache, stale too */
+		unsigned rc_entries;
+		struct ry__list rc_lru; /* not stale: least recent first */
+		struct ry_mr_cache_stats rc_st;
+		struct ry_region *rc_hash[RY__RCACHE_HASH];
+	} m_rcache;
 };
 
 /* manager.c: create, destroy, resources */

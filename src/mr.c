@@ -203,6 +203,8 @@ int ry_mr_dereg(struct ry_region *rg)
 
 	if (!rg)
 		return 0;
+	if (rg->rg_cached)
+		return -EINVAL; /* the cache's: ry_mr_cache_put() */
 	m = rg->rg_mgr;
 	pthread_mutex_lock(&m->m_lock);
 	if (rg->rg_users)

@@ -110,6 +110,7 @@ struct ry_config {
 	uint64_t max_op_size;	   /* bytes */
 	uint32_t wr_per_qp;	   /* work requests outstanding per QP */
 	uint32_t frags_per_wr;	   /* adjacent fragments merged in one WR */
+	uint64_t reg_cache_bytes;  /* idle registrations cached; 0: off */
 	/* control sessions from nodes not named by a peer section are
 	 * admitted only from these prefixes ("ip/len", or "any") */
 	struct ry_str_list accept;

@@ -167,7 +167,10 @@ enum ry_mr_access {
  */
 RY_API int ry_mr_reg(struct ry_manager *mgr, void *addr, size_t len,
 		     unsigned access, struct ry_region **mr_p);
-/* Deregister on every rail.  -EBUSY while an operation uses it; NULL: 0. */
+/*
+ * Deregister on every rail.  -EBUSY while an operation uses it, -EINVAL for
+ * a region of the registration cache; NULL: 0.
+ */
 RY_API int ry_mr_dereg(struct ry_region *mr);
 /*
  * Write the descriptor into buf: a versioned little-endian layout with the
@@ -182,6 +185,60 @@ RY_API int ry_mr_pack(const struct ry_region *mr, void *buf, size_t len);
  * -EPROTONOSUPPORT (a layout version this library does not know).
  */
 RY_API int ry_desc_check(const void *desc, size_t len);
+
+/* ---- registration cache ---- */
+
+/*
+ * Hand any buffer to an operation and pay for its registration once.
+ * ry_mr_cache_get() returns a region covering [addr, addr+len) with at
+ * least `access`, and the offset of addr in it (for the op's local_off or
+ * struct ry_iov.off): a cached one (a hit) or a new registration of the
+ * pages around the buffer (a miss).  Each get is paired with one
+ * ry_mr_cache_put() once the operations using the region have completed.
+ * A region got this way belongs to the cache: ry_mr_dereg() refuses it.
+ *
+ * The cache holds at most reg_cache_bytes (config) of registrations,
+ * evicting the least recently used idle ones; a region with a get not yet
+ * put, or an operation in flight, is never evicted, so the total may
+ * exceed the limit while such regions are in use.  A buffer whose pages
+ * are larger than the limit is registered but not kept.  reg_cache_bytes
+ * 0 turns caching off: get registers, the last put deregisters.  Hits
+ * are looked up by the buffer's first page: a buffer inside a cached
+ * region but starting in another page is a miss (a second, overlapping
+ * registration).
+ *
+ * The cache cannot see the application free or remap memory: call
+ * ry_mr_cache_invalidate() for the range before freeing (free, munmap,
+ * realloc, mremap).  Without it a later buffer at the same address hits
+ * the old registration, whose pages are the freed ones: RDMA reads and
+ * writes then use the old physical pages, not the new buffer (on verbs
+ * pinned pages; on the soft rail the old virtual mapping).  Invalidation
+ * removes every cached region overlapping the range: idle ones are
+ * deregistered at once, ones in use when their last put comes.
+ *
+ * get errors: -EINVAL (NULL, len 0, unknown access bits), those of
+ * ry_mr_reg().  put: 0, -EINVAL (NULL, or not the cache's), -EBUSY (an
+ * operation still uses it; nothing changed).  invalidate returns how many
+ * regions it removed, or -EINVAL.
+ */
+RY_API int ry_mr_cache_get(struct ry_manager *mgr, void *addr, size_t len,
+			   unsigned access, struct ry_region **mr_p,
+			   size_t *off_p);
+RY_API int ry_mr_cache_put(struct ry_region *mr);
+RY_API int ry_mr_cache_invalidate(struct ry_manager *mgr, void *addr,
+				  size_t len);
+
+struct ry_mr_cache_stats {
+	uint64_t hits, misses;
+	uint64_t evictions;	/* idle regions dropped for the limit */
+	uint64_t invalidations; /* regions removed by invalidate */
+	uint64_t bytes;		/* registered by the cache now */
+	unsigned entries;	/* regions held by the cache now */
+	unsigned in_use;	/* of those, with a get not yet put */
+};
+/* Errors: -EINVAL. */
+RY_API int ry_mr_cache_stats(struct ry_manager *mgr,
+			     struct ry_mr_cache_stats *out);
 
 /* ---- peers ---- */
 
