@@ -210,16 +210,16 @@ RY_API int ry_desc_check(const void *desc, size_t len);
  * The cache cannot see the application free or remap memory: call
  * ry_mr_cache_invalidate() for the range before freeing (free, munmap,
  * realloc, mremap).  Without it a later buffer at the same address hits
- * the old registration, whose pages are the freed ones: RDMA reads and
- * writes then use the old physical pages, not the new buffer (on verbs
- * pinned pages; on the soft rail the old virtual mapping).  Invalidation
+ * the old registration; if the old pages were unmapped meanwhile, verbs
+ * RDMA then reads and writes the old (pinned) physical pages, not the new
+ * buffer, and reports success (README: Registration cache).  Invalidation
  * removes every cached region overlapping the range: idle ones are
  * deregistered at once, ones in use when their last put comes.
  *
  * get errors: -EINVAL (NULL, len 0, unknown access bits), those of
- * ry_mr_reg().  put: 0, -EINVAL (NULL, or not the cache's), -EBUSY (an
- * operation still uses it; nothing changed).  invalidate returns how many
- * regions it removed, or -EINVAL.
+ * ry_mr_reg(), -ESHUTDOWN.  put: 0, -EINVAL (NULL, not the cache's, or
+ * more puts than gets), -EBUSY (an operation still uses it; nothing
+ * changed).  invalidate returns how many regions it removed, or -EINVAL.
  */
 RY_API int ry_mr_cache_get(struct ry_manager *mgr, void *addr, size_t len,
 			   unsigned access, struct ry_region **mr_p,
