@@ -87,5 +87,13 @@ unsigned fx_active(struct ry_manager *m, const char *rail);
 /* exit 77 with a message when the provider cannot be opened here */
 void fx_skip_if_unavailable(void);
 bool fx_is_loop(void);
+/*
+ * main() of a one-case Check suite: quiet logs unless RY_TEST_LOG is set,
+ * skip (77) when the provider is missing if `skip`, run the n tests with
+ * a timeout of timeout_s each; returns the exit status.
+ */
+struct TTest;
+int fx_run_suite(const char *name, unsigned timeout_s,
+		 const struct TTest *const *tests, unsigned n, bool skip);
 
 #endif

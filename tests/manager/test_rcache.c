@@ -299,33 +299,14 @@ START_TEST(cached_regions_in_ops)
 }
 END_TEST
 
-static Suite *suite(void)
-{
-	Suite *s = suite_create("rcache");
-	TCase *tc = tcase_create("rcache");
-
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, hit_and_miss);
-	tcase_add_test(tc, bad_calls);
-	tcase_add_test(tc, lru_eviction_by_bytes);
-	tcase_add_test(tc, in_use_never_evicted);
-	tcase_add_test(tc, invalidate);
-	tcase_add_test(tc, cache_off);
-	tcase_add_test(tc, cached_regions_in_ops);
-	suite_add_tcase(s, tc);
-	return s;
-}
-
 int main(void)
 {
-	SRunner *sr;
-	int failed;
+	const TTest *const tests[] = {
+	    hit_and_miss,	   bad_calls,  lru_eviction_by_bytes,
+	    in_use_never_evicted,  invalidate, cache_off,
+	    cached_regions_in_ops,
+	};
 
-	if (!getenv("RY_TEST_LOG"))
-		ry_log_set_level(RY_LOG_ERROR);
-	sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return fx_run_suite("rcache", 60, tests,
+			    sizeof(tests) / sizeof(tests[0]), false);
 }

@@ -472,8 +472,10 @@ static void vs_run(struct vstream *s, unsigned ms)
 static void kill_mid_vectored(bool is_read)
 {
 	static struct vstream s;
+	struct ry_fault_spec cut = {.drop_all = true};
 	struct ry_counters c, pc;
 	uint64_t before, end;
+	unsigned ok_at_cut;
 	bool busy = false;
 
 	memset(&s, 0, sizeof(s));
@@ -490,7 +492,16 @@ static void kill_mid_vectored(bool is_read)
 		busy = c.fragments > before && fx_active(F.a, "r1") == 1;
 	}
 	ck_assert_msg(busy, "r1 never carried fragments");
-	ck_assert_int_eq(ry_rail_link(F.a, "r1", false), 0);
+	/*
+	 * An unplugged cable rather than a link event: WRs posted into it
+	 * stay unacknowledged until the failure is detected, so some are
+	 * replayed for certain.  (After a link-down event nothing is posted
+	 * on r1 any more, and the loop rail under ASan had often completed
+	 * everything before the cut: replayed_fragments 0, seen on main's
+	 * kill_rail_mid_write too.)
+	 */
+	ok_at_cut = s.ok;
+	ck_assert_int_eq(ry_rail_fault(F.a, "r1", &cut), 0);
 	vs_run(&s, 700);
 	for (int i = 0; i < SLOTS; i++)
 		if (s.busy[i])
@@ -498,7 +509,8 @@ static void kill_mid_vectored(bool is_read)
 				      "op hung");
 	vs_pump(&s, false);
 	ck_assert_msg(s.err == 0, "%u failed: %s", s.err, s.reason);
-	ck_assert_uint_gt(s.ok, 8);
+	/* every op in flight at the cut (all slots) completed, verified */
+	ck_assert_uint_ge(s.ok, ok_at_cut + SLOTS);
 	ck_assert_int_eq(ry_peer_counters(F.ab, &pc), 0);
 	ck_assert_uint_ge(pc.failovers, 1);
 	ck_assert_uint_gt(pc.replayed_fragments, 0);
@@ -517,34 +529,14 @@ START_TEST(kill_rail_mid_readv)
 }
 END_TEST
 
-static Suite *suite(void)
-{
-	Suite *s = suite_create("vector");
-	TCase *tc = tcase_create("vector");
-
-	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, odd_lengths);
-	tcase_add_test(tc, many_small_segments);
-	tcase_add_test(tc, write_notifyv_after_data);
-	tcase_add_test(tc, gather_remote_ranges);
-	tcase_add_test(tc, bad_lists);
-	tcase_add_test(tc, kill_rail_mid_writev);
-	tcase_add_test(tc, kill_rail_mid_readv);
-	suite_add_tcase(s, tc);
-	return s;
-}
-
 int main(void)
 {
-	SRunner *sr;
-	int failed;
+	const TTest *const tests[] = {
+	    odd_lengths,	  many_small_segments, write_notifyv_after_data,
+	    gather_remote_ranges, bad_lists,	       kill_rail_mid_writev,
+	    kill_rail_mid_readv,
+	};
 
-	if (!getenv("RY_TEST_LOG"))
-		ry_log_set_level(RY_LOG_ERROR);
-	fx_skip_if_unavailable();
-	sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return fx_run_suite("vector", 120, tests,
+			    sizeof(tests) / sizeof(tests[0]), true);
 }
