@@ -495,26 +495,14 @@ int ry_write_notify(struct ry_peer *p, struct ry_region *local,
 
 /* ---- vectored operations ---- */
 
-void ry__op_span(const struct ry__op *op, uint32_t first, uint32_t n,
-		 struct ry__span *sp)
+void ry__op_span_vec(const struct ry__op *op, uint32_t first, uint32_t n,
+		     struct ry__span *sp)
 {
 	const uint64_t fs = op->op_peer->pr_mgr->m_cfg.fragment_size;
 	const struct ry__seg *sg;
 	uint32_t lo = 0, hi, end_frag;
 	uint64_t off, end;
 
-	if (!op->op_segs) {
-		off = (uint64_t)first * fs;
-		end = (uint64_t)(first + n) * fs;
-		if (end > op->op_len)
-			end = op->op_len;
-		sp->sp_mr = op->op_region;
-		sp->sp_loff = op->op_local_off + off;
-		sp->sp_roff = off;
-		sp->sp_bytes = (uint32_t)(end - off);
-		sp->sp_n = n;
-		return;
-	}
 	/* the last piece starting at or before `first` */
 	hi = op->op_nsegs;
 	while (hi - lo > 1) {
