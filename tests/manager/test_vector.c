@@ -183,6 +183,20 @@ START_TEST(many_small_segments)
 	setup_opts(&(struct fx_opts){.nrails_a = 3});
 	ck_assert_ptr_nonnull(buf2);
 	ck_assert_int_eq(ry_mr_reg(F.a, buf2, MiB, 0, &r2), 0);
+	/* every region of a list is in use until the op completes (the
+	 * first op waits for the peer to connect) */
+	layout_make(&l, 0, 6, 3000, 9, 5, r2, buf2);
+	layout_fill(&l, 4);
+	{
+		struct fx_done d = {0};
+
+		ck_assert_int_eq(ry_writev(F.ab, l.iov, l.n, F.desc_b,
+					   (size_t)F.desc_b_len, 0, fx_cb, &d),
+				 0);
+		ck_assert_int_eq(ry_mr_dereg(r2), -EBUSY);
+		wait_ok(&d, 1, "writev");
+		layout_check(&l, F.bufb, "writev");
+	}
 	/* 300 pieces of 1..97 bytes: far smaller than a fragment */
 	layout_make(&l, 5, 300, 97, 11, 7, NULL, NULL);
 	roundtrip(&l, 3, 1);
