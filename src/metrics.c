@@ -293,7 +293,9 @@ static void render_locked(struct ry_manager *m, struct mw *w)
 		rnames[i] = lr->lr_cfg.name;
 		rcnt[i] = lr->lr_gone;
 		hmin[i] = 1000;
+		pthread_mutex_lock(&lr->lr_lock);
 		have_st[i] = !ry__rail_get_stats(lr->lr_rail, &rst[i]);
+		pthread_mutex_unlock(&lr->lr_lock);
 		if (have_st[i])
 			rcnt[i].retransmits += rst[i].retransmits;
 	}

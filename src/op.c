@@ -424,6 +424,8 @@ static int post_rdma(struct ry_peer *p, enum ry__op_type type,
 	enqueue(p, op);
 out:
 	pthread_mutex_unlock(&m->m_lock);
+	if (!ret)
+		ry__kick(m);
 	return ret;
 }
 
@@ -485,6 +487,8 @@ int ry_send(struct ry_peer *p, const void *buf, size_t len, ry_complete_fn cb,
 	enqueue(p, op);
 out:
 	pthread_mutex_unlock(&m->m_lock);
+	if (!ret)
+		ry__kick(m);
 	return ret;
 }
 
