@@ -347,6 +347,7 @@ struct ry__lrail {
 	unsigned lr_active;	 /* ACTIVE connections */
 	pthread_mutex_t lr_lock; /* calls into lr_rail (LOCKING) */
 	bool lr_lock_init;
+	uint64_t lr_caught_up_ns;  /* ry__rail_catch_up(): last pass */
 	atomic_bool lr_kick;	   /* posted to since the last progress */
 	struct ry__rthread *lr_rt; /* its progress thread, NULL: none */
 	struct ry__conn *lr_qpn_hash[RY__QPN_HASH];
@@ -526,6 +527,8 @@ void ry__queue_message(struct ry_manager *m, struct ry_peer *p,
 int ry__deliver(struct ry_manager *m, struct ry__op *done,
 		struct ry__delivery *dv);
 void ry__poll_rail(struct ry__lrail *lr, uint64_t now);
+/* m_lock held: run a rail with a thread of its own now (heartbeat.c). */
+void ry__rail_catch_up(struct ry__lrail *lr, uint64_t now);
 /* After dropping m_lock: send what was posted (LOCKING: Kick). */
 void ry__kick(struct ry_manager *m);
 void ry__wr_complete(struct ry_manager *m, struct ry__wr *w,

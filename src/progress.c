@@ -392,6 +392,21 @@ static bool rail_work(struct ry__lrail *lr)
 	return pending != 0;
 }
 
+/*
+ * m_lock held: before a connection is judged silent, run its rail here and
+ * hand over what it has, so that a rail thread that has not had the CPU
+ * lately (a loaded machine) is not taken for a silent peer: packets that
+ * arrived are counted before the verdict.  Once per rail per timer pass.
+ */
+void ry__rail_catch_up(struct ry__lrail *lr, uint64_t now)
+{
+	if (!lr->lr_rt || lr->lr_caught_up_ns == now)
+		return;
+	lr->lr_caught_up_ns = now;
+	if (rail_work(lr))
+		rail_handover(lr, now);
+}
+
 /* The manager's part of a round after the rails': m_lock held. */
 static void manager_round(struct ry_manager *m, uint64_t now)
 {
