@@ -256,6 +256,18 @@ struct ry__range {
 	uint32_t rn_first, rn_n;
 };
 
+/*
+ * Operation latency, post to completion, per peer and kind: Prometheus
+ * histogram buckets (upper bounds in ry__lat_le_ns, the last one +Inf).
+ */
+#define RY__LAT_BUCKETS 16
+extern const uint64_t ry__lat_le_ns[RY__LAT_BUCKETS];
+struct ry__lat {
+	uint64_t lt_bucket[RY__LAT_BUCKETS + 1]; /* not cumulative */
+	uint64_t lt_sum_ns, lt_count;
+};
+void ry__lat_add(struct ry__lat *l, uint64_t ns);
+
 struct ry__op {
 	struct ry_peer *op_peer;
 	enum ry__op_type op_type;
@@ -275,6 +287,7 @@ struct ry__op {
 	bool op_notify;
 	uint64_t op_fence_gen; /* peer fence this op must wait for */
 	uint64_t op_wait_ns;   /* waiting for a path since */
+	uint64_t op_post_ns;   /* posted by the application */
 	/* the message phase (OP_SEND, and a write's notification) */
 	uint64_t op_seq;
 	uint64_t op_notify_val;
@@ -408,6 +421,8 @@ struct ry_peer {
 	uint64_t pr_tx_bits[RY__TXWIN / 64]; /* outstanding, ring */
 	uint64_t pr_rx_base;		     /* lowest sequence not yet seen */
 	uint64_t pr_rx_bits[RY__RXWIN / 64];
+	/* completed operations' latency, by enum ry__op_type */
+	struct ry__lat pr_lat[3];
 	/* failover timing */
 	uint64_t pr_resume_from_ns;
 	struct ry__conn *pr_resume_conn;
