@@ -136,6 +136,20 @@ void ry__conn_destroy_qp(struct ry__conn *c)
 
 	if (!c->cn_qp)
 		return;
+	/*
+	 * Messages its rail accepted (and acknowledged: the sender counts
+	 * them delivered) may wait in the CQ: with the rail on a thread of
+	 * its own they arrive at any time, not only just before a poll.  Hand
+	 * them over while the QP number still finds this connection.  Inside
+	 * a poll of this rail they were polled already: the CQ is one FIFO
+	 * and nothing arrives on a QP after its flush.  Not at teardown:
+	 * the canceled operations those completions would name are gone.
+	 */
+	if (!c->cn_lrail->lr_polling && !c->cn_lrail->lr_mgr->m_closing) {
+		ry__poll_rail(c->cn_lrail, ry__now_ns());
+		if (!c->cn_qp)
+			return;
+	}
 	ry__conn_hash_del(c);
 	pthread_mutex_lock(&c->cn_lrail->lr_lock);
 	ret = ry__rail_destroy_qp(c->cn_qp);

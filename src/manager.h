@@ -361,6 +361,7 @@ struct ry__lrail {
 	pthread_mutex_t lr_lock; /* calls into lr_rail (LOCKING) */
 	bool lr_lock_init;
 	uint64_t lr_caught_up_ns;  /* ry__rail_catch_up(): last pass */
+	bool lr_polling;	   /* inside ry__poll_rail() (m_lock) */
 	atomic_bool lr_kick;	   /* posted to since the last progress */
 	struct ry__rthread *lr_rt; /* its progress thread, NULL: none */
 	struct ry__conn *lr_qpn_hash[RY__QPN_HASH];

@@ -275,8 +275,10 @@ void ry__poll_rail(struct ry__lrail *lr, uint64_t now)
 {
 	struct ry_manager *m = lr->lr_mgr;
 	struct ry_wc wc[64];
+	bool was = lr->lr_polling;
 	int n, i, rounds = 0;
 
+	lr->lr_polling = true;
 	do {
 		pthread_mutex_lock(&lr->lr_lock);
 		n = ry__rail_poll_cq(lr->lr_rail, wc, 64);
@@ -291,6 +293,7 @@ void ry__poll_rail(struct ry__lrail *lr, uint64_t now)
 				    &wc[i], now);
 		}
 	} while (n == 64 && ++rounds < 64);
+	lr->lr_polling = was;
 }
 
 static void wr_succeeded(struct ry__wr *w, uint64_t now)
@@ -567,6 +570,8 @@ static void *control_main(void *arg)
 	return NULL;
 }
 
+#define WAKE_TAG 1 /* a rail thread's wake fd in its epoll set; rails: 0 */
+
 /*
  * A rail thread: its rails' protocol work under their own locks; m_lock
  * only for rails that have completions or events, to hand them over and
@@ -583,6 +588,7 @@ static void *rail_main(void *arg)
 	struct ry__delivery *dv;
 	struct ry__op *done;
 	unsigned i;
+	int n;
 
 	for (i = 0; i < rt->rt_nrails; i++)
 		if (ry__rail_fd(rt->rt_rails[i]->lr_rail) < 0)
@@ -612,9 +618,15 @@ static void *rail_main(void *arg)
 						      memory_order_relaxed);
 		if (again)
 			continue;
-		if (epoll_wait(rt->rt_epfd, evs, RY_MAX_RAILS + 1, ms) > 0 &&
-		    atomic_exchange(&rt->rt_woken, false))
-			drain_fd(rt->rt_wake_fd);
+		n = epoll_wait(rt->rt_epfd, evs, RY_MAX_RAILS + 1, ms);
+		for (int k = 0; k < n; k++)
+			if (evs[k].data.u64 == WAKE_TAG) {
+				/* drained first: a kick after the store writes
+				 * again, one before it is seen by the rail
+				 * work that follows (lr_kick is set first) */
+				drain_fd(rt->rt_wake_fd);
+				atomic_store(&rt->rt_woken, false);
+			}
 	}
 	return NULL;
 }
@@ -683,7 +695,8 @@ static int rthreads_setup(struct ry_manager *m)
 
 	for (i = 0; i < n; i++) {
 		struct ry__rthread *rt = &m->m_rt[i];
-		struct epoll_event ev = {.events = EPOLLIN};
+		struct epoll_event ev = {.events = EPOLLIN,
+					 .data.u64 = WAKE_TAG};
 
 		m->m_nrt++;
 		rt->rt_mgr = m;
