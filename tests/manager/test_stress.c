@@ -423,34 +423,60 @@ static void *app_main(void *arg)
 
 /* ---- the flapper ---- */
 
+/*
+ * Readers that take the manager's locks while the others post and
+ * progress: every call checks what it can, and runs often enough that a
+ * reader missing its lock meets the writers (TSan sees it).
+ */
+static void observe(uint64_t *rng, char *metrics, bool render)
+{
+	unsigned i = (unsigned)(rnd(rng) % NMGR), j = (i + 1) % NMGR;
+	struct ry_counters c;
+	struct ry_rail_info ri;
+	struct ry_peer_info pi;
+
+	if (ry_rail_info(S.m[i], "r0", &ri) || !ri.link_up)
+		note_fail("s%u: r0 is not up", i);
+	if (ry_peer_info(S.peer[i][j], &pi) ||
+	    pi.rails_active > pi.rails_usable ||
+	    pi.rails_usable > pi.rails_paired)
+		note_fail("s%u: ry_peer_info on s%u: %u active, %u usable, "
+			  "%u paired",
+			  i, j, pi.rails_active, pi.rails_usable,
+			  pi.rails_paired);
+	if (ry_peer_counters(S.peer[i][j], &c) ||
+	    ry_rail_counters(S.m[i], "r0", &c))
+		note_fail("s%u: counters failed", i);
+	if (render && ry_metrics_render(S.m[i], metrics, 1 << 16) < 0)
+		note_fail("s%u: ry_metrics_render failed", i);
+}
+
+/* Pulls and restores rails r1.. every 100..300 ms; observes meanwhile. */
 static void *flapper_main(void *arg)
 {
-	uint64_t rng = 0x9e3779b97f4a7c15ull;
+	uint64_t rng = 0x9e3779b97f4a7c15ull, next = 0, now;
 	bool down[NMGR][4] = {{false}};
 	char *metrics = malloc(1 << 16);
-	unsigned i, r;
+	unsigned i, r, n = 0;
 
+	if (!metrics) {
+		note_fail("out of memory");
+		return NULL;
+	}
 	while (!atomic_load(&S.stop_flapper)) {
-		struct ry_rail_info ri;
-		struct ry_peer_info pi;
-		int ret;
-
+		observe(&rng, metrics, ++n % 64 == 0);
+		now = fx_now_ns();
+		if (now < next) {
+			nap_us(1000);
+			continue;
+		}
+		next = now + (100 + rnd(&rng) % 200) * 1000000ull;
 		i = (unsigned)(rnd(&rng) % NMGR);
 		r = 1 + (unsigned)(rnd(&rng) % (nrails[i] - 1));
-		ret = ry_rail_link(S.m[i], ry_rail_name(S.m[i], r), down[i][r]);
-		if (ret)
-			note_fail("ry_rail_link(s%u, r%u): %s", i, r,
-				  strerror(-ret));
+		if (ry_rail_link(S.m[i], ry_rail_name(S.m[i], r), down[i][r]))
+			note_fail("ry_rail_link(s%u, r%u) failed", i, r);
 		down[i][r] = !down[i][r];
 		atomic_fetch_add(&S.flaps, 1);
-		/* readers that take the manager's locks meanwhile */
-		if (ry_rail_info(S.m[i], "r0", &ri) || !ri.link_up)
-			note_fail("s%u: r0 not up", i);
-		if (ry_peer_info(S.peer[i][(i + 1) % NMGR], &pi))
-			note_fail("ry_peer_info failed");
-		if (metrics && ry_metrics_render(S.m[i], metrics, 1 << 16) < 0)
-			note_fail("ry_metrics_render failed");
-		nap_us(100000 + (long)(rnd(&rng) % 200000));
 	}
 	for (i = 0; i < NMGR; i++)
 		for (r = 1; r < nrails[i]; r++)
