@@ -46,7 +46,7 @@
 #define NMGR 3
 #define NTHR 4
 #define NSLOT 4
-#define NMSG 8		      /* messages in flight per thread */
+#define NMSG 16		      /* messages in flight per thread */
 #define SLOT_LEN (132u << 10) /* one slot's bytes in each buffer */
 #define DATA_MAX (128u << 10) /* longest write/read */
 #define MAXOPS (1u << 16)     /* op records per thread */
