@@ -111,6 +111,10 @@ struct ry_config {
 	uint32_t wr_per_qp;	   /* work requests outstanding per QP */
 	uint32_t frags_per_wr;	   /* adjacent fragments merged in one WR */
 	uint64_t reg_cache_bytes;  /* idle registrations cached; 0: off */
+	/* threads doing the rails' protocol work once
+	 * ry_progress_thread_start() runs; 0: one per rail, at most one per
+	 * core */
+	uint32_t progress_threads;
 	/* control sessions from nodes not named by a peer section are
 	 * admitted only from these prefixes ("ip/len", or "any") */
 	struct ry_str_list accept;
