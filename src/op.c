@@ -649,6 +649,15 @@ static struct ry__seg *build_segs(const struct ry_iov *iov, int iovcnt,
 	return segs;
 }
 
+/* Leave the posting section: a posted op gets the rail kicked. */
+static int unlock_kick(struct ry_manager *m, int ret)
+{
+	pthread_mutex_unlock(&m->m_lock);
+	if (!ret)
+		ry__kick(m);
+	return ret;
+}
+
 static int post_vec(struct ry_peer *p, enum ry__op_type type,
 		    const struct ry_iov *iov, int iovcnt, const void *desc,
 		    size_t dlen, const struct ry_riov *riov, int riovcnt,
@@ -715,10 +724,7 @@ static int post_vec(struct ry_peer *p, enum ry__op_type type,
 	}
 	enqueue(p, op);
 out:
-	pthread_mutex_unlock(&m->m_lock);
-	if (!ret)
-		ry__kick(m);
-	return ret;
+	return unlock_kick(m, ret);
 }
 
 int ry_writev(struct ry_peer *p, const struct ry_iov *iov, int iovcnt,
