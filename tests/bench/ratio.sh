@@ -186,7 +186,19 @@ div() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", (b > 0 ? a / b : 0) }'; 
 # cpu-seconds per GB: jiffies, bytes
 cpugb() { awk -v j="$1" -v b="$2" -v hz="$hz" 'BEGIN { printf "%.3f", (b > 0 ? j / hz / (b / 1e9) : 0) }'; }
 
-declare -A RATIO RY PEER NOTE EXTRA
+declare -A RATIO RY PEER NOTE EXTRA OWN
+# own_cpu SERVE0 SERVE1 JSON UNIT: serve + bench CPU seconds per UNIT bytes
+# (1e9: CPU-s/GB), or with UNIT 1e-6 CPU microseconds per operation
+own_cpu() {
+	local t
+	t=$(cat "$3.time" 2>/dev/null || echo "0 0")
+	jq -r --argjson a "$1" --argjson b "$2" --argjson u "$4" \
+		--arg t "$t" '($t | split(" ") | map(tonumber) | add) as $c |
+		($b - $a + $c) as $cpu | if $u < 1 then
+		(if .ops_ok then $cpu / .ops_ok / $u else 0 end) else
+		(if .bytes then $cpu / (.bytes / $u) else 0 end) end |
+		. * 100 | round / 100' "$3"
+}
 add() { # ROW RATIO RY PEER [EXTRA]
 	RATIO[$1]+="$2 "
 	RY[$1]+="$3 "
@@ -195,16 +207,21 @@ add() { # ROW RATIO RY PEER [EXTRA]
 }
 
 row_tput() { # ROW RAILS MTU RATE
-	local row=$1 n=$2 mtu=$3 r=$4 ry_mbs ip j
+	local row=$1 n=$2 mtu=$3 r=$4 ry_mbs ip s0 s1 ibytes ipc
 	shape "$r"
 	set_mtu "$mtu"
 	serve_start "$n" "$mtu"
+	s0=$(serve_cpu)
 	bench "$work/$row.$run.json" --size 1M --depth 8 >/dev/null
+	s1=$(serve_cpu)
 	serve_stop
 	ry_mbs=$(mbps "$work/$row.$run.json")
 	ip=$(iperf "$n" "$work/$row.$run.iperf")
+	read -r _ ibytes _ ipc <<<"$ip"
 	add "$row" "$(div "$ry_mbs" "${ip%% *}")" "$ry_mbs" "${ip%% *}" \
 		"$(minshare "$work/$row.$run.json")"
+	OWN[$row]+="$(own_cpu "$s0" "$s1" "$work/$row.$run.json" 1e9)/$(awk \
+		-v c="$ipc" -v b="$ibytes" 'BEGIN { printf "%.2f", (b > 0 ? c / (b / 1e9) : 0) }') "
 }
 
 row_cpu() {
@@ -232,12 +249,15 @@ row_cpu() {
 }
 
 row_4k() {
-	local row=4k_d64 ops
+	local row=4k_d64 ops s0 s1
 	shape none
 	set_mtu 1500
 	serve_start 1 1500
+	s0=$(serve_cpu)
 	bench "$work/$row.$run.json" --size 4K --depth 64 >/dev/null
+	s1=$(serve_cpu)
 	serve_stop
+	OWN[$row]+="$(own_cpu "$s0" "$s1" "$work/$row.$run.json" 1e-6) "
 	ops=$(jq -r 'if .seconds then .ops_ok / .seconds / 1000 else 0 end' "$work/$row.$run.json")
 	add $row "$(div "$ops" 300)" "$ops" 300
 }
@@ -323,6 +343,9 @@ for row in ${ROWS/cpu4x1g/cpu4x1g cpuproc}; do
 	read -r g h i <<<"$(mmm "${PEER[$row]:-}")"
 	ex=""
 	[[ $row == 4x2g ]] && ex="min rail share % $(mmm "${EXTRA[$row]}" | tr ' ' /)"
+	[[ $row == 1r* || $row == 4x2g ]] &&
+		ex+="${ex:+; }own CPU-s/GB ry/iperf3 ${OWN[$row]}"
+	[[ $row == 4k_d64 ]] && ex="own CPU us/op ${OWN[$row]}"
 	[[ $row == cpu4x1g ]] && ex="railyard MB/s $(mmm "${EXTRA[$row]}" | tr ' ' /)"
 	printf "%-48s %-20s %-22s %-22s %-7s %s\n" "${LABEL[$row]}" "$a/$b/$c" \
 		"$d/$e/$f" "$g/$h/$i" "${TARGET[$row]}" "$ex"
