@@ -397,8 +397,11 @@ int ry__soft_post_send(struct ry_qp *base, const struct ry_send_wr *wr,
 	 * A QP with nothing in flight sends at once: a lone request (depth
 	 * 1, a message) does not wait for the owner's next progress call.  A
 	 * busy one leaves it to progress, which sends everything posted
-	 * since in one batch.  Progress still runs once after the post (the
-	 * contract) and arms the retransmit timer.
+	 * since in one batch.  The retransmit clock starts at the progress
+	 * call that follows the post (the contract has one), as if the
+	 * packets had gone out there: that call receives first, so an owner
+	 * descheduled right after posting does not time out on an ACK its
+	 * peer has long sent (soft_req.c starts it).
 	 */
 	if (idle) {
 		struct ry__soft_rail *r = qp_rail(qp);
@@ -406,6 +409,7 @@ int ry__soft_post_send(struct ry_qp *base, const struct ry_send_wr *wr,
 		r->now = ry__now_ns();
 		ry__soft_req_run(qp);
 		ry__soft_tx_flush(r);
+		qp->comp.deadline = 0;
 	}
 	return 0;
 }
