@@ -359,6 +359,7 @@ int ry__soft_post_send(struct ry_qp *base, const struct ry_send_wr *wr,
 		       unsigned n)
 {
 	struct ry__soft_qp *qp = to_sqp(base);
+	bool idle;
 
 	for (unsigned i = 0; i < n; i++)
 		if ((unsigned)wr[i].opcode > RY_WR_SEND_IMM ||
@@ -379,6 +380,8 @@ int ry__soft_post_send(struct ry_qp *base, const struct ry_send_wr *wr,
 		return -EINVAL;
 	if (qp->sq_tail - qp->sq_head + n > qp->sq_max)
 		return -ENOMEM;
+	idle = qp->req.idx == qp->sq_tail && qp->comp.psn == qp->req.max_psn &&
+	       !qp->comp.rnr_until;
 	for (unsigned i = 0; i < n; i++) {
 		struct ry__soft_wqe *w =
 		    &qp->sq[ry__ring_slot(qp->sq_tail++, qp->sq_size)];
@@ -389,6 +392,24 @@ int ry__soft_post_send(struct ry_qp *base, const struct ry_send_wr *wr,
 		w->done = false;
 		qp->post_psn =
 		    ry__soft_psn_add(qp->post_psn, (int32_t)w->npkts);
+	}
+	/*
+	 * A QP with nothing in flight sends at once: a lone request (depth
+	 * 1, a message) does not wait for the owner's next progress call.  A
+	 * busy one leaves it to progress, which sends everything posted
+	 * since in one batch.  The retransmit clock starts at the progress
+	 * call that follows the post (the contract has one), as if the
+	 * packets had gone out there: that call receives first, so an owner
+	 * descheduled right after posting does not time out on an ACK its
+	 * peer has long sent (soft_req.c starts it).
+	 */
+	if (idle) {
+		struct ry__soft_rail *r = qp_rail(qp);
+
+		r->now = ry__now_ns();
+		ry__soft_req_run(qp);
+		ry__soft_tx_flush(r);
+		qp->comp.deadline = 0;
 	}
 	return 0;
 }

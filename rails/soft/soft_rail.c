@@ -152,16 +152,21 @@ void ry__soft_link_update(struct ry__soft_rail *r)
 
 /* ---- progress ---- */
 
+/*
+ * The timerfd only ever moves earlier.  Every ACK pushes the retransmit
+ * deadline later; re-arming for each would cost a syscall per progress
+ * call.  A timer left armed too early fires once for nothing: progress then
+ * finds no deadline due and arms the real one (at most one spurious wakeup
+ * per RTO).
+ */
 static void arm_timer(struct ry__soft_rail *r, uint64_t when)
 {
 	struct itimerspec its = {0};
 
-	if (when == r->timer_armed)
+	if (!when || (r->timer_armed && r->timer_armed <= when))
 		return;
-	if (when) {
-		its.it_value.tv_sec = (time_t)(when / 1000000000ull);
-		its.it_value.tv_nsec = (long)(when % 1000000000ull);
-	}
+	its.it_value.tv_sec = (time_t)(when / 1000000000ull);
+	its.it_value.tv_nsec = (long)(when % 1000000000ull);
 	if (timerfd_settime(r->tfd, TFD_TIMER_ABSTIME, &its, NULL) == 0)
 		r->timer_armed = when;
 }

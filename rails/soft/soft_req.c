@@ -151,6 +151,9 @@ void ry__soft_req_run(struct ry__soft_qp *qp)
 			return;
 		qp->comp.rnr_until = 0;
 	}
+	/* sent by post_send: the clock starts now (soft_qp.c) */
+	if (!qp->comp.deadline && qp->comp.psn != qp->req.max_psn)
+		qp->comp.deadline = r->now + ry__soft_cc_rto(qp);
 	while (qp->req.idx != qp->sq_tail && !ry__soft_tx_full(r)) {
 		struct ry__soft_wqe *w = wqe(qp, qp->req.idx);
 		bool read = w->wr.opcode == RY_WR_RDMA_READ;

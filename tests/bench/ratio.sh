@@ -1,0 +1,357 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# railyard against the peer tools, side by side in one run (issue 12): each
+# row runs the railyard case and its peer case back to back, RUNS times,
+# and prints min/median/max of each ratio, then one JSON line.
+#
+#   row       railyard                           peer
+#   4x2g      bench 1M d8, 4 rails, tbf 2gbit    4 x iperf3 (one stream per
+#                                                rail, all at once)
+#   1r1500    bench 1M d8, 1 rail unshaped 1500  iperf3 single stream
+#   1r9000    same at MTU 9000                   iperf3 single stream
+#   cpu4x1g   CPU-s per GB machine-wide, 4 rails 4 x iperf3 at tbf 1gbit
+#             tbf 1gbit (ratio: railyard/iperf3; lower is better); and
+#             (cpuproc) the same from the processes' own CPU time: serve +
+#             bench, iperf3 client + server (its JSON), which the machine's
+#             other load does not blur
+#   4k_d64    bench 4K depth 64, 1 rail: k ops/s (no peer: ratio = x/300k)
+#   lat_d1    bench 4K depth 1 p50 latency       sockperf ping-pong TCP 4K,
+#             (ratio railyard/sockperf;          its p50 x 2: a write is done
+#             lower is better)                   when its ACK is back, a
+#                                                round trip; sockperf prints
+#                                                half of one
+#   null4     bench_core -r 4 -w 1: M fragments/s/core (ratio = x/25)
+#
+# Topology: tests/netns/topo.sh (two hosts, a switch namespace, one bridge
+# per rail); serve runs in b, bench and the peer clients in a.  Shaping is
+# tc tbf on both hosts' rail interfaces, changed between rows.  Only
+# 198.18.0.0/15, only inside the namespaces, which are deleted on exit.
+#
+# usage (root): ratio.sh [BUILD_DIR]      (default build/gcc)
+#   env: RUNS=3, T=4 (seconds per case), ROWS="4x2g 1r1500 ..." (a subset),
+#        KEEP=DIR (copy the raw JSON/logs there)
+# Not a test: prints numbers, asserts nothing.  CPU-s/GB is machine-wide
+# (/proc/stat): other work on the machine counts too, both sides alike.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+build=${1:-$root/build/gcc}
+ry=$build/src/cli/railyard
+core=$build/tests/manager/bench_core
+RUNS=${RUNS:-3}
+T=${T:-4}
+ROWS=${ROWS:-4x2g 1r1500 1r9000 cpu4x1g 4k_d64 lat_d1 null4}
+
+if [[ $(id -u) -ne 0 ]]; then
+	echo "ratio.sh: needs root (network namespaces, tc)" >&2
+	exit 77
+fi
+[[ -x $ry ]] || { echo "ratio.sh: no $ry (build first)" >&2; exit 1; }
+missing=()
+for p in iperf3 sockperf stress-ng linux-perf jq; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing+=("$p")
+done
+if ((${#missing[@]})); then
+	echo "# installing: ${missing[*]}" >&2
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+		--no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+p=ryr$$
+work=$(mktemp -d)
+pids=()
+cleanup() {
+	local q
+	for q in "${pids[@]}"; do kill "$q" 2>/dev/null || true; done
+	for q in "${pids[@]}"; do wait "$q" 2>/dev/null || true; done
+	bash "$root/tests/netns/topo.sh" down $p
+	[[ -n ${KEEP:-} ]] && mkdir -p "$KEEP" && cp -r "$work"/. "$KEEP"/
+	rm -rf "$work"
+}
+trap cleanup EXIT
+bash "$root/tests/netns/topo.sh" up $p 4
+in_a() { ip netns exec "$p-a" "$@"; }
+in_b() { ip netns exec "$p-b" "$@"; }
+
+# shape RATE|none: tbf on every rail of both hosts
+shape() {
+	local h i
+	for h in a b; do
+		for i in 0 1 2 3; do
+			tc -n "$p-$h" qdisc del dev r$i root 2>/dev/null || true
+			[[ $1 == none ]] && continue
+			tc -n "$p-$h" qdisc add dev r$i root tbf rate "$1" \
+				burst 256kb latency ${RY_TBF_LATENCY:-20ms}
+		done
+	done
+}
+# mtu BYTES: rail r0's MTU on both hosts and the switch ports
+set_mtu() {
+	local h
+	for h in a b; do
+		ip -n "$p-$h" link set r0 mtu "$1"
+		ip -n "$p-sw" link set "$h-r0" mtu "$1"
+	done
+}
+# conf HOST RAILS MTU: a config like the drill's, with RAILS rails
+conf() {
+	local h=$1 n=$2 mtu=$3 me=1 other=2 peer=b i
+	[[ $h == b ]] && me=2 other=1 peer=a
+	{
+		echo "node = \"$h\""
+		echo "control = \"198.18.0.$me:7470\""
+		for ((i = 0; i < n; i++)); do
+			echo "rail r$i { provider = soft network = \"n$i\"" \
+				"address = \"198.18.$((i + 1)).$me\"" \
+				"interface = \"r$i\" mtu = $mtu }"
+		done
+		# a benchmark on a loaded two-core machine: no false failovers
+		echo "failover { heartbeat_ms = 100 timeout_ms = 2000" \
+			"op_timeout_ms = 10000 }"
+		echo "peer $peer { address = \"198.18.0.$other:7470\" }"
+	} >"$work/$h.conf"
+}
+serve_pid=
+serve_start() { # RAILS MTU
+	conf a "$1" "$2"
+	conf b "$1" "$2"
+	rm -f "$work/b.sock"
+	ip netns exec "$p-b" "$ry" serve -c "$work/b.conf" \
+		--socket "$work/b.sock" >>"$work/serve.log" 2>&1 &
+	serve_pid=$!
+	pids+=("$serve_pid")
+	for _ in $(seq 50); do [[ -S $work/b.sock ]] && return 0; sleep 0.1; done
+	cat "$work/serve.log" >&2
+	echo "ratio.sh: serve did not start" >&2
+	exit 1
+}
+# CPU seconds serve has used so far
+serve_cpu() { awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) / hz }' /proc/"$serve_pid"/stat; }
+serve_stop() {
+	kill "$serve_pid" 2>/dev/null || true
+	wait "$serve_pid" 2>/dev/null || true
+	serve_pid=
+}
+# machine-wide busy jiffies (everything but idle and iowait)
+busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
+hz=$(getconf CLK_TCK)
+# bench OUT ARGS...: railyard bench in a, JSON to OUT; prints busy jiffies
+bench() {
+	local out=$1 b0 b1
+	shift
+	b0=$(busy)
+	in_a /usr/bin/time -f "%U %S" -o "$out.time" "$ry" bench \
+		-c "$work/a.conf" --peer b --duration "$T" --json \
+		"$@" >"$out" 2>"$out.log" || true
+	b1=$(busy)
+	jq -e .bytes "$out" >/dev/null 2>&1 || { cat "$out.log" >&2; echo '{}' >"$out"; }
+	echo $((b1 - b0))
+}
+# iperf N OUT: N iperf3 streams at once, stream k on rail k; MB/s summed;
+# prints "MBps bytes busy_jiffies"
+iperf() {
+	local n=$1 out=$2 k b0 b1 sp=() cp=()
+	for ((k = 0; k < n; k++)); do
+		in_b iperf3 -s -1 -B 198.18.$((k + 1)).2 -p $((5201 + k)) \
+			>/dev/null 2>&1 &
+		sp+=($!)
+		pids+=($!)
+	done
+	sleep 0.5
+	b0=$(busy)
+	for ((k = 0; k < n; k++)); do
+		in_a iperf3 -c 198.18.$((k + 1)).2 -p $((5201 + k)) -t "$T" -J \
+			>"$out.$k" 2>&1 &
+		cp+=($!)
+	done
+	for q in "${cp[@]}"; do wait "$q" || true; done
+	b1=$(busy)
+	for q in "${sp[@]}"; do wait "$q" 2>/dev/null || true; done
+	# the last field: client + server process CPU seconds (iperf3's own)
+	jq -s --argjson j $((b1 - b0)) '[.[].end | {r: (.sum_received //
+		{bytes: 0, seconds: 1}), c: (.cpu_utilization_percent //
+		{host_total: 0, remote_total: 0})}] |
+		"\(map(.r.bytes / .r.seconds) | add / 1e6) \(map(.r.bytes) | add) \($j) \(map((.c.host_total + .c.remote_total) / 100 * .r.seconds) | add)"' -r \
+		"$out".* 2>/dev/null || echo "0 0 $((b1 - b0)) 0"
+}
+mbps() { jq -r 'if .bytes then .bytes / .seconds / 1e6 else 0 end' "$1"; }
+# smallest rail share of the bytes, in %
+minshare() {
+	jq -r '[.rails[]?.bytes] as $b | if ($b | length) > 0 and ($b | add) > 0
+		then ($b | min) * 100 / ($b | add) else 0 end' "$1"
+}
+div() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", (b > 0 ? a / b : 0) }'; }
+# cpu-seconds per GB: jiffies, bytes
+cpugb() { awk -v j="$1" -v b="$2" -v hz="$hz" 'BEGIN { printf "%.3f", (b > 0 ? j / hz / (b / 1e9) : 0) }'; }
+
+declare -A RATIO RY PEER NOTE EXTRA OWN
+# own_cpu SERVE0 SERVE1 JSON UNIT: serve + bench CPU seconds per UNIT bytes
+# (1e9: CPU-s/GB), or with UNIT 1e-6 CPU microseconds per operation
+own_cpu() {
+	local t
+	t=$(cat "$3.time" 2>/dev/null || echo "0 0")
+	jq -r --argjson a "$1" --argjson b "$2" --argjson u "$4" \
+		--arg t "$t" '($t | split(" ") | map(tonumber) | add) as $c |
+		($b - $a + $c) as $cpu | if $u < 1 then
+		(if .ops_ok then $cpu / .ops_ok / $u else 0 end) else
+		(if .bytes then $cpu / (.bytes / $u) else 0 end) end |
+		. * 100 | round / 100' "$3"
+}
+add() { # ROW RATIO RY PEER [EXTRA]
+	RATIO[$1]+="$2 "
+	RY[$1]+="$3 "
+	PEER[$1]+="$4 "
+	EXTRA[$1]+="${5:-} "
+}
+
+row_tput() { # ROW RAILS MTU RATE
+	local row=$1 n=$2 mtu=$3 r=$4 ry_mbs ip s0 s1 ibytes ipc
+	shape "$r"
+	set_mtu "$mtu"
+	serve_start "$n" "$mtu"
+	s0=$(serve_cpu)
+	bench "$work/$row.$run.json" --size 1M --depth 8 >/dev/null
+	s1=$(serve_cpu)
+	serve_stop
+	ry_mbs=$(mbps "$work/$row.$run.json")
+	ip=$(iperf "$n" "$work/$row.$run.iperf")
+	read -r _ ibytes _ ipc <<<"$ip"
+	add "$row" "$(div "$ry_mbs" "${ip%% *}")" "$ry_mbs" "${ip%% *}" \
+		"$(minshare "$work/$row.$run.json")"
+	OWN[$row]+="$(own_cpu "$s0" "$s1" "$work/$row.$run.json" 1e9)/$(awk \
+		-v c="$ipc" -v b="$ibytes" 'BEGIN { printf "%.2f", (b > 0 ? c / (b / 1e9) : 0) }') "
+}
+
+row_cpu() {
+	local row=cpu4x1g j bytes ip ry_c ip_c s0 s1 pc ipc ibytes ij
+	shape 1gbit
+	set_mtu 1500
+	serve_start 4 1500
+	s0=$(serve_cpu)
+	j=$(bench "$work/$row.$run.json" --size 1M --depth 8)
+	s1=$(serve_cpu)
+	serve_stop
+	bytes=$(jq -r '.bytes // 0' "$work/$row.$run.json")
+	ip=$(iperf 4 "$work/$row.$run.iperf")
+	ry_c=$(cpugb "$j" "$bytes")
+	read -r _ ibytes ij ipc <<<"$ip"
+	ip_c=$(cpugb "$ij" "$ibytes")
+	add $row "$(div "$ry_c" "$ip_c")" "$ry_c" "$ip_c" "$(mbps "$work/$row.$run.json")"
+	# the same from the processes' own CPU time (serve + bench; iperf3
+	# client + server): what the machine's other load does not blur
+	pc=$(awk -v a="$s0" -v b="$s1" -v t="$(cat "$work/$row.$run.json.time")" \
+		-v by="$bytes" 'BEGIN { split(t, u, " ");
+		printf "%.3f", (by > 0 ? (b - a + u[1] + u[2]) / (by / 1e9) : 0) }')
+	ipc=$(awk -v c="$ipc" -v by="$ibytes" 'BEGIN { printf "%.3f", (by > 0 ? c / (by / 1e9) : 0) }')
+	add cpuproc "$(div "$pc" "$ipc")" "$pc" "$ipc"
+}
+
+row_4k() {
+	local row=4k_d64 ops s0 s1
+	shape none
+	set_mtu 1500
+	serve_start 1 1500
+	s0=$(serve_cpu)
+	bench "$work/$row.$run.json" --size 4K --depth 64 >/dev/null
+	s1=$(serve_cpu)
+	serve_stop
+	OWN[$row]+="$(own_cpu "$s0" "$s1" "$work/$row.$run.json" 1e-6) "
+	ops=$(jq -r 'if .seconds then .ops_ok / .seconds / 1000 else 0 end' "$work/$row.$run.json")
+	add $row "$(div "$ops" 300)" "$ops" 300
+}
+
+row_lat() {
+	local row=lat_d1 ry_p50 sp sq
+	shape none
+	set_mtu 1500
+	serve_start 1 1500
+	bench "$work/$row.$run.json" --size 4K --depth 1 >/dev/null
+	serve_stop
+	ry_p50=$(jq -r '.latency_us.p50 // 0' "$work/$row.$run.json")
+	in_b sockperf sr --tcp -i 198.18.1.2 -p 11111 >/dev/null 2>&1 &
+	sq=$!
+	pids+=("$sq")
+	sleep 0.5
+	in_a sockperf pp --tcp -i 198.18.1.2 -p 11111 -m 4096 -t "$T" \
+		>"$work/$row.$run.sockperf" 2>&1 || true
+	kill "$sq" 2>/dev/null || true
+	wait "$sq" 2>/dev/null || true
+	# sockperf prints half the round trip as its latency; a write is
+	# complete only when its ACK is back, a whole round trip: compare
+	# with the round trip (2 x sockperf's p50)
+	sp=$(awk '/percentile 50.000 =/ { print 2 * $NF }' "$work/$row.$run.sockperf")
+	add $row "$(div "$ry_p50" "${sp:-0}")" "$ry_p50" "${sp:-0}"
+}
+
+row_null() {
+	local row=null4 m
+	if [[ ! -x $core ]]; then
+		NOTE[$row]="no $core"
+		return
+	fi
+	m=$("$core" -r 4 -w 1 -s "$T" | sed -n 's/.* \([0-9.]*\) M fragments\/s\/core.*/\1/p')
+	add $row "$(div "${m:-0}" 25)" "${m:-0}" 25
+}
+
+echo "# $(date -u +%FT%TZ) $(uname -r), $(nproc) cpus, RUNS=$RUNS T=$T s," \
+	"load $(cut -d' ' -f1-3 /proc/loadavg), $(git -C "$root" rev-parse --short HEAD 2>/dev/null)"
+for run in $(seq "$RUNS"); do
+	for row in $ROWS; do
+		echo "# run $run: $row" >&2
+		case $row in
+		4x2g) row_tput 4x2g 4 1500 2gbit ;;
+		1r1500) row_tput 1r1500 1 1500 none ;;
+		1r9000) row_tput 1r9000 1 9000 none ;;
+		cpu4x1g) row_cpu ;;
+		4k_d64) row_4k ;;
+		lat_d1) row_lat ;;
+		null4) row_null ;;
+		*) echo "ratio.sh: unknown row $row" >&2; exit 2 ;;
+		esac
+	done
+done
+
+# min/median/max of a space-separated list
+mmm() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{ v[NR] = $1 }
+	END { if (!NR) { print "- - -"; exit }
+	printf "%.3g %.3g %.3g", v[1], (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2), v[NR] }'; }
+declare -A LABEL=(
+	[4x2g]="4x2gbit tbf, MB/s vs 4 x iperf3"
+	[1r1500]="1 rail mtu 1500, MB/s vs iperf3 1 stream"
+	[1r9000]="1 rail mtu 9000, MB/s vs iperf3 1 stream"
+	[cpu4x1g]="CPU-s/GB 4x1gbit, ry/iperf3 (lower=better)"
+	[cpuproc]="  same, the processes' own CPU (not the machine)"
+	[4k_d64]="4K writes depth 64, k ops/s vs 300k target"
+	[lat_d1]="4K depth 1 p50 us vs sockperf pp RTT (lower=better)"
+	[null4]="null rail -r 4 -w 1, M frag/s/core vs 25"
+)
+declare -A TARGET=([4x2g]=">=0.97" [1r1500]=">=1.0" [1r9000]=">=1.0"
+	[cpu4x1g]="<=1.2" [cpuproc]="<=1.2" [4k_d64]=">=1.0" [lat_d1]="<=1.2" [null4]=">=1.0")
+printf "%-48s %-20s %-22s %-22s %-7s %s\n" row "ratio min/med/max" \
+	"railyard min/med/max" "peer min/med/max" target extra
+json="{\"runs\":$RUNS,\"seconds\":$T"
+for row in ${ROWS/cpu4x1g/cpu4x1g cpuproc}; do
+	if [[ -n ${NOTE[$row]:-} ]]; then
+		printf "%-48s not run: %s\n" "${LABEL[$row]}" "${NOTE[$row]}"
+		json+=",\"$row\":{\"not_run\":\"${NOTE[$row]}\"}"
+		continue
+	fi
+	read -r a b c <<<"$(mmm "${RATIO[$row]:-}")"
+	read -r d e f <<<"$(mmm "${RY[$row]:-}")"
+	read -r g h i <<<"$(mmm "${PEER[$row]:-}")"
+	ex=""
+	[[ $row == 4x2g ]] && ex="min rail share % $(mmm "${EXTRA[$row]}" | tr ' ' /)"
+	[[ $row == 1r* || $row == 4x2g ]] &&
+		ex+="${ex:+; }own CPU-s/GB ry/iperf3 ${OWN[$row]}"
+	[[ $row == 4k_d64 ]] && ex="own CPU us/op ${OWN[$row]}"
+	[[ $row == cpu4x1g ]] && ex="railyard MB/s $(mmm "${EXTRA[$row]}" | tr ' ' /)"
+	printf "%-48s %-20s %-22s %-22s %-7s %s\n" "${LABEL[$row]}" "$a/$b/$c" \
+		"$d/$e/$f" "$g/$h/$i" "${TARGET[$row]}" "$ex"
+	json+=",\"$row\":{\"ratio\":[${RATIO[$row]// /,}],\"railyard\":[${RY[$row]// /,}],\"peer\":[${PEER[$row]// /,}]"
+	[[ -n ${EXTRA[$row]// /} ]] && json+=",\"extra\":[${EXTRA[$row]// /,}]"
+	json+="}"
+done
+json=${json//,]/]}
+echo "$json}"
