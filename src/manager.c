@@ -114,11 +114,15 @@ static int open_rail(struct ry_manager *m, unsigned i)
 	ret = ry__rail_alloc_pd(lr->lr_rail, &lr->lr_pd);
 	if (ret)
 		return ret;
-	m->m_rail_tag[i].ft_kind = FDK_RAIL;
-	m->m_rail_tag[i].ft_ptr = lr;
 	ret = ry__rail_fd(lr->lr_rail);
-	if (ret >= 0)
-		ry__fd_watch(m, ret, &m->m_rail_tag[i], false);
+	if (ret >= 0) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = lr};
+
+		if (epoll_ctl(m->m_rail_epfd, EPOLL_CTL_ADD, ret, &ev))
+			RY_ERR("mgr", "rail %s: epoll_ctl: %m",
+			       lr->lr_cfg.name);
+	}
+	lr->lr_always = ret < 0 || ry__rail_pending(lr->lr_rail) == -EOPNOTSUPP;
 	return ry__recv_setup(lr);
 }
 
@@ -184,6 +188,8 @@ static void teardown(struct ry_manager *m)
 		close(m->m_wake_fd);
 	if (m->m_epfd >= 0)
 		close(m->m_epfd);
+	if (m->m_rail_epfd >= 0)
+		close(m->m_rail_epfd);
 	free_cfg_peers(&m->m_cfg);
 	pthread_mutex_destroy(&m->m_lock);
 	pthread_mutex_destroy(&m->m_dq_lock);
@@ -214,6 +220,7 @@ int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 	pthread_mutex_init(&m->m_deliver_lock, NULL);
 	pthread_mutex_init(&m->m_cb_lock, NULL);
 	m->m_listen_fd = m->m_timer_fd = m->m_wake_fd = m->m_epfd = -1;
+	m->m_rail_epfd = -1;
 	m->m_cfg = c;
 	m->m_cfg.peers = NULL;
 	m->m_cfg.n_peers = 0;
@@ -245,10 +252,12 @@ int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 	ry__pool_init(&m->m_range_pool, sizeof(struct ry__range));
 
 	m->m_epfd = epoll_create1(EPOLL_CLOEXEC);
+	m->m_rail_epfd = epoll_create1(EPOLL_CLOEXEC);
 	m->m_timer_fd =
 	    timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	m->m_wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (m->m_epfd < 0 || m->m_timer_fd < 0 || m->m_wake_fd < 0) {
+	if (m->m_epfd < 0 || m->m_rail_epfd < 0 || m->m_timer_fd < 0 ||
+	    m->m_wake_fd < 0) {
 		ret = -errno;
 		RY_ERR("mgr", "epoll/timerfd/eventfd: %m");
 		goto err;
@@ -257,6 +266,8 @@ int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 	m->m_wake_tag.ft_kind = FDK_WAKE;
 	ry__fd_watch(m, m->m_timer_fd, &m->m_timer_tag, false);
 	ry__fd_watch(m, m->m_wake_fd, &m->m_wake_tag, false);
+	m->m_rails_tag.ft_kind = FDK_RAIL;
+	ry__fd_watch(m, m->m_rail_epfd, &m->m_rails_tag, false);
 
 	m->m_nrails = m->m_cfg.n_rails;
 	for (i = 0; i < m->m_nrails; i++) {

@@ -392,9 +392,10 @@ struct ry__lrail {
 	unsigned lr_active;	 /* ACTIVE connections */
 	pthread_mutex_t lr_lock; /* calls into lr_rail (LOCKING) */
 	bool lr_lock_init;
-	uint64_t lr_caught_up_ns;  /* ry__rail_catch_up(): last pass */
-	bool lr_polling;	   /* inside ry__poll_rail() (m_lock) */
-	atomic_bool lr_kick;	   /* posted to since the last progress */
+	uint64_t lr_caught_up_ns; /* ry__rail_catch_up(): last pass */
+	bool lr_polling;	  /* inside ry__poll_rail() (m_lock) */
+	bool lr_always;	     /* no fd or no pending(): run it every round */
+	atomic_bool lr_kick; /* posted to since the last progress */
 	struct ry__rthread *lr_rt; /* its progress thread, NULL: none */
 	struct ry__conn *lr_qpn_hash[RY__QPN_HASH];
 	struct ry_counters lr_gone; /* counters of peers forgotten */
@@ -524,7 +525,11 @@ struct ry_manager {
 	int m_epfd, m_timer_fd, m_wake_fd;
 	bool m_timer_armed;
 	struct ry__fdtag m_listen_tag, m_timer_tag, m_wake_tag;
-	struct ry__fdtag m_rail_tag[RY_MAX_RAILS];
+	/* the rails' fds without a thread of their own, itself in m_epfd
+	 * (m_rails_tag): ry_progress() runs only the rails it reports */
+	int m_rail_epfd;
+	struct ry__fdtag m_rails_tag;
+	_Atomic uint64_t m_sweep_ns; /* next round that runs every rail */
 	/* progress threads: m_thread for control and timers, m_rt[] for
 	 * rails; m_thread_stop is read by them without m_lock */
 	pthread_t m_thread;

@@ -486,7 +486,7 @@ static void control_events(struct ry_manager *m)
 			drain_fd(m->m_wake_fd);
 			break;
 		case FDK_RAIL:
-			break; /* every rail is run below */
+			break; /* the rails ran before (m_rail_epfd) */
 		}
 	}
 }
@@ -501,12 +501,33 @@ static int progress_round(struct ry_manager *m)
 {
 	struct ry__delivery *dv;
 	struct ry__op *done;
-	bool pending[RY_MAX_RAILS];
-	uint64_t now;
+	bool pending[RY_MAX_RAILS] = {0}, ready[RY_MAX_RAILS] = {0}, sweep;
+	struct epoll_event evs[RY_MAX_RAILS];
+	uint64_t now = ry__now_ns();
 	unsigned i;
+	int n;
 
-	for (i = 0; i < m->m_nrails; i++)
-		pending[i] = !m->m_rails[i].lr_rt && rail_work(&m->m_rails[i]);
+	/*
+	 * Only the rails with something to do: a readable fd (packets, a
+	 * timer due, a completion waiting), a post since they last ran, or no
+	 * way to tell; and every rail once a tick, in case.
+	 */
+	n = epoll_wait(m->m_rail_epfd, evs, RY_MAX_RAILS, 0);
+	for (i = 0; n > 0 && i < (unsigned)n; i++)
+		ready[((struct ry__lrail *)evs[i].data.ptr)->lr_idx] = true;
+	sweep =
+	    now >= atomic_load_explicit(&m->m_sweep_ns, memory_order_relaxed);
+	if (sweep)
+		atomic_store_explicit(&m->m_sweep_ns, now + m->m_tick_ns,
+				      memory_order_relaxed);
+	for (i = 0; i < m->m_nrails; i++) {
+		struct ry__lrail *lr = &m->m_rails[i];
+
+		if (!lr->lr_rt &&
+		    (ready[i] || sweep || lr->lr_always ||
+		     atomic_load_explicit(&lr->lr_kick, memory_order_relaxed)))
+			pending[i] = rail_work(lr);
+	}
 	pthread_mutex_lock(&m->m_lock);
 	if (m->m_closing) {
 		pthread_mutex_unlock(&m->m_lock);
@@ -669,9 +690,13 @@ static void rthreads_stop(struct ry_manager *m)
 			int fd = ry__rail_fd(lr->lr_rail);
 
 			lr->lr_rt = NULL;
-			if (fd >= 0)
-				ry__fd_watch(m, fd, &m->m_rail_tag[lr->lr_idx],
-					     false);
+			if (fd >= 0) {
+				struct epoll_event ev = {.events = EPOLLIN,
+							 .data.ptr = lr};
+
+				epoll_ctl(m->m_rail_epfd, EPOLL_CTL_ADD, fd,
+					  &ev);
+			}
 		}
 		if (rt->rt_epfd >= 0)
 			close(rt->rt_epfd);
@@ -715,7 +740,7 @@ static int rthreads_setup(struct ry_manager *m)
 		rt->rt_rails[rt->rt_nrails++] = lr;
 		lr->lr_rt = rt;
 		if (fd >= 0) {
-			ry__fd_unwatch(m, fd);
+			epoll_ctl(m->m_rail_epfd, EPOLL_CTL_DEL, fd, NULL);
 			if (epoll_ctl(rt->rt_epfd, EPOLL_CTL_ADD, fd, &ev))
 				return -errno;
 		}
