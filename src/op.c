@@ -396,6 +396,11 @@ static int post_rdma(struct ry_peer *p, enum ry__op_type type,
 		ret = -ESHUTDOWN;
 		goto out;
 	}
+	/* the peer restarted since the descriptor was made: nothing to send */
+	if (ry__peer_node_stale(p, d.d_node)) {
+		ret = -ESTALE;
+		goto out;
+	}
 	op = op_new(p, type, cb, ctx);
 	if (!op) {
 		ret = -ENOMEM;

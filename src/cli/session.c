@@ -323,6 +323,12 @@ static const char *event_name(enum ry_event_type t, struct rail_track *rt)
 		return "up";
 	case RY_EV_CONN_RESUMED:
 		return "resume";
+	case RY_EV_PEER_UP:
+		return "peer-up";
+	case RY_EV_PEER_DOWN:
+		return "peer-down";
+	case RY_EV_PEER_RESTARTED:
+		return "peer-restarted";
 	}
 	return "?";
 }
