@@ -111,11 +111,21 @@ void ry__peer_dirty(struct ry_peer *p)
 	m->m_dirty = p;
 }
 
+/*
+ * The control channel waits before the next dial, twice as long each time
+ * up to reconnect_max_ms; but while operations wait for the peer at most
+ * 4 x reconnect_min_ms (jittered), so a peer that restarts is found again
+ * within about half a second of being back, not when a backoff grown
+ * while it was down runs out.
+ */
 static void ctl_backoff(struct ry_peer *p, uint64_t now)
 {
 	struct ry_manager *m = p->pr_mgr;
 	uint64_t ms = p->pr_ctl_backoff_ms;
+	uint64_t busy_max = 4ull * m->m_cfg.failover.reconnect_min_ms;
 
+	if (!ry__list_empty(&p->pr_ops) && ms > busy_max)
+		ms = busy_max;
 	p->pr_state = PEER_BACKOFF;
 	p->pr_ctl = NULL;
 	p->pr_ctl_retry_ns =
