@@ -143,10 +143,11 @@ int ry_peer_list(struct ry_manager *m, struct ry_peer_entry *out, unsigned max)
 		return -EINVAL;
 	pthread_mutex_lock(&m->m_lock);
 	for (p = m->m_peers; p; p = p->pr_next, n++) {
-		struct ry_peer_entry *e = &out[n];
+		struct ry_peer_entry *e;
 
 		if (n >= max)
 			continue;
+		e = &out[n];
 		memset(e, 0, sizeof(*e));
 		snprintf(e->name, sizeof(e->name), "%s", p->pr_name);
 		snprintf(e->node, sizeof(e->node), "%s", p->pr_node_name);
