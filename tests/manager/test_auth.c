@@ -101,7 +101,40 @@ static void hello(struct frame *f, uint64_t node, const char *name,
 		ry__auth_hash_hello(f->b + 8, f->n - 8, hello_h);
 }
 
+/*
+ * The dialer's side of the keyed handshake on raw session fd, as a (which
+ * holds the key) would do it: HELLO, b's HELLO_ACK and its proof checked,
+ * AUTH with a's proof.  t: the transcript, for the session keys.
+ */
+static void keyed_handshake(int fd, uint64_t node, const char *name,
+			    const char *addr, unsigned char t[RY__MAC])
+{
+	unsigned char hello_h[RY__MAC], proof[RY__MAC];
+	struct frame f, in;
+	uint32_t len;
+
+	hello(&f, node, name, addr, true, hello_h);
+	raw_send(fd, f.b, f.n);
+	in.n = 0;
+	ck_assert(!closed_within(&F, fd, 500, &in));
+	ck_assert_uint_ge(in.n, 8);
+	len = in.b[0] | in.b[1] << 8 | in.b[2] << 16 | (uint32_t)in.b[3] << 24;
+	ck_assert_uint_eq(in.n, 8 + len);
+	ck_assert_uint_eq(in.b[4], 2); /* HELLO_ACK */
+	ry__auth_transcript(hello_h, in.b + 8, len - RY__MAC, t);
+	ck_assert(ry__auth_proof_ok(F.a, false, t, in.b + 8 + len - RY__MAC));
+	ry__auth_proof(F.a, true, t, proof);
+	frame_start(&f, 8);
+	put(&f, proof, sizeof(proof));
+	frame_end(&f);
+	raw_send(fd, f.b, f.n);
+}
+
 /* ---- tests ---- */
+
+/* Both hold the same key; b admits only a, named in its config. */
+static const struct fx_opts named_keyed = {
+    .key_a = key1, .key_b = key1, .b_strict = true, .b_names_a = true};
 
 /* The same key on both: the handshake passes, transfers work, every
  * frame after it is MACed (a's and b's sessions say so). */
@@ -109,11 +142,7 @@ START_TEST(same_key_works)
 {
 	struct fx_done d;
 
-	ck_assert_int_eq(fx_init(&F, &(struct fx_opts){.key_a = key1,
-						       .key_b = key1,
-						       .b_strict = true,
-						       .b_names_a = true}),
-			 0);
+	ck_assert_int_eq(fx_init(&F, &named_keyed), 0);
 	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
 	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
 	ck_assert_uint_eq(F.ev_a.n_conn_down + F.ev_b.n_conn_down, 0);
@@ -252,33 +281,16 @@ END_TEST
  */
 START_TEST(flipped_mac_closes_session)
 {
-	unsigned char hello_h[RY__MAC], t[RY__MAC], proof[RY__MAC];
-	unsigned char ktx[RY__MAC], krx[RY__MAC];
+	unsigned char t[RY__MAC], ktx[RY__MAC], krx[RY__MAC];
 	struct fx_done d;
-	struct frame f, in, rej;
-	uint32_t len;
+	struct frame rej;
 	int fd, i;
 
 	ck_assert_int_eq(
 	    fx_init(&F, &(struct fx_opts){.key_a = key1, .key_b = key1}), 0);
 	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
 	fd = raw_connect(&F, "127.0.0.1");
-	hello(&f, 0x7171, "raw", "127.0.0.1:9", true, hello_h);
-	raw_send(fd, f.b, f.n);
-	in.n = 0;
-	ck_assert(!closed_within(&F, fd, 500, &in));
-	ck_assert_uint_ge(in.n, 8);
-	len = in.b[0] | in.b[1] << 8 | in.b[2] << 16 | (uint32_t)in.b[3] << 24;
-	ck_assert_uint_eq(in.n, 8 + len);
-	ck_assert_uint_eq(in.b[4], 2); /* HELLO_ACK */
-	/* b's proof, checked as a's own dialer would (a holds the key) */
-	ry__auth_transcript(hello_h, in.b + 8, len - RY__MAC, t);
-	ck_assert(ry__auth_proof_ok(F.a, false, t, in.b + 8 + len - RY__MAC));
-	ry__auth_proof(F.a, true, t, proof);
-	frame_start(&f, 8);
-	put(&f, proof, sizeof(proof));
-	frame_end(&f);
-	raw_send(fd, f.b, f.n);
+	keyed_handshake(fd, 0x7171, "raw", "127.0.0.1:9", t);
 	ry__auth_session_keys(F.a, true, t, ktx, krx);
 	/* CONN_REJ for a rail b does not have: harmless, if authentic */
 	for (i = 0; i < 2; i++) {
@@ -325,40 +337,21 @@ static bool b_saw_restart(void *arg)
  */
 START_TEST(restart_proven_by_key)
 {
-	unsigned char hello_h[RY__MAC], t[RY__MAC], proof[RY__MAC];
+	unsigned char t[RY__MAC];
 	struct ry_peer_info ai;
 	struct ry_peer *ba;
 	struct fx_done d;
-	struct frame f, in;
 	char a_addr[100];
-	uint32_t len;
 	int fd;
 
-	ck_assert_int_eq(fx_init(&F, &(struct fx_opts){.key_a = key1,
-						       .key_b = key1,
-						       .b_strict = true,
-						       .b_names_a = true}),
-			 0);
+	ck_assert_int_eq(fx_init(&F, &named_keyed), 0);
 	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
 	ry_manager_control_addr(F.a, a_addr, sizeof(a_addr));
 	ck_assert_int_eq(ry_peer_get(F.b, "a", &ba), 0);
 	ck_assert_int_eq(ry_peer_info(ba, &ai), 0);
 	ck_assert(ai.ready && ai.incarnation);
 	fd = raw_connect(&F, "127.0.0.1");
-	hello(&f, 0x9191, "a", a_addr, true, hello_h);
-	raw_send(fd, f.b, f.n);
-	in.n = 0;
-	ck_assert(!closed_within(&F, fd, 500, &in));
-	ck_assert_uint_ge(in.n, 8);
-	len = in.b[0] | in.b[1] << 8 | in.b[2] << 16 | (uint32_t)in.b[3] << 24;
-	ck_assert_uint_eq(in.n, 8 + len);
-	ry__auth_transcript(hello_h, in.b + 8, len - RY__MAC, t);
-	ck_assert(ry__auth_proof_ok(F.a, false, t, in.b + 8 + len - RY__MAC));
-	ry__auth_proof(F.a, true, t, proof);
-	frame_start(&f, 8);
-	put(&f, proof, sizeof(proof));
-	frame_end(&f);
-	raw_send(fd, f.b, f.n);
+	keyed_handshake(fd, 0x9191, "a", a_addr, t);
 	ck_assert_msg(fx_until(&F, b_saw_restart, NULL, 5000), "%s", logbuf);
 	ck_assert_uint_eq(F.ev_b.restart_old, ai.incarnation);
 	ck_assert_uint_eq(F.ev_b.restart_new, 0x9191);
