@@ -160,6 +160,23 @@ int ry_peer_list(struct ry_manager *m, struct ry_peer_entry *out, unsigned max)
 		for (i = 0; i < m->m_nrails; i++)
 			ry__cnt_add(&e->counters, &p->pr_conns[i].cn_cnt);
 	}
+	/* configured peers not used yet have no record: listed as new */
+	for (i = 0; i < m->m_cfg.n_peers; i++) {
+		const struct ry_peer_config *pc = &m->m_cfg.peers[i];
+		struct ry_peer_entry *e;
+
+		if (ry__peer_find(m, pc->name, pc->address))
+			continue;
+		if (n++ >= max)
+			continue;
+		e = &out[n - 1];
+		memset(e, 0, sizeof(*e));
+		snprintf(e->name, sizeof(e->name), "%s", pc->name);
+		snprintf(e->address, sizeof(e->address), "%s", pc->address);
+		snprintf(e->state, sizeof(e->state), "%s",
+			 ry__peer_state_str(PEER_NEW));
+		e->dialed = true;
+	}
 	pthread_mutex_unlock(&m->m_lock);
 	return (int)n;
 }

@@ -406,10 +406,11 @@ RY_API int ry_rail_counters(struct ry_manager *mgr, const char *rail,
 RY_API int ry_peer_counters(struct ry_peer *peer, struct ry_counters *out);
 
 /*
- * Every peer record the manager holds, configured, named by the
- * application or learned from a HELLO, as a snapshot taken under one
- * lock (no handles: records learned from a HELLO may be freed when their
- * session closes; ry_peer_get(name) gives a handle).
+ * Every peer the manager knows: each peer section of the config (state
+ * "new" until first used), peers named by the application and nodes
+ * learned from a HELLO, as a snapshot taken under one lock (no handles:
+ * records learned from a HELLO may be freed when their session closes;
+ * ry_peer_get(name) gives a handle).
  */
 struct ry_peer_entry {
 	char name[RY_ADDR_MAX];	   /* as ry_peer_name() */

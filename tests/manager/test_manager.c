@@ -1243,6 +1243,7 @@ START_TEST(peer_by_config_name)
 {
 	struct ry_config c;
 	struct ry_peer_config pc = {.name = "bee"};
+	struct ry_peer_entry pe[2];
 	struct ry_manager *m;
 	struct ry_region *rg;
 	struct ry_peer *p, *q;
@@ -1258,8 +1259,14 @@ START_TEST(peer_by_config_name)
 	c.peers = &pc;
 	c.n_peers = 1;
 	ck_assert_int_eq(ry_manager_create(&c, &m), 0);
+	/* listed before first use, as new */
+	ck_assert_int_eq(ry_peer_list(m, pe, 2), 1);
+	ck_assert_str_eq(pe[0].name, "bee");
+	ck_assert_str_eq(pe[0].state, "new");
+	ck_assert_str_eq(pe[0].address, F.b_addr);
 	ck_assert_int_eq(ry_peer_get(m, "nosuch", &p), -ENOENT);
 	ck_assert_int_eq(ry_peer_get(m, "bee", &p), 0);
+	ck_assert_int_eq(ry_peer_list(m, pe, 2), 1); /* the record now */
 	ck_assert_str_eq(ry_peer_name(p), "bee");
 	ck_assert_int_eq(ry_peer_get(m, F.b_addr, &q), 0);
 	ck_assert_ptr_eq(p, q);
