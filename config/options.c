@@ -54,6 +54,8 @@ const struct ry__opt ry__opts[] = {
 	"work requests per QP; 256 is the default"),
     TOP(frags_per_wr, RY__OPT_INT, "16", 1, 256, ZD, "fragments",
 	"fragments merged in one work request; 16 is the default"),
+    TOP(progress_threads, RY__OPT_INT, "0", 0, RY_MAX_RAILS, 0, "threads",
+	"0 (one per rail, at most one per core) or 1 to 16"),
     /* each entry is checked in validate.c */
     TOP(accept, RY__OPT_LIST, NULL, 0, 0, RY__OPT_OMIT_EMPTY,
 	"list of \"ip/len\" | \"any\"", NULL),

@@ -19,8 +19,10 @@
  * deregistering an MR revokes it at once: no later packet can use it.
  *
  * Threading: a rail is not thread-safe.  Its owner serialises every call on
- * one rail (the manager holds the rail's lock); different rails may be used
- * from different threads concurrently.
+ * one rail (the manager holds the rail's lr_lock); different rails may be
+ * used from different threads concurrently, so a provider keeps no state
+ * shared between its rails unless it locks it itself (the test-only loop
+ * rail's loop_lock).
  *
  * Progress: ry__rail_progress() does the provider's protocol work (the soft
  * rail receives packets, sends ACKs, runs its retransmit timers there; the
@@ -29,6 +31,11 @@
  * raise the fd: the caller runs progress() once after posting (the soft
  * rail transmits there; the verbs rail has nothing to do), and after that
  * whenever the fd is readable; a completion is then found by poll_cq.
+ * pending() says, cheaply and without consuming anything, whether
+ * poll_cq or get_event has something to hand over (1) or not (0), so that
+ * a thread doing a rail's protocol work takes the manager's lock only when
+ * there is a completion to handle; -EOPNOTSUPP (a provider that cannot
+ * tell, as verbs, whose CQ is only known by polling it) means "poll".
  *
  * Completion semantics follow verbs: every posted send WR produces exactly
  * one completion (we always signal), in posting order per QP; in ERR every
@@ -280,6 +287,7 @@ struct ry_rail_ops {
 	int (*query)(struct ry_rail *rail, struct ry_rail_attr *attr);
 	int (*fd)(struct ry_rail *rail);
 	int (*progress)(struct ry_rail *rail);
+	int (*pending)(struct ry_rail *rail);
 	int (*get_event)(struct ry_rail *rail, struct ry_rail_event *ev);
 	int (*alloc_pd)(struct ry_rail *rail, struct ry_pd **pd_p);
 	int (*dealloc_pd)(struct ry_pd *pd);
@@ -378,6 +386,10 @@ static inline int ry__rail_fd(struct ry_rail *r)
 static inline int ry__rail_progress(struct ry_rail *r)
 {
 	return r->ops->progress(r);
+}
+static inline int ry__rail_pending(struct ry_rail *r)
+{
+	return r->ops->pending(r);
 }
 static inline int ry__rail_get_event(struct ry_rail *r,
 				     struct ry_rail_event *ev)

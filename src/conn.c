@@ -136,8 +136,24 @@ void ry__conn_destroy_qp(struct ry__conn *c)
 
 	if (!c->cn_qp)
 		return;
+	/*
+	 * Messages its rail accepted (and acknowledged: the sender counts
+	 * them delivered) may wait in the CQ: with the rail on a thread of
+	 * its own they arrive at any time, not only just before a poll.  Hand
+	 * them over while the QP number still finds this connection.  Inside
+	 * a poll of this rail they were polled already: the CQ is one FIFO
+	 * and nothing arrives on a QP after its flush.  Not at teardown:
+	 * the canceled operations those completions would name are gone.
+	 */
+	if (!c->cn_lrail->lr_polling && !c->cn_lrail->lr_mgr->m_closing) {
+		ry__poll_rail(c->cn_lrail, ry__now_ns());
+		if (!c->cn_qp)
+			return;
+	}
 	ry__conn_hash_del(c);
+	pthread_mutex_lock(&c->cn_lrail->lr_lock);
 	ret = ry__rail_destroy_qp(c->cn_qp);
+	pthread_mutex_unlock(&c->cn_lrail->lr_lock);
 	if (ret)
 		RY_ERR("mgr", "qp 0x%x: destroy: %d", c->cn_qp->qp_num, ret);
 	c->cn_qp = NULL;
@@ -157,16 +173,16 @@ static int create_qp(struct ry__conn *c)
 	};
 	int ret;
 
+	pthread_mutex_lock(&c->cn_lrail->lr_lock);
 	ret = ry__rail_create_qp(c->cn_lrail->lr_pd, &init, &c->cn_qp);
+	if (!ret && (ret = ry__rail_modify_qp(c->cn_qp, RY_QPS_INIT, &attr))) {
+		ry__rail_destroy_qp(c->cn_qp);
+		c->cn_qp = NULL;
+	}
+	pthread_mutex_unlock(&c->cn_lrail->lr_lock);
 	if (ret) {
 		RY_ERR("mgr", "rail %s: create QP: %d",
 		       c->cn_lrail->lr_cfg.name, ret);
-		return ret;
-	}
-	ret = ry__rail_modify_qp(c->cn_qp, RY_QPS_INIT, &attr);
-	if (ret) {
-		ry__rail_destroy_qp(c->cn_qp);
-		c->cn_qp = NULL;
 		return ret;
 	}
 	ry__conn_hash_add(c);
@@ -206,9 +222,11 @@ static int to_rts(struct ry__conn *c, const struct ry_qp_endpoint *rem)
 	};
 	int ret;
 
+	pthread_mutex_lock(&c->cn_lrail->lr_lock);
 	ret = ry__rail_modify_qp(c->cn_qp, RY_QPS_RTR, &attr);
 	if (!ret)
 		ret = ry__rail_modify_qp(c->cn_qp, RY_QPS_RTS, &attr);
+	pthread_mutex_unlock(&c->cn_lrail->lr_lock);
 	/* -EAGAIN: the rail is still getting ready (the verbs rail resolving
 	 * the peer's MAC); the caller backs off and tries again */
 	if (ret == -EAGAIN)
@@ -490,7 +508,9 @@ void ry__conn_flush(struct ry__conn *c)
 {
 	int ret;
 
+	pthread_mutex_lock(&c->cn_lrail->lr_lock);
 	ret = ry__rail_modify_qp(c->cn_qp, RY_QPS_ERR, NULL);
+	pthread_mutex_unlock(&c->cn_lrail->lr_lock);
 	if (ret)
 		RY_ERR("mgr", "qp 0x%x: to ERR: %d", c->cn_qp->qp_num, ret);
 	c->cn_state = CONN_DRAINING;
@@ -610,9 +630,13 @@ int ry__conn_post(struct ry__conn *c, struct ry__wr **wrs,
 	unsigned i;
 	int ret;
 
+	pthread_mutex_lock(&c->cn_lrail->lr_lock);
 	ret = ry__rail_post_send(c->cn_qp, swr, n);
+	pthread_mutex_unlock(&c->cn_lrail->lr_lock);
 	if (ret)
 		return ret;
+	atomic_store_explicit(&c->cn_lrail->lr_kick, true,
+			      memory_order_relaxed);
 	for (i = 0; i < n; i++) {
 		ry__list_add_tail(&c->cn_posted, &wrs[i]->wr_link);
 	}

@@ -71,8 +71,10 @@ int ry_rail_counters(struct ry_manager *m, const char *rail,
 	sum = lr->lr_gone;
 	for (p = m->m_peers; p; p = p->pr_next)
 		ry__cnt_add(&sum, &p->pr_conns[lr->lr_idx].cn_cnt);
+	pthread_mutex_lock(&lr->lr_lock);
 	if (!ry__rail_get_stats(lr->lr_rail, &st))
 		sum.retransmits += st.retransmits;
+	pthread_mutex_unlock(&lr->lr_lock);
 	pthread_mutex_unlock(&m->m_lock);
 	*out = sum;
 	return 0;

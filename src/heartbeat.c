@@ -7,7 +7,8 @@
  * within heartbeat_ms + timeout_ms even without traffic, and usually
  * sooner by the transport's own retry-exceeded completion.  Not in the
  * first round after a stall of our own (progress.c): the peer may not have
- * had the CPU to answer either.
+ * had the CPU to answer either; nor before the rail's own thread, which
+ * may have lagged, has handed over what arrived (ry__rail_catch_up).
  */
 #include <stdio.h>
 
@@ -22,6 +23,16 @@ void ry__heartbeat(struct ry__conn *c, uint64_t now)
 		since = c->cn_last_ok_ns > c->cn_busy_since_ns
 			    ? c->cn_last_ok_ns
 			    : c->cn_busy_since_ns;
+		if (ry__since(now, since) > m->m_timeout_ns && !m->m_hb_defer) {
+			/* what a lagging rail thread has not handed over yet
+			 * (it may complete, fail or revive this connection) */
+			ry__rail_catch_up(c->cn_lrail, now);
+			if (c->cn_state != CONN_ACTIVE || !c->cn_out_wrs)
+				return;
+			since = c->cn_last_ok_ns > c->cn_busy_since_ns
+				    ? c->cn_last_ok_ns
+				    : c->cn_busy_since_ns;
+		}
 		if (ry__since(now, since) > m->m_timeout_ns && !m->m_hb_defer) {
 			char why[64];
 

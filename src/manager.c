@@ -90,6 +90,8 @@ static int open_rail(struct ry_manager *m, unsigned i)
 
 	lr->lr_mgr = m;
 	lr->lr_idx = i;
+	pthread_mutex_init(&lr->lr_lock, NULL);
+	lr->lr_lock_init = true;
 	lr->lr_cfg = m->m_cfg.rails[i];
 	ret = ry__rail_open(&lr->lr_cfg, &lr->lr_rail);
 	if (ret) {
@@ -167,6 +169,9 @@ static void teardown(struct ry_manager *m)
 		ry__rail_dealloc_pd(lr->lr_pd);
 		ry__rail_close(lr->lr_rail);
 	}
+	for (i = 0; i < m->m_nrails; i++)
+		if (m->m_rails[i].lr_lock_init)
+			pthread_mutex_destroy(&m->m_rails[i].lr_lock);
 	/* WRs and ranges of canceled ops were revoked with their QPs */
 	m->m_wr_pool.pl_in_use = 0;
 	m->m_range_pool.pl_in_use = 0;
@@ -181,6 +186,8 @@ static void teardown(struct ry_manager *m)
 		close(m->m_epfd);
 	free_cfg_peers(&m->m_cfg);
 	pthread_mutex_destroy(&m->m_lock);
+	pthread_mutex_destroy(&m->m_dq_lock);
+	pthread_mutex_destroy(&m->m_deliver_lock);
 	pthread_mutex_destroy(&m->m_cb_lock);
 	free(m);
 }
@@ -203,6 +210,8 @@ int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 	if (!m)
 		return -ENOMEM;
 	pthread_mutex_init(&m->m_lock, NULL);
+	pthread_mutex_init(&m->m_dq_lock, NULL);
+	pthread_mutex_init(&m->m_deliver_lock, NULL);
 	pthread_mutex_init(&m->m_cb_lock, NULL);
 	m->m_listen_fd = m->m_timer_fd = m->m_wake_fd = m->m_epfd = -1;
 	m->m_cfg = c;
@@ -376,8 +385,14 @@ int ry_rail_fault(struct ry_manager *m, const char *rail,
 	f.delay_us = spec->delay_us;
 	pthread_mutex_lock(&m->m_lock);
 	lr = lrail(m, rail);
-	ret = lr ? ry__rail_set_fault(lr->lr_rail, &f) : -ENOENT;
+	ret = -ENOENT;
+	if (lr) {
+		pthread_mutex_lock(&lr->lr_lock);
+		ret = ry__rail_set_fault(lr->lr_rail, &f);
+		pthread_mutex_unlock(&lr->lr_lock);
+	}
 	pthread_mutex_unlock(&m->m_lock);
+	ry__kick(m);
 	return ret;
 }
 
@@ -390,9 +405,16 @@ int ry_rail_link(struct ry_manager *m, const char *rail, bool up)
 		return -EINVAL;
 	pthread_mutex_lock(&m->m_lock);
 	lr = lrail(m, rail);
-	ret =
-	    lr ? ry__rail_set_link(lr->lr_rail, up ? RY_LINK_UP : RY_LINK_DOWN)
-	       : -ENOENT;
+	ret = -ENOENT;
+	if (lr) {
+		pthread_mutex_lock(&lr->lr_lock);
+		ret = ry__rail_set_link(lr->lr_rail,
+					up ? RY_LINK_UP : RY_LINK_DOWN);
+		pthread_mutex_unlock(&lr->lr_lock);
+		/* the rail reports the change as an event: let it run */
+		atomic_store(&lr->lr_kick, true);
+	}
 	pthread_mutex_unlock(&m->m_lock);
+	ry__kick(m);
 	return ret;
 }

@@ -5,20 +5,47 @@
  * LOCKING
  *
  *   m_lock (struct ry_manager)  protects every structure in this file: local
- *                               rails, peers, connections, operations, pools,
- *                               control sockets, counters; and serialises
- *                               every call into the rails (rail.h asks its
- *                               owner to).
- *   m_cb_lock                   serialises the application's callbacks
- *                               (recv, event) registration against delivery.
+ *                               rails' manager-side state, peers,
+ *                               connections, operations, pools, control
+ *                               sockets, counters.
+ *   lr_lock (struct ry__lrail)  serialises every call into one rail
+ *                               (rails/rail.h asks its owner to).  Held
+ *                               only across the call itself, never across
+ *                               code that could call into a rail again.
+ *   m_dq_lock                   the queue of callbacks waiting to run.
+ *   m_deliver_lock              held by the one thread running callbacks.
+ *   m_cb_lock                   the application's callbacks (recv, event)
+ *                               registration against delivery.
  *
- *   Lock order: m_lock -> provider-internal locks (the loop rail's
- *   loop_lock) -> the log sink lock.  m_cb_lock is never held with m_lock.
+ *   Lock order: m_deliver_lock -> m_lock -> lr_lock -> provider-internal
+ *   locks (the loop rail's loop_lock) -> the log sink lock.  m_dq_lock and
+ *   m_cb_lock are leaves, never held with another of ours.
+ *
+ *   Why two levels: a rail's protocol work (the soft rail's packets, ACKs,
+ *   retransmits: most of a soft rail's CPU) needs only its lr_lock, so each
+ *   rail's progress runs on its own thread (progress_threads) in parallel
+ *   with the others and with application threads posting under m_lock.  A
+ *   rail thread takes m_lock only when the rail says it has completions or
+ *   events (ry__rail_pending), and then polls the CQ under m_lock + lr_lock:
+ *   a WR named by a completion is the manager's until that completion is
+ *   handled, so polling and handling happen under one m_lock hold and no
+ *   teardown can come between them.  What is still serialised by m_lock is
+ *   the manager's bookkeeping per WR and per completion, not packet work.
+ *
+ *   Kick: whoever posts to a rail sets lr_kick; when m_lock is dropped,
+ *   ry__kick() runs that rail's progress at once in the caller's thread
+ *   (no rail threads) or wakes the rail's thread (rt_wake_fd, written once
+ *   per wake-up: rt_woken), so a post reaches the wire without waiting for
+ *   a progress tick.
  *
  *   No application callback runs with m_lock held: completions, messages
  *   and events are moved to a delivery list under m_lock and handed out
- *   after it is dropped (ry__deliver() in progress.c).
- *
+ *   after it is dropped (ry__deliver() in progress.c).  Callbacks never run
+ *   concurrently, even with several progress threads: ry__deliver() queues
+ *   them (m_dq_lock) and whichever thread holds m_deliver_lock runs them in
+ *   queue order; a thread that finds it held leaves its share to the holder
+ *   (so a callback may call ry_progress() without deadlock).
+
  * OWNERSHIP
  *
  *   A fragment is in exactly one place: queued (an op's fresh range
@@ -57,6 +84,7 @@
 #define RAILYARD_MANAGER_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -230,6 +258,18 @@ struct ry__range {
 	uint32_t rn_first, rn_n;
 };
 
+/*
+ * Operation latency, post to completion, per peer and kind: Prometheus
+ * histogram buckets (upper bounds in ry__lat_le_ns, the last one +Inf).
+ */
+#define RY__LAT_BUCKETS 16
+extern const uint64_t ry__lat_le_ns[RY__LAT_BUCKETS];
+struct ry__lat {
+	uint64_t lt_bucket[RY__LAT_BUCKETS + 1]; /* not cumulative */
+	uint64_t lt_sum_ns, lt_count;
+};
+void ry__lat_add(struct ry__lat *l, uint64_t ns);
+
 struct ry__op {
 	struct ry_peer *op_peer;
 	enum ry__op_type op_type;
@@ -249,6 +289,7 @@ struct ry__op {
 	bool op_notify;
 	uint64_t op_fence_gen; /* peer fence this op must wait for */
 	uint64_t op_wait_ns;   /* waiting for a path since */
+	uint64_t op_post_ns;   /* posted by the application */
 	/* the message phase (OP_SEND, and a write's notification) */
 	uint64_t op_seq;
 	uint64_t op_notify_val;
@@ -318,9 +359,26 @@ struct ry__lrail {
 	enum ry_link_state lr_link;
 	void *lr_recv_buf;
 	struct ry_mr *lr_recv_mr;
-	unsigned lr_active; /* ACTIVE connections */
+	unsigned lr_active;	 /* ACTIVE connections */
+	pthread_mutex_t lr_lock; /* calls into lr_rail (LOCKING) */
+	bool lr_lock_init;
+	uint64_t lr_caught_up_ns;  /* ry__rail_catch_up(): last pass */
+	bool lr_polling;	   /* inside ry__poll_rail() (m_lock) */
+	atomic_bool lr_kick;	   /* posted to since the last progress */
+	struct ry__rthread *lr_rt; /* its progress thread, NULL: none */
 	struct ry__conn *lr_qpn_hash[RY__QPN_HASH];
 	struct ry_counters lr_gone; /* counters of peers forgotten */
+};
+
+/* A thread doing the protocol work of some rails (progress.c). */
+struct ry__rthread {
+	struct ry_manager *rt_mgr;
+	pthread_t rt_thread;
+	int rt_epfd, rt_wake_fd;
+	atomic_bool rt_woken; /* rt_wake_fd written, not yet drained */
+	bool rt_running;      /* rt_thread created, not yet joined */
+	unsigned rt_nrails;
+	struct ry__lrail *rt_rails[RY_MAX_RAILS];
 };
 
 struct ry__ctl;
@@ -370,6 +428,8 @@ struct ry_peer {
 	uint64_t pr_tx_bits[RY__TXWIN / 64]; /* outstanding, ring */
 	uint64_t pr_rx_base;		     /* lowest sequence not yet seen */
 	uint64_t pr_rx_bits[RY__RXWIN / 64];
+	/* completed operations' latency, by enum ry__op_type */
+	struct ry__lat pr_lat[3];
 	/* failover timing */
 	uint64_t pr_resume_from_ns;
 	struct ry__conn *pr_resume_conn;
@@ -439,9 +499,13 @@ struct ry_manager {
 	bool m_timer_armed;
 	struct ry__fdtag m_listen_tag, m_timer_tag, m_wake_tag;
 	struct ry__fdtag m_rail_tag[RY_MAX_RAILS];
-	/* progress thread */
+	/* progress threads: m_thread for control and timers, m_rt[] for
+	 * rails; m_thread_stop is read by them without m_lock */
 	pthread_t m_thread;
-	bool m_thread_on, m_thread_stop;
+	bool m_thread_on;
+	atomic_bool m_thread_stop;
+	unsigned m_nrt;
+	struct ry__rthread m_rt[RY_MAX_RAILS];
 	/* peers */
 	struct ry_peer *m_peers;
 	struct ry_peer *m_dirty;
@@ -457,6 +521,10 @@ struct ry_manager {
 	struct ry__op *m_done_head, *m_done_tail; /* with a callback */
 	struct ry__op *m_poll_head, *m_poll_tail; /* for ry_poll_completions */
 	struct ry__delivery *m_dv_head, *m_dv_tail;
+	pthread_mutex_t m_dq_lock; /* m_dq_*: callbacks not yet run */
+	struct ry__op *m_dq_done_head, *m_dq_done_tail;
+	struct ry__delivery *m_dq_dv_head, *m_dq_dv_tail;
+	pthread_mutex_t m_deliver_lock;
 	pthread_mutex_t m_cb_lock;
 	ry_recv_fn m_recv_fn;
 	void *m_recv_arg;
@@ -481,6 +549,10 @@ void ry__queue_message(struct ry_manager *m, struct ry_peer *p,
 int ry__deliver(struct ry_manager *m, struct ry__op *done,
 		struct ry__delivery *dv);
 void ry__poll_rail(struct ry__lrail *lr, uint64_t now);
+/* m_lock held: run a rail with a thread of its own now (heartbeat.c). */
+void ry__rail_catch_up(struct ry__lrail *lr, uint64_t now);
+/* After dropping m_lock: send what was posted (LOCKING: Kick). */
+void ry__kick(struct ry_manager *m);
 void ry__wr_complete(struct ry_manager *m, struct ry__wr *w,
 		     const struct ry_wc *wc, uint64_t now);
 

@@ -276,6 +276,8 @@ static const struct sfield sfields[] = {
 };
 #undef SF
 
+static void latency_histograms(struct mw *w, struct ry_manager *m);
+
 static void render_locked(struct ry_manager *m, struct mw *w)
 {
 	struct ry_counters rcnt[RY_MAX_RAILS];
@@ -293,7 +295,9 @@ static void render_locked(struct ry_manager *m, struct mw *w)
 		rnames[i] = lr->lr_cfg.name;
 		rcnt[i] = lr->lr_gone;
 		hmin[i] = 1000;
+		pthread_mutex_lock(&lr->lr_lock);
 		have_st[i] = !ry__rail_get_stats(lr->lr_rail, &rst[i]);
+		pthread_mutex_unlock(&lr->lr_lock);
 		if (have_st[i])
 			rcnt[i].retransmits += rst[i].retransmits;
 	}
@@ -383,6 +387,46 @@ static void render_locked(struct ry_manager *m, struct mw *w)
 	for (p = m->m_peers; p; p = p->pr_next)
 		sample_u64(w, "railyard_peer_operations_in_flight", NULL,
 			   p->pr_name, p->pr_inflight);
+	latency_histograms(w, m);
+}
+
+/* Operation latency: one Prometheus histogram per peer and kind. */
+static void latency_histograms(struct mw *w, struct ry_manager *m)
+{
+	static const char *const kinds[] = {"write", "read", "send"};
+	static const char fam[] = "railyard_peer_operation_latency_seconds";
+	struct ry_peer *p;
+
+	family(w, fam, "histogram",
+	       "Operations completed successfully, post to completion "
+	       "callback, by kind (write includes write_notify).");
+	for (p = m->m_peers; p; p = p->pr_next)
+		for (unsigned k = 0; k < 3; k++) {
+			const struct ry__lat *l = &p->pr_lat[k];
+			uint64_t cum = 0;
+
+			for (unsigned b = 0; b <= RY__LAT_BUCKETS; b++) {
+				cum += l->lt_bucket[b];
+				put(w, "%s_bucket{", fam);
+				put_label(w, "peer", p->pr_name);
+				put(w, ",op=\"%s\",le=", kinds[k]);
+				if (b < RY__LAT_BUCKETS)
+					put(w, "\"%g\"} %llu\n",
+					    ry__lat_le_ns[b] / 1e9,
+					    (unsigned long long)cum);
+				else
+					put(w, "\"+Inf\"} %llu\n",
+					    (unsigned long long)cum);
+			}
+			put(w, "%s_sum{", fam);
+			put_label(w, "peer", p->pr_name);
+			put(w, ",op=\"%s\"} %.9f\n", kinds[k],
+			    l->lt_sum_ns / 1e9);
+			put(w, "%s_count{", fam);
+			put_label(w, "peer", p->pr_name);
+			put(w, ",op=\"%s\"} %llu\n", kinds[k],
+			    (unsigned long long)l->lt_count);
+		}
 }
 
 int ry_metrics_render(struct ry_manager *m, char *buf, size_t len)

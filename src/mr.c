@@ -122,6 +122,13 @@ int ry_mr_pack(const struct ry_region *rg, void *buf, size_t len)
 }
 
 /* Called with m_lock held. */
+static void dereg_one(struct ry__lrail *lr, struct ry_mr *mr)
+{
+	pthread_mutex_lock(&lr->lr_lock);
+	ry__rail_dereg_mr(mr);
+	pthread_mutex_unlock(&lr->lr_lock);
+}
+
 int ry__region_reg(struct ry_manager *m, void *addr, size_t len,
 		   unsigned access, struct ry_region **rg_p)
 {
@@ -142,8 +149,10 @@ int ry__region_reg(struct ry_manager *m, void *addr, size_t len,
 	rg->rg_len = len;
 	rg->rg_access = access;
 	for (i = 0; i < m->m_nrails; i++) {
+		pthread_mutex_lock(&m->m_rails[i].lr_lock);
 		ret = ry__rail_reg_mr(m->m_rails[i].lr_pd, addr, len, ra,
 				      &rg->rg_mr[i]);
+		pthread_mutex_unlock(&m->m_rails[i].lr_lock);
 		if (ret) {
 			RY_ERR("mgr", "rail %s: registering %zu bytes: %d",
 			       m->m_rails[i].lr_cfg.name, len, ret);
@@ -159,7 +168,7 @@ int ry__region_reg(struct ry_manager *m, void *addr, size_t len,
 
 err_dereg:
 	while (i-- > 0)
-		ry__rail_dereg_mr(rg->rg_mr[i]);
+		dereg_one(&m->m_rails[i], rg->rg_mr[i]);
 	free(rg);
 	return ret;
 }
@@ -171,7 +180,7 @@ void ry__region_dereg(struct ry_region *rg)
 	unsigned i;
 
 	for (i = 0; i < m->m_nrails; i++)
-		ry__rail_dereg_mr(rg->rg_mr[i]);
+		dereg_one(&m->m_rails[i], rg->rg_mr[i]);
 	if (rg->rg_prev)
 		rg->rg_prev->rg_next = rg->rg_next;
 	else

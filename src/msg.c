@@ -41,8 +41,11 @@ static void repost(struct ry__lrail *lr, uint64_t idx)
 		    .lkey = lr->lr_recv_mr->lkey,
 		},
 	};
-	int ret = ry__rail_post_recv(lr->lr_rail, &rwr, 1);
+	int ret;
 
+	pthread_mutex_lock(&lr->lr_lock);
+	ret = ry__rail_post_recv(lr->lr_rail, &rwr, 1);
+	pthread_mutex_unlock(&lr->lr_lock);
 	if (ret)
 		RY_ERR("mgr", "rail %s: reposting a receive: %d",
 		       lr->lr_cfg.name, ret);

@@ -73,7 +73,7 @@ static void q_remove(struct ry__op **head, struct ry__op **tail,
 static void start(struct ry_peer *p, struct ry__op *op)
 {
 	p->pr_inflight++;
-	op->op_wait_ns = ry__now_ns();
+	op->op_wait_ns = op->op_post_ns = ry__now_ns();
 	if (op->op_type == OP_SEND) {
 		op->op_state = OPS_MESSAGE;
 		ry__msgq_push(p, op, false);
@@ -82,6 +82,23 @@ static void start(struct ry_peer *p, struct ry__op *op)
 		ry__sched_push(p, op);
 	}
 	ry__peer_dirty(p);
+}
+
+const uint64_t ry__lat_le_ns[RY__LAT_BUCKETS] = {
+    10000,     25000,	  50000,     100000,	 250000,   500000,
+    1000000,   2500000,	  5000000,   10000000,	 25000000, 50000000,
+    100000000, 250000000, 500000000, 1000000000,
+};
+
+void ry__lat_add(struct ry__lat *l, uint64_t ns)
+{
+	unsigned i = 0;
+
+	while (i < RY__LAT_BUCKETS && ns > ry__lat_le_ns[i])
+		i++;
+	l->lt_bucket[i]++;
+	l->lt_sum_ns += ns;
+	l->lt_count++;
 }
 
 static void complete(struct ry__op *op)
@@ -101,8 +118,11 @@ static void complete(struct ry__op *op)
 		ry__slot_put(m, op->op_slot);
 		op->op_slot = ~0u;
 	}
-	if (op->op_status == RY_OK)
+	if (op->op_status == RY_OK) {
 		op->op_reason[0] = 0;
+		ry__lat_add(&p->pr_lat[op->op_type],
+			    ry__since(ry__now_ns(), op->op_post_ns));
+	}
 	if (op->op_cb)
 		ry__sq_push_tail(m->m_done_head, m->m_done_tail, op, op_q_next);
 	else
@@ -429,6 +449,8 @@ static int post_rdma(struct ry_peer *p, enum ry__op_type type,
 	enqueue(p, op);
 out:
 	pthread_mutex_unlock(&m->m_lock);
+	if (!ret)
+		ry__kick(m);
 	return ret;
 }
 
@@ -490,6 +512,8 @@ int ry_send(struct ry_peer *p, const void *buf, size_t len, ry_complete_fn cb,
 	enqueue(p, op);
 out:
 	pthread_mutex_unlock(&m->m_lock);
+	if (!ret)
+		ry__kick(m);
 	return ret;
 }
 

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 
 #include "src/manager.h"
 
@@ -86,9 +87,9 @@ void ry__queue_message(struct ry_manager *m, struct ry_peer *p,
 	dv->dv_msg.data = dv->dv_data;
 }
 
-/* Run the application's callbacks; called without m_lock. */
-int ry__deliver(struct ry_manager *m, struct ry__op *done,
-		struct ry__delivery *dv)
+/* Run one batch of callbacks; the caller holds m_deliver_lock. */
+static int run_callbacks(struct ry_manager *m, struct ry__op *done,
+			 struct ry__delivery *dv)
 {
 	struct ry_completion cpl;
 	struct ry__op *op, *first = done;
@@ -135,6 +136,77 @@ int ry__deliver(struct ry_manager *m, struct ry__op *done,
 		dv = next;
 	}
 	return n;
+}
+
+/* Append lists taken under m_lock to the callback queue (m_dq_lock). */
+static void dq_append(struct ry_manager *m, struct ry__op *done,
+		      struct ry__delivery *dv)
+{
+	struct ry__op *ot = done;
+	struct ry__delivery *dt = dv;
+
+	if (!done && !dv)
+		return;
+	while (ot && ot->op_q_next)
+		ot = ot->op_q_next;
+	while (dt && dt->dv_next)
+		dt = dt->dv_next;
+	pthread_mutex_lock(&m->m_dq_lock);
+	if (done) {
+		if (m->m_dq_done_tail)
+			m->m_dq_done_tail->op_q_next = done;
+		else
+			m->m_dq_done_head = done;
+		m->m_dq_done_tail = ot;
+	}
+	if (dv) {
+		if (m->m_dq_dv_tail)
+			m->m_dq_dv_tail->dv_next = dv;
+		else
+			m->m_dq_dv_head = dv;
+		m->m_dq_dv_tail = dt;
+	}
+	pthread_mutex_unlock(&m->m_dq_lock);
+}
+
+static bool dq_take(struct ry_manager *m, struct ry__op **done,
+		    struct ry__delivery **dv)
+{
+	pthread_mutex_lock(&m->m_dq_lock);
+	*done = m->m_dq_done_head;
+	*dv = m->m_dq_dv_head;
+	ry__sq_init(m->m_dq_done_head, m->m_dq_done_tail);
+	ry__sq_init(m->m_dq_dv_head, m->m_dq_dv_tail);
+	pthread_mutex_unlock(&m->m_dq_lock);
+	return *done || *dv;
+}
+
+/*
+ * Run the application's callbacks; called without m_lock.  One thread at
+ * a time runs them, in the order they were queued (LOCKING); a thread that
+ * finds another running them leaves its share to it.  After letting go,
+ * look again: work queued by a thread that found the lock held while we
+ * were finishing would otherwise wait for the next call.
+ */
+int ry__deliver(struct ry_manager *m, struct ry__op *done,
+		struct ry__delivery *dv)
+{
+	int n = 0;
+
+	dq_append(m, done, dv);
+	for (;;) {
+		if (pthread_mutex_trylock(&m->m_deliver_lock))
+			return n;
+		while (dq_take(m, &done, &dv))
+			n += run_callbacks(m, done, dv);
+		pthread_mutex_unlock(&m->m_deliver_lock);
+		pthread_mutex_lock(&m->m_dq_lock);
+		done = m->m_dq_done_head;
+		dv = m->m_dq_dv_head;
+		pthread_mutex_unlock(&m->m_dq_lock);
+		if (!done && !dv)
+			return n;
+	}
 }
 
 void ry_set_recv_cb(struct ry_manager *m, ry_recv_fn fn, void *arg)
@@ -205,10 +277,14 @@ void ry__poll_rail(struct ry__lrail *lr, uint64_t now)
 {
 	struct ry_manager *m = lr->lr_mgr;
 	struct ry_wc wc[64];
+	bool was = lr->lr_polling;
 	int n, i, rounds = 0;
 
+	lr->lr_polling = true;
 	do {
+		pthread_mutex_lock(&lr->lr_lock);
 		n = ry__rail_poll_cq(lr->lr_rail, wc, 64);
+		pthread_mutex_unlock(&lr->lr_lock);
 		for (i = 0; i < n; i++) {
 			if (wc[i].opcode == RY_WC_RECV ||
 			    wc[i].opcode == RY_WC_RECV_RDMA_IMM)
@@ -219,6 +295,7 @@ void ry__poll_rail(struct ry__lrail *lr, uint64_t now)
 				    &wc[i], now);
 		}
 	} while (n == 64 && ++rounds < 64);
+	lr->lr_polling = was;
 }
 
 static void wr_succeeded(struct ry__wr *w, uint64_t now)
@@ -289,29 +366,110 @@ void ry__wr_complete(struct ry_manager *m, struct ry__wr *w,
 	ry__peer_dirty(p);
 }
 
-static int progress_locked(struct ry_manager *m, struct ry__op **done,
-			   struct ry__delivery **dv)
+/* A rail's events and completions; m_lock held. */
+static void rail_handover(struct ry__lrail *lr, uint64_t now)
+{
+	struct ry_rail_event rev;
+	int ret;
+
+	for (;;) {
+		pthread_mutex_lock(&lr->lr_lock);
+		ret = ry__rail_get_event(lr->lr_rail, &rev);
+		pthread_mutex_unlock(&lr->lr_lock);
+		if (ret)
+			break;
+		rail_event(lr, &rev, now);
+	}
+	ry__poll_rail(lr, now);
+}
+
+/* A rail's protocol work, under its own lock only; true when the rail has
+ * completions or events for the manager (or cannot tell). */
+static bool rail_work(struct ry__lrail *lr)
+{
+	int pending;
+
+	atomic_store_explicit(&lr->lr_kick, false, memory_order_relaxed);
+	pthread_mutex_lock(&lr->lr_lock);
+	ry__rail_progress(lr->lr_rail);
+	pending = ry__rail_pending(lr->lr_rail);
+	pthread_mutex_unlock(&lr->lr_lock);
+	return pending != 0;
+}
+
+/*
+ * m_lock held: before a connection is judged silent, run its rail here and
+ * hand over what it has, so that a rail thread that has not had the CPU
+ * lately (a loaded machine) is not taken for a silent peer: packets that
+ * arrived are counted before the verdict.  Once per rail per timer pass.
+ */
+void ry__rail_catch_up(struct ry__lrail *lr, uint64_t now)
+{
+	if (!lr->lr_rt || lr->lr_caught_up_ns == now)
+		return;
+	lr->lr_caught_up_ns = now;
+	if (rail_work(lr))
+		rail_handover(lr, now);
+}
+
+/* The manager's part of a round after the rails': m_lock held. */
+static void manager_round(struct ry_manager *m, uint64_t now)
+{
+	struct ry_peer *p;
+
+	ry__replay_run(m);
+	if (now >= m->m_next_tick_ns) {
+		m->m_next_tick_ns = now + m->m_tick_ns;
+		ry__timers_run(m, now);
+		ry__replay_run(m);
+	}
+	while ((p = m->m_dirty)) {
+		m->m_dirty = p->pr_dnext;
+		p->pr_dirty = false;
+		ry__stripe(p);
+	}
+}
+
+static void take_deliveries(struct ry_manager *m, struct ry__op **done,
+			    struct ry__delivery **dv)
+{
+	*done = m->m_done_head;
+	ry__sq_init(m->m_done_head, m->m_done_tail);
+	*dv = m->m_dv_head;
+	ry__sq_init(m->m_dv_head, m->m_dv_tail);
+}
+
+/*
+ * Send what was posted since the rails last ran (LOCKING: Kick), without
+ * m_lock: a rail with a thread of its own is woken, any other progressed
+ * here and now.
+ */
+void ry__kick(struct ry_manager *m)
+{
+	static const uint64_t one = 1;
+
+	for (unsigned i = 0; i < m->m_nrails; i++) {
+		struct ry__lrail *lr = &m->m_rails[i];
+		struct ry__rthread *rt = lr->lr_rt;
+
+		if (!atomic_load_explicit(&lr->lr_kick, memory_order_relaxed))
+			continue;
+		if (!rt) {
+			rail_work(lr);
+			continue;
+		}
+		if (!atomic_exchange(&rt->rt_woken, true) &&
+		    write(rt->rt_wake_fd, &one, sizeof(one)) < 0)
+			RY_DBG("mgr", "rail thread wake: %m");
+	}
+}
+
+static void control_events(struct ry_manager *m)
 {
 	struct epoll_event evs[32];
-	struct ry_rail_event rev;
-	struct ry_peer *p;
-	uint64_t now;
 	unsigned i;
 	int n;
 
-	now = ry__now_ns();
-	/*
-	 * Back from a stall of our own (a starved machine, an application
-	 * busy elsewhere): the peers, starved alike, may not have answered
-	 * yet, so silence is not judged in this round.  Never two rounds in
-	 * a row, so an application that calls us rarely still detects a dead
-	 * peer, one call later.
-	 */
-	m->m_hb_defer =
-	    m->m_last_progress_ns && !m->m_hb_deferred &&
-	    ry__since(now, m->m_last_progress_ns) > m->m_timeout_ns / 2;
-	m->m_hb_deferred = m->m_hb_defer;
-	m->m_last_progress_ns = now;
 	n = epoll_wait(m->m_epfd, evs, 32, 0);
 	for (i = 0; n > 0 && i < (unsigned)n; i++) {
 		struct ry__fdtag *t = evs[i].data.ptr;
@@ -330,53 +488,64 @@ static int progress_locked(struct ry_manager *m, struct ry__op **done,
 			drain_fd(m->m_wake_fd);
 			break;
 		case FDK_RAIL:
-			break; /* every rail is polled below */
+			break; /* every rail is run below */
 		}
 	}
-	for (i = 0; i < m->m_nrails; i++) {
-		struct ry__lrail *lr = &m->m_rails[i];
-
-		ry__rail_progress(lr->lr_rail);
-		while (!ry__rail_get_event(lr->lr_rail, &rev))
-			rail_event(lr, &rev, now);
-		ry__poll_rail(lr, now);
-	}
-	ry__replay_run(m);
-	if (now >= m->m_next_tick_ns) {
-		m->m_next_tick_ns = now + m->m_tick_ns;
-		ry__timers_run(m, now);
-		ry__replay_run(m);
-	}
-	while ((p = m->m_dirty)) {
-		m->m_dirty = p->pr_dnext;
-		p->pr_dirty = false;
-		ry__stripe(p);
-	}
-	ry__ctl_reap(m);
-	*done = m->m_done_head;
-	ry__sq_init(m->m_done_head, m->m_done_tail);
-	*dv = m->m_dv_head;
-	ry__sq_init(m->m_dv_head, m->m_dv_tail);
-	return 0;
 }
 
-int ry_progress(struct ry_manager *m)
+/*
+ * One round: the rails' protocol work (only rails without a thread of
+ * their own: the others run on theirs), then under m_lock the control
+ * channel, the rails' completions and events, replay, timers and striping;
+ * then the kick and the callbacks, without m_lock.
+ */
+static int progress_round(struct ry_manager *m)
 {
 	struct ry__delivery *dv;
 	struct ry__op *done;
+	bool pending[RY_MAX_RAILS];
+	uint64_t now;
+	unsigned i;
 
-	if (!m)
-		return -EINVAL;
+	for (i = 0; i < m->m_nrails; i++)
+		pending[i] = !m->m_rails[i].lr_rt && rail_work(&m->m_rails[i]);
 	pthread_mutex_lock(&m->m_lock);
 	if (m->m_closing) {
 		pthread_mutex_unlock(&m->m_lock);
 		return -ESHUTDOWN;
 	}
-	progress_locked(m, &done, &dv);
+	now = ry__now_ns();
+	/*
+	 * Back from a stall of our own (a starved machine, an application
+	 * busy elsewhere): the peers, starved alike, may not have answered
+	 * yet, so silence is not judged in this round.  Never two rounds in
+	 * a row, so an application that calls us rarely still detects a dead
+	 * peer, one call later.
+	 */
+	m->m_hb_defer =
+	    m->m_last_progress_ns && !m->m_hb_deferred &&
+	    ry__since(now, m->m_last_progress_ns) > m->m_timeout_ns / 2;
+	m->m_hb_deferred = m->m_hb_defer;
+	m->m_last_progress_ns = now;
+	control_events(m);
+	for (i = 0; i < m->m_nrails; i++)
+		if (pending[i])
+			rail_handover(&m->m_rails[i], now);
+	manager_round(m, now);
+	ry__ctl_reap(m);
+	take_deliveries(m, &done, &dv);
 	pthread_mutex_unlock(&m->m_lock);
+	ry__kick(m);
 	if (!done && !dv)
 		return 0;
 	return ry__deliver(m, done, dv);
+}
+
+int ry_progress(struct ry_manager *m)
+{
+	if (!m)
+		return -EINVAL;
+	return progress_round(m);
 }
 
 int ry_event_fd(struct ry_manager *m)
@@ -384,27 +553,181 @@ int ry_event_fd(struct ry_manager *m)
 	return m ? m->m_epfd : -EINVAL;
 }
 
-static void *progress_main(void *arg)
+static bool stopping(struct ry_manager *m)
+{
+	return atomic_load(&m->m_thread_stop);
+}
+
+/* The control thread: control sockets, timers, replay, striping. */
+static void *control_main(void *arg)
 {
 	struct ry_manager *m = arg;
 	struct epoll_event ev;
 	int ms = (int)(m->m_tick_ns / 1000000) + 1;
 
-	for (;;) {
-		pthread_mutex_lock(&m->m_lock);
-		if (m->m_thread_stop) {
-			pthread_mutex_unlock(&m->m_lock);
-			break;
-		}
-		pthread_mutex_unlock(&m->m_lock);
+	while (!stopping(m)) {
 		epoll_wait(m->m_epfd, &ev, 1, ms);
-		ry_progress(m);
+		progress_round(m);
 	}
 	return NULL;
 }
 
+#define WAKE_TAG 1 /* a rail thread's wake fd in its epoll set; rails: 0 */
+
+/*
+ * A rail thread: its rails' protocol work under their own locks; m_lock
+ * only for rails that have completions or events, to hand them over and
+ * stripe what they freed.  A rail without an fd (none of the shipped
+ * ones) is run every millisecond.
+ */
+static void *rail_main(void *arg)
+{
+	struct ry__rthread *rt = arg;
+	struct ry_manager *m = rt->rt_mgr;
+	struct epoll_event evs[RY_MAX_RAILS + 1];
+	int ms = (int)(m->m_tick_ns / 1000000) + 1;
+	bool pending[RY_MAX_RAILS];
+	struct ry__delivery *dv;
+	struct ry__op *done;
+	unsigned i;
+	int n;
+
+	for (i = 0; i < rt->rt_nrails; i++)
+		if (ry__rail_fd(rt->rt_rails[i]->lr_rail) < 0)
+			ms = 1;
+	while (!stopping(m)) {
+		bool any = false, again = false;
+
+		for (i = 0; i < rt->rt_nrails; i++)
+			any |= pending[i] = rail_work(rt->rt_rails[i]);
+		if (any) {
+			uint64_t now = ry__now_ns();
+
+			pthread_mutex_lock(&m->m_lock);
+			for (i = 0; i < rt->rt_nrails; i++)
+				if (pending[i])
+					rail_handover(rt->rt_rails[i], now);
+			if (!m->m_closing)
+				manager_round(m, now);
+			take_deliveries(m, &done, &dv);
+			pthread_mutex_unlock(&m->m_lock);
+			ry__kick(m);
+			if (done || dv)
+				ry__deliver(m, done, dv);
+		}
+		for (i = 0; i < rt->rt_nrails; i++)
+			again |= atomic_load_explicit(&rt->rt_rails[i]->lr_kick,
+						      memory_order_relaxed);
+		if (again)
+			continue;
+		n = epoll_wait(rt->rt_epfd, evs, RY_MAX_RAILS + 1, ms);
+		for (int k = 0; k < n; k++)
+			if (evs[k].data.u64 == WAKE_TAG) {
+				/* drained first: a kick after the store writes
+				 * again, one before it is seen by the rail
+				 * work that follows (lr_kick is set first) */
+				drain_fd(rt->rt_wake_fd);
+				atomic_store(&rt->rt_woken, false);
+			}
+	}
+	return NULL;
+}
+
+/* How many rail threads: the config's, or one per rail up to the cores. */
+static unsigned rail_threads(const struct ry_manager *m)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned n = m->m_cfg.progress_threads;
+
+	if (!n)
+		n = cores > 0 && (unsigned long)cores < m->m_nrails
+			? (unsigned)cores
+			: m->m_nrails;
+	return n < m->m_nrails ? n : m->m_nrails;
+}
+
+/* Join the rail threads (m_thread_stop set) and give their rails back to
+ * the manager's epoll set; without m_lock. */
+static void rthreads_stop(struct ry_manager *m)
+{
+	static const uint64_t one = 1;
+	unsigned i, k;
+
+	for (i = 0; i < m->m_nrt; i++) {
+		struct ry__rthread *rt = &m->m_rt[i];
+
+		if (!rt->rt_running)
+			continue;
+		if (write(rt->rt_wake_fd, &one, sizeof(one)) < 0)
+			RY_DBG("mgr", "rail thread wake: %m");
+		pthread_join(rt->rt_thread, NULL);
+	}
+	pthread_mutex_lock(&m->m_lock);
+	for (i = 0; i < m->m_nrt; i++) {
+		struct ry__rthread *rt = &m->m_rt[i];
+
+		for (k = 0; k < rt->rt_nrails; k++) {
+			struct ry__lrail *lr = rt->rt_rails[k];
+			int fd = ry__rail_fd(lr->lr_rail);
+
+			lr->lr_rt = NULL;
+			if (fd >= 0)
+				ry__fd_watch(m, fd, &m->m_rail_tag[lr->lr_idx],
+					     false);
+		}
+		if (rt->rt_epfd >= 0)
+			close(rt->rt_epfd);
+		if (rt->rt_wake_fd >= 0)
+			close(rt->rt_wake_fd);
+		memset(rt, 0, sizeof(*rt));
+	}
+	m->m_nrt = 0;
+	pthread_mutex_unlock(&m->m_lock);
+}
+
+/*
+ * Set up the rail threads' epoll sets and hand them their rails (rail i to
+ * thread i mod n); m_lock held.  A rail's fd moves from the manager's
+ * epoll set (the control thread must not wake for packets) to its
+ * thread's.  The threads are created by the caller.
+ */
+static int rthreads_setup(struct ry_manager *m)
+{
+	unsigned n = rail_threads(m), i;
+
+	for (i = 0; i < n; i++) {
+		struct ry__rthread *rt = &m->m_rt[i];
+		struct epoll_event ev = {.events = EPOLLIN,
+					 .data.u64 = WAKE_TAG};
+
+		m->m_nrt++;
+		rt->rt_mgr = m;
+		rt->rt_epfd = epoll_create1(EPOLL_CLOEXEC);
+		rt->rt_wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (rt->rt_epfd < 0 || rt->rt_wake_fd < 0 ||
+		    epoll_ctl(rt->rt_epfd, EPOLL_CTL_ADD, rt->rt_wake_fd, &ev))
+			return -errno;
+	}
+	for (i = 0; i < m->m_nrails; i++) {
+		struct ry__lrail *lr = &m->m_rails[i];
+		struct ry__rthread *rt = &m->m_rt[i % n];
+		struct epoll_event ev = {.events = EPOLLIN};
+		int fd = ry__rail_fd(lr->lr_rail);
+
+		rt->rt_rails[rt->rt_nrails++] = lr;
+		lr->lr_rt = rt;
+		if (fd >= 0) {
+			ry__fd_unwatch(m, fd);
+			if (epoll_ctl(rt->rt_epfd, EPOLL_CTL_ADD, fd, &ev))
+				return -errno;
+		}
+	}
+	return 0;
+}
+
 int ry_progress_thread_start(struct ry_manager *m)
 {
+	unsigned i;
 	int ret;
 
 	if (!m)
@@ -414,11 +737,23 @@ int ry_progress_thread_start(struct ry_manager *m)
 		pthread_mutex_unlock(&m->m_lock);
 		return -EALREADY;
 	}
-	m->m_thread_stop = false;
-	ret = -pthread_create(&m->m_thread, NULL, progress_main, m);
+	atomic_store(&m->m_thread_stop, false);
+	ret = rthreads_setup(m);
+	for (i = 0; !ret && i < m->m_nrt; i++) {
+		ret = -pthread_create(&m->m_rt[i].rt_thread, NULL, rail_main,
+				      &m->m_rt[i]);
+		m->m_rt[i].rt_running = !ret;
+	}
+	if (!ret)
+		ret = -pthread_create(&m->m_thread, NULL, control_main, m);
 	if (!ret)
 		m->m_thread_on = true;
 	pthread_mutex_unlock(&m->m_lock);
+	if (ret) {
+		RY_ERR("mgr", "progress threads: %s", strerror(-ret));
+		atomic_store(&m->m_thread_stop, true);
+		rthreads_stop(m);
+	}
 	return ret;
 }
 
@@ -433,11 +768,12 @@ void ry_progress_thread_stop(struct ry_manager *m)
 		pthread_mutex_unlock(&m->m_lock);
 		return;
 	}
-	m->m_thread_stop = true;
 	pthread_mutex_unlock(&m->m_lock);
+	atomic_store(&m->m_thread_stop, true);
 	if (write(m->m_wake_fd, &one, sizeof(one)) < 0)
 		RY_DBG("mgr", "wake: %m");
 	pthread_join(m->m_thread, NULL);
+	rthreads_stop(m);
 	pthread_mutex_lock(&m->m_lock);
 	m->m_thread_on = false;
 	pthread_mutex_unlock(&m->m_lock);

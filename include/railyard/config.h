@@ -110,6 +110,10 @@ struct ry_config {
 	uint64_t max_op_size;	   /* bytes */
 	uint32_t wr_per_qp;	   /* work requests outstanding per QP */
 	uint32_t frags_per_wr;	   /* adjacent fragments merged in one WR */
+	/* threads doing the rails' protocol work once
+	 * ry_progress_thread_start() runs; 0: one per rail, at most one per
+	 * core */
+	uint32_t progress_threads;
 	/* control sessions from nodes not named by a peer section are
 	 * admitted only from these prefixes ("ip/len", or "any") */
 	struct ry_str_list accept;

@@ -33,10 +33,12 @@
  * reconnects and fence acknowledgements run there.
  *
  * Threading: every function is thread-safe.  Callbacks (completion,
- * receive, event) run in the thread that calls ry_progress() (or the
- * internal progress thread) with no manager lock held, so they may post new
- * operations; they must not call ry_manager_destroy() or
- * ry_progress_thread_stop().
+ * receive, event) run in a thread that calls ry_progress() (or one of the
+ * internal progress threads) with no manager lock held, so they may post
+ * new operations; they must not call ry_manager_destroy() or
+ * ry_progress_thread_stop().  Callbacks never run concurrently with each
+ * other, and run in the order their events happened, whichever thread
+ * runs them.  A post sends at once: it does not wait for a progress call.
  *
  * Errors: functions return 0 (or a count) or a negative errno; output
  * arguments are set only on success.  The errnos each function returns are
@@ -153,8 +155,10 @@ RY_API int ry_progress(struct ry_manager *mgr);
 RY_API int ry_event_fd(struct ry_manager *mgr);
 
 /*
- * Start/stop an internal thread that waits on the event fd and calls
- * ry_progress().  start: 0, -EALREADY, or pthread_create's error.
+ * Start/stop the internal progress threads: one for the control channel
+ * and timers, and progress_threads (config; default one per rail, at most
+ * one per core) doing the rails' protocol work, each rail on one of them.
+ * start: 0, -EALREADY, or pthread_create's error (nothing left running).
  */
 RY_API int ry_progress_thread_start(struct ry_manager *mgr);
 RY_API void ry_progress_thread_stop(struct ry_manager *mgr);

@@ -215,6 +215,13 @@ static int soft_progress(struct ry_rail *rail)
 	return rc;
 }
 
+static int soft_pending(struct ry_rail *rail)
+{
+	struct ry__soft_rail *r = to_srail(rail);
+
+	return r->cq_head != r->cq_tail || r->ev_head != r->ev_tail;
+}
+
 static int soft_fd(struct ry_rail *rail)
 {
 	return to_srail(rail)->epfd;
@@ -480,6 +487,7 @@ const struct ry_rail_ops ry__soft_ops = {
     .post_recv = soft_post_recv,
     .post_send = ry__soft_post_send,
     .progress = soft_progress,
+    .pending = soft_pending,
     .query = soft_query,
     .reg_mr = ry__soft_reg_mr,
     .set_fault = ry__soft_set_fault,

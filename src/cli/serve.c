@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,9 @@ struct server {
 	} conns[MAX_SEEN];
 	unsigned n_conns;
 	bool status_dirty;
+	/* the callbacks run on the library's progress threads, the status
+	 * answers and notifications on the main thread */
+	pthread_mutex_t lock;
 };
 
 static void ignore_done(const struct ry_completion *c, void *arg)
@@ -95,7 +99,9 @@ static void on_recv(struct ry_peer *from, const struct ry_message *m, void *arg)
 	if (m->type != RY_MSG_DATA || m->len != strlen(CLI_SESSION_HELLO) ||
 	    memcmp(m->data, CLI_SESSION_HELLO, m->len))
 		return;
+	pthread_mutex_lock(&sv->lock);
 	sv->hellos++;
+	pthread_mutex_unlock(&sv->lock);
 	/* -EAGAIN: the client says hello again in a second */
 	ry_send(from, sv->reply, sv->reply_len, ignore_done, NULL);
 }
@@ -152,11 +158,13 @@ static void on_event(const struct ry_event *ev, void *arg)
 						 : "connection up",
 		ev->reason && *ev->reason ? ": " : "",
 		ev->reason ? ev->reason : "");
+	pthread_mutex_lock(&sv->lock);
 	if (ev->peer && ev->type == RY_EV_CONN_UP)
 		count_conn(sv, ev->peer, true);
 	else if (ev->peer && ev->type == RY_EV_CONN_DOWN)
 		count_conn(sv, ev->peer, false);
 	sv->status_dirty = true;
+	pthread_mutex_unlock(&sv->lock);
 }
 
 /* "4 rails, 3 up, 12 peers" for systemctl status. */
@@ -173,11 +181,13 @@ static void notify_status(struct server *sv, const char *prefix)
 		    ri.link_up)
 			up++;
 	}
+	pthread_mutex_lock(&sv->lock);
 	for (unsigned i = 0; i < sv->n_conns; i++)
 		peers += sv->conns[i].up > 0;
+	sv->status_dirty = false;
+	pthread_mutex_unlock(&sv->lock);
 	sd_notifyf(0, "%sSTATUS=%d rails, %d up, %u peers", prefix, n, up,
 		   peers);
-	sv->status_dirty = false;
 }
 
 #ifdef RY_WITH_MICROHTTPD
@@ -358,7 +368,7 @@ int cli_serve(int argc, char **argv)
 #ifdef RY_WITH_MICROHTTPD
 	struct MHD_Daemon *httpd = NULL;
 #endif
-	struct server sv = {0};
+	struct server sv = {.lock = PTHREAD_MUTEX_INITIALIZER};
 	struct ry_region *target = NULL;
 	struct epoll_event ev;
 	char sock[108], ctl[128] = "";
@@ -473,9 +483,6 @@ int cli_serve(int argc, char **argv)
 	epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev);
 	ev = (struct epoll_event){.events = EPOLLIN, .data.fd = lfd};
 	epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ev);
-	ev = (struct epoll_event){.events = EPOLLIN,
-				  .data.fd = ry_event_fd(sv.mgr)};
-	epoll_ctl(ep, EPOLL_CTL_ADD, ry_event_fd(sv.mgr), &ev);
 
 #ifdef RY_WITH_MICROHTTPD
 	if (mfd >= 0) {
@@ -508,18 +515,36 @@ int cli_serve(int argc, char **argv)
 		wd_next = now_us() + wd_usec / 2;
 	else
 		wd_usec = 0;
+	/* the library's threads run progress (and the callbacks above),
+	 * one per rail up to the cores (progress_threads); this loop only
+	 * answers signals and status requests */
+	ret = ry_progress_thread_start(sv.mgr);
+	if (ret) {
+		fprintf(stderr, "railyard serve: progress threads: %s\n",
+			strerror(-ret));
+		goto out;
+	}
 	for (;;) {
 		struct epoll_event evs[4];
-		int n = ry_progress(sv.mgr) > 0 ? 0 : 10;
-		bool stop = false;
+		int n = 100;
+		bool stop = false, dirty;
 
-		if (sv.status_dirty)
+		pthread_mutex_lock(&sv.lock);
+		dirty = sv.status_dirty;
+		pthread_mutex_unlock(&sv.lock);
+		if (dirty)
 			notify_status(&sv, "");
 		if (wd_usec && now_us() >= wd_next) {
 			sd_notify(0, "WATCHDOG=1");
 			wd_next = now_us() + wd_usec / 2;
 		}
 
+		if (wd_usec) {
+			uint64_t t = now_us();
+
+			if (wd_next > t && (wd_next - t) / 1000 < (uint64_t)n)
+				n = (int)((wd_next - t) / 1000) + 1;
+		}
 		n = epoll_wait(ep, evs, 4, n);
 		for (int i = 0; i < n; i++) {
 			if (evs[i].data.fd == sfd) {

@@ -623,6 +623,18 @@ static int loop_progress(struct ry_rail *rail)
 	return 0;
 }
 
+static int loop_pending(struct ry_rail *rail)
+{
+	struct loop_rail *lr = to_lr(rail);
+	int ret;
+
+	pthread_mutex_lock(&loop_lock);
+	check_deadlines(lr);
+	ret = lr->lr_cq_count || lr->lr_ev_count;
+	pthread_mutex_unlock(&loop_lock);
+	return ret;
+}
+
 static int loop_get_event(struct ry_rail *rail, struct ry_rail_event *ev)
 {
 	struct loop_rail *lr = to_lr(rail);
@@ -880,6 +892,7 @@ static const struct ry_rail_ops loop_ops = {
     .post_recv = loop_post_recv,
     .post_send = loop_post_send,
     .progress = loop_progress,
+    .pending = loop_pending,
     .query = loop_query,
     .reg_mr = loop_reg_mr,
     .set_fault = loop_set_fault,
@@ -903,6 +916,7 @@ static const struct ry_rail_ops null_ops = {
     .post_recv = loop_post_recv,
     .post_send = null_post_send,
     .progress = loop_progress,
+    .pending = loop_pending,
     .query = loop_query,
     .reg_mr = loop_reg_mr,
     .set_fault = loop_set_fault,

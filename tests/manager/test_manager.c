@@ -1517,6 +1517,10 @@ static Suite *suite(void)
 	tcase_add_test(tc, peer_by_config_name);
 	tcase_add_test(tc, control_garbage);
 	tcase_add_test(tc, destroy_cancels_in_flight);
+	suite_add_tcase(s, tc);
+	/* the cases with threads of their own (the TSan build runs these) */
+	tc = tcase_create("threads");
+	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, poll_mode_and_event_fd);
 	tcase_add_test(tc, progress_threads);
 	suite_add_tcase(s, tc);

@@ -36,6 +36,9 @@
 #define DEPTH 8
 
 static atomic_int stop_b;
+/* A rail is not thread-safe (rail.h): b's progress in the responder and
+ * the main thread's reads of b's counters take turns under this. */
+static pthread_mutex_t b_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void *responder(void *arg)
 {
@@ -44,9 +47,19 @@ static void *responder(void *arg)
 
 	while (!atomic_load(&stop_b)) {
 		poll(&pfd, 1, 10);
+		pthread_mutex_lock(&b_lock);
 		ry__rail_progress(r);
+		pthread_mutex_unlock(&b_lock);
 	}
 	return NULL;
+}
+
+static void get_stats(struct ry_rail *r[2], struct ry_rail_stats s[2])
+{
+	ry__rail_get_stats(r[0], &s[0]);
+	pthread_mutex_lock(&b_lock);
+	ry__rail_get_stats(r[1], &s[1]);
+	pthread_mutex_unlock(&b_lock);
 }
 
 /* Moves total bytes with op; 0 or the number of failed WRs. */
@@ -194,14 +207,12 @@ int main(int argc, char **argv)
 
 		if (rd)
 			memset(buf[0], 0, total);
-		for (int i = 0; i < 2; i++)
-			ry__rail_get_stats(r[i], &s0[i]);
+		get_stats(r, s0);
 		t0 = ry_test_now_s();
 		failed = run(r[0], qp[0], mr[0], mr[1], buf[0], buf[1], total,
 			     rd ? RY_WR_RDMA_READ : RY_WR_RDMA_WRITE);
 		t1 = ry_test_now_s();
-		for (int i = 0; i < 2; i++)
-			ry__rail_get_stats(r[i], &s1[i]);
+		get_stats(r, s1);
 		/* WRITE: a's retransmits.  READ: b sends the responses; any
 		 * response packet beyond one per PSN was sent again. */
 		if (rd) {

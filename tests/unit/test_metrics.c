@@ -72,7 +72,8 @@ static void check_shape(void)
 			strcpy(cur, name);
 			ck_assert(!strcmp(type, "counter") ||
 				  !strcmp(type, "gauge") ||
-				  !strcmp(type, "summary"));
+				  !strcmp(type, "summary") ||
+				  !strcmp(type, "histogram"));
 			if (!strcmp(type, "counter"))
 				ck_assert_msg(strstr(name, "_total"),
 					      "counter %s", name);
@@ -157,6 +158,40 @@ START_TEST(test_metrics_two_managers)
 	snprintf(series, sizeof(series),
 		 "railyard_connection_up{rail=\"r0\",peer=\"%s\"}", peer);
 	ck_assert_double_eq(value(series), 1);
+	/* the write's latency: one sample, cumulative buckets up to +Inf */
+	{
+		static const char *const le[] = {
+		    "1e-05", "2.5e-05", "5e-05", "0.0001", "0.00025", "0.0005",
+		    "0.001", "0.0025",	"0.005", "0.01",   "0.025",   "0.05",
+		    "0.1",   "0.25",	"0.5",	 "1",	   "+Inf"};
+		double prev = 0, v;
+
+		for (unsigned i = 0; i < sizeof(le) / sizeof(le[0]); i++) {
+			snprintf(series, sizeof(series),
+				 "railyard_peer_operation_latency_seconds_"
+				 "bucket{peer=\"%s\",op=\"write\",le=\"%s\"}",
+				 peer, le[i]);
+			v = value(series);
+			ck_assert_double_ge(v, prev);
+			prev = v;
+		}
+		ck_assert_double_eq(prev, 1);
+		snprintf(series, sizeof(series),
+			 "railyard_peer_operation_latency_seconds_count{peer="
+			 "\"%s\",op=\"write\"}",
+			 peer);
+		ck_assert_double_eq(value(series), 1);
+		snprintf(series, sizeof(series),
+			 "railyard_peer_operation_latency_seconds_sum{peer="
+			 "\"%s\",op=\"write\"}",
+			 peer);
+		ck_assert_double_gt(value(series), 0);
+		snprintf(series, sizeof(series),
+			 "railyard_peer_operation_latency_seconds_count{peer="
+			 "\"%s\",op=\"read\"}",
+			 peer);
+		ck_assert_double_eq(value(series), 0);
+	}
 	ck_assert_double_eq(
 	    value("railyard_rail_active_connections{rail=\"r0\"}"), 1);
 	ck_assert_double_ge(
