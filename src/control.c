@@ -38,11 +38,13 @@
  * address.  Only admitted sessions act, and only for the peer they were
  * admitted as.
  *
- * Dead peers (ctl_keepalive): a new incarnation is refused while the old
- * one's session lives, and a host that died without a FIN never closes
- * it, so every session has TCP keepalive (about 13 s of silence) and
- * TCP_USER_TIMEOUT (15 s of unacknowledged data): the kernel notices, not
- * timers of ours, and the read path closes the session as for any error.
+ * Dead peers (ctl_keepalive): without a key a new incarnation is refused
+ * while the old one's session lives (admit_restart; with a key the
+ * handshake proves it and the old session is closed), and a host that
+ * died without a FIN never closes it, so every session has TCP keepalive (about
+ * 13 s of silence) and TCP_USER_TIMEOUT (15 s of unacknowledged data): the
+ * kernel notices, not timers of ours, and the read path closes the session as
+ * for any error.
  *
  * Authentication (key_file; auth.c has the derivations): the dialer's HELLO
  * carries a fresh nonce; the listener answers, before deciding anything,
@@ -1233,22 +1235,46 @@ static int parse_hello(struct rbuf *r, bool reply, struct hello *h)
 }
 
 /*
- * A process on the peer's own host passes the address checks (and, with a
- * key, one holding the key is trusted); a restart is taken only once the
- * old incarnation's session has closed (a real restart closes it).
+ * A HELLO with a new incarnation of a peer whose session is still alive:
+ * the old process died and its session has not closed yet (a host that
+ * vanished without a FIN), or someone else claims to be the peer.  With a
+ * key the claim is proven by the handshake (the dry check before the
+ * proof lets it on; the real one after it admits it, and hello_apply()
+ * kills the old session).  Without one, address admission cannot tell a
+ * restart from an impersonator on the peer's host, so it is refused while
+ * the old session lives; the old session is probed at once (keepalive
+ * after 1 s, twice, 3 s for data unacknowledged) so that it closes within
+ * about 3 s if its host is gone and the peer's next dial is admitted.
  */
 static int admit_restart(struct ry__ctl *c, struct ry_peer *p, uint64_t node)
 {
+	struct ry_manager *m = c->c_mgr;
+	int one = 1, two = 2;
+	unsigned ut = 3000;
+	struct ry__ctl *o;
 	char why[320];
 
-	if (!p || !p->pr_node || p->pr_node == node ||
-	    !ctl_bound(c->c_mgr, p, c))
+	if (!p || !p->pr_node || p->pr_node == node || !ctl_bound(m, p, c) ||
+	    m->m_auth)
 		return 0;
+	for (o = m->m_ctls; o; o = o->c_next) {
+		if (o == c || o->c_dead || o->c_peer != p)
+			continue;
+		setsockopt(o->c_fd, IPPROTO_TCP, TCP_KEEPIDLE, &one,
+			   sizeof(one));
+		setsockopt(o->c_fd, IPPROTO_TCP, TCP_KEEPINTVL, &one,
+			   sizeof(one));
+		setsockopt(o->c_fd, IPPROTO_TCP, TCP_KEEPCNT, &two,
+			   sizeof(two));
+		setsockopt(o->c_fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut,
+			   sizeof(ut));
+	}
 	snprintf(why, sizeof(why),
 		 "HELLO claims a new incarnation of peer %s while its session "
-		 "is alive",
+		 "is alive (probing that session; a restarted peer is "
+		 "admitted once it closes)",
 		 p->pr_name);
-	refuse_log(c->c_mgr, &c->c_src, why);
+	refuse_log(m, &c->c_src, why);
 	return -EACCES;
 }
 
@@ -1258,6 +1284,7 @@ static int hello_apply(struct ry__ctl *c, const struct hello *h, bool reply)
 	struct ry_manager *m = c->c_mgr;
 	char why[320];
 	struct ry_peer *p;
+	uint64_t old_node;
 	bool fresh;
 	int ret;
 
@@ -1288,7 +1315,8 @@ static int hello_apply(struct ry__ctl *c, const struct hello *h, bool reply)
 	if (!name_taken(m, p, h->name))
 		snprintf(p->pr_node_name, sizeof(p->pr_node_name), "%s",
 			 h->name);
-	fresh = p->pr_node && p->pr_node != h->node;
+	old_node = p->pr_node && p->pr_node != h->node ? p->pr_node : 0;
+	fresh = old_node != 0;
 	if (fresh && p->pr_ctl != c) {
 		/* the old incarnation's session speaks for nobody now */
 		struct ry__ctl *old = p->pr_ctl;
@@ -1303,7 +1331,7 @@ static int hello_apply(struct ry__ctl *c, const struct hello *h, bool reply)
 	/* with a key the listener's HELLO_ACK went out before AUTH */
 	if (!reply && !c->c_auth)
 		ry__ctl_send_hello(c, true);
-	ry__peer_ready(p, fresh, reply);
+	ry__peer_ready(p, old_node, reply);
 	return 0;
 }
 

@@ -6,6 +6,7 @@
  * the hot path to one increment per event.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "src/manager.h"
@@ -97,17 +98,15 @@ int ry_peer_counters(struct ry_peer *p, struct ry_counters *out)
 	return 0;
 }
 
-int ry_peer_info(struct ry_peer *p, struct ry_peer_info *out)
+/* Called with m_lock held. */
+static void peer_info(const struct ry_peer *p, struct ry_peer_info *out)
 {
+	const struct ry_manager *m = p->pr_mgr;
 	struct ry_peer_info pi = {0};
-	struct ry_manager *m;
 
-	if (!p || !out)
-		return -EINVAL;
-	m = p->pr_mgr;
-	pthread_mutex_lock(&m->m_lock);
 	pi.ready = p->pr_state == PEER_READY;
 	pi.incarnation = p->pr_node;
+	pi.restarts = p->pr_npast;
 	for (unsigned i = 0; i < m->m_nrails; i++) {
 		const struct ry__conn *c = &p->pr_conns[i];
 
@@ -119,9 +118,69 @@ int ry_peer_info(struct ry_peer *p, struct ry_peer_info *out)
 		if (c->cn_state == CONN_ACTIVE)
 			pi.rails_active++;
 	}
+	*out = pi;
+}
+
+int ry_peer_info(struct ry_peer *p, struct ry_peer_info *out)
+{
+	struct ry_peer_info pi;
+	struct ry_manager *m;
+
+	if (!p || !out)
+		return -EINVAL;
+	m = p->pr_mgr;
+	pthread_mutex_lock(&m->m_lock);
+	peer_info(p, &pi);
 	pthread_mutex_unlock(&m->m_lock);
 	*out = pi;
 	return 0;
+}
+
+int ry_peer_list(struct ry_manager *m, struct ry_peer_entry *out, unsigned max)
+{
+	const struct ry_peer *p;
+	unsigned n = 0, i;
+
+	if (!m || (!out && max))
+		return -EINVAL;
+	pthread_mutex_lock(&m->m_lock);
+	for (p = m->m_peers; p; p = p->pr_next, n++) {
+		struct ry_peer_entry *e;
+
+		if (n >= max)
+			continue;
+		e = &out[n];
+		memset(e, 0, sizeof(*e));
+		snprintf(e->name, sizeof(e->name), "%s", p->pr_name);
+		snprintf(e->node, sizeof(e->node), "%s", p->pr_node_name);
+		snprintf(e->address, sizeof(e->address), "%s", p->pr_addr);
+		snprintf(e->state, sizeof(e->state), "%s",
+			 ry__peer_state_str(p->pr_state));
+		e->dialed = p->pr_dial;
+		e->from_hello = p->pr_from_hello;
+		peer_info(p, &e->info);
+		for (i = 0; i < m->m_nrails; i++)
+			ry__cnt_add(&e->counters, &p->pr_conns[i].cn_cnt);
+	}
+	/* configured peers not used yet have no record: listed as new */
+	for (i = 0; i < m->m_cfg.n_peers; i++) {
+		const struct ry_peer_config *pc = &m->m_cfg.peers[i];
+		struct ry_peer_entry *e;
+
+		if (ry__peer_find(m, pc->name, pc->address))
+			continue;
+		if (n++ >= max)
+			continue;
+		e = &out[n - 1];
+		memset(e, 0, sizeof(*e));
+		snprintf(e->name, sizeof(e->name), "%s", pc->name);
+		snprintf(e->address, sizeof(e->address), "%s", pc->address);
+		snprintf(e->state, sizeof(e->state), "%s",
+			 ry__peer_state_str(PEER_NEW));
+		e->dialed = true;
+	}
+	pthread_mutex_unlock(&m->m_lock);
+	return (int)n;
 }
 
 int ry_rail_info(struct ry_manager *m, const char *rail,

@@ -68,7 +68,8 @@
  *   closes (ry__ctl_reap) if it is disposable (ry__peer_disposable): no
  *   operations, no connection beyond IDLE/BACKOFF, and the application
  *   has never been handed its pointer (pr_app_seen: set by ry_peer_get
- *   and whenever a message or event naming it is queued for delivery).
+ *   and whenever a message or connection event naming it is queued for
+ *   delivery; peer events carry only its name).
  *   Otherwise it stays until the manager is destroyed.  Other records
  *   are never freed before then.  A HELLO never renames a record nor
  *   changes a configured or app-named record's address.
@@ -107,6 +108,7 @@
 #define RY__RXWIN 8192
 _Static_assert(RY__RXWIN >= RY__TXWIN + RY__RECV_BUFS * RY_MAX_RAILS,
 	       "receive window smaller than sender window + receive buffers");
+#define RY__PAST 8	  /* earlier incarnations of a peer remembered */
 #define RY__POST_BATCH 32 /* WRs handed to one post_send call */
 /* No more fragments for a connection holding twice what it completed in
  * the last window this long (stripe.c), unless under RY__OUT_MIN bytes. */
@@ -426,6 +428,10 @@ struct ry_peer {
 	char pr_addr[RY_ADDR_MAX];
 	char pr_node_name[RY_NAME_MAX]; /* from its HELLO */
 	uint64_t pr_node;		/* its incarnation id; 0 until HELLO */
+	/* earlier incarnations (a ring): their descriptors are refused with
+	 * -ESTALE */
+	uint64_t pr_past[RY__PAST];
+	unsigned pr_npast; /* restarts seen; pr_past holds the last ones */
 	enum ry__peer_state pr_state;
 	struct ry__ctl *pr_ctl; /* where requests go */
 	uint64_t pr_ctl_retry_ns;
@@ -605,7 +611,10 @@ struct ry_peer *ry__peer_new(struct ry_manager *m, const char *name,
 bool ry__peer_disposable(const struct ry_peer *p);
 void ry__peer_forget(struct ry_peer *p);
 void ry__peer_use(struct ry_peer *p);
-void ry__peer_ready(struct ry_peer *p, bool new_incarnation, bool dialer);
+/* old_node: the incarnation a new one replaces (the peer restarted), or 0 */
+void ry__peer_ready(struct ry_peer *p, uint64_t old_node, bool dialer);
+/* node is an earlier incarnation of p: its memory is gone */
+bool ry__peer_node_stale(const struct ry_peer *p, uint64_t node);
 void ry__peer_path_reason(struct ry_peer *p, uint64_t waited_ns, char *buf,
 			  size_t len);
 void ry__peer_ctl_lost(struct ry_peer *p, struct ry__ctl *c);

@@ -426,6 +426,11 @@ static struct ry__op *rdma_op_new(struct ry_peer *p, enum ry__op_type type,
 		*ret = -ESHUTDOWN;
 		return NULL;
 	}
+	/* the peer restarted since the descriptor was made: nothing to send */
+	if (ry__peer_node_stale(p, d->d_node)) {
+		*ret = -ESTALE;
+		return NULL;
+	}
 	op = op_new(p, type, cb, ctx);
 	if (!op) {
 		*ret = -ENOMEM;

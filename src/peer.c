@@ -111,11 +111,21 @@ void ry__peer_dirty(struct ry_peer *p)
 	m->m_dirty = p;
 }
 
+/*
+ * The control channel waits before the next dial, twice as long each time
+ * up to reconnect_max_ms; but while operations wait for the peer at most
+ * 4 x reconnect_min_ms (jittered), so a peer that restarts is found again
+ * within about half a second of being back, not when a backoff grown
+ * while it was down runs out.
+ */
 static void ctl_backoff(struct ry_peer *p, uint64_t now)
 {
 	struct ry_manager *m = p->pr_mgr;
 	uint64_t ms = p->pr_ctl_backoff_ms;
+	uint64_t busy_max = 4ull * m->m_cfg.failover.reconnect_min_ms;
 
+	if (!ry__list_empty(&p->pr_ops) && ms > busy_max)
+		ms = busy_max;
 	p->pr_state = PEER_BACKOFF;
 	p->pr_ctl = NULL;
 	p->pr_ctl_retry_ns =
@@ -192,33 +202,100 @@ static void pair_rails(struct ry_peer *p)
 	}
 }
 
-void ry__peer_ready(struct ry_peer *p, bool fresh, bool dialer)
+/*
+ * A peer event (RY_EV_PEER_*).  It names the peer but hands out no
+ * pointer to it, so a record learned from a HELLO stays disposable.
+ */
+static void peer_event(struct ry_peer *p, enum ry_event_type t,
+		       const char *reason, uint64_t old_node, uint64_t new_node)
+{
+	struct ry_event *ev =
+	    ry__queue_event(p->pr_mgr, t, NULL, NULL, reason, ry__now_ns());
+	struct ry__delivery *dv;
+
+	if (!ev)
+		return;
+	dv = container_of(ev, struct ry__delivery, dv_ev);
+	snprintf(dv->dv_peer_name, sizeof(dv->dv_peer_name), "%s", p->pr_name);
+	ev->old_incarnation = old_node;
+	ev->new_incarnation = new_node;
+}
+
+bool ry__peer_node_stale(const struct ry_peer *p, uint64_t node)
+{
+	unsigned n = p->pr_npast < RY__PAST ? p->pr_npast : RY__PAST;
+
+	if (!node || node == p->pr_node)
+		return false;
+	while (n--)
+		if (p->pr_past[n] == node)
+			return true;
+	return false;
+}
+
+/*
+ * The peer came back as a new process: what its old incarnation held is
+ * gone.  Connections to it are failed, the message windows start again,
+ * and every operation aimed at its memory completes with RY_ESTALE as
+ * soon as nothing of it is posted (ops queued behind them go on; sends
+ * are resent to the new incarnation).  Called with pr_node already the
+ * new incarnation, so nothing with an old descriptor is posted again.
+ */
+static void restarted(struct ry_peer *p, uint64_t old_node, uint64_t now)
+{
+	struct ry_manager *m = p->pr_mgr;
+	struct ry__list *pos, *next;
+	char why[320];
+	unsigned i;
+
+	RY_WARN("mgr",
+		"peer %s restarted (incarnation %016llx -> %016llx): "
+		"dropping its connections, failing operations aimed at its "
+		"old memory",
+		p->pr_name, (unsigned long long)old_node,
+		(unsigned long long)p->pr_node);
+	p->pr_past[p->pr_npast++ % RY__PAST] = old_node;
+	for (i = 0; i < m->m_nrails; i++)
+		ry__conn_mark_failed(&p->pr_conns[i], "peer restarted", now);
+	ry__replay_run(m);
+	/* the old incarnation's QPs died with it: nothing to fence */
+	p->pr_fence_acked = p->pr_fence_gen;
+	p->pr_rx_base = 1;
+	memset(p->pr_rx_bits, 0, sizeof(p->pr_rx_bits));
+	ry__tx_seq_reset(p);
+	ry__list_for_each(pos, &p->pr_ops) {
+		struct ry__op *op = ry__list_entry(pos, struct ry__op, op_all);
+
+		op->op_seq = 0;
+	}
+	snprintf(why, sizeof(why),
+		 "peer %s restarted (incarnation %016llx -> %016llx): the "
+		 "target memory died with the old incarnation",
+		 p->pr_name, (unsigned long long)old_node,
+		 (unsigned long long)p->pr_node);
+	ry__list_for_each_safe(pos, next, &p->pr_ops) {
+		struct ry__op *op = ry__list_entry(pos, struct ry__op, op_all);
+
+		if (op->op_type != OP_SEND &&
+		    ry__peer_node_stale(p, op->op_rnode))
+			ry__op_fail(op, RY_ESTALE, why);
+	}
+	peer_event(p, RY_EV_PEER_RESTARTED, "peer restarted", old_node,
+		   p->pr_node);
+}
+
+void ry__peer_ready(struct ry_peer *p, uint64_t old_node, bool dialer)
 {
 	struct ry_manager *m = p->pr_mgr;
 	uint64_t now = ry__now_ns();
-	struct ry__list *pos;
+	bool was_ready = p->pr_state == PEER_READY;
 	unsigned i;
 
-	if (fresh) {
-		RY_WARN("mgr", "peer %s restarted: dropping its connections",
-			p->pr_name);
-		for (i = 0; i < m->m_nrails; i++)
-			ry__conn_mark_failed(&p->pr_conns[i], "peer restarted",
-					     now);
-		ry__replay_run(m);
-		/* the old incarnation's QPs died with it: nothing to fence */
-		p->pr_fence_acked = p->pr_fence_gen;
-		p->pr_rx_base = 1;
-		memset(p->pr_rx_bits, 0, sizeof(p->pr_rx_bits));
-		ry__tx_seq_reset(p);
-		ry__list_for_each(pos, &p->pr_ops) {
-			struct ry__op *op =
-			    ry__list_entry(pos, struct ry__op, op_all);
-
-			op->op_seq = 0;
-		}
-	}
+	if (old_node)
+		restarted(p, old_node, now);
 	p->pr_state = PEER_READY;
+	if (!was_ready || old_node)
+		peer_event(p, RY_EV_PEER_UP, "", 0, p->pr_node);
 	ry__op_unpark_all(p);
 	p->pr_ctl_backoff_ms = m->m_cfg.failover.reconnect_min_ms;
 	pair_rails(p);
@@ -228,7 +305,7 @@ void ry__peer_ready(struct ry_peer *p, bool fresh, bool dialer)
 
 		if (c->cn_state == CONN_IDLE && dialer)
 			ry__conn_start(c, now);
-		else if (c->cn_state == CONN_BACKOFF && fresh)
+		else if (c->cn_state == CONN_BACKOFF && old_node)
 			c->cn_deadline_ns = now;
 	}
 	ry__peer_dirty(p);
@@ -236,10 +313,15 @@ void ry__peer_ready(struct ry_peer *p, bool fresh, bool dialer)
 
 void ry__peer_ctl_lost(struct ry_peer *p, struct ry__ctl *c)
 {
+	bool was_ready = p->pr_state == PEER_READY;
+
 	if (p->pr_ctl != c)
 		return;
 	p->pr_ctl = NULL;
 	ctl_backoff(p, ry__now_ns());
+	if (was_ready)
+		peer_event(p, RY_EV_PEER_DOWN, "control session lost",
+			   p->pr_node, 0);
 }
 
 void ry__peer_path_reason(struct ry_peer *p, uint64_t waited_ns, char *buf,
@@ -314,4 +396,27 @@ out:
 const char *ry_peer_name(const struct ry_peer *p)
 {
 	return p ? p->pr_name : "";
+}
+
+int ry_desc_live(struct ry_peer *p, const void *desc, size_t len)
+{
+	struct ry_manager *m;
+	struct ry__desc d;
+	int ret;
+
+	if (!p || !desc)
+		return -EINVAL;
+	ret = ry__desc_unpack(desc, len, &d);
+	if (ret)
+		return ret;
+	m = p->pr_mgr;
+	pthread_mutex_lock(&m->m_lock);
+	if (ry__peer_node_stale(p, d.d_node))
+		ret = -ESTALE;
+	else if (!p->pr_node)
+		ret = -EAGAIN;
+	else if (d.d_node != p->pr_node)
+		ret = -ENXIO;
+	pthread_mutex_unlock(&m->m_lock);
+	return ret;
 }

@@ -52,7 +52,8 @@ struct ry_event *ry__queue_event(struct ry_manager *m, enum ry_event_type t,
 	if (!dv)
 		return NULL;
 	dv->dv_kind = 1;
-	snprintf(dv->dv_rail, sizeof(dv->dv_rail), "%s", lr->lr_cfg.name);
+	snprintf(dv->dv_rail, sizeof(dv->dv_rail), "%s",
+		 lr ? lr->lr_cfg.name : "");
 	if (p)
 		snprintf(dv->dv_peer_name, sizeof(dv->dv_peer_name), "%s",
 			 p->pr_name);
@@ -126,7 +127,8 @@ static int run_callbacks(struct ry_manager *m, struct ry__op *done,
 			n++;
 		} else if (dv->dv_kind == 1 && efn) {
 			dv->dv_ev.rail = dv->dv_rail;
-			dv->dv_ev.peer = dv->dv_peer ? dv->dv_peer_name : NULL;
+			dv->dv_ev.peer =
+			    dv->dv_peer_name[0] ? dv->dv_peer_name : NULL;
 			dv->dv_ev.reason = dv->dv_reason;
 			efn(&dv->dv_ev, earg);
 		}

@@ -8,6 +8,7 @@ static const char *const status_names[RY_ESTATUS__MAX] = {
     [RY_EREMOTE_ACCESS] = "remote access error",
     [RY_ELOCAL] = "local region or length error",
     [RY_EPEER] = "peer unknown or unreachable",
+    [RY_ESTALE] = "peer restarted: the target memory is gone",
 };
 
 const char *ry_status_str(enum ry_status st)

@@ -76,6 +76,12 @@ enum ry_status {
 	RY_EREMOTE_ACCESS, /* the peer rejected the rkey, bounds or access */
 	RY_ELOCAL,	   /* bad local region or length */
 	RY_EPEER,	   /* the peer is unknown or refused us */
+	/*
+	 * The peer restarted: the memory the operation was aimed at died
+	 * with the incarnation its descriptor names (RY_EV_PEER_RESTARTED).
+	 * Fetch a new descriptor from the new incarnation.
+	 */
+	RY_ESTALE,
 	RY_ESTATUS__MAX
 };
 
@@ -189,6 +195,17 @@ RY_API int ry_mr_pack(const struct ry_region *mr, void *buf, size_t len);
  * -EPROTONOSUPPORT (a layout version this library does not know).
  */
 RY_API int ry_desc_check(const void *desc, size_t len);
+/*
+ * Whether a descriptor belongs to the live incarnation of peer, the cheap
+ * check before posting (no I/O; ry_write()/ry_read() make it too).
+ * Returns 0 (it does), -ESTALE (it names an earlier incarnation: the peer
+ * restarted since it was made, and ry_write()/ry_read() refuse it with
+ * -ESTALE), -EAGAIN (the peer's incarnation is not known yet: no HELLO
+ * exchanged), -ENXIO (another node, or an incarnation not heard from
+ * yet: operations with it wait for the peer's next HELLO, up to
+ * op_timeout), -EINVAL, or an error of ry_desc_check().
+ */
+RY_API int ry_desc_live(struct ry_peer *peer, const void *desc, size_t len);
 
 /* ---- registration cache ---- */
 
@@ -271,6 +288,7 @@ struct ry_peer_info {
 	unsigned rails_usable; /* of those, local link up */
 	unsigned rails_active; /* of those, carrying traffic */
 	uint64_t incarnation;  /* the peer process's id, 0 until its HELLO */
+	unsigned restarts;     /* new incarnations seen after the first */
 };
 RY_API int ry_peer_info(struct ry_peer *peer, struct ry_peer_info *out);
 
@@ -296,7 +314,8 @@ typedef void (*ry_complete_fn)(const struct ry_completion *c, void *arg);
  * Errors: -EINVAL (NULL handle, len 0, a range outside the local region
  * or the descriptor), -EMSGSIZE (len > max_op_size), -EBADMSG or
  * -EPROTONOSUPPORT (bad descriptor, see ry_desc_check), -EACCES (the
- * descriptor does not allow the access), -ESHUTDOWN.
+ * descriptor does not allow the access), -ESTALE (the descriptor names an
+ * earlier incarnation of the peer, see ry_desc_live), -ESHUTDOWN.
  */
 RY_API int ry_write(struct ry_peer *peer, struct ry_region *local,
 		    size_t local_off, const void *remote_desc, size_t desc_len,
@@ -432,6 +451,21 @@ enum ry_event_type {
 	 * its RY_EV_CONN_DOWN.  Not sent when nothing had to be replayed.
 	 */
 	RY_EV_CONN_RESUMED,
+	/*
+	 * Peer lifecycle (rail is ""): the control session with a peer is
+	 * ready, HELLOs exchanged (new_incarnation: the peer's); it was lost
+	 * (old_incarnation: the one last heard; the peer may be down or
+	 * restarting, operations wait for a path up to op_timeout); the peer
+	 * came back as a new process (old_incarnation, new_incarnation).  On
+	 * RY_EV_PEER_RESTARTED every operation aimed at the old incarnation
+	 * has already been failed with RY_ESTALE (their completions follow),
+	 * nothing more is sent with its descriptors (ry_write()/ry_read():
+	 * -ESTALE, see ry_desc_live), and descriptors this node handed the
+	 * old incarnation may be dropped.  RY_EV_PEER_UP follows it.
+	 */
+	RY_EV_PEER_UP,
+	RY_EV_PEER_DOWN,
+	RY_EV_PEER_RESTARTED,
 };
 
 struct ry_event {
@@ -451,6 +485,9 @@ struct ry_event {
 	 */
 	uint64_t fail_ns;
 	uint64_t detect_ns;
+	/* RY_EV_PEER_* (0 otherwise): the peer's incarnation ids */
+	uint64_t old_incarnation;
+	uint64_t new_incarnation;
 };
 
 typedef void (*ry_event_fn)(const struct ry_event *ev, void *arg);
@@ -485,6 +522,31 @@ struct ry_counters {
 RY_API int ry_rail_counters(struct ry_manager *mgr, const char *rail,
 			    struct ry_counters *out);
 RY_API int ry_peer_counters(struct ry_peer *peer, struct ry_counters *out);
+
+/*
+ * Every peer the manager knows: each peer section of the config (state
+ * "new" until first used), peers named by the application and nodes
+ * learned from a HELLO, as a snapshot taken under one lock (no handles:
+ * records learned from a HELLO may be freed when their session closes;
+ * ry_peer_get(name) gives a handle).
+ */
+struct ry_peer_entry {
+	char name[RY_ADDR_MAX];	   /* as ry_peer_name() */
+	char node[RY_NAME_MAX];	   /* the name its HELLO gave; "" before */
+	char address[RY_ADDR_MAX]; /* control address; "" if unknown */
+	char state[16];	 /* control: new, connecting, hello, ready, backoff */
+	bool dialed;	 /* we dial it (configured or named with an address) */
+	bool from_hello; /* learned from an admitted HELLO */
+	struct ry_peer_info info;
+	struct ry_counters counters; /* as ry_peer_counters() */
+};
+/*
+ * Write up to max entries into out (NULL when max is 0) and return how
+ * many peers there are (more than max: call again with room for them).
+ * Errors: -EINVAL.
+ */
+RY_API int ry_peer_list(struct ry_manager *mgr, struct ry_peer_entry *out,
+			unsigned max);
 
 /* ---- rails: state and fault injection (drills, tests) ---- */
 

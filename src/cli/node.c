@@ -73,12 +73,36 @@ static void counters_json(FILE *out, const struct ry_counters *c)
 		(double)c->resume_ns_max / 1e6);
 }
 
+/* Every peer the manager holds, NULL on failure; *n their count. */
+static struct ry_peer_entry *peer_list(struct ry_manager *mgr, unsigned *n)
+{
+	struct ry_peer_entry *pe = NULL;
+	int want = ry_peer_list(mgr, NULL, 0), got;
+
+	/* a peer may come between the two calls: take what fits */
+	for (int tries = 0; want >= 0 && tries < 3; tries++) {
+		free(pe);
+		pe = calloc((size_t)want + 4, sizeof(*pe));
+		if (!pe)
+			return NULL;
+		got = ry_peer_list(mgr, pe, (unsigned)want + 4);
+		if (got >= 0 && got <= want + 4) {
+			*n = (unsigned)got;
+			return pe;
+		}
+		want = got;
+	}
+	free(pe);
+	return NULL;
+}
+
 void cli_status_write(struct ry_manager *mgr, const struct ry_config *cfg,
-		      struct ry_peer *const *peers, unsigned n_peers, int json,
-		      FILE *out)
+		      int json, FILE *out)
 {
 	char ctl[128] = "";
 	int n = ry_rail_count(mgr);
+	unsigned n_peers = 0;
+	struct ry_peer_entry *pe = peer_list(mgr, &n_peers);
 
 	ry_manager_control_addr(mgr, ctl, sizeof(ctl));
 	if (json) {
@@ -122,27 +146,46 @@ void cli_status_write(struct ry_manager *mgr, const struct ry_config *cfg,
 		fprintf(out, "],\"peers\":[");
 	else
 		fprintf(out, "peers:\n");
-	for (unsigned i = 0; i < n_peers; i++) {
-		struct ry_counters c = {0};
+	for (unsigned i = 0; pe && i < n_peers; i++) {
+		const struct ry_peer_entry *e = &pe[i];
+		const struct ry_counters *c = &e->counters;
 
-		ry_peer_counters(peers[i], &c);
 		if (json) {
 			fprintf(out, "%s{\"name\":", i ? "," : "");
-			cli_json_str(out, ry_peer_name(peers[i]));
-			fprintf(out, ",");
-			counters_json(out, &c);
+			cli_json_str(out, e->name);
+			fprintf(out, ",\"node\":");
+			cli_json_str(out, e->node);
+			fprintf(out, ",\"address\":");
+			cli_json_str(out, e->address);
+			fprintf(
+			    out,
+			    ",\"state\":\"%s\",\"dialed\":%s,"
+			    "\"from_hello\":%s,\"incarnation\":\"%016" PRIx64
+			    "\",\"restarts\":%u,\"rails_paired\":%u,"
+			    "\"rails_usable\":%u,\"rails_active\":%u,",
+			    e->state, e->dialed ? "true" : "false",
+			    e->from_hello ? "true" : "false",
+			    e->info.incarnation, e->info.restarts,
+			    e->info.rails_paired, e->info.rails_usable,
+			    e->info.rails_active);
+			counters_json(out, c);
 			fprintf(out, "}");
 		} else {
 			fprintf(out,
-				"  %-16s %12" PRIu64 " bytes %8" PRIu64
-				" messages %8" PRIu64 " replayed %4" PRIu64
-				" fences\n",
-				ry_peer_name(peers[i]), c.bytes, c.messages,
-				c.replayed_fragments, c.fences);
+				"  %-16s %-10s %u/%u rails  %12" PRIu64
+				" bytes %8" PRIu64 " messages %8" PRIu64
+				" replayed %4" PRIu64 " fences %u restarts\n",
+				e->name, e->state, e->info.rails_active,
+				e->info.rails_paired, c->bytes, c->messages,
+				c->replayed_fragments, c->fences,
+				e->info.restarts);
 		}
 	}
 	if (json)
 		fprintf(out, "]}\n");
+	else if (!pe)
+		fprintf(out, "  (cannot list: out of memory)\n");
 	else if (!n_peers)
 		fprintf(out, "  none yet\n");
+	free(pe);
 }

@@ -16,9 +16,8 @@ int cli_start(const char *path, struct ry_config **cfg_p,
  * else $XDG_RUNTIME_DIR or /tmp. */
 void cli_status_path(const char *node, char *buf, size_t len);
 
-struct ry_peer;
+/* Rails and every peer the manager holds, with state and counters. */
 void cli_status_write(struct ry_manager *mgr, const struct ry_config *cfg,
-		      struct ry_peer *const *peers, unsigned n_peers, int json,
-		      FILE *out);
+		      int json, FILE *out);
 
 #endif

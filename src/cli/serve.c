@@ -14,6 +14,7 @@
  * changes, and WATCHDOG=1 at half of WatchdogSec.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
@@ -74,8 +75,6 @@ struct server {
 	struct ry_config *cfg;
 	uint8_t reply[sizeof(CLI_SESSION_DESC_TAG) + RY_DESC_MAX];
 	size_t reply_len;
-	struct ry_peer *seen[MAX_SEEN];
-	unsigned n_seen;
 	uint64_t hellos;
 	/* peers with at least one connection up, from the events */
 	struct {
@@ -96,16 +95,11 @@ static void ignore_done(const struct ry_completion *c, void *arg)
 static void on_recv(struct ry_peer *from, const struct ry_message *m, void *arg)
 {
 	struct server *sv = arg;
-	unsigned i;
 
 	if (m->type != RY_MSG_DATA || m->len != strlen(CLI_SESSION_HELLO) ||
 	    memcmp(m->data, CLI_SESSION_HELLO, m->len))
 		return;
 	pthread_mutex_lock(&sv->lock);
-	for (i = 0; i < sv->n_seen && sv->seen[i] != from; i++)
-		;
-	if (i == sv->n_seen && sv->n_seen < MAX_SEEN)
-		sv->seen[sv->n_seen++] = from;
 	sv->hellos++;
 	pthread_mutex_unlock(&sv->lock);
 	/* -EAGAIN: the client says hello again in a second */
@@ -138,6 +132,22 @@ static void on_event(const struct ry_event *ev, void *arg)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
+	if (ev->type == RY_EV_PEER_UP || ev->type == RY_EV_PEER_DOWN ||
+	    ev->type == RY_EV_PEER_RESTARTED) {
+		fprintf(stderr, "[%lld.%03ld] peer %s: %s",
+			(long long)ts.tv_sec, ts.tv_nsec / 1000000,
+			ev->peer ? ev->peer : "",
+			ev->type == RY_EV_PEER_UP     ? "up"
+			: ev->type == RY_EV_PEER_DOWN ? "control session lost"
+						      : "restarted");
+		if (ev->type == RY_EV_PEER_RESTARTED)
+			fprintf(stderr,
+				" (incarnation %016" PRIx64 " -> %016" PRIx64
+				")",
+				ev->old_incarnation, ev->new_incarnation);
+		fprintf(stderr, "\n");
+		return;
+	}
 	fprintf(stderr, "[%lld.%03ld] rail %s%s%s: %s%s%s\n",
 		(long long)ts.tv_sec, ts.tv_nsec / 1000000, ev->rail,
 		ev->peer ? " to " : "", ev->peer ? ev->peer : "",
@@ -329,8 +339,6 @@ static int listen_unix(const char *path)
 static void answer_status(struct server *sv, int lfd)
 {
 	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	struct ry_peer *seen[MAX_SEEN];
-	unsigned n_seen;
 	char req[16] = "";
 	struct timeval tv = {.tv_sec = 1};
 	FILE *out;
@@ -345,12 +353,8 @@ static void answer_status(struct server *sv, int lfd)
 		close(fd);
 		return;
 	}
-	pthread_mutex_lock(&sv->lock);
-	n_seen = sv->n_seen;
-	memcpy(seen, sv->seen, n_seen * sizeof(seen[0]));
-	pthread_mutex_unlock(&sv->lock);
-	cli_status_write(sv->mgr, sv->cfg, seen, n_seen,
-			 n > 0 && !strncmp(req, "json", 4), out);
+	cli_status_write(sv->mgr, sv->cfg, n > 0 && !strncmp(req, "json", 4),
+			 out);
 	fclose(out);
 }
 

@@ -17,6 +17,14 @@
  * the survivors carry about 78 % of their healthy per-rail rate under this
  * load (a finding for the striping/soft-rail work), which the netns
  * drills' outage assertion would report.
+ *
+ * A peer that restarts (RY_EV_PEER_RESTARTED) takes its target region
+ * with it: operations aimed at it fail with RY_ESTALE (counted apart, as
+ * "failed because their target died"), nothing more is posted until the
+ * new incarnation has sent its descriptor (asked for again at once and
+ * every second), and a slot whose write went to the old region is not
+ * read back from the new one (each slot remembers the target generation
+ * it wrote to).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -41,7 +49,19 @@ struct slot {
 	enum phase phase;
 	uint64_t seq;
 	double t_post;
-	bool filled; /* src holds a pattern (write without read-back) */
+	bool filled;  /* src holds a pattern (write without read-back) */
+	unsigned gen; /* the target generation its last write went to */
+};
+
+#define MAX_RESTARTS 16
+#define REFETCH_MAX_S 30 /* for a restarted peer's new target */
+
+/* One restart of the peer during the run. */
+struct restart {
+	double t;	  /* the library's event, run-relative */
+	double t_resumed; /* first operation completed on the new target */
+	uint64_t old_inc, new_inc;
+	uint64_t stale_ops;
 };
 
 struct rail_track {
@@ -64,7 +84,15 @@ struct cli_session {
 	uint8_t desc[RY_DESC_MAX];
 	size_t desc_len;
 	bool have_target;
+	unsigned gen;	   /* target generation: one more per restart */
+	double next_hello; /* while refetching: when to ask again */
+	double refetch_since;
 	struct slot *slots;
+	struct restart restarts[MAX_RESTARTS];
+	unsigned n_restarts;
+	bool resume_wait; /* the last restart has not resumed yet */
+	uint64_t ops_stale;
+	uint64_t stale_early; /* RY_ESTALE seen before its restart's event */
 
 	double t0, t0_unix, t_end, t_last_tick, t_stop;
 	uint64_t posted;
@@ -130,7 +158,8 @@ static uint8_t *dst_of(struct slot *sl)
 
 static void on_done(const struct ry_completion *c, void *arg);
 
-static bool may_post(struct cli_session *s)
+/* The run goes on (it may be waiting for a restarted peer's target). */
+static bool running(struct cli_session *s)
 {
 	if (s->stopping || s->fatal)
 		return false;
@@ -139,6 +168,11 @@ static bool may_post(struct cli_session *s)
 	if (s->o.duration > 0 && now_s() >= s->t_end)
 		return false;
 	return true;
+}
+
+static bool may_post(struct cli_session *s)
+{
+	return s->have_target && running(s);
 }
 
 static void fatal(struct cli_session *s, const char *what, int err)
@@ -163,8 +197,15 @@ static void post_write(struct slot *sl)
 	sl->filled = true;
 	sl->phase = WRITING;
 	sl->t_post = now_s();
+	sl->gen = s->gen;
 	ret = ry_write(s->peer, s->local, off, s->desc, s->desc_len,
 		       (size_t)sl->idx * s->o.size, s->o.size, on_done, sl);
+	if (ret == -ESTALE) {
+		/* the restart's event is on its way: refetch then */
+		sl->phase = IDLE;
+		s->posted--;
+		return;
+	}
 	if (ret) {
 		sl->phase = IDLE;
 		fatal(s,
@@ -188,6 +229,10 @@ static void post_read(struct slot *sl, bool new_seq)
 	sl->t_post = now_s();
 	ret = ry_read(s->peer, s->local, off, s->desc, s->desc_len,
 		      (size_t)sl->idx * s->o.size, s->o.size, on_done, sl);
+	if (ret == -ESTALE) {
+		sl->phase = IDLE;
+		return;
+	}
 	if (ret) {
 		sl->phase = IDLE;
 		fatal(s, "read rejected", ret);
@@ -213,11 +258,63 @@ static void record_latency(struct cli_session *s, double t_post)
 	s->n_lat++;
 }
 
+/* A completion that failed only because the peer restarted. */
+static bool target_died(struct cli_session *s, struct slot *sl,
+			const struct ry_completion *c)
+{
+	if (c->status != RY_ESTALE)
+		return false;
+	s->ops_stale++;
+	/* their completions may come before the restart's event */
+	if (s->resume_wait && s->n_restarts)
+		s->restarts[s->n_restarts - 1].stale_ops++;
+	else
+		s->stale_early++;
+	sl->phase = IDLE;
+	return true;
+}
+
+/* The first success after a restart: traffic has resumed. */
+static void note_resumed(struct cli_session *s)
+{
+	struct restart *r;
+
+	if (!s->resume_wait || !s->n_restarts)
+		return;
+	r = &s->restarts[s->n_restarts - 1];
+	s->resume_wait = false;
+	r->t_resumed = now_s() - s->t0;
+	if (s->o.live)
+		fprintf(s->o.live,
+			"%s%8.3f s  traffic resumed on the restarted peer's "
+			"new target (%.3f s after the restart)\n",
+			s->o.live_tty ? "\r\033[K" : "", r->t_resumed,
+			r->t_resumed - r->t);
+}
+
 static void on_done(const struct ry_completion *c, void *arg)
 {
 	struct slot *sl = arg;
 	struct cli_session *s = sl->s;
+	bool died = target_died(s, sl, c);
 
+	if (c->status == RY_OK && sl->gen == s->gen)
+		note_resumed(s);
+	/* a write that landed in the old incarnation: nothing to read back
+	 * from the new one */
+	if (c->status == RY_OK && sl->phase == WRITING && sl->gen != s->gen) {
+		s->ops_ok++;
+		s->bytes += s->o.size;
+		sl->phase = IDLE;
+		died = true;
+	}
+	if (died) {
+		if (paired(s))
+			pair_kick(s, sl->idx / 2);
+		else
+			next(sl);
+		return;
+	}
 	if (paired(s)) {
 		if (c->status != RY_OK) {
 			s->ops_failed++;
@@ -329,6 +426,12 @@ static const char *event_name(enum ry_event_type t, struct rail_track *rt)
 		return "up";
 	case RY_EV_CONN_RESUMED:
 		return "resume";
+	case RY_EV_PEER_UP:
+		return "peer-up";
+	case RY_EV_PEER_DOWN:
+		return "peer-down";
+	case RY_EV_PEER_RESTARTED:
+		return "peer-restarted";
 	}
 	return "?";
 }
@@ -376,6 +479,54 @@ static struct cli_report_event *down_of(struct cli_session *s,
 }
 
 /*
+ * The peer's lifecycle.  A restart took the target region with it: ask
+ * the new incarnation for its own at once (cli_session_run() asks again
+ * every second until it comes), post nothing meanwhile, and forget slices
+ * written to the old one.
+ */
+static void on_peer_event(struct cli_session *s, const struct ry_event *ev,
+			  double t, const char *name)
+{
+	struct restart *r;
+
+	if (!ev->peer || strcmp(ev->peer, ry_peer_name(s->peer)))
+		return;
+	add_event(s, t, "", name);
+	if (ev->type == RY_EV_PEER_RESTARTED) {
+		if (s->n_restarts < MAX_RESTARTS) {
+			r = &s->restarts[s->n_restarts++];
+			r->t = t;
+			r->t_resumed = -1;
+			r->old_inc = ev->old_incarnation;
+			r->new_inc = ev->new_incarnation;
+			r->stale_ops = s->stale_early;
+			s->stale_early = 0;
+		}
+		s->gen++;
+		s->have_target = false;
+		s->resume_wait = true;
+		s->next_hello = 0;
+		s->refetch_since = now_s();
+		for (unsigned i = 0; i < s->o.depth; i++)
+			if (s->slots[i].phase == FULL)
+				s->slots[i].phase = IDLE;
+	}
+	if (!s->o.live || ev->type == RY_EV_PEER_UP)
+		return;
+	if (ev->type == RY_EV_PEER_DOWN)
+		fprintf(s->o.live, "%s%8.3f s  peer %s: %s\n",
+			s->o.live_tty ? "\r\033[K" : "", t, ev->peer,
+			ev->reason);
+	else
+		fprintf(s->o.live,
+			"%s%8.3f s  peer %s restarted (incarnation %016" PRIx64
+			" -> %016" PRIx64 "): operations aimed at its old "
+			"memory fail; asking for its new target\n",
+			s->o.live_tty ? "\r\033[K" : "", t, ev->peer,
+			ev->old_incarnation, ev->new_incarnation);
+}
+
+/*
  * Each down event carries its own times from the library: detection from
  * the failure's start (the link event, or the last sign of life), resume
  * from the declaration to the first replayed work completing.
@@ -389,6 +540,11 @@ static void on_event(const struct ry_event *ev, void *arg)
 	double t = rel_t(s, ev->time_ns);
 	char extra[96] = "";
 
+	if (ev->type == RY_EV_PEER_UP || ev->type == RY_EV_PEER_DOWN ||
+	    ev->type == RY_EV_PEER_RESTARTED) {
+		on_peer_event(s, ev, t, name);
+		return;
+	}
 	if (ev->type == RY_EV_CONN_RESUMED)
 		d = down_of(s, ev);
 	e = add_event(s, t, ev->rail, name);
@@ -428,7 +584,9 @@ static void on_recv(struct ry_peer *from, const struct ry_message *m, void *arg)
 	    memcmp(m->data, CLI_SESSION_DESC_TAG, tag) ||
 	    m->len - tag > sizeof(s->desc))
 		return;
-	if (ry_desc_check((const uint8_t *)m->data + tag, m->len - tag))
+	if (ry_desc_check((const uint8_t *)m->data + tag, m->len - tag) ||
+	    ry_desc_live(s->peer, (const uint8_t *)m->data + tag,
+			 m->len - tag) == -ESTALE)
 		return;
 	memcpy(s->desc, (const uint8_t *)m->data + tag, m->len - tag);
 	s->desc_len = m->len - tag;
@@ -679,11 +837,25 @@ int cli_session_run(struct cli_session *s)
 		s->rails[i].at_start = s->rails[i].last;
 	}
 	kick_all(s);
-	while (busy(s) || may_post(s)) {
+	while (busy(s) || running(s)) {
 		double now = now_s();
 
 		if (now - s->t_last_tick >= 1.0)
 			tick(s, now);
+		if (!s->have_target && running(s) &&
+		    now - s->refetch_since > REFETCH_MAX_S) {
+			fprintf(stderr,
+				"railyard: peer %s restarted and did not send "
+				"its new target within %d s\n",
+				ry_peer_name(s->peer), REFETCH_MAX_S);
+			s->fatal = -ETIMEDOUT;
+		}
+		if (!s->have_target && running(s) && now >= s->next_hello) {
+			/* -EAGAIN or a peer still down: ask again later */
+			ry_send(s->peer, CLI_SESSION_HELLO,
+				strlen(CLI_SESSION_HELLO), hello_done, NULL);
+			s->next_hello = now + 1;
+		}
 		kick_all(s);
 		if (s->fatal && !busy(s))
 			break;
@@ -712,6 +884,9 @@ void cli_session_result(const struct cli_session *s,
 	memset(r, 0, sizeof(*r));
 	r->ops_ok = s->ops_ok;
 	r->ops_failed = s->ops_failed;
+	r->ops_stale = s->ops_stale;
+	r->restarts = s->n_restarts;
+	r->resumed = !s->resume_wait;
 	r->bytes = s->bytes;
 	r->verify_errors = s->verify_errors;
 	r->seconds = s->t_stop > s->t0 ? s->t_stop - s->t0 : 0;
@@ -760,7 +935,24 @@ void cli_session_json(const struct cli_session *s, FILE *out)
 	    r.gbit_per_s, r.verify_errors, r.lat_avg_us, r.lat_p50_us,
 	    r.lat_p99_us);
 	cli_json_str(out, r.first_error);
-	fprintf(out, ",\"rails\":[");
+	/* the peer's restarts: ops_stale failed only because their target
+	 * died with the old incarnation */
+	fprintf(out, ",\"ops_stale\":%" PRIu64 ",\"restarts\":[", r.ops_stale);
+	for (unsigned i = 0; i < s->n_restarts; i++) {
+		const struct restart *rs = &s->restarts[i];
+
+		fprintf(out,
+			"%s{\"t\":%.3f,\"old_incarnation\":\"%016" PRIx64
+			"\",\"new_incarnation\":\"%016" PRIx64
+			"\",\"stale_ops\":%" PRIu64 ",\"resumed_t\":",
+			i ? "," : "", rs->t, rs->old_inc, rs->new_inc,
+			rs->stale_ops);
+		if (rs->t_resumed >= 0)
+			fprintf(out, "%.3f}", rs->t_resumed);
+		else
+			fprintf(out, "null}");
+	}
+	fprintf(out, "],\"rails\":[");
 	for (unsigned i = 0; i < s->n_rails; i++) {
 		const struct rail_track *rt = &s->rails[i];
 		struct ry_rail_info info = {0};
@@ -893,10 +1085,24 @@ void cli_session_summary(const struct cli_session *s, FILE *out)
 		else
 			fprintf(out, " (no replay needed)\n");
 	}
+	for (unsigned i = 0; i < s->n_restarts; i++) {
+		const struct restart *rs = &s->restarts[i];
+
+		fprintf(out,
+			"peer restarted at t=%.3f s, %" PRIu64
+			" operations failed because their target died, ",
+			rs->t, rs->stale_ops);
+		if (rs->t_resumed >= 0)
+			fprintf(out, "resumed at t=%.3f s\n", rs->t_resumed);
+		else
+			fprintf(out, "not resumed before the end\n");
+	}
 	if (r.first_error[0])
 		fprintf(out, "first failure: %s\n", r.first_error);
 	fprintf(out, "verdict: %s\n",
-		!r.ops_failed && !r.verify_errors ? "nothing lost"
-		: r.verify_errors		  ? "DATA CORRUPTED"
-						  : "operations FAILED");
+		r.verify_errors ? "DATA CORRUPTED"
+		: r.ops_failed	? "operations FAILED"
+		: s->n_restarts ? "nothing lost but the operations aimed at "
+				  "the restarted peer's old memory"
+				: "nothing lost");
 }

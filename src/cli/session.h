@@ -75,6 +75,11 @@ int cli_session_run(struct cli_session *s);
 /* Results. */
 struct cli_session_result {
 	uint64_t ops_ok, ops_failed;
+	/* failed only because the peer restarted and their target memory
+	 * died with it (RY_ESTALE; not in ops_failed) */
+	uint64_t ops_stale;
+	unsigned restarts;	/* times the peer restarted during the run */
+	bool resumed;		/* traffic resumed after the last restart */
 	uint64_t bytes;		/* payload bytes of successful operations */
 	uint64_t verify_errors; /* bytes that differed on read-back */
 	double seconds;

@@ -116,6 +116,20 @@ static void on_event(const struct ry_event *ev, void *arg)
 	case RY_EV_CONN_RESUMED:
 		e->n_resumed++;
 		break;
+	case RY_EV_PEER_UP:
+		e->n_peer_up++;
+		break;
+	case RY_EV_PEER_DOWN:
+		e->n_peer_down++;
+		break;
+	case RY_EV_PEER_RESTARTED:
+		e->n_peer_restarted++;
+		e->restart_old = ev->old_incarnation;
+		e->restart_new = ev->new_incarnation;
+		e->restart_ns = ev->time_ns;
+		snprintf(e->restart_peer, sizeof(e->restart_peer), "%s",
+			 ev->peer ? ev->peer : "");
+		break;
 	}
 }
 

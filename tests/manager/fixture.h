@@ -48,6 +48,10 @@ struct fx_events {
 	uint64_t first_fail_ns, first_detect_ns; /* its ry_event fields */
 	unsigned n_resumed;
 	char last_reason[128];
+	/* RY_EV_PEER_*: counts, and the last restart's incarnations */
+	unsigned n_peer_up, n_peer_down, n_peer_restarted;
+	uint64_t restart_old, restart_new, restart_ns;
+	char restart_peer[128];
 };
 
 struct fx {

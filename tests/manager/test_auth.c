@@ -101,7 +101,40 @@ static void hello(struct frame *f, uint64_t node, const char *name,
 		ry__auth_hash_hello(f->b + 8, f->n - 8, hello_h);
 }
 
+/*
+ * The dialer's side of the keyed handshake on raw session fd, as a (which
+ * holds the key) would do it: HELLO, b's HELLO_ACK and its proof checked,
+ * AUTH with a's proof.  t: the transcript, for the session keys.
+ */
+static void keyed_handshake(int fd, uint64_t node, const char *name,
+			    const char *addr, unsigned char t[RY__MAC])
+{
+	unsigned char hello_h[RY__MAC], proof[RY__MAC];
+	struct frame f, in;
+	uint32_t len;
+
+	hello(&f, node, name, addr, true, hello_h);
+	raw_send(fd, f.b, f.n);
+	in.n = 0;
+	ck_assert(!closed_within(&F, fd, 500, &in));
+	ck_assert_uint_ge(in.n, 8);
+	len = in.b[0] | in.b[1] << 8 | in.b[2] << 16 | (uint32_t)in.b[3] << 24;
+	ck_assert_uint_eq(in.n, 8 + len);
+	ck_assert_uint_eq(in.b[4], 2); /* HELLO_ACK */
+	ry__auth_transcript(hello_h, in.b + 8, len - RY__MAC, t);
+	ck_assert(ry__auth_proof_ok(F.a, false, t, in.b + 8 + len - RY__MAC));
+	ry__auth_proof(F.a, true, t, proof);
+	frame_start(&f, 8);
+	put(&f, proof, sizeof(proof));
+	frame_end(&f);
+	raw_send(fd, f.b, f.n);
+}
+
 /* ---- tests ---- */
+
+/* Both hold the same key; b admits only a, named in its config. */
+static const struct fx_opts named_keyed = {
+    .key_a = key1, .key_b = key1, .b_strict = true, .b_names_a = true};
 
 /* The same key on both: the handshake passes, transfers work, every
  * frame after it is MACed (a's and b's sessions say so). */
@@ -109,11 +142,7 @@ START_TEST(same_key_works)
 {
 	struct fx_done d;
 
-	ck_assert_int_eq(fx_init(&F, &(struct fx_opts){.key_a = key1,
-						       .key_b = key1,
-						       .b_strict = true,
-						       .b_names_a = true}),
-			 0);
+	ck_assert_int_eq(fx_init(&F, &named_keyed), 0);
 	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
 	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
 	ck_assert_uint_eq(F.ev_a.n_conn_down + F.ev_b.n_conn_down, 0);
@@ -186,7 +215,9 @@ END_TEST
  * peer a from a's own address (loopback): before a connects, while a's
  * session is live, with a new incarnation, with and without the auth
  * flag, with a made-up proof.  It is never admitted, b keeps one peer
- * record, and a's traffic loses nothing.
+ * record, and a's traffic loses nothing.  (A new incarnation with the
+ * auth flag is a restart only the proof can confirm: b answers, then
+ * refuses the made-up proof.)
  */
 START_TEST(impersonation_without_key)
 {
@@ -213,18 +244,24 @@ START_TEST(impersonation_without_key)
 	ck_assert_uint_eq(npeers(F.b), 0); /* nothing decided yet */
 	/* the real a connects, proves the key and works meanwhile */
 	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
-	for (i = 0; i < 4; i++) {
-		fd = raw_connect(&F, "127.0.0.1");
-		hello(&f, 0x6161 + i, "a", a_addr, i % 2, NULL);
-		raw_send(fd, f.b, f.n);
-		ck_assert(closed_within(&F, fd, 10000, NULL));
-		close(fd);
-	}
-	/* the early session's proof is made up: refused, nothing changed */
 	frame_start(&auth, 8);
 	for (i = 0; i < RY__MAC; i++)
 		put_le(&auth, 0xa5, 1);
 	frame_end(&auth);
+	for (i = 0; i < 4; i++) {
+		fd = raw_connect(&F, "127.0.0.1");
+		hello(&f, 0x6161 + i, "a", a_addr, i % 2, NULL);
+		raw_send(fd, f.b, f.n);
+		if (i % 2) {
+			in.n = 0;
+			ck_assert(!closed_within(&F, fd, 500, &in));
+			ck_assert_uint_gt(in.n, 8 + RY__MAC);
+			raw_send(fd, auth.b, auth.n);
+		}
+		ck_assert(closed_within(&F, fd, 10000, NULL));
+		close(fd);
+	}
+	/* the early session's proof is made up: refused, nothing changed */
 	raw_send(early, auth.b, auth.n);
 	ck_assert(closed_within(&F, early, 10000, NULL));
 	close(early);
@@ -244,33 +281,16 @@ END_TEST
  */
 START_TEST(flipped_mac_closes_session)
 {
-	unsigned char hello_h[RY__MAC], t[RY__MAC], proof[RY__MAC];
-	unsigned char ktx[RY__MAC], krx[RY__MAC];
+	unsigned char t[RY__MAC], ktx[RY__MAC], krx[RY__MAC];
 	struct fx_done d;
-	struct frame f, in, rej;
-	uint32_t len;
+	struct frame rej;
 	int fd, i;
 
 	ck_assert_int_eq(
 	    fx_init(&F, &(struct fx_opts){.key_a = key1, .key_b = key1}), 0);
 	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
 	fd = raw_connect(&F, "127.0.0.1");
-	hello(&f, 0x7171, "raw", "127.0.0.1:9", true, hello_h);
-	raw_send(fd, f.b, f.n);
-	in.n = 0;
-	ck_assert(!closed_within(&F, fd, 500, &in));
-	ck_assert_uint_ge(in.n, 8);
-	len = in.b[0] | in.b[1] << 8 | in.b[2] << 16 | (uint32_t)in.b[3] << 24;
-	ck_assert_uint_eq(in.n, 8 + len);
-	ck_assert_uint_eq(in.b[4], 2); /* HELLO_ACK */
-	/* b's proof, checked as a's own dialer would (a holds the key) */
-	ry__auth_transcript(hello_h, in.b + 8, len - RY__MAC, t);
-	ck_assert(ry__auth_proof_ok(F.a, false, t, in.b + 8 + len - RY__MAC));
-	ry__auth_proof(F.a, true, t, proof);
-	frame_start(&f, 8);
-	put(&f, proof, sizeof(proof));
-	frame_end(&f);
-	raw_send(fd, f.b, f.n);
+	keyed_handshake(fd, 0x7171, "raw", "127.0.0.1:9", t);
 	ry__auth_session_keys(F.a, true, t, ktx, krx);
 	/* CONN_REJ for a rail b does not have: harmless, if authentic */
 	for (i = 0; i < 2; i++) {
@@ -297,6 +317,54 @@ START_TEST(flipped_mac_closes_session)
 	ck_assert(logged("bad MAC"));
 	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
 	ck_assert_uint_eq(F.ev_a.n_conn_down + F.ev_b.n_conn_down, 0);
+	fx_fini(&F);
+}
+END_TEST
+
+static bool b_saw_restart(void *arg)
+{
+	return F.ev_b.n_peer_restarted > 0;
+}
+
+/*
+ * With a key, a new incarnation of configured peer a is taken as a
+ * restart while a's old session is still open (a host gone without a
+ * FIN): the proof is the evidence.  A client holding the key claims a
+ * with a new incarnation; b admits it after the proof, reports
+ * RY_EV_PEER_RESTARTED with both incarnations and closes the old session.
+ * (Without a key the same claim is refused while the old session lives:
+ * test_admission's impersonation_refused.)
+ */
+START_TEST(restart_proven_by_key)
+{
+	unsigned char t[RY__MAC];
+	struct ry_peer_info ai;
+	struct ry_peer *ba;
+	struct fx_done d;
+	char a_addr[100];
+	int fd;
+
+	ck_assert_int_eq(fx_init(&F, &named_keyed), 0);
+	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
+	ry_manager_control_addr(F.a, a_addr, sizeof(a_addr));
+	ck_assert_int_eq(ry_peer_get(F.b, "a", &ba), 0);
+	ck_assert_int_eq(ry_peer_info(ba, &ai), 0);
+	ck_assert(ai.ready && ai.incarnation);
+	fd = raw_connect(&F, "127.0.0.1");
+	keyed_handshake(fd, 0x9191, "a", a_addr, t);
+	ck_assert_msg(fx_until(&F, b_saw_restart, NULL, 5000), "%s", logbuf);
+	ck_assert_uint_eq(F.ev_b.restart_old, ai.incarnation);
+	ck_assert_uint_eq(F.ev_b.restart_new, 0x9191);
+	ck_assert_str_eq(F.ev_b.restart_peer, "a");
+	ck_assert_int_eq(ry_peer_info(ba, &ai), 0);
+	ck_assert_uint_eq(ai.incarnation, 0x9191);
+	ck_assert_uint_eq(ai.restarts, 1);
+	/* b closed the old session: a lost it (and, alive after all,
+	 * dials again as the incarnation it is) */
+	fx_sleep_progress(&F, 200);
+	ck_assert_uint_ge(F.ev_a.n_peer_down, 1);
+	ck_assert_uint_eq(npeers(F.b), 1);
+	close(fd);
 	fx_fini(&F);
 }
 END_TEST
@@ -328,6 +396,7 @@ static Suite *auth_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, same_key_works);
+	tcase_add_test(tc, restart_proven_by_key);
 	tcase_add_test(tc, different_keys_refused);
 	tcase_add_test(tc, key_one_side_refused);
 	tcase_add_test(tc, impersonation_without_key);

@@ -1068,6 +1068,136 @@ START_TEST(peer_crash)
 }
 END_TEST
 
+static bool restart_seen(void *arg)
+{
+	return F.ev_a.n_peer_restarted > 0;
+}
+
+static bool all_zero(const unsigned char *p, size_t n)
+{
+	while (n--)
+		if (*p++)
+			return false;
+	return true;
+}
+
+/*
+ * b crashes mid-stream and a new b comes up on the same address at once.
+ * a learns it from the new HELLO: one RY_EV_PEER_RESTARTED with both
+ * incarnations; every op aimed at the old b (in flight, and one posted
+ * while b was down) completes with RY_ESTALE long before op_timeout
+ * (30 s); nothing lands in the new b's memory; the old descriptor is
+ * refused at post (-ESTALE, also from ry_desc_live) and a new one works.
+ */
+START_TEST(peer_restart)
+{
+	struct stream s = {.slots = 4};
+	unsigned char old_desc[RY_DESC_MAX];
+	size_t old_len = (size_t)0;
+	struct ry_peer_info before, after;
+	struct ry_peer_entry pe[4];
+	struct fx_done late = {0}, d = {0};
+	struct ry_peer *nobody;
+	unsigned i;
+
+	setup_opts(&(struct fx_opts){.op_timeout_ms = 30000});
+	stream_run(&s, 200);
+	ck_assert_int_eq(ry_peer_info(F.ab, &before), 0);
+	ck_assert(before.ready);
+	ck_assert_uint_eq(before.restarts, 0);
+	ck_assert_int_eq(ry_desc_live(F.ab, F.desc_b, (size_t)F.desc_b_len), 0);
+	/* a's own descriptor is another node's as far as b is concerned */
+	ck_assert_int_eq(ry_desc_live(F.ab, F.desc_a, (size_t)F.desc_a_len),
+			 -ENXIO);
+	ck_assert_int_eq(ry_desc_live(F.ab, F.desc_b, 7), -EBADMSG);
+	ck_assert_int_eq(ry_desc_live(NULL, F.desc_b, (size_t)F.desc_b_len),
+			 -EINVAL);
+	ck_assert_int_eq(ry_peer_get(F.a, "127.0.0.1:1", &nobody), 0);
+	ck_assert_int_eq(ry_desc_live(nobody, F.desc_b, (size_t)F.desc_b_len),
+			 -EAGAIN);
+	memcpy(old_desc, F.desc_b, (size_t)F.desc_b_len);
+	old_len = (size_t)F.desc_b_len;
+
+	/* b dies without a word, mid-transfer; a write is posted while it
+	 * is down; a new b is on the same address a moment later */
+	snprintf(F.o.b_control, sizeof(F.o.b_control), "%s", F.b_addr);
+	fx_destroy_b(&F);
+	ck_assert_int_eq(ry_write(F.ab, F.ra, 5 * MiB, old_desc, old_len,
+				  5 * MiB, MiB, fx_cb, &late),
+			 0);
+	fx_sleep_progress(&F, 200);
+	ck_assert_int_eq(fx_create_b(&F), 0);
+	ck_assert_msg(fx_until(&F, restart_seen, NULL, 10000),
+		      "no RY_EV_PEER_RESTARTED");
+	ck_assert_int_eq(ry_peer_info(F.ab, &after), 0);
+	ck_assert_uint_eq(F.ev_a.n_peer_restarted, 1);
+	ck_assert_uint_eq(F.ev_a.restart_old, before.incarnation);
+	ck_assert_uint_ne(F.ev_a.restart_new, before.incarnation);
+	ck_assert_uint_eq(F.ev_a.restart_new, after.incarnation);
+	ck_assert_str_eq(F.ev_a.restart_peer, ry_peer_name(F.ab));
+	ck_assert_uint_ge(F.ev_a.n_peer_down, 1);
+	ck_assert_uint_ge(F.ev_a.n_peer_up, 2);
+	ck_assert_uint_eq(after.restarts, 1);
+
+	/* everything aimed at the old b fails with RY_ESTALE, promptly */
+	ck_assert(fx_until_done(&F, &late, 1, 5000));
+	ck_assert_uint_eq(late.err, 1);
+	ck_assert_int_eq(late.last_err, RY_ESTALE);
+	ck_assert_msg(strstr(late.reason, "restarted"), "%s", late.reason);
+	ck_assert_str_eq(ry_status_str(RY_ESTALE),
+			 "peer restarted: the target memory is gone");
+	for (i = 0; i < 4; i++) {
+		if (!s.busy[i])
+			continue;
+		ck_assert_msg(fx_until_done(&F, &s.d[i], 1, 5000),
+			      "op to the old incarnation hung");
+		if (s.d[i].err)
+			ck_assert_int_eq(s.d[i].last_err, RY_ESTALE);
+		s.busy[i] = false;
+	}
+	fx_sleep_progress(&F, 100);
+	ck_assert_msg(all_zero(F.bufb, F.buflen),
+		      "a write meant for the old b landed in the new one");
+
+	/* the old descriptor is refused; the new one works */
+	ck_assert_int_eq(ry_desc_live(F.ab, old_desc, old_len), -ESTALE);
+	ck_assert_int_eq(
+	    ry_write(F.ab, F.ra, 0, old_desc, old_len, 0, MiB, fx_cb, &d),
+	    -ESTALE);
+	ck_assert_int_eq(
+	    ry_read(F.ab, F.ra, 0, old_desc, old_len, 0, MiB, fx_cb, &d),
+	    -ESTALE);
+	ck_assert_int_eq(ry_desc_live(F.ab, F.desc_b, (size_t)F.desc_b_len), 0);
+	ck_assert_int_eq(write_verify(0, MiB, 77), RY_OK);
+	ck_assert_int_eq(read_verify(MiB, MiB, 78), RY_OK);
+	ck_assert_uint_eq(d.total, 0);
+
+	/* both peers a knows are listed, with their state */
+	ck_assert_int_eq(ry_peer_list(F.a, NULL, 0), 2);
+	ck_assert_int_eq(ry_peer_list(F.a, pe, 4), 2);
+	for (i = 0; i < 2 && strcmp(pe[i].name, ry_peer_name(F.ab)); i++)
+		;
+	ck_assert_uint_lt(i, 2);
+	ck_assert_str_eq(pe[i].state, "ready");
+	ck_assert(pe[i].dialed && !pe[i].from_hello);
+	ck_assert_uint_eq(pe[i].info.restarts, 1);
+	ck_assert_uint_eq(pe[i].info.incarnation, after.incarnation);
+	ck_assert_uint_gt(pe[i].counters.bytes, 0);
+	ck_assert_str_eq(pe[1 - i].name, "127.0.0.1:1");
+	ck_assert(!pe[1 - i].info.ready);
+	ck_assert_int_eq(ry_peer_list(F.a, pe, 1), 2);
+	ck_assert_int_eq(ry_peer_list(NULL, pe, 1), -EINVAL);
+	ck_assert_int_eq(ry_peer_list(F.a, NULL, 1), -EINVAL);
+	/* the new b knows a from its HELLO only */
+	ck_assert_int_eq(ry_peer_list(F.b, pe, 4), 1);
+	ck_assert(pe[0].from_hello && !pe[0].dialed);
+	ck_assert_str_eq(pe[0].state, "ready");
+	ck_assert_uint_eq(F.ev_b.n_peer_restarted, 0);
+	ck_assert_uint_ge(F.ev_b.n_peer_up, 1);
+	teardown();
+}
+END_TEST
+
 /* Both sides dial each other at once and connect the same rail pairs. */
 START_TEST(both_sides_connect_at_once)
 {
@@ -1113,6 +1243,7 @@ START_TEST(peer_by_config_name)
 {
 	struct ry_config c;
 	struct ry_peer_config pc = {.name = "bee"};
+	struct ry_peer_entry pe[2];
 	struct ry_manager *m;
 	struct ry_region *rg;
 	struct ry_peer *p, *q;
@@ -1128,8 +1259,14 @@ START_TEST(peer_by_config_name)
 	c.peers = &pc;
 	c.n_peers = 1;
 	ck_assert_int_eq(ry_manager_create(&c, &m), 0);
+	/* listed before first use, as new */
+	ck_assert_int_eq(ry_peer_list(m, pe, 2), 1);
+	ck_assert_str_eq(pe[0].name, "bee");
+	ck_assert_str_eq(pe[0].state, "new");
+	ck_assert_str_eq(pe[0].address, F.b_addr);
 	ck_assert_int_eq(ry_peer_get(m, "nosuch", &p), -ENOENT);
 	ck_assert_int_eq(ry_peer_get(m, "bee", &p), 0);
+	ck_assert_int_eq(ry_peer_list(m, pe, 2), 1); /* the record now */
 	ck_assert_str_eq(ry_peer_name(p), "bee");
 	ck_assert_int_eq(ry_peer_get(m, F.b_addr, &q), 0);
 	ck_assert_ptr_eq(p, q);
@@ -1375,6 +1512,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, message_far_sequence);
 	tcase_add_test(tc, partial_rail_pairing);
 	tcase_add_test(tc, peer_crash);
+	tcase_add_test(tc, peer_restart);
 	tcase_add_test(tc, both_sides_connect_at_once);
 	tcase_add_test(tc, peer_by_config_name);
 	tcase_add_test(tc, control_garbage);
