@@ -74,7 +74,7 @@ static const char usage_text[] =
 
 #define MAXR 8
 #define RBUF 1024
-#define RECV_BUFS 256
+#define RECV_BUFS 1024
 #define RECV_LEN 256
 #define QP_WR 4
 #define CTL_VERSION 2
@@ -452,6 +452,10 @@ static void conn_activate(struct swarm *sw, struct node *nd, unsigned ri,
 
 	c->st = C_ACTIVE;
 	c->last_rx = now;
+	/* a random phase: nodes that came up together do not all beat at
+	 * once, as real ones started at different times do not */
+	if (sw->hb_ns)
+		c->last_tx = now - (uint64_t)random() % sw->hb_ns;
 	sw->active[ri]++;
 	for (i = 0; i < sw->nr; i++)
 		all += sw->active[i];
@@ -996,9 +1000,34 @@ static void status_json(const struct swarm *sw, FILE *f, double t)
 		"], \"connect_s\": %.3f, \"conn_failures\": %" PRIu64
 		", \"sessions_lost\": %" PRIu64 ", \"rejects\": %" PRIu64
 		", \"fences\": %" PRIu64 ", \"heartbeats_sent\": %" PRIu64
-		", \"dials\": %" PRIu64 "}\n",
+		", \"dials\": %" PRIu64,
 		sw->t_all ? sw->t_all - sw->t0 : -1.0, sw->conn_fail,
 		sw->ctl_lost, sw->rejects, sw->fences, sw->hb_sent, sw->dials);
+	{
+		struct ry_rail_stats sum = {0}, st;
+
+		for (unsigned i = 0; i < sw->ngroups * sw->nr; i++) {
+			if (!sw->rails[i].r ||
+			    ry__rail_get_stats(sw->rails[i].r, &st))
+				continue;
+			sum.tx_packets += st.tx_packets;
+			sum.rx_packets += st.rx_packets;
+			sum.retransmits += st.retransmits;
+			sum.rnr_naks_sent += st.rnr_naks_sent;
+			sum.rx_dropped += st.rx_dropped;
+			sum.rx_bad_qpn += st.rx_bad_qpn;
+			sum.dup_rcvd += st.dup_rcvd;
+		}
+		fprintf(f,
+			", \"rails\": {\"tx_packets\": %" PRIu64
+			", \"rx_packets\": %" PRIu64 ", \"retransmits\": %" PRIu64
+			", \"rnr_naks_sent\": %" PRIu64 ", \"rx_dropped\": %" PRIu64
+			", \"rx_bad_qpn\": %" PRIu64 ", \"dup_rcvd\": %" PRIu64
+			"}}\n",
+			sum.tx_packets, sum.rx_packets, sum.retransmits,
+			sum.rnr_naks_sent, sum.rx_dropped, sum.rx_bad_qpn,
+			sum.dup_rcvd);
+	}
 }
 
 static void write_status(const struct swarm *sw, double t)

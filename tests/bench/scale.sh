@@ -157,14 +157,23 @@ log "$connections connections, connect_s $connect_s"
 sleep 2
 rss1=$(rss)
 
-c0=$(cpu_ticks) k0=$(pkts) w0=$(now)
+hbs() { "$ry" status --socket "$work/b.sock" --json 2>/dev/null | jq '[.rails[].heartbeats] | add'; }
+c0=$(cpu_ticks) k0=$(pkts) h0=$(hbs) s0=$(st .heartbeats_sent) w0=$(now)
+[[ -n ${RY_SCALE_PERF:-} ]] && command -v perf >/dev/null &&
+	perf record -g -o "$work/perf.data" -p "$serve_pid" -- sleep "$IDLE" 2>/dev/null >&2 &
 sleep "$IDLE"
-c1=$(cpu_ticks) k1=$(pkts) w1=$(now)
+c1=$(cpu_ticks) k1=$(pkts) h1=$(hbs) s1=$(st .heartbeats_sent) w1=$(now)
+wait
+[[ -n ${RY_SCALE_PERF:-} && -f $work/perf.data ]] &&
+	perf report -i "$work/perf.data" --no-children --stdio --percent-limit 2 2>/dev/null |
+	grep -E '^ +[0-9.]+%' | head -20 >&2
+hb_idle=$(awk -v a=$((h1 - h0)) -v b=$((s1 - s0)) -v n="$connections" -v x=$w0 -v y=$w1 \
+	'BEGIN { printf "%.3f", (n ? (a + b) / n / (y - x) : 0) }')
 hz=$(getconf CLK_TCK)
 idle=$(awk -v c=$((c1 - c0)) -v hz=$hz -v a=$w0 -v b=$w1 -v k=$((k1 - k0)) -v n=$connections \
 	'BEGIN { printf "%.1f %.3f", 100 * c / hz / (b - a), (n ? k / n / (b - a) : 0) }')
 idle_cpu=${idle% *} idle_msgs=${idle#* }
-log "idle: serve CPU $idle_cpu %, $idle_msgs packets/conn/s"
+log "idle: serve CPU $idle_cpu %, $idle_msgs packets/conn/s, $hb_idle heartbeats/conn/s (both ways)"
 
 lat_loaded=$(lat4k)
 log "4 KiB write p50: alone $lat_alone us, with the swarm $lat_loaded us"
@@ -209,17 +218,22 @@ while awk -v a="$(now)" -v b="$t_exit" 'BEGIN { exit !(a - b < 60) }'; do
 done
 serve_rss_after=$(rss)
 
+# UDP datagrams dropped for a full receive buffer, serve's side and the
+# clients' side, over the whole run
+udp_drops() { ip netns exec "$1" awk '/^Udp:/ { if (h) print $6; h = 1 }' /proc/net/snmp; }
+drops_b=$(udp_drops "$p-b") drops_a=$(udp_drops "$p-a")
 conn_per_s=$(awk -v n="$connections" -v s="$connect_s" 'BEGIN { printf "%.0f", (s > 0 ? n / s : 0) }')
 bpc=$(awk -v a=$rss0 -v b=$rss1 -v n="$connections" 'BEGIN { printf "%.0f", n ? (b - a) / n : 0 }')
 [[ -n ${RY_SCALE_DEBUG:-} ]] && set -x
 result=$(jq -nc --argjson peers "$N" --argjson connections "$connections" \
 	--argjson connect_s "$connect_s" --argjson conn_per_s "$conn_per_s" \
 	--argjson bytes_per_conn "$bpc" --argjson idle_cpu_pct "$idle_cpu" \
-	--argjson idle_msgs_per_conn_s "$idle_msgs" \
+	--argjson idle_msgs_per_conn_s "$idle_msgs" --argjson idle_heartbeats_per_conn_s "$hb_idle" \
 	--argjson lat_p50_us_alone "$lat_alone" --argjson lat_p50_us_loaded "$lat_loaded" \
 	--argjson failover_failed_ops "$((fo_failed))" --argjson failover_verify_errors "$fo_verify" \
 	--argjson failover_ok_ops "$fo_ok" --argjson rail_back_s "$rail_back_s" \
 	--argjson released "$released" --argjson release_s "$release_s" \
+	--argjson udp_rcvbuf_errors_serve "$drops_b" --argjson udp_rcvbuf_errors_clients "$drops_a" \
 	--argjson heartbeat_ms "$HB" --argjson serve_rss_before "$rss0" \
 	--argjson serve_rss_connected "$rss1" --argjson serve_rss_after "$serve_rss_after" \
 	--argjson swarm "$(cat "$work/swarm.json" 2>/dev/null || echo null)" \
