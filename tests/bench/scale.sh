@@ -159,11 +159,14 @@ rss1=$(rss)
 
 hbs() { "$ry" status --socket "$work/b.sock" --json 2>/dev/null | jq '[.rails[].heartbeats] | add'; }
 c0=$(cpu_ticks) k0=$(pkts) h0=$(hbs) s0=$(st .heartbeats_sent) w0=$(now)
-[[ -n ${RY_SCALE_PERF:-} ]] && command -v perf >/dev/null &&
-	perf record -g -o "$work/perf.data" -p "$serve_pid" -- sleep "$IDLE" 2>/dev/null >&2 &
+perf_pid=
+if [[ -n ${RY_SCALE_PERF:-} ]] && command -v perf >/dev/null; then
+	perf record -g -o "$work/perf.data" -p "$serve_pid" -- sleep "$IDLE" >/dev/null 2>&1 &
+	perf_pid=$!
+fi
 sleep "$IDLE"
 c1=$(cpu_ticks) k1=$(pkts) h1=$(hbs) s1=$(st .heartbeats_sent) w1=$(now)
-wait
+[[ -n $perf_pid ]] && { wait $perf_pid || true; }
 [[ -n ${RY_SCALE_PERF:-} && -f $work/perf.data ]] &&
 	perf report -i "$work/perf.data" --no-children --stdio --percent-limit 2 2>/dev/null |
 	grep -E '^ +[0-9.]+%' | head -20 >&2
