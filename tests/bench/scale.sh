@@ -176,7 +176,7 @@ hz=$(getconf CLK_TCK)
 idle=$(awk -v c=$((c1 - c0)) -v hz=$hz -v a=$w0 -v b=$w1 -v k=$((k1 - k0)) -v n=$connections \
 	'BEGIN { printf "%.1f %.3f", 100 * c / hz / (b - a), (n ? k / n / (b - a) : 0) }')
 idle_cpu=${idle% *} idle_msgs=${idle#* }
-log "idle: serve CPU $idle_cpu %, $idle_msgs packets/conn/s, $hb_idle heartbeats/conn/s (both ways)"
+log "idle: serve CPU $idle_cpu %, $hb_idle heartbeats/conn/s (both ways), $idle_msgs packets/conn/s on serve's rail interfaces"
 
 lat_loaded=$(lat4k)
 log "4 KiB write p50: alone $lat_alone us, with the swarm $lat_loaded us"
@@ -231,7 +231,7 @@ bpc=$(awk -v a=$rss0 -v b=$rss1 -v n="$connections" 'BEGIN { printf "%.0f", n ? 
 result=$(jq -nc --argjson peers "$N" --argjson connections "$connections" \
 	--argjson connect_s "$connect_s" --argjson conn_per_s "$conn_per_s" \
 	--argjson bytes_per_conn "$bpc" --argjson idle_cpu_pct "$idle_cpu" \
-	--argjson idle_msgs_per_conn_s "$idle_msgs" --argjson idle_heartbeats_per_conn_s "$hb_idle" \
+	--argjson idle_msgs_per_conn_s "$hb_idle" --argjson idle_iface_pkts_per_conn_s "$idle_msgs" \
 	--argjson lat_p50_us_alone "$lat_alone" --argjson lat_p50_us_loaded "$lat_loaded" \
 	--argjson failover_failed_ops "$((fo_failed))" --argjson failover_verify_errors "$fo_verify" \
 	--argjson failover_ok_ops "$fo_ok" --argjson rail_back_s "$rail_back_s" \
