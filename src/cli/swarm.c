@@ -1018,15 +1018,16 @@ static void status_json(const struct swarm *sw, FILE *f, double t)
 			sum.rx_bad_qpn += st.rx_bad_qpn;
 			sum.dup_rcvd += st.dup_rcvd;
 		}
-		fprintf(f,
-			", \"rails\": {\"tx_packets\": %" PRIu64
-			", \"rx_packets\": %" PRIu64 ", \"retransmits\": %" PRIu64
-			", \"rnr_naks_sent\": %" PRIu64 ", \"rx_dropped\": %" PRIu64
-			", \"rx_bad_qpn\": %" PRIu64 ", \"dup_rcvd\": %" PRIu64
-			"}}\n",
-			sum.tx_packets, sum.rx_packets, sum.retransmits,
-			sum.rnr_naks_sent, sum.rx_dropped, sum.rx_bad_qpn,
-			sum.dup_rcvd);
+		fprintf(
+		    f,
+		    ", \"rails\": {\"tx_packets\": %" PRIu64
+		    ", \"rx_packets\": %" PRIu64 ", \"retransmits\": %" PRIu64
+		    ", \"rnr_naks_sent\": %" PRIu64 ", \"rx_dropped\": %" PRIu64
+		    ", \"rx_bad_qpn\": %" PRIu64 ", \"dup_rcvd\": %" PRIu64
+		    "}}\n",
+		    sum.tx_packets, sum.rx_packets, sum.retransmits,
+		    sum.rnr_naks_sent, sum.rx_dropped, sum.rx_bad_qpn,
+		    sum.dup_rcvd);
 	}
 }
 

@@ -126,8 +126,23 @@ lat4k() { # p50 of 4 KiB writes, one in flight, from the real client
 		--duration 3 --json 2>>"$work/bench.log" | jq -r '.latency_us.p50'
 }
 
+# the peer tool in the same run: UDP ping-pong of 4 KiB on rail r0 (round
+# trip p50, the same thing bench's per-operation latency is)
+sockperf_p50() {
+	command -v sockperf >/dev/null || { echo null; return; }
+	ip netns exec "$p-b" sockperf server -i 198.18.1.2 -p 11111 >/dev/null 2>&1 &
+	local sp=$! v
+	sleep 0.5
+	v=$(in_a sockperf ping-pong -i 198.18.1.2 -p 11111 -t 3 -m 4096 --full-rtt 2>&1 |
+		awk '/percentile 50.000/ { print $NF }')
+	kill $sp 2>/dev/null || true
+	wait $sp 2>/dev/null || true
+	echo "${v:-null}"
+}
+
 log "serve up ($ry), N=$N, heartbeat ${HB} ms"
 lat_alone=$(lat4k)
+sock_alone=$(sockperf_p50)
 sleep 1
 rss0=$(rss)
 
@@ -179,7 +194,8 @@ idle_cpu=${idle% *} idle_msgs=${idle#* }
 log "idle: serve CPU $idle_cpu %, $hb_idle heartbeats/conn/s (both ways), $idle_msgs packets/conn/s on serve's rail interfaces"
 
 lat_loaded=$(lat4k)
-log "4 KiB write p50: alone $lat_alone us, with the swarm $lat_loaded us"
+sock_loaded=$(sockperf_p50)
+log "4 KiB write p50: alone $lat_alone us, with the swarm $lat_loaded us (sockperf 4 KiB UDP round trip p50 on r0: $sock_alone / $sock_loaded us)"
 
 # failover: verified traffic while serve's cable of r0 is out for 2 s
 in_a "$ry" bench -c "$work/a.conf" --peer b --size 64K --depth 4 --duration 8 \
@@ -233,6 +249,7 @@ result=$(jq -nc --argjson peers "$N" --argjson connections "$connections" \
 	--argjson bytes_per_conn "$bpc" --argjson idle_cpu_pct "$idle_cpu" \
 	--argjson idle_msgs_per_conn_s "$hb_idle" --argjson idle_iface_pkts_per_conn_s "$idle_msgs" \
 	--argjson lat_p50_us_alone "$lat_alone" --argjson lat_p50_us_loaded "$lat_loaded" \
+	--argjson sockperf_rtt_p50_us_alone "$sock_alone" --argjson sockperf_rtt_p50_us_loaded "$sock_loaded" \
 	--argjson failover_failed_ops "$((fo_failed))" --argjson failover_verify_errors "$fo_verify" \
 	--argjson failover_ok_ops "$fo_ok" --argjson rail_back_s "$rail_back_s" \
 	--argjson released "$released" --argjson release_s "$release_s" \
