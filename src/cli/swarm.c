@@ -11,9 +11,10 @@
  * failure.  What makes it cheap: the nodes share soft rails, one per rail
  * network for every --group nodes (one UDP socket each, a shared receive
  * queue), so a node costs one TCP socket, four soft QPs of 4 work requests
- * and this file's bookkeeping (about 3 KiB in all), not a manager (about
- * 5 MiB and 24 fds).  The node moves no data of its own: run
- * `railyard bench --verify` beside it for that (tests/bench/scale.sh does).
+ * (about 1.2 KiB each), a 1 KiB receive buffer for its session and this
+ * file's bookkeeping: about 7 KiB in all, not a manager's 5 MiB and 24
+ * fds.  The node moves no data of its own: run `railyard bench --verify`
+ * beside it for that (tests/bench/scale.sh does).
  *
  * The control frames are encoded here by hand, as in src/control.c's
  * header comment (version 2, no key_file).  Only the QP verbs come from
@@ -56,10 +57,11 @@ static const char usage_text[] =
     "connection every --heartbeat-ms (default 1000; 0: never).  They move\n"
     "no data; run `railyard bench --verify` beside the swarm for that.\n"
     "\n"
-    "Cost per node: one TCP socket and four soft-rail QPs (about 3 KiB);\n"
+    "Cost per node: one TCP socket and four soft-rail QPs (about 7 KiB);\n"
     "every --group nodes (default 256) share one soft rail per network\n"
-    "(a UDP socket and about 5 fds, 1 MiB).  RLIMIT_NOFILE is raised as\n"
-    "far as the hard limit allows.  The server must admit the nodes:\n"
+    "(a UDP socket and about 5 fds, about 1.5 MiB).  RLIMIT_NOFILE is\n"
+    "raised as far as the hard limit allows.  The server must admit the\n"
+    "nodes: "
     "accept = {\"PREFIX\"} covering SOURCE and max_sessions_per_source >= N\n"
     "(they all come from one address).\n"
     "\n"

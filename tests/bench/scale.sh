@@ -122,8 +122,11 @@ peers_json() { "$ry" status --socket "$work/b.sock" --json 2>/dev/null |
 	jq '[.peers[] | select(.name | startswith("swarm-"))] | length'; }
 
 lat4k() { # p50 of 4 KiB writes, one in flight, from the real client
-	in_a "$ry" bench -c "$work/a.conf" --peer b --size 4K --depth 1 \
-		--duration 3 --json 2>>"$work/bench.log" | jq -r '.latency_us.p50'
+	# a bench that failed an operation still reports; no JSON at all: null
+	local v
+	v=$(in_a "$ry" bench -c "$work/a.conf" --peer b --size 4K --depth 1 \
+		--duration 3 --json 2>>"$work/bench.log" | jq -r '.latency_us.p50' 2>/dev/null) || true
+	echo "${v:-null}"
 }
 
 # the peer tool in the same run: UDP ping-pong of 4 KiB on rail r0 (round
