@@ -1,0 +1,276 @@
+#!/usr/bin/env bash
+# Scale benchmark: one `railyard serve` (4 soft rails, namespace b of
+# tests/netns/topo.sh) against N client nodes emulated by `railyard swarm`
+# from namespace a, plus one real client node (`railyard bench`, also in a)
+# that moves verified data.
+#
+# usage (root): scale.sh [--check] N
+#   RAILYARD=path/to/railyard   (default: build/src/cli/railyard, then
+#                                build/gcc/src/cli/railyard)
+#   RY_SCALE_HB_MS=1000         heartbeat_ms of serve and the swarm
+#   RY_SCALE_IDLE_S=10          idle measuring window
+#
+# Steps: serve starts; a 4 KiB write latency is measured from the real
+# client alone (bench --size 4K --depth 1, p50); the swarm connects N nodes
+# x 4 rails (connect_s: first dial to the last connection up); serve's RSS
+# growth per connection; serve's CPU and the packets on its rail
+# interfaces over an idle window; the same latency again with the swarm
+# idle beside it; then bench --verify runs while serve's cable of rail r0
+# is pulled for 2 s (failover_failed_ops: operations that failed or did not
+# verify; rail_back_s: from the replug until every emulated node is
+# connected on r0 again); finally the swarm exits and serve must drop
+# every peer record (released).  The last line of stdout is one JSON
+# object.  --check (the CTest `scale` label) also asserts correctness
+# only: every connection up, 0 failed or corrupted operations across the
+# pull, every rail back, state released.  Nothing about speed is asserted.
+set -euo pipefail
+check=
+if [[ ${1:-} == --check ]]; then
+	check=1
+	shift
+fi
+N=${1:?usage: scale.sh [--check] N}
+[[ $N =~ ^[0-9]+$ ]] && ((N >= 1)) || { echo "N must be a positive integer" >&2; exit 2; }
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+if [[ $(id -u) -ne 0 ]] || ! ip netns list >/dev/null 2>&1; then
+	echo "SKIP: network namespaces need root (run as root)"
+	exit 77
+fi
+command -v jq >/dev/null || apt-get install -y --no-install-recommends jq >/dev/null
+ry=${RAILYARD:-}
+if [[ -z $ry ]]; then
+	for c in "$root/build/src/cli/railyard" "$root/build/gcc/src/cli/railyard"; do
+		[[ -x $c ]] && { ry=$c; break; }
+	done
+fi
+[[ -x ${ry:-} ]] || { echo "no railyard binary (build first, or set RAILYARD)" >&2; exit 1; }
+HB=${RY_SCALE_HB_MS:-1000}
+IDLE=${RY_SCALE_IDLE_S:-10}
+
+p=rys$$
+work=$(mktemp -d)
+serve_pid= swarm_pid=
+cleanup() {
+	for pid in $swarm_pid $serve_pid; do
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	bash "$root/tests/netns/topo.sh" down $p
+	[[ -n ${RY_SCALE_KEEP:-} ]] && cp -r "$work" "$RY_SCALE_KEEP"
+	rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "FAIL (scale $N): $*" >&2; exit 1; }
+log() { echo "scale: $*" >&2; }
+bash "$root/tests/netns/topo.sh" up $p 4
+in_a() { ip netns exec "$p-a" "$@"; }
+in_b() { ip netns exec "$p-b" "$@"; }
+now() { date +%s.%N; }
+
+rails() {
+	local h=$1 i
+	for i in 0 1 2 3; do
+		echo "rail r$i { provider = soft  network = \"n$i\"  address = \"198.18.$((i + 1)).$h\"  interface = \"r$i\" }"
+	done
+}
+cat >"$work/b.conf" <<EOF
+node = "b"
+control = "198.18.0.2:7470"
+accept = {"198.18.0.0/15"}
+max_sessions = $((N + 256))
+max_sessions_per_source = $((N + 64))
+$(rails 2)
+failover {
+	heartbeat_ms = $HB
+	timeout_ms = $((HB * 3))
+	op_timeout_ms = 10000
+}
+EOF
+cat >"$work/a.conf" <<EOF
+node = "a"
+control = "198.18.0.1:7470"
+$(rails 1)
+failover {
+	heartbeat_ms = $HB
+	timeout_ms = $((HB * 3))
+	op_timeout_ms = 10000
+}
+peer b {
+	address = "198.18.0.2:7470"
+}
+EOF
+
+# serve: as many fds as sessions and rails need
+ip netns exec "$p-b" bash -c "ulimit -n $((N * 2 + 1024)); exec \"\$0\" serve -c \"\$1\" --socket \"\$2\"" \
+	"$ry" "$work/b.conf" "$work/b.sock" >"$work/serve.log" 2>&1 &
+serve_pid=$!
+for _ in $(seq 50); do [[ -S $work/b.sock ]] && break; sleep 0.1; done
+[[ -S $work/b.sock ]] || { cat "$work/serve.log" >&2; fail "serve did not start"; }
+rss() { awk '/VmRSS/ { print $2 * 1024 }' "/proc/$serve_pid/status"; }
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$serve_pid/stat"; }
+pkts() {
+	local t=0 i
+	for i in 0 1 2 3; do
+		t=$((t + $(in_b cat /sys/class/net/r$i/statistics/rx_packets) + $(in_b cat /sys/class/net/r$i/statistics/tx_packets)))
+	done
+	echo $t
+}
+# peer records serve still holds for swarm nodes (the real client "a" stays:
+# serve handed it to its application when it answered its hello)
+peers_json() { "$ry" status --socket "$work/b.sock" --json 2>/dev/null |
+	jq '[.peers[] | select(.name | startswith("swarm-"))] | length'; }
+
+lat4k() { # p50 of 4 KiB writes, one in flight, from the real client
+	# a bench that failed an operation still reports; no JSON at all: null
+	local v
+	v=$(in_a "$ry" bench -c "$work/a.conf" --peer b --size 4K --depth 1 \
+		--duration 3 --json 2>>"$work/bench.log" | jq -r '.latency_us.p50' 2>/dev/null) || true
+	echo "${v:-null}"
+}
+
+# the peer tool in the same run: UDP ping-pong of 4 KiB on rail r0 (round
+# trip p50, the same thing bench's per-operation latency is)
+sockperf_p50() {
+	command -v sockperf >/dev/null || { echo null; return; }
+	ip netns exec "$p-b" sockperf server -i 198.18.1.2 -p 11111 >/dev/null 2>&1 &
+	local sp=$! v
+	sleep 0.5
+	v=$(in_a sockperf ping-pong -i 198.18.1.2 -p 11111 -t 3 -m 4096 --full-rtt 2>&1 |
+		awk '/percentile 50.000/ { print $NF }')
+	kill $sp 2>/dev/null || true
+	wait $sp 2>/dev/null || true
+	echo "${v:-null}"
+}
+
+log "serve up ($ry), N=$N, heartbeat ${HB} ms"
+lat_alone=$(lat4k)
+sock_alone=$(sockperf_p50)
+sleep 1
+rss0=$(rss)
+
+# not through in_a: a function in the background is a subshell, and its
+# PID is not the swarm's
+ip netns exec "$p-a" "$ry" swarm --server 198.18.0.2:7470 --source 198.18.0.1 --nodes "$N" \
+	--heartbeat-ms "$HB" --status-file "$work/swarm.st" --json \
+	--rail n0=198.18.1.1 --rail n1=198.18.2.1 --rail n2=198.18.3.1 \
+	--rail n3=198.18.4.1 >"$work/swarm.json" 2>"$work/swarm.log" &
+swarm_pid=$!
+st() { jq -r "$1" "$work/swarm.st" 2>/dev/null || echo -1; }
+limit=$((60 + N / 20))
+t0=$(now)
+while :; do
+	[[ -f $work/swarm.st ]] && [[ $(st .connect_s) != -1* ]] && break
+	kill -0 $swarm_pid 2>/dev/null || { tail "$work/swarm.log" >&2; fail "swarm exited"; }
+	if awk -v a="$(now)" -v b="$t0" -v l=$limit 'BEGIN { exit !(a - b > l) }'; then
+		tail -3 "$work/swarm.log" >&2
+		if [[ -n $check ]]; then fail "not every node connected within $limit s"; fi
+		break
+	fi
+	sleep 0.2
+done
+connect_s=$(st .connect_s)
+connections=$(st .connections)
+log "$connections connections, connect_s $connect_s"
+sleep 2
+rss1=$(rss)
+
+hbs() { "$ry" status --socket "$work/b.sock" --json 2>/dev/null | jq '[.rails[].heartbeats] | add'; }
+c0=$(cpu_ticks) k0=$(pkts) h0=$(hbs) s0=$(st .heartbeats_sent) w0=$(now)
+perf_pid=
+if [[ -n ${RY_SCALE_PERF:-} ]] && command -v perf >/dev/null; then
+	perf record -g -o "$work/perf.data" -p "$serve_pid" -- sleep "$IDLE" >/dev/null 2>&1 &
+	perf_pid=$!
+fi
+sleep "$IDLE"
+c1=$(cpu_ticks) k1=$(pkts) h1=$(hbs) s1=$(st .heartbeats_sent) w1=$(now)
+[[ -n $perf_pid ]] && { wait $perf_pid || true; }
+[[ -n ${RY_SCALE_PERF:-} && -f $work/perf.data ]] &&
+	perf report -i "$work/perf.data" --no-children --stdio --percent-limit 2 2>/dev/null |
+	grep -E '^ +[0-9.]+%' | head -20 >&2
+hb_idle=$(awk -v a=$((h1 - h0)) -v b=$((s1 - s0)) -v n="$connections" -v x=$w0 -v y=$w1 \
+	'BEGIN { printf "%.3f", (n ? (a + b) / n / (y - x) : 0) }')
+hz=$(getconf CLK_TCK)
+idle=$(awk -v c=$((c1 - c0)) -v hz=$hz -v a=$w0 -v b=$w1 -v k=$((k1 - k0)) -v n=$connections \
+	'BEGIN { printf "%.1f %.3f", 100 * c / hz / (b - a), (n ? k / n / (b - a) : 0) }')
+idle_cpu=${idle% *} idle_msgs=${idle#* }
+log "idle: serve CPU $idle_cpu %, $hb_idle heartbeats/conn/s (both ways), $idle_msgs packets/conn/s on serve's rail interfaces"
+
+lat_loaded=$(lat4k)
+sock_loaded=$(sockperf_p50)
+log "4 KiB write p50: alone $lat_alone us, with the swarm $lat_loaded us (sockperf 4 KiB UDP round trip p50 on r0: $sock_alone / $sock_loaded us)"
+
+# failover: verified traffic while serve's cable of r0 is out for 2 s
+in_a "$ry" bench -c "$work/a.conf" --peer b --size 64K --depth 4 --duration 8 \
+	--verify --json >"$work/fo.json" 2>"$work/fo.log" &
+bench_pid=$!
+sleep 2
+bash "$root/tests/netns/topo.sh" unplug $p b 0
+sleep 2
+bash "$root/tests/netns/topo.sh" plug $p b 0
+t_plug=$(now)
+rail_back_s=-1
+while awk -v a="$(now)" -v b="$t_plug" 'BEGIN { exit !(a - b < 120) }'; do
+	if [[ $(st '.active | min') == "$N" ]]; then
+		rail_back_s=$(awk -v a="$(now)" -v b="$t_plug" 'BEGIN { printf "%.2f", a - b }')
+		break
+	fi
+	sleep 0.05
+done
+bench_rc=0
+wait $bench_pid || bench_rc=$?
+fo_failed=null fo_verify=null fo_ok=null
+if jq -e .ops_ok "$work/fo.json" >/dev/null 2>&1; then
+	fo_failed=$(jq -r '.ops_failed' "$work/fo.json")
+	fo_verify=$(jq -r '.verify_errors' "$work/fo.json")
+	fo_ok=$(jq -r '.ops_ok' "$work/fo.json")
+else
+	tail -3 "$work/fo.log" >&2
+	[[ -n $check ]] && fail "no result from the failover bench"
+fi
+log "failover: $fo_ok ok, $fo_failed failed, $fo_verify bytes differed; r0 back for all nodes in $rail_back_s s"
+
+# the clients leave: serve must let go of every peer
+kill -TERM $swarm_pid
+wait $swarm_pid || true
+swarm_pid=
+t_exit=$(now) released=false release_s=-1
+while awk -v a="$(now)" -v b="$t_exit" 'BEGIN { exit !(a - b < 60) }'; do
+	if [[ $(peers_json) == 0 ]]; then
+		released=true
+		release_s=$(awk -v a="$(now)" -v b="$t_exit" 'BEGIN { printf "%.2f", a - b }')
+		break
+	fi
+	sleep 0.2
+done
+serve_rss_after=$(rss)
+
+# UDP datagrams dropped for a full receive buffer, serve's side and the
+# clients' side, over the whole run
+udp_drops() { ip netns exec "$1" awk '/^Udp:/ { if (h) print $6; h = 1 }' /proc/net/snmp; }
+drops_b=$(udp_drops "$p-b") drops_a=$(udp_drops "$p-a")
+conn_per_s=$(awk -v n="$connections" -v s="$connect_s" 'BEGIN { printf "%.0f", (s > 0 ? n / s : 0) }')
+bpc=$(awk -v a=$rss0 -v b=$rss1 -v n="$connections" 'BEGIN { printf "%.0f", n ? (b - a) / n : 0 }')
+[[ -n ${RY_SCALE_DEBUG:-} ]] && set -x
+result=$(jq -nc --argjson peers "$N" --argjson connections "$connections" \
+	--argjson connect_s "$connect_s" --argjson conn_per_s "$conn_per_s" \
+	--argjson bytes_per_conn "$bpc" --argjson idle_cpu_pct "$idle_cpu" \
+	--argjson idle_msgs_per_conn_s "$hb_idle" --argjson idle_iface_pkts_per_conn_s "$idle_msgs" \
+	--argjson lat_p50_us_alone "$lat_alone" --argjson lat_p50_us_loaded "$lat_loaded" \
+	--argjson sockperf_rtt_p50_us_alone "$sock_alone" --argjson sockperf_rtt_p50_us_loaded "$sock_loaded" \
+	--argjson failover_failed_ops "$fo_failed" --argjson failover_verify_errors "$fo_verify" \
+	--argjson failover_ok_ops "$fo_ok" --argjson rail_back_s "$rail_back_s" \
+	--argjson released "$released" --argjson release_s "$release_s" \
+	--argjson udp_rcvbuf_errors_serve "$drops_b" --argjson udp_rcvbuf_errors_clients "$drops_a" \
+	--argjson heartbeat_ms "$HB" --argjson serve_rss_before "$rss0" \
+	--argjson serve_rss_connected "$rss1" --argjson serve_rss_after "$serve_rss_after" \
+	--argjson swarm "$(cat "$work/swarm.json" 2>/dev/null || echo null)" \
+	'$ARGS.named')
+if [[ -n $check ]]; then
+	((connections == 4 * N)) || fail "$connections of $((4 * N)) connections up"
+	((bench_rc == 0 && fo_failed == 0 && fo_verify == 0 && fo_ok > 0)) ||
+		fail "failover: $fo_ok ok, $fo_failed failed, $fo_verify bytes differed (bench exit $bench_rc)"
+	[[ $rail_back_s != -1 ]] || fail "r0 did not come back for every node within 120 s"
+	[[ $released == true ]] || fail "serve still holds $(peers_json) swarm peers 60 s after the clients exited"
+fi
+echo "$result"
