@@ -1739,16 +1739,34 @@ void ry__ctl_reap(struct ry_manager *m)
 			pp = &c->c_next;
 		}
 	}
-	if (!m->m_reap_peers)
+	if (!m->m_reap_peers || ry__now_ns() < m->m_reap_next_ns)
 		return;
-	/* records made from HELLOs must not pile up (manager.h) */
+	/*
+	 * Records made from HELLOs must not pile up (manager.h).  A record
+	 * whose sessions are gone may not be disposable yet (its connections
+	 * still failing over, draining): look again, at most every 100 ms,
+	 * until every such record is gone.  One pass over sessions and one
+	 * over peers, whatever their numbers.
+	 */
 	m->m_reap_peers = false;
+	m->m_reap_next_ns = ry__now_ns() + 100000000ull;
+	for (c = m->m_ctls; c; c = c->c_next)
+		if (!c->c_dead && c->c_peer)
+			c->c_peer->pr_reap_bound = true;
 	for (pq = &m->m_peers; (p = *pq);) {
-		if (p->pr_from_hello && ry__peer_disposable(p) &&
-		    !ctl_bound(m, p, NULL)) {
+		bool bound = p->pr_reap_bound;
+
+		p->pr_reap_bound = false;
+		if (!p->pr_from_hello || bound) {
+			pq = &p->pr_next;
+		} else if (ry__peer_disposable(p)) {
 			*pq = p->pr_next;
 			ry__peer_forget(p);
 		} else {
+			/* it may become disposable: look again (never if the
+			 * application holds it) */
+			if (!p->pr_app_seen)
+				m->m_reap_peers = true;
 			pq = &p->pr_next;
 		}
 	}

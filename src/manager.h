@@ -64,12 +64,13 @@
  *   Peer records are created by the application (ry_peer_get: configured
  *   or named by address; these may be dialed) or from an admitted HELLO
  *   (pr_from_hello; never dialed: an address a HELLO claims is not ours to
- *   call).  A record from a HELLO is freed when its last control session
- *   closes (ry__ctl_reap) if it is disposable (ry__peer_disposable): no
+ *   call).  A record from a HELLO is freed once its last control session
+ *   has closed and it is disposable (ry__ctl_reap, which looks again
+ *   every 100 ms while such a record waits; ry__peer_disposable): no
  *   operations, no connection beyond IDLE/BACKOFF, and the application
  *   has never been handed its pointer (pr_app_seen: set by ry_peer_get
- *   and whenever a message or connection event naming it is queued for
- *   delivery; peer events carry only its name).
+ *   and whenever a message from it is queued for delivery; events carry
+ *   only its name).
  *   Otherwise it stays until the manager is destroyed.  Other records
  *   are never freed before then.  A HELLO never renames a record nor
  *   changes a configured or app-named record's address.
@@ -439,6 +440,7 @@ struct ry_peer {
 	bool pr_dial;	    /* we may dial pr_addr: configured or app-named */
 	bool pr_from_hello; /* created from an admitted HELLO */
 	bool pr_app_seen;   /* the application was handed this pointer */
+	bool pr_reap_bound; /* ry__ctl_reap(): a live session speaks for it */
 	unsigned pr_nrrails;
 	struct ry__rrail pr_rrails[RY_MAX_RAILS];
 	unsigned pr_nactive;
@@ -523,7 +525,8 @@ struct ry_manager {
 			       */
 	bool m_listen_err_logged;
 	uint64_t m_listen_resume_ns;
-	bool m_reap_peers; /* a HELLO-made peer lost a session */
+	bool m_reap_peers;	 /* a HELLO-made peer lost a session */
+	uint64_t m_reap_next_ns; /* reap at most every 100 ms */
 	struct ry__admit_state *m_admit;
 	struct ry__authkey
 	    *m_auth; /* keys from key_file (auth.c); NULL: none */

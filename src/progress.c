@@ -60,9 +60,8 @@ struct ry_event *ry__queue_event(struct ry_manager *m, enum ry_event_type t,
 	snprintf(dv->dv_reason, sizeof(dv->dv_reason), "%s", reason);
 	dv->dv_ev.type = t;
 	dv->dv_ev.time_ns = time_ns;
-	dv->dv_peer = p;
-	if (p)
-		p->pr_app_seen = true;
+	/* an event names the peer, it does not hand out the record: one
+	 * learned from a HELLO stays disposable (manager.h, OWNERSHIP) */
 	return &dv->dv_ev;
 }
 
