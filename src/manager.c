@@ -90,8 +90,6 @@ static int open_rail(struct ry_manager *m, unsigned i)
 
 	lr->lr_mgr = m;
 	lr->lr_idx = i;
-	pthread_mutex_init(&lr->lr_lock, NULL);
-	lr->lr_lock_init = true;
 	lr->lr_cfg = m->m_cfg.rails[i];
 	ret = ry__rail_open(&lr->lr_cfg, &lr->lr_rail);
 	if (ret) {
@@ -174,8 +172,7 @@ static void teardown(struct ry_manager *m)
 		ry__rail_close(lr->lr_rail);
 	}
 	for (i = 0; i < m->m_nrails; i++)
-		if (m->m_rails[i].lr_lock_init)
-			pthread_mutex_destroy(&m->m_rails[i].lr_lock);
+		pthread_mutex_destroy(&m->m_rails[i].lr_lock);
 	/* WRs and ranges of canceled ops were revoked with their QPs */
 	m->m_wr_pool.pl_in_use = 0;
 	m->m_range_pool.pl_in_use = 0;
@@ -270,6 +267,8 @@ int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 	ry__fd_watch(m, m->m_rail_epfd, &m->m_rails_tag, false);
 
 	m->m_nrails = m->m_cfg.n_rails;
+	for (i = 0; i < m->m_nrails; i++)
+		pthread_mutex_init(&m->m_rails[i].lr_lock, NULL);
 	for (i = 0; i < m->m_nrails; i++) {
 		ret = open_rail(m, i);
 		if (ret)
@@ -313,7 +312,6 @@ int ry_manager_create_from_file(const char *path, struct ry_manager **mgr_p)
 void ry_manager_destroy(struct ry_manager *m)
 {
 	struct ry__delivery *dv;
-	struct ry__op *done;
 	struct ry_peer *p;
 
 	if (!m)
@@ -323,10 +321,9 @@ void ry_manager_destroy(struct ry_manager *m)
 	m->m_closing = true;
 	for (p = m->m_peers; p; p = p->pr_next)
 		ry__op_cancel_all(p);
-	done = m->m_done_head;
-	ry__sq_init(m->m_done_head, m->m_done_tail);
 	dv = m->m_dv_head;
 	ry__sq_init(m->m_dv_head, m->m_dv_tail);
+	ry__deliver_queue(m);
 	pthread_mutex_unlock(&m->m_lock);
 	/* canceled ops' callbacks; undelivered messages are dropped */
 	while (dv) {
@@ -335,7 +332,7 @@ void ry_manager_destroy(struct ry_manager *m)
 		free(dv);
 		dv = next;
 	}
-	ry__deliver(m, done, NULL);
+	ry__deliver(m);
 	teardown(m);
 }
 

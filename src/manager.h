@@ -12,14 +12,15 @@
  *                               (rails/rail.h asks its owner to).  Held
  *                               only across the call itself, never across
  *                               code that could call into a rail again.
- *   m_dq_lock                   the queue of callbacks waiting to run.
+ *   m_dq_lock                   the queue of callbacks waiting to run
+ *                               (taken inside m_lock, or alone).
  *   m_deliver_lock              held by the one thread running callbacks.
  *   m_cb_lock                   the application's callbacks (recv, event)
  *                               registration against delivery.
  *
  *   Lock order: m_deliver_lock -> m_lock -> lr_lock -> provider-internal
  *   locks (the loop rail's loop_lock) -> the log sink lock.  m_dq_lock and
- *   m_cb_lock are leaves, never held with another of ours.
+ *   m_cb_lock are leaves: nothing of ours is taken while holding them.
  *
  *   Why two levels: a rail's protocol work (the soft rail's packets, ACKs,
  *   retransmits: most of a soft rail's CPU) needs only its lr_lock, so each
@@ -392,9 +393,8 @@ struct ry__lrail {
 	enum ry_link_state lr_link;
 	void *lr_recv_buf;
 	struct ry_mr *lr_recv_mr;
-	unsigned lr_active;	 /* ACTIVE connections */
-	pthread_mutex_t lr_lock; /* calls into lr_rail (LOCKING) */
-	bool lr_lock_init;
+	unsigned lr_active;	  /* ACTIVE connections */
+	pthread_mutex_t lr_lock;  /* calls into lr_rail (LOCKING) */
 	uint64_t lr_caught_up_ns; /* ry__rail_catch_up(): last pass */
 	bool lr_polling;	  /* inside ry__poll_rail() (m_lock) */
 	bool lr_always;	     /* no fd or no pending(): run it every round */
@@ -596,8 +596,9 @@ struct ry_event *ry__queue_event(struct ry_manager *m, enum ry_event_type t,
 void ry__queue_message(struct ry_manager *m, struct ry_peer *p,
 		       enum ry_msg_type t, const void *data, size_t len,
 		       uint64_t notify);
-int ry__deliver(struct ry_manager *m, struct ry__op *done,
-		struct ry__delivery *dv);
+int ry__deliver(struct ry_manager *m);
+/* m_lock held: queue m_done and m_dv for ry__deliver(); true if any. */
+bool ry__deliver_queue(struct ry_manager *m);
 void ry__poll_rail(struct ry__lrail *lr, uint64_t now);
 /* m_lock held: run a rail with a thread of its own now (heartbeat.c). */
 void ry__rail_catch_up(struct ry__lrail *lr, uint64_t now);

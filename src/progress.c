@@ -137,35 +137,36 @@ static int run_callbacks(struct ry_manager *m, struct ry__op *done,
 	return n;
 }
 
-/* Append lists taken under m_lock to the callback queue (m_dq_lock). */
-static void dq_append(struct ry_manager *m, struct ry__op *done,
-		      struct ry__delivery *dv)
+/*
+ * m_lock held: move what this round queued for the application (m_done,
+ * m_dv) to the end of the callback queue, in order.  True if it moved
+ * anything.
+ */
+bool ry__deliver_queue(struct ry_manager *m)
 {
-	struct ry__op *ot = done;
-	struct ry__delivery *dt = dv;
+	bool any = m->m_done_head || m->m_dv_head;
 
-	if (!done && !dv)
-		return;
-	while (ot && ot->op_q_next)
-		ot = ot->op_q_next;
-	while (dt && dt->dv_next)
-		dt = dt->dv_next;
+	if (!any)
+		return false;
 	pthread_mutex_lock(&m->m_dq_lock);
-	if (done) {
+	if (m->m_done_head) {
 		if (m->m_dq_done_tail)
-			m->m_dq_done_tail->op_q_next = done;
+			m->m_dq_done_tail->op_q_next = m->m_done_head;
 		else
-			m->m_dq_done_head = done;
-		m->m_dq_done_tail = ot;
+			m->m_dq_done_head = m->m_done_head;
+		m->m_dq_done_tail = m->m_done_tail;
 	}
-	if (dv) {
+	if (m->m_dv_head) {
 		if (m->m_dq_dv_tail)
-			m->m_dq_dv_tail->dv_next = dv;
+			m->m_dq_dv_tail->dv_next = m->m_dv_head;
 		else
-			m->m_dq_dv_head = dv;
-		m->m_dq_dv_tail = dt;
+			m->m_dq_dv_head = m->m_dv_head;
+		m->m_dq_dv_tail = m->m_dv_tail;
 	}
 	pthread_mutex_unlock(&m->m_dq_lock);
+	ry__sq_init(m->m_done_head, m->m_done_tail);
+	ry__sq_init(m->m_dv_head, m->m_dv_tail);
+	return true;
 }
 
 static bool dq_take(struct ry_manager *m, struct ry__op **done,
@@ -187,12 +188,12 @@ static bool dq_take(struct ry_manager *m, struct ry__op **done,
  * look again: work queued by a thread that found the lock held while we
  * were finishing would otherwise wait for the next call.
  */
-int ry__deliver(struct ry_manager *m, struct ry__op *done,
-		struct ry__delivery *dv)
+int ry__deliver(struct ry_manager *m)
 {
+	struct ry__delivery *dv;
+	struct ry__op *done;
 	int n = 0;
 
-	dq_append(m, done, dv);
 	for (;;) {
 		if (pthread_mutex_trylock(&m->m_deliver_lock))
 			return n;
@@ -429,13 +430,15 @@ static void manager_round(struct ry_manager *m, uint64_t now)
 	}
 }
 
-static void take_deliveries(struct ry_manager *m, struct ry__op **done,
-			    struct ry__delivery **dv)
+/* The end of every round: called with m_lock, which it drops; then the
+ * kick and the callbacks.  Returns the callbacks run. */
+static int unlock_and_deliver(struct ry_manager *m)
 {
-	*done = m->m_done_head;
-	ry__sq_init(m->m_done_head, m->m_done_tail);
-	*dv = m->m_dv_head;
-	ry__sq_init(m->m_dv_head, m->m_dv_tail);
+	bool queued = ry__deliver_queue(m);
+
+	pthread_mutex_unlock(&m->m_lock);
+	ry__kick(m);
+	return queued ? ry__deliver(m) : 0;
 }
 
 /*
@@ -500,8 +503,6 @@ static void control_events(struct ry_manager *m)
  */
 static int progress_round(struct ry_manager *m)
 {
-	struct ry__delivery *dv;
-	struct ry__op *done;
 	bool pending[RY_MAX_RAILS] = {0}, ready[RY_MAX_RAILS] = {0}, sweep;
 	struct epoll_event evs[RY_MAX_RAILS];
 	uint64_t now = ry__now_ns();
@@ -553,12 +554,7 @@ static int progress_round(struct ry_manager *m)
 			rail_handover(&m->m_rails[i], now);
 	manager_round(m, now);
 	ry__ctl_reap(m);
-	take_deliveries(m, &done, &dv);
-	pthread_mutex_unlock(&m->m_lock);
-	ry__kick(m);
-	if (!done && !dv)
-		return 0;
-	return ry__deliver(m, done, dv);
+	return unlock_and_deliver(m);
 }
 
 int ry_progress(struct ry_manager *m)
@@ -607,8 +603,6 @@ static void *rail_main(void *arg)
 	struct epoll_event evs[RY_MAX_RAILS + 1];
 	int ms = (int)(m->m_tick_ns / 1000000) + 1;
 	bool pending[RY_MAX_RAILS];
-	struct ry__delivery *dv;
-	struct ry__op *done;
 	unsigned i;
 	int n;
 
@@ -629,11 +623,7 @@ static void *rail_main(void *arg)
 					rail_handover(rt->rt_rails[i], now);
 			if (!m->m_closing)
 				manager_round(m, now);
-			take_deliveries(m, &done, &dv);
-			pthread_mutex_unlock(&m->m_lock);
-			ry__kick(m);
-			if (done || dv)
-				ry__deliver(m, done, dv);
+			unlock_and_deliver(m);
 		}
 		for (i = 0; i < rt->rt_nrails; i++)
 			again |= atomic_load_explicit(&rt->rt_rails[i]->lr_kick,

@@ -664,23 +664,9 @@ END_TEST
 
 int main(void)
 {
-	SRunner *sr;
-	TCase *tc;
-	Suite *s;
-	int failed;
+	const TTest *const tests[] = {threads_progress_thread,
+				      threads_progress_manual};
 
-	if (!getenv("RY_TEST_LOG"))
-		ry_log_set_level(RY_LOG_ERROR);
-	fx_skip_if_unavailable();
-	s = suite_create("stress");
-	tc = tcase_create("stress");
-	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, threads_progress_thread);
-	tcase_add_test(tc, threads_progress_manual);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return fx_run_suite("stress", 120, tests,
+			    sizeof(tests) / sizeof(tests[0]), true);
 }
