@@ -1290,6 +1290,55 @@ START_TEST(peer_by_config_name)
 END_TEST
 
 /* Garbage on the control port closes that socket and nothing else. */
+/*
+ * A config file's log section is how an operator turns on debugging of a
+ * server that links the library: ry_manager_create_from_file applies it.
+ */
+static int debug_lines;
+
+static void count_debug(enum ry_log_level level, const char *component,
+			const char *message, void *arg)
+{
+	(void)component;
+	(void)message;
+	(void)arg;
+	if (level == RY_LOG_DEBUG)
+		debug_lines++;
+}
+
+static int create_with_log(const char *level)
+{
+	char path[] = "/tmp/ry-logcfg-XXXXXX";
+	struct ry_manager *m = NULL;
+	int fd = mkstemp(path);
+	FILE *f;
+
+	ck_assert_int_ge(fd, 0);
+	f = fdopen(fd, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f,
+		"control = \"127.0.0.1:0\"\n"
+		"rail r0 { provider = soft\n address = \"127.0.0.1:0\" }\n"
+		"log { level = %s }\n",
+		level);
+	fclose(f);
+	debug_lines = 0;
+	ry_log_set_sink(count_debug, NULL);
+	ck_assert_int_eq(ry_manager_create_from_file(path, &m), 0);
+	ry_manager_destroy(m);
+	ry_log_set_sink(NULL, NULL);
+	unlink(path);
+	ry_log_set_level(RY_LOG_WARN);
+	return debug_lines;
+}
+
+START_TEST(log_section_of_a_file)
+{
+	ck_assert_int_gt(create_with_log("debug"), 0);
+	ck_assert_int_eq(create_with_log("warn"), 0);
+}
+END_TEST
+
 START_TEST(control_garbage)
 {
 	static const unsigned char bad_version[8] = {4, 0, 0, 0, 1, 0, 9, 0};
@@ -1516,6 +1565,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, both_sides_connect_at_once);
 	tcase_add_test(tc, peer_by_config_name);
 	tcase_add_test(tc, control_garbage);
+	if (!fx_is_loop())
+		tcase_add_test(tc, log_section_of_a_file);
 	tcase_add_test(tc, destroy_cancels_in_flight);
 	suite_add_tcase(s, tc);
 	/* the cases with threads of their own (the TSan build runs these) */
