@@ -351,7 +351,11 @@ static bool rail_busy(struct stream *s, const char *rail, unsigned ms)
 	return false;
 }
 
-static void kill_mid_stream(bool is_read, bool local_link)
+/*
+ * One cut of r1 while a stream runs; true when the cut found fragments in
+ * flight on r1 (replayed).  Every run must lose nothing, replayed or not.
+ */
+static bool kill_mid_stream_once(bool is_read, bool local_link)
 {
 	struct stream s = {.slots = 4, .is_read = is_read};
 	struct ry_counters pc;
@@ -377,11 +381,28 @@ static void kill_mid_stream(bool is_read, bool local_link)
 	ck_assert_uint_gt(s.done_ok, 8);
 	ck_assert_int_eq(ry_peer_counters(F.ab, &pc), 0);
 	ck_assert_uint_ge(pc.failovers, 1);
-	ck_assert_uint_gt(pc.replayed_fragments, 0);
 	ck_assert_uint_ge(pc.detect_count, 1);
-	if (fx_is_loop())
+	if (pc.replayed_fragments && fx_is_loop())
 		ck_assert_uint_ge(pc.fences, 1);
 	teardown();
+	return pc.replayed_fragments > 0;
+}
+
+/*
+ * The point is replay, so the cut must find r1's fragments in flight.
+ * Busy as r1 is just before (rail_busy), a loaded machine can still
+ * deschedule us right after its last completions were taken: then the cut
+ * replays nothing (seen under ASan with both cores busy).  Such a run
+ * proves only that nothing was lost; cut again, up to five times.
+ */
+static void kill_mid_stream(bool is_read, bool local_link)
+{
+	int i;
+
+	for (i = 0; i < 5 && !kill_mid_stream_once(is_read, local_link); i++)
+		fprintf(stderr, "%s: the cut found r1 idle, again\n",
+			is_read ? "kill_mid_read" : "kill_mid_write");
+	ck_assert_msg(i < 5, "five cuts of r1 replayed nothing");
 }
 
 START_TEST(kill_rail_mid_write)
