@@ -410,10 +410,19 @@ static bool kill_mid_stream_once(bool is_read, bool local_link)
 		ck_assert_int_eq(ry_rail_fault(F.a, "r1", &cut), 0);
 	stream_pump(&s);
 	posted_into_cut = out_wrs(F.ab, "r1") > before;
-	stream_run(&s, 700);
+	/* traffic goes on after the cut: 700 ms, and 8 more ops done however
+	 * slow the machine is (6 in 700 ms under ASan at load 15) */
+	before = s.done_ok;
+	for (uint64_t end = fx_now_ns() + 30000000000ull;;) {
+		stream_run(&s, 700);
+		if (s.done_ok >= before + 8)
+			break;
+		ck_assert_msg(fx_now_ns() < end,
+			      "only %u ops done in 30 s after the cut",
+			      s.done_ok - before);
+	}
 	stream_finish(&s);
 	ck_assert_msg(s.done_err == 0, "%u failed: %s", s.done_err, s.reason);
-	ck_assert_uint_gt(s.done_ok, 8);
 	ck_assert_int_eq(ry_peer_counters(F.ab, &pc), 0);
 	ck_assert_uint_ge(pc.failovers, 1);
 	ck_assert_uint_ge(pc.detect_count, 1);
@@ -426,18 +435,23 @@ static bool kill_mid_stream_once(bool is_read, bool local_link)
 }
 
 /*
- * The point is replay, so work must be on r1 unfinished when it is cut.
- * The loop rail completes a WR as it is posted, so there only work posted
- * between the cut and its handling is unfinished; the stripe may put none
- * of the new op on r1 (it weighs what each rail holds), and under ASan
- * with both cores busy the cut found nothing to replay in 2 of 3 runs.  A
- * cut with nothing posted into it proves only that nothing was lost: cut
- * again, up to five times.
+ * The point is replay, so work must be on r1 unfinished when it is cut; a
+ * cut that found nothing there proves only that nothing was lost: cut
+ * again, up to five times.  The loop rail completes a WR as it is posted,
+ * so a local link-down finds unfinished only what is posted between the
+ * cut and its handling, which depends on where the stripe stands (under
+ * ASan at load 15 five cuts in a row found nothing).  There replay is
+ * not required: the soft build of this suite (work really in flight) and
+ * the unplugged-cable cases (posts pend into the cut) require it.
  */
 static void kill_mid_stream(bool is_read, bool local_link)
 {
 	int i;
 
+	if (fx_is_loop() && local_link) {
+		kill_mid_stream_once(is_read, local_link);
+		return;
+	}
 	for (i = 0; i < 5 && !kill_mid_stream_once(is_read, local_link); i++)
 		fprintf(stderr, "%s: the cut found nothing on r1, again\n",
 			is_read ? "kill_mid_read" : "kill_mid_write");
@@ -1283,6 +1297,14 @@ START_TEST(peer_restart)
 }
 END_TEST
 
+static bool all_three_up(void *arg)
+{
+	(void)arg;
+	return fx_active(F.a, "r0") && fx_active(F.a, "r1") &&
+	       fx_active(F.a, "r2") && fx_active(F.b, "r0") &&
+	       fx_active(F.b, "r1") && fx_active(F.b, "r2");
+}
+
 /* Both sides dial each other at once and connect the same rail pairs. */
 START_TEST(both_sides_connect_at_once)
 {
@@ -1312,6 +1334,9 @@ START_TEST(both_sides_connect_at_once)
 	ck_assert_uint_eq(da.ok + db.ok, 4);
 	ck_assert(!memcmp(F.bufa, F.bufb, 2 * MiB));
 	ck_assert(!memcmp(F.bufa + 4 * MiB, F.bufb + 4 * MiB, 2 * MiB));
+	/* the ops may have needed fewer rails than will come up */
+	ck_assert_msg(fx_until(&F, all_three_up, NULL, 10000),
+		      "not every rail pair connected once");
 	for (i = 0; i < 3; i++) {
 		char name[16];
 
