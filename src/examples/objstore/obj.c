@@ -82,15 +82,24 @@ struct wstats {
 
 struct client;
 
+/* A registered buffer and its descriptor. */
+struct wbuf {
+	uint8_t *buf;
+	size_t cap;
+	unsigned access;
+	struct ry_region *mr;
+	uint8_t desc[RY_DESC_MAX];
+	size_t desc_len;
+};
+
 struct worker {
 	struct client *cl;
 	unsigned idx;
 	pthread_t th;
-	uint8_t *buf;
-	size_t cap;
-	struct ry_region *mr;
-	uint8_t desc[RY_DESC_MAX];
-	size_t desc_len;
+	/* least privilege: the server may only read what a PUT sends and
+	 * only write where a GET lands */
+	struct wbuf src; /* PUT: RY_MR_REMOTE_READ */
+	struct wbuf dst; /* GET: RY_MR_REMOTE_WRITE */
 	uint64_t seq;
 	uint64_t rng;
 	/* the request out, its reply: under cl->lock */
@@ -135,37 +144,38 @@ struct sent {
 
 /* ---- requests ---- */
 
-static int buffer_arm(struct worker *w, size_t cap)
+/* (Re)register b with room for cap bytes, keeping what it held: a new
+ * registration, so the old descriptor stops working. */
+static int buffer_arm(struct client *cl, struct wbuf *b, size_t cap,
+		      unsigned access)
 {
-	struct client *cl = w->cl;
 	uint8_t *buf = aligned_alloc(4096, (cap + 4095) & ~(size_t)4095);
 	struct ry_region *mr;
 	int ret;
 
 	if (!buf)
 		return -ENOMEM;
-	ret = ry_mr_reg(cl->mgr, buf, cap,
-			RY_MR_REMOTE_READ | RY_MR_REMOTE_WRITE, &mr);
+	ret = ry_mr_reg(cl->mgr, buf, cap, access, &mr);
 	if (ret) {
 		free(buf);
 		return ret;
 	}
-	ret = ry_mr_pack(mr, w->desc, sizeof(w->desc));
+	ret = ry_mr_pack(mr, b->desc, sizeof(b->desc));
 	if (ret < 0) {
 		ry_mr_dereg(mr);
 		free(buf);
 		return ret;
 	}
-	if (w->mr) {
-		/* the old buffer may keep its contents (a GET retried with
-		 * more room copies nothing: the server writes again) */
-		ry_mr_dereg(w->mr);
-		free(w->buf);
+	if (b->mr) {
+		memcpy(buf, b->buf, b->cap < cap ? b->cap : cap);
+		ry_mr_dereg(b->mr);
+		free(b->buf);
 	}
-	w->desc_len = (size_t)ret;
-	w->mr = mr;
-	w->buf = buf;
-	w->cap = cap;
+	b->desc_len = (size_t)ret;
+	b->mr = mr;
+	b->buf = buf;
+	b->cap = cap;
+	b->access = access;
 	return 0;
 }
 
@@ -250,7 +260,9 @@ static int rpc(struct worker *w, uint8_t op, const char *key, uint64_t size,
 {
 	struct client *cl = w->cl;
 	uint8_t buf[RY_MSG_MAX];
-	bool desc = op == OBJ_PUT || op == OBJ_GET;
+	struct wbuf *b = op == OBJ_PUT	 ? &w->src
+			 : op == OBJ_GET ? &w->dst
+					 : NULL;
 	struct obj_msg m = {
 	    .op = op,
 	    .id = (uint64_t)w->idx << 40 | (++w->seq & ((1ull << 40) - 1)),
@@ -258,8 +270,8 @@ static int rpc(struct worker *w, uint8_t op, const char *key, uint64_t size,
 	    .crc = crc,
 	    .key = key,
 	    .key_len = key ? strlen(key) : 0,
-	    .tail = desc ? w->desc : NULL,
-	    .tail_len = desc ? w->desc_len : 0,
+	    .tail = b ? b->desc : NULL,
+	    .tail_len = b ? b->desc_len : 0,
 	};
 	double deadline = obj_now() + cl->timeout;
 	struct timespec ts;
@@ -322,9 +334,9 @@ static int rpc(struct worker *w, uint8_t op, const char *key, uint64_t size,
 	}
 	/* no reply: the server may still READ or WRITE this buffer; a new
 	 * registration makes such a late access fail on the rails */
-	if (ret == -ETIMEDOUT || ret == -EIO || ret == -ESTALE) {
+	if (b && (ret == -ETIMEDOUT || ret == -EIO || ret == -ESTALE)) {
 		if (!(ret == -ESTALE && (rep->op & OBJ_REPLY)) &&
-		    buffer_arm(w, w->cap))
+		    buffer_arm(cl, b, b->cap, b->access))
 			fprintf(stderr,
 				"railyard-obj: cannot renew a buffer\n");
 	}
@@ -383,16 +395,16 @@ static int cmd_put(struct worker *w, const char *key, const char *path)
 			key, path ? path : "standard input", strerror(-ret));
 		return 1;
 	}
-	ret = buffer_arm(w, len ? len : 1);
+	ret = buffer_arm(w->cl, &w->src, len ? len : 1, RY_MR_REMOTE_READ);
 	if (ret) {
 		fprintf(stderr, "railyard-obj: put %s: buffer: %s\n", key,
 			strerror(-ret));
 		free(data);
 		return 1;
 	}
-	memcpy(w->buf, data, len);
+	memcpy(w->src.buf, data, len);
 	free(data);
-	crc = obj_crc32c(0, w->buf, len);
+	crc = obj_crc32c(0, w->src.buf, len);
 	ret = rpc(w, OBJ_PUT, key, len, crc, &rep);
 	if (ret) {
 		fprintf(stderr, "railyard-obj: put %s: %s (%s)\n", key,
@@ -410,13 +422,13 @@ static int cmd_get(struct worker *w, const char *key, const char *path)
 	uint32_t crc;
 	int ret;
 
-	ret = buffer_arm(w, 1 << 20);
+	ret = buffer_arm(w->cl, &w->dst, 1 << 20, RY_MR_REMOTE_WRITE);
 	for (int tries = 0; !ret && tries < 3; tries++) {
-		ret = rpc(w, OBJ_GET, key, w->cap, 0, &rep);
+		ret = rpc(w, OBJ_GET, key, w->dst.cap, 0, &rep);
 		if (ret != -EMSGSIZE)
 			break;
 		/* the reply says how big: take a buffer that fits */
-		ret = buffer_arm(w, rep.size);
+		ret = buffer_arm(w->cl, &w->dst, rep.size, RY_MR_REMOTE_WRITE);
 	}
 	if (ret == -ENOENT) {
 		fprintf(stderr, "railyard-obj: get %s: no such object\n", key);
@@ -427,7 +439,7 @@ static int cmd_get(struct worker *w, const char *key, const char *path)
 			strerror(-ret), w->why);
 		return 1;
 	}
-	crc = obj_crc32c(0, w->buf, rep.size);
+	crc = obj_crc32c(0, w->dst.buf, rep.size);
 	if (crc != rep.crc) {
 		fprintf(stderr,
 			"railyard-obj: get %s: corrupted: the %" PRIu64
@@ -437,7 +449,7 @@ static int cmd_get(struct worker *w, const char *key, const char *path)
 		return 1;
 	}
 	f = (!path || !strcmp(path, "-")) ? stdout : fopen(path, "wb");
-	if (!f || fwrite(w->buf, 1, rep.size, f) != rep.size ||
+	if (!f || fwrite(w->dst.buf, 1, rep.size, f) != rep.size ||
 	    (f != stdout ? fclose(f) : fflush(f))) {
 		fprintf(stderr, "railyard-obj: get %s: cannot write %s: %s\n",
 			key, path ? path : "standard output", strerror(errno));
@@ -496,6 +508,22 @@ static void fill_pattern(uint8_t *p, size_t len, uint64_t seed)
 		p[i] = (uint8_t)(seed + i);
 }
 
+/*
+ * The data of (worker, key, version): the worker's random pattern (filled
+ * once: generating fresh bytes for every PUT would cost more than moving
+ * them) under a 16-byte stamp unique to the version, so a GET that
+ * returned another key's or an older version's bytes fails its CRC.
+ */
+static void stamp(struct worker *w, unsigned k, uint32_t version, size_t size)
+{
+	uint64_t x = ((uint64_t)w->idx << 48 ^ (uint64_t)k << 20 ^ version) *
+			 0x9e3779b97f4a7c15ull |
+		     1;
+	uint64_t v[2] = {rnd(&x), rnd(&x)};
+
+	memcpy(w->src.buf, v, size < sizeof(v) ? size : sizeof(v));
+}
+
 static void key_name(const struct worker *w, unsigned k, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/t%u/k%u", w->cl->cfg->node, w->idx, k);
@@ -543,9 +571,8 @@ static void put_one(struct worker *w, struct wstats *st, unsigned k)
 
 	key_name(w, k, key, sizeof(key));
 	ks->version++;
-	fill_pattern(w->buf, size,
-		     (uint64_t)w->idx << 48 ^ (uint64_t)k << 24 ^ ks->version);
-	crc = obj_crc32c(0, w->buf, size);
+	stamp(w, k, ks->version, size);
+	crc = obj_crc32c(0, w->src.buf, size);
 	ret = rpc(w, OBJ_PUT, key, size, crc, &rep);
 	if (ret) {
 		/* the server may hold the old version or this one */
@@ -575,7 +602,7 @@ static void get_one(struct worker *w, struct wstats *st, unsigned k)
 		return;
 	}
 	key_name(w, k, key, sizeof(key));
-	ret = rpc(w, OBJ_GET, key, w->cap, 0, &rep);
+	ret = rpc(w, OBJ_GET, key, w->dst.cap, 0, &rep);
 	if (ret) {
 		note(w, st, false, false, "GET", key, ret, t0);
 		return;
@@ -589,7 +616,7 @@ static void get_one(struct worker *w, struct wstats *st, unsigned k)
 		return;
 	}
 	if (cl->verify) {
-		uint32_t crc = obj_crc32c(0, w->buf, rep.size);
+		uint32_t crc = obj_crc32c(0, w->dst.buf, rep.size);
 
 		if (crc != ks->crc) {
 			snprintf(w->why, sizeof(w->why),
@@ -689,7 +716,8 @@ static int cmd_bench(struct client *cl)
 	double *lat = NULL;
 	uint64_t n_lat = 0, failed, corrupted;
 	unsigned started = 0;
-	int rc;
+	int rc, n_rails = ry_rail_count(cl->mgr);
+	struct ry_counters rc0[RY_MAX_RAILS] = {{0}}, rc1;
 
 	for (unsigned i = 0; i < cl->nw; i++) {
 		struct worker *w = &cl->w[i];
@@ -698,10 +726,12 @@ static int cmd_bench(struct client *cl)
 		w->lat = malloc(LAT_MAX * sizeof(*w->lat));
 		w->rng = 0x9e3779b97f4a7c15ull * (i + 1) ^ (uint64_t)getpid();
 		if (!w->keys || !w->lat ||
-		    buffer_arm(w, cl->size_max ? cl->size_max : 1)) {
+		    buffer_arm(cl, &w->src, cl->size_max, RY_MR_REMOTE_READ) ||
+		    buffer_arm(cl, &w->dst, cl->size_max, RY_MR_REMOTE_WRITE)) {
 			fprintf(stderr, "railyard-obj: bench: out of memory\n");
 			return 1;
 		}
+		fill_pattern(w->src.buf, cl->size_max, w->rng);
 	}
 	pthread_barrier_init(&cl->start, NULL, cl->nw + 1);
 	for (; started < cl->nw; started++)
@@ -714,6 +744,9 @@ static int cmd_bench(struct client *cl)
 		exit(1);
 	}
 	pthread_barrier_wait(&cl->start);
+	for (int i = 0; i < n_rails && i < RY_MAX_RAILS; i++)
+		ry_rail_counters(cl->mgr, ry_rail_name(cl->mgr, (unsigned)i),
+				 &rc0[i]);
 	t0 = obj_now();
 	cl->t_end = t0 + cl->duration;
 	pthread_barrier_wait(&cl->start);
@@ -788,7 +821,26 @@ static int cmd_bench(struct client *cl)
 			json_str(stdout, first_error);
 		else
 			fputs("null", stdout);
-		printf("}\n");
+		/* what this node's rails did during the timed part: a drill
+		 * shows its failovers and replays here */
+		printf(",\"rails\":[");
+		for (int i = 0; i < n_rails && i < RY_MAX_RAILS; i++) {
+			const char *name = ry_rail_name(cl->mgr, (unsigned)i);
+
+			rc1 = (struct ry_counters){0};
+			ry_rail_counters(cl->mgr, name, &rc1);
+			printf("%s{\"name\":", i ? "," : "");
+			json_str(stdout, name);
+			printf(",\"bytes\":%" PRIu64 ",\"failovers\":%" PRIu64
+			       ",\"replayed\":%" PRIu64 ",\"messages\":%" PRIu64
+			       "}",
+			       rc1.bytes - rc0[i].bytes,
+			       rc1.failovers - rc0[i].failovers,
+			       rc1.replayed_fragments -
+				   rc0[i].replayed_fragments,
+			       rc1.messages - rc0[i].messages);
+		}
+		printf("]}\n");
 	}
 	fprintf(cl->json ? stderr : stdout,
 		"bench: %" PRIu64 " ops (%" PRIu64 " put, %" PRIu64
@@ -1006,7 +1058,7 @@ int main(int argc, char **argv)
 			strerror(-ret));
 		goto out;
 	}
-	if (buffer_arm(&cl.w[0], 4096) || connect_server(&cl))
+	if (connect_server(&cl))
 		goto out;
 	if (bench)
 		rc = cmd_bench(&cl);
@@ -1026,7 +1078,8 @@ out:
 	ry_config_free(cl.cfg);
 out_free:
 	for (unsigned i = 0; i < cl.nw; i++) {
-		free(cl.w[i].buf);
+		free(cl.w[i].src.buf);
+		free(cl.w[i].dst.buf);
 		free(cl.w[i].keys);
 		free(cl.w[i].lat);
 		pthread_cond_destroy(&cl.w[i].cond);
