@@ -670,6 +670,10 @@ static void on_event(const struct ry_event *ev, void *arg)
 	struct retry **pp, *r;
 	unsigned dropped = 0;
 
+	if (ev->type == RY_EV_PEER_DOWN)
+		fprintf(stderr,
+			"railyard-objd: client %s: control session lost\n",
+			ev->peer ? ev->peer : "?");
 	if (ev->type != RY_EV_PEER_RESTARTED)
 		return;
 	/* replies meant for the dead incarnation answer no one now */
@@ -851,6 +855,20 @@ out:
 		close(ep);
 	if (sv.mgr)
 		ry_set_recv_cb(sv.mgr, NULL, NULL);
+	/* the server initiates every READ and WRITE: its rails' counters
+	 * are the data path's (a drill's failovers and replays) */
+	for (int i = 0; sv.mgr && i < ry_rail_count(sv.mgr); i++) {
+		const char *name = ry_rail_name(sv.mgr, (unsigned)i);
+		struct ry_counters c = {0};
+
+		ry_rail_counters(sv.mgr, name, &c);
+		fprintf(stderr,
+			"railyard-objd: rail %s: %" PRIu64 " bytes, %" PRIu64
+			" failovers, %" PRIu64 " fragments replayed, %" PRIu64
+			" fences\n",
+			name, c.bytes, c.failovers, c.replayed_fragments,
+			c.fences);
+	}
 	/* stops the progress threads and completes what is in flight
 	 * (callbacks run, freeing their requests) before the pool goes */
 	ry_manager_destroy(sv.mgr);
