@@ -7,9 +7,9 @@
 #   +10 s  b's cable of r2 pulled        +14 s  plugged back
 #   +16 s  r3 black-holed in the switch  +19 s  forwarding again
 # Asserts from the client's JSON: 0 failed, 0 corrupted, PUTs and GETs
-# done; from the server: a clean exit, 0 corrupted, 0 failed, and its
-# rails (which carry every READ and WRITE) saw more failovers on r1, r2
-# and r3 than on the untouched r0.
+# done; from the server (whose rails carry every READ and WRITE): a clean
+# exit, 0 corrupted, 0 failed, and each fault made it declare that rail's
+# connection down within 2 s.
 # Root only; skips (77) elsewhere.  Namespaces hO<pid>-*, deleted at exit.
 # usage: test_objstore_drill.sh PATH/TO/railyard-objd PATH/TO/railyard-obj
 set -euo pipefail
@@ -59,11 +59,21 @@ for _ in $(seq 200); do grep -q 'preload done' "$work/bench.log" && break; sleep
 grep -q 'preload done' "$work/bench.log" || fail "the bench did not start"
 t0=$(date +%s.%N)
 at() { sleep "$(awk -v t0="$t0" -v t="$1" -v now="$(date +%s.%N)" 'BEGIN { d = t0 + t - now; print (d > 0 ? d : 0) }')"; }
-at 4; bash "$topo" unplug $p a 1; echo "+4 s: a's r1 unplugged"
+# fault WHEN RAIL what...: do it at t0 + WHEN, remember the wall time
+faults=()
+fault() {
+	at "$1"
+	local t r=$2
+	t=$(date +%s.%N)
+	bash "$topo" "${@:3}"
+	faults+=("$r:$t")
+	echo "+$1 s: r$r: ${*:3}"
+}
+fault 4 1 unplug $p a 1
 at 8; bash "$topo" plug $p a 1; echo "+8 s: plugged"
-at 10; bash "$topo" unplug $p b 2; echo "+10 s: b's r2 unplugged"
+fault 10 2 unplug $p b 2
 at 14; bash "$topo" plug $p b 2; echo "+14 s: plugged"
-at 16; bash "$topo" blackhole $p 3; echo "+16 s: r3 black-holed in the switch"
+fault 16 3 blackhole $p 3
 at 19; bash "$topo" unblackhole $p 3; echo "+19 s: forwarding again"
 
 rc=0
@@ -84,13 +94,18 @@ srv_pid=""
 ((rc == 0)) || fail "railyard-objd exited $rc on SIGTERM"
 grep '^railyard-objd: ' "$work/srv.log" | tail -5
 grep -q ' 0 corrupted,.* 0 failed,' "$work/srv.log" || fail "the server counted corrupted or failed requests"
-# the client's exit fails every connection once (and a stalled process
-# would fail them all), so a faulted rail must show more than untouched r0
-fo() { grep -o "rail $1: [0-9]* bytes, [0-9]* failovers" "$work/srv.log" | awk '{print $5}'; }
-f0=$(fo r0)
-for r in r1 r2 r3; do
-	f=$(fo $r)
-	[[ -n $f && -n $f0 && $f -gt $f0 ]] ||
-		fail "the server's $r saw $f failovers, r0 (untouched) $f0: the fault missed the traffic"
+# each fault hit the server's traffic: the server declared that rail's
+# connection down within 2 s of it (a black hole is noticed by missed
+# heartbeats, 100 ms here).  Only existence is asserted: on a starved
+# machine a stalled process makes every rail fail now and then as well.
+for f in "${faults[@]}"; do
+	r=${f%%:*} t=${f#*:}
+	grep -o "\[[0-9.]*\] rail r$r to a: connection down" "$work/srv.log" |
+		tr -d '[]' | awk -v t="$t" '$1 >= t - 0.05 && $1 <= t + 2 { ok = 1 }
+			END { exit !ok }' ||
+		fail "the server saw no connection down on r$r within 2 s of the fault at $t"
+	echo "r$r: $(grep -o "\[[0-9.]*\] rail r$r to a: connection down.*" "$work/srv.log" |
+		tr -d '[]' | awk -v t="$t" '$1 >= t - 0.05 && $1 <= t + 2 {
+			printf "down %.3f s after the fault: %s\n", $1 - t, $0; exit }')"
 done
 echo "PASS"

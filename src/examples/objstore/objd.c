@@ -43,6 +43,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "objstore.h"
@@ -674,6 +675,20 @@ static void on_event(const struct ry_event *ev, void *arg)
 		fprintf(stderr,
 			"railyard-objd: client %s: control session lost\n",
 			ev->peer ? ev->peer : "?");
+	if (ev->type == RY_EV_CONN_DOWN || ev->type == RY_EV_CONN_UP) {
+		struct timespec ts;
+
+		/* the wall clock, to line failovers up with outside events */
+		clock_gettime(CLOCK_REALTIME, &ts);
+		fprintf(stderr,
+			"railyard-objd: [%lld.%03ld] rail %s to %s: connection "
+			"%s%s%s\n",
+			(long long)ts.tv_sec, ts.tv_nsec / 1000000, ev->rail,
+			ev->peer ? ev->peer : "?",
+			ev->type == RY_EV_CONN_UP ? "up" : "down",
+			ev->reason && *ev->reason ? ": " : "",
+			ev->reason ? ev->reason : "");
+	}
 	if (ev->type != RY_EV_PEER_RESTARTED)
 		return;
 	/* replies meant for the dead incarnation answer no one now */
