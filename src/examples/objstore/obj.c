@@ -348,35 +348,29 @@ static int rpc(struct worker *w, uint8_t op, const char *key, uint64_t size,
 static int read_all(const char *path, uint8_t **buf_p, size_t *len_p)
 {
 	FILE *f = (!path || !strcmp(path, "-")) ? stdin : fopen(path, "rb");
-	size_t cap = 1 << 20, len = 0, n;
-	uint8_t *buf = NULL;
+	size_t cap = 1 << 20, len = 0;
+	uint8_t *buf = NULL, *nb;
+	int ret = 0;
 
 	if (!f)
 		return -errno;
-	for (;;) {
-		uint8_t *nb = realloc(buf, cap);
-
-		if (!nb) {
-			free(buf);
-			if (f != stdin)
-				fclose(f);
-			return -ENOMEM;
-		}
+	while ((nb = realloc(buf, cap))) {
 		buf = nb;
-		n = fread(buf + len, 1, cap - len, f);
-		len += n;
+		len += fread(buf + len, 1, cap - len, f);
 		if (len < cap)
 			break;
 		cap *= 2;
 	}
-	if (ferror(f)) {
-		free(buf);
-		if (f != stdin)
-			fclose(f);
-		return -EIO;
-	}
+	if (!nb)
+		ret = -ENOMEM;
+	else if (ferror(f))
+		ret = -EIO;
 	if (f != stdin)
 		fclose(f);
+	if (ret) {
+		free(buf);
+		return ret;
+	}
 	*buf_p = buf;
 	*len_p = len;
 	return 0;

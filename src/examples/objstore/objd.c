@@ -252,6 +252,26 @@ static struct object *object_new(struct server *sv, const struct obj_msg *m)
 	return o;
 }
 
+/* Put o in the table in place of any object of its key (freed once no GET
+ * writes it any more). */
+static void store(struct server *sv, struct object *o)
+{
+	struct object **pp, *old = NULL;
+
+	pthread_mutex_lock(&sv->lock);
+	pp = slot_of(sv, o->key, o->key_len);
+	if (*pp) {
+		old = *pp;
+		o->next = old->next;
+		sv->nobjects--;
+	}
+	*pp = o;
+	sv->nobjects++;
+	sv->st.puts++;
+	object_put(sv, old);
+	pthread_mutex_unlock(&sv->lock);
+}
+
 static void object_drop(struct server *sv, struct object *o)
 {
 	pthread_mutex_lock(&sv->lock);
@@ -388,7 +408,7 @@ static void put_read(const struct ry_completion *c, void *arg)
 {
 	struct request *rq = arg;
 	struct server *sv = rq->sv;
-	struct object *o = rq->obj, **pp, *old = NULL;
+	struct object *o = rq->obj;
 	struct obj_msg m = {.op = rq->op, .id = rq->id};
 	char why[OBJ_TEXT_MAX];
 
@@ -414,18 +434,7 @@ static void put_read(const struct ry_completion *c, void *arg)
 		object_drop(sv, o);
 		reply(sv, rq->from, &m, -EBADMSG, NULL, why);
 	} else {
-		pthread_mutex_lock(&sv->lock);
-		pp = slot_of(sv, o->key, o->key_len);
-		if (*pp) {
-			old = *pp;
-			o->next = old->next;
-			sv->nobjects--;
-		}
-		*pp = o;
-		sv->nobjects++;
-		sv->st.puts++;
-		object_put(sv, old);
-		pthread_mutex_unlock(&sv->lock);
+		store(sv, o);
 		reply(sv, rq->from, &m, 0, o, NULL);
 	}
 	free(rq);
@@ -488,7 +497,7 @@ static void transfer(struct server *sv, struct ry_peer *from,
 static void on_put(struct server *sv, struct ry_peer *from,
 		   const struct obj_msg *m)
 {
-	struct object *o, **pp, *old = NULL;
+	struct object *o;
 	char why[OBJ_TEXT_MAX];
 
 	if (m->size > sv->max_size) {
@@ -522,18 +531,7 @@ static void on_put(struct server *sv, struct ry_peer *from,
 		reply(sv, from, m, -EBADMSG, NULL, "checksum mismatch");
 		return;
 	}
-	pthread_mutex_lock(&sv->lock);
-	pp = slot_of(sv, o->key, o->key_len);
-	if (*pp) {
-		old = *pp;
-		o->next = old->next;
-		sv->nobjects--;
-	}
-	*pp = o;
-	sv->nobjects++;
-	sv->st.puts++;
-	object_put(sv, old);
-	pthread_mutex_unlock(&sv->lock);
+	store(sv, o);
 	reply(sv, from, m, 0, o, NULL);
 }
 
