@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The reference object server on two soft rails over loopback: one
 # railyard-objd, railyard-obj processes against it.
+#   - usage errors exit 2, a config that cannot start 1
 #   - CRC32C of "123456789" is the standard check value e3069283
 #   - put/get of odd sizes (0, 1, 4097, 1000003 bytes, and 3 MiB + 1, which
 #     takes a second GET with a larger buffer) returns the same bytes
@@ -48,6 +49,14 @@ control = "127.0.0.1:0"
 rail r0 { provider = soft network = n0 address = "127.0.0.1" }
 rail r1 { provider = soft network = n1 address = "127.0.0.1" }
 CONF
+
+# usage errors exit 2, a config that cannot start exits 1
+rc=0; "$obj" bench -c "$dir/cli.conf" --size 5-2 2>/dev/null || rc=$?
+[[ $rc -eq 2 ]] || fail "bench --size 5-2 exited $rc, not 2"
+rc=0; "$objd" -c "$dir/srv.conf" --chunk 3K 2>/dev/null || rc=$?
+[[ $rc -eq 2 ]] || fail "objd --chunk 3K exited $rc, not 2"
+rc=0; "$obj" stat -c "$dir/missing.conf" 2>/dev/null || rc=$?
+[[ $rc -eq 1 ]] || fail "a missing config exited $rc, not 1"
 
 [[ $(printf 123456789 | "$obj" crc32c) == e3069283 ]] ||
 	fail "crc32c of 123456789 is $(printf 123456789 | "$obj" crc32c), not e3069283"
