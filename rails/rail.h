@@ -276,6 +276,7 @@ struct ry_rail_stats {
 	uint64_t rx_dropped; /* failed a check: counted, dropped */
 	uint64_t rx_bad_crc, rx_bad_header, rx_bad_qpn, rx_bad_cookie;
 	uint64_t rx_bad_psn, rx_access_err, rx_qp_err_dropped;
+	uint64_t rx_empty; /* zero-length datagrams (also in rx_dropped) */
 	uint64_t faults_dropped, faults_duplicated, faults_reordered,
 	    faults_corrupted;
 };

@@ -41,6 +41,7 @@
 #define RAILYARD_SOFT_WIRE_H
 
 #include <endian.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -116,6 +117,7 @@ struct ry__soft_pkt {
 	uint32_t dqpn, sqpn, psn, msn;
 	uint64_t cookie, va;
 	uint32_t rkey, len, imm, paylen;
+	uint32_t crc; /* as received: ry__soft_wire_crc_ok() checks it */
 	const uint8_t *payload;
 };
 
@@ -150,6 +152,14 @@ static inline void ry__soft_hdr_encode(struct ry__soft_hdr *h,
  * *out is only meaningful on 0.  No rail or QP state is consulted.
  */
 int ry__soft_wire_decode(const void *pkt, size_t len, struct ry__soft_pkt *out);
+/*
+ * The same in two steps, for the receive path: parse is decode without the
+ * CRC (never -EBADMSG), crc_ok checks it on what parse filled.  The rail
+ * looks the destination QP up between the two, so a forged packet for no
+ * QP costs a lookup, not a pass over its payload.
+ */
+int ry__soft_wire_parse(const void *pkt, size_t len, struct ry__soft_pkt *out);
+bool ry__soft_wire_crc_ok(const void *pkt, const struct ry__soft_pkt *p);
 
 /* The CRC covers the header up to the crc field, then the payload. */
 static inline void ry__soft_hdr_seal(struct ry__soft_hdr *h,

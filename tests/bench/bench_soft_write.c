@@ -201,7 +201,7 @@ int main(int argc, char **argv)
 					    "rx %llu dropped %llu; b: tx "
 					    "%llu rx %llu dropped %llu "
 					    "header %llu crc %llu qpn %llu "
-					    "faults %llu)\n",
+					    "empty %llu faults %llu)\n",
 					    ry_wc_status_str(wc[i].status),
 					    (unsigned long long)s0.tx_packets,
 					    (unsigned long long)s0.rx_packets,
@@ -213,6 +213,7 @@ int main(int argc, char **argv)
 						s1.rx_bad_header,
 					    (unsigned long long)s1.rx_bad_crc,
 					    (unsigned long long)s1.rx_bad_qpn,
+					    (unsigned long long)s1.rx_empty,
 					    (unsigned long long)
 						s1.faults_dropped);
 					return 1;

@@ -12,6 +12,10 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "rails/soft/psn.h"
 #include "rails/soft/soft.h"
@@ -552,6 +556,84 @@ START_TEST(test_forged_rejected)
 }
 END_TEST
 
+/* The CRC is checked only for a packet some QP would take: a bad CRC on a
+ * packet for no QP, or with the wrong cookie, is counted as that. */
+START_TEST(test_crc_after_lookup)
+{
+	struct forge F;
+	struct ry__soft_pkt f;
+	uint64_t crc0, qpn0, cookie0;
+	size_t len;
+
+	forge_setup(&F);
+	crc0 = stat_at(F.p.r[1], offsetof(struct ry_rail_stats, rx_bad_crc));
+	qpn0 = stat_at(F.p.r[1], offsetof(struct ry_rail_stats, rx_bad_qpn));
+	cookie0 =
+	    stat_at(F.p.r[1], offsetof(struct ry_rail_stats, rx_bad_cookie));
+	f = F.f;
+	f.dqpn ^= 0x10;
+	len = forge_build(&F, &f);
+	F.pkt[len - 1] ^= 0x40;
+	forge_inject(&F, len, 0);
+	f = F.f;
+	f.cookie ^= 1;
+	len = forge_build(&F, &f);
+	F.pkt[len - 1] ^= 0x40;
+	forge_inject(&F, len, 0);
+	ck_assert_uint_eq(
+	    stat_at(F.p.r[1], offsetof(struct ry_rail_stats, rx_bad_qpn)),
+	    qpn0 + 1);
+	ck_assert_uint_eq(
+	    stat_at(F.p.r[1], offsetof(struct ry_rail_stats, rx_bad_cookie)),
+	    cookie0 + 1);
+	ck_assert_uint_eq(
+	    stat_at(F.p.r[1], offsetof(struct ry_rail_stats, rx_bad_crc)),
+	    crc0);
+	ck_assert(!memcmp(F.buf, F.snap, sizeof(F.snap)));
+	forge_teardown(&F);
+}
+END_TEST
+
+/* Zero-length datagrams, from the socket and injected, are counted and
+ * dropped; the connection does not notice. */
+START_TEST(test_empty_datagram)
+{
+	struct forge F;
+	struct sockaddr_in to = {.sin_family = AF_INET};
+	uint64_t empty0, dropped0;
+	int fd;
+
+	forge_setup(&F);
+	empty0 = stat_at(F.p.r[1], offsetof(struct ry_rail_stats, rx_empty));
+	dropped0 =
+	    stat_at(F.p.r[1], offsetof(struct ry_rail_stats, rx_dropped));
+	memcpy(&to.sin_addr, F.p.qp[1]->local.gid + 12, 4);
+	to.sin_port = htons(F.p.qp[1]->local.udp_port);
+	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	ck_assert_int_ge(fd, 0);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(
+		    sendto(fd, "", 0, 0, (struct sockaddr *)&to, sizeof(to)),
+		    0);
+	close(fd);
+	forge_inject(&F, 0, 0);
+	for (int i = 0;
+	     i < 500 && stat_at(F.p.r[1], offsetof(struct ry_rail_stats,
+						   rx_empty)) < empty0 + 4;
+	     i++)
+		pair_spin(&F.p, 10);
+	ck_assert_uint_eq(
+	    stat_at(F.p.r[1], offsetof(struct ry_rail_stats, rx_empty)),
+	    empty0 + 4);
+	ck_assert_uint_eq(
+	    stat_at(F.p.r[1], offsetof(struct ry_rail_stats, rx_dropped)),
+	    dropped0 + 4);
+	ck_assert_int_eq(F.p.qp[1]->state, RY_QPS_RTS);
+	xfer_check(&F.p, RY_WR_RDMA_WRITE, 5000, 1);
+	forge_teardown(&F);
+}
+END_TEST
+
 /* A QP in ERR drops a replay of a packet it would have accepted. */
 START_TEST(test_err_qp_drops_replay)
 {
@@ -704,6 +786,8 @@ int main(void)
 	tcase_add_test(tc, test_forged_valid_lands);
 	tcase_add_loop_test(tc, test_forged_rejected, 0, M__N);
 	tcase_add_test(tc, test_err_qp_drops_replay);
+	tcase_add_test(tc, test_crc_after_lookup);
+	tcase_add_test(tc, test_empty_datagram);
 	tcase_add_test(tc, test_dup_read_reexecuted);
 	tcase_add_test(tc, test_new_qp_rejects_old);
 	suite_add_tcase(s, tc);
