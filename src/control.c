@@ -140,8 +140,9 @@ struct ry__ctl_auth {
 	unsigned char a_hello[RY__MAC];	  /* hash of the HELLO body */
 	unsigned char a_t[RY__MAC];	  /* transcript */
 	unsigned char a_ktx[RY__MAC], a_krx[RY__MAC];
-	uint64_t a_tx, a_rx;	 /* frame counters */
-	struct hello *a_pending; /* listener: the HELLO, until AUTH */
+	unsigned char a_kdata[RY__MAC]; /* data_mac keys come from it */
+	uint64_t a_tx, a_rx;		/* frame counters */
+	struct hello *a_pending;	/* listener: the HELLO, until AUTH */
 };
 
 enum refusal {
@@ -319,6 +320,17 @@ static void ctl_kill(struct ry__ctl *c, const char *why)
 bool ry__ctl_alive(const struct ry__ctl *c)
 {
 	return c && !c->c_dead && !c->c_connecting;
+}
+
+int ry__ctl_conn_keys(const struct ry__ctl *c, const struct ry_qp_endpoint *loc,
+		      const struct ry_qp_endpoint *rem, struct ry_qp_attr *attr)
+{
+	if (!ry__ctl_alive(c) || !c->c_admitted || !c->c_mac_on || !c->c_auth)
+		return -EPERM;
+	ry__auth_conn_keys(c->c_auth->a_kdata, loc, rem, attr->mac_tx,
+			   attr->mac_rx);
+	attr->mac = true;
+	return 0;
 }
 
 /* Tests: the live sessions' fds and directions, up to max; their count. */
@@ -1119,7 +1131,7 @@ void ry__ctl_send_hello(struct ry__ctl *c, bool reply)
 			ry__auth_proof(m, false, a->a_t, proof);
 			w_bytes(w, proof, RY__MAC);
 			ry__auth_session_keys(m, false, a->a_t, a->a_ktx,
-					      a->a_krx);
+					      a->a_krx, a->a_kdata);
 		}
 	}
 	ctl_send(c, reply ? CTL_HELLO_ACK : CTL_HELLO, w);
@@ -1408,7 +1420,7 @@ static int on_hello(struct ry__ctl *c, struct rbuf *r, bool reply)
 		w_bytes(&w, proof, RY__MAC);
 		ctl_send(c, CTL_AUTH, &w);
 	}
-	ry__auth_session_keys(m, true, a->a_t, a->a_ktx, a->a_krx);
+	ry__auth_session_keys(m, true, a->a_t, a->a_ktx, a->a_krx, a->a_kdata);
 	c->c_mac_on = true;
 	ret = hello_apply(c, h, reply);
 out:
@@ -1501,7 +1513,7 @@ static int dispatch(struct ry__ctl *c, uint16_t type, struct rbuf *r)
 		if (type == CTL_CONN_REQ)
 			ry__conn_on_req(p, src, dst, attempt, &ep, c);
 		else if (type == CTL_CONN_REP)
-			ry__conn_on_rep(p, src, dst, attempt, &ep);
+			ry__conn_on_rep(p, src, dst, attempt, &ep, c);
 		else
 			ry__conn_on_rej(p, src, dst, attempt, err);
 		return 0;

@@ -15,12 +15,15 @@ int ry__soft_wire_parse(const void *pkt, size_t len, struct ry__soft_pkt *out)
 {
 	const uint8_t *buf = pkt;
 	struct ry__soft_hdr h;
+	uint32_t hlen = RY__SOFT_HDR_LEN;
 
 	if (len < RY__SOFT_HDR_LEN)
 		return -EMSGSIZE;
 	/* GRO segments and held packets sit at any alignment. */
 	memcpy(&h, buf, sizeof(h));
-	if (be32toh(h.paylen) != len - RY__SOFT_HDR_LEN)
+	if (h.flags & RY__SOFT_F_MAC)
+		hlen += RY__SOFT_MAC_LEN;
+	if (len < hlen || be32toh(h.paylen) != len - hlen)
 		return -EMSGSIZE;
 	if (h.version != RY__SOFT_WIRE_VERSION || h.rsvd || !h.opcode ||
 	    h.opcode >= RY__SOFT_OP__MAX || (h.flags & ~RY__SOFT_F__ALL))
@@ -37,8 +40,9 @@ int ry__soft_wire_parse(const void *pkt, size_t len, struct ry__soft_pkt *out)
 	out->syndrome = (uint8_t)(be32toh(h.aeth) >> 24);
 	out->msn = be32toh(h.aeth) & 0xffffff;
 	out->imm = be32toh(h.imm);
-	out->paylen = (uint32_t)(len - RY__SOFT_HDR_LEN);
-	out->payload = buf + RY__SOFT_HDR_LEN;
+	out->paylen = (uint32_t)(len - hlen);
+	out->payload = buf + hlen;
+	out->mac = hlen > RY__SOFT_HDR_LEN ? buf + RY__SOFT_HDR_LEN : NULL;
 	out->crc = be32toh(h.crc);
 	if ((out->dqpn | out->sqpn | out->psn) & ~RY__SOFT_PSN_MASK)
 		return -EPROTO;

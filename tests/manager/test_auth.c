@@ -281,7 +281,7 @@ END_TEST
  */
 START_TEST(flipped_mac_closes_session)
 {
-	unsigned char t[RY__MAC], ktx[RY__MAC], krx[RY__MAC];
+	unsigned char t[RY__MAC], ktx[RY__MAC], krx[RY__MAC], kdata[RY__MAC];
 	struct fx_done d;
 	struct frame rej;
 	int fd, i;
@@ -291,7 +291,7 @@ START_TEST(flipped_mac_closes_session)
 	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
 	fd = raw_connect(&F, "127.0.0.1");
 	keyed_handshake(fd, 0x7171, "raw", "127.0.0.1:9", t);
-	ry__auth_session_keys(F.a, true, t, ktx, krx);
+	ry__auth_session_keys(F.a, true, t, ktx, krx, kdata);
 	/* CONN_REJ for a rail b does not have: harmless, if authentic */
 	for (i = 0; i < 2; i++) {
 		unsigned char mac[RY__MAC];
