@@ -40,6 +40,7 @@ struct fx_opts {
 	bool b_strict, b_names_a;
 	uint32_t b_max_sessions_per_source, b_handshake_timeout_ms;
 	const char *key_a, *key_b; /* key_file of each; NULL: none */
+	bool data_mac;		   /* both; needs keys and soft rails */
 };
 
 struct fx_events {
