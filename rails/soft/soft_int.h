@@ -125,6 +125,7 @@ struct ry__soft_mac { /* data_mac, soft_mac.c; all zero: off */
 	uint8_t ktx[RY_QP_MAC_KEY], krx[RY_QP_MAC_KEY];
 	/* the highest extended PSN sent or verified, per PSN space */
 	uint64_t tx_req, tx_resp, rx_req, rx_resp;
+	uint64_t tx_n; /* packets signed: the next one's nonce */
 };
 
 enum ry__soft_req_state { /* for logs: what the requester waits on */
@@ -213,6 +214,8 @@ struct ry__soft_rail {
 	uint32_t mtu;
 	bool gso, gro;
 	bool mac_any; /* a QP has had data_mac on: transmit looks it up */
+	uint8_t
+	    *mac_ad; /* data_mac's scratch (soft_mac.c), from its first QP */
 	enum ry_link_state link; /* set_link */
 	bool nl_up;		 /* the real interface, from rtnetlink */
 	bool eff_up;		 /* both: what query reports */
@@ -372,8 +375,9 @@ void ry__soft_resp_run(struct ry__soft_qp *qp);
 void ry__soft_comp_rx(struct ry__soft_qp *qp, const struct ry__soft_pkt *p);
 
 /* soft_mac.c */
-/* RTR: take attr's MAC keys (or none) and start the PSN spaces. */
-void ry__soft_mac_rtr(struct ry__soft_qp *qp, const struct ry_qp_attr *attr);
+/* RTR: take attr's MAC keys (or none) and start the PSN spaces; 0 or
+ * -errno. */
+int ry__soft_mac_rtr(struct ry__soft_qp *qp, const struct ry_qp_attr *attr);
 /* RESET and destroy: the keys are wiped. */
 void ry__soft_mac_wipe(struct ry__soft_qp *qp);
 static inline uint32_t ry__soft_mac_len(const struct ry__soft_qp *qp)

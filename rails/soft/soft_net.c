@@ -395,4 +395,5 @@ void ry__soft_net_close(struct ry__soft_rail *r)
 	if (r->sock >= 0)
 		close(r->sock);
 	free(r->rxbuf);
+	free(r->mac_ad);
 }

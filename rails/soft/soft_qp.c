@@ -233,6 +233,7 @@ static int to_rtr(struct ry__soft_qp *qp, const struct ry_qp_attr *attr)
 	struct ry__soft_rail *r = qp_rail(qp);
 	static const uint8_t v4mapped[12] = {[10] = 0xff, [11] = 0xff};
 	uint32_t mtu = attr->mtu ? attr->mtu : attr->remote.mtu;
+	int rc;
 
 	if (memcmp(attr->remote.gid, v4mapped, 12) || !attr->remote.udp_port ||
 	    (attr->remote.qpn & ~RY__SOFT_PSN_MASK) ||
@@ -252,7 +253,9 @@ static int to_rtr(struct ry__soft_qp *qp, const struct ry_qp_attr *attr)
 	qp->peer.sin_family = AF_INET;
 	memcpy(&qp->peer.sin_addr, &attr->remote.gid[12], 4);
 	qp->peer.sin_port = htons(attr->remote.udp_port);
-	ry__soft_mac_rtr(qp, attr);
+	rc = ry__soft_mac_rtr(qp, attr);
+	if (rc)
+		return rc;
 	qp->pmtu =
 	    mtu - RY__SOFT_IP_UDP_HDR - RY__SOFT_HDR_LEN - ry__soft_mac_len(qp);
 	qp->window = RY__SOFT_WINDOW_BYTES / qp->pmtu;

@@ -21,7 +21,7 @@
  *    44    4 imm         immediate data
  *    48    4 paylen      payload bytes following the header
  *    52    4 crc         CRC32C of bytes 0..51 and the payload
- *    56   16 mac         only with flag MAC (data_mac): see soft_mac.c;
+ *    56   24 mac         only with flag MAC (data_mac): see soft_mac.c;
  *                        the payload follows it, paylen does not count it
  *
  * Cookie scheme: create_qp draws a random 64-bit cookie for the QP, which
@@ -112,8 +112,9 @@ _Static_assert(offsetof(struct ry__soft_hdr, paylen) == 48, "paylen at 48");
 _Static_assert(offsetof(struct ry__soft_hdr, crc) == 52, "crc at 52");
 
 #define RY__SOFT_HDR_LEN ((uint32_t)sizeof(struct ry__soft_hdr))
-/* With RY__SOFT_F_MAC: this many bytes of MAC between header and payload. */
-#define RY__SOFT_MAC_LEN 16u
+/* With RY__SOFT_F_MAC: this many bytes of MAC between header and payload
+ * (a 64-bit counter and a 16-byte tag; soft_mac.c). */
+#define RY__SOFT_MAC_LEN 24u
 #define RY__SOFT_HDR_CRC_LEN ((size_t)offsetof(struct ry__soft_hdr, crc))
 
 /* A decoded header, host order. */

@@ -668,7 +668,7 @@ static void mac_connect(struct ry_test_pair *p, uint32_t psn)
 }
 
 /* Traffic of every kind flows with the MAC on, across the PSN wrap, and
- * no packet fails its MAC; a packet is 16 bytes longer. */
+ * no packet fails its MAC. */
 START_TEST(test_mac_transfers)
 {
 	struct ry_test_pair p;
@@ -699,6 +699,7 @@ enum macmut {
 	MM_REFLECT,  /* signed under the receiver's own key */
 	MM_OLD_WRAP, /* signed for this PSN one wrap (2^24 packets) ago */
 	MM_STRIPPED, /* a signed packet with the flag cleared */
+	MM_NONCE,    /* a signed packet with another counter (nonce) */
 	MM__N
 };
 
@@ -740,9 +741,11 @@ START_TEST(test_mac_forged)
 		x -= 1u << 24;
 	ry__soft_hdr_encode(&h, &F.f);
 	ry__soft_hdr_seal(&h, F.payload, F.f.paylen);
-	ry__soft_mac_compute(key, x, &h, F.payload, F.f.paylen, mac);
+	ry__soft_mac_compute(key, 12345, x, &h, F.payload, F.f.paylen, mac);
 	if (_i == MM_RANDOM)
 		memset(mac, 0x5a, sizeof(mac));
+	if (_i == MM_NONCE)
+		mac[0] ^= 1;
 	if (_i == MM_PAYLOAD)
 		F.payload[7] ^= 1;
 	if (_i == MM_HEADER) {
