@@ -14,7 +14,7 @@
 #                         +-----+--------------------------+
 #                         | ns <P>-x  r0..r3 .<rail+1>.3     |
 #                         |           mg 198.18.0.3          |
-#                         |  (key run: + .0.200-.202 on mg)  |
+#                         |  + .0.200-.206 on mg (prefix)    |
 #                         |  intruder (tests/netns/intruder) |
 #                         +--------------------------------+
 #   198.18.<rail+1>.<host>/24, management 198.18.0.<host>/24
@@ -29,8 +29,15 @@
 #   5 partial    200 connections each holding a 65,535-byte partial frame
 # Run twice: without a key (etc/examples/netns-drill-{a,b}.conf, copied
 # with a looser failover timeout_ms, see below) and with key_file added
-# to those copies, where b also accepts x's extra
-# addresses 198.18.0.200/29 by prefix; from there x tries
+# to those copies.  In both, b also accepts x's extra addresses
+# 198.18.0.200/29 by prefix: a node there is admitted under a name of its
+# own, and must get no further.  Without a key, from there x tries
+#   9 pfxname    HELLO with a's name, its own address -> refused
+#  10 pfxaddr    HELLO with another name, a's address -> refused
+#  11 pfxspoof   HELLO as a (name and address), every 100 ms for ~3 s
+#  12 pfxfence   HELLO as itself (admitted: HELLO_ACK), then FENCE_ACK
+#                2^64-1 -> that session closed, a's fences untouched
+# and with the key:
 #   6 nokey      HELLO without authentication       -> "requires key_file"
 #   7 badproof   HELLO with a nonce, then a made-up AUTH -> "key differs"
 #   8 spoofkey   as 7 but claiming to be a          -> refused by admission
@@ -41,7 +48,8 @@
 # refusals, at most one line per source per 10 s.
 #
 # usage: test_intruder.sh RAILYARD_BINARY INTRUDER_BINARY
-# Root only; skips (77) elsewhere.  RY_DRILL_KEEP=DIR keeps the logs.
+# Root only; skips (77) elsewhere.  RY_DRILL_KEEP=DIR keeps the logs;
+# RY_NETNS_PREFIX (default ryi) starts the namespace names.
 set -euo pipefail
 ry=$1 intruder=$2
 here=$(cd "$(dirname "$0")" && pwd)
@@ -54,7 +62,7 @@ command -v jq >/dev/null || { echo "SKIP: jq is not installed (apt-get install j
 
 RATE=${RY_DRILL_RATE:-100mbit}
 BENCH_S=${RY_INTRUDER_BENCH_S:-14}
-p=ryi$$
+p=${RY_NETNS_PREFIX:-ryi}$$
 work=$(mktemp -d)
 pids=()
 serve_pid=
@@ -174,18 +182,48 @@ attacks() { # CONF_A
 		--conns 20 --hold-ms 2000
 	x idle --conns 1100 --hold-ms 3000
 	x partial --conns 200 --partial 65535 --hold-ms 3000
-	[[ -n ${keyed:-} ]] && keyed_attacks
+	if [[ -n ${keyed:-} ]]; then
+		keyed_attacks
+	else
+		prefix_attacks
+	fi
 	wait "$spid" || fail "intruder (spoof) failed"
 	wait "$bpid" || true
 	kill -0 "$serve_pid" 2>/dev/null || fail "serve died under attack"
 	check_bench "$out"
 	for a in unlisted spoof fence idle partial; do check_refused $a; done
-	[[ -n ${keyed:-} ]] && check_keyed
+	if [[ -n ${keyed:-} ]]; then
+		check_keyed
+	else
+		check_prefix
+	fi
 	check_log 198.18.0.3 $((SECONDS - t0))
 	# still serving: a new session and a short verified run
 	bench 3 "$work/after-$phase.json" "$1" || true
 	check_bench "$work/after-$phase.json"
 	kill -0 "$serve_pid" 2>/dev/null || fail "serve died"
+}
+
+# Without a key, from addresses b's accept prefix admits: a node admitted
+# for itself cannot pass for a, by name, by address or by fencing.
+prefix_attacks() {
+	x pfxname --from 198.18.0.203 --hello a --claim 198.18.0.203:7470 \
+		--conns 5 --hold-ms 1500
+	x pfxaddr --from 198.18.0.204 --hello y --claim $A_CLAIM \
+		--conns 5 --hold-ms 1500
+	x pfxspoof --from 198.18.0.205 --hello a --claim $A_CLAIM \
+		--repeat 30 --interval-ms 100 --hold-ms 500
+	x pfxfence --from 198.18.0.206 --hello z --claim 198.18.0.206:7470 \
+		--fence-ack 18446744073709551615 --conns 5 --hold-ms 1500
+}
+check_prefix() {
+	check_refused pfxname
+	check_refused pfxaddr
+	check_refused pfxspoof
+	check_refused pfxfence 5 # admitted as z, closed for the FENCE_ACK
+	check_log 198.18.0.203 0 "name with control address"
+	check_log 198.18.0.204 0 "from another address"
+	check_log 198.18.0.205 0 ""
 }
 
 # With a key, from addresses b's accept prefix admits.
@@ -222,8 +260,14 @@ for h in a b; do
 	grep -q "timeout_ms = $TIMEOUT_MS" "$work/$h-nokey.conf" ||
 		{ phase=setup; fail "could not set timeout_ms in the $h config copy"; }
 done
+printf '\naccept = {"198.18.0.200/29"}\n' >>"$work/b-nokey.conf"
+for n in 200 201 202 203 204 205 206; do
+	ip -n "$p-x" addr add 198.18.0.$n/24 dev mg
+done
+"$ry" check-config "$work/b-nokey.conf" >/dev/null ||
+	{ phase=setup; fail "temporary b config is bad"; }
 
-# ---- without a key: the example configs (admits only a) ----
+# ---- without a key: the example configs (admit a, and the prefix) ----
 phase=nokey
 echo "without a key:"
 start_serve "$work/b-nokey.conf"
@@ -240,8 +284,6 @@ for h in a b; do
 	cp "$work/$h-nokey.conf" "$work/$h.conf"
 	printf '\nkey_file = "%s"\n' "$work/key" >>"$work/$h.conf"
 done
-printf 'accept = {"198.18.0.200/29"}\n' >>"$work/b.conf"
-for n in 200 201 202; do ip -n "$p-x" addr add 198.18.0.$n/24 dev mg; done
 "$ry" check-config "$work/b.conf" >/dev/null || fail "temporary b config is bad"
 start_serve "$work/b.conf"
 attacks "$work/a.conf"

@@ -391,6 +391,8 @@ static uint64_t stat_at(struct ry_rail *r, size_t off)
 	return *(uint64_t *)(void *)((char *)&st + off);
 }
 
+#define STAT(r, f) stat_at((r), offsetof(struct ry_rail_stats, f))
+
 static void forge_teardown(struct forge *F)
 {
 	ck_assert_int_eq(ry__rail_dereg_mr(F->mr), 0);
@@ -566,10 +568,9 @@ START_TEST(test_crc_after_lookup)
 	size_t len;
 
 	forge_setup(&F);
-	crc0 = stat_at(F.p.r[1], offsetof(struct ry_rail_stats, rx_bad_crc));
-	qpn0 = stat_at(F.p.r[1], offsetof(struct ry_rail_stats, rx_bad_qpn));
-	cookie0 =
-	    stat_at(F.p.r[1], offsetof(struct ry_rail_stats, rx_bad_cookie));
+	crc0 = STAT(F.p.r[1], rx_bad_crc);
+	qpn0 = STAT(F.p.r[1], rx_bad_qpn);
+	cookie0 = STAT(F.p.r[1], rx_bad_cookie);
 	f = F.f;
 	f.dqpn ^= 0x10;
 	len = forge_build(&F, &f);
@@ -580,15 +581,9 @@ START_TEST(test_crc_after_lookup)
 	len = forge_build(&F, &f);
 	F.pkt[len - 1] ^= 0x40;
 	forge_inject(&F, len, 0);
-	ck_assert_uint_eq(
-	    stat_at(F.p.r[1], offsetof(struct ry_rail_stats, rx_bad_qpn)),
-	    qpn0 + 1);
-	ck_assert_uint_eq(
-	    stat_at(F.p.r[1], offsetof(struct ry_rail_stats, rx_bad_cookie)),
-	    cookie0 + 1);
-	ck_assert_uint_eq(
-	    stat_at(F.p.r[1], offsetof(struct ry_rail_stats, rx_bad_crc)),
-	    crc0);
+	ck_assert_uint_eq(STAT(F.p.r[1], rx_bad_qpn), qpn0 + 1);
+	ck_assert_uint_eq(STAT(F.p.r[1], rx_bad_cookie), cookie0 + 1);
+	ck_assert_uint_eq(STAT(F.p.r[1], rx_bad_crc), crc0);
 	ck_assert(!memcmp(F.buf, F.snap, sizeof(F.snap)));
 	forge_teardown(&F);
 }
@@ -604,9 +599,8 @@ START_TEST(test_empty_datagram)
 	int fd;
 
 	forge_setup(&F);
-	empty0 = stat_at(F.p.r[1], offsetof(struct ry_rail_stats, rx_empty));
-	dropped0 =
-	    stat_at(F.p.r[1], offsetof(struct ry_rail_stats, rx_dropped));
+	empty0 = STAT(F.p.r[1], rx_empty);
+	dropped0 = STAT(F.p.r[1], rx_dropped);
 	memcpy(&to.sin_addr, F.p.qp[1]->local.gid + 12, 4);
 	to.sin_port = htons(F.p.qp[1]->local.udp_port);
 	fd = socket(AF_INET, SOCK_DGRAM, 0);
@@ -617,17 +611,10 @@ START_TEST(test_empty_datagram)
 		    0);
 	close(fd);
 	forge_inject(&F, 0, 0);
-	for (int i = 0;
-	     i < 500 && stat_at(F.p.r[1], offsetof(struct ry_rail_stats,
-						   rx_empty)) < empty0 + 4;
-	     i++)
+	for (int i = 0; i < 500 && STAT(F.p.r[1], rx_empty) < empty0 + 4; i++)
 		pair_spin(&F.p, 10);
-	ck_assert_uint_eq(
-	    stat_at(F.p.r[1], offsetof(struct ry_rail_stats, rx_empty)),
-	    empty0 + 4);
-	ck_assert_uint_eq(
-	    stat_at(F.p.r[1], offsetof(struct ry_rail_stats, rx_dropped)),
-	    dropped0 + 4);
+	ck_assert_uint_eq(STAT(F.p.r[1], rx_empty), empty0 + 4);
+	ck_assert_uint_eq(STAT(F.p.r[1], rx_dropped), dropped0 + 4);
 	ck_assert_int_eq(F.p.qp[1]->state, RY_QPS_RTS);
 	xfer_check(&F.p, RY_WR_RDMA_WRITE, 5000, 1);
 	forge_teardown(&F);
@@ -643,28 +630,15 @@ static const uint8_t mac_k1[RY_QP_MAC_KEY] = {9, 8, 7}; /* 1 -> 0 */
  * mac_k1), both first PSNs at psn when it is not 0. */
 static void mac_connect(struct ry_test_pair *p, uint32_t psn)
 {
-	struct ry_qp_attr at[2];
-
 	pair_create_qps(p);
+	for (int i = 0; psn && i < 2; i++)
+		ck_assert_int_eq(ry__soft_test_set_psn(p->qp[i], psn), 0);
 	pair_defaults(p);
-	for (int i = 0; i < 2; i++) {
-		at[i] = p->attr;
-		at[i].mtu = p->mtu;
-		ck_assert_int_eq(
-		    ry__rail_modify_qp(p->qp[i], RY_QPS_INIT, &at[i]), 0);
-		if (psn)
-			ck_assert_int_eq(ry__soft_test_set_psn(p->qp[i], psn),
-					 0);
-	}
-	for (int i = 0; i < 2; i++) {
-		at[i].remote = p->qp[1 - i]->local;
-		at[i].mac = true;
-		memcpy(at[i].mac_tx, i ? mac_k1 : mac_k0, RY_QP_MAC_KEY);
-		memcpy(at[i].mac_rx, i ? mac_k0 : mac_k1, RY_QP_MAC_KEY);
-		ck_assert_int_eq(pair_to_rtr(p->qp[i], &at[i]), 0);
-		ck_assert_int_eq(
-		    ry__rail_modify_qp(p->qp[i], RY_QPS_RTS, &at[i]), 0);
-	}
+	p->attr.mac = true;
+	memcpy(p->attr.mac_tx, mac_k0, RY_QP_MAC_KEY);
+	memcpy(p->attr.mac_rx, mac_k1, RY_QP_MAC_KEY);
+	p->attr_set = true;
+	pair_connect_qps(p);
 }
 
 /* Traffic of every kind flows with the MAC on, across the PSN wrap, and
@@ -766,26 +740,17 @@ START_TEST(test_mac_forged)
 	}
 	memcpy(F.pkt + len, F.payload, F.f.paylen);
 	len += F.f.paylen;
-	bad0 = stat_at(F.p.r[1], offsetof(struct ry_rail_stats, rx_bad_mac));
-	dropped0 =
-	    stat_at(F.p.r[1], offsetof(struct ry_rail_stats, rx_dropped));
+	bad0 = STAT(F.p.r[1], rx_bad_mac);
+	dropped0 = STAT(F.p.r[1], rx_dropped);
 	forge_inject(&F, len, 0);
 	pair_spin(&F.p, 5);
 	if (_i == MM_NONE) {
 		ck_assert(!memcmp(F.buf + 1024 + 100, F.payload, 64));
-		ck_assert_uint_eq(
-		    stat_at(F.p.r[1],
-			    offsetof(struct ry_rail_stats, rx_bad_mac)),
-		    bad0);
+		ck_assert_uint_eq(STAT(F.p.r[1], rx_bad_mac), bad0);
 	} else {
-		ck_assert_msg(stat_at(F.p.r[1], offsetof(struct ry_rail_stats,
-							 rx_bad_mac)) ==
-				  bad0 + 1,
+		ck_assert_msg(STAT(F.p.r[1], rx_bad_mac) == bad0 + 1,
 			      "case %d: rx_bad_mac not bumped", _i);
-		ck_assert_uint_eq(
-		    stat_at(F.p.r[1],
-			    offsetof(struct ry_rail_stats, rx_dropped)),
-		    dropped0 + 1);
+		ck_assert_uint_eq(STAT(F.p.r[1], rx_dropped), dropped0 + 1);
 		ck_assert_msg(!memcmp(F.buf, F.snap, sizeof(F.snap)),
 			      "case %d: memory touched", _i);
 		/* the connection does not notice */
@@ -814,8 +779,7 @@ START_TEST(test_mac_unexpected)
 	memcpy(F.pkt + sizeof(h) + sizeof(mac), F.payload, F.f.paylen);
 	len = sizeof(h) + sizeof(mac) + F.f.paylen;
 	forge_inject(&F, len, 0);
-	ck_assert_uint_eq(
-	    stat_at(F.p.r[1], offsetof(struct ry_rail_stats, rx_bad_mac)), 1);
+	ck_assert_uint_eq(STAT(F.p.r[1], rx_bad_mac), 1);
 	ck_assert(!memcmp(F.buf, F.snap, sizeof(F.snap)));
 	forge_teardown(&F);
 }
