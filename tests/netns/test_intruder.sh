@@ -29,7 +29,8 @@
 #   5 partial    200 connections each holding a 65,535-byte partial frame
 # Run twice: without a key (etc/examples/netns-drill-{a,b}.conf, copied
 # with a looser failover timeout_ms, see below) and with key_file added
-# to those copies.  In both, b also accepts x's extra addresses
+# (and data_mac: every soft-rail packet MACed) to those copies.  In both,
+# b also accepts x's extra addresses
 # 198.18.0.200/29 by prefix: a node there is admitted under a name of its
 # own, and must get no further.  Without a key, from there x tries
 #   9 pfxname    HELLO with a's name, its own address -> refused
@@ -89,7 +90,7 @@ fail() { echo "FAIL ($phase): $*"; exit 1; }
 start_serve() { # CONF
 	rm -f "$work/b.sock"
 	ip netns exec "$p-b" "$ry" serve -c "$1" --socket "$work/b.sock" \
-		>"$work/serve-$phase.log" 2>&1 &
+		--metrics 127.0.0.1:9479 >"$work/serve-$phase.log" 2>&1 &
 	serve_pid=$!
 	for _ in $(seq 100); do [[ -S $work/b.sock ]] && break; sleep 0.1; done
 	[[ -S $work/b.sock ]] || { cat "$work/serve-$phase.log"; fail "serve did not start"; }
@@ -190,7 +191,13 @@ attacks() { # CONF_A
 	wait "$spid" || fail "intruder (spoof) failed"
 	wait "$bpid" || true
 	kill -0 "$serve_pid" 2>/dev/null || fail "serve died under attack"
+	# soft-rail packets of a that serve dropped for their MAC (data_mac)
+	bad_mac=$(ip netns exec "$p-b" curl -s http://127.0.0.1:9479/metrics |
+		awk '/^railyard_rail_transport_rx_bad_mac_total/ { s += $2 }
+			END { print s + 0 }')
+	echo "  serve: rx_bad_mac $bad_mac"
 	check_bench "$out"
+	[[ $bad_mac == 0 ]] || fail "serve dropped $bad_mac packets for their MAC"
 	for a in unlisted spoof fence idle partial; do check_refused $a; done
 	if [[ -n ${keyed:-} ]]; then
 		check_keyed
@@ -282,7 +289,7 @@ echo "with key_file:"
 chmod 600 "$work/key"
 for h in a b; do
 	cp "$work/$h-nokey.conf" "$work/$h.conf"
-	printf '\nkey_file = "%s"\n' "$work/key" >>"$work/$h.conf"
+	printf '\nkey_file = "%s"\ndata_mac = yes\n' "$work/key" >>"$work/$h.conf"
 done
 "$ry" check-config "$work/b.conf" >/dev/null || fail "temporary b config is bad"
 start_serve "$work/b.conf"
