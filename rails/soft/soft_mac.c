@@ -64,27 +64,33 @@
 #define AD_HDR (8 + RY__SOFT_HDR_CRC_LEN) /* xpsn and header bytes */
 #define AD_MAX (AD_HDR + RY__SOFT_RX_BUF)
 
-/* The AEAD takes its additional data in one piece: header and payload are
- * gathered into ad (AD_MAX bytes) first. */
+/* The AEAD takes its additional data in one piece: xpsn, header and
+ * payload are gathered into ad (AD_MAX bytes); its length. */
+static size_t gather(uint8_t *ad, uint64_t xpsn, const void *hdr,
+		     const void *payload, uint32_t paylen)
+{
+	for (int i = 0; i < 8; i++)
+		ad[i] = (uint8_t)(xpsn >> (8 * i));
+	memcpy(ad + 8, hdr, RY__SOFT_HDR_CRC_LEN);
+	if (paylen)
+		memcpy(ad + AD_HDR, payload, paylen);
+	return AD_HDR + paylen;
+}
+
 static void mac_with(uint8_t *ad, const uint8_t key[RY_QP_MAC_KEY], uint64_t n,
 		     uint64_t xpsn, const void *hdr, const void *payload,
 		     uint32_t paylen, uint8_t mac[RY__SOFT_MAC_LEN])
 {
 	uint8_t nonce[crypto_aead_chacha20poly1305_IETF_NPUBBYTES] = {0};
 	uint8_t none[1] = {0}; /* the empty message, its empty ciphertext */
+	size_t adlen = gather(ad, xpsn, hdr, payload, paylen);
 	unsigned long long maclen;
 
-	for (int i = 0; i < 8; i++) {
+	for (int i = 0; i < 8; i++)
 		nonce[i] = (uint8_t)(n >> (8 * i));
-		ad[i] = (uint8_t)(xpsn >> (8 * i));
-	}
-	memcpy(ad + 8, hdr, RY__SOFT_HDR_CRC_LEN);
-	if (paylen)
-		memcpy(ad + AD_HDR, payload, paylen);
 	memcpy(mac, nonce, 8);
 	crypto_aead_chacha20poly1305_ietf_encrypt_detached(
-	    none, mac + 8, &maclen, none, 0, ad, AD_HDR + paylen, NULL, nonce,
-	    key);
+	    none, mac + 8, &maclen, none, 0, ad, adlen, NULL, nonce, key);
 }
 
 void ry__soft_mac_compute(const uint8_t key[RY_QP_MAC_KEY], uint64_t n,
@@ -155,6 +161,7 @@ bool ry__soft_mac_ok(struct ry__soft_qp *qp, const uint8_t *buf,
 	uint8_t *ad = qp_rail(qp)->mac_ad;
 	uint8_t none[1] = {0};
 	uint64_t *top, x;
+	size_t adlen;
 
 	if (!qp->mac.on || !p->mac)
 		return !qp->mac.on && !p->mac;
@@ -162,15 +169,10 @@ bool ry__soft_mac_ok(struct ry__soft_qp *qp, const uint8_t *buf,
 						: &qp->mac.rx_resp;
 	x = xpsn(*top, p->psn);
 	memcpy(nonce, p->mac, 8);
-	for (int i = 0; i < 8; i++)
-		ad[i] = (uint8_t)(x >> (8 * i));
-	memcpy(ad + 8, buf, RY__SOFT_HDR_CRC_LEN);
-	if (p->paylen)
-		memcpy(ad + AD_HDR, p->payload, p->paylen);
+	adlen = gather(ad, x, buf, p->payload, p->paylen);
 	/* constant time inside libsodium */
 	if (crypto_aead_chacha20poly1305_ietf_decrypt_detached(
-		none, NULL, none, 0, p->mac + 8, ad, AD_HDR + p->paylen, nonce,
-		qp->mac.krx))
+		none, NULL, none, 0, p->mac + 8, ad, adlen, nonce, qp->mac.krx))
 		return false;
 	if (x > *top)
 		*top = x;
