@@ -57,6 +57,9 @@
  * session key over an implicit frame counter, type, version and body: a
  * bad one closes the session before the frame acts.  A node with a key
  * refuses a peer without one, and the other way round, with REFUSE.
+ * With data_mac, a connection's packet keys come from the session its
+ * CONN_REQ/REP went over (ry__ctl_conn_keys), so both ends derive them
+ * from one transcript.
  */
 #include <endian.h>
 #include <errno.h>
