@@ -10,7 +10,8 @@
  *
  *   HELLO / HELLO_ACK  u64 node incarnation, str node name, str control
  *                      address, u8 n, n x { str rail, str network,
- *                      endpoint }, u8 auth (1: key_file), and with auth:
+ *                      endpoint }, u8 auth (bit 0: key_file, bit 1:
+ *                      data_mac, only with bit 0), and with a key:
  *                      32-byte nonce, and in HELLO_ACK the listener's
  *                      32-byte proof   -- the dialer sends HELLO, the
  *                      listener answers HELLO_ACK: rail lists exchanged
@@ -133,7 +134,7 @@ struct hello {
 	char name[RY_NAME_MAX], addr[RY_ADDR_MAX];
 	unsigned n;
 	struct ry__rrail rr[RY_MAX_RAILS];
-	bool auth;
+	bool auth, data_mac;
 	unsigned char nonce[RY__NONCE], proof[RY__MAC];
 };
 
@@ -152,6 +153,7 @@ enum refusal {
 	REF_KEY_DIFFERS = 1, /* a proof did not verify */
 	REF_KEY_REQUIRED,    /* the sender has a key; the other end sent none */
 	REF_NO_KEY,	     /* the sender has no key; the other end has one */
+	REF_DATA_MAC,	     /* the two ends' data_mac settings differ */
 };
 
 /* ---- encoding ---- */
@@ -1121,7 +1123,7 @@ void ry__ctl_send_hello(struct ry__ctl *c, bool reply)
 		w_str(w, m->m_rails[i].lr_cfg.network);
 		w_ep(w, &m->m_rails[i].lr_attr.local);
 	}
-	w_u8(w, a != NULL);
+	w_u8(w, a ? 1 | (m->m_cfg.data_mac ? 2 : 0) : 0);
 	if (a) {
 		ry__auth_nonce(a->a_nonce);
 		w_bytes(w, a->a_nonce, RY__NONCE);
@@ -1235,9 +1237,10 @@ static int parse_hello(struct rbuf *r, bool reply, struct hello *h)
 		r_ep(r, &h->rr[i].rr_ep);
 	}
 	auth = r_u8(r);
-	if (auth > 1)
+	if (auth > 3 || auth == 2)
 		return -EBADMSG;
-	h->auth = auth;
+	h->auth = auth & 1;
+	h->data_mac = auth & 2;
 	if (h->auth) {
 		r_bytes(r, h->nonce, RY__NONCE);
 		if (reply)
@@ -1388,6 +1391,17 @@ static int on_hello(struct ry__ctl *c, struct rbuf *r, bool reply)
 				  "requires key_file");
 		goto out;
 	}
+	/* the two would connect, and every data packet would be dropped */
+	if (a && h->data_mac != m->m_cfg.data_mac) {
+		ret = auth_refuse(c, REF_DATA_MAC,
+				  m->m_cfg.data_mac
+				      ? "the peer has data_mac off; this node "
+					"has it on (set it alike on every node)"
+				      : "the peer has data_mac on; this node "
+					"has it off (set it alike on every "
+					"node)");
+		goto out;
+	}
 	if (!a) {
 		ret = hello_apply(c, h, reply);
 		goto out;
@@ -1475,6 +1489,10 @@ static int on_refuse(struct ry__ctl *c, struct rbuf *r)
 	case REF_NO_KEY:
 		ctl_refuse_log(c, "authentication failed: the peer has no "
 				  "key_file; this node requires one");
+		break;
+	case REF_DATA_MAC:
+		ctl_refuse_log(c, "data_mac differs between the nodes (set it "
+				  "alike on every node)");
 		break;
 	default:
 		ctl_refuse_log(c, "refused by the peer");

@@ -391,6 +391,29 @@ START_TEST(version_mismatch_named)
 }
 END_TEST
 
+/* data_mac on one node only: refused at the handshake, both say why (the
+ * QPs would connect and drop every packet of each other). */
+START_TEST(data_mac_mismatch_refused)
+{
+	struct fx_done d;
+
+	ck_assert_int_eq(fx_init(&F, &(struct fx_opts){.key_a = key1,
+						       .key_b = key1,
+						       .data_mac_a = true,
+						       .op_timeout_ms = 1500}),
+			 0);
+	ck_assert_int_eq(write_one(&F, true, 20000, &d), -1);
+	ck_assert_uint_eq(npeers(F.b), 0);
+	ck_assert_msg(logged("session to 127.0.0.1 refused: data_mac differs "
+			     "between the nodes"),
+		      "%s", logbuf);
+	ck_assert_msg(logged("session from 127.0.0.1 refused: the peer has "
+			     "data_mac on; this node has it off"),
+		      "%s", logbuf);
+	fx_fini(&F);
+}
+END_TEST
+
 #ifdef FX_AUTH_SOFT
 /* On a's and b's rails: no packet failed its MAC, and every connected QP
  * has data_mac on as the config says; the QPs seen. */
@@ -423,13 +446,13 @@ START_TEST(data_mac_traffic)
 	struct fx_opts o = named_keyed;
 	struct fx_done d;
 
-	o.data_mac = _i == 1;
+	o.data_mac_a = o.data_mac_b = _i == 1;
 	ck_assert_int_eq(fx_init(&F, &o), 0);
 	for (int i = 0; i < 4; i++)
 		ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
 	ck_assert_uint_eq(F.ev_a.n_conn_down + F.ev_b.n_conn_down, 0);
-	ck_assert_uint_ge(mac_qps(F.a, o.data_mac), 2);
-	ck_assert_uint_ge(mac_qps(F.b, o.data_mac), 2);
+	ck_assert_uint_ge(mac_qps(F.a, _i == 1), 2);
+	ck_assert_uint_ge(mac_qps(F.b, _i == 1), 2);
 	fx_fini(&F);
 }
 END_TEST
@@ -451,6 +474,7 @@ static Suite *auth_suite(void)
 	tcase_add_test(tc, same_key_works);
 	tcase_add_test(tc, restart_proven_by_key);
 	tcase_add_test(tc, different_keys_refused);
+	tcase_add_test(tc, data_mac_mismatch_refused);
 	tcase_add_test(tc, key_one_side_refused);
 	tcase_add_test(tc, impersonation_without_key);
 	tcase_add_test(tc, flipped_mac_closes_session);

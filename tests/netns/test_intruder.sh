@@ -238,9 +238,9 @@ keyed_attacks() {
 	x nokey --from 198.18.0.200 --hello x --claim 198.18.0.200:7470 \
 		--conns 5 --hold-ms 2000
 	x badproof --from 198.18.0.201 --hello x --claim 198.18.0.201:7470 \
-		--auth --fake-proof --conns 5 --hold-ms 3000
+		--auth --data-mac --fake-proof --conns 5 --hold-ms 3000
 	x spoofkey --from 198.18.0.202 --hello a --claim $A_CLAIM \
-		--auth --fake-proof --conns 5 --hold-ms 2000
+		--auth --data-mac --fake-proof --conns 5 --hold-ms 2000
 }
 check_keyed() {
 	check_refused nokey
