@@ -439,6 +439,52 @@ static unsigned mac_qps(struct ry_manager *m, bool on)
 	return n;
 }
 
+/* The send key of a's connected QP on rail r0; false when there is none. */
+static bool r0_key(uint8_t k[RY_QP_MAC_KEY])
+{
+	struct ry__lrail *lr = &F.a->m_rails[0];
+	bool found = false;
+
+	pthread_mutex_lock(&lr->lr_lock);
+	for (struct ry__soft_qp *qp = to_srail(lr->lr_rail)->qps; qp;
+	     qp = qp->next)
+		if (qp->base.state == RY_QPS_RTS && qp->mac.on) {
+			memcpy(k, qp->mac.ktx, RY_QP_MAC_KEY);
+			found = true;
+		}
+	pthread_mutex_unlock(&lr->lr_lock);
+	return found;
+}
+
+static bool r0_active(void *arg)
+{
+	return fx_active(F.a, "r0") == (arg ? 1 : 0);
+}
+
+/* A reconnect (r0's link pulled and restored) gives the connection new
+ * keys: nothing captured from the old one verifies on the new one. */
+START_TEST(data_mac_new_keys_on_reconnect)
+{
+	struct fx_opts o = named_keyed;
+	uint8_t k1[RY_QP_MAC_KEY], k2[RY_QP_MAC_KEY];
+	struct fx_done d;
+
+	o.data_mac_a = o.data_mac_b = true;
+	ck_assert_int_eq(fx_init(&F, &o), 0);
+	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
+	ck_assert(r0_key(k1));
+	ck_assert_int_eq(ry_rail_link(F.a, "r0", false), 0);
+	ck_assert(fx_until(&F, r0_active, NULL, 10000));
+	ck_assert_int_eq(ry_rail_link(F.a, "r0", true), 0);
+	ck_assert(fx_until(&F, r0_active, &F, 20000));
+	ck_assert(r0_key(k2));
+	ck_assert(memcmp(k1, k2, sizeof(k1)));
+	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
+	ck_assert_uint_eq(mac_qps(F.a, true) + mac_qps(F.b, true) > 0, 1);
+	fx_fini(&F);
+}
+END_TEST
+
 /* data_mac on both: transfers work and verify, nothing is dropped for its
  * MAC, no connection goes down; the same without it, for contrast. */
 START_TEST(data_mac_traffic)
@@ -468,6 +514,7 @@ static Suite *auth_suite(void)
 #ifdef FX_AUTH_SOFT
 	/* the soft build: what needs soft rails */
 	tcase_add_loop_test(tc, data_mac_traffic, 0, 2);
+	tcase_add_test(tc, data_mac_new_keys_on_reconnect);
 	suite_add_tcase(s, tc);
 	return s;
 #endif
