@@ -310,6 +310,22 @@ int ry__cfg_validate(const struct ry_config *cfg, struct ry__loader *ld)
 			       "%s", why);
 		sodium_memzero(key, sizeof(key));
 	}
+	if (cfg->data_mac && !cfg->key_file[0])
+		REPORT(&v, line_of(&v, "", 0, "data_mac", 0),
+		       "set key_file: the data-path keys come from the "
+		       "authenticated control handshake",
+		       "data_mac needs key_file");
+	for (unsigned i = 0;
+	     cfg->data_mac && i < cfg->n_rails && i < RY_MAX_RAILS; i++)
+		if (cfg->rails[i].provider == RY_PROVIDER_VERBS)
+			REPORT(&v,
+			       line_of(&v, "rail", (int)i, "provider",
+				       cfg->rails[i].line),
+			       "the HCA builds a verbs rail's packets: no MAC "
+			       "of ours fits in them; use data_mac with soft "
+			       "rails only",
+			       "data_mac: verbs rail '%s' cannot carry a MAC",
+			       cfg->rails[i].name);
 	check_opts(&v, "", cfg, NULL, 0, 0);
 	check_opts(&v, "failover", cfg, NULL, 0, 0);
 	if (f->heartbeat_ms && f->timeout_ms &&

@@ -214,14 +214,26 @@ struct ry_qp_endpoint {
 	uint32_t mtu;
 };
 
+/* Bytes of each data-path MAC key (ry_qp_attr.mac_tx / mac_rx). */
+#define RY_QP_MAC_KEY 32
+
 /*
  * Attributes for ry__rail_modify_qp().  Which fields are read depends on the
- * target state, as in verbs: INIT reads access; RTR reads remote, mtu;
- * RTS reads timeouts and retry counts.  ERR and RESET read nothing.
+ * target state, as in verbs: INIT reads access; RTR reads remote, mtu and
+ * mac; RTS reads timeouts and retry counts.  ERR and RESET read nothing.
+ *
+ * mac (soft rail only; verbs refuses RTR with -EOPNOTSUPP): every packet
+ * the QP sends carries a keyed MAC under mac_tx, and every packet it takes
+ * must carry a good one under mac_rx (the peer's mac_tx).  The keys are
+ * the connection's own (the manager derives them from its authenticated
+ * control session and both endpoints); the rail copies them at RTR and
+ * wipes its copy at RESET and destroy.
  */
 struct ry_qp_attr {
 	unsigned access; /* enum ry_access for inbound requests */
 	struct ry_qp_endpoint remote;
+	bool mac;
+	uint8_t mac_tx[RY_QP_MAC_KEY], mac_rx[RY_QP_MAC_KEY];
 	uint32_t mtu;		   /* path MTU, min of both sides */
 	uint32_t ack_timeout_us;   /* retransmit after this much silence */
 	uint32_t retry_cnt;	   /* 0..6; never 7 (infinite on some HCAs) */
@@ -276,6 +288,8 @@ struct ry_rail_stats {
 	uint64_t rx_dropped; /* failed a check: counted, dropped */
 	uint64_t rx_bad_crc, rx_bad_header, rx_bad_qpn, rx_bad_cookie;
 	uint64_t rx_bad_psn, rx_access_err, rx_qp_err_dropped;
+	uint64_t rx_empty;   /* zero-length datagrams (also in rx_dropped) */
+	uint64_t rx_bad_mac; /* data-path MAC missing or wrong (ditto) */
 	uint64_t faults_dropped, faults_duplicated, faults_reordered,
 	    faults_corrupted;
 };

@@ -12,6 +12,17 @@
  *   listener's proof = HMAC-SHA512/256(k_proof, "listener" || t)
  *   dialer's proof   = HMAC-SHA512/256(k_proof, "dialer"   || t)
  *   frame key, per direction = HMAC-SHA512/256(k_frame, "d->l" | "l->d" || t)
+ *   data key of the session  = HMAC-SHA512/256(k_frame, "data" || t)
+ *   a connection's data_mac key for packets from A to B =
+ *       BLAKE2b-256(key = data key, "railyard data v1" || ep(A) || ep(B)),
+ *       ep = le32 QPN || le32 first PSN || le64 cookie, as exchanged in
+ *       CONN_REQ/REP over that session
+ *
+ * A connection's keys are new whenever one of its QPs is (the cookies are
+ * fresh random 64-bit numbers) and whenever the session is (t has fresh
+ * nonces), so nothing captured from an earlier connection verifies on a
+ * later one; the order of the endpoints makes the two directions' keys
+ * differ, so a packet cannot be reflected back to its sender.
  *
  * Both bodies carry the sender's incarnation, node name, control address
  * and a fresh 32-byte nonce, so a proof is good for one session only and
@@ -141,10 +152,45 @@ bool ry__auth_proof_ok(const struct ry_manager *m, bool dialer,
 void ry__auth_session_keys(const struct ry_manager *m, bool dialer,
 			   const unsigned char t[RY__MAC],
 			   unsigned char ktx[RY__MAC],
-			   unsigned char krx[RY__MAC])
+			   unsigned char krx[RY__MAC],
+			   unsigned char kdata[RY__MAC])
 {
 	labelled(m->m_auth->k_frame, dialer ? "d->l" : "l->d", t, ktx);
 	labelled(m->m_auth->k_frame, dialer ? "l->d" : "d->l", t, krx);
+	labelled(m->m_auth->k_frame, "data", t, kdata);
+}
+
+static void conn_key(const unsigned char kdata[RY__MAC],
+		     const struct ry_qp_endpoint *from,
+		     const struct ry_qp_endpoint *to,
+		     unsigned char k[RY_QP_MAC_KEY])
+{
+	static const char label[] = "railyard data v1";
+	unsigned char ep[2][16];
+	crypto_generichash_blake2b_state st;
+
+	ry__put_le32(ep[0], from->qpn);
+	ry__put_le32(ep[0] + 4, from->psn);
+	ry__put_le64(ep[0] + 8, from->cookie);
+	ry__put_le32(ep[1], to->qpn);
+	ry__put_le32(ep[1] + 4, to->psn);
+	ry__put_le64(ep[1] + 8, to->cookie);
+	crypto_generichash_blake2b_init(&st, kdata, RY__MAC, RY_QP_MAC_KEY);
+	crypto_generichash_blake2b_update(&st, (const void *)label,
+					  sizeof(label));
+	crypto_generichash_blake2b_update(&st, (const void *)ep, sizeof(ep));
+	crypto_generichash_blake2b_final(&st, k, RY_QP_MAC_KEY);
+	sodium_memzero(&st, sizeof(st));
+}
+
+void ry__auth_conn_keys(const unsigned char kdata[RY__MAC],
+			const struct ry_qp_endpoint *loc,
+			const struct ry_qp_endpoint *rem,
+			unsigned char ktx[RY_QP_MAC_KEY],
+			unsigned char krx[RY_QP_MAC_KEY])
+{
+	conn_key(kdata, loc, rem, ktx);
+	conn_key(kdata, rem, loc, krx);
 }
 
 /* The counter is implicit: TCP delivers in order, so a replayed,

@@ -44,6 +44,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "src/manager.h"
 
 static const char *const conn_state_names[CONN__MAX] = {
@@ -205,7 +207,9 @@ static void local_ep(struct ry__conn *c, struct ry_qp_endpoint *ep)
 		ep->mtu = a->mtu;
 }
 
-static int to_rts(struct ry__conn *c, const struct ry_qp_endpoint *rem)
+/* ctl: the session the CONN_REQ/REP came over (data_mac keys) */
+static int to_rts(struct ry__conn *c, const struct ry_qp_endpoint *rem,
+		  const struct ry__ctl *ctl)
 {
 	const struct ry_failover_config *f =
 	    &c->cn_lrail->lr_mgr->m_cfg.failover;
@@ -220,13 +224,20 @@ static int to_rts(struct ry__conn *c, const struct ry_qp_endpoint *rem)
 	    .min_rnr_timer_us = 1000,
 	    .max_rd_atomic = 16,
 	};
-	int ret;
+	struct ry_qp_endpoint loc;
+	int ret = 0;
 
+	if (c->cn_lrail->lr_mgr->m_cfg.data_mac) {
+		local_ep(c, &loc);
+		ret = ry__ctl_conn_keys(ctl, &loc, rem, &attr);
+	}
 	pthread_mutex_lock(&c->cn_lrail->lr_lock);
-	ret = ry__rail_modify_qp(c->cn_qp, RY_QPS_RTR, &attr);
+	if (!ret)
+		ret = ry__rail_modify_qp(c->cn_qp, RY_QPS_RTR, &attr);
 	if (!ret)
 		ret = ry__rail_modify_qp(c->cn_qp, RY_QPS_RTS, &attr);
 	pthread_mutex_unlock(&c->cn_lrail->lr_lock);
+	sodium_memzero(&attr, sizeof(attr));
 	/* -EAGAIN: the rail is still getting ready (the verbs rail resolving
 	 * the peer's MAC); the caller backs off and tries again */
 	if (ret == -EAGAIN)
@@ -565,7 +576,7 @@ void ry__conn_on_req(struct ry_peer *p, unsigned src, unsigned dst,
 				  -EAGAIN);
 		return;
 	}
-	if (to_rts(c, ep)) {
+	if (to_rts(c, ep, ctl)) {
 		ry__conn_destroy_qp(c);
 		ry__conn_backoff(c, now);
 		ry__ctl_send_conn(ctl, CTL_CONN_REJ, dst, src, attempt, NULL,
@@ -581,7 +592,8 @@ void ry__conn_on_req(struct ry_peer *p, unsigned src, unsigned dst,
 }
 
 void ry__conn_on_rep(struct ry_peer *p, unsigned src, unsigned dst,
-		     uint32_t attempt, const struct ry_qp_endpoint *ep)
+		     uint32_t attempt, const struct ry_qp_endpoint *ep,
+		     struct ry__ctl *ctl)
 {
 	struct ry_manager *m = p->pr_mgr;
 	uint64_t now = ry__now_ns();
@@ -593,7 +605,7 @@ void ry__conn_on_rep(struct ry_peer *p, unsigned src, unsigned dst,
 	if (c->cn_state != CONN_CONNECTING || c->cn_attempt != attempt ||
 	    c->cn_ridx != (int)src)
 		return; /* an attempt we gave up on */
-	if (to_rts(c, ep)) {
+	if (to_rts(c, ep, ctl)) {
 		ry__conn_destroy_qp(c);
 		ry__conn_backoff(c, now);
 		return;

@@ -10,7 +10,8 @@
  *
  *   HELLO / HELLO_ACK  u64 node incarnation, str node name, str control
  *                      address, u8 n, n x { str rail, str network,
- *                      endpoint }, u8 auth (1: key_file), and with auth:
+ *                      endpoint }, u8 auth (bit 0: key_file, bit 1:
+ *                      data_mac, only with bit 0), and with a key:
  *                      32-byte nonce, and in HELLO_ACK the listener's
  *                      32-byte proof   -- the dialer sends HELLO, the
  *                      listener answers HELLO_ACK: rail lists exchanged
@@ -57,6 +58,9 @@
  * session key over an implicit frame counter, type, version and body: a
  * bad one closes the session before the frame acts.  A node with a key
  * refuses a peer without one, and the other way round, with REFUSE.
+ * With data_mac, a connection's packet keys come from the session its
+ * CONN_REQ/REP went over (ry__ctl_conn_keys), so both ends derive them
+ * from one transcript.
  */
 #include <endian.h>
 #include <errno.h>
@@ -130,7 +134,7 @@ struct hello {
 	char name[RY_NAME_MAX], addr[RY_ADDR_MAX];
 	unsigned n;
 	struct ry__rrail rr[RY_MAX_RAILS];
-	bool auth;
+	bool auth, data_mac;
 	unsigned char nonce[RY__NONCE], proof[RY__MAC];
 };
 
@@ -140,14 +144,16 @@ struct ry__ctl_auth {
 	unsigned char a_hello[RY__MAC];	  /* hash of the HELLO body */
 	unsigned char a_t[RY__MAC];	  /* transcript */
 	unsigned char a_ktx[RY__MAC], a_krx[RY__MAC];
-	uint64_t a_tx, a_rx;	 /* frame counters */
-	struct hello *a_pending; /* listener: the HELLO, until AUTH */
+	unsigned char a_kdata[RY__MAC]; /* data_mac keys come from it */
+	uint64_t a_tx, a_rx;		/* frame counters */
+	struct hello *a_pending;	/* listener: the HELLO, until AUTH */
 };
 
 enum refusal {
 	REF_KEY_DIFFERS = 1, /* a proof did not verify */
 	REF_KEY_REQUIRED,    /* the sender has a key; the other end sent none */
 	REF_NO_KEY,	     /* the sender has no key; the other end has one */
+	REF_DATA_MAC,	     /* the two ends' data_mac settings differ */
 };
 
 /* ---- encoding ---- */
@@ -319,6 +325,17 @@ static void ctl_kill(struct ry__ctl *c, const char *why)
 bool ry__ctl_alive(const struct ry__ctl *c)
 {
 	return c && !c->c_dead && !c->c_connecting;
+}
+
+int ry__ctl_conn_keys(const struct ry__ctl *c, const struct ry_qp_endpoint *loc,
+		      const struct ry_qp_endpoint *rem, struct ry_qp_attr *attr)
+{
+	if (!ry__ctl_alive(c) || !c->c_admitted || !c->c_mac_on || !c->c_auth)
+		return -EPERM;
+	ry__auth_conn_keys(c->c_auth->a_kdata, loc, rem, attr->mac_tx,
+			   attr->mac_rx);
+	attr->mac = true;
+	return 0;
 }
 
 /* Tests: the live sessions' fds and directions, up to max; their count. */
@@ -1106,7 +1123,7 @@ void ry__ctl_send_hello(struct ry__ctl *c, bool reply)
 		w_str(w, m->m_rails[i].lr_cfg.network);
 		w_ep(w, &m->m_rails[i].lr_attr.local);
 	}
-	w_u8(w, a != NULL);
+	w_u8(w, a ? 1 | (m->m_cfg.data_mac ? 2 : 0) : 0);
 	if (a) {
 		ry__auth_nonce(a->a_nonce);
 		w_bytes(w, a->a_nonce, RY__NONCE);
@@ -1119,7 +1136,7 @@ void ry__ctl_send_hello(struct ry__ctl *c, bool reply)
 			ry__auth_proof(m, false, a->a_t, proof);
 			w_bytes(w, proof, RY__MAC);
 			ry__auth_session_keys(m, false, a->a_t, a->a_ktx,
-					      a->a_krx);
+					      a->a_krx, a->a_kdata);
 		}
 	}
 	ctl_send(c, reply ? CTL_HELLO_ACK : CTL_HELLO, w);
@@ -1220,9 +1237,10 @@ static int parse_hello(struct rbuf *r, bool reply, struct hello *h)
 		r_ep(r, &h->rr[i].rr_ep);
 	}
 	auth = r_u8(r);
-	if (auth > 1)
+	if (auth > 3 || auth == 2)
 		return -EBADMSG;
-	h->auth = auth;
+	h->auth = auth & 1;
+	h->data_mac = auth & 2;
 	if (h->auth) {
 		r_bytes(r, h->nonce, RY__NONCE);
 		if (reply)
@@ -1373,6 +1391,17 @@ static int on_hello(struct ry__ctl *c, struct rbuf *r, bool reply)
 				  "requires key_file");
 		goto out;
 	}
+	/* the two would connect, and every data packet would be dropped */
+	if (a && h->data_mac != m->m_cfg.data_mac) {
+		ret = auth_refuse(c, REF_DATA_MAC,
+				  m->m_cfg.data_mac
+				      ? "the peer has data_mac off; this node "
+					"has it on (set it alike on every node)"
+				      : "the peer has data_mac on; this node "
+					"has it off (set it alike on every "
+					"node)");
+		goto out;
+	}
 	if (!a) {
 		ret = hello_apply(c, h, reply);
 		goto out;
@@ -1408,7 +1437,7 @@ static int on_hello(struct ry__ctl *c, struct rbuf *r, bool reply)
 		w_bytes(&w, proof, RY__MAC);
 		ctl_send(c, CTL_AUTH, &w);
 	}
-	ry__auth_session_keys(m, true, a->a_t, a->a_ktx, a->a_krx);
+	ry__auth_session_keys(m, true, a->a_t, a->a_ktx, a->a_krx, a->a_kdata);
 	c->c_mac_on = true;
 	ret = hello_apply(c, h, reply);
 out:
@@ -1461,6 +1490,10 @@ static int on_refuse(struct ry__ctl *c, struct rbuf *r)
 		ctl_refuse_log(c, "authentication failed: the peer has no "
 				  "key_file; this node requires one");
 		break;
+	case REF_DATA_MAC:
+		ctl_refuse_log(c, "data_mac differs between the nodes (set it "
+				  "alike on every node)");
+		break;
 	default:
 		ctl_refuse_log(c, "refused by the peer");
 	}
@@ -1501,7 +1534,7 @@ static int dispatch(struct ry__ctl *c, uint16_t type, struct rbuf *r)
 		if (type == CTL_CONN_REQ)
 			ry__conn_on_req(p, src, dst, attempt, &ep, c);
 		else if (type == CTL_CONN_REP)
-			ry__conn_on_rep(p, src, dst, attempt, &ep);
+			ry__conn_on_rep(p, src, dst, attempt, &ep, c);
 		else
 			ry__conn_on_rej(p, src, dst, attempt, err);
 		return 0;

@@ -698,7 +698,8 @@ void ry__conn_on_req(struct ry_peer *p, unsigned src, unsigned dst,
 		     uint32_t attempt, const struct ry_qp_endpoint *ep,
 		     struct ry__ctl *ctl);
 void ry__conn_on_rep(struct ry_peer *p, unsigned src, unsigned dst,
-		     uint32_t attempt, const struct ry_qp_endpoint *ep);
+		     uint32_t attempt, const struct ry_qp_endpoint *ep,
+		     struct ry__ctl *ctl);
 void ry__conn_on_rej(struct ry_peer *p, unsigned src, unsigned dst,
 		     uint32_t attempt, int err);
 int ry__post_ctl_msg(struct ry__conn *c, enum ry__wr_kind kind, uint64_t now);
@@ -759,6 +760,12 @@ void ry__ctl_send_conn(struct ry__ctl *c, int type, unsigned src, unsigned dst,
 void ry__ctl_send_fence(struct ry__ctl *c, bool ack, uint64_t gen, unsigned src,
 			unsigned dst, uint32_t src_qpn, uint32_t dst_qpn);
 bool ry__ctl_alive(const struct ry__ctl *c);
+/* data_mac: set attr->mac and the connection's keys (loc: our endpoint,
+ * rem: the peer's) from c, the authenticated session the CONN_REQ/REP
+ * went over, so both ends derive the same; -EPERM without one. */
+int ry__ctl_conn_keys(const struct ry__ctl *c, const struct ry_qp_endpoint *loc,
+		      const struct ry_qp_endpoint *rem,
+		      struct ry_qp_attr *attr);
 /* Internal entry points for tests and the fuzz target (fuzz_ctl.c). */
 struct sockaddr_storage;
 struct ry__ctl *ry__ctl_adopt(struct ry_manager *m, int fd,
@@ -801,7 +808,14 @@ bool ry__auth_proof_ok(const struct ry_manager *m, bool dialer,
 void ry__auth_session_keys(const struct ry_manager *m, bool dialer,
 			   const unsigned char t[RY__MAC],
 			   unsigned char ktx[RY__MAC],
-			   unsigned char krx[RY__MAC]);
+			   unsigned char krx[RY__MAC],
+			   unsigned char kdata[RY__MAC]);
+/* data_mac: a connection's two data-path keys from its session's kdata. */
+void ry__auth_conn_keys(const unsigned char kdata[RY__MAC],
+			const struct ry_qp_endpoint *loc,
+			const struct ry_qp_endpoint *rem,
+			unsigned char ktx[RY_QP_MAC_KEY],
+			unsigned char krx[RY_QP_MAC_KEY]);
 void ry__auth_frame_mac(const unsigned char k[RY__MAC], uint64_t ctr,
 			uint16_t type, uint16_t ver, const void *body, size_t n,
 			unsigned char mac[RY__MAC]);

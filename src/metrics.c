@@ -273,6 +273,9 @@ static const struct sfield sfields[] = {
     SF(naks_sent, "NAKs sent by the rail's transport."),
     SF(naks_rcvd, "NAKs received by the rail's transport."),
     SF(rx_dropped, "Received packets that failed a check and were dropped."),
+    SF(rx_empty, "Zero-length datagrams received (and dropped)."),
+    SF(rx_bad_mac, "Received packets without the data_mac MAC their "
+		   "connection expects, or with a wrong one (dropped)."),
 };
 #undef SF
 

@@ -124,6 +124,9 @@ struct ry_config {
 	/* pre-shared key authenticating the control channel: 32 raw bytes
 	 * or 64 hex digits, mode 0600; "" : no authentication */
 	char key_file[256];
+	/* a keyed MAC on every soft-rail packet, keys from the control
+	 * handshake (needs key_file; soft rails only) */
+	bool data_mac;
 	struct ry_failover_config failover;
 	struct ry_log_config log;
 	unsigned n_rails;

@@ -27,4 +27,16 @@ void ry__soft_inject(struct ry_rail *rail, const void *pkt, size_t len,
  */
 int ry__soft_test_set_psn(struct ry_qp *qp, uint32_t psn);
 
+/*
+ * Test hook: the data_mac field of one packet (counter and tag), for tests
+ * that forge packets as a key holder would: key is the sender's mac_tx, n
+ * its transmission counter, xpsn the extended PSN (soft_mac.c), hdr the 56
+ * encoded header bytes.
+ */
+void ry__soft_mac_compute(const uint8_t key[RY_QP_MAC_KEY], uint64_t n,
+			  uint64_t xpsn, const void *hdr, const void *payload,
+			  uint32_t paylen, uint8_t mac[24]);
+/* The extended PSN of a space's first PSN (soft_mac.c). */
+#define RY__SOFT_XPSN_BASE (1ull << 32)
+
 #endif

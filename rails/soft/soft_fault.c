@@ -75,19 +75,20 @@ int ry__soft_set_link(struct ry_rail *rail, enum ry_link_state state)
 	return 0;
 }
 
+/* hlen: the header and the MAC after it, if any */
 static bool hold(struct ry__soft_rail *r, const struct sockaddr_in *dst,
-		 const struct ry__soft_hdr *h, const void *payload,
-		 uint32_t paylen, uint64_t release)
+		 const struct ry__soft_hdr *h, uint32_t hlen,
+		 const void *payload, uint32_t paylen, uint64_t release)
 {
 	for (unsigned i = 0; i < RY__SOFT_FAULT_SLOTS; i++) {
 		struct ry__soft_fault_slot *s = &r->slots[i];
 
 		if (s->used)
 			continue;
-		memcpy(s->buf, h, RY__SOFT_HDR_LEN);
+		memcpy(s->buf, h, hlen);
 		if (paylen)
-			memcpy(s->buf + RY__SOFT_HDR_LEN, payload, paylen);
-		s->len = RY__SOFT_HDR_LEN + paylen;
+			memcpy(s->buf + hlen, payload, paylen);
+		s->len = hlen + paylen;
 		s->dst = *dst;
 		s->release = release;
 		s->used = true;
@@ -98,8 +99,8 @@ static bool hold(struct ry__soft_rail *r, const struct sockaddr_in *dst,
 }
 
 bool ry__soft_fault_tx(struct ry__soft_rail *r, const struct sockaddr_in *dst,
-		       struct ry__soft_hdr *h, const void *payload,
-		       uint32_t paylen, bool *dup)
+		       struct ry__soft_hdr *h, uint32_t hlen,
+		       const void *payload, uint32_t paylen, bool *dup)
 {
 	const struct ry_fault *f = &r->fault;
 	uint64_t release = 0;
@@ -130,7 +131,7 @@ bool ry__soft_fault_tx(struct ry__soft_rail *r, const struct sockaddr_in *dst,
 	}
 	if (!release || !r->slots)
 		return false;
-	if (!hold(r, dst, h, payload, paylen, release))
+	if (!hold(r, dst, h, hlen, payload, paylen, release))
 		r->st.faults_dropped++;
 	return true;
 }

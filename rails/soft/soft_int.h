@@ -6,6 +6,7 @@
  *   soft_net.c     the UDP socket, rx/tx batching (GRO/GSO), demultiplexing
  *   wire.h, wire.c the header: layout, encoder, the pure decoder
  *   crc32c.c       CRC32C for the header and payload
+ *   soft_mac.c     data_mac: the per-connection keyed MAC on every packet
  *   soft_mr.c      PDs, regions, the key tables and every access check
  *   soft_qp.c      QPs: QPN table, state machine, post_send, flush on ERR
  *   soft_req.c     requester: turns WRs into packets, go-back-N, timers
@@ -119,6 +120,14 @@ struct ry__soft_cc {	    /* congestion control, soft_cc.c */
 	uint64_t last_dec;		     /* time of the last cut */
 };
 
+struct ry__soft_mac { /* data_mac, soft_mac.c; all zero: off */
+	bool on;
+	uint8_t ktx[RY_QP_MAC_KEY], krx[RY_QP_MAC_KEY];
+	/* the highest extended PSN sent or verified, per PSN space */
+	uint64_t tx_req, tx_resp, rx_req, rx_resp;
+	uint64_t tx_n; /* packets signed: the next one's nonce */
+};
+
 enum ry__soft_req_state { /* for logs: what the requester waits on */
 			  RY__SOFT_REQ_IDLE = 0,
 			  RY__SOFT_REQ_SENDING,
@@ -139,6 +148,7 @@ struct ry__soft_qp {
 	unsigned access;
 	uint64_t ack_timeout_ns, min_rnr_ns;
 	uint32_t retry_cnt, rnr_retry, max_rd;
+	struct ry__soft_mac mac;
 
 	/* send queue: free-running counters, index & (sq_size - 1) */
 	struct ry__soft_wqe *sq;
@@ -203,6 +213,9 @@ struct ry__soft_rail {
 	struct sockaddr_in addr;
 	uint32_t mtu;
 	bool gso, gro;
+	bool mac_any; /* a QP has had data_mac on: transmit looks it up */
+	uint8_t
+	    *mac_ad; /* data_mac's scratch (soft_mac.c), from its first QP */
 	enum ry_link_state link; /* set_link */
 	bool nl_up;		 /* the real interface, from rtnetlink */
 	bool eff_up;		 /* both: what query reports */
@@ -239,7 +252,10 @@ struct ry__soft_rail {
 	struct ry__soft_txmsg txi[RY__SOFT_TX_MSGS];
 	char txc[RY__SOFT_TX_MSGS][64];
 	struct iovec txv[2 * RY__SOFT_TX_PKTS];
-	struct ry__soft_hdr txh[RY__SOFT_TX_PKTS];
+	struct ry__soft_txhdr { /* a header and the MAC sent right after */
+		struct ry__soft_hdr h;
+		uint8_t mac[RY__SOFT_MAC_LEN];
+	} txh[RY__SOFT_TX_PKTS];
 	unsigned ntxm, ntxv, ntxh;
 
 	/* rx batch */
@@ -358,13 +374,32 @@ void ry__soft_resp_run(struct ry__soft_qp *qp);
 /* soft_comp.c */
 void ry__soft_comp_rx(struct ry__soft_qp *qp, const struct ry__soft_pkt *p);
 
+/* soft_mac.c */
+/* RTR: take attr's MAC keys (or none) and start the PSN spaces; 0 or
+ * -errno. */
+int ry__soft_mac_rtr(struct ry__soft_qp *qp, const struct ry_qp_attr *attr);
+/* RESET and destroy: the keys are wiped. */
+void ry__soft_mac_wipe(struct ry__soft_qp *qp);
+static inline uint32_t ry__soft_mac_len(const struct ry__soft_qp *qp)
+{
+	return qp->mac.on ? RY__SOFT_MAC_LEN : 0;
+}
+/* The MAC of the encoded header h (flag MAC set) and its payload. */
+void ry__soft_mac_sign(struct ry__soft_qp *qp, const struct ry__soft_hdr *h,
+		       const struct ry__soft_pkt *p, const void *payload,
+		       uint8_t mac[RY__SOFT_MAC_LEN]);
+/* Whether the packet buf, parsed into p, carries the MAC qp expects (none
+ * when qp has data_mac off). */
+bool ry__soft_mac_ok(struct ry__soft_qp *qp, const uint8_t *buf,
+		     const struct ry__soft_pkt *p);
+
 /* soft_fault.c */
 int ry__soft_set_fault(struct ry_rail *rail, const struct ry_fault *f);
 int ry__soft_set_link(struct ry_rail *rail, enum ry_link_state state);
 /* Returns true when the packet was consumed (dropped or held back). */
 bool ry__soft_fault_tx(struct ry__soft_rail *r, const struct sockaddr_in *dst,
-		       struct ry__soft_hdr *h, const void *payload,
-		       uint32_t paylen, bool *dup);
+		       struct ry__soft_hdr *h, uint32_t hlen,
+		       const void *payload, uint32_t paylen, bool *dup);
 void ry__soft_fault_run(struct ry__soft_rail *r);
 uint64_t ry__soft_fault_next_timer(struct ry__soft_rail *r);
 void ry__soft_fault_cleanup(struct ry__soft_rail *r);

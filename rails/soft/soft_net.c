@@ -4,9 +4,10 @@
  * socket (buffers, GSO/GRO, bind), the transmit batch that sendmmsg
  * flushes (GSO: runs of equal segments to one peer go as one datagram),
  * the receive batches that recvmmsg fills and GRO coalesces, and the
- * demultiplexer, ry__soft_rx_packet: wire.c decodes the header, then the
- * destination QP's state, cookie and peer decide whether the responder or
- * the completer sees the packet.
+ * demultiplexer, ry__soft_rx_packet: wire.c parses the header, then the
+ * destination QP's state, cookie and peer decide whether the packet is
+ * anyone's; only then are its CRC (and, with data_mac, its MAC) checked and
+ * the responder or the completer sees it.
  */
 #include <errno.h>
 #include <netinet/udp.h>
@@ -82,23 +83,36 @@ static void tx_append(struct ry__soft_rail *r, const struct sockaddr_in *dst,
 void ry__soft_tx(struct ry__soft_rail *r, const struct sockaddr_in *dst,
 		 const struct ry__soft_pkt *p, const void *payload)
 {
-	struct ry__soft_hdr *h;
+	struct ry__soft_qp *qp = NULL;
+	struct ry__soft_txhdr *t;
+	struct ry__soft_pkt mp;
+	uint32_t hlen = RY__SOFT_HDR_LEN;
 	bool dup = false;
 
 	if (!r->eff_up || r->fault.drop_all) {
 		r->st.faults_dropped++;
 		return;
 	}
+	/* every sender names its own QP in sqpn; the lookup only on rails
+	 * where data_mac was ever on */
+	if (r->mac_any && (qp = ry__soft_qp_lookup(r, p->sqpn)) && qp->mac.on) {
+		mp = *p;
+		mp.flags |= RY__SOFT_F_MAC;
+		p = &mp;
+		hlen += RY__SOFT_MAC_LEN;
+	}
 	if (ry__soft_tx_full(r))
 		ry__soft_tx_flush(r);
-	h = &r->txh[r->ntxh++];
-	ry__soft_hdr_encode(h, p);
-	ry__soft_hdr_seal(h, payload, p->paylen);
-	if (ry__soft_fault_tx(r, dst, h, payload, p->paylen, &dup))
+	t = &r->txh[r->ntxh++];
+	ry__soft_hdr_encode(&t->h, p);
+	ry__soft_hdr_seal(&t->h, payload, p->paylen);
+	if (hlen > RY__SOFT_HDR_LEN)
+		ry__soft_mac_sign(qp, &t->h, p, payload, t->mac);
+	if (ry__soft_fault_tx(r, dst, &t->h, hlen, payload, p->paylen, &dup))
 		return;
-	tx_append(r, dst, h, RY__SOFT_HDR_LEN, payload, p->paylen);
+	tx_append(r, dst, t, hlen, payload, p->paylen);
 	if (dup)
-		tx_append(r, dst, h, RY__SOFT_HDR_LEN, payload, p->paylen);
+		tx_append(r, dst, t, hlen, payload, p->paylen);
 }
 
 /* A whole prepared packet (fault release, tests): copied by the kernel at
@@ -190,12 +204,6 @@ static void count_drop(struct ry__soft_rail *r, uint64_t *counter)
 	r->st.rx_dropped++;
 }
 
-static bool is_request(uint8_t op)
-{
-	return op == RY__SOFT_OP_SEND || op == RY__SOFT_OP_WRITE ||
-	       op == RY__SOFT_OP_READ_REQ;
-}
-
 void ry__soft_rx_packet(struct ry__soft_rail *r, const uint8_t *buf,
 			uint32_t len, const struct sockaddr_in *from)
 {
@@ -209,10 +217,14 @@ void ry__soft_rx_packet(struct ry__soft_rail *r, const uint8_t *buf,
 		r->st.faults_dropped++;
 		return;
 	}
-	rc = ry__soft_wire_decode(buf, len, &p);
+	if (!len) {
+		/* nothing we send; counted apart so a flood of them shows */
+		count_drop(r, &r->st.rx_empty);
+		return;
+	}
+	rc = ry__soft_wire_parse(buf, len, &p);
 	if (rc) {
-		count_drop(r, rc == -EBADMSG ? &r->st.rx_bad_crc
-					     : &r->st.rx_bad_header);
+		count_drop(r, &r->st.rx_bad_header);
 		return;
 	}
 	qp = ry__soft_qp_lookup(r, p.dqpn);
@@ -225,8 +237,8 @@ void ry__soft_rx_packet(struct ry__soft_rail *r, const uint8_t *buf,
 		count_drop(r, &r->st.rx_qp_err_dropped);
 		return;
 	}
-	if (qp->base.state < RY_QPS_RTR ||
-	    (!is_request(p.opcode) && qp->base.state != RY_QPS_RTS)) {
+	if (qp->base.state < RY_QPS_RTR || (!ry__soft_op_is_request(p.opcode) &&
+					    qp->base.state != RY_QPS_RTS)) {
 		count_drop(r, &r->st.rx_bad_qpn);
 		return;
 	}
@@ -242,7 +254,17 @@ void ry__soft_rx_packet(struct ry__soft_rail *r, const uint8_t *buf,
 		count_drop(r, &r->st.rx_bad_header);
 		return;
 	}
-	if (is_request(p.opcode))
+	/* The CRC only for a packet some QP would take: forging one needs a
+	 * cookie, anything else costs a lookup, not a pass over the payload. */
+	if (!ry__soft_wire_crc_ok(buf, &p)) {
+		count_drop(r, &r->st.rx_bad_crc);
+		return;
+	}
+	if ((qp->mac.on || p.mac) && !ry__soft_mac_ok(qp, buf, &p)) {
+		count_drop(r, &r->st.rx_bad_mac);
+		return;
+	}
+	if (ry__soft_op_is_request(p.opcode))
 		ry__soft_resp_rx(qp, &p);
 	else
 		ry__soft_comp_rx(qp, &p);
@@ -285,6 +307,10 @@ static int rx_batch(struct ry__soft_rail *r)
 				if (v > 0)
 					seg = (uint32_t)v;
 			}
+		}
+		if (!len) {
+			ry__soft_rx_packet(r, buf, 0, &r->rxa[i]);
+			continue;
 		}
 		/* GRO hands us equal segments, the last may be short. */
 		for (uint32_t off = 0; off < len; off += seg)
@@ -369,4 +395,5 @@ void ry__soft_net_close(struct ry__soft_rail *r)
 	if (r->sock >= 0)
 		close(r->sock);
 	free(r->rxbuf);
+	free(r->mac_ad);
 }

@@ -119,6 +119,7 @@ int ry__soft_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 
 err_free:
 	free(qp->sq);
+	ry__soft_mac_wipe(qp);
 	free(qp);
 	return rc;
 }
@@ -149,6 +150,7 @@ int ry__soft_destroy_qp(struct ry_qp *base)
 	unlink_qp(r, qp);
 	container_of(base->pd, struct ry__soft_pd, base)->refs--;
 	free(qp->sq);
+	ry__soft_mac_wipe(qp);
 	free(qp);
 	return 0;
 }
@@ -231,6 +233,7 @@ static int to_rtr(struct ry__soft_qp *qp, const struct ry_qp_attr *attr)
 	struct ry__soft_rail *r = qp_rail(qp);
 	static const uint8_t v4mapped[12] = {[10] = 0xff, [11] = 0xff};
 	uint32_t mtu = attr->mtu ? attr->mtu : attr->remote.mtu;
+	int rc;
 
 	if (memcmp(attr->remote.gid, v4mapped, 12) || !attr->remote.udp_port ||
 	    (attr->remote.qpn & ~RY__SOFT_PSN_MASK) ||
@@ -250,7 +253,11 @@ static int to_rtr(struct ry__soft_qp *qp, const struct ry_qp_attr *attr)
 	qp->peer.sin_family = AF_INET;
 	memcpy(&qp->peer.sin_addr, &attr->remote.gid[12], 4);
 	qp->peer.sin_port = htons(attr->remote.udp_port);
-	qp->pmtu = mtu - RY__SOFT_IP_UDP_HDR - RY__SOFT_HDR_LEN;
+	rc = ry__soft_mac_rtr(qp, attr);
+	if (rc)
+		return rc;
+	qp->pmtu =
+	    mtu - RY__SOFT_IP_UDP_HDR - RY__SOFT_HDR_LEN - ry__soft_mac_len(qp);
 	qp->window = RY__SOFT_WINDOW_BYTES / qp->pmtu;
 	if (qp->window > RY__SOFT_WINDOW_MAX)
 		qp->window = RY__SOFT_WINDOW_MAX;
@@ -305,6 +312,7 @@ static int to_reset(struct ry__soft_qp *qp)
 	memset(&qp->comp, 0, sizeof(qp->comp));
 	memset(&qp->resp, 0, sizeof(qp->resp));
 	memset(&qp->remote, 0, sizeof(qp->remote));
+	ry__soft_mac_wipe(qp);
 	return 0;
 }
 

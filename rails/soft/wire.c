@@ -11,27 +11,23 @@
 #include "rails/soft/psn.h"
 #include "rails/soft/wire.h"
 
-int ry__soft_wire_decode(const void *pkt, size_t len, struct ry__soft_pkt *out)
+int ry__soft_wire_parse(const void *pkt, size_t len, struct ry__soft_pkt *out)
 {
 	const uint8_t *buf = pkt;
 	struct ry__soft_hdr h;
-	uint32_t crc;
+	uint32_t hlen = RY__SOFT_HDR_LEN;
 
 	if (len < RY__SOFT_HDR_LEN)
 		return -EMSGSIZE;
 	/* GRO segments and held packets sit at any alignment. */
 	memcpy(&h, buf, sizeof(h));
-	if (be32toh(h.paylen) != len - RY__SOFT_HDR_LEN)
+	if (h.flags & RY__SOFT_F_MAC)
+		hlen += RY__SOFT_MAC_LEN;
+	if (len < hlen || be32toh(h.paylen) != len - hlen)
 		return -EMSGSIZE;
 	if (h.version != RY__SOFT_WIRE_VERSION || h.rsvd || !h.opcode ||
 	    h.opcode >= RY__SOFT_OP__MAX || (h.flags & ~RY__SOFT_F__ALL))
 		return -EPROTO;
-	/* The CRC only after the cheap checks: most garbage fails those. */
-	crc = ry__soft_crc32c(0, buf, RY__SOFT_HDR_CRC_LEN);
-	crc = ry__soft_crc32c(crc, buf + RY__SOFT_HDR_LEN,
-			      len - RY__SOFT_HDR_LEN);
-	if (crc != be32toh(h.crc))
-		return -EBADMSG;
 	out->opcode = h.opcode;
 	out->flags = h.flags;
 	out->dqpn = be32toh(h.dqpn);
@@ -44,8 +40,10 @@ int ry__soft_wire_decode(const void *pkt, size_t len, struct ry__soft_pkt *out)
 	out->syndrome = (uint8_t)(be32toh(h.aeth) >> 24);
 	out->msn = be32toh(h.aeth) & 0xffffff;
 	out->imm = be32toh(h.imm);
-	out->paylen = (uint32_t)(len - RY__SOFT_HDR_LEN);
-	out->payload = buf + RY__SOFT_HDR_LEN;
+	out->paylen = (uint32_t)(len - hlen);
+	out->payload = buf + hlen;
+	out->mac = hlen > RY__SOFT_HDR_LEN ? buf + RY__SOFT_HDR_LEN : NULL;
+	out->crc = be32toh(h.crc);
 	if ((out->dqpn | out->sqpn | out->psn) & ~RY__SOFT_PSN_MASK)
 		return -EPROTO;
 	/* IMM only on a LAST packet of a SEND or WRITE. */
@@ -55,4 +53,20 @@ int ry__soft_wire_decode(const void *pkt, size_t len, struct ry__soft_pkt *out)
 	      out->opcode != RY__SOFT_OP_WRITE)))
 		return -EPROTO;
 	return 0;
+}
+
+bool ry__soft_wire_crc_ok(const void *pkt, const struct ry__soft_pkt *p)
+{
+	uint32_t crc = ry__soft_crc32c(0, pkt, RY__SOFT_HDR_CRC_LEN);
+
+	return ry__soft_crc32c(crc, p->payload, p->paylen) == p->crc;
+}
+
+int ry__soft_wire_decode(const void *pkt, size_t len, struct ry__soft_pkt *out)
+{
+	int rc = ry__soft_wire_parse(pkt, len, out);
+
+	if (!rc && !ry__soft_wire_crc_ok(pkt, out))
+		rc = -EBADMSG;
+	return rc;
 }

@@ -21,6 +21,8 @@
  *    44    4 imm         immediate data
  *    48    4 paylen      payload bytes following the header
  *    52    4 crc         CRC32C of bytes 0..51 and the payload
+ *    56   24 mac         only with flag MAC (data_mac): see soft_mac.c;
+ *                        the payload follows it, paylen does not count it
  *
  * Cookie scheme: create_qp draws a random 64-bit cookie for the QP, which
  * the manager hands to the peer in ry_qp_endpoint.cookie.  Every packet
@@ -41,6 +43,7 @@
 #define RAILYARD_SOFT_WIRE_H
 
 #include <endian.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -63,7 +66,8 @@ enum ry__soft_flag {
 	RY__SOFT_F_IMM = 1u << 2,    /* imm is valid; LAST packets only */
 	RY__SOFT_F_ACKREQ = 1u << 3, /* last of a message; ACKed per batch */
 	RY__SOFT_F_RETRY = 1u << 4,  /* a retransmission (for counters) */
-	RY__SOFT_F__ALL = (1u << 5) - 1,
+	RY__SOFT_F_MAC = 1u << 5,    /* a MAC follows the header (soft_mac.c) */
+	RY__SOFT_F__ALL = (1u << 6) - 1,
 };
 
 /* AETH syndromes, as IB's: the top bits say ACK, RNR NAK or NAK. */
@@ -108,6 +112,9 @@ _Static_assert(offsetof(struct ry__soft_hdr, paylen) == 48, "paylen at 48");
 _Static_assert(offsetof(struct ry__soft_hdr, crc) == 52, "crc at 52");
 
 #define RY__SOFT_HDR_LEN ((uint32_t)sizeof(struct ry__soft_hdr))
+/* With RY__SOFT_F_MAC: this many bytes of MAC between header and payload
+ * (a 64-bit counter and a 16-byte tag; soft_mac.c). */
+#define RY__SOFT_MAC_LEN 24u
 #define RY__SOFT_HDR_CRC_LEN ((size_t)offsetof(struct ry__soft_hdr, crc))
 
 /* A decoded header, host order. */
@@ -116,10 +123,19 @@ struct ry__soft_pkt {
 	uint32_t dqpn, sqpn, psn, msn;
 	uint64_t cookie, va;
 	uint32_t rkey, len, imm, paylen;
+	uint32_t crc; /* as received: ry__soft_wire_crc_ok() checks it */
 	const uint8_t *payload;
+	const uint8_t *mac; /* RY__SOFT_MAC_LEN bytes with F_MAC, else NULL */
 };
 
 uint32_t ry__soft_crc32c(uint32_t crc, const void *buf, size_t len);
+
+/* A request (for the responder) rather than a response (the completer). */
+static inline bool ry__soft_op_is_request(uint8_t op)
+{
+	return op == RY__SOFT_OP_SEND || op == RY__SOFT_OP_WRITE ||
+	       op == RY__SOFT_OP_READ_REQ;
+}
 
 static inline void ry__soft_hdr_encode(struct ry__soft_hdr *h,
 				       const struct ry__soft_pkt *p)
@@ -150,6 +166,14 @@ static inline void ry__soft_hdr_encode(struct ry__soft_hdr *h,
  * *out is only meaningful on 0.  No rail or QP state is consulted.
  */
 int ry__soft_wire_decode(const void *pkt, size_t len, struct ry__soft_pkt *out);
+/*
+ * The same in two steps, for the receive path: parse is decode without the
+ * CRC (never -EBADMSG), crc_ok checks it on what parse filled.  The rail
+ * looks the destination QP up between the two, so a forged packet for no
+ * QP costs a lookup, not a pass over its payload.
+ */
+int ry__soft_wire_parse(const void *pkt, size_t len, struct ry__soft_pkt *out);
+bool ry__soft_wire_crc_ok(const void *pkt, const struct ry__soft_pkt *p);
 
 /* The CRC covers the header up to the crc field, then the payload. */
 static inline void ry__soft_hdr_seal(struct ry__soft_hdr *h,

@@ -418,6 +418,9 @@ int ry__verbs_modify_qp(struct ry_qp *qp, enum ry_qp_state state,
 	case RY_QPS_RTR:
 		if (!attr)
 			return -EINVAL;
+		/* the HCA builds the packets: no MAC of ours fits in them */
+		if (attr->mac)
+			return -EOPNOTSUPP;
 		rc = to_rtr(q, attr);
 		break;
 	case RY_QPS_RTS:

@@ -6,8 +6,9 @@
  * namespace just to open its rail.
  *
  *   bench_soft_write [-a ADDR] [-b ADDR] [-A NETNS_PATH] [-B NETNS_PATH]
- *                    [-m MTU] [-t SECONDS] [-s SIZE]... [-w]
+ *                    [-m MTU] [-t SECONDS] [-s SIZE]... [-w] [-M]
  *
+ * -M: data_mac on (fixed test keys): every packet carries the keyed MAC.
  * -w: each thread sleeps in poll() on its rail's fd when it has nothing
  * to do, instead of spinning in progress (kinder to a shared machine).
  *
@@ -33,6 +34,7 @@
 
 static atomic_int stop_b;
 static bool busy = true; /* -w: wait on the rail fd instead of spinning */
+static bool mac;	 /* -M */
 
 /* Event-driven: sleep until the rail has work (it says so on its fd). */
 static void wait_fd(struct ry_rail *r)
@@ -76,7 +78,7 @@ int main(int argc, char **argv)
 	pthread_t tb;
 	int c;
 
-	while ((c = getopt(argc, argv, "a:b:A:B:m:t:s:w")) != -1) {
+	while ((c = getopt(argc, argv, "a:b:A:B:m:t:s:wM")) != -1) {
 		switch (c) {
 		case 'a':
 			addr[0] = optarg;
@@ -95,6 +97,9 @@ int main(int argc, char **argv)
 			break;
 		case 'w':
 			busy = false;
+			break;
+		case 'M':
+			mac = true;
 			break;
 		case 't':
 			secs = atof(optarg);
@@ -139,8 +144,14 @@ int main(int argc, char **argv)
 		    .rnr_retry = 6,
 		    .min_rnr_timer_us = 1000,
 		    .max_rd_atomic = 4,
+		    .mac = mac,
 		};
-		int rc = ry__rail_modify_qp(qp[i], RY_QPS_INIT, &at);
+		int rc;
+
+		/* the two directions' keys differ, as the manager's do */
+		memset(at.mac_tx, 'a' + i, sizeof(at.mac_tx));
+		memset(at.mac_rx, 'b' - i, sizeof(at.mac_rx));
+		rc = ry__rail_modify_qp(qp[i], RY_QPS_INIT, &at);
 
 		if (!rc)
 			rc = ry__rail_modify_qp(qp[i], RY_QPS_RTR, &at);
@@ -150,7 +161,8 @@ int main(int argc, char **argv)
 			die("connect", rc);
 	}
 	pthread_create(&tb, NULL, responder, r[1]);
-	printf("# soft rail RDMA WRITE, mtu %u, %.1f s per size\n", mtu, secs);
+	printf("# soft rail RDMA WRITE, mtu %u, %.1f s per size, data_mac %s\n",
+	       mtu, secs, mac ? "on" : "off");
 	printf("%10s %12s %12s\n", "size", "MB/s", "retransmits");
 	for (uint32_t k = 0; k < n_sizes; k++) {
 		uint32_t size = sizes[k];
@@ -201,7 +213,7 @@ int main(int argc, char **argv)
 					    "rx %llu dropped %llu; b: tx "
 					    "%llu rx %llu dropped %llu "
 					    "header %llu crc %llu qpn %llu "
-					    "faults %llu)\n",
+					    "empty %llu faults %llu)\n",
 					    ry_wc_status_str(wc[i].status),
 					    (unsigned long long)s0.tx_packets,
 					    (unsigned long long)s0.rx_packets,
@@ -213,6 +225,7 @@ int main(int argc, char **argv)
 						s1.rx_bad_header,
 					    (unsigned long long)s1.rx_bad_crc,
 					    (unsigned long long)s1.rx_bad_qpn,
+					    (unsigned long long)s1.rx_empty,
 					    (unsigned long long)
 						s1.faults_dropped);
 					return 1;

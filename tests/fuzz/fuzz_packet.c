@@ -14,7 +14,8 @@
  * fields are patched to the live connection's values (QPNs and cookie,
  * the expected PSN, a valid rkey and address, a correct CRC), so the
  * fuzzer gets past the outer checks into the protocol machines.  A QP
- * that the input kills is reconnected.
+ * that the input kills is reconnected; one connection in four has data_mac
+ * on (the MAC check, and signing what the QPs send).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -31,11 +32,12 @@ static struct ry_pd *pd[2];
 static struct ry_qp *qp[2];
 static struct ry_mr *mr[2];
 static uint8_t *mem[2];
-static unsigned inputs;
+static unsigned inputs, connects;
 
 static void connect_qps(void)
 {
 	struct ry_qp_init init = {.max_send_wr = 64};
+	bool mac = connects++ % 4 == 3;
 
 	for (int i = 0; i < 2; i++) {
 		if (qp[i])
@@ -53,8 +55,11 @@ static void connect_qps(void)
 		    .retry_cnt = 1,
 		    .rnr_retry = 1,
 		    .max_rd_atomic = 4,
+		    .mac = mac,
 		};
 
+		memset(at.mac_tx, 1 + i, sizeof(at.mac_tx));
+		memset(at.mac_rx, 2 - i, sizeof(at.mac_rx));
 		if (ry__rail_modify_qp(qp[i], RY_QPS_INIT, &at) ||
 		    ry__rail_modify_qp(qp[i], RY_QPS_RTR, &at) ||
 		    ry__rail_modify_qp(qp[i], RY_QPS_RTS, &at))
@@ -100,11 +105,18 @@ static void decode_stage(const uint8_t *pkt, size_t len)
 {
 	struct ry__soft_pkt p;
 	struct ry__soft_hdr h;
+	size_t hlen = sizeof(h);
 
 	if (ry__soft_wire_decode(pkt, len, &p))
 		return;
-	if (len < sizeof(h) || p.paylen != len - sizeof(h) ||
-	    p.payload != pkt + sizeof(h))
+	if (p.flags & RY__SOFT_F_MAC) {
+		if (p.mac != pkt + sizeof(h))
+			abort();
+		hlen += RY__SOFT_MAC_LEN;
+	} else if (p.mac) {
+		abort();
+	}
+	if (len < hlen || p.paylen != len - hlen || p.payload != pkt + hlen)
 		abort();
 	ry__soft_hdr_encode(&h, &p);
 	ry__soft_hdr_seal(&h, p.payload, p.paylen);
@@ -131,14 +143,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	to = ctl & 1;
 	if (size >= sizeof(h)) {
 		struct ry__soft_qp *dst = to_sqp(qp[to]);
+		size_t hl = sizeof(h);
 
 		memcpy(&h, pkt, sizeof(h));
+		if ((h.flags & RY__SOFT_F_MAC) &&
+		    size >= sizeof(h) + RY__SOFT_MAC_LEN)
+			hl += RY__SOFT_MAC_LEN;
 		if (ctl & 2) {
 			h.version = RY__SOFT_WIRE_VERSION;
 			h.dqpn = htobe32(qp[to]->qp_num);
 			h.sqpn = htobe32(qp[1 - to]->qp_num);
 			h.cookie = htobe64(qp[to]->local.cookie);
-			h.paylen = htobe32((uint32_t)(size - sizeof(h)));
+			h.paylen = htobe32((uint32_t)(size - hl));
 		}
 		if (ctl & 4)
 			h.psn = htobe32(to ? dst->resp.psn : dst->comp.psn);
@@ -150,8 +166,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(pkt, &h, sizeof(h));
 		if (ctl & 16)
 			ry__soft_hdr_seal((struct ry__soft_hdr *)(void *)pkt,
-					  pkt + sizeof(h),
-					  (uint32_t)(size - sizeof(h)));
+					  pkt + hl, (uint32_t)(size - hl));
 	}
 	ry__soft_inject(rail[to], pkt, size, qp[1 - to]->local.gid,
 			qp[1 - to]->local.udp_port);

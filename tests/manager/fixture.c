@@ -67,6 +67,7 @@ void fx_config(struct ry_config *c, const struct fx_opts *o, bool is_b)
 	if (is_b ? o->key_b : o->key_a)
 		snprintf(c->key_file, sizeof(c->key_file), "%s",
 			 is_b ? o->key_b : o->key_a);
+	c->data_mac = is_b ? o->data_mac_b : o->data_mac_a;
 	c->log.level = RY_LOG_WARN;
 	c->n_rails = n;
 	for (i = 0; i < n; i++) {

@@ -7,7 +7,8 @@
  *
  *   frame  u32 body length, u16 type, u16 version (2), body; little-endian
  *   HELLO  (type 1) u64 incarnation, str name, str control address,
- *          u8 nrails (0 here), u8 auth, and with auth a 32-byte nonce
+ *          u8 nrails (0 here), u8 auth (bit 0 key, bit 1 data_mac), and
+ *          with a key a 32-byte nonce
  *   AUTH   (type 8) 32-byte proof
  *   FENCE_ACK (type 7) u64 generation
  *   str    u16 length + bytes
@@ -22,12 +23,14 @@
  *
  * usage: intruder --connect IP:PORT [--from IP] [--conns N] [--repeat R]
  *          [--interval-ms I] [--hold-ms H] [--hello NAME] [--node N]
- *          [--claim IP:PORT] [--auth] [--fake-proof] [--fence-ack GEN]
+ *          [--claim IP:PORT] [--auth [--data-mac]] [--fake-proof]
+ *          [--fence-ack GEN]
  *          [--partial BYTES] [--label TEXT]
  *
  *   --hello NAME     send a HELLO naming NAME, claiming --claim (default:
  *                    the --from address, port 7470), incarnation --node
  *   --auth           the HELLO says "I have a key" and carries a nonce
+ *   --data-mac       ... and "I have data_mac on" (as the node attacked)
  *   --fake-proof     after a HELLO_ACK, answer AUTH with a random proof
  *   --fence-ack GEN  after the HELLO, a FENCE_ACK for generation GEN
  *   --partial BYTES  send BYTES of a frame whose header announces one
@@ -85,7 +88,7 @@ static struct {
 	const char *connect, *from, *hello, *claim, *label;
 	unsigned conns, repeat, interval_ms, hold_ms, connect_ms;
 	uint64_t node, fence_gen;
-	bool auth, fake_proof, fence;
+	bool auth, data_mac, fake_proof, fence;
 	size_t partial;
 } o = {
     .conns = 1, .repeat = 1, .hold_ms = 1000, .connect_ms = 5000, .label = ""};
@@ -189,7 +192,7 @@ static void build_payload(struct buf *b)
 		put_str(b, o.hello);
 		put_str(b, o.claim);
 		put_le(b, 0, 1); /* no rails */
-		put_le(b, o.auth, 1);
+		put_le(b, o.auth ? 1u | (o.data_mac ? 2u : 0u) : 0u, 1);
 		if (o.auth)
 			put_random(b, 32);
 		frame_end(b, at);
@@ -559,8 +562,8 @@ static void usage(void)
 		"[--repeat R]\n"
 		"         [--interval-ms I] [--hold-ms H] [--hello NAME] "
 		"[--node N]\n"
-		"         [--claim IP:PORT] [--auth] [--fake-proof] "
-		"[--fence-ack GEN]\n"
+		"         [--claim IP:PORT] [--auth [--data-mac]] "
+		"[--fake-proof] [--fence-ack GEN]\n"
 		"         [--partial BYTES] [--label TEXT]\n");
 	exit(2);
 }
@@ -591,6 +594,7 @@ int main(int argc, char **argv)
 	    {"node", required_argument, NULL, 'N'},
 	    {"claim", required_argument, NULL, 'C'},
 	    {"auth", no_argument, NULL, 'a'},
+	    {"data-mac", no_argument, NULL, 'd'},
 	    {"fake-proof", no_argument, NULL, 'p'},
 	    {"fence-ack", required_argument, NULL, 'F'},
 	    {"partial", required_argument, NULL, 'P'},
@@ -637,6 +641,9 @@ int main(int argc, char **argv)
 			break;
 		case 'a':
 			o.auth = true;
+			break;
+		case 'd':
+			o.data_mac = true;
 			break;
 		case 'p':
 			o.fake_proof = true;

@@ -124,6 +124,10 @@ void pair_connect_qps(struct ry_test_pair *p)
 	}
 	for (int i = 0; i < 2; i++) {
 		at[i].remote = p->qp[1 - i]->local;
+		if (i && at[i].mac) {
+			memcpy(at[i].mac_tx, p->attr.mac_rx, RY_QP_MAC_KEY);
+			memcpy(at[i].mac_rx, p->attr.mac_tx, RY_QP_MAC_KEY);
+		}
 		ck_assert_int_eq(pair_to_rtr(p->qp[i], &at[i]), 0);
 		ck_assert_int_eq(
 		    ry__rail_modify_qp(p->qp[i], RY_QPS_RTS, &at[i]), 0);

@@ -56,10 +56,12 @@ struct ry_test_pair {
 	struct ry_rail *r[2];
 	struct ry_pd *pd[2];
 	struct ry_qp *qp[2];
-	struct ry_qp_attr attr; /* used for RTS of both sides */
-	bool attr_set;		/* attr is complete: no defaults */
-	uint32_t max_send_wr;	/* 0: 256 */
-	uint32_t mtu;		/* path MTU: the smaller of both rails' */
+	/* used for RTS of both sides; with mac, its keys are qp 0's and
+	 * qp 1 gets them the other way round */
+	struct ry_qp_attr attr;
+	bool attr_set;	      /* attr is complete: no defaults */
+	uint32_t max_send_wr; /* 0: 256 */
+	uint32_t mtu;	      /* path MTU: the smaller of both rails' */
 };
 
 /* Open two rails with default QP attributes (short timeouts). */

@@ -12,6 +12,10 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "rails/soft/psn.h"
 #include "rails/soft/soft.h"
@@ -387,6 +391,8 @@ static uint64_t stat_at(struct ry_rail *r, size_t off)
 	return *(uint64_t *)(void *)((char *)&st + off);
 }
 
+#define STAT(r, f) stat_at((r), offsetof(struct ry_rail_stats, f))
+
 static void forge_teardown(struct forge *F)
 {
 	ck_assert_int_eq(ry__rail_dereg_mr(F->mr), 0);
@@ -552,6 +558,233 @@ START_TEST(test_forged_rejected)
 }
 END_TEST
 
+/* The CRC is checked only for a packet some QP would take: a bad CRC on a
+ * packet for no QP, or with the wrong cookie, is counted as that. */
+START_TEST(test_crc_after_lookup)
+{
+	struct forge F;
+	struct ry__soft_pkt f;
+	uint64_t crc0, qpn0, cookie0;
+	size_t len;
+
+	forge_setup(&F);
+	crc0 = STAT(F.p.r[1], rx_bad_crc);
+	qpn0 = STAT(F.p.r[1], rx_bad_qpn);
+	cookie0 = STAT(F.p.r[1], rx_bad_cookie);
+	f = F.f;
+	f.dqpn ^= 0x10;
+	len = forge_build(&F, &f);
+	F.pkt[len - 1] ^= 0x40;
+	forge_inject(&F, len, 0);
+	f = F.f;
+	f.cookie ^= 1;
+	len = forge_build(&F, &f);
+	F.pkt[len - 1] ^= 0x40;
+	forge_inject(&F, len, 0);
+	ck_assert_uint_eq(STAT(F.p.r[1], rx_bad_qpn), qpn0 + 1);
+	ck_assert_uint_eq(STAT(F.p.r[1], rx_bad_cookie), cookie0 + 1);
+	ck_assert_uint_eq(STAT(F.p.r[1], rx_bad_crc), crc0);
+	ck_assert(!memcmp(F.buf, F.snap, sizeof(F.snap)));
+	forge_teardown(&F);
+}
+END_TEST
+
+/* Zero-length datagrams, from the socket and injected, are counted and
+ * dropped; the connection does not notice. */
+START_TEST(test_empty_datagram)
+{
+	struct forge F;
+	struct sockaddr_in to = {.sin_family = AF_INET};
+	uint64_t empty0, dropped0;
+	int fd;
+
+	forge_setup(&F);
+	empty0 = STAT(F.p.r[1], rx_empty);
+	dropped0 = STAT(F.p.r[1], rx_dropped);
+	memcpy(&to.sin_addr, F.p.qp[1]->local.gid + 12, 4);
+	to.sin_port = htons(F.p.qp[1]->local.udp_port);
+	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	ck_assert_int_ge(fd, 0);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(
+		    sendto(fd, "", 0, 0, (struct sockaddr *)&to, sizeof(to)),
+		    0);
+	close(fd);
+	forge_inject(&F, 0, 0);
+	for (int i = 0; i < 500 && STAT(F.p.r[1], rx_empty) < empty0 + 4; i++)
+		pair_spin(&F.p, 10);
+	ck_assert_uint_eq(STAT(F.p.r[1], rx_empty), empty0 + 4);
+	ck_assert_uint_eq(STAT(F.p.r[1], rx_dropped), dropped0 + 4);
+	ck_assert_int_eq(F.p.qp[1]->state, RY_QPS_RTS);
+	xfer_check(&F.p, RY_WR_RDMA_WRITE, 5000, 1);
+	forge_teardown(&F);
+}
+END_TEST
+
+/* ---- data_mac ---- */
+
+static const uint8_t mac_k0[RY_QP_MAC_KEY] = {1, 2, 3}; /* 0 -> 1 */
+static const uint8_t mac_k1[RY_QP_MAC_KEY] = {9, 8, 7}; /* 1 -> 0 */
+
+/* Connect p's QPs with data_mac on (qp 0 signs under mac_k0, qp 1 under
+ * mac_k1), both first PSNs at psn when it is not 0. */
+static void mac_connect(struct ry_test_pair *p, uint32_t psn)
+{
+	pair_create_qps(p);
+	for (int i = 0; psn && i < 2; i++)
+		ck_assert_int_eq(ry__soft_test_set_psn(p->qp[i], psn), 0);
+	pair_defaults(p);
+	p->attr.mac = true;
+	memcpy(p->attr.mac_tx, mac_k0, RY_QP_MAC_KEY);
+	memcpy(p->attr.mac_rx, mac_k1, RY_QP_MAC_KEY);
+	p->attr_set = true;
+	pair_connect_qps(p);
+}
+
+/* Traffic of every kind flows with the MAC on, across the PSN wrap, and
+ * no packet fails its MAC. */
+START_TEST(test_mac_transfers)
+{
+	struct ry_test_pair p;
+	struct ry_rail_stats st[2];
+
+	pair_open(&p);
+	mac_connect(&p, 0xffff00);
+	xfer_check(&p, RY_WR_RDMA_WRITE, 1 << 20, 1);
+	xfer_check(&p, RY_WR_RDMA_READ, 1 << 20, 2);
+	xfer_check(&p, RY_WR_SEND, 3000, 3);
+	xfer_check(&p, RY_WR_RDMA_WRITE_IMM, 5000, 4);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(ry__rail_get_stats(p.r[i], &st[i]), 0);
+		ck_assert_uint_eq(st[i].rx_bad_mac, 0);
+		ck_assert_uint_eq(st[i].rx_dropped, 0);
+		ck_assert_int_eq(p.qp[i]->state, RY_QPS_RTS);
+	}
+	pair_close(&p);
+}
+END_TEST
+
+enum macmut {
+	MM_NONE,     /* signed by the key holder: lands (the harness works) */
+	MM_NO_MAC,   /* a valid cookie, no MAC: what a sniffer can forge */
+	MM_RANDOM,   /* the MAC flag and 16 random bytes */
+	MM_PAYLOAD,  /* a signed packet, payload changed, CRC resealed */
+	MM_HEADER,   /* ... the address changed */
+	MM_REFLECT,  /* signed under the receiver's own key */
+	MM_OLD_WRAP, /* signed for this PSN one wrap (2^24 packets) ago */
+	MM_STRIPPED, /* a signed packet with the flag cleared */
+	MM_NONCE,    /* a signed packet with another counter (nonce) */
+	MM__N
+};
+
+START_TEST(test_mac_forged)
+{
+	struct forge F;
+	struct ry__soft_hdr h;
+	uint8_t mac[RY__SOFT_MAC_LEN];
+	uint64_t x, bad0, dropped0;
+	const uint8_t *key = mac_k0;
+	size_t len;
+
+	memset(&F, 0, sizeof(F));
+	pair_open(&F.p);
+	mac_connect(&F.p, 0);
+	F.buf = test_buf(8192, 3);
+	ck_assert_int_eq(
+	    ry__rail_reg_mr(F.p.pd[1], F.buf + 1024, 4096, ALL, &F.mr), 0);
+	memcpy(F.snap, F.buf, 8192);
+	test_fill(F.payload, sizeof(F.payload), 99);
+	F.f = (struct ry__soft_pkt){
+	    .opcode = RY__SOFT_OP_WRITE,
+	    .flags = RY__SOFT_F_FIRST | RY__SOFT_F_LAST | RY__SOFT_F_MAC,
+	    .dqpn = F.p.qp[1]->qp_num,
+	    .sqpn = F.p.qp[0]->qp_num,
+	    .psn = F.p.qp[0]->local.psn,
+	    .cookie = F.p.qp[1]->local.cookie,
+	    .va = (uintptr_t)F.mr->addr + 100,
+	    .rkey = F.mr->rkey,
+	    .len = sizeof(F.payload),
+	    .paylen = sizeof(F.payload),
+	};
+	x = RY__SOFT_XPSN_BASE + F.f.psn;
+	if (_i == MM_NO_MAC)
+		F.f.flags &= (uint8_t)~RY__SOFT_F_MAC;
+	if (_i == MM_REFLECT)
+		key = mac_k1;
+	if (_i == MM_OLD_WRAP)
+		x -= 1u << 24;
+	ry__soft_hdr_encode(&h, &F.f);
+	ry__soft_hdr_seal(&h, F.payload, F.f.paylen);
+	ry__soft_mac_compute(key, 12345, x, &h, F.payload, F.f.paylen, mac);
+	if (_i == MM_RANDOM)
+		memset(mac, 0x5a, sizeof(mac));
+	if (_i == MM_NONCE)
+		mac[0] ^= 1;
+	if (_i == MM_PAYLOAD)
+		F.payload[7] ^= 1;
+	if (_i == MM_HEADER) {
+		F.f.va += 8;
+		ry__soft_hdr_encode(&h, &F.f);
+	}
+	if (_i == MM_STRIPPED)
+		h.flags &= (uint8_t)~RY__SOFT_F_MAC;
+	if (_i == MM_PAYLOAD || _i == MM_HEADER || _i == MM_STRIPPED)
+		ry__soft_hdr_seal(&h, F.payload,
+				  F.f.paylen); /* CRC is no MAC */
+	len = 0;
+	memcpy(F.pkt, &h, sizeof(h));
+	len += sizeof(h);
+	if (_i != MM_NO_MAC && _i != MM_STRIPPED) {
+		memcpy(F.pkt + len, mac, sizeof(mac));
+		len += sizeof(mac);
+	}
+	memcpy(F.pkt + len, F.payload, F.f.paylen);
+	len += F.f.paylen;
+	bad0 = STAT(F.p.r[1], rx_bad_mac);
+	dropped0 = STAT(F.p.r[1], rx_dropped);
+	forge_inject(&F, len, 0);
+	pair_spin(&F.p, 5);
+	if (_i == MM_NONE) {
+		ck_assert(!memcmp(F.buf + 1024 + 100, F.payload, 64));
+		ck_assert_uint_eq(STAT(F.p.r[1], rx_bad_mac), bad0);
+	} else {
+		ck_assert_msg(STAT(F.p.r[1], rx_bad_mac) == bad0 + 1,
+			      "case %d: rx_bad_mac not bumped", _i);
+		ck_assert_uint_eq(STAT(F.p.r[1], rx_dropped), dropped0 + 1);
+		ck_assert_msg(!memcmp(F.buf, F.snap, sizeof(F.snap)),
+			      "case %d: memory touched", _i);
+		/* the connection does not notice */
+		ck_assert_int_eq(F.p.qp[1]->state, RY_QPS_RTS);
+		xfer_check(&F.p, RY_WR_RDMA_WRITE, 5000, 1);
+	}
+	forge_teardown(&F);
+}
+END_TEST
+
+/* A QP without data_mac does not take a packet that has one: the two
+ * ends disagree, and that must not pass silently. */
+START_TEST(test_mac_unexpected)
+{
+	struct forge F;
+	struct ry__soft_hdr h;
+	uint8_t mac[RY__SOFT_MAC_LEN] = {0};
+	size_t len;
+
+	forge_setup(&F);
+	F.f.flags |= RY__SOFT_F_MAC;
+	ry__soft_hdr_encode(&h, &F.f);
+	ry__soft_hdr_seal(&h, F.payload, F.f.paylen);
+	memcpy(F.pkt, &h, sizeof(h));
+	memcpy(F.pkt + sizeof(h), mac, sizeof(mac));
+	memcpy(F.pkt + sizeof(h) + sizeof(mac), F.payload, F.f.paylen);
+	len = sizeof(h) + sizeof(mac) + F.f.paylen;
+	forge_inject(&F, len, 0);
+	ck_assert_uint_eq(STAT(F.p.r[1], rx_bad_mac), 1);
+	ck_assert(!memcmp(F.buf, F.snap, sizeof(F.snap)));
+	forge_teardown(&F);
+}
+END_TEST
+
 /* A QP in ERR drops a replay of a packet it would have accepted. */
 START_TEST(test_err_qp_drops_replay)
 {
@@ -704,6 +937,11 @@ int main(void)
 	tcase_add_test(tc, test_forged_valid_lands);
 	tcase_add_loop_test(tc, test_forged_rejected, 0, M__N);
 	tcase_add_test(tc, test_err_qp_drops_replay);
+	tcase_add_test(tc, test_crc_after_lookup);
+	tcase_add_test(tc, test_empty_datagram);
+	tcase_add_test(tc, test_mac_transfers);
+	tcase_add_loop_test(tc, test_mac_forged, 0, MM__N);
+	tcase_add_test(tc, test_mac_unexpected);
 	tcase_add_test(tc, test_dup_read_reexecuted);
 	tcase_add_test(tc, test_new_qp_rejects_old);
 	suite_add_tcase(s, tc);

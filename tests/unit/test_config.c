@@ -62,6 +62,12 @@ static const struct bad_case bad[] = {
      "unknown option 'adress' in section 'rail'", 1},
     {"every unknown option reported", RAIL "foo = 1\nfailover {\n bar = 2\n}\n",
      5, "unknown option 'foo'", 2},
+    {"data_mac without key_file", RAIL "\ndata_mac = yes\n", 6,
+     "data_mac needs key_file", 1},
+    {"data_mac with a verbs rail",
+     RAIL "rail v0 {\n provider = verbs\n device = \"mlx5_0\"\n}\n"
+	  "data_mac = yes\n",
+     6, "data_mac: verbs rail 'v0' cannot carry a MAC", 0},
     {"list in brackets", RAIL "accept = [\"127.0.0.0/8\"]\n", 5,
      "'accept' is a list: '[' is not list syntax", 1},
     {"unknown section", RAIL "rails r9 {\n}\n", 5, "unknown section 'rails'",
