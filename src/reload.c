@@ -538,17 +538,6 @@ out:
 	return ret;
 }
 
-int ry_manager_reload(struct ry_manager *m, const struct ry_config *cfg,
-		      ry_config_report_fn report, void *arg)
-{
-	struct reporter r = {.fn = report ? report : log_problem, .arg = arg};
-
-	if (!m || !cfg)
-		return -EINVAL;
-	r.file = cfg->source[0] ? cfg->source : "<config>";
-	return reload(m, cfg, &r);
-}
-
 static char *slurp(const char *path)
 {
 	FILE *f = fopen(path, "re");
@@ -579,22 +568,38 @@ static char *slurp(const char *path)
 	return buf;
 }
 
+/*
+ * A config loaded from a file names it in source: the file is read again
+ * only to find the lines of the options a refusal names.
+ */
+int ry_manager_reload(struct ry_manager *m, const struct ry_config *cfg,
+		      ry_config_report_fn report, void *arg)
+{
+	struct reporter r = {.fn = report ? report : log_problem, .arg = arg};
+	int ret;
+
+	if (!m || !cfg)
+		return -EINVAL;
+	r.file = cfg->source[0] ? cfg->source : "<config>";
+	if (cfg->source[0] && cfg->source[0] != '<')
+		r.text = slurp(cfg->source);
+	ret = reload(m, cfg, &r);
+	free(r.text);
+	return ret;
+}
+
 int ry_manager_reload_file(struct ry_manager *m, const char *path,
 			   ry_config_report_fn report, void *arg)
 {
-	struct reporter r = {
-	    .fn = report ? report : log_problem, .arg = arg, .file = path};
 	struct ry_config *cfg;
 	int ret;
 
 	if (!m || !path)
 		return -EINVAL;
-	ret = ry_config_load(path, &cfg, r.fn, arg);
+	ret = ry_config_load(path, &cfg, report ? report : log_problem, arg);
 	if (ret)
 		return ret;
-	r.text = slurp(path);
-	ret = reload(m, cfg, &r);
-	free(r.text);
+	ret = ry_manager_reload(m, cfg, report, arg);
 	ry_config_free(cfg);
 	return ret;
 }

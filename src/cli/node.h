@@ -16,6 +16,14 @@ int cli_start(const char *path, struct ry_config **cfg_p,
  * else $XDG_RUNTIME_DIR or /tmp. */
 void cli_status_path(const char *node, char *buf, size_t len);
 
+/*
+ * Connect to a running serve's status socket: sock_arg, else the default
+ * for the node named in FILE (or this host's name), and send request.
+ * Returns the fd, or -1 after saying why on stderr (cmd names the command).
+ */
+int cli_node_connect(const char *cmd, const char *sock_arg, const char *file,
+		     const char *request);
+
 /* Rails and every peer the manager holds, with state and counters. */
 void cli_status_write(struct ry_manager *mgr, const struct ry_config *cfg,
 		      int json, FILE *out);

@@ -12,6 +12,11 @@
  * (Type=notify) it says READY=1 once rails, control channel, status socket
  * and metrics listener are up, STATUS= whenever a rail or connection
  * changes, and WATCHDOG=1 at half of WatchdogSec.
+ *
+ * SIGHUP, and `railyard reload` on the status socket, read the config file
+ * again and apply it with ry_manager_reload(): a file with a problem
+ * changes nothing and every problem is printed as FILE:LINE.  Around it
+ * systemd hears RELOADING=1 ... READY=1.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -65,6 +70,8 @@ static const char usage_text[] =
     "--metrics ADDR:PORT serves Prometheus metrics at\n"
     "http://ADDR:PORT/metrics (127.0.0.1:9470; 0.0.0.0:9470 for all).\n"
     "Under systemd (Type=notify) it reports readiness, status, watchdog.\n"
+    "SIGHUP (or `railyard reload`) reads FILE again and applies it; a file\n"
+    "with a problem changes nothing.\n"
     "SIGINT or SIGTERM shut it down cleanly.\n"
     "Exit codes: 0 clean shutdown, 1 cannot start, 2 usage error.\n";
 
@@ -73,6 +80,10 @@ static const char usage_text[] =
 struct server {
 	struct ry_manager *mgr;
 	struct ry_config *cfg;
+	const char *file;
+	struct ry_region *target;
+	/* the target's descriptor for bench/drill peers; packed again after a
+	 * reload (added rails), so read under lock */
 	uint8_t reply[sizeof(CLI_SESSION_DESC_TAG) + RY_DESC_MAX];
 	size_t reply_len;
 	uint64_t hellos;
@@ -95,15 +106,19 @@ static void ignore_done(const struct ry_completion *c, void *arg)
 static void on_recv(struct ry_peer *from, const struct ry_message *m, void *arg)
 {
 	struct server *sv = arg;
+	uint8_t reply[sizeof(sv->reply)];
+	size_t len;
 
 	if (m->type != RY_MSG_DATA || m->len != strlen(CLI_SESSION_HELLO) ||
 	    memcmp(m->data, CLI_SESSION_HELLO, m->len))
 		return;
 	pthread_mutex_lock(&sv->lock);
 	sv->hellos++;
+	len = sv->reply_len;
+	memcpy(reply, sv->reply, len);
 	pthread_mutex_unlock(&sv->lock);
 	/* -EAGAIN: the client says hello again in a second */
-	ry_send(from, sv->reply, sv->reply_len, ignore_done, NULL);
+	ry_send(from, reply, len, ignore_done, NULL);
 }
 
 static void count_conn(struct server *sv, const char *peer, bool up)
@@ -336,6 +351,67 @@ static int listen_unix(const char *path)
 	return fd;
 }
 
+/* The target's descriptor, as bench and drill peers get it. */
+static int pack_reply(struct server *sv)
+{
+	size_t tag = strlen(CLI_SESSION_DESC_TAG);
+	uint8_t reply[sizeof(sv->reply)];
+	int ret;
+
+	memcpy(reply, CLI_SESSION_DESC_TAG, tag);
+	ret = ry_mr_pack(sv->target, reply + tag, sizeof(reply) - tag);
+	if (ret < 0)
+		return ret;
+	pthread_mutex_lock(&sv->lock);
+	memcpy(sv->reply, reply, tag + (size_t)ret);
+	sv->reply_len = tag + (size_t)ret;
+	pthread_mutex_unlock(&sv->lock);
+	return 0;
+}
+
+/*
+ * Read the config file again and apply it (SIGHUP, `railyard reload`).
+ * The problems and the verdict go to stderr and, for `railyard reload`, to
+ * out: its last line is "ok: ..." or "failed: ...".
+ */
+static int serve_reload(struct server *sv, FILE *out)
+{
+	struct ry_config *cfg = NULL;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&text, &len);
+	int ret;
+
+	if (!mem)
+		return -ENOMEM;
+	sd_notifyf(0, "RELOADING=1\nSTATUS=reloading %s", sv->file);
+	ret = ry_config_load(sv->file, &cfg, cli_print_config_error, mem);
+	if (!ret)
+		ret = ry_manager_reload(sv->mgr, cfg, cli_print_config_error,
+					mem);
+	if (!ret) {
+		ry_log_set_level(cfg->log.level);
+		ry_log_use_syslog(cfg->log.syslog);
+		ry_config_free(sv->cfg);
+		sv->cfg = cfg;
+		/* rails added: a new descriptor carries their keys */
+		ret = pack_reply(sv);
+		fprintf(mem, "ok: %s applied (%d rails)\n", sv->file,
+			ry_rail_count(sv->mgr));
+	} else {
+		ry_config_free(cfg);
+		fprintf(mem, "failed: %s: %s; nothing was changed\n", sv->file,
+			ret == -EINVAL ? "not applied" : strerror(-ret));
+	}
+	fclose(mem);
+	fprintf(stderr, "railyard serve: reload:\n%s", text ? text : "");
+	if (out && text)
+		fputs(text, out);
+	free(text);
+	notify_status(sv, "READY=1\n");
+	return ret;
+}
+
 static void answer_status(struct server *sv, int lfd)
 {
 	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
@@ -353,8 +429,11 @@ static void answer_status(struct server *sv, int lfd)
 		close(fd);
 		return;
 	}
-	cli_status_write(sv->mgr, sv->cfg, n > 0 && !strncmp(req, "json", 4),
-			 out);
+	if (n > 0 && !strncmp(req, "reload", 6))
+		serve_reload(sv, out);
+	else
+		cli_status_write(sv->mgr, sv->cfg,
+				 n > 0 && !strncmp(req, "json", 4), out);
 	fclose(out);
 }
 
@@ -369,13 +448,11 @@ int cli_serve(int argc, char **argv)
 	struct MHD_Daemon *httpd = NULL;
 #endif
 	struct server sv = {.lock = PTHREAD_MUTEX_INITIALIZER};
-	struct ry_region *target = NULL;
 	struct epoll_event ev;
 	char sock[108], ctl[128] = "";
 	sigset_t mask;
 	void *mem = NULL;
 	int ep = -1, sfd = -1, lfd = -1, ret, rc = RY_EXIT_FAIL;
-	size_t tag = strlen(CLI_SESSION_DESC_TAG);
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -430,6 +507,7 @@ int cli_serve(int argc, char **argv)
 		return RY_EXIT_FAIL;
 #endif
 	}
+	sv.file = file;
 	if (cli_start(file, &sv.cfg, &sv.mgr)) {
 		if (mfd >= 0)
 			close(mfd);
@@ -445,18 +523,15 @@ int cli_serve(int argc, char **argv)
 	}
 	memset(mem, 0, region);
 	ret = ry_mr_reg(sv.mgr, mem, region,
-			RY_MR_REMOTE_WRITE | RY_MR_REMOTE_READ, &target);
+			RY_MR_REMOTE_WRITE | RY_MR_REMOTE_READ, &sv.target);
 	if (ret) {
 		fprintf(stderr,
 			"railyard serve: cannot register the target: %s\n",
 			strerror(-ret));
 		goto out;
 	}
-	memcpy(sv.reply, CLI_SESSION_DESC_TAG, tag);
-	ret = ry_mr_pack(target, sv.reply + tag, sizeof(sv.reply) - tag);
-	if (ret < 0)
+	if (pack_reply(&sv))
 		goto out;
-	sv.reply_len = tag + (size_t)ret;
 	ry_set_recv_cb(sv.mgr, on_recv, &sv);
 	ry_set_event_cb(sv.mgr, on_event, &sv);
 
@@ -473,6 +548,7 @@ int cli_serve(int argc, char **argv)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -548,7 +624,15 @@ int cli_serve(int argc, char **argv)
 		n = epoll_wait(ep, evs, 4, n);
 		for (int i = 0; i < n; i++) {
 			if (evs[i].data.fd == sfd) {
-				stop = true;
+				struct signalfd_siginfo si;
+
+				while (read(sfd, &si, sizeof(si)) ==
+				       (ssize_t)sizeof(si)) {
+					if (si.ssi_signo == SIGHUP)
+						serve_reload(&sv, NULL);
+					else
+						stop = true;
+				}
 			} else if (evs[i].data.fd == lfd) {
 				answer_status(&sv, lfd);
 			}
@@ -579,7 +663,7 @@ out:
 		close(ep);
 	if (sv.mgr)
 		ry_set_recv_cb(sv.mgr, NULL, NULL);
-	ry_mr_dereg(target);
+	ry_mr_dereg(sv.target);
 	ry_manager_destroy(sv.mgr);
 	ry_config_free(sv.cfg);
 	free(mem);
