@@ -32,6 +32,7 @@ START_TEST(test_serve_notify)
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct timeval tv = {.tv_usec = 100000};
 	unsigned ready = 0, watchdogs = 0, statuses = 0, stopping = 0;
+	unsigned reloading = 0;
 	double t0, first_wd = 0, last_wd = 0;
 	pid_t pid;
 	FILE *f;
@@ -102,6 +103,41 @@ START_TEST(test_serve_notify)
 	/* about every 100 ms: 4 intervals in 0.2..2 s, not a burst */
 	ck_assert_msg(last_wd - first_wd > 0.2 && last_wd - first_wd < 2,
 		      "%u pings in %.3f s", watchdogs, last_wd - first_wd);
+
+	/* a reload: RELOADING=1, then READY=1 again with the new rails */
+	f = fopen(conf, "a");
+	ck_assert_ptr_nonnull(f);
+	fputs("rail r2 { provider = soft network = n2 address = \"127.0.0.1\" "
+	      "}\n",
+	      f);
+	fclose(f);
+	kill(pid, SIGHUP);
+	t0 = now_s();
+	while (now_s() - t0 < 10 && ready < 2) {
+		char buf[1024];
+		ssize_t n = recv(fd, buf, sizeof(buf) - 1, 0);
+		char *line, *save;
+
+		if (n <= 0)
+			continue;
+		buf[n] = 0;
+		for (line = strtok_r(buf, "\n", &save); line;
+		     line = strtok_r(NULL, "\n", &save)) {
+			if (!strcmp(line, "RELOADING=1")) {
+				reloading++;
+			} else if (!strcmp(line, "READY=1")) {
+				ck_assert_msg(reloading,
+					      "READY before RELOADING");
+				ready++;
+			} else if (!strncmp(line, "STATUS=", 7))
+				snprintf(status, sizeof(status), "%s",
+					 line + 7);
+		}
+	}
+	ck_assert_uint_eq(reloading, 1);
+	ck_assert_uint_eq(ready, 2);
+	ck_assert_msg(!strcmp(status, "3 rails, 3 up, 0 peers"), "STATUS=%s",
+		      status);
 
 	kill(pid, SIGTERM);
 	tv.tv_usec = 500000;
