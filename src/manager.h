@@ -509,6 +509,7 @@ struct ry_manager {
 	struct ry_config m_cfg; /* copy; m_cfg.peers owned */
 	uint64_t m_node;	/* random incarnation id */
 	bool m_closing;
+	bool m_reloading; /* one ry_manager_reload() at a time (reload.c) */
 	unsigned m_nrails;
 	struct ry__lrail m_rails[RY_MAX_RAILS];
 	/* timing, resolved defaults */

@@ -456,13 +456,16 @@ static int reload(struct ry_manager *m, const struct ry_config *cfg,
 	if (on_progress_thread(m))
 		return -EDEADLK;
 
+	/* the plan stays valid until the change: only a reload changes the
+	 * rails, and m_reloading lets one run at a time */
 	pthread_mutex_lock(&m->m_lock);
 	threads = m->m_thread_on;
-	ret = m->m_closing ? -ESHUTDOWN : 0;
+	ret = m->m_closing ? -ESHUTDOWN : m->m_reloading ? -EBUSY : 0;
 	if (!ret) {
 		check(m, &c, r, &pl);
 		ret = r->n ? -EINVAL : 0;
 	}
+	m->m_reloading = !ret;
 	pthread_mutex_unlock(&m->m_lock);
 	if (ret)
 		return ret;
@@ -535,6 +538,9 @@ out:
 		if (!ret)
 			ret = t;
 	}
+	pthread_mutex_lock(&m->m_lock);
+	m->m_reloading = false;
+	pthread_mutex_unlock(&m->m_lock);
 	return ret;
 }
 

@@ -179,16 +179,19 @@ RY_API int ry_manager_control_addr(struct ry_manager *mgr, char *buf,
  * RY_EV_PEER_UP; connections stay up).
  *
  * Threading: call it from an application thread, not from a callback and
- * not concurrently with ry_progress() (with the progress threads running,
- * any thread: they are stopped for the reload and started again).  Other
+ * not concurrently with ry_progress(), ry_progress_thread_start() or
+ * ry_progress_thread_stop() (with the progress threads running, from any
+ * thread: they are stopped for the reload and started again).  One reload
+ * at a time: a second one meanwhile returns -EBUSY.  Other
  * calls may run concurrently and wait on the manager lock; the reload
  * holds it while a removed rail drains (at most 2 s).  Callbacks of what
  * the reload completed (a removed peer's operations, events) run in the
  * calling thread before it returns.
  *
  * Errors: -EINVAL (invalid or refused: see report), -EDEADLK (called on a
- * progress thread), -ESHUTDOWN, a new rail's open error (-EADDRINUSE, ...;
- * reported with the rail's line, nothing changed), -ENOMEM.
+ * progress thread), -EBUSY (another reload is running), -ESHUTDOWN, a new
+ * rail's open error (-EADDRINUSE, ...; reported with the rail's line, nothing
+ * changed), -ENOMEM.
  */
 RY_API int ry_manager_reload(struct ry_manager *mgr,
 			     const struct ry_config *cfg,
