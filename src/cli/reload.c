@@ -82,5 +82,6 @@ int cli_reload(int argc, char **argv)
 		fprintf(stderr, "%s\n", text);
 	rc = strncmp(last, "ok", 2) ? RY_EXIT_FAIL : RY_EXIT_OK;
 	fprintf(rc ? stderr : stdout, "railyard reload: %s\n", last);
+	free(text);
 	return rc;
 }
