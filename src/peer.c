@@ -213,19 +213,21 @@ static void pair_rails(struct ry_peer *p)
 	uint32_t used = 0;
 	unsigned i, j;
 
+	/* a hole (a rail a reload removed) keeps its last pairing for the
+	 * fence it may still owe (reload.c) and pairs with nothing */
 	for (i = 0; i < m->m_nrails; i++)
-		unpair_gone(&p->pr_conns[i], now);
+		if (ry__lrail_live(&m->m_rails[i]))
+			unpair_gone(&p->pr_conns[i], now);
 	for (i = 0; i < m->m_nrails; i++)
 		if (p->pr_conns[i].cn_ridx >= 0 && !pairable(&p->pr_conns[i]))
 			used |= 1u << p->pr_conns[i].cn_ridx;
 	for (i = 0; i < m->m_nrails; i++) {
 		struct ry__conn *c = &p->pr_conns[i];
 
-		if (!pairable(c))
+		if (!pairable(c) || !ry__lrail_live(&m->m_rails[i]))
 			continue;
 		c->cn_ridx = -1;
-		for (j = 0; ry__lrail_live(&m->m_rails[i]) && j < p->pr_nrrails;
-		     j++) {
+		for (j = 0; j < p->pr_nrrails; j++) {
 			/* a hole in the peer's list has no name */
 			if (used & (1u << j) || !p->pr_rrails[j].rr_name[0] ||
 			    strcmp(p->pr_rrails[j].rr_network,

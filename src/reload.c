@@ -273,7 +273,7 @@ static void remove_rail(struct ry_manager *m, struct ry__lrail *lr)
 {
 	uint64_t now = ry__now_ns(), end = now + DRAIN_NS;
 	char name[RY_NAME_MAX];
-	struct ry_counters cnt;
+	struct ry__conn old;
 	struct ry_region *rg;
 	struct ry_peer *p;
 
@@ -319,10 +319,20 @@ static void remove_rail(struct ry_manager *m, struct ry__lrail *lr)
 				name, (unsigned long long)(DRAIN_NS / 1000000));
 			ry__wr_complete(m, w, &wc, now);
 		}
-		/* the peer's totals keep the removed rail's history */
-		cnt = c->cn_cnt;
+		/*
+		 * A hole keeps the peer's totals (the removed rail's history)
+		 * and what its fence needs: the request may be lost with a
+		 * control session (with key_file the reload closes them), and
+		 * ry__fence_resend() sends it again once the peer is back.
+		 * lr_link stays down, so nothing connects on it.
+		 */
+		old = *c;
 		ry__conn_init(c, p, lr);
-		c->cn_cnt = cnt;
+		c->cn_cnt = old.cn_cnt;
+		c->cn_ridx = old.cn_ridx;
+		c->cn_fence_gen = old.cn_fence_gen;
+		c->cn_dead_qpn = old.cn_dead_qpn;
+		c->cn_dead_rqpn = old.cn_dead_rqpn;
 		ry__peer_dirty(p);
 	}
 }

@@ -8,6 +8,7 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -281,6 +282,53 @@ START_TEST(remove_then_add_back)
 }
 END_TEST
 
+/*
+ * With key_file the handshake is once per session: a change of rails
+ * closes the control sessions, a dials again and the new handshake
+ * carries the new rail list.  Data connections and operations go on.
+ */
+START_TEST(rails_with_key_file)
+{
+	char dir[] = "/tmp/ry-reload-key-XXXXXX", key[64];
+	unsigned char k[32];
+	struct problems pr = {0};
+	struct stream s = {.slots = 4};
+	struct ry_counters c2;
+	int fd;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(key, sizeof(key), "%s/key", dir);
+	fd = open(key, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ck_assert_int_ge(fd, 0);
+	memset(k, 0x5a, sizeof(k));
+	ck_assert_int_eq(write(fd, k, sizeof(k)), (ssize_t)sizeof(k));
+	close(fd);
+	setup_opts(
+	    &(struct fx_opts){.nrails_a = 2, .key_a = key, .key_b = key});
+	wait_active(2);
+	stream_run(&s, 100);
+	ck_assert_int_eq(reload_n(true, 3, &pr), 0);
+	ck_assert_int_eq(reload_n(false, 3, &pr), 0);
+	ck_assert_msg(pr.n == 0, "%s", pr.text);
+	stream_run(&s, 200);
+	wait_active(3);
+	ck_assert_uint_eq(F.ev_a.n_conn_down, 0);
+	F.desc_b_len = ry_mr_pack(F.rb, F.desc_b, sizeof(F.desc_b));
+	stream_run(&s, 300);
+	ck_assert_int_eq(reload_n(false, 2, &pr), 0);
+	ck_assert_msg(pr.n == 0, "%s", pr.text);
+	stream_run(&s, 300);
+	stream_finish(&s);
+	ck_assert_msg(s.done_err == 0, "%u failed: %s", s.done_err, s.reason);
+	ck_assert_uint_gt(s.done_ok, 8);
+	ck_assert_int_eq(ry_rail_counters(F.b, "r2", &c2), 0);
+	ck_assert_uint_eq(fx_active(F.b, "r2"), 0);
+	fx_fini(&F);
+	unlink(key);
+	rmdir(dir);
+}
+END_TEST
+
 /* ---- timeouts ---- */
 
 /*
@@ -539,6 +587,7 @@ int main(void)
 	    remove_rail_in_flight,
 	    remove_rail_both_sides,
 	    remove_then_add_back,
+	    rails_with_key_file,
 	    timeouts_apply,
 	    peer_removed_and_added,
 	    peer_added_by_name,
