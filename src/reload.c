@@ -37,7 +37,8 @@
  *                     rnr_retry for connections made after the reload.
  *   the rest          ops_in_flight, reg_cache_bytes, progress_threads,
  *                     accept, max_sessions*, handshake_timeout_ms and log
- *                     (log is the application's: railyard serve applies it).
+ *                     (the process's log is set by ry_manager_reload_file()
+ *                     and by railyard serve, not by a config built by hand).
  *
  * Connections on rails that stay are not touched: their QPs, posted work
  * and counters go on; the progress threads only pause for the reload.
@@ -616,6 +617,11 @@ int ry_manager_reload_file(struct ry_manager *m, const char *path,
 	if (ret)
 		return ret;
 	ret = ry_manager_reload(m, cfg, report, arg);
+	if (!ret) {
+		/* as ry_manager_create_from_file() does: the file's log */
+		ry_log_set_level(cfg->log.level);
+		ry_log_use_syslog(cfg->log.syslog);
+	}
 	ry_config_free(cfg);
 	return ret;
 }

@@ -166,7 +166,8 @@ RY_API int ry_manager_control_addr(struct ry_manager *mgr, char *buf,
  *     connections made after the reload (existing QPs keep theirs).
  *   - ops_in_flight, reg_cache_bytes, progress_threads, accept,
  *     max_sessions, max_sessions_per_source, handshake_timeout_ms.  log is
- *     stored but applying it (ry_log_set_level) is the caller's.
+ *     stored; ry_manager_reload_file() applies it to the process (level,
+ *     syslog), ry_manager_reload() leaves the process-wide log alone.
  * Connections on rails that stay are not touched.
  *
  * Refused (-EINVAL, "restart the node to change it"): node, control,
@@ -198,8 +199,10 @@ RY_API int ry_manager_reload(struct ry_manager *mgr,
 			     ry_config_report_fn report, void *arg);
 
 /*
- * ry_config_load(path) and ry_manager_reload(); problems of either (a bad
- * file: FILE:LINE: message) go to report.  Errors: those of both.
+ * ry_config_load(path) and ry_manager_reload(), then the file's log
+ * section (ry_log_set_level, ry_log_use_syslog) once applied; problems of
+ * either (a bad file: FILE:LINE: message) go to report.  Errors: those of
+ * both.
  */
 RY_API int ry_manager_reload_file(struct ry_manager *mgr, const char *path,
 				  ry_config_report_fn report, void *arg);
