@@ -342,6 +342,11 @@ int ry_manager_create_from_file(const char *path, struct ry_manager **mgr_p)
 		       strerror(-ret));
 		return ret;
 	}
+	/* A file is how an operator speaks: its log section counts, as it
+	 * does for the CLI.  A hand-built config does not touch the
+	 * process-wide log (the application may have set it itself). */
+	ry_log_set_level(cfg->log.level);
+	ry_log_use_syslog(cfg->log.syslog);
 	ret = ry_manager_create(cfg, mgr_p);
 	ry_config_free(cfg);
 	return ret;

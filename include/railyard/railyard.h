@@ -123,7 +123,10 @@ RY_API int ry_manager_create(const struct ry_config *cfg,
 
 /*
  * Load the file with ry_config_load() (problems logged at error level) and
- * create.  Errors: those of ry_config_load() and of ry_manager_create().
+ * create.  The file's log section (level, syslog) is applied process-wide
+ * first, as the CLI does; ry_manager_create() with a hand-built config
+ * leaves the log settings alone.  Errors: those of ry_config_load() and of
+ * ry_manager_create().
  */
 RY_API int ry_manager_create_from_file(const char *path,
 				       struct ry_manager **mgr_p);

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * railyard serve -c FILE: run a node.  It binds its rails, accepts peers,
- * exposes a target region that bench and drill peers write to and read
- * from, and answers `railyard status` on a UNIX socket.  SIGINT/SIGTERM
- * stop it cleanly: operations in flight complete as canceled, every rail
- * and socket is closed.
+ * gives each admitted bench or drill peer a target region of its own to
+ * write to and read from (targets.c), and answers `railyard status` on a UNIX
+ * socket.  SIGINT/SIGTERM stop it cleanly: operations in flight complete as
+ * canceled, every rail and socket is closed.
  *
  * --metrics ADDR:PORT serves GET /metrics (ry_metrics_render) with
  * libmicrohttpd's own polling thread: a slow or stuck scraper waits in that
@@ -57,14 +57,18 @@ static int sd_watchdog_enabled(int unset, uint64_t *usec)
 #include "src/cli/node.h"
 #include "src/cli/opts.h"
 #include "src/cli/session.h"
+#include "src/cli/targets.h"
 
 static const char usage_text[] =
     "usage: railyard serve -c FILE [--socket PATH] [--region SIZE]\n"
+    "                      [--targets N] [--metrics ADDR:PORT]\n"
     "                      [--metrics ADDR:PORT]\n"
     "\n"
-    "Run a node: bind the rails of FILE, accept peers, and expose a\n"
-    "target region of SIZE bytes (default 64M) that `railyard bench` and\n"
-    "`railyard drill` on other nodes write to and read from.  Status is\n"
+    "Run a node: bind the rails of FILE, accept peers, and give each peer\n"
+    "that asks (`railyard bench` and `railyard drill`) a target region of\n"
+    "its own of SIZE bytes (default 64M; memory is used as it is written),\n"
+    "at most N of them at once (--targets, default 64).  A peer that\n"
+    "restarts gets a new one; a peer lost for 30 s gives its back.  Status is\n"
     "served on a UNIX socket (default /run/railyard/NODE.sock as root,\n"
     "else $XDG_RUNTIME_DIR/railyard-NODE.sock) for `railyard status`.\n"
     "--metrics ADDR:PORT serves Prometheus metrics at\n"
@@ -80,18 +84,14 @@ static const char usage_text[] =
 struct server {
 	struct ry_manager *mgr;
 	struct ry_config *cfg;
-	const char *file;
-	struct ry_region *target;
-	/* the target's descriptor for bench/drill peers; packed again after a
-	 * reload (added rails), so read under lock */
-	uint8_t reply[sizeof(CLI_SESSION_DESC_TAG) + RY_DESC_MAX];
-	size_t reply_len;
+	const char *file; /* -c FILE, read again by a reload */
 	uint64_t hellos;
 	/* peers with at least one connection up, from the events */
 	struct {
 		char name[RY_ADDR_MAX];
 		unsigned up;
 	} conns[MAX_SEEN];
+	struct cli_targets *targets;
 	unsigned n_conns;
 	bool status_dirty;
 	/* the callbacks run on the library's progress threads, the status
@@ -99,26 +99,18 @@ struct server {
 	pthread_mutex_t lock;
 };
 
-static void ignore_done(const struct ry_completion *c, void *arg)
-{
-}
-
 static void on_recv(struct ry_peer *from, const struct ry_message *m, void *arg)
 {
 	struct server *sv = arg;
-	uint8_t reply[sizeof(sv->reply)];
-	size_t len;
 
 	if (m->type != RY_MSG_DATA || m->len != strlen(CLI_SESSION_HELLO) ||
 	    memcmp(m->data, CLI_SESSION_HELLO, m->len))
 		return;
 	pthread_mutex_lock(&sv->lock);
 	sv->hellos++;
-	len = sv->reply_len;
-	memcpy(reply, sv->reply, len);
 	pthread_mutex_unlock(&sv->lock);
-	/* -EAGAIN: the client says hello again in a second */
-	ry_send(from, reply, len, ignore_done, NULL);
+	/* a failed send: the client says hello again in a second */
+	cli_targets_hello(sv->targets, from);
 }
 
 static void count_conn(struct server *sv, const char *peer, bool up)
@@ -147,6 +139,7 @@ static void on_event(const struct ry_event *ev, void *arg)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
+	cli_targets_event(sv->targets, ev);
 	if (ev->type == RY_EV_PEER_UP || ev->type == RY_EV_PEER_DOWN ||
 	    ev->type == RY_EV_PEER_RESTARTED) {
 		fprintf(stderr, "[%lld.%03ld] peer %s: %s",
@@ -351,24 +344,6 @@ static int listen_unix(const char *path)
 	return fd;
 }
 
-/* The target's descriptor, as bench and drill peers get it. */
-static int pack_reply(struct server *sv)
-{
-	size_t tag = strlen(CLI_SESSION_DESC_TAG);
-	uint8_t reply[sizeof(sv->reply)];
-	int ret;
-
-	memcpy(reply, CLI_SESSION_DESC_TAG, tag);
-	ret = ry_mr_pack(sv->target, reply + tag, sizeof(reply) - tag);
-	if (ret < 0)
-		return ret;
-	pthread_mutex_lock(&sv->lock);
-	memcpy(sv->reply, reply, tag + (size_t)ret);
-	sv->reply_len = tag + (size_t)ret;
-	pthread_mutex_unlock(&sv->lock);
-	return 0;
-}
-
 /*
  * Read the config file again and apply it (SIGHUP, `railyard reload`).
  * The problems and the verdict go to stderr and, for `railyard reload`, to
@@ -394,8 +369,8 @@ static int serve_reload(struct server *sv, FILE *out)
 		ry_log_use_syslog(cfg->log.syslog);
 		ry_config_free(sv->cfg);
 		sv->cfg = cfg;
-		/* rails added: a new descriptor carries their keys */
-		ret = pack_reply(sv);
+		/* rails added: new descriptors carry their keys */
+		ret = cli_targets_repack(sv->targets);
 		fprintf(mem, "ok: %s applied (%d rails)\n", sv->file,
 			ry_rail_count(sv->mgr));
 	} else {
@@ -441,6 +416,7 @@ int cli_serve(int argc, char **argv)
 {
 	const char *file = NULL, *sock_arg = NULL, *metrics_arg = NULL;
 	size_t region = 64u << 20;
+	unsigned long targets = 64;
 	char metrics_url[RY_ADDR_MAX + 32] = "";
 	int mfd = -1;
 	uint64_t wd_usec = 0, wd_next = 0;
@@ -451,7 +427,6 @@ int cli_serve(int argc, char **argv)
 	struct epoll_event ev;
 	char sock[108], ctl[128] = "";
 	sigset_t mask;
-	void *mem = NULL;
 	int ep = -1, sfd = -1, lfd = -1, ret, rc = RY_EXIT_FAIL;
 
 	for (int i = 1; i < argc; i++) {
@@ -464,6 +439,17 @@ int cli_serve(int argc, char **argv)
 			sock_arg = argv[++i];
 		} else if (!strcmp(argv[i], "--metrics") && i + 1 < argc) {
 			metrics_arg = argv[++i];
+		} else if (!strcmp(argv[i], "--targets") && i + 1 < argc) {
+			char *end;
+
+			targets = strtoul(argv[++i], &end, 10);
+			if (!*argv[i] || *end || !targets || targets > 65536) {
+				fprintf(stderr,
+					"railyard serve: --targets '%s' is not "
+					"a count from 1 to 65536\n",
+					argv[i]);
+				return RY_EXIT_USAGE;
+			}
 		} else if (!strcmp(argv[i], "--region") && i + 1 < argc) {
 			if (!cli_parse_size(argv[++i], &region)) {
 				fprintf(stderr,
@@ -514,24 +500,13 @@ int cli_serve(int argc, char **argv)
 		return RY_EXIT_FAIL;
 	}
 
-	mem = aligned_alloc(4096, (region + 4095) & ~(size_t)4095);
-	if (!mem) {
-		fprintf(stderr,
-			"railyard serve: cannot allocate the %zu-byte target\n",
-			region);
-		goto out;
-	}
-	memset(mem, 0, region);
-	ret = ry_mr_reg(sv.mgr, mem, region,
-			RY_MR_REMOTE_WRITE | RY_MR_REMOTE_READ, &sv.target);
+	ret =
+	    cli_targets_create(sv.mgr, region, (unsigned)targets, &sv.targets);
 	if (ret) {
-		fprintf(stderr,
-			"railyard serve: cannot register the target: %s\n",
+		fprintf(stderr, "railyard serve: targets: %s\n",
 			strerror(-ret));
 		goto out;
 	}
-	if (pack_reply(&sv))
-		goto out;
 	ry_set_recv_cb(sv.mgr, on_recv, &sv);
 	ry_set_event_cb(sv.mgr, on_event, &sv);
 
@@ -581,9 +556,9 @@ int cli_serve(int argc, char **argv)
 
 	ry_manager_control_addr(sv.mgr, ctl, sizeof(ctl));
 	fprintf(stderr,
-		"railyard serve: node %s, control %s, %d rails, target %zu "
-		"bytes, status %s%s%s\n",
-		sv.cfg->node, ctl, ry_rail_count(sv.mgr), region, sock,
+		"railyard serve: node %s, control %s, %d rails, targets "
+		"%lu x %zu bytes, status %s%s%s\n",
+		sv.cfg->node, ctl, ry_rail_count(sv.mgr), targets, region, sock,
 		*metrics_url ? ", metrics " : "", metrics_url);
 	/* rails open, control channel listening, status and metrics served */
 	notify_status(&sv, "READY=1\n");
@@ -639,6 +614,7 @@ int cli_serve(int argc, char **argv)
 		}
 		if (stop)
 			break;
+		cli_targets_sweep(sv.targets);
 	}
 	sd_notify(0, "STOPPING=1\nSTATUS=shutting down");
 	fprintf(stderr,
@@ -661,11 +637,15 @@ out:
 		close(sfd);
 	if (ep >= 0)
 		close(ep);
-	if (sv.mgr)
+	if (sv.mgr) {
+		/* no callback runs once the threads are gone; the targets
+		 * go after the callbacks, before the manager */
+		ry_progress_thread_stop(sv.mgr);
 		ry_set_recv_cb(sv.mgr, NULL, NULL);
-	ry_mr_dereg(sv.target);
+		ry_set_event_cb(sv.mgr, NULL, NULL);
+	}
+	cli_targets_destroy(sv.targets);
 	ry_manager_destroy(sv.mgr);
 	ry_config_free(sv.cfg);
-	free(mem);
 	return rc;
 }

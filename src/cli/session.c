@@ -84,6 +84,7 @@ struct cli_session {
 	uint8_t desc[RY_DESC_MAX];
 	size_t desc_len;
 	bool have_target;
+	char refused[160]; /* serve's reason for giving us no region */
 	unsigned gen;	   /* target generation: one more per restart */
 	double next_hello; /* while refetching: when to ask again */
 	double refetch_since;
@@ -579,7 +580,18 @@ static void on_recv(struct ry_peer *from, const struct ry_message *m, void *arg)
 {
 	struct cli_session *s = arg;
 	size_t tag = strlen(CLI_SESSION_DESC_TAG);
+	size_t rtag = strlen(CLI_SESSION_REFUSED_TAG);
 
+	if (m->type == RY_MSG_DATA && m->len > rtag &&
+	    !memcmp(m->data, CLI_SESSION_REFUSED_TAG, rtag)) {
+		size_t n = m->len - rtag;
+
+		if (n >= sizeof(s->refused))
+			n = sizeof(s->refused) - 1;
+		memcpy(s->refused, (const char *)m->data + rtag, n);
+		s->refused[n] = 0;
+		return;
+	}
 	if (m->type != RY_MSG_DATA || m->len <= tag ||
 	    memcmp(m->data, CLI_SESSION_DESC_TAG, tag) ||
 	    m->len - tag > sizeof(s->desc))
@@ -687,7 +699,8 @@ int cli_session_fetch_target(struct cli_session *s, int timeout_ms)
 {
 	double end = now_s() + timeout_ms / 1e3, next_hello = 0;
 
-	while (!s->have_target && now_s() < end) {
+	s->refused[0] = 0;
+	while (!s->have_target && !s->refused[0] && now_s() < end) {
 		if (now_s() >= next_hello) {
 			int ret = ry_send(s->peer, CLI_SESSION_HELLO,
 					  strlen(CLI_SESSION_HELLO), hello_done,
@@ -702,6 +715,12 @@ int cli_session_fetch_target(struct cli_session *s, int timeout_ms)
 			next_hello = now_s() + 1;
 		}
 		pump(s, 10);
+	}
+	if (!s->have_target && s->refused[0]) {
+		fprintf(stderr,
+			"railyard: peer %s gives us no target region: %s\n",
+			ry_peer_name(s->peer), s->refused);
+		return -EACCES;
 	}
 	if (!s->have_target) {
 		fprintf(stderr,

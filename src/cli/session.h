@@ -26,6 +26,8 @@
  * target's descriptor. */
 #define CLI_SESSION_HELLO "railyard-hello-1"
 #define CLI_SESSION_DESC_TAG "railyard-desc-1:"
+/* serve has no region for us; the reason follows the tag */
+#define CLI_SESSION_REFUSED_TAG "railyard-refused-1:"
 
 enum cli_session_mode {
 	CLI_SESSION_WRITE = 0, /* write; with verify, read back and compare */

@@ -351,11 +351,41 @@ static bool rail_busy(struct stream *s, const char *rail, unsigned ms)
 	return false;
 }
 
-static void kill_mid_stream(bool is_read, bool local_link)
+/* WRs posted on peer p's connection over rail whose completions p's
+ * manager has not taken yet: what a cut of that rail must replay. */
+static unsigned out_wrs(struct ry_peer *p, const char *rail)
+{
+	struct ry_manager *m = p->pr_mgr;
+	unsigned n = 0;
+
+	pthread_mutex_lock(&m->m_lock);
+	for (unsigned i = 0; i < m->m_nrails; i++)
+		if (!strcmp(m->m_rails[i].lr_rail->name, rail))
+			n = p->pr_conns[i].cn_out_wrs;
+	pthread_mutex_unlock(&m->m_lock);
+	return n;
+}
+
+static bool slot_done(const struct stream *s)
+{
+	for (unsigned i = 0; i < s->slots; i++)
+		if (s->busy[i] && s->d[i].total)
+			return true;
+	return false;
+}
+
+/*
+ * One cut of r1 while a stream runs; true when it replayed, as it must when
+ * work was posted on r1 after the cut.  Every run must lose nothing either
+ * way.
+ */
+static bool kill_mid_stream_once(bool is_read, bool local_link)
 {
 	struct stream s = {.slots = 4, .is_read = is_read};
 	struct ry_counters pc;
 	struct ry_fault_spec cut = {.drop_all = true};
+	bool posted_into_cut;
+	unsigned before;
 
 	setup_opts(&(struct fx_opts){.nrails_a = 3});
 	stream_run(&s, 300);
@@ -367,21 +397,65 @@ static void kill_mid_stream(bool is_read, bool local_link)
 	 * only once r1 has completed fragments in the last slice.
 	 */
 	ck_assert_msg(rail_busy(&s, "r1", 5000), "r1 never carried fragments");
+	/* an op done and not yet replaced: the pump right after the cut
+	 * posts a new one, striped over r1 too while r1 still looks up */
+	for (uint64_t end = fx_now_ns() + 5000000000ull; !slot_done(&s);) {
+		ck_assert_msg(fx_now_ns() < end, "no op completed");
+		fx_progress(&F);
+	}
+	before = out_wrs(F.ab, "r1");
 	if (local_link)
 		ck_assert_int_eq(ry_rail_link(F.a, "r1", false), 0);
 	else
 		ck_assert_int_eq(ry_rail_fault(F.a, "r1", &cut), 0);
-	stream_run(&s, 700);
+	stream_pump(&s);
+	posted_into_cut = out_wrs(F.ab, "r1") > before;
+	/* traffic goes on after the cut: 700 ms, and 8 more ops done however
+	 * slow the machine is (6 in 700 ms under ASan at load 15) */
+	before = s.done_ok;
+	for (uint64_t end = fx_now_ns() + 30000000000ull;;) {
+		stream_run(&s, 700);
+		if (s.done_ok >= before + 8)
+			break;
+		ck_assert_msg(fx_now_ns() < end,
+			      "only %u ops done in 30 s after the cut",
+			      s.done_ok - before);
+	}
 	stream_finish(&s);
 	ck_assert_msg(s.done_err == 0, "%u failed: %s", s.done_err, s.reason);
-	ck_assert_uint_gt(s.done_ok, 8);
 	ck_assert_int_eq(ry_peer_counters(F.ab, &pc), 0);
 	ck_assert_uint_ge(pc.failovers, 1);
-	ck_assert_uint_gt(pc.replayed_fragments, 0);
 	ck_assert_uint_ge(pc.detect_count, 1);
-	if (fx_is_loop())
+	if (posted_into_cut)
+		ck_assert_uint_gt(pc.replayed_fragments, 0);
+	if (pc.replayed_fragments && fx_is_loop())
 		ck_assert_uint_ge(pc.fences, 1);
 	teardown();
+	return pc.replayed_fragments > 0;
+}
+
+/*
+ * The point is replay, so work must be on r1 unfinished when it is cut; a
+ * cut that found nothing there proves only that nothing was lost: cut
+ * again, up to five times.  The loop rail completes a WR as it is posted,
+ * so a local link-down finds unfinished only what is posted between the
+ * cut and its handling, which depends on where the stripe stands (under
+ * ASan at load 15 five cuts in a row found nothing).  There replay is
+ * not required: the soft build of this suite (work really in flight) and
+ * the unplugged-cable cases (posts pend into the cut) require it.
+ */
+static void kill_mid_stream(bool is_read, bool local_link)
+{
+	int i;
+
+	if (fx_is_loop() && local_link) {
+		kill_mid_stream_once(is_read, local_link);
+		return;
+	}
+	for (i = 0; i < 5 && !kill_mid_stream_once(is_read, local_link); i++)
+		fprintf(stderr, "%s: the cut found nothing on r1, again\n",
+			is_read ? "kill_mid_read" : "kill_mid_write");
+	ck_assert_msg(i < 5, "five cuts of r1 found nothing to replay");
 }
 
 START_TEST(kill_rail_mid_write)
@@ -588,16 +662,35 @@ START_TEST(flapping_rail)
 	bool up = true;
 	struct ry_counters c1;
 
-	setup_opts(&(struct fx_opts){.nrails_a = 2, .reconnect_min_ms = 20});
+	/*
+	 * Down for 100 ms, up until r1 is ACTIVE again plus 100 ms, for 10 s
+	 * and until r1 has failed over 5 times and 50 ops are done.  A fixed
+	 * period would count failovers by luck: flap damping stretches the
+	 * reconnect backoff, and on a loaded machine the rail came back inside
+	 * few up-windows (3 failovers in 10 s under ASan with both cores busy).
+	 */
+	setup_opts(&(struct fx_opts){
+	    .nrails_a = 2, .reconnect_min_ms = 20, .reconnect_max_ms = 1000});
 	end = fx_now_ns() + 10000000000ull;
 	next = fx_now_ns() + 100000000ull;
-	while (fx_now_ns() < end) {
+	for (uint64_t cap = end + 30000000000ull;;) {
+		uint64_t now;
+
 		stream_pump(&s);
 		fx_progress(&F);
-		if (fx_now_ns() >= next) {
+		now = fx_now_ns();
+		ck_assert_int_eq(ry_rail_counters(F.a, "r1", &c1), 0);
+		if (now >= end && c1.failovers >= 5 && s.done_ok > 50)
+			break;
+		ck_assert_msg(now < cap,
+			      "r1 failed over %llu times, %u ops done",
+			      (unsigned long long)c1.failovers, s.done_ok);
+		if (up && !fx_active(F.a, "r1")) {
+			next = now + 100000000ull; /* not back yet */
+		} else if (now >= next) {
 			up = !up;
 			ck_assert_int_eq(ry_rail_link(F.a, "r1", up), 0);
-			next += 100000000ull;
+			next = now + 100000000ull;
 		}
 	}
 	ck_assert_int_eq(ry_rail_link(F.a, "r1", true), 0);
@@ -712,12 +805,15 @@ END_TEST
 
 /*
  * The same over a rail that delays instead of holding (the soft rail):
- * packets on r1 take 300 ms, so the sender gives r1 up and replays on r0;
- * the delayed originals reach b after the op completed.
+ * packets on r1 take 1.5 s, so the sender gives r1 up and replays on r0;
+ * the delayed originals reach b after the op completed.  (At 300 ms the
+ * op completed after them under ASan at load 10: the control case then
+ * saw nothing.  b's old QP still takes them: its side fails only by
+ * heartbeat silence, 4 s, or a reconnect, 3 s.)
  */
 static void fence_delayed_case(bool fence)
 {
-	struct ry_fault_spec slow = {.delay_us = 300000};
+	struct ry_fault_spec slow = {.delay_us = 1500000};
 	struct fx_done d = {0};
 	const size_t len = 256 * 1024;
 	bool all_ee = true;
@@ -740,7 +836,7 @@ static void fence_delayed_case(bool fence)
 	ck_assert_uint_eq(d.ok, 1);
 	ck_assert(!memcmp(F.bufa, F.bufb, len));
 	memset(F.bufb, 0xee, len);
-	fx_sleep_progress(&F, 800);
+	fx_sleep_progress(&F, 2500);
 	for (i = 0; i < len; i++)
 		if (F.bufb[i] != 0xee)
 			all_ee = false;
@@ -1101,8 +1197,15 @@ START_TEST(peer_restart)
 	unsigned i;
 
 	setup_opts(&(struct fx_opts){.op_timeout_ms = 30000});
+	/* streaming until the HELLOs are exchanged: a loaded machine may take
+	 * longer than the 200 ms that are usually plenty */
 	stream_run(&s, 200);
-	ck_assert_int_eq(ry_peer_info(F.ab, &before), 0);
+	for (uint64_t end = fx_now_ns() + 10000000000ull;;) {
+		ck_assert_int_eq(ry_peer_info(F.ab, &before), 0);
+		if (before.ready || fx_now_ns() >= end)
+			break;
+		stream_run(&s, 50);
+	}
 	ck_assert(before.ready);
 	ck_assert_uint_eq(before.restarts, 0);
 	ck_assert_int_eq(ry_desc_live(F.ab, F.desc_b, (size_t)F.desc_b_len), 0);
@@ -1198,6 +1301,14 @@ START_TEST(peer_restart)
 }
 END_TEST
 
+static bool all_three_up(void *arg)
+{
+	(void)arg;
+	return fx_active(F.a, "r0") && fx_active(F.a, "r1") &&
+	       fx_active(F.a, "r2") && fx_active(F.b, "r0") &&
+	       fx_active(F.b, "r1") && fx_active(F.b, "r2");
+}
+
 /* Both sides dial each other at once and connect the same rail pairs. */
 START_TEST(both_sides_connect_at_once)
 {
@@ -1227,6 +1338,9 @@ START_TEST(both_sides_connect_at_once)
 	ck_assert_uint_eq(da.ok + db.ok, 4);
 	ck_assert(!memcmp(F.bufa, F.bufb, 2 * MiB));
 	ck_assert(!memcmp(F.bufa + 4 * MiB, F.bufb + 4 * MiB, 2 * MiB));
+	/* the ops may have needed fewer rails than will come up */
+	ck_assert_msg(fx_until(&F, all_three_up, NULL, 10000),
+		      "not every rail pair connected once");
 	for (i = 0; i < 3; i++) {
 		char name[16];
 
@@ -1290,6 +1404,55 @@ START_TEST(peer_by_config_name)
 END_TEST
 
 /* Garbage on the control port closes that socket and nothing else. */
+/*
+ * A config file's log section is how an operator turns on debugging of a
+ * server that links the library: ry_manager_create_from_file applies it.
+ */
+static int debug_lines;
+
+static void count_debug(enum ry_log_level level, const char *component,
+			const char *message, void *arg)
+{
+	(void)component;
+	(void)message;
+	(void)arg;
+	if (level == RY_LOG_DEBUG)
+		debug_lines++;
+}
+
+static int create_with_log(const char *level)
+{
+	char path[] = "/tmp/ry-logcfg-XXXXXX";
+	struct ry_manager *m = NULL;
+	int fd = mkstemp(path);
+	FILE *f;
+
+	ck_assert_int_ge(fd, 0);
+	f = fdopen(fd, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f,
+		"control = \"127.0.0.1:0\"\n"
+		"rail r0 { provider = soft\n address = \"127.0.0.1:0\" }\n"
+		"log { level = %s }\n",
+		level);
+	fclose(f);
+	debug_lines = 0;
+	ry_log_set_sink(count_debug, NULL);
+	ck_assert_int_eq(ry_manager_create_from_file(path, &m), 0);
+	ry_manager_destroy(m);
+	ry_log_set_sink(NULL, NULL);
+	unlink(path);
+	ry_log_set_level(RY_LOG_WARN);
+	return debug_lines;
+}
+
+START_TEST(log_section_of_a_file)
+{
+	ck_assert_int_gt(create_with_log("debug"), 0);
+	ck_assert_int_eq(create_with_log("warn"), 0);
+}
+END_TEST
+
 START_TEST(control_garbage)
 {
 	static const unsigned char bad_version[8] = {4, 0, 0, 0, 1, 0, 9, 0};
@@ -1516,6 +1679,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, both_sides_connect_at_once);
 	tcase_add_test(tc, peer_by_config_name);
 	tcase_add_test(tc, control_garbage);
+	if (!fx_is_loop())
+		tcase_add_test(tc, log_section_of_a_file);
 	tcase_add_test(tc, destroy_cancels_in_flight);
 	suite_add_tcase(s, tc);
 	/* the cases with threads of their own (the TSan build runs these) */

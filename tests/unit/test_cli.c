@@ -129,9 +129,10 @@ START_TEST(test_devices)
 }
 END_TEST
 
-/* Start serve -c conf with stderr to log; wait for its control port. */
+/* Start serve -c conf [--targets N] with stderr to log; wait for its
+ * control port. */
 static pid_t spawn_serve(const char *conf, const char *sock, const char *log,
-			 unsigned *port)
+			 const char *targets, unsigned *port)
 {
 	char line[512] = "";
 	pid_t pid = fork();
@@ -140,8 +141,12 @@ static pid_t spawn_serve(const char *conf, const char *sock, const char *log,
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
 		freopen(log, "w", stderr);
-		execl(RY_CLI, RY_CLI, "serve", "-c", conf, "--socket", sock,
-		      (char *)NULL);
+		if (targets)
+			execl(RY_CLI, RY_CLI, "serve", "-c", conf, "--socket",
+			      sock, "--targets", targets, (char *)NULL);
+		else
+			execl(RY_CLI, RY_CLI, "serve", "-c", conf, "--socket",
+			      sock, (char *)NULL);
 		_exit(127);
 	}
 	*port = 0;
@@ -162,7 +167,8 @@ static pid_t spawn_serve(const char *conf, const char *sock, const char *log,
 }
 
 /* serve + bench --verify + status on loopback, as an operator runs them;
- * SIGTERM stops serve cleanly. */
+ * each peer incarnation gets a region of its own, at most --targets of
+ * them; SIGTERM stops serve cleanly. */
 START_TEST(test_serve_bench_status)
 {
 	char dir[] = "/tmp/ry-serve-XXXXXX", path[128], args[512], log[128];
@@ -186,7 +192,7 @@ START_TEST(test_serve_bench_status)
 	fclose(f);
 	snprintf(log, sizeof(log), "%s/serve.log", dir);
 	snprintf(sock, sizeof(sock), "%s/b.sock", dir);
-	pid = spawn_serve(path, sock, log, &port);
+	pid = spawn_serve(path, sock, log, "1", &port);
 
 	snprintf(path, sizeof(path), "%s/a.conf", dir);
 	f = fopen(path, "w");
@@ -206,6 +212,54 @@ START_TEST(test_serve_bench_status)
 	ck_assert_ptr_nonnull(strstr(out, "\"verify_errors\":0"));
 	ck_assert_ptr_nonnull(strstr(out, "verdict: nothing lost"));
 	ck_assert_ptr_nonnull(strstr(out, "per rail"));
+
+	/* sa's region is held (its session is only just lost): with
+	 * --targets 1 another node is refused, and told why */
+	snprintf(args, sizeof(args), "%s/c.conf", dir);
+	f = fopen(args, "w");
+	fprintf(
+	    f,
+	    "node = sc\ncontrol = \"127.0.0.1:0\"\n"
+	    "rail r0 { provider = soft network = n0 address = \"127.0.0.1\" }\n"
+	    "peer sb { address = \"127.0.0.1:%u\" }\n",
+	    port);
+	fclose(f);
+	snprintf(args, sizeof(args),
+		 "bench -c %s/c.conf --peer sb --count 4 --size 4K --json",
+		 dir);
+	ck_assert_int_eq(run(args, out, sizeof(out)), 1);
+	ck_assert_msg(strstr(out, "peer sb gives us no target region: all 1 "
+				  "target regions are taken"),
+		      "%s", out);
+	/* sa again is a new incarnation: its old region goes, a new one
+	 * comes (nothing of the old incarnation's lands in it) */
+	snprintf(args, sizeof(args),
+		 "bench -c %s --peer sb --count 8 --size 64K --verify --json",
+		 path);
+	ck_assert_msg(run(args, out, sizeof(out)) == 0, "%s", out);
+	ck_assert_ptr_nonnull(strstr(out, "\"verify_errors\":0"));
+	f = fopen(log, "r");
+	ck_assert_ptr_nonnull(f);
+	{
+		size_t n = fread(out, 1, sizeof(out) - 1, f);
+
+		out[n] = 0;
+	}
+	fclose(f);
+	ck_assert_msg(strstr(out, "no target for peer sc: all 1 target "
+				  "regions are taken"),
+		      "%s", out);
+	ck_assert_msg(
+	    strstr(out, "target of peer sa released (the peer restarted)"),
+	    "%s", out);
+	{
+		const char *a = strstr(out, "target for peer sa (");
+
+		ck_assert_ptr_nonnull(a);
+		ck_assert_msg(strstr(a + 1, "target for peer sa ("),
+			      "no second region for sa's new incarnation: %s",
+			      out);
+	}
 
 	snprintf(args, sizeof(args), "status --socket %s", sock);
 	ck_assert_int_eq(run(args, out, sizeof(out)), 0);
@@ -312,7 +366,7 @@ START_TEST(test_serve_reload)
 	snprintf(log, sizeof(log), "%s/serve.log", dir);
 	snprintf(sock, sizeof(sock), "%s/r.sock", dir);
 	write_file(path, base);
-	pid = spawn_serve(path, sock, log, &port);
+	pid = spawn_serve(path, sock, log, NULL, &port);
 	snprintf(args, sizeof(args), "reload --socket %s", sock);
 
 	/* a bad file: unknown option on line 4 */

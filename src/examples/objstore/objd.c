@@ -1,0 +1,900 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * railyard-objd: the reference object server.  Objects live in memory, in
+ * one pool registered once at start (the fast path: no registration per
+ * request), cut into chunks; an object is a list of chunks, moved with one
+ * vectored operation (ry_readv for a PUT, ry_writev for a GET) whatever
+ * its size.  Chunks are taken in address order from a rotating hint, so
+ * an object is usually one contiguous run and one piece on the wire.
+ *
+ * Request handling (protocol in objstore.h):
+ *
+ *   PUT  check the key and the client's descriptor (ry_desc_live), take
+ *        chunks (-ENOSPC when the pool is full), READ the data from the
+ *        client, check its CRC32C against the request's (-EBADMSG: the
+ *        object is not stored), replace any older object of that key,
+ *        reply.
+ *   GET  look the key up (-ENOENT), check the client's room (-EMSGSIZE,
+ *        with the size, so the client can retry with a larger buffer),
+ *        WRITE the chunks into the client's buffer, reply with size and
+ *        stored CRC once the write has completed: the data has landed (and
+ *        after a failover, been fenced) before the client hears of it.
+ *   DEL, STAT  answered at once.
+ *
+ * A client that restarts takes its buffers with it.  A request whose
+ * descriptor names a dead incarnation is dropped before anything is
+ * posted (ry_desc_live: -ESTALE), operations in flight to it complete
+ * with RY_ESTALE and are dropped without a reply, and replies still
+ * waiting to be sent to it are discarded on RY_EV_PEER_RESTARTED: the
+ * server never writes into, or answers for, memory that died.
+ *
+ * Threading: everything happens in the library's callbacks (receive,
+ * completion, event), which never run concurrently; the lock guards the
+ * table and the pool against the main thread (retries, final counts).  A
+ * GET holds a reference on its object, so a PUT replacing it or a DEL
+ * frees the chunks only once the write is done.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "objstore.h"
+
+static const char usage_text[] =
+    "usage: railyard-objd -c FILE [--capacity SIZE] [--chunk SIZE]\n"
+    "                     [--node NAME]\n"
+    "\n"
+    "Serve a put/get object store over the rails of FILE (a railyard\n"
+    "config).  Objects are kept in memory, in a pool of SIZE bytes\n"
+    "(--capacity, default 256M) registered once and cut into chunks\n"
+    "(--chunk, default 64K, a power of two from 4K; an object takes whole\n"
+    "chunks and at most 1024 of them).  Clients (railyard-obj) send\n"
+    "requests; the server reads a PUT's data from the client's buffer and\n"
+    "writes a GET's data into it, then replies.  SIGINT or SIGTERM stop\n"
+    "it; it prints what it served.\n"
+    "Exit codes: 0 clean shutdown, 1 cannot start, 2 usage error.\n";
+
+struct pool {
+	uint8_t *mem;
+	struct ry_region *mr;
+	size_t chunk;
+	uint32_t n, nfree, hint;
+	uint64_t *bits; /* 1: chunk in use */
+};
+
+struct object {
+	struct object *next; /* hash chain */
+	unsigned refs;	     /* the table's, and each GET writing it */
+	uint64_t size;
+	uint32_t crc;
+	uint32_t nchunks;
+	uint32_t *chunks;
+	size_t key_len;
+	char key[];
+};
+
+/* A PUT or GET between its request and its reply. */
+struct request {
+	struct server *sv;
+	struct ry_peer *from;
+	uint8_t op;
+	uint64_t id;
+	struct object *obj;
+	size_t desc_len;
+	uint8_t desc[RY_DESC_MAX];
+};
+
+/* A reply that found every message slot busy (-EAGAIN), sent again by the
+ * main loop. */
+struct retry {
+	struct retry *next;
+	struct ry_peer *to;
+	size_t len;
+	uint8_t buf[];
+};
+
+struct stats {
+	uint64_t puts, gets, dels, stats, missing, nospace, corrupted, stale,
+	    errors, bad, reply_failed;
+};
+
+struct server {
+	struct ry_manager *mgr;
+	struct ry_config *cfg;
+	struct pool pool;
+	uint64_t max_size;
+	pthread_mutex_t lock;
+	struct object **buckets;
+	size_t nbuckets; /* power of two */
+	uint64_t nobjects;
+	struct retry *retry;
+	struct stats st;
+};
+
+/* ---- pool ---- */
+
+static bool chunk_used(const struct pool *p, uint32_t i)
+{
+	return p->bits[i / 64] >> (i % 64) & 1;
+}
+
+/* n chunks in address order from the hint, or false; caller holds lock. */
+static bool pool_take(struct pool *p, uint32_t n, uint32_t *out)
+{
+	uint32_t got = 0, i = p->hint;
+
+	if (n > p->nfree)
+		return false;
+	while (got < n) {
+		if (i == p->n)
+			i = 0;
+		if (!chunk_used(p, i)) {
+			p->bits[i / 64] |= 1ull << (i % 64);
+			out[got++] = i;
+		}
+		i++;
+	}
+	p->nfree -= n;
+	p->hint = i;
+	return true;
+}
+
+static void pool_give(struct pool *p, const uint32_t *c, uint32_t n)
+{
+	for (uint32_t k = 0; k < n; k++)
+		p->bits[c[k] / 64] &= ~(1ull << (c[k] % 64));
+	p->nfree += n;
+}
+
+/* The object's chunks as a scatter-gather list, adjacent ones merged. */
+static int object_iov(const struct server *sv, const struct object *o,
+		      struct ry_iov *iov)
+{
+	size_t ck = sv->pool.chunk, left = o->size;
+	int n = 0;
+
+	for (uint32_t k = 0; k < o->nchunks; k++) {
+		size_t len = left < ck ? left : ck;
+		size_t off = (size_t)o->chunks[k] * ck;
+
+		if (n && iov[n - 1].off + iov[n - 1].len == off)
+			iov[n - 1].len += len;
+		else
+			iov[n++] = (struct ry_iov){sv->pool.mr, off, len};
+		left -= len;
+	}
+	return n;
+}
+
+static uint32_t object_crc(const struct server *sv, const struct object *o)
+{
+	size_t ck = sv->pool.chunk, left = o->size;
+	uint32_t crc = 0;
+
+	for (uint32_t k = 0; k < o->nchunks; k++) {
+		size_t len = left < ck ? left : ck;
+
+		crc = obj_crc32c(crc, sv->pool.mem + (size_t)o->chunks[k] * ck,
+				 len);
+		left -= len;
+	}
+	return crc;
+}
+
+/* ---- table ---- */
+
+static uint64_t key_hash(const void *key, size_t len)
+{
+	const uint8_t *p = key;
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static struct object **slot_of(struct server *sv, const void *key, size_t len)
+{
+	struct object **pp =
+	    &sv->buckets[key_hash(key, len) & (sv->nbuckets - 1)];
+
+	while (*pp && ((*pp)->key_len != len || memcmp((*pp)->key, key, len)))
+		pp = &(*pp)->next;
+	return pp;
+}
+
+/* Drop a reference; the last one gives the chunks back.  Lock held. */
+static void object_put(struct server *sv, struct object *o)
+{
+	if (!o || --o->refs)
+		return;
+	pool_give(&sv->pool, o->chunks, o->nchunks);
+	free(o->chunks);
+	free(o);
+}
+
+/* A new object with its chunks, not in the table; NULL if full. */
+static struct object *object_new(struct server *sv, const struct obj_msg *m)
+{
+	uint32_t n =
+	    (uint32_t)((m->size + sv->pool.chunk - 1) / sv->pool.chunk);
+	struct object *o = calloc(1, sizeof(*o) + m->key_len);
+
+	if (!o)
+		return NULL;
+	o->chunks = malloc((n ? n : 1) * sizeof(*o->chunks));
+	if (!o->chunks) {
+		free(o);
+		return NULL;
+	}
+	pthread_mutex_lock(&sv->lock);
+	if (!pool_take(&sv->pool, n, o->chunks)) {
+		pthread_mutex_unlock(&sv->lock);
+		free(o->chunks);
+		free(o);
+		return NULL;
+	}
+	pthread_mutex_unlock(&sv->lock);
+	o->refs = 1;
+	o->size = m->size;
+	o->crc = m->crc;
+	o->nchunks = n;
+	o->key_len = m->key_len;
+	memcpy(o->key, m->key, m->key_len);
+	return o;
+}
+
+/* Put o in the table in place of any object of its key (freed once no GET
+ * writes it any more). */
+static void store(struct server *sv, struct object *o)
+{
+	struct object **pp, *old = NULL;
+
+	pthread_mutex_lock(&sv->lock);
+	pp = slot_of(sv, o->key, o->key_len);
+	if (*pp) {
+		old = *pp;
+		o->next = old->next;
+		sv->nobjects--;
+	}
+	*pp = o;
+	sv->nobjects++;
+	sv->st.puts++;
+	object_put(sv, old);
+	pthread_mutex_unlock(&sv->lock);
+}
+
+static void object_drop(struct server *sv, struct object *o)
+{
+	pthread_mutex_lock(&sv->lock);
+	object_put(sv, o);
+	pthread_mutex_unlock(&sv->lock);
+}
+
+/* ---- replies ---- */
+
+static void reply_sent(const struct ry_completion *c, void *arg)
+{
+	struct server *sv = arg;
+
+	if (c->status == RY_OK || c->status == RY_ESTALE ||
+	    c->status == RY_ECANCELED)
+		return;
+	pthread_mutex_lock(&sv->lock);
+	sv->st.reply_failed++;
+	pthread_mutex_unlock(&sv->lock);
+	fprintf(stderr, "railyard-objd: a reply was not delivered: %s (%s)\n",
+		ry_status_str(c->status), c->reason);
+}
+
+static void queue_retry(struct server *sv, struct ry_peer *to, const void *buf,
+			size_t len)
+{
+	struct retry *r = malloc(sizeof(*r) + len), **pp;
+
+	if (!r) {
+		pthread_mutex_lock(&sv->lock);
+		sv->st.reply_failed++;
+		pthread_mutex_unlock(&sv->lock);
+		return;
+	}
+	r->next = NULL;
+	r->to = to;
+	r->len = len;
+	memcpy(r->buf, buf, len);
+	pthread_mutex_lock(&sv->lock);
+	for (pp = &sv->retry; *pp; pp = &(*pp)->next)
+		;
+	*pp = r;
+	pthread_mutex_unlock(&sv->lock);
+}
+
+/* Send the queued replies, oldest first; those that still find no slot
+ * stay.  Returns whether any are left. */
+static bool flush_retries(struct server *sv)
+{
+	struct retry *r, *left = NULL, **tail = &left;
+	bool busy = false;
+
+	pthread_mutex_lock(&sv->lock);
+	r = sv->retry;
+	sv->retry = NULL;
+	pthread_mutex_unlock(&sv->lock);
+	while (r) {
+		struct retry *next = r->next;
+		int ret = busy ? -EAGAIN
+			       : ry_send(r->to, r->buf, r->len, reply_sent, sv);
+
+		if (ret == -EAGAIN) {
+			busy = true;
+			r->next = NULL;
+			*tail = r;
+			tail = &r->next;
+		} else {
+			free(r);
+		}
+		r = next;
+	}
+	if (!left)
+		return false;
+	pthread_mutex_lock(&sv->lock);
+	*tail = sv->retry; /* replies queued meanwhile come after */
+	sv->retry = left;
+	pthread_mutex_unlock(&sv->lock);
+	return true;
+}
+
+static void reply(struct server *sv, struct ry_peer *to,
+		  const struct obj_msg *req, int status, const struct object *o,
+		  const char *why)
+{
+	uint8_t buf[RY_MSG_MAX];
+	struct obj_msg m = {
+	    .op = (uint8_t)(req->op | OBJ_REPLY),
+	    .status = status,
+	    .id = req->id,
+	    .size = o ? o->size : req->size,
+	    .crc = o ? o->crc : 0,
+	    .tail = why,
+	    .tail_len = why ? strnlen(why, OBJ_TEXT_MAX) : 0,
+	};
+	int len = obj_encode(buf, sizeof(buf), &m), ret;
+
+	if (len < 0)
+		return;
+	ret = ry_send(to, buf, (size_t)len, reply_sent, sv);
+	if (ret == -EAGAIN)
+		queue_retry(sv, to, buf, (size_t)len);
+	else if (ret && ret != -ESTALE && ret != -ESHUTDOWN)
+		fprintf(stderr, "railyard-objd: cannot reply to %s: %s\n",
+			ry_peer_name(to), strerror(-ret));
+}
+
+static void count(struct server *sv, uint64_t *what)
+{
+	pthread_mutex_lock(&sv->lock);
+	(*what)++;
+	pthread_mutex_unlock(&sv->lock);
+}
+
+/* ---- PUT and GET ---- */
+
+static struct request *request_new(struct server *sv, struct ry_peer *from,
+				   const struct obj_msg *m, struct object *o)
+{
+	struct request *rq = malloc(sizeof(*rq));
+
+	if (!rq)
+		return NULL;
+	rq->sv = sv;
+	rq->from = from;
+	rq->op = m->op;
+	rq->id = m->id;
+	rq->obj = o;
+	rq->desc_len = m->tail_len;
+	memcpy(rq->desc, m->tail, m->tail_len);
+	return rq;
+}
+
+static void put_read(const struct ry_completion *c, void *arg)
+{
+	struct request *rq = arg;
+	struct server *sv = rq->sv;
+	struct object *o = rq->obj;
+	struct obj_msg m = {.op = rq->op, .id = rq->id};
+	char why[OBJ_TEXT_MAX];
+
+	if (c->status == RY_ESTALE) {
+		/* the client died with its buffer: no one to answer */
+		count(sv, &sv->st.stale);
+		object_drop(sv, o);
+	} else if (c->status != RY_OK) {
+		snprintf(why, sizeof(why), "reading the data failed: %s (%s)",
+			 ry_status_str(c->status), c->reason);
+		count(sv, &sv->st.errors);
+		m.size = o->size;
+		object_drop(sv, o);
+		reply(sv, rq->from, &m, -EIO, NULL, why);
+	} else if (object_crc(sv, o) != o->crc) {
+		snprintf(why, sizeof(why),
+			 "checksum mismatch: the %" PRIu64
+			 " bytes read differ from the request's CRC32C "
+			 "%08" PRIx32 "; not stored",
+			 o->size, o->crc);
+		count(sv, &sv->st.corrupted);
+		m.size = o->size;
+		object_drop(sv, o);
+		reply(sv, rq->from, &m, -EBADMSG, NULL, why);
+	} else {
+		store(sv, o);
+		reply(sv, rq->from, &m, 0, o, NULL);
+	}
+	free(rq);
+}
+
+static void get_written(const struct ry_completion *c, void *arg)
+{
+	struct request *rq = arg;
+	struct server *sv = rq->sv;
+	struct obj_msg m = {.op = rq->op, .id = rq->id};
+	char why[OBJ_TEXT_MAX];
+
+	if (c->status == RY_ESTALE) {
+		count(sv, &sv->st.stale);
+	} else if (c->status != RY_OK) {
+		snprintf(why, sizeof(why), "writing the data failed: %s (%s)",
+			 ry_status_str(c->status), c->reason);
+		count(sv, &sv->st.errors);
+		reply(sv, rq->from, &m, -EIO, NULL, why);
+	} else {
+		count(sv, &sv->st.gets);
+		reply(sv, rq->from, &m, 0, rq->obj, NULL);
+	}
+	object_drop(sv, rq->obj);
+	free(rq);
+}
+
+/* Post the READ or WRITE; on a refusal, say why.  Consumes o's ref. */
+static void transfer(struct server *sv, struct ry_peer *from,
+		     const struct obj_msg *m, struct object *o)
+{
+	struct ry_iov iov[RY_IOV_MAX];
+	struct request *rq = request_new(sv, from, m, o);
+	char why[OBJ_TEXT_MAX];
+	int n = object_iov(sv, o, iov), ret;
+
+	if (!rq) {
+		ret = -ENOMEM;
+	} else if (m->op == OBJ_PUT) {
+		ret = ry_readv(from, iov, n, rq->desc, rq->desc_len, 0,
+			       put_read, rq);
+	} else {
+		ret = ry_writev(from, iov, n, rq->desc, rq->desc_len, 0,
+				get_written, rq);
+	}
+	if (!ret)
+		return;
+	free(rq);
+	object_drop(sv, o);
+	if (ret == -ESTALE) {
+		count(sv, &sv->st.stale);
+		return;
+	}
+	count(sv, &sv->st.errors);
+	snprintf(why, sizeof(why), "cannot %s the data: %s",
+		 m->op == OBJ_PUT ? "read" : "write", strerror(-ret));
+	reply(sv, from, m, ret, NULL, why);
+}
+
+static void on_put(struct server *sv, struct ry_peer *from,
+		   const struct obj_msg *m)
+{
+	struct object *o;
+	char why[OBJ_TEXT_MAX];
+
+	if (m->size > sv->max_size) {
+		snprintf(why, sizeof(why),
+			 "object of %" PRIu64
+			 " bytes is larger than the %" PRIu64
+			 " this server takes",
+			 m->size, sv->max_size);
+		count(sv, &sv->st.bad);
+		reply(sv, from, m, -EFBIG, NULL, why);
+		return;
+	}
+	o = object_new(sv, m);
+	if (!o) {
+		snprintf(why, sizeof(why),
+			 "no room for %" PRIu64 " bytes (capacity %zu bytes, "
+			 "%zu-byte chunks)",
+			 m->size, (size_t)sv->pool.n * sv->pool.chunk,
+			 sv->pool.chunk);
+		count(sv, &sv->st.nospace);
+		reply(sv, from, m, -ENOSPC, NULL, why);
+		return;
+	}
+	if (m->size) {
+		transfer(sv, from, m, o);
+		return;
+	}
+	if (m->crc != 0) { /* CRC32C of nothing is 0 */
+		count(sv, &sv->st.corrupted);
+		object_drop(sv, o);
+		reply(sv, from, m, -EBADMSG, NULL, "checksum mismatch");
+		return;
+	}
+	store(sv, o);
+	reply(sv, from, m, 0, o, NULL);
+}
+
+static void on_get(struct server *sv, struct ry_peer *from,
+		   const struct obj_msg *m)
+{
+	struct object *o;
+	char why[OBJ_TEXT_MAX];
+
+	pthread_mutex_lock(&sv->lock);
+	o = *slot_of(sv, m->key, m->key_len);
+	if (o)
+		o->refs++;
+	pthread_mutex_unlock(&sv->lock);
+	if (!o) {
+		snprintf(why, sizeof(why), "no object '%.*s'", (int)m->key_len,
+			 (const char *)m->key);
+		count(sv, &sv->st.missing);
+		reply(sv, from, m, -ENOENT, NULL, why);
+		return;
+	}
+	if (o->size > m->size) {
+		snprintf(why, sizeof(why),
+			 "object is %" PRIu64 " bytes, the buffer %" PRIu64,
+			 o->size, m->size);
+		reply(sv, from, m, -EMSGSIZE, o, why);
+		object_drop(sv, o);
+		return;
+	}
+	if (!o->size) {
+		count(sv, &sv->st.gets);
+		reply(sv, from, m, 0, o, NULL);
+		object_drop(sv, o);
+		return;
+	}
+	transfer(sv, from, m, o);
+}
+
+static void on_del(struct server *sv, struct ry_peer *from,
+		   const struct obj_msg *m)
+{
+	struct object **pp, *o;
+
+	pthread_mutex_lock(&sv->lock);
+	pp = slot_of(sv, m->key, m->key_len);
+	o = *pp;
+	if (o) {
+		*pp = o->next;
+		sv->nobjects--;
+		sv->st.dels++;
+		object_put(sv, o);
+	} else {
+		sv->st.missing++;
+	}
+	pthread_mutex_unlock(&sv->lock);
+	reply(sv, from, m, o ? 0 : -ENOENT, NULL, o ? NULL : "no such object");
+}
+
+static void on_stat(struct server *sv, struct ry_peer *from,
+		    const struct obj_msg *req)
+{
+	uint8_t buf[RY_MSG_MAX];
+	struct obj_msg m = {.op = OBJ_STAT | OBJ_REPLY, .id = req->id};
+	int len, ret;
+
+	pthread_mutex_lock(&sv->lock);
+	sv->st.stats++;
+	m.size = sv->nobjects;
+	m.used = (uint64_t)(sv->pool.n - sv->pool.nfree) * sv->pool.chunk;
+	m.capacity = (uint64_t)sv->pool.n * sv->pool.chunk;
+	pthread_mutex_unlock(&sv->lock);
+	len = obj_encode(buf, sizeof(buf), &m);
+	ret = ry_send(from, buf, (size_t)len, reply_sent, sv);
+	if (ret == -EAGAIN)
+		queue_retry(sv, from, buf, (size_t)len);
+}
+
+static void on_recv(struct ry_peer *from, const struct ry_message *msg,
+		    void *arg)
+{
+	struct server *sv = arg;
+	struct obj_msg m;
+	int ret;
+
+	if (msg->type != RY_MSG_DATA || obj_decode(msg->data, msg->len, &m) ||
+	    (m.op & OBJ_REPLY)) {
+		count(sv, &sv->st.bad);
+		return;
+	}
+	if (m.op == OBJ_STAT) {
+		on_stat(sv, from, &m);
+		return;
+	}
+	if (!m.key_len || m.op > OBJ_STAT) {
+		count(sv, &sv->st.bad);
+		reply(sv, from, &m, -EINVAL, NULL,
+		      m.key_len ? "unknown operation" : "empty key");
+		return;
+	}
+	if (m.op == OBJ_PUT || m.op == OBJ_GET) {
+		/* a request of a client that has restarted since: its
+		 * buffer is gone, and so is whoever waited for the answer */
+		ret = ry_desc_live(from, m.tail, m.tail_len);
+		if (ret == -ESTALE) {
+			count(sv, &sv->st.stale);
+			return;
+		}
+		/* -ENXIO: the descriptor is another node's; a client
+		 * hands only its own memory */
+		if (ret && ret != -EAGAIN) {
+			count(sv, &sv->st.bad);
+			reply(sv, from, &m, -EINVAL, NULL,
+			      ret == -ENXIO ? "the buffer descriptor is not "
+					      "the sender's"
+					    : "bad buffer descriptor");
+			return;
+		}
+	}
+	switch (m.op) {
+	case OBJ_PUT:
+		on_put(sv, from, &m);
+		break;
+	case OBJ_GET:
+		on_get(sv, from, &m);
+		break;
+	default:
+		on_del(sv, from, &m);
+		break;
+	}
+}
+
+static void on_event(const struct ry_event *ev, void *arg)
+{
+	struct server *sv = arg;
+	struct retry **pp, *r;
+	unsigned dropped = 0;
+
+	if (ev->type == RY_EV_PEER_DOWN)
+		fprintf(stderr,
+			"railyard-objd: client %s: control session lost\n",
+			ev->peer ? ev->peer : "?");
+	if (ev->type == RY_EV_CONN_DOWN || ev->type == RY_EV_CONN_UP) {
+		struct timespec ts;
+
+		/* the wall clock, to line failovers up with outside events */
+		clock_gettime(CLOCK_REALTIME, &ts);
+		fprintf(stderr,
+			"railyard-objd: [%lld.%03ld] rail %s to %s: connection "
+			"%s%s%s\n",
+			(long long)ts.tv_sec, ts.tv_nsec / 1000000, ev->rail,
+			ev->peer ? ev->peer : "?",
+			ev->type == RY_EV_CONN_UP ? "up" : "down",
+			ev->reason && *ev->reason ? ": " : "",
+			ev->reason ? ev->reason : "");
+	}
+	if (ev->type != RY_EV_PEER_RESTARTED)
+		return;
+	/* replies meant for the dead incarnation answer no one now */
+	pthread_mutex_lock(&sv->lock);
+	for (pp = &sv->retry; (r = *pp);) {
+		if (ev->peer && !strcmp(ry_peer_name(r->to), ev->peer)) {
+			*pp = r->next;
+			free(r);
+			dropped++;
+		} else {
+			pp = &r->next;
+		}
+	}
+	pthread_mutex_unlock(&sv->lock);
+	fprintf(stderr,
+		"railyard-objd: client %s restarted (incarnation %016" PRIx64
+		" -> %016" PRIx64 "); %u queued replies dropped\n",
+		ev->peer ? ev->peer : "?", ev->old_incarnation,
+		ev->new_incarnation, dropped);
+}
+
+static int pool_init(struct server *sv, uint64_t capacity, size_t chunk)
+{
+	struct pool *p = &sv->pool;
+	size_t len;
+	int ret;
+
+	p->chunk = chunk;
+	p->n = (uint32_t)(capacity / chunk);
+	p->nfree = p->n;
+	len = (size_t)p->n * chunk;
+	p->bits = calloc((p->n + 63) / 64, sizeof(uint64_t));
+	p->mem = aligned_alloc(4096, len);
+	if (!p->bits || !p->mem)
+		return -ENOMEM;
+	ret = ry_mr_reg(sv->mgr, p->mem, len,
+			RY_MR_REMOTE_READ | RY_MR_REMOTE_WRITE, &p->mr);
+	if (ret)
+		return ret;
+	for (sv->nbuckets = 64; sv->nbuckets < p->n; sv->nbuckets *= 2)
+		;
+	sv->buckets = calloc(sv->nbuckets, sizeof(*sv->buckets));
+	return sv->buckets ? 0 : -ENOMEM;
+}
+
+static void server_free(struct server *sv)
+{
+	for (size_t b = 0; sv->buckets && b < sv->nbuckets; b++) {
+		while (sv->buckets[b]) {
+			struct object *o = sv->buckets[b];
+
+			sv->buckets[b] = o->next;
+			free(o->chunks);
+			free(o);
+		}
+	}
+	while (sv->retry) {
+		struct retry *r = sv->retry;
+
+		sv->retry = r->next;
+		free(r);
+	}
+	free(sv->buckets);
+	/* after the manager: it completes what is in flight first */
+	free(sv->pool.bits);
+	free(sv->pool.mem);
+}
+
+int main(int argc, char **argv)
+{
+	const char *file = NULL, *node = NULL;
+	uint64_t capacity = 256u << 20, chunk = 64u << 10;
+	struct server sv = {.lock = PTHREAD_MUTEX_INITIALIZER};
+	char ctl[RY_ADDR_MAX] = "";
+	struct epoll_event ev;
+	sigset_t mask;
+	int sfd = -1, ep = -1, ret, rc = 1;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			fputs(usage_text, stdout);
+			return 0;
+		} else if (!strcmp(a, "-c") && i + 1 < argc) {
+			file = argv[++i];
+		} else if (!strcmp(a, "--node") && i + 1 < argc) {
+			node = argv[++i];
+		} else if (!strcmp(a, "--capacity") && i + 1 < argc) {
+			if (!obj_parse_size(argv[++i], &capacity)) {
+				fprintf(stderr,
+					"railyard-objd: --capacity '%s' is not "
+					"a size\n",
+					argv[i]);
+				return 2;
+			}
+		} else if (!strcmp(a, "--chunk") && i + 1 < argc) {
+			if (!obj_parse_size(argv[++i], &chunk) ||
+			    chunk < 4096 || chunk > (64u << 20) ||
+			    (chunk & (chunk - 1))) {
+				fprintf(stderr,
+					"railyard-objd: --chunk '%s' is not a "
+					"power of two from 4K to 64M\n",
+					argv[i]);
+				return 2;
+			}
+		} else {
+			fprintf(stderr, "railyard-objd: unexpected '%s'\n\n%s",
+				a, usage_text);
+			return 2;
+		}
+	}
+	if (!file) {
+		fputs(usage_text, stderr);
+		return 2;
+	}
+	if (capacity < chunk || capacity / chunk > UINT32_MAX) {
+		fprintf(stderr,
+			"railyard-objd: --capacity must hold at least one "
+			"chunk and at most 2^32\n");
+		return 2;
+	}
+	if (obj_start("railyard-objd", file, node, &sv.cfg, &sv.mgr))
+		return 1;
+	sv.max_size = chunk * RY_IOV_MAX;
+	if (sv.max_size > sv.cfg->max_op_size)
+		sv.max_size = sv.cfg->max_op_size;
+	ret = pool_init(&sv, capacity, (size_t)chunk);
+	if (ret) {
+		fprintf(stderr,
+			"railyard-objd: cannot set up a %" PRIu64
+			"-byte pool: %s\n",
+			capacity, strerror(-ret));
+		goto out;
+	}
+	/* before the progress threads: a request never finds no handler */
+	ry_set_recv_cb(sv.mgr, on_recv, &sv);
+	ry_set_event_cb(sv.mgr, on_event, &sv);
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	if (sfd < 0 || ep < 0)
+		goto out;
+	ev = (struct epoll_event){.events = EPOLLIN, .data.fd = sfd};
+	epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev);
+	ret = ry_progress_thread_start(sv.mgr);
+	if (ret) {
+		fprintf(stderr, "railyard-objd: progress threads: %s\n",
+			strerror(-ret));
+		goto out;
+	}
+	ry_manager_control_addr(sv.mgr, ctl, sizeof(ctl));
+	fprintf(stderr,
+		"railyard-objd: node %s, control %s, %d rails, capacity "
+		"%zu bytes in %" PRIu64 "-byte chunks, objects up to %" PRIu64
+		" bytes: ready\n",
+		sv.cfg->node, ctl, ry_rail_count(sv.mgr),
+		(size_t)sv.pool.n * sv.pool.chunk, chunk, sv.max_size);
+	for (;;) {
+		bool pending;
+
+		pthread_mutex_lock(&sv.lock);
+		pending = sv.retry != NULL;
+		pthread_mutex_unlock(&sv.lock);
+		if (pending)
+			pending = flush_retries(&sv);
+		if (epoll_wait(ep, &ev, 1, pending ? 1 : 100) > 0)
+			break;
+	}
+	rc = 0;
+out:
+	if (sfd >= 0)
+		close(sfd);
+	if (ep >= 0)
+		close(ep);
+	if (sv.mgr)
+		ry_set_recv_cb(sv.mgr, NULL, NULL);
+	/* the server initiates every READ and WRITE: its rails' counters
+	 * are the data path's (a drill's failovers and replays) */
+	for (int i = 0; sv.mgr && i < ry_rail_count(sv.mgr); i++) {
+		const char *name = ry_rail_name(sv.mgr, (unsigned)i);
+		struct ry_counters c = {0};
+
+		ry_rail_counters(sv.mgr, name, &c);
+		fprintf(stderr,
+			"railyard-objd: rail %s: %" PRIu64 " bytes, %" PRIu64
+			" failovers, %" PRIu64 " fragments replayed, %" PRIu64
+			" fences\n",
+			name, c.bytes, c.failovers, c.replayed_fragments,
+			c.fences);
+	}
+	/* stops the progress threads and completes what is in flight
+	 * (callbacks run, freeing their requests) before the pool goes */
+	ry_manager_destroy(sv.mgr);
+	fprintf(stderr,
+		"railyard-objd: %" PRIu64 " objects, %" PRIu64 " puts, %" PRIu64
+		" gets, %" PRIu64 " deletes, %" PRIu64 " missing, %" PRIu64
+		" no space, %" PRIu64 " corrupted, %" PRIu64
+		" stale (client restarted), %" PRIu64 " failed, %" PRIu64
+		" bad requests, %" PRIu64 " replies lost\n",
+		sv.nobjects, sv.st.puts, sv.st.gets, sv.st.dels, sv.st.missing,
+		sv.st.nospace, sv.st.corrupted, sv.st.stale, sv.st.errors,
+		sv.st.bad, sv.st.reply_failed);
+	server_free(&sv);
+	ry_config_free(sv.cfg);
+	return rc;
+}
