@@ -47,6 +47,28 @@ int cli_start(const char *path, struct ry_config **cfg_p,
 	return 0;
 }
 
+int cli_node_args(int argc, char **argv, const char *cmd, const char *usage,
+		  const char **sock_arg, const char **file, bool *json)
+{
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs(usage, stdout);
+			return RY_EXIT_OK;
+		} else if (json && !strcmp(argv[i], "--json")) {
+			*json = true;
+		} else if (!strcmp(argv[i], "--socket") && i + 1 < argc) {
+			*sock_arg = argv[++i];
+		} else if (!strcmp(argv[i], "-c") && i + 1 < argc) {
+			*file = argv[++i];
+		} else {
+			fprintf(stderr, "railyard %s: unexpected '%s'\n\n%s",
+				cmd, argv[i], usage);
+			return RY_EXIT_USAGE;
+		}
+	}
+	return -1;
+}
+
 int cli_node_connect(const char *cmd, const char *sock_arg, const char *file,
 		     const char *request)
 {

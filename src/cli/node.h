@@ -4,6 +4,7 @@
 #ifndef RAILYARD_CLI_NODE_H
 #define RAILYARD_CLI_NODE_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include <railyard/railyard.h>
@@ -15,6 +16,14 @@ int cli_start(const char *path, struct ry_config **cfg_p,
 /* Default status socket for a node: /run/railyard/NODE.sock as root,
  * else $XDG_RUNTIME_DIR or /tmp. */
 void cli_status_path(const char *node, char *buf, size_t len);
+
+/*
+ * The options of a command that asks a running serve: --socket PATH,
+ * -c FILE, --help, and --json when json is not NULL.  Returns -1 to go
+ * on, or the exit code (--help: usage on stdout; anything else: usage).
+ */
+int cli_node_args(int argc, char **argv, const char *cmd, const char *usage,
+		  const char **sock_arg, const char **file, bool *json);
 
 /*
  * Connect to a running serve's status socket: sock_arg, else the default

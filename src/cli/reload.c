@@ -34,21 +34,10 @@ int cli_reload(int argc, char **argv)
 	FILE *in;
 	int fd, rc;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			fputs(usage_text, stdout);
-			return RY_EXIT_OK;
-		} else if (!strcmp(argv[i], "--socket") && i + 1 < argc) {
-			sock_arg = argv[++i];
-		} else if (!strcmp(argv[i], "-c") && i + 1 < argc) {
-			file = argv[++i];
-		} else {
-			fprintf(stderr,
-				"railyard reload: unexpected '%s'\n\n%s",
-				argv[i], usage_text);
-			return RY_EXIT_USAGE;
-		}
-	}
+	rc = cli_node_args(argc, argv, "reload", usage_text, &sock_arg, &file,
+			   NULL);
+	if (rc >= 0)
+		return rc;
 	fd = cli_node_connect("reload", sock_arg, file, "reload\n");
 	if (fd < 0)
 		return RY_EXIT_FAIL;

@@ -21,25 +21,12 @@ int cli_status(int argc, char **argv)
 	char buf[4096];
 	bool json = false;
 	ssize_t n;
-	int fd;
+	int fd, rc;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			fputs(usage_text, stdout);
-			return RY_EXIT_OK;
-		} else if (!strcmp(argv[i], "--json")) {
-			json = true;
-		} else if (!strcmp(argv[i], "--socket") && i + 1 < argc) {
-			sock_arg = argv[++i];
-		} else if (!strcmp(argv[i], "-c") && i + 1 < argc) {
-			file = argv[++i];
-		} else {
-			fprintf(stderr,
-				"railyard status: unexpected '%s'\n\n%s",
-				argv[i], usage_text);
-			return RY_EXIT_USAGE;
-		}
-	}
+	rc = cli_node_args(argc, argv, "status", usage_text, &sock_arg, &file,
+			   &json);
+	if (rc >= 0)
+		return rc;
 	fd = cli_node_connect("status", sock_arg, file,
 			      json ? "json\n" : "text\n");
 	if (fd < 0)

@@ -149,6 +149,15 @@ static bool rail_busy(struct stream *s, const char *rail, unsigned ms)
 	return false;
 }
 
+/* Stream for ms, let every op complete: none may fail. */
+static void stream_clean(struct stream *s, unsigned ms)
+{
+	stream_run(s, ms);
+	stream_finish(s);
+	ck_assert_msg(s->done_err == 0, "%u failed: %s", s->done_err,
+		      s->reason);
+}
+
 static bool rails_active(void *arg)
 {
 	unsigned n = *(unsigned *)arg;
@@ -193,9 +202,7 @@ START_TEST(add_rail)
 	/* b's old descriptor has no key for r2: packed again, r2 is used */
 	F.desc_b_len = ry_mr_pack(F.rb, F.desc_b, sizeof(F.desc_b));
 	ck_assert_int_gt(F.desc_b_len, 0);
-	stream_run(&s, 500);
-	stream_finish(&s);
-	ck_assert_msg(s.done_err == 0, "%u failed: %s", s.done_err, s.reason);
+	stream_clean(&s, 500);
 	ck_assert_int_eq(ry_rail_counters(F.a, "r2", &c2), 0);
 	ck_assert_uint_gt(c2.fragments, 0);
 	fx_fini(&F);
@@ -226,9 +233,7 @@ static void remove_mid_stream(bool both)
 		ck_assert_int_eq(reload_n(true, 2, &pr), 0);
 		ck_assert_msg(pr.n == 0, "%s", pr.text);
 	}
-	stream_run(&s, 300);
-	stream_finish(&s);
-	ck_assert_msg(s.done_err == 0, "%u failed: %s", s.done_err, s.reason);
+	stream_clean(&s, 300);
 	ck_assert_uint_gt(s.done_ok, 8);
 	wait_active(2);
 	/* b's connection on the removed rail went down, and stays down */
@@ -244,9 +249,7 @@ static void remove_mid_stream(bool both)
 		ck_assert_uint_gt(pc.replayed_fragments, 0);
 	/* the remaining rails go on */
 	s.slots = 4;
-	stream_run(&s, 200);
-	stream_finish(&s);
-	ck_assert_msg(s.done_err == 0, "%u failed: %s", s.done_err, s.reason);
+	stream_clean(&s, 200);
 	fx_fini(&F);
 }
 
@@ -276,9 +279,7 @@ START_TEST(remove_then_add_back)
 	ck_assert_msg(pr.n == 0, "%s", pr.text);
 	ck_assert_int_eq(ry_rail_count(F.a), 2);
 	wait_active(2);
-	stream_run(&s, 300);
-	stream_finish(&s);
-	ck_assert_msg(s.done_err == 0, "%u failed: %s", s.done_err, s.reason);
+	stream_clean(&s, 300);
 	fx_fini(&F);
 }
 END_TEST
@@ -318,9 +319,7 @@ START_TEST(rails_with_key_file)
 	stream_run(&s, 300);
 	ck_assert_int_eq(reload_n(false, 2, &pr), 0);
 	ck_assert_msg(pr.n == 0, "%s", pr.text);
-	stream_run(&s, 300);
-	stream_finish(&s);
-	ck_assert_msg(s.done_err == 0, "%u failed: %s", s.done_err, s.reason);
+	stream_clean(&s, 300);
 	ck_assert_uint_gt(s.done_ok, 8);
 	ck_assert_int_eq(ry_rail_counters(F.b, "r2", &c2), 0);
 	ck_assert_uint_eq(fx_active(F.b, "r2"), 0);
@@ -418,9 +417,7 @@ START_TEST(peer_removed_and_added)
 	ck_assert_msg(fx_until(&F, peer_ready, F.ab, 10000),
 		      "a did not come back after b named it again");
 	ck_assert_int_eq(ry_peer_get(F.b, "a", &p), 0);
-	stream_run(&s, 300);
-	stream_finish(&s);
-	ck_assert_msg(s.done_err == 0, "%u failed: %s", s.done_err, s.reason);
+	stream_clean(&s, 300);
 	fx_fini(&F);
 }
 END_TEST
@@ -520,9 +517,7 @@ START_TEST(bad_config_changes_nothing)
 	ck_assert_int_eq(ry_rail_count(F.a), 2);
 
 	/* nothing moved: the same connections, and traffic goes on */
-	stream_run(&s, 300);
-	stream_finish(&s);
-	ck_assert_msg(s.done_err == 0, "%u failed: %s", s.done_err, s.reason);
+	stream_clean(&s, 300);
 	ck_assert_uint_eq(F.ev_a.n_conn_down, 0);
 	ck_assert_uint_eq(F.ev_b.n_conn_down, 0);
 	ck_assert_int_eq(ry_rail_count(F.a), 2);
