@@ -635,13 +635,13 @@ static bool accept_match(const struct ry_manager *m, const struct ry__ip *ip)
 	return false;
 }
 
-static int admit_init(struct ry_manager *m)
+/* The accept list into as (its refusal log is kept). */
+static void admit_parse(struct ry_manager *m, struct ry__admit_state *as)
 {
-	struct ry__admit_state *as = calloc(1, sizeof(*as));
 	unsigned i;
 
-	if (!as)
-		return -ENOMEM;
+	as->as_any = false;
+	as->as_n = 0;
 	for (i = 0; i < m->m_cfg.accept.n && i < RY_MAX_ACCEPT; i++) {
 		struct ry__ip *ip = &as->as_pfx[as->as_n];
 
@@ -659,8 +659,26 @@ static int admit_init(struct ry_manager *m)
 			"accept = any: every node that reaches %s is "
 			"admitted (unsafe outside a lab)",
 			m->m_cfg.control);
-	m->m_admit = as;
 	m->m_handshake_ns = m->m_cfg.handshake_timeout_ms * 1000000ull;
+}
+
+static int admit_init(struct ry_manager *m)
+{
+	struct ry__admit_state *as = calloc(1, sizeof(*as));
+
+	if (!as)
+		return -ENOMEM;
+	admit_parse(m, as);
+	m->m_admit = as;
+	return 0;
+}
+
+/* m_cfg's accept list and handshake timeout changed (reload.c). */
+int ry__ctl_admit_reload(struct ry_manager *m)
+{
+	if (!m->m_admit)
+		return 0;
+	admit_parse(m, m->m_admit);
 	return 0;
 }
 
@@ -1141,6 +1159,37 @@ void ry__ctl_send_hello(struct ry__ctl *c, bool reply)
 	}
 	ctl_send(c, reply ? CTL_HELLO_ACK : CTL_HELLO, w);
 	free(w);
+}
+
+/*
+ * Our rail list changed (reload.c): say HELLO again on every admitted
+ * session (the listener's side answers with HELLO_ACK, as in the
+ * handshake; hello_apply() pairs again).  With a key the handshake is
+ * once per session, so those sessions are closed instead: the peer (or
+ * we) dials again and the new handshake carries the new list.
+ */
+void ry__ctl_announce(struct ry_manager *m)
+{
+	struct ry__ctl *c;
+
+	for (c = m->m_ctls; c; c = c->c_next) {
+		if (c->c_dead || !c->c_admitted)
+			continue;
+		if (c->c_auth)
+			ctl_kill(c, "rails changed by a reload; handshake "
+				    "again");
+		else
+			ry__ctl_send_hello(c, c->c_inbound);
+	}
+}
+
+void ry__ctl_drop_peer(struct ry_manager *m, struct ry_peer *p, const char *why)
+{
+	struct ry__ctl *c;
+
+	for (c = m->m_ctls; c; c = c->c_next)
+		if (!c->c_dead && c->c_peer == p)
+			ctl_kill(c, why);
 }
 
 void ry__ctl_send_conn(struct ry__ctl *c, int type, unsigned src, unsigned dst,

@@ -38,7 +38,8 @@ static struct ry__lrail *rail_by_name(struct ry_manager *m, const char *name)
 	unsigned i;
 
 	for (i = 0; i < m->m_nrails; i++)
-		if (!strcmp(m->m_rails[i].lr_cfg.name, name))
+		if (ry__lrail_live(&m->m_rails[i]) &&
+		    !strcmp(m->m_rails[i].lr_cfg.name, name))
 			return &m->m_rails[i];
 	return NULL;
 }

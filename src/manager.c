@@ -59,6 +59,25 @@ void ry__timer_arm(struct ry_manager *m)
 
 /* ---- create / destroy ---- */
 
+/* The failover times in ns and the tick, from m_cfg (create, reload). */
+void ry__mgr_timing(struct ry_manager *m)
+{
+	uint64_t shortest;
+
+	m->m_hb_ns = m->m_cfg.failover.heartbeat_ms * 1000000ull;
+	m->m_timeout_ns = m->m_cfg.failover.timeout_ms * 1000000ull;
+	m->m_op_timeout_ns = m->m_cfg.failover.op_timeout_ms * 1000000ull;
+	m->m_connect_ns = 4 * m->m_timeout_ns > 500000000ull
+			      ? 4 * m->m_timeout_ns
+			      : 500000000ull;
+	shortest = m->m_hb_ns < m->m_timeout_ns ? m->m_hb_ns : m->m_timeout_ns;
+	m->m_tick_ns = shortest / 4;
+	if (m->m_tick_ns > 10000000ull)
+		m->m_tick_ns = 10000000ull;
+	if (m->m_tick_ns < 1000000ull)
+		m->m_tick_ns = 1000000ull;
+}
+
 static void log_config_error(const struct ry_config_error *e, void *arg)
 {
 	(void)arg;
@@ -83,15 +102,21 @@ static int adopt_config(struct ry_config *c)
 	return ry_config_validate(c, log_config_error, NULL) ? -EINVAL : 0;
 }
 
-static int open_rail(struct ry_manager *m, unsigned i)
+int ry__lrail_open(struct ry_manager *m, unsigned i,
+		   const struct ry_rail_config *rc)
 {
 	struct ry__lrail *lr = &m->m_rails[i];
+	struct ry_rail *rail = NULL;
 	int ret;
 
 	lr->lr_mgr = m;
 	lr->lr_idx = i;
-	lr->lr_cfg = m->m_cfg.rails[i];
-	ret = ry__rail_open(&lr->lr_cfg, &lr->lr_rail);
+	lr->lr_cfg = *rc;
+	ret = ry__rail_open(&lr->lr_cfg, &rail);
+	/* lr_rail is read under lr_lock by whoever kicks the rail */
+	pthread_mutex_lock(&lr->lr_lock);
+	lr->lr_rail = rail;
+	pthread_mutex_unlock(&lr->lr_lock);
 	if (ret) {
 		RY_ERR("mgr", "rail %s: open: %s", lr->lr_cfg.name,
 		       strerror(-ret));
@@ -122,6 +147,37 @@ static int open_rail(struct ry_manager *m, unsigned i)
 	}
 	lr->lr_always = ret < 0 || ry__rail_pending(lr->lr_rail) == -EOPNOTSUPP;
 	return ry__recv_setup(lr);
+}
+
+/*
+ * Close a slot's rail; every QP on it is gone and m_lock is held.  The
+ * slot stays a hole (see ry__lrail_live).
+ */
+void ry__lrail_close(struct ry__lrail *lr)
+{
+	struct ry_manager *m = lr->lr_mgr;
+	struct ry_rail *rail = lr->lr_rail;
+	int fd;
+
+	if (!rail)
+		return;
+	fd = ry__rail_fd(rail);
+	if (fd >= 0)
+		epoll_ctl(m->m_rail_epfd, EPOLL_CTL_DEL, fd, NULL);
+	ry__recv_teardown(lr);
+	ry__rail_dealloc_pd(lr->lr_pd);
+	pthread_mutex_lock(&lr->lr_lock);
+	lr->lr_rail = NULL;
+	ry__rail_close(rail);
+	pthread_mutex_unlock(&lr->lr_lock);
+	lr->lr_pd = NULL;
+	lr->lr_active = 0;
+	lr->lr_link = RY_LINK_DOWN;
+	lr->lr_always = false;
+	atomic_store(&lr->lr_kick, false);
+	memset(&lr->lr_cfg, 0, sizeof(lr->lr_cfg));
+	memset(&lr->lr_attr, 0, sizeof(lr->lr_attr));
+	memset(lr->lr_qpn_hash, 0, sizeof(lr->lr_qpn_hash));
 }
 
 static void free_cfg_peers(struct ry_config *c)
@@ -162,16 +218,9 @@ static void teardown(struct ry_manager *m)
 		if (internal)
 			free(addr);
 	}
-	for (i = 0; i < m->m_nrails; i++) {
-		struct ry__lrail *lr = &m->m_rails[i];
-
-		if (!lr->lr_rail)
-			continue;
-		ry__recv_teardown(lr);
-		ry__rail_dealloc_pd(lr->lr_pd);
-		ry__rail_close(lr->lr_rail);
-	}
 	for (i = 0; i < m->m_nrails; i++)
+		ry__lrail_close(&m->m_rails[i]);
+	for (i = 0; i < RY_MAX_RAILS; i++)
 		pthread_mutex_destroy(&m->m_rails[i].lr_lock);
 	/* WRs and ranges of canceled ops were revoked with their QPs */
 	m->m_wr_pool.pl_in_use = 0;
@@ -199,7 +248,6 @@ int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 {
 	struct ry_config c;
 	struct ry_manager *m;
-	uint64_t shortest;
 	unsigned i;
 	int ret;
 
@@ -216,6 +264,9 @@ int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 	pthread_mutex_init(&m->m_dq_lock, NULL);
 	pthread_mutex_init(&m->m_deliver_lock, NULL);
 	pthread_mutex_init(&m->m_cb_lock, NULL);
+	/* every slot's, so that a reload can add rails (reload.c) */
+	for (i = 0; i < RY_MAX_RAILS; i++)
+		pthread_mutex_init(&m->m_rails[i].lr_lock, NULL);
 	m->m_listen_fd = m->m_timer_fd = m->m_wake_fd = m->m_epfd = -1;
 	m->m_rail_epfd = -1;
 	m->m_cfg = c;
@@ -232,18 +283,7 @@ int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 		m->m_cfg.n_peers = cfg->n_peers;
 	}
 	m->m_node = ry__rand64() | 1;
-	m->m_hb_ns = m->m_cfg.failover.heartbeat_ms * 1000000ull;
-	m->m_timeout_ns = m->m_cfg.failover.timeout_ms * 1000000ull;
-	m->m_op_timeout_ns = m->m_cfg.failover.op_timeout_ms * 1000000ull;
-	m->m_connect_ns = 4 * m->m_timeout_ns > 500000000ull
-			      ? 4 * m->m_timeout_ns
-			      : 500000000ull;
-	shortest = m->m_hb_ns < m->m_timeout_ns ? m->m_hb_ns : m->m_timeout_ns;
-	m->m_tick_ns = shortest / 4;
-	if (m->m_tick_ns > 10000000ull)
-		m->m_tick_ns = 10000000ull;
-	if (m->m_tick_ns < 1000000ull)
-		m->m_tick_ns = 1000000ull;
+	ry__mgr_timing(m);
 	ry__pool_init(&m->m_op_pool, sizeof(struct ry__op));
 	ry__pool_init(&m->m_wr_pool, sizeof(struct ry__wr));
 	ry__pool_init(&m->m_range_pool, sizeof(struct ry__range));
@@ -267,10 +307,8 @@ int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 	ry__fd_watch(m, m->m_rail_epfd, &m->m_rails_tag, false);
 
 	m->m_nrails = m->m_cfg.n_rails;
-	for (i = 0; i < m->m_nrails; i++)
-		pthread_mutex_init(&m->m_rails[i].lr_lock, NULL);
 	for (i = 0; i < m->m_nrails; i++) {
-		ret = open_rail(m, i);
+		ret = ry__lrail_open(m, i, &m->m_cfg.rails[i]);
 		if (ret)
 			goto err;
 	}
@@ -357,7 +395,8 @@ static struct ry__lrail *lrail(struct ry_manager *m, const char *name)
 	unsigned i;
 
 	for (i = 0; name && i < m->m_nrails; i++)
-		if (!strcmp(m->m_rails[i].lr_cfg.name, name))
+		if (ry__lrail_live(&m->m_rails[i]) &&
+		    !strcmp(m->m_rails[i].lr_cfg.name, name))
 			return &m->m_rails[i];
 	return NULL;
 }
@@ -369,14 +408,24 @@ struct ry_rail *ry__mgr_rail(struct ry_manager *m, const char *name)
 	return lr ? lr->lr_rail : NULL;
 }
 
+/* The application sees the live rails only, numbered without holes. */
 int ry_rail_count(struct ry_manager *m)
 {
-	return m ? (int)m->m_nrails : -EINVAL;
+	int n = 0;
+
+	if (!m)
+		return -EINVAL;
+	for (unsigned i = 0; i < m->m_nrails; i++)
+		n += ry__lrail_live(&m->m_rails[i]);
+	return n;
 }
 
 const char *ry_rail_name(struct ry_manager *m, unsigned index)
 {
-	return m && index < m->m_nrails ? m->m_rails[index].lr_cfg.name : NULL;
+	for (unsigned i = 0; m && i < m->m_nrails; i++)
+		if (ry__lrail_live(&m->m_rails[i]) && !index--)
+			return m->m_rails[i].lr_cfg.name;
+	return NULL;
 }
 
 int ry_rail_fault(struct ry_manager *m, const char *rail,

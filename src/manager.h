@@ -175,6 +175,9 @@ int ry__desc_unpack(const void *buf, size_t len, struct ry__desc *d);
 int ry__region_reg(struct ry_manager *m, void *addr, size_t len,
 		   unsigned access, struct ry_region **rg_p);
 void ry__region_dereg(struct ry_region *rg);
+struct ry__lrail;
+int ry__region_reg_rail(struct ry_region *rg, struct ry__lrail *lr);
+void ry__region_dereg_rail(struct ry_region *rg, struct ry__lrail *lr);
 
 /* ---- state machines: connections change state in conn.c only ---- */
 
@@ -441,6 +444,7 @@ struct ry_peer {
 	bool pr_from_hello; /* created from an admitted HELLO */
 	bool pr_app_seen;   /* the application was handed this pointer */
 	bool pr_reap_bound; /* ry__ctl_reap(): a live session speaks for it */
+	bool pr_retired;    /* its peer section was removed by a reload */
 	unsigned pr_nrrails;
 	struct ry__rrail pr_rrails[RY_MAX_RAILS];
 	unsigned pr_nactive;
@@ -469,7 +473,7 @@ struct ry_peer {
 	uint64_t pr_resume_from_ns;
 	struct ry__conn *pr_resume_conn;
 	struct ry_peer *pr_next;
-	/* one per local rail (m_nrails): memory grows with rails in use */
+	/* one per rail slot (RY_MAX_RAILS, so that a reload can add rails) */
 	struct ry__conn pr_conns[];
 };
 
@@ -505,6 +509,7 @@ struct ry_manager {
 	struct ry_config m_cfg; /* copy; m_cfg.peers owned */
 	uint64_t m_node;	/* random incarnation id */
 	bool m_closing;
+	bool m_reloading; /* one ry_manager_reload() at a time (reload.c) */
 	unsigned m_nrails;
 	struct ry__lrail m_rails[RY_MAX_RAILS];
 	/* timing, resolved defaults */
@@ -583,6 +588,7 @@ struct ry_manager {
 };
 
 /* manager.c: create, destroy, resources */
+void ry__mgr_timing(struct ry_manager *m);
 void ry__fd_watch(struct ry_manager *m, int fd, struct ry__fdtag *tag,
 		  bool out);
 void ry__fd_unwatch(struct ry_manager *m, int fd);
@@ -828,6 +834,31 @@ void ry__timers_run(struct ry_manager *m, uint64_t now);
 
 /* manager.c: the rail a local rail name refers to (tests, fault hooks) */
 struct ry_rail *ry__mgr_rail(struct ry_manager *m, const char *name);
+
+/*
+ * Rail slots (reload.c).  m_rails[0, m_nrails) are slots; a slot whose
+ * rail a reload removed is a hole (lr_rail NULL, lr_cfg zeroed) and is
+ * never used again in this process, so that a descriptor a peer holds
+ * never names a different rail by that index.  Every loop over m_nrails
+ * skips holes where it touches the rail itself.
+ */
+static inline bool ry__lrail_live(const struct ry__lrail *lr)
+{
+	return lr->lr_rail != NULL;
+}
+/* manager.c: open slot i with rc / close it (m_lock held for a reload) */
+int ry__lrail_open(struct ry_manager *m, unsigned i,
+		   const struct ry_rail_config *rc);
+void ry__lrail_close(struct ry__lrail *lr);
+/* peer.c: pair our rails with the peer's again (rails added or removed) */
+void ry__peer_pair(struct ry_peer *p);
+/* control.c: tell every admitted session our rail list again; parse the
+ * accept list again after a reload */
+void ry__ctl_announce(struct ry_manager *m);
+int ry__ctl_admit_reload(struct ry_manager *m);
+/* control.c: close every session speaking for p */
+void ry__ctl_drop_peer(struct ry_manager *m, struct ry_peer *p,
+		       const char *why);
 
 /* counters.c */
 void ry__cnt_add(struct ry_counters *dst, const struct ry_counters *src);

@@ -187,7 +187,8 @@ static void each_row(struct mw *w, const struct rows *r, const char *fam,
 	}
 	for (p = r->m->m_peers; p; p = p->pr_next) {
 		memset(&sum, 0, sizeof(sum));
-		for (unsigned i = 0; i < r->nr; i++)
+		/* every slot: rails a reload removed keep their history */
+		for (unsigned i = 0; i < r->m->m_nrails; i++)
 			ry__cnt_add(&sum, &p->pr_conns[i].cn_cnt);
 		fn(w, fam, NULL, p->pr_name, &sum, field);
 	}
@@ -288,12 +289,17 @@ static void render_locked(struct ry_manager *m, struct mw *w)
 	bool have_st[RY_MAX_RAILS];
 	const char *rnames[RY_MAX_RAILS];
 	unsigned hmin[RY_MAX_RAILS];
-	unsigned nr = m->m_nrails, np = 0, i;
+	/* the live rails' slots (a reload leaves holes: reload.c) */
+	unsigned slot[RY_MAX_RAILS];
+	unsigned nr = 0, np = 0, i;
 	struct rows rows;
 	struct ry_peer *p;
 
+	for (i = 0; i < m->m_nrails; i++)
+		if (ry__lrail_live(&m->m_rails[i]))
+			slot[nr++] = i;
 	for (i = 0; i < nr; i++) {
-		struct ry__lrail *lr = &m->m_rails[i];
+		struct ry__lrail *lr = &m->m_rails[slot[i]];
 
 		rnames[i] = lr->lr_cfg.name;
 		rcnt[i] = lr->lr_gone;
@@ -306,7 +312,7 @@ static void render_locked(struct ry_manager *m, struct mw *w)
 	}
 	for (p = m->m_peers; p; p = p->pr_next, np++) {
 		for (i = 0; i < nr; i++) {
-			const struct ry__conn *c = &p->pr_conns[i];
+			const struct ry__conn *c = &p->pr_conns[slot[i]];
 
 			ry__cnt_add(&rcnt[i], &c->cn_cnt);
 			if (c->cn_state != CONN_UNPAIRED &&
@@ -328,12 +334,12 @@ static void render_locked(struct ry_manager *m, struct mw *w)
 	       "1 when the rail's link is up, 0 when it is down.");
 	for (i = 0; i < nr; i++)
 		sample_u64(w, "railyard_rail_link_up", rnames[i], NULL,
-			   m->m_rails[i].lr_link == RY_LINK_UP);
+			   m->m_rails[slot[i]].lr_link == RY_LINK_UP);
 	family(w, "railyard_rail_active_connections", "gauge",
 	       "Connections to peers carrying traffic on the rail.");
 	for (i = 0; i < nr; i++)
 		sample_u64(w, "railyard_rail_active_connections", rnames[i],
-			   NULL, m->m_rails[i].lr_active);
+			   NULL, m->m_rails[slot[i]].lr_active);
 	family(w, "railyard_rail_health_min_ratio", "gauge",
 	       "Lowest health of the rail's connections, 0..1 (1 with none).");
 	for (i = 0; i < nr; i++)
@@ -357,19 +363,20 @@ static void render_locked(struct ry_manager *m, struct mw *w)
 	    "1 when the connection on this rail to this peer carries traffic.");
 	for (p = m->m_peers; p; p = p->pr_next)
 		for (i = 0; i < nr; i++)
-			if (p->pr_conns[i].cn_state != CONN_UNPAIRED)
+			if (p->pr_conns[slot[i]].cn_state != CONN_UNPAIRED)
 				sample_u64(w, "railyard_connection_up",
 					   rnames[i], p->pr_name,
-					   p->pr_conns[i].cn_state ==
+					   p->pr_conns[slot[i]].cn_state ==
 					       CONN_ACTIVE);
 	family(w, "railyard_connection_health_ratio", "gauge",
 	       "Health of the connection on this rail to this peer, 0..1.");
 	for (p = m->m_peers; p; p = p->pr_next)
 		for (i = 0; i < nr; i++)
-			if (p->pr_conns[i].cn_state != CONN_UNPAIRED)
+			if (p->pr_conns[slot[i]].cn_state != CONN_UNPAIRED)
 				sample_f(w, "railyard_connection_health_ratio",
 					 rnames[i], p->pr_name,
-					 p->pr_conns[i].cn_health / 1000.0);
+					 p->pr_conns[slot[i]].cn_health /
+					     1000.0);
 
 	/* per peer: sums over the peer's connections */
 	rows.is_rail = false;

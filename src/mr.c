@@ -110,8 +110,11 @@ int ry_mr_pack(const struct ry_region *rg, void *buf, size_t len)
 	ry__put_le64(p + 16, (uintptr_t)rg->rg_addr);
 	ry__put_le64(p + 24, rg->rg_len);
 	for (i = 0; i < m->m_nrails; i++) {
-		unsigned char *e = p + DESC_HDR + DESC_ENT * n++;
+		unsigned char *e = p + DESC_HDR + DESC_ENT * n;
 
+		if (!rg->rg_mr[i]) /* a hole: the rail was removed */
+			continue;
+		n++;
 		e[0] = (unsigned char)i;
 		ry__put_le32(e + 4, rg->rg_mr[i]->rkey);
 	}
@@ -129,18 +132,42 @@ static void dereg_one(struct ry__lrail *lr, struct ry_mr *mr)
 	pthread_mutex_unlock(&lr->lr_lock);
 }
 
+/* Register rg on one more rail (a new region, or a rail a reload added). */
+int ry__region_reg_rail(struct ry_region *rg, struct ry__lrail *lr)
+{
+	unsigned ra = RY_ACCESS_LOCAL_WRITE;
+	int ret;
+
+	if (rg->rg_access & RY_MR_REMOTE_WRITE)
+		ra |= RY_ACCESS_REMOTE_WRITE;
+	if (rg->rg_access & RY_MR_REMOTE_READ)
+		ra |= RY_ACCESS_REMOTE_READ;
+	pthread_mutex_lock(&lr->lr_lock);
+	ret = ry__rail_reg_mr(lr->lr_pd, rg->rg_addr, rg->rg_len, ra,
+			      &rg->rg_mr[lr->lr_idx]);
+	pthread_mutex_unlock(&lr->lr_lock);
+	if (ret)
+		RY_ERR("mgr", "rail %s: registering %zu bytes: %d",
+		       lr->lr_cfg.name, rg->rg_len, ret);
+	return ret;
+}
+
+/* Called with m_lock held. */
+void ry__region_dereg_rail(struct ry_region *rg, struct ry__lrail *lr)
+{
+	if (!rg->rg_mr[lr->lr_idx])
+		return;
+	dereg_one(lr, rg->rg_mr[lr->lr_idx]);
+	rg->rg_mr[lr->lr_idx] = NULL;
+}
+
 int ry__region_reg(struct ry_manager *m, void *addr, size_t len,
 		   unsigned access, struct ry_region **rg_p)
 {
-	unsigned ra = RY_ACCESS_LOCAL_WRITE;
 	struct ry_region *rg;
 	unsigned i;
 	int ret;
 
-	if (access & RY_MR_REMOTE_WRITE)
-		ra |= RY_ACCESS_REMOTE_WRITE;
-	if (access & RY_MR_REMOTE_READ)
-		ra |= RY_ACCESS_REMOTE_READ;
 	rg = calloc(1, sizeof(*rg));
 	if (!rg)
 		return -ENOMEM;
@@ -149,15 +176,11 @@ int ry__region_reg(struct ry_manager *m, void *addr, size_t len,
 	rg->rg_len = len;
 	rg->rg_access = access;
 	for (i = 0; i < m->m_nrails; i++) {
-		pthread_mutex_lock(&m->m_rails[i].lr_lock);
-		ret = ry__rail_reg_mr(m->m_rails[i].lr_pd, addr, len, ra,
-				      &rg->rg_mr[i]);
-		pthread_mutex_unlock(&m->m_rails[i].lr_lock);
-		if (ret) {
-			RY_ERR("mgr", "rail %s: registering %zu bytes: %d",
-			       m->m_rails[i].lr_cfg.name, len, ret);
+		if (!ry__lrail_live(&m->m_rails[i]))
+			continue;
+		ret = ry__region_reg_rail(rg, &m->m_rails[i]);
+		if (ret)
 			goto err_dereg;
-		}
 	}
 	rg->rg_next = m->m_regions;
 	if (m->m_regions)
@@ -168,7 +191,7 @@ int ry__region_reg(struct ry_manager *m, void *addr, size_t len,
 
 err_dereg:
 	while (i-- > 0)
-		dereg_one(&m->m_rails[i], rg->rg_mr[i]);
+		ry__region_dereg_rail(rg, &m->m_rails[i]);
 	free(rg);
 	return ret;
 }
@@ -180,7 +203,7 @@ void ry__region_dereg(struct ry_region *rg)
 	unsigned i;
 
 	for (i = 0; i < m->m_nrails; i++)
-		dereg_one(&m->m_rails[i], rg->rg_mr[i]);
+		ry__region_dereg_rail(rg, &m->m_rails[i]);
 	if (rg->rg_prev)
 		rg->rg_prev->rg_next = rg->rg_next;
 	else

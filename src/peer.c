@@ -42,8 +42,9 @@ struct ry_peer *ry__peer_find(struct ry_manager *m, const char *name,
 struct ry_peer *ry__peer_new(struct ry_manager *m, const char *name,
 			     const char *addr, bool dial)
 {
+	/* a connection for every slot: a reload may add rails (reload.c) */
 	struct ry_peer *p =
-	    calloc(1, sizeof(*p) + m->m_nrails * sizeof(p->pr_conns[0]));
+	    calloc(1, sizeof(*p) + RY_MAX_RAILS * sizeof(p->pr_conns[0]));
 	unsigned i;
 
 	if (!p)
@@ -58,6 +59,7 @@ struct ry_peer *ry__peer_new(struct ry_manager *m, const char *name,
 	ry__tx_seq_reset(p);
 	p->pr_nopath_ns = ry__now_ns();
 	ry__list_init(&p->pr_ops);
+	/* slots a reload adds are initialised then (reload.c) */
 	for (i = 0; i < m->m_nrails; i++)
 		ry__conn_init(&p->pr_conns[i], p, &m->m_rails[i]);
 	p->pr_next = m->m_peers;
@@ -169,28 +171,65 @@ void ry__peer_update_paths(struct ry_peer *p)
 	p->pr_nactive = n;
 }
 
+static bool pairable(const struct ry__conn *c)
+{
+	return c->cn_state == CONN_UNPAIRED || c->cn_state == CONN_IDLE ||
+	       c->cn_state == CONN_BACKOFF;
+}
+
+/*
+ * A connection paired with a rail the peer no longer lists (its reload
+ * removed it; the slot is a hole, never reused): fail it, its work to the
+ * other rails, and forget the pairing.  The peer fenced it already when it
+ * removed the rail, so usually this finds it failed.
+ */
+static void unpair_gone(struct ry__conn *c, uint64_t now)
+{
+	struct ry_peer *p = c->cn_peer;
+	const struct ry__rrail *rr;
+
+	if (c->cn_ridx < 0)
+		return;
+	rr = (unsigned)c->cn_ridx < p->pr_nrrails ? &p->pr_rrails[c->cn_ridx]
+						  : NULL;
+	if (rr && rr->rr_name[0] &&
+	    !strcmp(rr->rr_network, c->cn_lrail->lr_cfg.network))
+		return;
+	if (!pairable(c)) {
+		ry__conn_link_failed(c, "the peer removed its rail", now);
+		/* ERR and the fence request while the pairing is known */
+		ry__replay_run(p->pr_mgr);
+	}
+	c->cn_ridx = -1;
+	if (pairable(c))
+		ry__conn_paired(c);
+}
+
 /* Pair our rails with the peer's by network name, first match first. */
 static void pair_rails(struct ry_peer *p)
 {
 	struct ry_manager *m = p->pr_mgr;
+	uint64_t now = ry__now_ns();
 	uint32_t used = 0;
 	unsigned i, j;
 
+	/* a hole (a rail a reload removed) keeps its last pairing for the
+	 * fence it may still owe (reload.c) and pairs with nothing */
 	for (i = 0; i < m->m_nrails; i++)
-		if (p->pr_conns[i].cn_ridx >= 0 &&
-		    p->pr_conns[i].cn_state != CONN_UNPAIRED &&
-		    p->pr_conns[i].cn_state != CONN_IDLE &&
-		    p->pr_conns[i].cn_state != CONN_BACKOFF)
+		if (ry__lrail_live(&m->m_rails[i]))
+			unpair_gone(&p->pr_conns[i], now);
+	for (i = 0; i < m->m_nrails; i++)
+		if (p->pr_conns[i].cn_ridx >= 0 && !pairable(&p->pr_conns[i]))
 			used |= 1u << p->pr_conns[i].cn_ridx;
 	for (i = 0; i < m->m_nrails; i++) {
 		struct ry__conn *c = &p->pr_conns[i];
 
-		if (c->cn_state != CONN_UNPAIRED && c->cn_state != CONN_IDLE &&
-		    c->cn_state != CONN_BACKOFF)
+		if (!pairable(c) || !ry__lrail_live(&m->m_rails[i]))
 			continue;
 		c->cn_ridx = -1;
 		for (j = 0; j < p->pr_nrrails; j++) {
-			if (used & (1u << j) ||
+			/* a hole in the peer's list has no name */
+			if (used & (1u << j) || !p->pr_rrails[j].rr_name[0] ||
 			    strcmp(p->pr_rrails[j].rr_network,
 				   m->m_rails[i].lr_cfg.network))
 				continue;
@@ -200,6 +239,12 @@ static void pair_rails(struct ry_peer *p)
 		}
 		ry__conn_paired(c);
 	}
+}
+
+void ry__peer_pair(struct ry_peer *p)
+{
+	if (p->pr_state == PEER_READY)
+		pair_rails(p);
 }
 
 /*
@@ -328,6 +373,7 @@ void ry__peer_path_reason(struct ry_peer *p, uint64_t waited_ns, char *buf,
 			  size_t len)
 {
 	struct ry_manager *m = p->pr_mgr;
+	const char *sep = "";
 	size_t n;
 	unsigned i;
 
@@ -339,14 +385,16 @@ void ry__peer_path_reason(struct ry_peer *p, uint64_t waited_ns, char *buf,
 	for (i = 0; i < m->m_nrails && n < len; i++) {
 		const struct ry__conn *c = &p->pr_conns[i];
 
-		n += (size_t)snprintf(
-		    buf + n, len - n, " %s %s%s%s", m->m_rails[i].lr_cfg.name,
-		    m->m_rails[i].lr_link == RY_LINK_UP
-			? ry__conn_state_str(c->cn_state)
-			: "link-down",
-		    c->cn_reason[0] ? ": " : "", c->cn_reason);
-		if (n < len && i + 1 < m->m_nrails)
-			n += (size_t)snprintf(buf + n, len - n, ",");
+		if (!ry__lrail_live(&m->m_rails[i]))
+			continue;
+		n +=
+		    (size_t)snprintf(buf + n, len - n, "%s %s %s%s%s", sep,
+				     m->m_rails[i].lr_cfg.name,
+				     m->m_rails[i].lr_link == RY_LINK_UP
+					 ? ry__conn_state_str(c->cn_state)
+					 : "link-down",
+				     c->cn_reason[0] ? ": " : "", c->cn_reason);
+		sep = ",";
 	}
 }
 
@@ -364,6 +412,10 @@ int ry_peer_get(struct ry_manager *m, const char *s, struct ry_peer **peer_p)
 		goto out;
 	}
 	p = ry__peer_find(m, s, s);
+	if (p && p->pr_retired) {
+		ret = -ENOENT; /* a reload removed its peer section */
+		goto out;
+	}
 	if (!p) {
 		for (i = 0; i < m->m_cfg.n_peers; i++)
 			if (!strcmp(m->m_cfg.peers[i].name, s))

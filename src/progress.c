@@ -391,6 +391,10 @@ static bool rail_work(struct ry__lrail *lr)
 
 	atomic_store_explicit(&lr->lr_kick, false, memory_order_relaxed);
 	pthread_mutex_lock(&lr->lr_lock);
+	if (!lr->lr_rail) { /* a hole: the rail was removed (reload.c) */
+		pthread_mutex_unlock(&lr->lr_lock);
+		return false;
+	}
 	ry__rail_progress(lr->lr_rail);
 	pending = ry__rail_pending(lr->lr_rail);
 	pthread_mutex_unlock(&lr->lr_lock);
@@ -450,7 +454,9 @@ void ry__kick(struct ry_manager *m)
 {
 	static const uint64_t one = 1;
 
-	for (unsigned i = 0; i < m->m_nrails; i++) {
+	/* every slot, not m_nrails: a reload may be adding rails while an
+	 * application thread posts (lr_kick is false in unused slots) */
+	for (unsigned i = 0; i < RY_MAX_RAILS; i++) {
 		struct ry__lrail *lr = &m->m_rails[i];
 		struct ry__rthread *rt = lr->lr_rt;
 
@@ -647,13 +653,14 @@ static void *rail_main(void *arg)
 static unsigned rail_threads(const struct ry_manager *m)
 {
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-	unsigned n = m->m_cfg.progress_threads;
+	unsigned n = m->m_cfg.progress_threads, live = 0;
 
+	for (unsigned i = 0; i < m->m_nrails; i++)
+		live += ry__lrail_live(&m->m_rails[i]);
 	if (!n)
-		n = cores > 0 && (unsigned long)cores < m->m_nrails
-			? (unsigned)cores
-			: m->m_nrails;
-	return n < m->m_nrails ? n : m->m_nrails;
+		n = cores > 0 && (unsigned long)cores < live ? (unsigned)cores
+							     : live;
+	return n < live ? n : live;
 }
 
 /* Join the rail threads (m_thread_stop set) and give their rails back to
@@ -707,7 +714,7 @@ static void rthreads_stop(struct ry_manager *m)
  */
 static int rthreads_setup(struct ry_manager *m)
 {
-	unsigned n = rail_threads(m), i;
+	unsigned n = rail_threads(m), i, k;
 
 	for (i = 0; i < n; i++) {
 		struct ry__rthread *rt = &m->m_rt[i];
@@ -722,12 +729,16 @@ static int rthreads_setup(struct ry_manager *m)
 		    epoll_ctl(rt->rt_epfd, EPOLL_CTL_ADD, rt->rt_wake_fd, &ev))
 			return -errno;
 	}
-	for (i = 0; i < m->m_nrails; i++) {
+	for (i = 0, k = 0; i < m->m_nrails; i++) {
 		struct ry__lrail *lr = &m->m_rails[i];
-		struct ry__rthread *rt = &m->m_rt[i % n];
+		struct ry__rthread *rt;
 		struct epoll_event ev = {.events = EPOLLIN};
-		int fd = ry__rail_fd(lr->lr_rail);
+		int fd;
 
+		if (!ry__lrail_live(lr))
+			continue;
+		rt = &m->m_rt[k++ % n];
+		fd = ry__rail_fd(lr->lr_rail);
 		rt->rt_rails[rt->rt_nrails++] = lr;
 		lr->lr_rt = rt;
 		if (fd >= 0) {

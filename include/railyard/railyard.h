@@ -142,6 +142,75 @@ RY_API int ry_manager_control_addr(struct ry_manager *mgr, char *buf,
 				   size_t len);
 
 /*
+ * Apply a new config to a running manager (what `railyard serve` does on
+ * SIGHUP).  All or nothing: the config is validated and compared with the
+ * running one first, and every problem is passed to report (NULL: logged
+ * at error level) with the file and line where known; on any problem
+ * nothing changes.
+ *
+ * What changes live:
+ *   - rails added: opened in a new slot, every region registered on them,
+ *     paired with peers' rails of the same network; peers learn the new
+ *     rail list at once.  A descriptor packed before the reload has no key
+ *     for an added rail, so operations using it stay off that rail: pack
+ *     the region again (ry_mr_pack) to let them use it.
+ *   - rails removed: like a link-down, their connections fail, their work
+ *     in flight is replayed on the remaining rails (no operation fails
+ *     while a rail to the peer remains), the peers are asked to fence
+ *     theirs; then the rail is closed.  A rail whose attributes changed is
+ *     removed and added.  RY_EV_CONN_DOWN events name the removed rail.
+ *   - peers added (admitted, and dialed by ry_peer_get) and removed: a
+ *     removed peer's operations complete with RY_EPEER, its connections
+ *     and control sessions close, ry_peer_get() no longer finds it; its
+ *     handle stays valid (operations posted to it time out).  A changed
+ *     address is a removal and an addition.
+ *   - failover: heartbeat_ms, timeout_ms, op_timeout_ms, reconnect_*_ms
+ *     and fence at once; ack_timeout_ms, retry_count and rnr_retry for
+ *     connections made after the reload (existing QPs keep theirs).
+ *   - ops_in_flight, reg_cache_bytes, progress_threads, accept,
+ *     max_sessions, max_sessions_per_source, handshake_timeout_ms.  log is
+ *     stored; ry_manager_reload_file() applies it to the process (level,
+ *     syslog), ry_manager_reload() leaves the process-wide log alone.
+ * Connections on rails that stay are not touched.
+ *
+ * Refused (-EINVAL, "restart the node to change it"): node, control,
+ * fragment_size, max_op_size, wr_per_qp, frags_per_wr, key_file.  Rail
+ * slots: each rail added takes a new one of RY_MAX_RAILS and a removed
+ * rail's slot is not reused in this process (so a descriptor a peer holds
+ * never names a different rail); an addition with no slot left is
+ * refused.  With key_file, a change of rails closes the control sessions so
+ * that the handshake carries the new rail list (RY_EV_PEER_DOWN then
+ * RY_EV_PEER_UP; connections stay up).
+ *
+ * Threading: call it from an application thread, not from a callback and
+ * not concurrently with ry_progress(), ry_progress_thread_start() or
+ * ry_progress_thread_stop() (with the progress threads running, from any
+ * thread: they are stopped for the reload and started again).  One reload
+ * at a time: a second one meanwhile returns -EBUSY.  Other
+ * calls may run concurrently and wait on the manager lock; the reload
+ * holds it while a removed rail drains (at most 2 s).  Callbacks of what
+ * the reload completed (a removed peer's operations, events) run in the
+ * calling thread before it returns.
+ *
+ * Errors: -EINVAL (invalid or refused: see report), -EDEADLK (called on a
+ * progress thread), -EBUSY (another reload is running), -ESHUTDOWN, a new
+ * rail's open error (-EADDRINUSE, ...; reported with the rail's line, nothing
+ * changed), -ENOMEM.
+ */
+RY_API int ry_manager_reload(struct ry_manager *mgr,
+			     const struct ry_config *cfg,
+			     ry_config_report_fn report, void *arg);
+
+/*
+ * ry_config_load(path) and ry_manager_reload(), then the file's log
+ * section (ry_log_set_level, ry_log_use_syslog) once applied; problems of
+ * either (a bad file: FILE:LINE: message) go to report.  Errors: those of
+ * both.
+ */
+RY_API int ry_manager_reload_file(struct ry_manager *mgr, const char *path,
+				  ry_config_report_fn report, void *arg);
+
+/*
  * Do pending work: rail protocol work, completions, replay, heartbeats,
  * reconnects, timeouts; then run callbacks.  Never blocks.  Returns the
  * number of operation completions and messages delivered, or -ESHUTDOWN

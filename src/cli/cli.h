@@ -12,6 +12,7 @@ int cli_devices(int argc, char **argv);
 int cli_serve(int argc, char **argv);
 int cli_swarm(int argc, char **argv);
 int cli_status(int argc, char **argv);
+int cli_reload(int argc, char **argv);
 int cli_bench(int argc, char **argv);
 int cli_drill(int argc, char **argv);
 

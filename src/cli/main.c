@@ -23,6 +23,8 @@ static const struct {
      "emulate many client nodes against one serve (scale testing)"},
     {"status", cli_status,
      "rails, peers, health and counters of a running serve"},
+    {"reload", cli_reload,
+     "make a running serve read its config again (as SIGHUP does)"},
     {"devices", cli_devices,
      "list RDMA ports (verbs rails) and interfaces (soft rails)"},
     {"check-config", cli_check_config,

@@ -3,7 +3,9 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "src/cli/cli.h"
@@ -43,6 +45,68 @@ int cli_start(const char *path, struct ry_config **cfg_p,
 	}
 	*cfg_p = cfg;
 	return 0;
+}
+
+int cli_node_args(int argc, char **argv, const char *cmd, const char *usage,
+		  const char **sock_arg, const char **file, bool *json)
+{
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs(usage, stdout);
+			return RY_EXIT_OK;
+		} else if (json && !strcmp(argv[i], "--json")) {
+			*json = true;
+		} else if (!strcmp(argv[i], "--socket") && i + 1 < argc) {
+			*sock_arg = argv[++i];
+		} else if (!strcmp(argv[i], "-c") && i + 1 < argc) {
+			*file = argv[++i];
+		} else {
+			fprintf(stderr, "railyard %s: unexpected '%s'\n\n%s",
+				cmd, argv[i], usage);
+			return RY_EXIT_USAGE;
+		}
+	}
+	return -1;
+}
+
+int cli_node_connect(const char *cmd, const char *sock_arg, const char *file,
+		     const char *request)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	size_t n = strlen(request);
+	char path[108];
+	int fd;
+
+	if (sock_arg) {
+		snprintf(path, sizeof(path), "%s", sock_arg);
+	} else {
+		struct ry_config *cfg = NULL, def;
+
+		if (file &&
+		    ry_config_load(file, &cfg, cli_print_config_error, stderr))
+			return -1;
+		ry_config_init_defaults(&def);
+		cli_status_path(cfg ? cfg->node : def.node, path, sizeof(path));
+		ry_config_free(cfg);
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		fprintf(stderr,
+			"railyard %s: no running node answers on %s: %s "
+			"(is 'railyard serve' running? give --socket)\n",
+			cmd, path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (write(fd, request, n) != (ssize_t)n) {
+		fprintf(stderr, "railyard %s: %s: %s\n", cmd, path,
+			strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 void cli_status_path(const char *node, char *buf, size_t len)

@@ -4,6 +4,7 @@
 #ifndef RAILYARD_CLI_NODE_H
 #define RAILYARD_CLI_NODE_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include <railyard/railyard.h>
@@ -15,6 +16,22 @@ int cli_start(const char *path, struct ry_config **cfg_p,
 /* Default status socket for a node: /run/railyard/NODE.sock as root,
  * else $XDG_RUNTIME_DIR or /tmp. */
 void cli_status_path(const char *node, char *buf, size_t len);
+
+/*
+ * The options of a command that asks a running serve: --socket PATH,
+ * -c FILE, --help, and --json when json is not NULL.  Returns -1 to go
+ * on, or the exit code (--help: usage on stdout; anything else: usage).
+ */
+int cli_node_args(int argc, char **argv, const char *cmd, const char *usage,
+		  const char **sock_arg, const char **file, bool *json);
+
+/*
+ * Connect to a running serve's status socket: sock_arg, else the default
+ * for the node named in FILE (or this host's name), and send request.
+ * Returns the fd, or -1 after saying why on stderr (cmd names the command).
+ */
+int cli_node_connect(const char *cmd, const char *sock_arg, const char *file,
+		     const char *request);
 
 /* Rails and every peer the manager holds, with state and counters. */
 void cli_status_write(struct ry_manager *mgr, const struct ry_config *cfg,

@@ -12,6 +12,11 @@
  * (Type=notify) it says READY=1 once rails, control channel, status socket
  * and metrics listener are up, STATUS= whenever a rail or connection
  * changes, and WATCHDOG=1 at half of WatchdogSec.
+ *
+ * SIGHUP, and `railyard reload` on the status socket, read the config file
+ * again and apply it with ry_manager_reload(): a file with a problem
+ * changes nothing and every problem is printed as FILE:LINE.  Around it
+ * systemd hears RELOADING=1 ... READY=1.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -69,6 +74,8 @@ static const char usage_text[] =
     "--metrics ADDR:PORT serves Prometheus metrics at\n"
     "http://ADDR:PORT/metrics (127.0.0.1:9470; 0.0.0.0:9470 for all).\n"
     "Under systemd (Type=notify) it reports readiness, status, watchdog.\n"
+    "SIGHUP (or `railyard reload`) reads FILE again and applies it; a file\n"
+    "with a problem changes nothing.\n"
     "SIGINT or SIGTERM shut it down cleanly.\n"
     "Exit codes: 0 clean shutdown, 1 cannot start, 2 usage error.\n";
 
@@ -77,6 +84,7 @@ static const char usage_text[] =
 struct server {
 	struct ry_manager *mgr;
 	struct ry_config *cfg;
+	const char *file; /* -c FILE, read again by a reload */
 	uint64_t hellos;
 	/* peers with at least one connection up, from the events */
 	struct {
@@ -336,6 +344,49 @@ static int listen_unix(const char *path)
 	return fd;
 }
 
+/*
+ * Read the config file again and apply it (SIGHUP, `railyard reload`).
+ * The problems and the verdict go to stderr and, for `railyard reload`, to
+ * out: its last line is "ok: ..." or "failed: ...".
+ */
+static int serve_reload(struct server *sv, FILE *out)
+{
+	struct ry_config *cfg = NULL;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&text, &len);
+	int ret;
+
+	if (!mem)
+		return -ENOMEM;
+	sd_notifyf(0, "RELOADING=1\nSTATUS=reloading %s", sv->file);
+	ret = ry_config_load(sv->file, &cfg, cli_print_config_error, mem);
+	if (!ret)
+		ret = ry_manager_reload(sv->mgr, cfg, cli_print_config_error,
+					mem);
+	if (!ret) {
+		ry_log_set_level(cfg->log.level);
+		ry_log_use_syslog(cfg->log.syslog);
+		ry_config_free(sv->cfg);
+		sv->cfg = cfg;
+		/* rails added: new descriptors carry their keys */
+		ret = cli_targets_repack(sv->targets);
+		fprintf(mem, "ok: %s applied (%d rails)\n", sv->file,
+			ry_rail_count(sv->mgr));
+	} else {
+		ry_config_free(cfg);
+		fprintf(mem, "failed: %s: %s; nothing was changed\n", sv->file,
+			ret == -EINVAL ? "not applied" : strerror(-ret));
+	}
+	fclose(mem);
+	fprintf(stderr, "railyard serve: reload:\n%s", text ? text : "");
+	if (out && text)
+		fputs(text, out);
+	free(text);
+	notify_status(sv, "READY=1\n");
+	return ret;
+}
+
 static void answer_status(struct server *sv, int lfd)
 {
 	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
@@ -353,8 +404,11 @@ static void answer_status(struct server *sv, int lfd)
 		close(fd);
 		return;
 	}
-	cli_status_write(sv->mgr, sv->cfg, n > 0 && !strncmp(req, "json", 4),
-			 out);
+	if (n > 0 && !strncmp(req, "reload", 6))
+		serve_reload(sv, out);
+	else
+		cli_status_write(sv->mgr, sv->cfg,
+				 n > 0 && !strncmp(req, "json", 4), out);
 	fclose(out);
 }
 
@@ -439,6 +493,7 @@ int cli_serve(int argc, char **argv)
 		return RY_EXIT_FAIL;
 #endif
 	}
+	sv.file = file;
 	if (cli_start(file, &sv.cfg, &sv.mgr)) {
 		if (mfd >= 0)
 			close(mfd);
@@ -468,6 +523,7 @@ int cli_serve(int argc, char **argv)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
@@ -543,7 +599,15 @@ int cli_serve(int argc, char **argv)
 		n = epoll_wait(ep, evs, 4, n);
 		for (int i = 0; i < n; i++) {
 			if (evs[i].data.fd == sfd) {
-				stop = true;
+				struct signalfd_siginfo si;
+
+				while (read(sfd, &si, sizeof(si)) ==
+				       (ssize_t)sizeof(si)) {
+					if (si.ssi_signo == SIGHUP)
+						serve_reload(&sv, NULL);
+					else
+						stop = true;
+				}
 			} else if (evs[i].data.fd == lfd) {
 				answer_status(&sv, lfd);
 			}

@@ -1,10 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* railyard status [--json] [--socket PATH | -c FILE]: ask a running serve. */
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "src/cli/cli.h"
@@ -21,56 +18,19 @@ static const char usage_text[] =
 int cli_status(int argc, char **argv)
 {
 	const char *sock_arg = NULL, *file = NULL;
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	char path[108], buf[4096];
+	char buf[4096];
 	bool json = false;
 	ssize_t n;
-	int fd;
+	int fd, rc;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			fputs(usage_text, stdout);
-			return RY_EXIT_OK;
-		} else if (!strcmp(argv[i], "--json")) {
-			json = true;
-		} else if (!strcmp(argv[i], "--socket") && i + 1 < argc) {
-			sock_arg = argv[++i];
-		} else if (!strcmp(argv[i], "-c") && i + 1 < argc) {
-			file = argv[++i];
-		} else {
-			fprintf(stderr,
-				"railyard status: unexpected '%s'\n\n%s",
-				argv[i], usage_text);
-			return RY_EXIT_USAGE;
-		}
-	}
-	if (sock_arg) {
-		snprintf(path, sizeof(path), "%s", sock_arg);
-	} else {
-		struct ry_config *cfg = NULL, def;
-
-		if (file &&
-		    ry_config_load(file, &cfg, cli_print_config_error, stderr))
-			return RY_EXIT_FAIL;
-		ry_config_init_defaults(&def);
-		cli_status_path(cfg ? cfg->node : def.node, path, sizeof(path));
-		ry_config_free(cfg);
-	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		fprintf(stderr,
-			"railyard status: no running node answers on %s: %s "
-			"(is 'railyard serve' running? give --socket)\n",
-			path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	rc = cli_node_args(argc, argv, "status", usage_text, &sock_arg, &file,
+			   &json);
+	if (rc >= 0)
+		return rc;
+	fd = cli_node_connect("status", sock_arg, file,
+			      json ? "json\n" : "text\n");
+	if (fd < 0)
 		return RY_EXIT_FAIL;
-	}
-	if (write(fd, json ? "json\n" : "text\n", 5) != 5) {
-		close(fd);
-		return RY_EXIT_FAIL;
-	}
 	while ((n = read(fd, buf, sizeof(buf))) > 0)
 		fwrite(buf, 1, (size_t)n, stdout);
 	close(fd);

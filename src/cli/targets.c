@@ -170,6 +170,24 @@ static struct target *make(struct cli_targets *t, struct ry_peer *from,
 	return x;
 }
 
+/* Pack every target's descriptor again (rails a reload added). */
+int cli_targets_repack(struct cli_targets *t)
+{
+	size_t tag = strlen(CLI_SESSION_DESC_TAG);
+	int ret = 0;
+
+	pthread_mutex_lock(&t->lock);
+	for (unsigned i = 0; i < t->n && ret >= 0; i++) {
+		struct target *x = t->t[i];
+
+		ret = ry_mr_pack(x->mr, x->reply + tag, sizeof(x->reply) - tag);
+		if (ret >= 0)
+			x->reply_len = tag + (size_t)ret;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return ret < 0 ? ret : 0;
+}
+
 void cli_targets_hello(struct cli_targets *t, struct ry_peer *from)
 {
 	uint8_t reply[sizeof(((struct target *)0)->reply)];

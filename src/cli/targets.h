@@ -14,6 +14,8 @@ int cli_targets_create(struct ry_manager *mgr, size_t region, unsigned max,
 		       struct cli_targets **t);
 /* Answer a client's hello: its incarnation's descriptor, or a refusal. */
 void cli_targets_hello(struct cli_targets *t, struct ry_peer *from);
+/* After a reload: every descriptor packed again (rails added). */
+int cli_targets_repack(struct cli_targets *t);
 /* Peer restarted: its old region goes; down/up: start or stop the grace. */
 void cli_targets_event(struct cli_targets *t, const struct ry_event *ev);
 /* Release the regions of peers lost for longer than the grace period. */

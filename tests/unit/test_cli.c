@@ -129,13 +129,50 @@ START_TEST(test_devices)
 }
 END_TEST
 
+/* Start serve -c conf [--targets N] with stderr to log; wait for its
+ * control port. */
+static pid_t spawn_serve(const char *conf, const char *sock, const char *log,
+			 const char *targets, unsigned *port)
+{
+	char line[512] = "";
+	pid_t pid = fork();
+	FILE *f;
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		freopen(log, "w", stderr);
+		if (targets)
+			execl(RY_CLI, RY_CLI, "serve", "-c", conf, "--socket",
+			      sock, "--targets", targets, (char *)NULL);
+		else
+			execl(RY_CLI, RY_CLI, "serve", "-c", conf, "--socket",
+			      sock, (char *)NULL);
+		_exit(127);
+	}
+	*port = 0;
+	for (int i = 0; i < 100 && !*port; i++) {
+		usleep(50000);
+		f = fopen(log, "r");
+		if (f && fgets(line, sizeof(line), f)) {
+			char *c = strstr(line, "control 127.0.0.1:");
+
+			if (c)
+				sscanf(c, "control 127.0.0.1:%u", port);
+		}
+		if (f)
+			fclose(f);
+	}
+	ck_assert_msg(*port, "serve did not start: %s", line);
+	return pid;
+}
+
 /* serve + bench --verify + status on loopback, as an operator runs them;
  * each peer incarnation gets a region of its own, at most --targets of
  * them; SIGTERM stops serve cleanly. */
 START_TEST(test_serve_bench_status)
 {
 	char dir[] = "/tmp/ry-serve-XXXXXX", path[128], args[512], log[128];
-	char sock[128], line[512] = "";
+	char sock[128];
 	unsigned port = 0;
 	pid_t pid;
 	FILE *f;
@@ -155,27 +192,7 @@ START_TEST(test_serve_bench_status)
 	fclose(f);
 	snprintf(log, sizeof(log), "%s/serve.log", dir);
 	snprintf(sock, sizeof(sock), "%s/b.sock", dir);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		freopen(log, "w", stderr);
-		execl(RY_CLI, RY_CLI, "serve", "-c", path, "--socket", sock,
-		      "--targets", "1", (char *)NULL);
-		_exit(127);
-	}
-	for (int i = 0; i < 100 && !port; i++) {
-		usleep(50000);
-		f = fopen(log, "r");
-		if (f && fgets(line, sizeof(line), f)) {
-			char *c = strstr(line, "control 127.0.0.1:");
-
-			if (c)
-				sscanf(c, "control 127.0.0.1:%u", &port);
-		}
-		if (f)
-			fclose(f);
-	}
-	ck_assert_msg(port, "serve did not start: %s", line);
+	pid = spawn_serve(path, sock, log, "1", &port);
 
 	snprintf(path, sizeof(path), "%s/a.conf", dir);
 	f = fopen(path, "w");
@@ -305,6 +322,110 @@ START_TEST(test_serve_no_device)
 }
 END_TEST
 
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static bool file_has(const char *path, const char *what)
+{
+	static char buf[65536];
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = 0;
+	fclose(f);
+	return strstr(buf, what) != NULL;
+}
+
+/*
+ * railyard reload: a file with a problem is refused with FILE:LINE and
+ * exit 1, and changes nothing; a good one adds a rail; SIGHUP does the
+ * same and says so in serve's log.
+ */
+START_TEST(test_serve_reload)
+{
+	static const char base[] = "node = sr\ncontrol = \"127.0.0.1:0\"\n"
+				   "rail r0 { provider = soft network = n0 "
+				   "address = \"127.0.0.1\" }\n";
+	char dir[] = "/tmp/ry-reload-XXXXXX", path[128], args[512], log[128];
+	char sock[128], text[1024], want[256];
+	unsigned port;
+	pid_t pid;
+	int st;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/r.conf", dir);
+	snprintf(log, sizeof(log), "%s/serve.log", dir);
+	snprintf(sock, sizeof(sock), "%s/r.sock", dir);
+	write_file(path, base);
+	pid = spawn_serve(path, sock, log, NULL, &port);
+	snprintf(args, sizeof(args), "reload --socket %s", sock);
+
+	/* a bad file: unknown option on line 4 */
+	snprintf(text, sizeof(text), "%sno_such_option = 1\n", base);
+	write_file(path, text);
+	ck_assert_int_eq(run(args, out, sizeof(out)), 1);
+	snprintf(want, sizeof(want), "%s:4: unknown option 'no_such_option'",
+		 path);
+	ck_assert_msg(strstr(out, want), "output: %s", out);
+	ck_assert_msg(strstr(out, "nothing was changed"), "output: %s", out);
+
+	/* valid, but asks what only a restart can do: line 4 again */
+	snprintf(text, sizeof(text),
+		 "%sfragment_size = 8192\n"
+		 "rail r1 { provider = soft network = n1 address = "
+		 "\"127.0.0.1\" }\n",
+		 base);
+	write_file(path, text);
+	ck_assert_int_eq(run(args, out, sizeof(out)), 1);
+	snprintf(want, sizeof(want),
+		 "%s:4: fragment_size cannot change while running", path);
+	ck_assert_msg(strstr(out, want), "output: %s", out);
+	snprintf(args, sizeof(args), "status --socket %s", sock);
+	ck_assert_int_eq(run(args, out, sizeof(out)), 0);
+	ck_assert_msg(!strstr(out, "r1 "), "r1 was added: %s", out);
+
+	/* good: r1 comes up */
+	snprintf(text, sizeof(text),
+		 "%srail r1 { provider = soft network = n1 address = "
+		 "\"127.0.0.1\" }\n",
+		 base);
+	write_file(path, text);
+	snprintf(args, sizeof(args), "reload --socket %s", sock);
+	ck_assert_msg(run(args, out, sizeof(out)) == 0, "%s", out);
+	ck_assert_msg(strstr(out, "ok: "), "output: %s", out);
+	snprintf(args, sizeof(args), "status --socket %s", sock);
+	ck_assert_int_eq(run(args, out, sizeof(out)), 0);
+	ck_assert_msg(strstr(out, "r1 "), "r1 missing: %s", out);
+
+	/* SIGHUP: r0 removed; and a bad file by SIGHUP is logged */
+	write_file(path, "node = sr\ncontrol = \"127.0.0.1:0\"\n"
+			 "rail r1 { provider = soft network = n1 address = "
+			 "\"127.0.0.1\" }\n");
+	kill(pid, SIGHUP);
+	for (int i = 0; i < 100 && !file_has(log, "ok: "); i++)
+		usleep(50000);
+	ck_assert_msg(file_has(log, "ok: "), "no reload in the log");
+	ck_assert_int_eq(run(args, out, sizeof(out)), 0);
+	ck_assert_msg(!strstr(out, "r0 "), "r0 still there: %s", out);
+
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st));
+	ck_assert_int_eq(WEXITSTATUS(st), 0);
+	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(args), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cli");
@@ -321,6 +442,7 @@ int main(void)
 	tcase_add_test(tc, test_devices);
 	tcase_add_test(tc, test_serve_bench_status);
 	tcase_add_test(tc, test_serve_no_device);
+	tcase_add_test(tc, test_serve_reload);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

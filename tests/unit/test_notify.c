@@ -8,6 +8,7 @@
  */
 #include <check.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,14 +26,70 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* What serve said on the notify socket so far. */
+struct notes {
+	unsigned ready, watchdogs, statuses, reloading;
+	double first_wd, last_wd;
+	char status[256];
+};
+
+static void note(struct notes *n, const char *line)
+{
+	if (!strcmp(line, "READY=1")) {
+		/* a second READY=1 only ends a reload */
+		ck_assert_msg(!n->ready || n->reloading,
+			      "READY=1 again without RELOADING=1");
+		n->ready++;
+	} else if (!strcmp(line, "RELOADING=1")) {
+		n->reloading++;
+	} else if (!strncmp(line, "STATUS=", 7)) {
+		n->statuses++;
+		snprintf(n->status, sizeof(n->status), "%s", line + 7);
+	} else if (!strcmp(line, "WATCHDOG=1")) {
+		ck_assert_msg(n->ready, "watchdog before READY");
+		if (!n->watchdogs++)
+			n->first_wd = now_s();
+		n->last_wd = now_s();
+	}
+}
+
+/* Take the notifications until done(n) or secs pass. */
+static void listen_until(int fd, struct notes *n,
+			 bool (*done)(const struct notes *), double secs)
+{
+	double t0 = now_s();
+
+	while (now_s() - t0 < secs && !done(n)) {
+		char buf[1024], *line, *save;
+		ssize_t got = recv(fd, buf, sizeof(buf) - 1, 0);
+
+		if (got <= 0)
+			continue;
+		buf[got] = 0;
+		for (line = strtok_r(buf, "\n", &save); line;
+		     line = strtok_r(NULL, "\n", &save))
+			note(n, line);
+	}
+}
+
+static bool up_and_pinging(const struct notes *n)
+{
+	return n->ready && n->watchdogs >= 5;
+}
+
+static bool reloaded(const struct notes *n)
+{
+	return n->ready >= 2;
+}
+
 START_TEST(test_serve_notify)
 {
 	char dir[] = "/tmp/ry-notify-XXXXXX", conf[64], sock[64], ns[64];
-	char status[256] = "", cmd[256];
+	char cmd[256];
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct timeval tv = {.tv_usec = 100000};
-	unsigned ready = 0, watchdogs = 0, statuses = 0, stopping = 0;
-	double t0, first_wd = 0, last_wd = 0;
+	struct notes nt = {0};
+	unsigned stopping = 0;
 	pid_t pid;
 	FILE *f;
 	int fd, st;
@@ -69,39 +126,30 @@ START_TEST(test_serve_notify)
 		      (char *)NULL);
 		_exit(127);
 	}
-	t0 = now_s();
-	while (now_s() - t0 < 10 && !(ready && watchdogs >= 5)) {
-		char buf[1024];
-		ssize_t n = recv(fd, buf, sizeof(buf) - 1, 0);
-		char *line, *save;
-
-		if (n <= 0)
-			continue;
-		buf[n] = 0;
-		for (line = strtok_r(buf, "\n", &save); line;
-		     line = strtok_r(NULL, "\n", &save)) {
-			if (!strcmp(line, "READY=1")) {
-				ready++;
-			} else if (!strncmp(line, "STATUS=", 7)) {
-				statuses++;
-				snprintf(status, sizeof(status), "%s",
-					 line + 7);
-			} else if (!strcmp(line, "WATCHDOG=1")) {
-				ck_assert_msg(ready, "watchdog before READY");
-				if (!watchdogs++)
-					first_wd = now_s();
-				last_wd = now_s();
-			}
-		}
-	}
-	ck_assert_uint_eq(ready, 1);
-	ck_assert_uint_ge(statuses, 1);
-	ck_assert_msg(!strcmp(status, "2 rails, 2 up, 0 peers"), "STATUS=%s",
-		      status);
-	ck_assert_uint_ge(watchdogs, 5);
+	listen_until(fd, &nt, up_and_pinging, 10);
+	ck_assert_uint_eq(nt.ready, 1);
+	ck_assert_uint_ge(nt.statuses, 1);
+	ck_assert_msg(!strcmp(nt.status, "2 rails, 2 up, 0 peers"), "STATUS=%s",
+		      nt.status);
+	ck_assert_uint_ge(nt.watchdogs, 5);
 	/* about every 100 ms: 4 intervals in 0.2..2 s, not a burst */
-	ck_assert_msg(last_wd - first_wd > 0.2 && last_wd - first_wd < 2,
-		      "%u pings in %.3f s", watchdogs, last_wd - first_wd);
+	ck_assert_msg(
+	    nt.last_wd - nt.first_wd > 0.2 && nt.last_wd - nt.first_wd < 2,
+	    "%u pings in %.3f s", nt.watchdogs, nt.last_wd - nt.first_wd);
+
+	/* a reload: RELOADING=1, then READY=1 again with the new rails */
+	f = fopen(conf, "a");
+	ck_assert_ptr_nonnull(f);
+	fputs("rail r2 { provider = soft network = n2 address = \"127.0.0.1\" "
+	      "}\n",
+	      f);
+	fclose(f);
+	kill(pid, SIGHUP);
+	listen_until(fd, &nt, reloaded, 10);
+	ck_assert_uint_eq(nt.reloading, 1);
+	ck_assert_uint_eq(nt.ready, 2);
+	ck_assert_msg(!strcmp(nt.status, "3 rails, 3 up, 0 peers"), "STATUS=%s",
+		      nt.status);
 
 	kill(pid, SIGTERM);
 	tv.tv_usec = 500000;

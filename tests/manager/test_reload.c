@@ -1,0 +1,607 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * ry_manager_reload() end to end: two managers over the loop rail (label
+ * unit) or the soft rail (label soft).  Rails added carry traffic; rails
+ * removed with 1 MiB operations in flight lose none of them (every byte
+ * verified); changed timeouts apply; peers added and removed; a config
+ * that cannot be applied changes nothing and says why with file and line.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/manager/fixture.h"
+
+#define MiB (1u << 20)
+
+static struct fx F;
+
+/* The fixture, and one write: connections are made on first use. */
+static void setup_opts(const struct fx_opts *o)
+{
+	struct fx_done d = {0};
+	int ret = fx_init(&F, o);
+
+	ck_assert_msg(ret == 0, "fixture: %s", strerror(-ret));
+	ck_assert_int_eq(ry_write(F.ab, F.ra, 0, F.desc_b, (size_t)F.desc_b_len,
+				  0, 4096, fx_cb, &d),
+			 0);
+	ck_assert(fx_until_done(&F, &d, 1, 10000));
+	ck_assert_uint_eq(d.ok, 1);
+}
+
+/* What a reload reported. */
+struct problems {
+	int n;
+	char text[2048];
+};
+
+static void collect(const struct ry_config_error *e, void *arg)
+{
+	struct problems *p = arg;
+	size_t used = strlen(p->text);
+
+	p->n++;
+	snprintf(p->text + used, sizeof(p->text) - used, "%s:%d: %s\n", e->file,
+		 e->line, e->message);
+}
+
+/* Reload side a or b with the fixture's config for n rails. */
+static int reload_n(bool is_b, unsigned n, struct problems *pr)
+{
+	struct fx_opts o = F.o;
+	struct ry_config c;
+
+	if (is_b)
+		o.nrails_b = n;
+	else
+		o.nrails_a = n;
+	fx_config(&c, &o, is_b);
+	return ry_manager_reload(is_b ? F.b : F.a, &c, collect, pr);
+}
+
+/* ---- a stream of verified 1 MiB writes ---- */
+
+struct stream {
+	unsigned slots, done_ok, done_err;
+	struct fx_done d[8];
+	bool busy[8];
+	uint32_t seed;
+	char reason[192];
+};
+
+static void stream_pump(struct stream *s)
+{
+	for (unsigned i = 0; i < s->slots; i++) {
+		size_t off = (size_t)i * MiB;
+
+		if (s->busy[i] && s->d[i].total) {
+			s->busy[i] = false;
+			if (s->d[i].ok) {
+				s->done_ok++;
+				ck_assert_msg(
+				    !memcmp(F.bufa + off, F.bufb + off, MiB),
+				    "data differs at slot %u", i);
+			} else {
+				s->done_err++;
+				snprintf(s->reason, sizeof(s->reason), "%s",
+					 s->d[i].reason);
+			}
+		}
+		if (s->busy[i])
+			continue;
+		memset(&s->d[i], 0, sizeof(s->d[i]));
+		fx_fill(F.bufa + off, MiB, ++s->seed);
+		ck_assert_int_eq(ry_write(F.ab, F.ra, off, F.desc_b,
+					  (size_t)F.desc_b_len, off, MiB, fx_cb,
+					  &s->d[i]),
+				 0);
+		s->busy[i] = true;
+	}
+}
+
+static void stream_run(struct stream *s, unsigned ms)
+{
+	uint64_t end = fx_now_ns() + (uint64_t)ms * 1000000;
+
+	while (fx_now_ns() < end) {
+		stream_pump(s);
+		fx_progress(&F);
+	}
+}
+
+static void stream_finish(struct stream *s)
+{
+	for (unsigned i = 0; i < s->slots; i++)
+		if (s->busy[i])
+			ck_assert_msg(fx_until_done(&F, &s->d[i], 1, 20000),
+				      "op hung");
+	s->slots = 0;
+	stream_pump(s); /* account the last ones, post nothing */
+	for (unsigned i = 0; i < 8; i++)
+		if (s->busy[i] && s->d[i].total) {
+			s->busy[i] = false;
+			s->done_ok += s->d[i].ok;
+			s->done_err += !s->d[i].ok;
+		}
+}
+
+/* Stream until a's rail has completed fragments within the last 50 ms. */
+static bool rail_busy(struct stream *s, const char *rail, unsigned ms)
+{
+	uint64_t end = fx_now_ns() + (uint64_t)ms * 1000000;
+	struct ry_counters c;
+	uint64_t before;
+
+	ck_assert_int_eq(ry_rail_counters(F.a, rail, &c), 0);
+	do {
+		before = c.fragments;
+		stream_run(s, 50);
+		ck_assert_int_eq(ry_rail_counters(F.a, rail, &c), 0);
+		if (c.fragments > before)
+			return true;
+	} while (fx_now_ns() < end);
+	return false;
+}
+
+/* Stream for ms, let every op complete: none may fail. */
+static void stream_clean(struct stream *s, unsigned ms)
+{
+	stream_run(s, ms);
+	stream_finish(s);
+	ck_assert_msg(s->done_err == 0, "%u failed: %s", s->done_err,
+		      s->reason);
+}
+
+static bool rails_active(void *arg)
+{
+	unsigned n = *(unsigned *)arg;
+	char name[16];
+
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "r%u", i);
+		if (fx_active(F.a, name) != 1 || fx_active(F.b, name) != 1)
+			return false;
+	}
+	return true;
+}
+
+static void wait_active(unsigned n)
+{
+	ck_assert_msg(fx_until(&F, rails_active, &n, 10000),
+		      "not every one of %u rails came up", n);
+}
+
+/* ---- rails ---- */
+
+START_TEST(add_rail)
+{
+	struct problems pr = {0};
+	struct stream s = {.slots = 4};
+	struct ry_counters c2;
+	unsigned conn_up;
+
+	setup_opts(&(struct fx_opts){.nrails_a = 2});
+	wait_active(2);
+	conn_up = F.ev_a.n_conn_up;
+	ck_assert_int_eq(reload_n(false, 3, &pr), 0);
+	ck_assert_int_eq(reload_n(true, 3, &pr), 0);
+	ck_assert_msg(pr.n == 0, "%s", pr.text);
+	ck_assert_int_eq(ry_rail_count(F.a), 3);
+	ck_assert_str_eq(ry_rail_name(F.a, 2), "r2");
+	wait_active(3);
+	/* the rails that stayed were not touched */
+	ck_assert_uint_eq(F.ev_a.n_conn_down, 0);
+	ck_assert_uint_eq(F.ev_b.n_conn_down, 0);
+	ck_assert_uint_eq(F.ev_a.n_conn_up, conn_up + 1);
+	/* b's old descriptor has no key for r2: packed again, r2 is used */
+	F.desc_b_len = ry_mr_pack(F.rb, F.desc_b, sizeof(F.desc_b));
+	ck_assert_int_gt(F.desc_b_len, 0);
+	stream_clean(&s, 500);
+	ck_assert_int_eq(ry_rail_counters(F.a, "r2", &c2), 0);
+	ck_assert_uint_gt(c2.fragments, 0);
+	fx_fini(&F);
+}
+END_TEST
+
+/*
+ * a drops r1 while 1 MiB writes stream over r0..r2: its work is replayed
+ * on r0 and r2, nothing fails, every byte arrives; b learns at once (the
+ * fence and the new rail list), so it neither waits for a timeout nor
+ * keeps dialing the removed rail.
+ */
+static void remove_mid_stream(bool both)
+{
+	struct problems pr = {0};
+	struct stream s = {.slots = 4};
+	struct ry_counters pc;
+
+	setup_opts(&(struct fx_opts){.nrails_a = 3});
+	wait_active(3);
+	ck_assert_msg(rail_busy(&s, "r2", 5000), "r2 never carried fragments");
+	ck_assert_int_eq(reload_n(false, 2, &pr), 0);
+	ck_assert_msg(pr.n == 0, "%s", pr.text);
+	ck_assert_int_eq(ry_rail_count(F.a), 2);
+	ck_assert_int_eq(ry_rail_counters(F.a, "r2", &pc), -ENOENT);
+	stream_run(&s, 300);
+	if (both) {
+		ck_assert_int_eq(reload_n(true, 2, &pr), 0);
+		ck_assert_msg(pr.n == 0, "%s", pr.text);
+	}
+	stream_clean(&s, 300);
+	ck_assert_uint_gt(s.done_ok, 8);
+	wait_active(2);
+	/* b's connection on the removed rail went down, and stays down */
+	ck_assert_uint_eq(fx_active(F.b, "r2"), 0);
+	fx_sleep_progress(&F, 300);
+	ck_assert_uint_eq(fx_active(F.b, "r2"), 0);
+	ck_assert_uint_eq(F.ev_a.n_conn_down, 1);
+	ck_assert_int_eq(ry_peer_counters(F.ab, &pc), 0);
+	ck_assert_uint_ge(pc.failovers, 1);
+	/* soft: r2 had work on the wire; the loop rail completes at post, so
+	 * its WRs are done (in the CQ) by the time the reload runs */
+	if (!fx_is_loop())
+		ck_assert_uint_gt(pc.replayed_fragments, 0);
+	/* the remaining rails go on */
+	s.slots = 4;
+	stream_clean(&s, 200);
+	fx_fini(&F);
+}
+
+START_TEST(remove_rail_in_flight)
+{
+	remove_mid_stream(false);
+}
+END_TEST
+
+START_TEST(remove_rail_both_sides)
+{
+	remove_mid_stream(true);
+}
+END_TEST
+
+/* Removed and added again: a new slot, so old descriptors never name it. */
+START_TEST(remove_then_add_back)
+{
+	struct problems pr = {0};
+	struct stream s = {.slots = 4};
+
+	setup_opts(&(struct fx_opts){.nrails_a = 2});
+	wait_active(2);
+	ck_assert_int_eq(reload_n(false, 1, &pr), 0);
+	ck_assert_int_eq(ry_rail_count(F.a), 1);
+	ck_assert_int_eq(reload_n(false, 2, &pr), 0);
+	ck_assert_msg(pr.n == 0, "%s", pr.text);
+	ck_assert_int_eq(ry_rail_count(F.a), 2);
+	wait_active(2);
+	stream_clean(&s, 300);
+	fx_fini(&F);
+}
+END_TEST
+
+/*
+ * With key_file the handshake is once per session: a change of rails
+ * closes the control sessions, a dials again and the new handshake
+ * carries the new rail list.  Data connections and operations go on.
+ */
+START_TEST(rails_with_key_file)
+{
+	char dir[] = "/tmp/ry-reload-key-XXXXXX", key[64];
+	unsigned char k[32];
+	struct problems pr = {0};
+	struct stream s = {.slots = 4};
+	struct ry_counters c2;
+	int fd;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(key, sizeof(key), "%s/key", dir);
+	fd = open(key, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ck_assert_int_ge(fd, 0);
+	memset(k, 0x5a, sizeof(k));
+	ck_assert_int_eq(write(fd, k, sizeof(k)), (ssize_t)sizeof(k));
+	close(fd);
+	setup_opts(
+	    &(struct fx_opts){.nrails_a = 2, .key_a = key, .key_b = key});
+	wait_active(2);
+	stream_run(&s, 100);
+	ck_assert_int_eq(reload_n(true, 3, &pr), 0);
+	ck_assert_int_eq(reload_n(false, 3, &pr), 0);
+	ck_assert_msg(pr.n == 0, "%s", pr.text);
+	stream_run(&s, 200);
+	wait_active(3);
+	ck_assert_uint_eq(F.ev_a.n_conn_down, 0);
+	F.desc_b_len = ry_mr_pack(F.rb, F.desc_b, sizeof(F.desc_b));
+	stream_run(&s, 300);
+	ck_assert_int_eq(reload_n(false, 2, &pr), 0);
+	ck_assert_msg(pr.n == 0, "%s", pr.text);
+	stream_clean(&s, 300);
+	ck_assert_uint_gt(s.done_ok, 8);
+	ck_assert_int_eq(ry_rail_counters(F.b, "r2", &c2), 0);
+	ck_assert_uint_eq(fx_active(F.b, "r2"), 0);
+	fx_fini(&F);
+	unlink(key);
+	rmdir(dir);
+}
+END_TEST
+
+/* ---- timeouts ---- */
+
+/*
+ * op_timeout_ms from 10 s to 300 ms: with every rail pulled, a write
+ * fails within about that, not 10 s.  The reload itself disturbs nothing.
+ */
+START_TEST(timeouts_apply)
+{
+	struct problems pr = {0};
+	struct fx_done d = {0};
+	struct ry_config c;
+	struct fx_opts o;
+	uint64_t t0;
+
+	setup_opts(&(struct fx_opts){.nrails_a = 2});
+	wait_active(2);
+	o = F.o;
+	o.op_timeout_ms = 300;
+	o.heartbeat_ms = 20;
+	o.timeout_ms = 200;
+	fx_config(&c, &o, false);
+	ck_assert_int_eq(ry_manager_reload(F.a, &c, collect, &pr), 0);
+	ck_assert_msg(pr.n == 0, "%s", pr.text);
+	fx_sleep_progress(&F, 300);
+	ck_assert_uint_eq(F.ev_a.n_conn_down, 0);
+	ck_assert_uint_eq(fx_active(F.a, "r0") + fx_active(F.a, "r1"), 2);
+	ck_assert_int_eq(ry_rail_link(F.a, "r0", false), 0);
+	ck_assert_int_eq(ry_rail_link(F.a, "r1", false), 0);
+	fx_sleep_progress(&F, 50);
+	t0 = fx_now_ns();
+	ck_assert_int_eq(ry_write(F.ab, F.ra, 0, F.desc_b, (size_t)F.desc_b_len,
+				  0, MiB, fx_cb, &d),
+			 0);
+	ck_assert(fx_until_done(&F, &d, 1, 5000));
+	ck_assert_uint_eq(d.err, 1);
+	ck_assert_int_eq(d.last_err, RY_ETIMEDOUT);
+	ck_assert_msg(fx_now_ns() - t0 < 2000000000ull,
+		      "failed after %llu ms, op_timeout_ms is 300",
+		      (unsigned long long)((fx_now_ns() - t0) / 1000000));
+	fx_fini(&F);
+}
+END_TEST
+
+/* ---- peers ---- */
+
+static bool peer_ready(void *arg)
+{
+	struct ry_peer_info pi;
+
+	return !ry_peer_info(arg, &pi) && pi.rails_active > 0;
+}
+
+/*
+ * b admits only the peers its config names.  A reload that removes a
+ * closes a's sessions and refuses it; one that names it again lets a
+ * back in and its writes go through.
+ */
+START_TEST(peer_removed_and_added)
+{
+	struct ry_peer_config pa = {.name = "a"};
+	struct problems pr = {0};
+	struct stream s = {.slots = 2};
+	struct ry_peer *p;
+	struct ry_config c;
+
+	setup_opts(&(struct fx_opts){.nrails_a = 2,
+				     .b_strict = true,
+				     .b_names_a = true,
+				     .reconnect_min_ms = 50,
+				     .reconnect_max_ms = 200});
+	wait_active(2);
+	ck_assert_int_eq(ry_peer_get(F.b, "a", &p), 0);
+	fx_config(&c, &F.o, true); /* b's, without peer a */
+	ck_assert_int_eq(ry_manager_reload(F.b, &c, collect, &pr), 0);
+	ck_assert_msg(pr.n == 0, "%s", pr.text);
+	ck_assert_int_eq(ry_peer_get(F.b, "a", &p), -ENOENT);
+	fx_sleep_progress(&F, 500);
+	ck_assert(!peer_ready(F.ab));
+	ck_assert_uint_ge(F.ev_a.n_peer_down, 1);
+	/* named again */
+	ry_manager_control_addr(F.a, pa.address, sizeof(pa.address));
+	c.peers = &pa;
+	c.n_peers = 1;
+	ck_assert_int_eq(ry_manager_reload(F.b, &c, collect, &pr), 0);
+	ck_assert_msg(pr.n == 0, "%s", pr.text);
+	ck_assert_msg(fx_until(&F, peer_ready, F.ab, 10000),
+		      "a did not come back after b named it again");
+	ck_assert_int_eq(ry_peer_get(F.b, "a", &p), 0);
+	stream_clean(&s, 300);
+	fx_fini(&F);
+}
+END_TEST
+
+/* A peer section added by a reload is found by name. */
+START_TEST(peer_added_by_name)
+{
+	struct ry_peer_config pb = {.name = "bee"};
+	struct problems pr = {0};
+	struct ry_peer *p;
+	struct ry_config c;
+
+	setup_opts(NULL);
+	ck_assert_int_eq(ry_peer_get(F.a, "bee", &p), -ENOENT);
+	snprintf(pb.address, sizeof(pb.address), "%s", F.b_addr);
+	fx_config(&c, &F.o, false);
+	c.peers = &pb;
+	c.n_peers = 1;
+	ck_assert_int_eq(ry_manager_reload(F.a, &c, collect, &pr), 0);
+	ck_assert_msg(pr.n == 0, "%s", pr.text);
+	ck_assert_int_eq(ry_peer_get(F.a, "bee", &p), 0);
+	ck_assert_ptr_eq(p, F.ab); /* the record for that address */
+	fx_fini(&F);
+}
+END_TEST
+
+/* ---- what is refused ---- */
+
+/*
+ * Restart-only options, a bad file and a rail that cannot open are each
+ * refused as a whole: nothing changes, connections stay up, traffic goes
+ * on, and the report names file and line.
+ */
+START_TEST(bad_config_changes_nothing)
+{
+	struct problems pr = {0};
+	struct stream s = {.slots = 4};
+	char path[] = "/tmp/ry-reload-XXXXXX";
+	struct ry_config c;
+	struct fx_opts o;
+	FILE *f;
+	int fd;
+
+	setup_opts(&(struct fx_opts){.nrails_a = 2});
+	wait_active(2);
+	stream_run(&s, 100);
+
+	/* restart-only options, together with a change that would apply */
+	o = F.o;
+	o.nrails_a = 3;
+	o.op_timeout_ms = 300;
+	fx_config(&c, &o, false);
+	c.fragment_size = 8192;
+	c.wr_per_qp = 128;
+	ck_assert_int_eq(ry_manager_reload(F.a, &c, collect, &pr), -EINVAL);
+	ck_assert_int_eq(pr.n, 2);
+	ck_assert_msg(strstr(pr.text, "fragment_size cannot change") &&
+			  strstr(pr.text, "wr_per_qp cannot change"),
+		      "%s", pr.text);
+	ck_assert_int_eq(ry_rail_count(F.a), 2);
+
+	/* not valid at all */
+	memset(&pr, 0, sizeof(pr));
+	fx_config(&c, &F.o, false);
+	c.failover.retry_count = 7;
+	ck_assert_int_eq(ry_manager_reload(F.a, &c, collect, &pr), -EINVAL);
+	ck_assert_int_ge(pr.n, 1);
+
+	/* a file with a problem on line 3 */
+	memset(&pr, 0, sizeof(pr));
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	f = fdopen(fd, "w");
+	fprintf(f, "node = \"a\"\n"
+		   "rail r0 { provider = soft  address = \"127.0.0.1:0\" }\n"
+		   "no_such_option = 1\n");
+	fclose(f);
+	ck_assert_int_eq(ry_manager_reload_file(F.a, path, collect, &pr),
+			 -EINVAL);
+	unlink(path);
+	ck_assert_msg(strstr(pr.text, ":3: "), "%s", pr.text);
+	ck_assert_msg(strstr(pr.text, path), "%s", pr.text);
+
+	/* a rail that cannot be opened: the one added with it goes too */
+	memset(&pr, 0, sizeof(pr));
+	o = F.o;
+	o.nrails_a = 4;
+	fx_config(&c, &o, false);
+	c.rails[3].provider = RY_PROVIDER_VERBS;
+	snprintf(c.rails[3].device, sizeof(c.rails[3].device),
+		 "no-such-device");
+	c.rails[3].address[0] = 0;
+	c.rails[3].port = 1;
+	c.rails[3].line = 42;
+	ck_assert_int_lt(ry_manager_reload(F.a, &c, collect, &pr), 0);
+	ck_assert_msg(strstr(pr.text, ":42: rail r3"), "%s", pr.text);
+	ck_assert_int_eq(ry_rail_count(F.a), 2);
+
+	/* nothing moved: the same connections, and traffic goes on */
+	stream_clean(&s, 300);
+	ck_assert_uint_eq(F.ev_a.n_conn_down, 0);
+	ck_assert_uint_eq(F.ev_b.n_conn_down, 0);
+	ck_assert_int_eq(ry_rail_count(F.a), 2);
+	/* and a good reload still works afterwards */
+	ck_assert_int_eq(reload_n(false, 3, &pr), 0);
+	ck_assert_int_eq(ry_rail_count(F.a), 3);
+	fx_fini(&F);
+}
+END_TEST
+
+/* With the progress threads running, from the application's thread:
+ * completions arrive on a library thread, published with release. */
+struct tdone {
+	struct fx_done d;
+	atomic_bool done;
+};
+
+static void tdone_cb(const struct ry_completion *c, void *arg)
+{
+	struct tdone *t = arg;
+
+	fx_cb(c, &t->d);
+	atomic_store_explicit(&t->done, true, memory_order_release);
+}
+
+START_TEST(with_progress_threads)
+{
+	struct problems pr = {0};
+	static struct tdone d[16];
+	struct ry_counters c;
+	unsigned i, ok = 0;
+	uint64_t end;
+
+	setup_opts(&(struct fx_opts){.nrails_a = 2});
+	wait_active(2);
+	ck_assert_int_eq(ry_progress_thread_start(F.a), 0);
+	ck_assert_int_eq(ry_progress_thread_start(F.b), 0);
+	fx_fill(F.bufa, 16 * 256 * 1024, 9);
+	for (i = 0; i < 16; i++) {
+		ck_assert_int_eq(ry_write(F.ab, F.ra, i * 256 * 1024, F.desc_b,
+					  (size_t)F.desc_b_len, i * 256 * 1024,
+					  256 * 1024, tdone_cb, &d[i]),
+				 0);
+		if (i == 4) {
+			ck_assert_int_eq(reload_n(true, 3, &pr), 0);
+			ck_assert_int_eq(reload_n(false, 3, &pr), 0);
+		}
+		if (i == 10)
+			ck_assert_int_eq(reload_n(false, 1, &pr), 0);
+	}
+	ck_assert_msg(pr.n == 0, "%s", pr.text);
+	end = fx_now_ns() + 20000000000ull;
+	for (i = 0; i < 16; i++) {
+		while (
+		    !atomic_load_explicit(&d[i].done, memory_order_acquire) &&
+		    fx_now_ns() < end)
+			usleep(1000);
+		ok += d[i].d.ok;
+	}
+	ck_assert_uint_eq(ok, 16);
+	ck_assert(!memcmp(F.bufa, F.bufb, 16 * 256 * 1024));
+	ck_assert_int_eq(ry_rail_count(F.a), 1);
+	ck_assert_int_eq(ry_rail_counters(F.a, "r0", &c), 0);
+	ry_progress_thread_stop(F.a);
+	ry_progress_thread_stop(F.b);
+	fx_fini(&F);
+}
+END_TEST
+
+int main(void)
+{
+	const TTest *const tests[] = {
+	    add_rail,
+	    remove_rail_in_flight,
+	    remove_rail_both_sides,
+	    remove_then_add_back,
+	    rails_with_key_file,
+	    timeouts_apply,
+	    peer_removed_and_added,
+	    peer_added_by_name,
+	    bad_config_changes_nothing,
+	    with_progress_threads,
+	};
+
+	return fx_run_suite("reload", 60, tests,
+			    sizeof(tests) / sizeof(tests[0]), true);
+}
