@@ -339,8 +339,10 @@ static void path_mtu_note(struct ry__conn *c, char *buf, size_t len)
 	if (c->cn_qp_mtu < ifmtu)
 		snprintf(buf, len, "path MTU %u (interface %u)", c->cn_qp_mtu,
 			 ifmtu);
+	/* a warning: jumbo frames configured do not hold end to end */
 	if (c->cn_qp_mtu != c->cn_mtu_said && (buf[0] || c->cn_mtu_said))
-		RY_INFO("mgr", "rail %s: path MTU %u (interface %u), peer %s",
+		ry__log(buf[0] ? RY_LOG_WARN : RY_LOG_INFO, "mgr",
+			"rail %s: path MTU %u (interface %u), peer %s",
 			c->cn_lrail->lr_cfg.name, c->cn_qp_mtu, ifmtu,
 			c->cn_peer->pr_name);
 	c->cn_mtu_said = c->cn_qp_mtu;

@@ -548,6 +548,8 @@ static void on_event(const struct ry_event *ev, void *arg)
 	if (ev->type == RY_EV_CONN_RESUMED)
 		d = down_of(s, ev);
 	e = add_event(s, t, ev->rail, name);
+	if (e && ev->reason)
+		snprintf(e->reason, sizeof(e->reason), "%s", ev->reason);
 	if (e && ev->type == RY_EV_CONN_DOWN && ev->detect_ns) {
 		e->detect_ns = ev->detect_ns;
 		e->fail_t = rel_t(s, ev->fail_ns);
@@ -997,6 +999,10 @@ void cli_session_json(const struct cli_session *s, FILE *out)
 			fprintf(out, "%.4f", ev->fail_t);
 		else
 			fprintf(out, "null");
+		if (ev->reason[0]) {
+			fprintf(out, ",\"reason\":");
+			cli_json_str(out, ev->reason);
+		}
 		fprintf(out, "}");
 	}
 	fprintf(out, "],\"samples\":[");
