@@ -84,7 +84,7 @@ start_serve "$work/serve.log"
 # drill DURATION OUT: runs in the background, JSON to OUT
 conf_a=$etc/netns-drill-a.conf
 drill() {
-	in_a "$ry" drill -c "$conf_a" --peer b --duration "$1" \
+	in_a "$ry" drill -c "$conf_a" --peer b --duration "$1" --load streams \
 		--json --csv "$work/drill.csv" --plot "$work/drill.svg" \
 		>"$2" 2>"$2.log" &
 	drill_pid=$!
