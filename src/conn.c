@@ -409,11 +409,18 @@ static void attempt_reason(struct ry__conn *c, const char *what, char *buf,
  * passed; when none did, it starts again from the interface's MTU (the
  * rail stays down, the reason naming the size that is lost).
  */
-static bool mtu_reason(struct ry__conn *c, char *buf, size_t len)
+static bool mtu_reason(struct ry__conn *c, const char *what, char *buf,
+		       size_t len)
 {
 	uint32_t ifmtu = c->cn_lrail->lr_attr.mtu;
 
 	if (!c->cn_ladder || !c->cn_probe_ok || c->cn_mtu_ok >= c->cn_qp_mtu)
+		return false;
+	/* lost, not cut short: a link going down or a peer reconnecting in
+	 * the middle of the ladder says nothing about the MTU */
+	if (c->cn_lrail->lr_link != RY_LINK_UP ||
+	    (strcmp(what, "probe timed out") &&
+	     strcmp(what, ry_wc_status_str(RY_WC_RETRY_EXCEEDED))))
 		return false;
 	if (c->cn_mtu_ok)
 		snprintf(buf, len,
@@ -435,7 +442,7 @@ static void attempt_failed(struct ry__conn *c, const char *what)
 	struct ry_manager *m = c->cn_peer->pr_mgr;
 	char why[sizeof(c->cn_reason)];
 
-	if (!mtu_reason(c, why, sizeof(why)))
+	if (!mtu_reason(c, what, why, sizeof(why)))
 		attempt_reason(c, what, why, sizeof(why));
 	/* once per kind of failure, not once per attempt */
 	if (strcmp(why, c->cn_reason))
