@@ -371,48 +371,27 @@ static bool unchecked(const struct cli_session *s, const struct slice *x)
 	return x->seq && !x->checked && x->gen == s->gen;
 }
 
-/* The slice a writer takes: free, checked (or empty) before unchecked,
- * then the one written or checked longest ago. */
-static int pick_write(struct cli_session *s)
+/*
+ * The slice a writer takes: any that is free, checked (or empty) before
+ * unchecked, then the one written or checked longest ago.  The slice a
+ * reader takes: written and free, the oldest write not checked yet first,
+ * else (while running) the one checked longest ago.
+ */
+static int pick(struct cli_session *s, bool w)
 {
 	int best = -1;
 
 	for (unsigned i = 0; i < s->n_slices; i++) {
 		const struct slice *x = &s->slices[i], *b;
 
-		if (x->writing || x->reading)
+		if (x->writing || x->reading ||
+		    (!w && (!x->seq || x->gen != s->gen ||
+			    (x->checked && !running(s)))))
 			continue;
-		if (best < 0) {
-			best = (int)i;
-			continue;
-		}
-		b = &s->slices[best];
-		if (unchecked(s, b) != unchecked(s, x) ? unchecked(s, b)
-						       : x->age < b->age)
-			best = (int)i;
-	}
-	return best;
-}
-
-/* The slice a reader takes: written and free, the oldest write not
- * checked yet first, else (while running) the one checked longest ago. */
-static int pick_read(struct cli_session *s)
-{
-	int best = -1;
-
-	for (unsigned i = 0; i < s->n_slices; i++) {
-		const struct slice *x = &s->slices[i], *b;
-
-		if (!x->seq || x->gen != s->gen || x->writing || x->reading ||
-		    (x->checked && !running(s)))
-			continue;
-		if (best < 0) {
-			best = (int)i;
-			continue;
-		}
-		b = &s->slices[best];
-		if (unchecked(s, b) != unchecked(s, x) ? unchecked(s, x)
-						       : x->age < b->age)
+		b = best < 0 ? NULL : &s->slices[best];
+		if (!b || (unchecked(s, b) != unchecked(s, x)
+			       ? unchecked(s, w ? b : x)
+			       : x->age < b->age))
 			best = (int)i;
 	}
 	return best;
@@ -467,7 +446,7 @@ static void stream_kick(struct cli_session *s)
 		if (sl->phase != IDLE || s->fatal || !s->have_target ||
 		    (writer(sl) && !running(s)))
 			continue;
-		i = writer(sl) ? pick_write(s) : pick_read(s);
+		i = pick(s, writer(sl));
 		if (i < 0)
 			continue;
 		ret = stream_post(sl, (unsigned)i);
