@@ -86,7 +86,7 @@ const struct ry__opt ry__opts[] = {
     RAIL(gid_index, RY__OPT_INT, "-1", -1, 255, RY__OPT_VERBS, "GID index",
 	 "-1 picks the RoCE v2 GID"),
     RAIL(mtu, RY__OPT_SIZE, "0", 256, 65536, RY__OPT_ZERO_OK, "bytes",
-	 "0 uses the interface's MTU"),
+	 "0 uses the interface's MTU; connections probe the path's"),
     RAIL(weight, RY__OPT_INT, "1", 1, 1000, 0, "relative share",
 	 "weights are relative: 1 for equal rails"),
     ROW("rail", struct ry_rail_config, rate_bps, "rate", RY__OPT_RATE, "0", 0,

@@ -249,7 +249,11 @@ struct ry_qp_init {
 
 struct ry_rail_attr {
 	enum ry_link_state link;
-	uint32_t mtu;		     /* active MTU of the port/interface */
+	uint32_t mtu; /* active MTU of the port/interface */
+	/* bytes of every packet inside mtu that are not payload: the soft
+	 * rail's mtu is the IP MTU (IP, UDP and its header count), verbs'
+	 * the RoCE path MTU (payload only, so 0) */
+	uint32_t mtu_hdr;
 	uint64_t rate_bps;	     /* 0 when unknown */
 	struct ry_qp_endpoint local; /* gid/lid/udp_port filled; no QP */
 	uint32_t max_qp_wr;

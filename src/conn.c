@@ -34,6 +34,27 @@
  * counted as a failover, and raises no event; its reason says which
  * direction of the path is broken.
  *
+ * Path MTU (packetization-layer discovery, RFC 8899 style: the probes are
+ * the connection's own packets).  With the small probe SEND each side posts
+ * a ladder of steps in ascending size below the QP's MTU and at it: an
+ * RDMA WRITE of exactly one packet of the step's size into the peer rail's
+ * probe slice (its address and rkey come with CONNECT_REQ/REP), then a READ
+ * of as much back, whose response is a packet of that size the other way.
+ * RC completes in order, so when a switch with a smaller MTU silently drops
+ * a step's packet, every smaller step has completed and the largest is the
+ * path MTU both ways.  A connection becomes ACTIVE only when the step at
+ * its QP's MTU completes; otherwise the attempt fails (never ACTIVE: no
+ * failover, fence or event) and the next attempt offers the MTU found, so
+ * the rail runs at it ("rail r0: path MTU 1500 (interface 9000)") instead
+ * of flapping, or stays down with the MTU named.  What an attempt offers
+ * goes back to the interface's MTU when a connection that was ACTIVE
+ * fails (the path may have changed either way); there is no raise timer.
+ * The soft rail's MTU is the IP MTU (rail attr mtu_hdr: IP, UDP and its
+ * header are inside it), so steps are common IP MTUs.  On the verbs rail
+ * the MTU is the RoCE path MTU (ibv_qp_attr.path_mtu, set at RTR from the
+ * offer, payload only: mtu_hdr 0), the steps are IB MTUs, and a smaller
+ * path MTU means a new QP at it, as here.
+ *
  * Both sides may connect a pair at once; the CONNECT_REQ of the node with
  * the larger incarnation id wins and the other side abandons its own.
  * Every connection gets a fresh QP, so a new QPN and a new random PSN; on
@@ -42,6 +63,7 @@
  * same numbers, 0x12 -> 0x12 then 0x13 -> 0x13) and the cookie is 0.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <sodium.h>
@@ -205,6 +227,8 @@ static void local_ep(struct ry__conn *c, struct ry_qp_endpoint *ep)
 	}
 	if (!ep->mtu)
 		ep->mtu = a->mtu;
+	if (c->cn_mtu && c->cn_mtu < ep->mtu)
+		ep->mtu = c->cn_mtu;
 }
 
 /* ctl: the session the CONN_REQ/REP came over (data_mac keys) */
@@ -213,11 +237,12 @@ static int to_rts(struct ry__conn *c, const struct ry_qp_endpoint *rem,
 {
 	const struct ry_failover_config *f =
 	    &c->cn_lrail->lr_mgr->m_cfg.failover;
+	uint32_t offer = c->cn_mtu && c->cn_mtu < c->cn_lrail->lr_attr.mtu
+			     ? c->cn_mtu
+			     : c->cn_lrail->lr_attr.mtu;
 	struct ry_qp_attr attr = {
 	    .remote = *rem,
-	    .mtu = rem->mtu && rem->mtu < c->cn_lrail->lr_attr.mtu
-		       ? rem->mtu
-		       : c->cn_lrail->lr_attr.mtu,
+	    .mtu = rem->mtu && rem->mtu < offer ? rem->mtu : offer,
 	    .ack_timeout_us = f->ack_timeout_ms * 1000,
 	    .retry_cnt = f->retry_count,
 	    .rnr_retry = f->rnr_retry,
@@ -246,6 +271,7 @@ static int to_rts(struct ry__conn *c, const struct ry_qp_endpoint *rem,
 	else if (ret)
 		RY_ERR("mgr", "qp 0x%x: to RTS: %d", c->cn_qp->qp_num, ret);
 	c->cn_remote = *rem;
+	c->cn_qp_mtu = attr.mtu;
 	return ret;
 }
 
@@ -310,9 +336,33 @@ void ry__conn_start(struct ry__conn *c, uint64_t now)
 	       c->cn_peer->pr_name, c->cn_lrail->lr_cfg.name, ep.qpn);
 }
 
+/*
+ * The path MTU a connection coming up runs at, for its up event when it
+ * is below the interface's, and logged when it changed.
+ */
+static void path_mtu_note(struct ry__conn *c, char *buf, size_t len)
+{
+	uint32_t ifmtu = c->cn_lrail->lr_attr.mtu;
+
+	buf[0] = 0;
+	if (!c->cn_ladder)
+		return;
+	if (c->cn_qp_mtu < ifmtu)
+		snprintf(buf, len, "path MTU %u (interface %u)", c->cn_qp_mtu,
+			 ifmtu);
+	/* a warning: jumbo frames configured do not hold end to end */
+	if (c->cn_qp_mtu != c->cn_mtu_said && (buf[0] || c->cn_mtu_said))
+		ry__log(buf[0] ? RY_LOG_WARN : RY_LOG_INFO, "mgr",
+			"rail %s: path MTU %u (interface %u), peer %s",
+			c->cn_lrail->lr_cfg.name, c->cn_qp_mtu, ifmtu,
+			c->cn_peer->pr_name);
+	c->cn_mtu_said = c->cn_qp_mtu;
+}
+
 void ry__conn_activate(struct ry__conn *c, uint64_t now)
 {
 	struct ry_peer *p = c->cn_peer;
+	char why[64];
 
 	c->cn_state = CONN_ACTIVE;
 	c->cn_probe_out = false;
@@ -327,7 +377,8 @@ void ry__conn_activate(struct ry__conn *c, uint64_t now)
 	RY_INFO("mgr", "peer %s rail %s: connected, qp 0x%x -> 0x%x",
 		p->pr_name, c->cn_lrail->lr_cfg.name, c->cn_qp->qp_num,
 		c->cn_remote.qpn);
-	ry__queue_event(c->cn_lrail->lr_mgr, RY_EV_CONN_UP, c->cn_lrail, p, "",
+	path_mtu_note(c, why, sizeof(why));
+	ry__queue_event(c->cn_lrail->lr_mgr, RY_EV_CONN_UP, c->cn_lrail, p, why,
 			now);
 	ry__peer_dirty(p);
 }
@@ -363,13 +414,47 @@ static void attempt_reason(struct ry__conn *c, const char *what, char *buf,
 			 them, me, what);
 }
 
+/*
+ * The small probe round-tripped but a ladder step did not: the path drops
+ * packets above some size.  The next attempt offers the largest step that
+ * passed; when none did, it starts again from the interface's MTU (the
+ * rail stays down, the reason naming the size that is lost).
+ */
+static bool mtu_reason(struct ry__conn *c, const char *what, char *buf,
+		       size_t len)
+{
+	uint32_t ifmtu = c->cn_lrail->lr_attr.mtu;
+
+	if (!c->cn_ladder || !c->cn_probe_ok || c->cn_mtu_ok >= c->cn_qp_mtu)
+		return false;
+	/* lost, not cut short: a link going down or a peer reconnecting in
+	 * the middle of the ladder says nothing about the MTU */
+	if (c->cn_lrail->lr_link != RY_LINK_UP ||
+	    (strcmp(what, "probe timed out") &&
+	     strcmp(what, ry_wc_status_str(RY_WC_RETRY_EXCEEDED))))
+		return false;
+	if (c->cn_mtu_ok)
+		snprintf(buf, len,
+			 "probes of more than %u bytes are lost, small ones "
+			 "pass: path MTU %u (interface %u), trying at %u",
+			 c->cn_mtu_ok, c->cn_mtu_ok, ifmtu, c->cn_mtu_ok);
+	else
+		snprintf(buf, len,
+			 "probes of %u bytes and more are lost, small ones "
+			 "pass: path MTU below %u (interface %u)",
+			 c->cn_mtu_low, c->cn_mtu_low, ifmtu);
+	c->cn_mtu = c->cn_mtu_ok;
+	return true;
+}
+
 /* PROBING -> FAILED for an attempt that never carried traffic. */
 static void attempt_failed(struct ry__conn *c, const char *what)
 {
 	struct ry_manager *m = c->cn_peer->pr_mgr;
 	char why[sizeof(c->cn_reason)];
 
-	attempt_reason(c, what, why, sizeof(why));
+	if (!mtu_reason(c, what, why, sizeof(why)))
+		attempt_reason(c, what, why, sizeof(why));
 	/* once per kind of failure, not once per attempt */
 	if (strcmp(why, c->cn_reason))
 		RY_WARN("mgr", "peer %s rail %s: path not up: %s",
@@ -408,6 +493,7 @@ static void mark_failed(struct ry__conn *c, const char *reason,
 	}
 	c->cn_state = CONN_FAILED;
 	snprintf(c->cn_reason, sizeof(c->cn_reason), "%s", reason);
+	c->cn_mtu = 0; /* the path may have changed: probe from the top */
 	c->cn_lrail->lr_active--;
 	ry__peer_update_paths(p);
 	/* back up soon, unless it keeps failing right after coming up */
@@ -458,6 +544,178 @@ void ry__conn_link_failed(struct ry__conn *c, const char *reason,
 	mark_failed(c, reason, fail_ns, true);
 }
 
+/* A new attempt's probing starts: nothing of the last one counts. */
+static void probing(struct ry__conn *c, const struct ry__probe_mr *pm,
+		    uint64_t now)
+{
+	c->cn_state = CONN_PROBING;
+	c->cn_probe_out = false;
+	c->cn_heard = false;
+	c->cn_probe_ok = false;
+	c->cn_ladder = false;
+	c->cn_mtu_ok = 0;
+	c->cn_deadline_ns = now + c->cn_lrail->lr_mgr->m_connect_ns;
+	c->cn_pmr = *pm;
+}
+
+/* The path MTU steps (see the top), ascending, the QP's MTU last. */
+static const uint32_t steps_ip[] = {1280, 1500, 2048, 4096, 8192, 9000};
+static const uint32_t steps_ib[] = {1024, 2048, 4096};
+#define RY__PMTU_STEPS 8
+
+static unsigned ladder(const struct ry__conn *c, uint32_t *steps)
+{
+	const struct ry_rail_attr *a = &c->cn_lrail->lr_attr;
+	const uint32_t *pl = a->mtu_hdr ? steps_ip : steps_ib;
+	unsigned npl = a->mtu_hdr ? sizeof(steps_ip) / sizeof(*steps_ip)
+				  : sizeof(steps_ib) / sizeof(*steps_ib);
+	/* two WRs a step beside the small probe, within max_send_wr */
+	unsigned room = (c->cn_lrail->lr_mgr->m_cfg.wr_per_qp + 1) / 2;
+	unsigned n = 0, i;
+
+	if (room > RY__PMTU_STEPS)
+		room = RY__PMTU_STEPS;
+	for (i = 0; i < npl && n + 1 < room; i++)
+		if (pl[i] > a->mtu_hdr && pl[i] < c->cn_qp_mtu)
+			steps[n++] = pl[i];
+	steps[n++] = c->cn_qp_mtu;
+	return n;
+}
+
+/*
+ * Each step: a WRITE of one packet of its size into the peer's slice,
+ * then a READ of as much back into our own (wr_n 1: the step's verdict).
+ */
+static int post_ladder(struct ry__conn *c, uint64_t now)
+{
+	struct ry_manager *m = c->cn_lrail->lr_mgr;
+	struct ry_region *rg = m->m_probe_region;
+	unsigned ri = c->cn_lrail->lr_idx;
+	uint32_t steps[RY__PMTU_STEPS];
+	struct ry__wr *w[2 * RY__PMTU_STEPS];
+	struct ry_send_wr swr[2 * RY__PMTU_STEPS];
+	unsigned n = ladder(c, steps), i, k = 0;
+	int ret = -ENOMEM;
+
+	memset(swr, 0, sizeof(swr));
+	for (i = 0; i < 2 * n; i++) {
+		struct ry__wr *x = ry__pool_get(&m->m_wr_pool);
+
+		if (!x)
+			goto err;
+		memset(x, 0, sizeof(*x));
+		x->wr_conn = c;
+		x->wr_kind = WRK_PMTU;
+		x->wr_first = steps[i / 2];
+		x->wr_n = i % 2;
+		x->wr_post_ns = now;
+		swr[k].wr_id = (uintptr_t)x;
+		swr[k].opcode = i % 2 ? RY_WR_RDMA_READ : RY_WR_RDMA_WRITE;
+		swr[k].sge.addr = (uintptr_t)rg->rg_addr +
+				  (size_t)ri * m->m_probe_stride +
+				  m->m_probe_stride / 2;
+		swr[k].sge.length = steps[i / 2] - c->cn_lrail->lr_attr.mtu_hdr;
+		swr[k].sge.lkey = rg->rg_mr[ri]->lkey;
+		swr[k].remote_addr = c->cn_pmr.pm_addr;
+		swr[k].rkey = c->cn_pmr.pm_rkey;
+		w[k++] = x;
+	}
+	if (!c->cn_out_wrs)
+		c->cn_busy_since_ns = now;
+	c->cn_out_wrs += k;
+	ret = ry__conn_post(c, w, swr, k, now);
+	if (!ret) {
+		c->cn_ladder = true;
+		c->cn_mtu_low = steps[0];
+		return 0;
+	}
+	c->cn_out_wrs -= k;
+err:
+	while (k--)
+		ry__pool_put(&m->m_wr_pool, w[k]);
+	return ret;
+}
+
+/* Our probe: the small SEND, then the MTU ladder when the peer takes one
+ * (its slice must hold the QP's MTU). */
+static int post_probes(struct ry__conn *c, uint64_t now)
+{
+	struct ry_manager *m = c->cn_lrail->lr_mgr;
+	int ret = ry__post_ctl_msg(c, WRK_PROBE, now);
+
+	if (ret)
+		return ret;
+	c->cn_probe_out = true;
+	if (m->m_probe_region && c->cn_pmr.pm_len >= c->cn_qp_mtu &&
+	    c->cn_qp_mtu > c->cn_lrail->lr_attr.mtu_hdr)
+		ret = post_ladder(c, now);
+	return ret;
+}
+
+/* Our small probe round-tripped: ACTIVE, unless the ladder is to come. */
+void ry__conn_probed(struct ry__conn *c, uint64_t now)
+{
+	if (c->cn_state != CONN_PROBING)
+		return;
+	c->cn_probe_ok = true;
+	if (!c->cn_ladder)
+		ry__conn_activate(c, now);
+}
+
+/* A ladder step completed; the one at the QP's MTU makes it ACTIVE. */
+void ry__conn_probe_done(struct ry__wr *w, uint64_t now)
+{
+	struct ry__conn *c = w->wr_conn;
+
+	if (c->cn_state != CONN_PROBING || !w->wr_n)
+		return;
+	if (w->wr_first > c->cn_mtu_ok)
+		c->cn_mtu_ok = w->wr_first;
+	if (w->wr_first >= c->cn_qp_mtu)
+		ry__conn_activate(c, now);
+}
+
+int ry__probe_setup(struct ry_manager *m)
+{
+	uint32_t stride = 0;
+	unsigned i;
+	void *buf;
+	int ret;
+
+	for (i = 0; i < m->m_nrails; i++)
+		if (m->m_rails[i].lr_attr.mtu > stride)
+			stride = m->m_rails[i].lr_attr.mtu;
+	/* the peer's half, then ours (the WRITE source, the READ target);
+	 * a slice for every slot, so that a rail a reload adds has one too
+	 * (one with a larger MTU than these gets no ladder: pm_len) */
+	stride = 2 * ((stride + 63) & ~63u);
+	buf = calloc(RY_MAX_RAILS, stride);
+	if (!buf)
+		return -ENOMEM;
+	ret = ry__region_reg(m, buf, (size_t)RY_MAX_RAILS * stride,
+			     RY_MR_REMOTE_WRITE | RY_MR_REMOTE_READ,
+			     &m->m_probe_region);
+	if (ret) {
+		free(buf);
+		return ret;
+	}
+	m->m_probe_stride = stride;
+	return 0;
+}
+
+void ry__probe_mr_of(struct ry_manager *m, unsigned rail,
+		     struct ry__probe_mr *pm)
+{
+	struct ry_region *rg = m->m_probe_region;
+
+	memset(pm, 0, sizeof(*pm));
+	if (!rg || rail >= RY_MAX_RAILS)
+		return;
+	pm->pm_addr = (uintptr_t)rg->rg_addr + (size_t)rail * m->m_probe_stride;
+	pm->pm_rkey = rg->rg_mr[rail]->rkey;
+	pm->pm_len = m->m_probe_stride / 2;
+}
+
 /*
  * Something arrived on a PROBING connection: the peer can reach us.  The
  * side that accepted the connection answers with its own probe now that
@@ -469,11 +727,8 @@ void ry__conn_on_probe_rx(struct ry__conn *c, uint64_t now)
 	c->cn_heard = true;
 	if (c->cn_probe_out)
 		return;
-	if (ry__post_ctl_msg(c, WRK_PROBE, now)) {
+	if (post_probes(c, now))
 		ry__conn_mark_failed(c, "cannot post probe", now);
-		return;
-	}
-	c->cn_probe_out = true;
 }
 
 /* Work of c's last failure was put back for replay. */
@@ -551,7 +806,7 @@ static bool make_room(struct ry__conn *c, uint64_t now)
 
 void ry__conn_on_req(struct ry_peer *p, unsigned src, unsigned dst,
 		     uint32_t attempt, const struct ry_qp_endpoint *ep,
-		     struct ry__ctl *ctl)
+		     const struct ry__probe_mr *pm, struct ry__ctl *ctl)
 {
 	struct ry_manager *m = p->pr_mgr;
 	uint64_t now = ry__now_ns();
@@ -584,16 +839,13 @@ void ry__conn_on_req(struct ry_peer *p, unsigned src, unsigned dst,
 		return;
 	}
 	local_ep(c, &mine);
-	c->cn_state = CONN_PROBING;
-	c->cn_probe_out = false;
-	c->cn_heard = false;
-	c->cn_deadline_ns = now + m->m_connect_ns;
+	probing(c, pm, now);
 	ry__ctl_send_conn(ctl, CTL_CONN_REP, dst, src, attempt, &mine, 0);
 }
 
 void ry__conn_on_rep(struct ry_peer *p, unsigned src, unsigned dst,
 		     uint32_t attempt, const struct ry_qp_endpoint *ep,
-		     struct ry__ctl *ctl)
+		     const struct ry__probe_mr *pm, struct ry__ctl *ctl)
 {
 	struct ry_manager *m = p->pr_mgr;
 	uint64_t now = ry__now_ns();
@@ -610,14 +862,9 @@ void ry__conn_on_rep(struct ry_peer *p, unsigned src, unsigned dst,
 		ry__conn_backoff(c, now);
 		return;
 	}
-	c->cn_state = CONN_PROBING;
-	c->cn_probe_out = false;
-	c->cn_heard = false;
-	c->cn_deadline_ns = now + m->m_connect_ns;
-	if (ry__post_ctl_msg(c, WRK_PROBE, now))
+	probing(c, pm, now);
+	if (post_probes(c, now))
 		ry__conn_mark_failed(c, "cannot post probe", now);
-	else
-		c->cn_probe_out = true;
 }
 
 void ry__conn_on_rej(struct ry_peer *p, unsigned src, unsigned dst,

@@ -21,6 +21,8 @@
  *                      can say why
  *   CONN_REQ / REP     u8 sender's rail, u8 receiver's rail, u32 attempt,
  *                      endpoint     -- QPN, PSN, cookie, GID, LID, port, MTU
+ *                      u64 addr, u32 rkey, u32 len -- the sender rail's
+ *                      path MTU probe slice (conn.c; absent: no probes)
  *   CONN_REJ           u8, u8, u32 attempt, i32 -errno
  *   FENCE_REQ          u64 gen, u8 sender's rail, u8 receiver's rail,
  *                      u32 sender's dead QPN, u32 receiver's QPN on it
@@ -1205,10 +1207,18 @@ void ry__ctl_send_conn(struct ry__ctl *c, int type, unsigned src, unsigned dst,
 	w_u8(w, (uint8_t)src);
 	w_u8(w, (uint8_t)dst);
 	w_u32(w, attempt);
-	if (type == CTL_CONN_REJ)
+	if (type == CTL_CONN_REJ) {
 		w_u32(w, (uint32_t)err);
-	else
+	} else {
+		struct ry__probe_mr pm;
+
 		w_ep(w, ep);
+		/* where this rail takes path MTU probes (conn.c) */
+		ry__probe_mr_of(c->c_mgr, src, &pm);
+		w_u64(w, pm.pm_addr);
+		w_u32(w, pm.pm_rkey);
+		w_u32(w, pm.pm_len);
+	}
 	ctl_send(c, (uint16_t)type, w);
 	free(w);
 }
@@ -1552,6 +1562,7 @@ static int on_refuse(struct ry__ctl *c, struct rbuf *r)
 static int dispatch(struct ry__ctl *c, uint16_t type, struct rbuf *r)
 {
 	struct ry_qp_endpoint ep;
+	struct ry__probe_mr pm;
 	struct ry_peer *p = c->c_peer;
 	unsigned src, dst;
 	uint32_t attempt, q1, q2;
@@ -1574,16 +1585,24 @@ static int dispatch(struct ry__ctl *c, uint16_t type, struct rbuf *r)
 		src = r_u8(r);
 		dst = r_u8(r);
 		attempt = r_u32(r);
-		if (type == CTL_CONN_REJ)
+		memset(&pm, 0, sizeof(pm));
+		if (type == CTL_CONN_REJ) {
 			err = (int)r_u32(r);
-		else
+		} else {
 			r_ep(r, &ep);
+			/* a peer that does not probe the MTU sends none */
+			if (r->n >= 16) {
+				pm.pm_addr = r_u64(r);
+				pm.pm_rkey = r_u32(r);
+				pm.pm_len = r_u32(r);
+			}
+		}
 		if (r->bad || src >= RY_MAX_RAILS || dst >= RY_MAX_RAILS)
 			return -EBADMSG;
 		if (type == CTL_CONN_REQ)
-			ry__conn_on_req(p, src, dst, attempt, &ep, c);
+			ry__conn_on_req(p, src, dst, attempt, &ep, &pm, c);
 		else if (type == CTL_CONN_REP)
-			ry__conn_on_rep(p, src, dst, attempt, &ep, c);
+			ry__conn_on_rep(p, src, dst, attempt, &ep, &pm, c);
 		else
 			ry__conn_on_rej(p, src, dst, attempt, err);
 		return 0;

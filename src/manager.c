@@ -211,7 +211,9 @@ static void teardown(struct ry_manager *m)
 	}
 	while (m->m_regions) {
 		struct ry_region *rg = m->m_regions;
-		bool internal = rg == m->m_msg_region || rg == m->m_ctl_region;
+		bool internal = rg == m->m_msg_region ||
+				rg == m->m_ctl_region ||
+				rg == m->m_probe_region;
 		void *addr = rg->rg_addr;
 
 		ry__region_dereg(rg);
@@ -313,6 +315,8 @@ int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 			goto err;
 	}
 	ret = ry__msg_slots_setup(m);
+	if (!ret)
+		ret = ry__probe_setup(m);
 	if (ret)
 		goto err;
 	ret = ry__ctl_listen(m);

@@ -224,6 +224,7 @@ enum ry__wr_kind {
 	WRK_MSG,
 	WRK_HEARTBEAT,
 	WRK_PROBE,
+	WRK_PMTU, /* a path MTU probe step (conn.c); wr_first: its size */
 };
 
 /* Rail message types (struct ry__mhdr.mh_type). */
@@ -344,6 +345,13 @@ struct ry__span {
 
 struct ry__lrail;
 
+/* Where a peer's rail takes path MTU probes (CONNECT_REQ/REP, conn.c). */
+struct ry__probe_mr {
+	uint64_t pm_addr;
+	uint32_t pm_rkey;
+	uint32_t pm_len; /* 0: none (a peer that does not probe the MTU) */
+};
+
 struct ry__conn {
 	struct ry_peer *cn_peer;
 	struct ry__lrail *cn_lrail;
@@ -372,10 +380,18 @@ struct ry__conn {
 	uint64_t cn_fail_ns;	   /* last sign of life before failure */
 	uint64_t cn_detect_ns;	   /* when that failure was declared */
 	bool cn_resume_wait;	   /* its replayed work has not completed yet */
-	bool cn_damp;	       /* it flapped: reconnect with growing backoff */
-	bool cn_probe_out;     /* PROBING: our probe is posted */
-	bool cn_heard;	       /* PROBING: something arrived from the peer */
-	uint64_t cn_fence_gen; /* fence to request for this failure */
+	bool cn_damp;	   /* it flapped: reconnect with growing backoff */
+	bool cn_probe_out; /* PROBING: our probe is posted */
+	bool cn_heard;	   /* PROBING: something arrived from the peer */
+	/* path MTU (conn.c): what the next attempt offers (0: the
+	 * interface's), this QP's, the largest step proven both ways in
+	 * this attempt, the last one logged */
+	uint32_t cn_mtu, cn_qp_mtu, cn_mtu_ok, cn_mtu_said;
+	uint32_t cn_mtu_low; /* this attempt's smallest step */
+	bool cn_probe_ok;    /* PROBING: the small probe round-tripped */
+	bool cn_ladder;	     /* PROBING: the MTU probe steps are posted */
+	struct ry__probe_mr cn_pmr; /* the peer rail's probe slice */
+	uint64_t cn_fence_gen;	    /* fence to request for this failure */
 	uint32_t cn_dead_qpn, cn_dead_rqpn;
 	char cn_reason[160];
 	struct ry__conn *cn_hnext; /* lr_qpn_hash */
@@ -561,6 +577,9 @@ struct ry_manager {
 	unsigned m_slot_free[RY__MSG_SLOTS];
 	unsigned m_nslot_free;
 	struct ry_region *m_ctl_region; /* heartbeat and probe headers */
+	/* path MTU probe slices, one per rail, m_probe_stride apart */
+	struct ry_region *m_probe_region;
+	uint32_t m_probe_stride;
 	struct ry__pool m_op_pool, m_wr_pool, m_range_pool;
 	/* delivery */
 	struct ry__op *m_done_head, *m_done_tail; /* with a callback */
@@ -702,10 +721,15 @@ int ry__conn_post(struct ry__conn *c, struct ry__wr **wrs,
 		  struct ry_send_wr *swr, unsigned n, uint64_t now);
 void ry__conn_on_req(struct ry_peer *p, unsigned src, unsigned dst,
 		     uint32_t attempt, const struct ry_qp_endpoint *ep,
-		     struct ry__ctl *ctl);
+		     const struct ry__probe_mr *pm, struct ry__ctl *ctl);
 void ry__conn_on_rep(struct ry_peer *p, unsigned src, unsigned dst,
 		     uint32_t attempt, const struct ry_qp_endpoint *ep,
-		     struct ry__ctl *ctl);
+		     const struct ry__probe_mr *pm, struct ry__ctl *ctl);
+int ry__probe_setup(struct ry_manager *m);
+void ry__probe_mr_of(struct ry_manager *m, unsigned rail,
+		     struct ry__probe_mr *pm);
+void ry__conn_probed(struct ry__conn *c, uint64_t now);
+void ry__conn_probe_done(struct ry__wr *w, uint64_t now);
 void ry__conn_on_rej(struct ry_peer *p, unsigned src, unsigned dst,
 		     uint32_t attempt, int err);
 int ry__post_ctl_msg(struct ry__conn *c, enum ry__wr_kind kind, uint64_t now);

@@ -337,8 +337,10 @@ static void wr_succeeded(struct ry__wr *w, uint64_t now)
 		c->cn_hb_out = false;
 		break;
 	case WRK_PROBE:
-		if (c->cn_state == CONN_PROBING)
-			ry__conn_activate(c, now);
+		ry__conn_probed(c, now);
+		break;
+	case WRK_PMTU:
+		ry__conn_probe_done(w, now);
 		break;
 	}
 }

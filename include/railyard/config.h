@@ -57,7 +57,7 @@ struct ry_rail_config {
 	char device[RY_NAME_MAX];
 	uint32_t port;
 	int32_t gid_index; /* -1: pick the RoCE v2 GID of the port */
-	uint32_t mtu;	   /* bytes; 0: the device's or 1500 for soft */
+	uint32_t mtu;	   /* bytes; 0: the device's / interface's */
 	uint32_t weight;   /* relative share when rate is unknown */
 	uint64_t rate_bps; /* bits per second; 0: measure */
 	struct ry_fault_config fault;

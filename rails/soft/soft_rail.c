@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -239,6 +240,7 @@ static int soft_query(struct ry_rail *rail, struct ry_rail_attr *attr)
 	memset(attr, 0, sizeof(*attr));
 	attr->link = r->eff_up ? RY_LINK_UP : RY_LINK_DOWN;
 	attr->mtu = r->mtu;
+	attr->mtu_hdr = RY__SOFT_OVERHEAD;
 	attr->local.gid[10] = 0xff;
 	attr->local.gid[11] = 0xff;
 	memcpy(&attr->local.gid[12], &r->addr.sin_addr, 4);
@@ -327,6 +329,27 @@ static void owner_ifname(const struct sockaddr_in *addr, char *name, size_t len)
 	freeifaddrs(ifa);
 }
 
+/*
+ * mtu = 0: the interface's MTU (the manager then probes the path's).
+ * 1500 on loopback, whose 64 KiB is no network's, and when the address
+ * has no interface of its own (a wildcard bind).
+ */
+static uint32_t link_mtu(int sock, const char *ifname)
+{
+	struct ifreq ifr;
+
+	if (!ifname[0])
+		return 1500;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	if (ioctl(sock, SIOCGIFFLAGS, &ifr) || (ifr.ifr_flags & IFF_LOOPBACK) ||
+	    ioctl(sock, SIOCGIFMTU, &ifr) ||
+	    ifr.ifr_mtu < (int)(RY__SOFT_OVERHEAD + 64))
+		return 1500;
+	return ifr.ifr_mtu > RY__SOFT_GSO_BYTES ? RY__SOFT_GSO_BYTES
+						: (uint32_t)ifr.ifr_mtu;
+}
+
 static int epoll_add(int epfd, int fd)
 {
 	struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
@@ -402,6 +425,8 @@ static int soft_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 		memcpy(ifname, cfg->interface, strlen(cfg->interface) + 1);
 	} else
 		owner_ifname(&r->addr, ifname, sizeof(ifname));
+	if (!cfg->mtu)
+		r->mtu = link_mtu(r->sock, ifname);
 	if (ifname[0]) {
 		rc = ry__soft_nl_open(r, ifname);
 		if (rc)

@@ -33,7 +33,7 @@ static const char bench_usage[] =
 static const char drill_usage[] =
     "usage: railyard drill -c FILE --peer NAME|ADDR [--duration S]\n"
     "                      [--size 1M] [--depth 8] [--csv FILE] [--plot FILE]\n"
-    "                      [--load cycle|pairs] [--json]\n"
+    "                      [--load streams|cycle|pairs] [--json]\n"
     "\n"
     "A failover drill: continuous verified writes and reads to a peer\n"
     "running `railyard serve`.  Pull cables while it runs.  Every second it\n"
@@ -42,9 +42,11 @@ static const char drill_usage[] =
     "operations failed, bytes corrupted, fragments replayed, detection and\n"
     "recovery time per event.  --csv writes per-rail throughput over time,\n"
     "--plot an SVG of it with the events marked.  --json: the result as\n"
-    "JSON on stdout (progress on stderr).  --load cycle (the default): each\n"
-    "slot writes, then reads back; --load pairs: in each pair of slots one\n"
-    "write and one read always in flight, a steadier load.\n"
+    "JSON on stdout (progress on stderr).  --load streams (the default):\n"
+    "three quarters of the slots write, a quarter read back and compare\n"
+    "what was written, independently, so the throughput moves when a rail\n"
+    "does; --load cycle: each slot writes, then reads back (every write\n"
+    "checked); --load pairs: in each pair of slots one write and one read.\n"
     "Default: --duration 30.\n"
     "If the peer restarts, operations aimed at its old memory fail (they\n"
     "are counted apart), its new target is fetched and the drill goes on.\n"
@@ -116,9 +118,13 @@ static int parse(int argc, char **argv, bool drill, struct client_args *a)
 		} else if (!strcmp(opt, "--plot") && drill) {
 			a->plot = val;
 		} else if (!strcmp(opt, "--load") && drill) {
-			if (!strcmp(val, "pairs"))
-				a->o.pairs = true;
-			else if (strcmp(val, "cycle"))
+			if (!strcmp(val, "streams"))
+				a->o.load = CLI_LOAD_STREAMS;
+			else if (!strcmp(val, "cycle"))
+				a->o.load = CLI_LOAD_CYCLE;
+			else if (!strcmp(val, "pairs"))
+				a->o.load = CLI_LOAD_PAIRS;
+			else
 				goto bad;
 		} else {
 			goto bad;

@@ -28,6 +28,7 @@ struct cli_report_event {
 	double resume_ms;
 	double fail_t;	    /* down: when the failure began; < 0: n/a */
 	uint64_t detect_ns; /* down, resume: the library's key for it */
+	char reason[96];    /* the library's, e.g. "path MTU 1500 (...)" */
 };
 
 struct cli_report {

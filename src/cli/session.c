@@ -8,15 +8,25 @@
  * what that slot wrote.  The pattern depends on the operation's sequence
  * number, so a stale write that landed late would show as a verify error.
  *
- * With --load pairs the drill pairs its slots: in each pair one write and
- * one read are in flight at all times, the write filling one slice while
- * the read checks the slice written before.  Writes load one direction of
- * the rails and reads the other in fixed shares, so the throughput moves
- * when a rail does, not when slots that write then read drift in and out
- * of step.  It is not the default yet: with two of four shaped rails out,
- * the survivors carry about 78 % of their healthy per-rail rate under this
- * load (a finding for the striping/soft-rail work), which the netns
- * drills' outage assertion would report.
+ * The drill's load (enum cli_session_load).  With --load cycle each slot
+ * writes, then reads back; slots that write then read drift in and out of
+ * step after a disturbance, and the total moves with their phase (52 -> 72
+ * MB/s with no rail change), not only with the rails.  --load streams, the
+ * default, runs two independent streams, each with a fixed share of the
+ * depth in flight at all times (writer(): three quarters write, a quarter
+ * reads): writers write slices of the target (2 x
+ * depth of them when the target holds that many) with the pattern of their
+ * sequence number; readers read back a slice not being written and compare
+ * it with exactly what was written there, the oldest write not checked yet
+ * first, else the slice checked longest ago.  Neither stream waits for
+ * the other and how many of each are in flight is fixed, so the
+ * throughput moves when a rail does, not with slot phase.  A
+ * writer takes the slice checked (or written) longest ago, preferring
+ * checked ones, so a write may be overwritten unchecked while the readers
+ * lag; every slice written and not checked yet is read back after the
+ * run's end.  With --load pairs one write and one read of each pair of
+ * slots are in flight, the read checking the slice the write filled
+ * before (both wait for the slower of the two).
  *
  * A peer that restarts (RY_EV_PEER_RESTARTED) takes its target region
  * with it: operations aimed at it fail with RY_ESTALE (counted apart, as
@@ -49,8 +59,18 @@ struct slot {
 	enum phase phase;
 	uint64_t seq;
 	double t_post;
-	bool filled;  /* src holds a pattern (write without read-back) */
-	unsigned gen; /* the target generation its last write went to */
+	bool filled;	/* src holds a pattern (write without read-back) */
+	unsigned gen;	/* the target generation its last write went to */
+	unsigned slice; /* streams: the slice it writes or reads */
+};
+
+/* --load streams: one slice of the target and its pattern's source. */
+struct slice {
+	uint64_t seq; /* the pattern written there; 0: none (or unknown) */
+	unsigned gen; /* the target generation it went to */
+	bool writing, reading;
+	bool checked; /* read back and compared since written */
+	uint64_t age; /* order of its last write or check: oldest first */
 };
 
 #define MAX_RESTARTS 16
@@ -89,6 +109,9 @@ struct cli_session {
 	double next_hello; /* while refetching: when to ask again */
 	double refetch_since;
 	struct slot *slots;
+	struct slice *slices; /* streams */
+	unsigned n_slices;
+	uint64_t age;
 	struct restart restarts[MAX_RESTARTS];
 	unsigned n_restarts;
 	bool resume_wait; /* the last restart has not resumed yet */
@@ -293,11 +316,209 @@ static void note_resumed(struct cli_session *s)
 			r->t_resumed - r->t);
 }
 
+/* A failed operation: counted, the first reason kept, and each new reason
+ * said once, so an outage is visible live. */
+static void op_failed(struct cli_session *s, const struct ry_completion *c)
+{
+	s->ops_failed++;
+	if (!s->first_error[0])
+		snprintf(s->first_error, sizeof(s->first_error), "%s: %s",
+			 ry_status_str(c->status), c->reason);
+	if (strncmp(s->last_error, c->reason, sizeof(s->last_error) - 1)) {
+		snprintf(s->last_error, sizeof(s->last_error), "%s", c->reason);
+		fprintf(stderr, "railyard: operation failed: %s: %s\n",
+			ry_status_str(c->status), c->reason);
+	}
+}
+
+/* ---- --load streams (see the top) ---- */
+
+static bool streams(const struct cli_session *s)
+{
+	return s->o.mode == CLI_SESSION_DRILL &&
+	       s->o.load == CLI_LOAD_STREAMS && s->o.depth >= 2;
+}
+
+/* Slices' sources first, then each slot's read-back buffer. */
+static uint8_t *slice_src(struct cli_session *s, unsigned i)
+{
+	return s->buf + (size_t)i * s->o.size;
+}
+
+static uint8_t *slot_dst(struct slot *sl)
+{
+	struct cli_session *s = sl->s;
+
+	return s->buf + ((size_t)2 * s->o.depth + sl->idx) * s->o.size;
+}
+
+/*
+ * A quarter of the slots (at least one) read, the rest write.  With half
+ * reading, both directions of every rail run full and the survivors of a
+ * failure carry only about 78 % of their healthy rate each (two of four
+ * shaped rails out; the same with --load pairs): a finding for the
+ * transport, which this load is not meant to measure.  With a quarter the
+ * way back is not saturated and the survivors run at their rate.
+ */
+static bool writer(const struct slot *sl)
+{
+	unsigned readers = sl->s->o.depth / 4 ? sl->s->o.depth / 4 : 1;
+
+	return sl->idx < sl->s->o.depth - readers;
+}
+
+static bool unchecked(const struct cli_session *s, const struct slice *x)
+{
+	return x->seq && !x->checked && x->gen == s->gen;
+}
+
+/*
+ * The slice a writer takes: any that is free, checked (or empty) before
+ * unchecked, then the one written or checked longest ago.  The slice a
+ * reader takes: written and free, the oldest write not checked yet first,
+ * else (while running) the one checked longest ago.
+ */
+static int pick(struct cli_session *s, bool w)
+{
+	int best = -1;
+
+	for (unsigned i = 0; i < s->n_slices; i++) {
+		const struct slice *x = &s->slices[i], *b;
+
+		if (x->writing || x->reading ||
+		    (!w && (!x->seq || x->gen != s->gen ||
+			    (x->checked && !running(s)))))
+			continue;
+		b = best < 0 ? NULL : &s->slices[best];
+		if (!b || (unchecked(s, b) != unchecked(s, x)
+			       ? unchecked(s, w ? b : x)
+			       : x->age < b->age))
+			best = (int)i;
+	}
+	return best;
+}
+
+static int stream_post(struct slot *sl, unsigned i)
+{
+	struct cli_session *s = sl->s;
+	struct slice *x = &s->slices[i];
+	bool w = writer(sl);
+	uint8_t *local = w ? slice_src(s, i) : slot_dst(sl);
+	size_t off = (size_t)(local - s->buf), roff = (size_t)i * s->o.size;
+	int ret;
+
+	sl->seq = ++s->posted;
+	sl->slice = i;
+	sl->gen = s->gen;
+	sl->t_post = now_s();
+	if (w) {
+		fill_pattern(local, s->o.size, sl->seq);
+		x->seq = sl->seq;
+		x->gen = s->gen;
+		x->checked = false;
+		x->writing = true;
+		sl->phase = WRITING;
+		ret = ry_write(s->peer, s->local, off, s->desc, s->desc_len,
+			       roff, s->o.size, on_done, sl);
+	} else {
+		memset(local, 0, s->o.size);
+		x->reading = true;
+		sl->phase = READING;
+		ret = ry_read(s->peer, s->local, off, s->desc, s->desc_len,
+			      roff, s->o.size, on_done, sl);
+	}
+	if (ret) {
+		sl->phase = IDLE;
+		s->posted--;
+		x->writing = x->reading = false;
+		if (w)
+			x->seq = 0;
+	}
+	return ret;
+}
+
+/* Keep every idle slot of both streams busy. */
+static void stream_kick(struct cli_session *s)
+{
+	for (unsigned k = 0; k < s->o.depth; k++) {
+		struct slot *sl = &s->slots[k];
+		int i, ret;
+
+		if (sl->phase != IDLE || s->fatal || !s->have_target ||
+		    (writer(sl) && !running(s)))
+			continue;
+		i = pick(s, writer(sl));
+		if (i < 0)
+			continue;
+		ret = stream_post(sl, (unsigned)i);
+		if (ret == -EINVAL && writer(sl) && (unsigned)i >= s->o.depth) {
+			/* the target holds depth slices only: use those */
+			s->n_slices = s->o.depth;
+			k--;
+		} else if (ret && ret != -ESTALE) {
+			/* -ESTALE: the restart's event is on its way */
+			fatal(s,
+			      ret == -EINVAL ? "operation rejected (is the "
+					       "peer's target region large "
+					       "enough for depth x size?)"
+					     : "operation rejected",
+			      ret);
+		}
+	}
+}
+
+static void stream_done(struct slot *sl, const struct ry_completion *c)
+{
+	struct cli_session *s = sl->s;
+	struct slice *x = &s->slices[sl->slice];
+	bool w = sl->phase == WRITING;
+
+	if (w)
+		x->writing = false;
+	else
+		x->reading = false;
+	if (target_died(s, sl, c) || c->status != RY_OK) {
+		if (c->status != RY_ESTALE)
+			op_failed(s, c);
+		/* what landed there is unknown; a read that failed is
+		 * not tried again (after the run's end it would be, for
+		 * ever, with no path left) */
+		x->seq = 0;
+	} else {
+		s->ops_ok++;
+		s->bytes += s->o.size;
+		record_latency(s, sl->t_post);
+		if (sl->gen != s->gen || x->gen != s->gen) {
+			/* it went to the old incarnation, or read what a
+			 * restart made unknown: nothing to check */
+			if (w && sl->gen != s->gen)
+				x->seq = 0;
+		} else if (w) {
+			x->age = ++s->age;
+		} else if (x->seq) {
+			s->verify_errors += count_diff(slice_src(s, sl->slice),
+						       slot_dst(sl), s->o.size);
+			x->checked = true;
+			x->age = ++s->age;
+		}
+		if (sl->gen == s->gen)
+			note_resumed(s);
+	}
+	sl->phase = IDLE;
+	stream_kick(s);
+}
+
 static void on_done(const struct ry_completion *c, void *arg)
 {
 	struct slot *sl = arg;
 	struct cli_session *s = sl->s;
-	bool died = target_died(s, sl, c);
+	bool died;
+
+	if (streams(s)) {
+		stream_done(sl, c);
+		return;
+	}
+	died = target_died(s, sl, c);
 
 	if (c->status == RY_OK && sl->gen == s->gen)
 		note_resumed(s);
@@ -318,19 +539,7 @@ static void on_done(const struct ry_completion *c, void *arg)
 	}
 	if (paired(s)) {
 		if (c->status != RY_OK) {
-			s->ops_failed++;
-			if (!s->first_error[0])
-				snprintf(s->first_error, sizeof(s->first_error),
-					 "%s: %s", ry_status_str(c->status),
-					 c->reason);
-			if (strncmp(s->last_error, c->reason,
-				    sizeof(s->last_error) - 1)) {
-				snprintf(s->last_error, sizeof(s->last_error),
-					 "%s", c->reason);
-				fprintf(stderr,
-					"railyard: operation failed: %s: %s\n",
-					ry_status_str(c->status), c->reason);
-			}
+			op_failed(s, c);
 			/* a failed write left nothing to check; a failed
 			 * read leaves its slice unchecked */
 			sl->phase = IDLE;
@@ -350,18 +559,7 @@ static void on_done(const struct ry_completion *c, void *arg)
 		return;
 	}
 	if (c->status != RY_OK) {
-		s->ops_failed++;
-		if (!s->first_error[0])
-			snprintf(s->first_error, sizeof(s->first_error),
-				 "%s: %s", ry_status_str(c->status), c->reason);
-		/* say each new reason once, so an outage is visible live */
-		if (strncmp(s->last_error, c->reason,
-			    sizeof(s->last_error) - 1)) {
-			snprintf(s->last_error, sizeof(s->last_error), "%s",
-				 c->reason);
-			fprintf(stderr, "railyard: operation failed: %s: %s\n",
-				ry_status_str(c->status), c->reason);
-		}
+		op_failed(s, c);
 		next(sl);
 		return;
 	}
@@ -382,7 +580,8 @@ static void on_done(const struct ry_completion *c, void *arg)
 
 static bool paired(const struct cli_session *s)
 {
-	return s->o.mode == CLI_SESSION_DRILL && s->o.pairs && s->o.depth >= 2;
+	return s->o.mode == CLI_SESSION_DRILL && s->o.load == CLI_LOAD_PAIRS &&
+	       s->o.depth >= 2;
 }
 
 /*
@@ -549,6 +748,8 @@ static void on_event(const struct ry_event *ev, void *arg)
 	if (ev->type == RY_EV_CONN_RESUMED)
 		d = down_of(s, ev);
 	e = add_event(s, t, ev->rail, name);
+	if (e && ev->reason)
+		snprintf(e->reason, sizeof(e->reason), "%s", ev->reason);
 	if (e && ev->type == RY_EV_CONN_DOWN && ev->detect_ns) {
 		e->detect_ns = ev->detect_ns;
 		e->fail_t = rel_t(s, ev->fail_ns);
@@ -620,11 +821,14 @@ int cli_session_create(struct ry_manager *mgr, struct ry_peer *peer,
 	s->mgr = mgr;
 	s->peer = peer;
 	s->o = *opts;
-	s->buf_len = (size_t)opts->depth * 2 * opts->size;
+	/* streams: 2 x depth slices' sources, then depth read-backs */
+	s->buf_len = (size_t)opts->depth * (streams(s) ? 3 : 2) * opts->size;
 	s->buf = aligned_alloc(4096, (s->buf_len + 4095) & ~(size_t)4095);
 	s->slots = calloc(opts->depth, sizeof(*s->slots));
 	s->lat = calloc(LAT_SAMPLES, sizeof(*s->lat));
-	if (!s->buf || !s->slots || !s->lat)
+	s->n_slices = streams(s) ? 2 * opts->depth : 0;
+	s->slices = calloc(s->n_slices + 1, sizeof(*s->slices));
+	if (!s->buf || !s->slots || !s->lat || !s->slices)
 		goto err;
 	memset(s->buf, 0, s->buf_len);
 	ret = ry_mr_reg(mgr, s->buf, s->buf_len, 0, &s->local);
@@ -658,6 +862,7 @@ int cli_session_create(struct ry_manager *mgr, struct ry_peer *peer,
 err:
 	free(s->lat);
 	free(s->slots);
+	free(s->slices);
 	free(s->buf);
 	free(s);
 	return ret;
@@ -673,6 +878,7 @@ void cli_session_destroy(struct cli_session *s)
 	cli_report_free(&s->report);
 	free(s->lat);
 	free(s->slots);
+	free(s->slices);
 	free(s->buf);
 	free(s);
 }
@@ -820,6 +1026,11 @@ static void tick(struct cli_session *s, double now)
 
 static bool busy(const struct cli_session *s)
 {
+	/* streams: what was written and not checked yet is read back */
+	if (streams(s) && !s->fatal && s->have_target)
+		for (unsigned i = 0; i < s->n_slices; i++)
+			if (unchecked(s, &s->slices[i]))
+				return true;
 	for (unsigned i = 0; i < s->o.depth; i++)
 		if (s->slots[i].phase == WRITING ||
 		    s->slots[i].phase == READING ||
@@ -830,6 +1041,10 @@ static bool busy(const struct cli_session *s)
 
 static void kick_all(struct cli_session *s)
 {
+	if (streams(s)) {
+		stream_kick(s);
+		return;
+	}
 	if (paired(s)) {
 		for (unsigned i = 0; i + 1 < s->o.depth; i += 2)
 			pair_kick(s, i / 2);
@@ -1016,6 +1231,10 @@ void cli_session_json(const struct cli_session *s, FILE *out)
 			fprintf(out, "%.4f", ev->fail_t);
 		else
 			fprintf(out, "null");
+		if (ev->reason[0]) {
+			fprintf(out, ",\"reason\":");
+			cli_json_str(out, ev->reason);
+		}
 		fprintf(out, "}");
 	}
 	fprintf(out, "],\"samples\":[");

@@ -35,6 +35,13 @@ enum cli_session_mode {
 	CLI_SESSION_DRILL,     /* write then read back, always verified */
 };
 
+/* The drill's load (session.c). */
+enum cli_session_load {
+	CLI_LOAD_STREAMS = 0, /* independent write and read streams */
+	CLI_LOAD_CYCLE,	      /* each slot writes, then reads back */
+	CLI_LOAD_PAIRS,	      /* one write + one read per slot pair */
+};
+
 struct cli_session_opts {
 	enum cli_session_mode mode;
 	size_t size;	 /* bytes per operation */
@@ -42,8 +49,8 @@ struct cli_session_opts {
 	double duration; /* seconds; 0: run for count */
 	uint64_t count;	 /* operations; 0: run for duration */
 	bool verify;
-	bool pairs;    /* drill: one write + one read per slot pair */
-	FILE *live;    /* per-second lines (NULL: none) */
+	enum cli_session_load load; /* drill: how writes and reads mix */
+	FILE *live;		    /* per-second lines (NULL: none) */
 	bool live_tty; /* rewrite one line instead of printing many */
 	/* Called once a second after sampling (the demo pulls a rail). */
 	void (*tick)(double t, void *arg);

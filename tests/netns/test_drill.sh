@@ -15,6 +15,11 @@
 #   oneway    the switch drops one rail's frames from b to a only: the rail
 #             must never come up while one-way, and be back within 1 s of
 #             the repair
+#   pmtu      both hosts and the switch at MTU 9000 but rail r1's switch
+#             ports at 1500 from the start, and r2's lowered to 1500
+#             mid-run (path-MTU black holes: small packets pass, full-size
+#             ones die): neither rail may flap; each runs at the path MTU
+#             1500 found by probing, says so, and carries bytes
 #   restart   kill -9 b's serve mid-drill and start it again 2 s later:
 #             the drill learns the restart, operations aimed at the old
 #             process's memory fail as such (RY_ESTALE), it fetches the new
@@ -36,7 +41,7 @@ fi
 command -v jq >/dev/null || { echo "SKIP: jq is not installed (apt-get install jq)"; exit 77; }
 
 RATE=${RY_DRILL_RATE:-100mbit}
-p=ryd$$
+p=${RY_NETNS_PREFIX:-ryd}$$
 work=$(mktemp -d)
 serve_pid=
 cleanup() {
@@ -51,6 +56,12 @@ cleanup() {
 }
 trap cleanup EXIT
 bash "$here/topo.sh" up $p 4 "$RATE"
+if [[ $scenario == pmtu ]]; then
+	# before serve and drill start: the soft rails' mtu = 0 takes the
+	# interface's, 9000
+	bash "$here/topo.sh" mtu $p 9000
+	bash "$here/topo.sh" swmtu $p 1 1500
+fi
 
 in_a() { ip netns exec "$p-a" "$@"; }
 in_b() { ip netns exec "$p-b" "$@"; }
@@ -73,7 +84,7 @@ start_serve "$work/serve.log"
 # drill DURATION OUT: runs in the background, JSON to OUT
 conf_a=$etc/netns-drill-a.conf
 drill() {
-	in_a "$ry" drill -c "$conf_a" --peer b --duration "$1" \
+	in_a "$ry" drill -c "$conf_a" --peer b --duration "$1" --load streams \
 		--json --csv "$work/drill.csv" --plot "$work/drill.svg" \
 		>"$2" 2>"$2.log" &
 	drill_pid=$!
@@ -271,6 +282,58 @@ oneway)
 	grep -q "b->a fails" "$work/serve.log" "$out.log" ||
 		fail "no message says b->a fails"
 	echo "oneway: never up while one-way, back after the repair"
+	;;
+pmtu)
+	rails="r1 r2"
+	drill 12 "$out"
+	sleep 4
+	t_shrink=$(now)
+	bash "$here/topo.sh" swmtu $p 2 1500
+	sleep 6
+	finish "$out"
+	[[ $(j .ops_failed) == 0 ]] || fail "$(j .ops_failed) operations failed with a path left"
+	[[ $(j .verify_errors) == 0 ]] || fail "$(j .verify_errors) verify errors"
+	# down events of a rail but those shared with an untouched rail (r0,
+	# r3) within 50 ms: a process starved past timeout_ms on this loaded
+	# machine silences several rails at once (see stalls), which is no
+	# MTU's doing
+	own_downs() { jq -r --arg r "$1" '[.events[] | select(.event ==
+		"down")] as $d | [$d[] | select(.rail == $r) | .t as $t |
+		select([$d[] | select((.rail == "r0" or .rail == "r3") and
+		.t >= $t - 0.05 and .t <= $t + 0.05)] | length == 0)] |
+		length' "$out"; }
+	# no flapping: r1 was a black hole above 1500 before anything started
+	# and r2 fails once when its path shrinks, each at most once
+	le "$(own_downs r1)" 1 || fail "r1 failed $(own_downs r1) times (flapping on the MTU black hole)"
+	le "$(own_downs r2)" 1 || fail "r2 failed $(own_downs r2) times after its path MTU shrank (flapping)"
+	# the rails whose path was not touched run at the interface's MTU
+	jq -e '[.events[] | select((.rail == "r0" or .rail == "r3") and
+		(.event == "connect" or .event == "up") and .reason)] |
+		length == 0' "$out" >/dev/null ||
+		fail "r0 or r3 came up below the interface's MTU"
+	# the rails say at which MTU they run, in the up event and the log
+	jq -e '[.events[] | select(.rail == "r1" and (.event == "connect" or
+		.event == "up"))] | length > 0 and all(.reason ==
+		"path MTU 1500 (interface 9000)")' "$out" >/dev/null ||
+		fail "r1 did not come up at path MTU 1500: $(jq -c '[.events[] | select(.rail == "r1")]' "$out")"
+	jq -e --argjson a "$t_shrink" '.start_unix as $s | [.events[] |
+		select(.rail == "r2" and .event == "up" and $s + .t > $a)] |
+		length > 0 and all(.reason == "path MTU 1500 (interface 9000)")' "$out" >/dev/null ||
+		fail "r2 did not come back at path MTU 1500 after its path shrank: $(jq -c '[.events[] | select(.rail == "r2")]' "$out")"
+	grep -q "rail r1: path MTU 1500 (interface 9000)" "$out.log" ||
+		fail "the log does not say r1 runs at path MTU 1500"
+	# and they carry bytes at it: r1 at least half what an untouched
+	# rail carries over the run (it runs at a sixth of the packet size),
+	# r2 in the last samples, after it came back (after a stall, a rail
+	# whose path MTU is below the interface's probes once more, ~0.3 s)
+	jq -e '(.rails | map({(.name): .bytes}) | add) as $b |
+		$b.r1 >= 0.5 * ($b.r0 + $b.r3) / 2' "$out" >/dev/null ||
+		fail "r1 carries too few bytes at path MTU 1500: $(jq -c '[.rails[] | {name, bytes}]' "$out")"
+	jq -e --argjson a "$t_shrink" '.start_unix as $s | [.samples[] |
+		select($s + .t > $a + 2) | .rails.r2] | length > 0 and
+		(.[-3:] | min > 0)' "$out" >/dev/null ||
+		fail "r2 carries no bytes after its path MTU shrank"
+	echo "pmtu: r1 up at 1500 with $(own_downs r1) failures, r2 $(own_downs r2) failure after shrinking; $(j .ops_ok) operations, none failed"
 	;;
 restart)
 	# operations wait for the peer up to op_timeout_ms: 10 s here, room

@@ -35,6 +35,15 @@
 #                                    from b to a only (ARP still passes, so
 #                                    a->b keeps working)
 #   topo.sh twoway PREFIX RAIL       both ways again
+#   topo.sh mtu PREFIX MTU           every rail's links (hosts, switch ports)
+#                                    at MTU, e.g. 9000 (jumbo frames)
+#   topo.sh swmtu PREFIX RAIL MTU    the switch's ports of rail RAIL at MTU:
+#                                    larger frames from the hosts are dropped
+#                                    silently (a path-MTU black hole), GSO
+#                                    batches of larger frames too (a veth
+#                                    checks no GSO batch against its MTU;
+#                                    a tbf qdisc drops one whose frames
+#                                    exceed its burst)
 #   topo.sh down PREFIX              delete the namespaces (x too)
 # Only addresses from 198.18.0.0/15 are used, only inside these namespaces.
 set -euo pipefail
@@ -126,8 +135,24 @@ twoway)
 	tc -n "$2-sw" qdisc del dev "a-r$3" root
 	ip -n "$2-a" neigh del "198.18.$(($3 + 1)).2" dev "r$3"
 	;;
+mtu)
+	for dev in $(ip -n "$2-sw" -o link show | awk -F': ' '{ sub(/@.*/, "", $2); print $2 }' |
+		grep -E '^[abx]-r[0-9]+$'); do
+		ip -n "$2-sw" link set "$dev" mtu "$3"
+		h=${dev%%-*}
+		ip -n "$2-$h" link set "${dev#*-}" mtu "$3"
+	done
+	;;
+swmtu)
+	for dev in $(ip -n "$2-sw" -o link show | awk -F': ' '{ sub(/@.*/, "", $2); print $2 }' |
+		grep -E "^[abx]-r$3\$"); do
+		ip -n "$2-sw" link set "$dev" mtu "$4"
+		tc -n "$2-sw" qdisc replace dev "$dev" root tbf rate 10gbit \
+			burst $(($4 + 14)) latency 50ms
+	done
+	;;
 *)
-	sed -n '2,42p' "$0"
+	sed -n '2,48p' "$0"
 	exit 2
 	;;
 esac
