@@ -46,7 +46,6 @@ struct cli_targets {
 	struct ry_manager *mgr;
 	size_t region;
 	unsigned max, n;
-	uint64_t refused;
 	pthread_mutex_t lock;
 	struct target *t[]; /* max of them, n in use */
 };
@@ -78,15 +77,34 @@ int cli_targets_create(struct ry_manager *mgr, size_t region, unsigned max,
 }
 
 /* Outside t->lock: deregistration revokes the rkeys before the unmap. */
+static void free_target(struct cli_targets *t, struct target *x)
+{
+	if (x->mr)
+		ry_mr_dereg(x->mr);
+	munmap(x->mem, t->region);
+	free(x);
+}
+
 static void release(struct cli_targets *t, struct target *x, const char *why)
 {
 	if (!x)
 		return;
 	fprintf(stderr, "railyard serve: target of peer %s released (%s)\n",
 		x->peer, why);
-	ry_mr_dereg(x->mr);
-	munmap(x->mem, t->region);
-	free(x);
+	free_target(t, x);
+}
+
+/* The hello's answer: the tag, then x's descriptor on every rail now. */
+static int pack(struct target *x)
+{
+	size_t tag = strlen(CLI_SESSION_DESC_TAG);
+	int ret;
+
+	memcpy(x->reply, CLI_SESSION_DESC_TAG, tag);
+	ret = ry_mr_pack(x->mr, x->reply + tag, sizeof(x->reply) - tag);
+	if (ret >= 0)
+		x->reply_len = tag + (size_t)ret;
+	return ret;
 }
 
 /* Unlinks entry i; the caller releases it after unlocking. */
@@ -112,7 +130,7 @@ static void done(const struct ry_completion *c, void *arg)
 	(void)arg;
 }
 
-static void refuse(struct cli_targets *t, struct ry_peer *from, const char *why)
+static void refuse(struct ry_peer *from, const char *why)
 {
 	char msg[256];
 	int n =
@@ -120,16 +138,12 @@ static void refuse(struct cli_targets *t, struct ry_peer *from, const char *why)
 
 	fprintf(stderr, "railyard serve: no target for peer %s: %s\n",
 		ry_peer_name(from), why);
-	pthread_mutex_lock(&t->lock);
-	t->refused++;
-	pthread_mutex_unlock(&t->lock);
 	ry_send(from, msg, (size_t)n, done, NULL);
 }
 
 static struct target *make(struct cli_targets *t, struct ry_peer *from,
 			   uint64_t incarnation, char *why, size_t why_len)
 {
-	size_t tag = strlen(CLI_SESSION_DESC_TAG);
 	struct target *x = calloc(1, sizeof(*x));
 	int ret;
 
@@ -149,20 +163,14 @@ static struct target *make(struct cli_targets *t, struct ry_peer *from,
 	}
 	ret = ry_mr_reg(t->mgr, x->mem, t->region,
 			RY_MR_REMOTE_WRITE | RY_MR_REMOTE_READ, &x->mr);
-	if (!ret) {
-		memcpy(x->reply, CLI_SESSION_DESC_TAG, tag);
-		ret = ry_mr_pack(x->mr, x->reply + tag, sizeof(x->reply) - tag);
-	}
+	if (!ret)
+		ret = pack(x);
 	if (ret < 0) {
 		snprintf(why, why_len, "cannot register %zu bytes: %s",
 			 t->region, strerror(-ret));
-		if (x->mr)
-			ry_mr_dereg(x->mr);
-		munmap(x->mem, t->region);
-		free(x);
+		free_target(t, x);
 		return NULL;
 	}
-	x->reply_len = tag + (size_t)ret;
 	fprintf(stderr,
 		"railyard serve: target for peer %s (incarnation %016" PRIx64
 		"): %zu bytes\n",
@@ -173,17 +181,11 @@ static struct target *make(struct cli_targets *t, struct ry_peer *from,
 /* Pack every target's descriptor again (rails a reload added). */
 int cli_targets_repack(struct cli_targets *t)
 {
-	size_t tag = strlen(CLI_SESSION_DESC_TAG);
 	int ret = 0;
 
 	pthread_mutex_lock(&t->lock);
-	for (unsigned i = 0; i < t->n && ret >= 0; i++) {
-		struct target *x = t->t[i];
-
-		ret = ry_mr_pack(x->mr, x->reply + tag, sizeof(x->reply) - tag);
-		if (ret >= 0)
-			x->reply_len = tag + (size_t)ret;
-	}
+	for (unsigned i = 0; i < t->n && ret >= 0; i++)
+		ret = pack(t->t[i]);
 	pthread_mutex_unlock(&t->lock);
 	return ret < 0 ? ret : 0;
 }
@@ -221,12 +223,12 @@ void cli_targets_hello(struct cli_targets *t, struct ry_peer *from)
 		snprintf(why, sizeof(why),
 			 "all %u target regions are taken (serve --targets)",
 			 t->max);
-		refuse(t, from, why);
+		refuse(from, why);
 		return;
 	}
 	x = make(t, from, pi.incarnation, why, sizeof(why));
 	if (!x) {
-		refuse(t, from, why);
+		refuse(from, why);
 		return;
 	}
 	/* only this callback adds, so the slot counted above is still free */
@@ -282,27 +284,12 @@ void cli_targets_sweep(struct cli_targets *t)
 	}
 }
 
-unsigned cli_targets_count(struct cli_targets *t)
-{
-	unsigned n;
-
-	pthread_mutex_lock(&t->lock);
-	n = t->n;
-	pthread_mutex_unlock(&t->lock);
-	return n;
-}
-
 void cli_targets_destroy(struct cli_targets *t)
 {
 	if (!t)
 		return;
-	while (t->n) {
-		struct target *x = take(t, t->n - 1);
-
-		ry_mr_dereg(x->mr);
-		munmap(x->mem, t->region);
-		free(x);
-	}
+	while (t->n)
+		free_target(t, take(t, t->n - 1));
 	pthread_mutex_destroy(&t->lock);
 	free(t);
 }

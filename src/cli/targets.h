@@ -20,7 +20,6 @@ int cli_targets_repack(struct cli_targets *t);
 void cli_targets_event(struct cli_targets *t, const struct ry_event *ev);
 /* Release the regions of peers lost for longer than the grace period. */
 void cli_targets_sweep(struct cli_targets *t);
-unsigned cli_targets_count(struct cli_targets *t);
 /* Before ry_manager_destroy: deregisters and unmaps every region. */
 void cli_targets_destroy(struct cli_targets *t);
 
