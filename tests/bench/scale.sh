@@ -249,7 +249,7 @@ serve_rss_after=$(rss)
 # clients' side, over the whole run
 udp_drops() { ip netns exec "$1" awk '/^Udp:/ { if (h) print $6; h = 1 }' /proc/net/snmp; }
 drops_b=$(udp_drops "$p-b") drops_a=$(udp_drops "$p-a")
-conn_per_s=$(awk -v n="$connections" -v s="$connect_s" 'BEGIN { printf "%.0f", (s > 0 ? n / s : 0) }')
+conn_per_s=$(awk -v n="$connections" -v s="$connect_s" 'BEGIN { r = 0; if (s > 0) r = n / s; printf "%.0f", r }')
 bpc=$(awk -v a=$rss0 -v b=$rss1 -v n="$connections" 'BEGIN { printf "%.0f", n ? (b - a) / n : 0 }')
 [[ -n ${RY_SCALE_DEBUG:-} ]] && set -x
 result=$(jq -nc --argjson peers "$N" --argjson connections "$connections" \
