@@ -262,6 +262,9 @@ static int to_rts(struct ry__conn *c, const struct ry_qp_endpoint *rem,
 	if (!ret)
 		ret = ry__rail_modify_qp(c->cn_qp, RY_QPS_RTS, &attr);
 	pthread_mutex_unlock(&c->cn_lrail->lr_lock);
+	/* read before the keys are wiped with the rest of attr: a zero here
+	 * skipped the MTU ladder and let a black hole flap the rail */
+	c->cn_qp_mtu = attr.mtu;
 	sodium_memzero(&attr, sizeof(attr));
 	/* -EAGAIN: the rail is still getting ready (the verbs rail resolving
 	 * the peer's MAC); the caller backs off and tries again */
@@ -271,7 +274,6 @@ static int to_rts(struct ry__conn *c, const struct ry_qp_endpoint *rem,
 	else if (ret)
 		RY_ERR("mgr", "qp 0x%x: to RTS: %d", c->cn_qp->qp_num, ret);
 	c->cn_remote = *rem;
-	c->cn_qp_mtu = attr.mtu;
 	return ret;
 }
 
