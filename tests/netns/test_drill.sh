@@ -92,7 +92,7 @@ drill() {
 finish() {
 	drill_rc=0
 	wait "$drill_pid" || drill_rc=$?
-	jq -e . "$1" >/dev/null || { cat "$1.log"; fail "no JSON from drill"; }
+	jq -se 'length == 1 and (.[0] | type == "object")' "$1" >/dev/null || { cat "$1.log"; fail "no JSON from drill"; }
 }
 j() { jq -r "$1" "$out"; }
 # mean total MB/s of the samples with from < t <= to

@@ -115,7 +115,7 @@ xj() { jq -r "$2" "$work/$phase-$1.json"; }
 # answered no HELLO (unless ACKS, for the one that gets as far as proof)
 check_refused() { # NAME [ACKS]
 	local f=$work/$phase-$1.json acks=${2:-0}
-	jq -e . "$f" >/dev/null || { cat "$work/$phase-$1.err"; fail "$1: no JSON from intruder"; }
+	jq -se 'length == 1 and (.[0] | type == "object")' "$f" >/dev/null || { cat "$work/$phase-$1.err"; fail "$1: no JSON from intruder"; }
 	echo "  $1: $(jq -c '{connections, refused, closed, open, timeout, frames, refuse_codes}' "$f")"
 	[[ $(xj "$1" .connections) -gt 0 ]] || fail "$1: no connection made"
 	[[ $(xj "$1" .open) == 0 ]] || fail "$1: $(xj "$1" .open) connections still open"
@@ -132,7 +132,7 @@ bench() { # SECONDS OUT CONF
 }
 check_bench() { # OUT
 	local o=$1
-	jq -e . "$o" >/dev/null || { cat "$o.log"; fail "no JSON from bench"; }
+	jq -se 'length == 1 and (.[0] | type == "object")' "$o" >/dev/null || { cat "$o.log"; fail "no JSON from bench"; }
 	echo "  bench: $(jq -c '{ops_ok, ops_failed, verify_errors, first_error,
 		downs: [.events[] | select(.event == "down")] | length,
 		reconnects: [.rails[].reconnects] | add,

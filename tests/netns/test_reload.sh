@@ -80,7 +80,7 @@ echo "r3 added back: $(tail -1 "$work/reload.out")"
 
 drill_rc=0
 wait "$drill_pid" || drill_rc=$?
-jq -e . "$out" >/dev/null || { cat "$out.log"; fail "no JSON from drill"; }
+jq -se 'length == 1 and (.[0] | type == "object")' "$out" >/dev/null || { cat "$out.log"; fail "no JSON from drill"; }
 j() { jq -r "$1" "$out"; }
 echo "drill: $(j .ops_ok) ok, $(j .ops_failed) failed, $(j .verify_errors) verify errors, exit $drill_rc"
 [[ $(j .ops_failed) == 0 ]] || fail "$(j .ops_failed) operations failed: $(j .first_error)"

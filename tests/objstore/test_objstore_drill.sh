@@ -80,7 +80,7 @@ rc=0
 wait $bench_pid || rc=$?
 bench_pid=""
 out=$work/bench.json
-jq -e . "$out" >/dev/null || fail "no JSON from the bench (exit $rc)"
+jq -se 'length == 1 and (.[0] | type == "object")' "$out" >/dev/null || fail "no JSON from the bench (exit $rc)"
 grep -E '^ +[0-9.]+ s ' "$work/bench.log" || true
 jq -c '{ops_ok, ops_failed, corrupted, puts, gets, mbyte_per_s, latency_us, first_error}' "$out"
 jq -e '.ops_failed == 0 and .corrupted == 0 and .puts > 0 and .gets > 0' \
