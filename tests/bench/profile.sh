@@ -10,7 +10,9 @@
 #
 # usage (root): profile.sh [BUILD_DIR] [MTU]     (default build/gcc, 1500)
 #   env: T=6 (bench seconds), TOP=15, OUT=DIR (keep perf.data there),
-#        ARGS="--size 4K --depth 64" (bench options; default 1 MiB, depth 8)
+#        ARGS="--size 4K --depth 64" (bench options; default 1 MiB, depth 8),
+#        RAILS=4 (rails r0..; default 1), RATE=1gbit (tc tbf on every rail
+#        of both hosts, as ratio.sh's cpu4x1g row; default unshaped)
 # Not a test.  Namespaces (198.18.0.0/15 only) are deleted on exit.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -35,21 +37,29 @@ cleanup() {
 	return 0
 }
 trap cleanup EXIT
-bash "$root/tests/netns/topo.sh" up $p 1
+rails=${RAILS:-1}
+bash "$root/tests/netns/topo.sh" up $p "$rails"
 for h in a b; do
-	ip -n "$p-$h" link set r0 mtu "$mtu"
-	ip -n "$p-sw" link set "$h-r0" mtu "$mtu"
+	for ((i = 0; i < rails; i++)); do
+		ip -n "$p-$h" link set r$i mtu "$mtu"
+		ip -n "$p-sw" link set "$h-r$i" mtu "$mtu"
+		[[ -n ${RATE:-} ]] && tc -n "$p-$h" qdisc replace dev r$i root \
+			tbf rate "$RATE" burst 256kb latency 20ms
+	done
 done
 for h in a b; do
 	me=1 other=2 peer=b
 	[[ $h == b ]] && me=2 other=1 peer=a
-	cat >"$work/$h.conf" <<EOF
-node = "$h"
-control = "198.18.0.$me:7470"
-rail r0 { provider = soft network = "n0" address = "198.18.1.$me" interface = "r0" mtu = $mtu }
-failover { heartbeat_ms = 100 timeout_ms = 2000 op_timeout_ms = 10000 }
-peer $peer { address = "198.18.0.$other:7470" }
-EOF
+	{
+		echo "node = \"$h\""
+		echo "control = \"198.18.0.$me:7470\""
+		for ((i = 0; i < rails; i++)); do
+			echo "rail r$i { provider = soft network = \"n$i\"" \
+				"address = \"198.18.$((i + 1)).$me\" interface = \"r$i\" mtu = $mtu }"
+		done
+		echo "failover { heartbeat_ms = 100 timeout_ms = 2000 op_timeout_ms = 10000 }"
+		echo "peer $peer { address = \"198.18.0.$other:7470\" }"
+	} >"$work/$h.conf"
 done
 ip netns exec "$p-b" "$ry" serve -c "$work/b.conf" --socket "$work/b.sock" \
 	>"$work/serve.log" 2>&1 &
@@ -63,6 +73,6 @@ perf record -q -g -o "$work/perf.data" -p "$serve_pid,$bench_pid" \
 	-- sleep $((T - 3)) >/dev/null 2>&1 || true
 wait "$bench_pid" || true
 echo "# bench ${ARGS:-}: $(jq -r '"\(.bytes / .seconds / 1e6 | floor) MB/s, \(.ops_ok / .seconds | floor) ops/s"' "$work/bench.json")," \
-	"mtu $mtu, load $(cut -d' ' -f1-3 /proc/loadavg)"
+	"mtu $mtu, rails $rails, rate ${RATE:-none}, load $(cut -d' ' -f1-3 /proc/loadavg)"
 perf report -i "$work/perf.data" --no-children --stdio -g none \
 	--percent-limit 0.3 2>/dev/null | grep -E '^ +[0-9]' | head -"$TOP"
