@@ -230,6 +230,22 @@ static void duplicate(struct ry__soft_qp *qp, const struct ry__soft_pkt *p)
 			break;
 		qp->resp.rd_tail--;
 	}
+	/* The READ still queued (or half sent) before it may run into the
+	 * PSN asked for: its responses from there on would go out twice, the
+	 * first copy only to be dropped as out of order -- on a slow path a
+	 * whole chunk of waste in front of the retransmission, which then
+	 * times out again. */
+	if (qp->resp.rd_tail != qp->resp.rd_head) {
+		struct ry__soft_rd *rd = &qp->resp.rd[ry__ring_slot(
+		    qp->resp.rd_tail - 1, RY__SOFT_MAX_RD)];
+		uint32_t upto = (uint32_t)ry__soft_psn_cmp(p->psn, rd->psn);
+
+		if (upto < rd->npkts) {
+			rd->npkts = upto;
+			if (rd->pkt >= upto)
+				qp->resp.rd_tail--;
+		}
+	}
 	if (ry__ring_full(qp->resp.rd_head, qp->resp.rd_tail, RY__SOFT_MAX_RD))
 		return; /* the requester will ask again */
 	queue_read(qp, p);
