@@ -86,8 +86,13 @@ static size_t frame_start(struct out *o, uint16_t type)
 
 static void frame_end(struct out *o, size_t at)
 {
-	uint32_t len = (uint32_t)(o->n - at - 8);
+	uint32_t len;
 
+	/* a header put() cut off at the end of the buffer has nothing to
+	 * patch (the fuzzer found the write past it) */
+	if (o->n < at + 8)
+		return;
+	len = (uint32_t)(o->n - at - 8);
 	for (unsigned i = 0; i < 4; i++)
 		o->b[at + i] = (unsigned char)(len >> (8 * i));
 }
