@@ -3,11 +3,13 @@
 # fuzz) stop at 20000 executions, which is a smoke test, not a search.
 #
 # usage: tests/fuzz/run-long.sh [-n RUNS] [-t SECONDS] [-b BUILD_DIR] [-k]
+#                                [-T "ctl msg ..."]
 #   -n RUNS     executions per target (default 1000000)
 #   -t SECONDS  time cap per target, whichever comes first (default 3600)
 #   -b DIR      build tree (default build/asan; configured with clang,
 #               -DRY_SANITIZE=ON -DRY_FUZZ=ON and built here if needed)
 #   -k          keep the scratch corpora (their path is printed)
+#   -T NAMES    only these targets (short names: ctl, msg, config, ...)
 # Targets are the fuzz_* executables in DIR/tests/fuzz, run one after
 # another (they share the machine with whatever else runs).  Each starts
 # from a fresh scratch corpus plus its committed seeds.  Findings go to
@@ -21,14 +23,16 @@ runs=1000000
 secs=3600
 build=build/asan
 keep=0
-while getopts "n:t:b:kh" opt; do
+only=""
+while getopts "n:t:b:kT:h" opt; do
 	case $opt in
 	n) runs=$OPTARG ;;
 	t) secs=$OPTARG ;;
 	b) build=$OPTARG ;;
 	k) keep=1 ;;
-	h) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-	*) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+	T) only=" $OPTARG " ;;
+	h) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 	esac
 done
 [[ $runs =~ ^[0-9]+$ && $secs =~ ^[0-9]+$ ]] || {
@@ -87,6 +91,7 @@ seeds() {
 
 for bin in "${bins[@]}"; do
 	name=$(basename "$bin")
+	[[ -z $only || $only == *" ${name#fuzz_} "* ]] || continue
 	# an executable whose source is gone is a leftover of an older tree
 	if ! compgen -G "$src/tests/fuzz/$name.c" >/dev/null &&
 		! grep -qsw "$name" "$src"/tests/fuzz/*.cmake \
