@@ -745,9 +745,10 @@ static void on_event(const struct ry_event *ev, void *arg)
 		on_peer_event(s, ev, t, name);
 		return;
 	}
+	e = add_event(s, t, ev->rail, name);
+	/* after add_event: it may move the events (realloc) */
 	if (ev->type == RY_EV_CONN_RESUMED)
 		d = down_of(s, ev);
-	e = add_event(s, t, ev->rail, name);
 	if (e && ev->reason)
 		snprintf(e->reason, sizeof(e->reason), "%s", ev->reason);
 	if (e && ev->type == RY_EV_CONN_DOWN && ev->detect_ns) {
