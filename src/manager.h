@@ -428,8 +428,10 @@ struct ry__rthread {
 	struct ry_manager *rt_mgr;
 	pthread_t rt_thread;
 	int rt_epfd, rt_wake_fd;
-	atomic_bool rt_woken; /* rt_wake_fd written, not yet drained */
-	bool rt_running;      /* rt_thread created, not yet joined */
+	atomic_bool rt_woken;	    /* rt_wake_fd written, not yet drained */
+	bool rt_running;	    /* rt_thread created, not yet joined */
+	_Atomic uint64_t rt_ran_ns; /* the start of its last round */
+	bool rt_stalled; /* said to be stalled, not run since (m_lock) */
 	unsigned rt_nrails;
 	struct ry__lrail *rt_rails[RY_MAX_RAILS];
 };

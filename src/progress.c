@@ -504,6 +504,53 @@ static void control_events(struct ry_manager *m)
 }
 
 /*
+ * Our own threads not run for over half of timeout_ms (m_lock): on a
+ * starved machine the peer may then judge our connections silent (and a
+ * failover follows that no cable caused), so say so, once per stall, with
+ * the time in the log's prefix: an operator, and the drill tests, can tell
+ * such a failover from a broken path.  Only with progress threads: an
+ * application that drives ry_progress() itself may call it rarely on
+ * purpose.  A rail thread is judged by the control thread, while it is
+ * still stalled; the control thread by its own round.
+ */
+static void note_stalls(struct ry_manager *m, uint64_t now)
+{
+	uint64_t lim = m->m_timeout_ns / 2 + m->m_tick_ns;
+
+	if (!m->m_thread_on)
+		return;
+	if (m->m_last_progress_ns &&
+	    ry__since(now, m->m_last_progress_ns) > lim)
+		RY_WARN(
+		    "mgr",
+		    "progress was not run for %llu ms (a starved "
+		    "machine?): peers may judge our connections silent",
+		    (unsigned long long)(ry__since(now, m->m_last_progress_ns) /
+					 1000000));
+	for (unsigned i = 0; i < m->m_nrt; i++) {
+		struct ry__rthread *rt = &m->m_rt[i];
+		uint64_t ran =
+		    atomic_load_explicit(&rt->rt_ran_ns, memory_order_relaxed);
+
+		if (!rt->rt_running || !ran || ran > now ||
+		    ry__since(now, ran) <= lim) {
+			rt->rt_stalled = false;
+			continue;
+		}
+		if (rt->rt_stalled)
+			continue;
+		rt->rt_stalled = true;
+		RY_WARN("mgr",
+			"rail thread %u (rail %s%s) not run for %llu ms (a "
+			"starved machine?): peers may judge its connections "
+			"silent",
+			i, rt->rt_rails[0]->lr_cfg.name,
+			rt->rt_nrails > 1 ? " and others" : "",
+			(unsigned long long)(ry__since(now, ran) / 1000000));
+	}
+}
+
+/*
  * One round: the rails' protocol work (only rails without a thread of
  * their own: the others run on theirs), then under m_lock the control
  * channel, the rails' completions and events, replay, timers and striping;
@@ -555,6 +602,7 @@ static int progress_round(struct ry_manager *m)
 	    m->m_last_progress_ns && !m->m_hb_deferred &&
 	    ry__since(now, m->m_last_progress_ns) > m->m_timeout_ns / 2;
 	m->m_hb_deferred = m->m_hb_defer;
+	note_stalls(m, now);
 	m->m_last_progress_ns = now;
 	control_events(m);
 	for (i = 0; i < m->m_nrails; i++)
@@ -620,6 +668,8 @@ static void *rail_main(void *arg)
 	while (!stopping(m)) {
 		bool any = false, again = false;
 
+		atomic_store_explicit(&rt->rt_ran_ns, ry__now_ns(),
+				      memory_order_relaxed);
 		for (i = 0; i < rt->rt_nrails; i++)
 			any |= pending[i] = rail_work(rt->rt_rails[i]);
 		if (any) {

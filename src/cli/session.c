@@ -1159,6 +1159,8 @@ void cli_session_json(const struct cli_session *s, FILE *out)
 	cli_json_str(out, ry_peer_name(s->peer));
 	/* the start on the wall clock, to line events up with outside ones */
 	fprintf(out, ",\"start_unix\":%.4f", s->t0_unix);
+	/* and on CLOCK_MONOTONIC, the clock of the log lines' [prefix] */
+	fprintf(out, ",\"start_mono\":%.6f", s->t0);
 	fprintf(
 	    out,
 	    ",\"size\":%zu,\"depth\":%u,\"ops_ok\":%" PRIu64
