@@ -139,9 +139,32 @@ struct ry__pool {
 };
 
 void ry__pool_init(struct ry__pool *pl, size_t size);
-void *ry__pool_get(struct ry__pool *pl);
-void ry__pool_put(struct ry__pool *pl, void *obj);
 void ry__pool_fini(struct ry__pool *pl);
+/* A new chunk's objects on the free list; false if out of memory. */
+bool ry__pool_grow(struct ry__pool *pl);
+
+/* Inline: a WR is taken and given back per fragment (stripe, completion);
+ * only growing by a chunk is a call. */
+static inline void *ry__pool_get(struct ry__pool *pl)
+{
+	void *obj = pl->pl_free;
+
+	if (!obj) {
+		if (!ry__pool_grow(pl))
+			return NULL;
+		obj = pl->pl_free;
+	}
+	pl->pl_free = *(void **)obj;
+	pl->pl_in_use++;
+	return obj;
+}
+
+static inline void ry__pool_put(struct ry__pool *pl, void *obj)
+{
+	*(void **)obj = pl->pl_free;
+	pl->pl_free = obj;
+	pl->pl_in_use--;
+}
 
 /* ---- mr.c ---- */
 
@@ -527,6 +550,8 @@ struct ry_manager {
 	bool m_closing;
 	bool m_reloading; /* one ry_manager_reload() at a time (reload.c) */
 	unsigned m_nrails;
+	/* m_nrails again, for ry__kick() without m_lock (set with it) */
+	atomic_uint m_nslots;
 	struct ry__lrail m_rails[RY_MAX_RAILS];
 	/* timing, resolved defaults */
 	uint64_t m_hb_ns, m_timeout_ns, m_op_timeout_ns, m_connect_ns;
@@ -652,9 +677,16 @@ void ry__peer_update_paths(struct ry_peer *p);
 void ry__peer_free(struct ry_peer *p);
 
 /* op.c */
-void ry__op_frags_done(struct ry__op *op, uint32_t n);
-void ry__op_fail(struct ry__op *op, enum ry_status st, const char *reason);
 void ry__op_check(struct ry__op *op);
+/* n fragments of op are done; inline, as most are not its last (for
+ * those ry__op_check() would return at once). */
+static inline void ry__op_frags_done(struct ry__op *op, uint32_t n)
+{
+	op->op_done_frags += n;
+	if (op->op_state != OPS_RUNNING || op->op_done_frags >= op->op_nfrags)
+		ry__op_check(op);
+}
+void ry__op_fail(struct ry__op *op, enum ry_status st, const char *reason);
 void ry__op_msg_done(struct ry__op *op);
 void ry__ops_timeouts(struct ry_peer *p, uint64_t now);
 void ry__op_cancel_all(struct ry_peer *p);
@@ -689,11 +721,47 @@ static inline void ry__op_span(const struct ry__op *op, uint32_t first,
 
 /* stripe.c */
 void ry__stripe(struct ry_peer *p);
-void ry__conn_drained(struct ry__conn *c, uint64_t bytes, uint64_t now);
+/* Bytes a connection completed, per horizon-long window (stripe.c
+ * reads them); inline: once per completed WR. */
+static inline void ry__conn_drained(struct ry__conn *c, uint64_t bytes,
+				    uint64_t now)
+{
+	if (now - c->cn_win_ns >= RY__OUT_HORIZON_NS) {
+		/* completions come in bursts: smooth over windows (a window
+		 * with none at all, an idle spell, is not counted) */
+		if (now - c->cn_win_ns < 2 * RY__OUT_HORIZON_NS)
+			c->cn_win_prev =
+			    c->cn_win_prev
+				? (3 * c->cn_win_prev + c->cn_win_bytes) / 4
+				: c->cn_win_bytes;
+		c->cn_win_ns = now;
+		c->cn_win_bytes = 0;
+	}
+	c->cn_win_bytes += bytes;
+}
+
 /* Index in cs[] of the connection a piece of `bytes` goes to, or -1. */
 int ry__stripe_pick(struct ry__conn *const *cs, unsigned n, uint32_t bytes,
 		    uint32_t mask, unsigned max_wrs, bool msg);
 void ry__conn_update_share(struct ry__conn *c);
+/* ry__stripe()'s per-call view of its ACTIVE connections, for the
+ * fragment path: the same decisions as ry__stripe_pick(.., msg false). */
+struct ry__lanes {
+	unsigned ln_n;
+	unsigned ln_max_wrs;
+	bool ln_equal;	 /* every cn_share the same */
+	uint32_t ln_all; /* every ln_bit */
+	struct ry__conn *ln_cs[RY_MAX_RAILS];
+	uint64_t ln_key[RY_MAX_RAILS]; /* outstanding bytes; ~0: not now */
+	uint64_t ln_cap[RY_MAX_RAILS]; /* backlogged at this many bytes */
+	uint32_t ln_bit[RY_MAX_RAILS]; /* 1 << cn_ridx */
+};
+void ry__lanes_init(struct ry__lanes *l, struct ry__conn *const *cs, unsigned n,
+		    unsigned max_wrs);
+/* After a WR was accounted to lane i's connection. */
+void ry__lanes_update(struct ry__lanes *l, unsigned i);
+/* Index of the lane a fragment piece of `bytes` goes to, or -1. */
+int ry__lanes_pick(const struct ry__lanes *l, uint32_t bytes, uint32_t mask);
 
 /* conn.c: connections and every change of their state */
 void ry__conn_init(struct ry__conn *c, struct ry_peer *p, struct ry__lrail *lr);

@@ -58,33 +58,18 @@ static void unpost(struct ry_peer *p, struct batch *b, int err)
 	b->b_n = 0;
 }
 
-static void flush(struct ry_peer *p, struct batch *b, uint64_t now)
+/* Hand a batch to its rail; false if the post failed (see unpost). */
+static bool flush(struct ry_peer *p, struct batch *b, uint64_t now)
 {
 	int ret;
 
 	if (!b->b_n)
-		return;
+		return true;
 	ret = ry__conn_post(b->b_conn, b->b_wr, b->b_swr, b->b_n, now);
 	if (ret)
 		unpost(p, b, ret);
 	b->b_n = 0;
-}
-
-/* Bytes a connection completed, per horizon-long window. */
-void ry__conn_drained(struct ry__conn *c, uint64_t bytes, uint64_t now)
-{
-	if (now - c->cn_win_ns >= RY__OUT_HORIZON_NS) {
-		/* completions come in bursts: smooth over windows (a window
-		 * with none at all, an idle spell, is not counted) */
-		if (now - c->cn_win_ns < 2 * RY__OUT_HORIZON_NS)
-			c->cn_win_prev =
-			    c->cn_win_prev
-				? (3 * c->cn_win_prev + c->cn_win_bytes) / 4
-				: c->cn_win_bytes;
-		c->cn_win_ns = now;
-		c->cn_win_bytes = 0;
-	}
-	c->cn_win_bytes += bytes;
+	return !ret;
 }
 
 /* Holds two windows' worth of what it drains (smoothed), and at least
@@ -129,6 +114,81 @@ int ry__stripe_pick(struct ry__conn *const *cs, unsigned n, uint32_t bytes,
 			best = c;
 			bi = (int)i;
 		}
+	}
+	return bi;
+}
+
+/*
+ * The fragment path's pick, per fragment, over keys ry__lanes_init()
+ * computes once per ry__stripe() call and ry__lanes_update() refreshes
+ * for the one lane a fragment went to: a lane's key is its outstanding
+ * bytes, or ~0 while it cannot take a fragment (not ACTIVE, wr_per_qp
+ * WRs out, or backlogged: its cap is what backlogged() compares with, and
+ * cn_win_prev changes only when a WR completes, which happens in
+ * ry__stripe only through a failed post: the caller then calls
+ * ry__lanes_init() again).  When every share is equal (equal weights at
+ * full health: the common case) the expected completion times compare as
+ * the outstanding bytes alone -- (o1 + b) * s < (o2 + b) * s is o1 < o2
+ * for s >= 1 -- so a pick is a scan for the smallest key; otherwise the
+ * reference ry__stripe_pick() decides.  The same decisions either way
+ * (tests/unit/test_stripe.c compares them).
+ */
+void ry__lanes_update(struct ry__lanes *l, unsigned i)
+{
+	const struct ry__conn *c = l->ln_cs[i];
+
+	l->ln_key[i] = c->cn_state == CONN_ACTIVE &&
+			       c->cn_out_wrs < l->ln_max_wrs &&
+			       c->cn_out_bytes < l->ln_cap[i]
+			   ? c->cn_out_bytes
+			   : ~0ull;
+}
+
+void ry__lanes_init(struct ry__lanes *l, struct ry__conn *const *cs, unsigned n,
+		    unsigned max_wrs)
+{
+	unsigned i;
+
+	l->ln_n = n;
+	l->ln_max_wrs = max_wrs;
+	l->ln_equal = true;
+	l->ln_all = 0;
+	for (i = 0; i < n; i++) {
+		const struct ry__conn *c = cs[i];
+		uint64_t cap = 2 * c->cn_win_prev;
+
+		l->ln_cs[i] = cs[i];
+		l->ln_cap[i] = cap > RY__OUT_MIN ? cap : RY__OUT_MIN;
+		l->ln_bit[i] = 1u << c->cn_ridx;
+		l->ln_all |= l->ln_bit[i];
+		if (c->cn_share != cs[0]->cn_share)
+			l->ln_equal = false;
+		ry__lanes_update(l, i);
+	}
+}
+
+int ry__lanes_pick(const struct ry__lanes *l, uint32_t bytes, uint32_t mask)
+{
+	uint64_t bk = ~0ull;
+	int bi = -1;
+	unsigned i;
+
+	if (!l->ln_equal)
+		return ry__stripe_pick(l->ln_cs, l->ln_n, bytes, mask,
+				       l->ln_max_wrs, false);
+	/* strict: a tie keeps the earlier rail */
+	if ((mask & l->ln_all) == l->ln_all) {
+		for (i = 0; i < l->ln_n; i++)
+			if (l->ln_key[i] < bk) {
+				bk = l->ln_key[i];
+				bi = (int)i;
+			}
+	} else {
+		for (i = 0; i < l->ln_n; i++)
+			if (l->ln_key[i] < bk && (mask & l->ln_bit[i])) {
+				bk = l->ln_key[i];
+				bi = (int)i;
+			}
 	}
 	return bi;
 }
@@ -236,8 +296,10 @@ void ry__stripe(struct ry_peer *p)
 	struct batch bt[RY_MAX_RAILS];
 	/* bt[i].b_conn again, packed: pick() scans these per fragment */
 	struct ry__conn *cs[RY_MAX_RAILS];
+	struct ry__lanes ln;
 	unsigned na = 0, i;
 	uint64_t now;
+	int bi;
 
 	if (!p->pr_nactive || p->pr_state == PEER_NEW)
 		return;
@@ -248,6 +310,9 @@ void ry__stripe(struct ry_peer *p)
 		}
 	now = ry__now_ns();
 	post_msgs(p, bt, cs, na, now);
+	if (!p->pr_replay_head && !p->pr_sched_head)
+		goto out;
+	ry__lanes_init(&ln, cs, na, max_wrs);
 
 	for (;;) {
 		struct ry__range *rn = p->pr_replay_head;
@@ -273,9 +338,10 @@ void ry__stripe(struct ry_peer *p)
 		/* up to fpw fragments, within one piece of a vectored op */
 		ry__op_span(op, first, n < fpw ? n : fpw, &sp);
 		nf = sp.sp_n;
-		b = pick(bt, cs, na, sp.sp_bytes, op->op_rmask, max_wrs, false);
-		if (!b)
+		bi = ry__lanes_pick(&ln, sp.sp_bytes, op->op_rmask);
+		if (bi < 0)
 			break;
+		b = &bt[bi];
 		/* take the fragments out of the queue */
 		if (rn) {
 			rn->rn_first += nf;
@@ -321,9 +387,11 @@ void ry__stripe(struct ry_peer *p)
 		b->b_wr[b->b_n++] = w;
 		op->op_posted++;
 		account(b->b_conn, w, now);
-		if (b->b_n == RY__POST_BATCH)
-			flush(p, b, now);
+		ry__lanes_update(&ln, (unsigned)bi);
+		if (b->b_n == RY__POST_BATCH && !flush(p, b, now))
+			ry__lanes_init(&ln, cs, na, max_wrs);
 	}
+out:
 	for (i = 0; i < na; i++)
 		flush(p, &bt[i], now);
 }
