@@ -140,6 +140,19 @@ static void config(struct ry_config *c, const char *node, unsigned rails,
 	}
 }
 
+/* Every peer's warm-up write done and all its rails carrying traffic. */
+static bool all_up(struct worker *ws, unsigned n, unsigned rails)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct ry_peer_info pi;
+
+		if (atomic_load(&ws[i].w_done) != 1 ||
+		    ry_peer_info(ws[i].w_peer, &pi) || pi.rails_active < rails)
+			return false;
+	}
+	return true;
+}
+
 /* The measured loop of one posting thread. */
 static void *run(void *arg)
 {
@@ -260,12 +273,14 @@ int main(int argc, char **argv)
 			return 1;
 	}
 
-	/* connect: one write per peer, then let every rail come up */
+	/* connect: one write per peer, then let every rail come up (at
+	 * least 0.5 s; longer under valgrind on a loaded machine) */
 	for (i = 0; i < nb; i++)
 		ry_write(ws[i].w_peer, reg_a, 0, ws[i].w_desc,
 			 (size_t)ws[i].w_dlen, 0, op_bytes, on_done, &ws[i]);
 	w0 = wall_now();
-	while (wall_now() - w0 < 0.5) {
+	while (wall_now() - w0 < 0.5 ||
+	       (!all_up(ws, nb, rails) && wall_now() - w0 < 60)) {
 		ry_progress(mgr_a);
 		for (i = 0; i < nb; i++)
 			ry_progress(b[i]);
