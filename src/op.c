@@ -845,8 +845,9 @@ static void fill(struct ry_completion *c, const struct ry__op *op)
 	c->context = op->op_ctx;
 	c->status = op->op_status;
 	c->length = op->op_status == RY_OK ? op->op_len : 0;
-	/* per completion: a copy, not a format (empty on success) */
-	n = strnlen(op->op_reason, sizeof(c->reason) - 1);
+	/* per completion: a copy, not a format; empty on success */
+	n = op->op_reason[0] ? strnlen(op->op_reason, sizeof(c->reason) - 1)
+			     : 0;
 	memcpy(c->reason, op->op_reason, n);
 	c->reason[n] = 0;
 }

@@ -167,7 +167,10 @@ void ry__lanes_init(struct ry__lanes *l, struct ry__conn *const *cs, unsigned n,
 	}
 }
 
-int ry__lanes_pick(const struct ry__lanes *l, uint32_t bytes, uint32_t mask)
+/* Inline into the stripe's per-fragment loops; ry__lanes_pick() for the
+ * tests. */
+static inline int lanes_pick(const struct ry__lanes *l, uint32_t bytes,
+			     uint32_t mask)
 {
 	uint64_t bk = ~0ull;
 	int bi = -1;
@@ -191,6 +194,11 @@ int ry__lanes_pick(const struct ry__lanes *l, uint32_t bytes, uint32_t mask)
 			}
 	}
 	return bi;
+}
+
+int ry__lanes_pick(const struct ry__lanes *l, uint32_t bytes, uint32_t mask)
+{
+	return lanes_pick(l, bytes, mask);
 }
 
 static struct batch *pick(struct batch *bt, struct ry__conn *const *cs,
@@ -370,7 +378,7 @@ static enum run_end fresh_run(struct ry_peer *p, struct ry__op *op,
 		sp.sp_loff = op->op_local_off + off;
 		sp.sp_roff = off;
 		sp.sp_bytes = (uint32_t)(end - off);
-		bi = ry__lanes_pick(ln, sp.sp_bytes, op->op_rmask);
+		bi = lanes_pick(ln, sp.sp_bytes, op->op_rmask);
 		if (bi < 0)
 			return RUN_FULL;
 		w = ry__pool_get(&m->m_wr_pool);
@@ -444,7 +452,7 @@ void ry__stripe(struct ry_peer *p)
 		/* up to fpw fragments, within one piece of a vectored op */
 		ry__op_span(op, first, n < fpw ? n : fpw, &sp);
 		nf = sp.sp_n;
-		bi = ry__lanes_pick(&ln, sp.sp_bytes, op->op_rmask);
+		bi = lanes_pick(&ln, sp.sp_bytes, op->op_rmask);
 		if (bi < 0)
 			break;
 		/* take the fragments out of the queue */
