@@ -384,7 +384,6 @@ static struct ry__op *op_new(struct ry_peer *p, enum ry__op_type type,
 static void enqueue(struct ry_peer *p, struct ry__op *op)
 {
 	struct ry_manager *m = p->pr_mgr;
-
 	uint64_t now = ry__now_ns();
 
 	ry__list_add_tail(&p->pr_ops, &op->op_all);
