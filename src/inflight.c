@@ -29,37 +29,23 @@ void ry__pool_init(struct ry__pool *pl, size_t size)
 	pl->pl_in_use = 0;
 }
 
-void *ry__pool_get(struct ry__pool *pl)
+bool ry__pool_grow(struct ry__pool *pl)
 {
-	void *obj = pl->pl_free;
+	struct ry__pool_chunk *ch;
+	unsigned i;
 
-	if (!obj) {
-		struct ry__pool_chunk *ch;
-		unsigned i;
+	ch = malloc(sizeof(*ch) + pl->pl_size * pl->pl_per_chunk);
+	if (!ch)
+		return false;
+	ch->pc_next = pl->pl_chunks;
+	pl->pl_chunks = ch;
+	for (i = pl->pl_per_chunk; i-- > 0;) {
+		void *o = ch->pc_objs + i * pl->pl_size;
 
-		ch = malloc(sizeof(*ch) + pl->pl_size * pl->pl_per_chunk);
-		if (!ch)
-			return NULL;
-		ch->pc_next = pl->pl_chunks;
-		pl->pl_chunks = ch;
-		for (i = pl->pl_per_chunk; i-- > 0;) {
-			void *o = ch->pc_objs + i * pl->pl_size;
-
-			*(void **)o = pl->pl_free;
-			pl->pl_free = o;
-		}
-		obj = pl->pl_free;
+		*(void **)o = pl->pl_free;
+		pl->pl_free = o;
 	}
-	pl->pl_free = *(void **)obj;
-	pl->pl_in_use++;
-	return obj;
-}
-
-void ry__pool_put(struct ry__pool *pl, void *obj)
-{
-	*(void **)obj = pl->pl_free;
-	pl->pl_free = obj;
-	pl->pl_in_use--;
+	return true;
 }
 
 void ry__pool_fini(struct ry__pool *pl)

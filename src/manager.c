@@ -314,6 +314,7 @@ int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 		if (ret)
 			goto err;
 	}
+	atomic_store(&m->m_nslots, m->m_nrails);
 	ret = ry__msg_slots_setup(m);
 	if (!ret)
 		ret = ry__probe_setup(m);

@@ -46,6 +46,63 @@
  *   them (m_dq_lock) and whichever thread holds m_deliver_lock runs them in
  *   queue order; a thread that finds it held leaves its share to the holder
  *   (so a callback may call ry_progress() without deadlock).
+ *
+ * LOCKING, NEXT STEP (issue 12: not built yet)
+ *
+ *   Today two application threads posting to different peers serialise
+ *   on m_lock for all of a fragment's bookkeeping (enqueue, stripe,
+ *   completion: ~350 instructions per fragment on the null rail), so
+ *   bench_core -t 2 is no faster than -t 1.  The design that removes
+ *   that, in the order to build it:
+ *
+ *   pr_lock (struct ry_peer)  a peer's data path: its op queues and ops
+ *                             (pr_ops, waitq, sched, msgq, parked,
+ *                             replay ranges, pr_inflight, pr_lat), the
+ *                             data-path fields of its connections
+ *                             (cn_out_*, cn_posted and the WRs on it,
+ *                             cn_win_*, cn_cnt, cn_last_ok_ns), its
+ *                             message windows, and per-peer pools for
+ *                             ops, WRs and ranges (no manager-wide
+ *                             allocator on the data path).
+ *   m_lock                    everything cold, as today: the peer list,
+ *                             control sessions, timers, reload, rcache,
+ *                             rails' manager-side state, and every
+ *                             connection state change (conn.c, fence.c,
+ *                             replay.c), which takes the peer's pr_lock
+ *                             too: cn_state is written under both, so
+ *                             the stripe reads it under pr_lock alone.
+ *
+ *   Order: m_deliver_lock -> m_lock -> pr_lock -> lr_lock -> provider
+ *   locks; m_dq_lock, m_cb_lock and a new m_slot_lock (message send
+ *   slots) are leaves.
+ *
+ *   Posting (ry_write & co.) takes pr_lock only: m_closing becomes
+ *   atomic; the peer pointer is stable as today (a record the
+ *   application holds is not freed before destroy); pr_node/pr_past are
+ *   written on HELLO under m_lock + pr_lock; rg_users becomes atomic (ops
+ *   of many peers share a region).  The stripe runs at once under
+ *   pr_lock instead of through m_dirty.
+ *
+ *   Completions: a rail's CQ is shared by its peers.  The poller polls
+ *   under lr_lock, groups the WCs by peer (wr_conn->cn_peer) and handles
+ *   each group under that pr_lock: a success needs nothing more.  A
+ *   completion that changes a connection's state (an error, a probe, a
+ *   PMTU step, a heartbeat) is only marked there, as completion handling
+ *   does today, and acted on under m_lock afterwards (taken after
+ *   pr_lock is dropped: the order).  Safe because a WR is counted in
+ *   cn_out_wrs until handled, so its connection cannot drain nor its
+ *   peer be freed (both under m_lock + pr_lock) in between.
+ *
+ *   Delivery: complete() queues on m_dq (m_dq_lock) directly; an op goes
+ *   back to its peer's pool under pr_lock.  Readers of counters and
+ *   metrics take m_lock, then each peer's pr_lock in turn.  Timers take
+ *   pr_lock per peer they touch.
+ *
+ *   Threads posting to one peer still serialise on its pr_lock (-t 2 -S);
+ *   per-connection send locks, with pr_lock held only to take fragments
+ *   off the queue, are the step after.  The net under it: test_stress
+ *   under TSan (threads, peers, rails pulled), and bench_core -t 2 against
+ *   -t 1 (one peer each) as the measure (target >= 1.6x).
 
  * OWNERSHIP
  *
@@ -139,9 +196,32 @@ struct ry__pool {
 };
 
 void ry__pool_init(struct ry__pool *pl, size_t size);
-void *ry__pool_get(struct ry__pool *pl);
-void ry__pool_put(struct ry__pool *pl, void *obj);
 void ry__pool_fini(struct ry__pool *pl);
+/* A new chunk's objects on the free list; false if out of memory. */
+bool ry__pool_grow(struct ry__pool *pl);
+
+/* Inline: a WR is taken and given back per fragment (stripe, completion);
+ * only growing by a chunk is a call. */
+static inline void *ry__pool_get(struct ry__pool *pl)
+{
+	void *obj = pl->pl_free;
+
+	if (!obj) {
+		if (!ry__pool_grow(pl))
+			return NULL;
+		obj = pl->pl_free;
+	}
+	pl->pl_free = *(void **)obj;
+	pl->pl_in_use++;
+	return obj;
+}
+
+static inline void ry__pool_put(struct ry__pool *pl, void *obj)
+{
+	*(void **)obj = pl->pl_free;
+	pl->pl_free = obj;
+	pl->pl_in_use--;
+}
 
 /* ---- mr.c ---- */
 
@@ -529,6 +609,8 @@ struct ry_manager {
 	bool m_closing;
 	bool m_reloading; /* one ry_manager_reload() at a time (reload.c) */
 	unsigned m_nrails;
+	/* m_nrails again, for ry__kick() without m_lock (set with it) */
+	atomic_uint m_nslots;
 	struct ry__lrail m_rails[RY_MAX_RAILS];
 	/* timing, resolved defaults */
 	uint64_t m_hb_ns, m_timeout_ns, m_op_timeout_ns, m_connect_ns;
@@ -654,9 +736,16 @@ void ry__peer_update_paths(struct ry_peer *p);
 void ry__peer_free(struct ry_peer *p);
 
 /* op.c */
-void ry__op_frags_done(struct ry__op *op, uint32_t n);
-void ry__op_fail(struct ry__op *op, enum ry_status st, const char *reason);
 void ry__op_check(struct ry__op *op);
+/* n fragments of op are done; inline, as most are not its last (for
+ * those ry__op_check() would return at once). */
+static inline void ry__op_frags_done(struct ry__op *op, uint32_t n)
+{
+	op->op_done_frags += n;
+	if (op->op_state != OPS_RUNNING || op->op_done_frags >= op->op_nfrags)
+		ry__op_check(op);
+}
+void ry__op_fail(struct ry__op *op, enum ry_status st, const char *reason);
 void ry__op_msg_done(struct ry__op *op);
 void ry__ops_timeouts(struct ry_peer *p, uint64_t now);
 void ry__op_cancel_all(struct ry_peer *p);
@@ -691,11 +780,47 @@ static inline void ry__op_span(const struct ry__op *op, uint32_t first,
 
 /* stripe.c */
 void ry__stripe(struct ry_peer *p);
-void ry__conn_drained(struct ry__conn *c, uint64_t bytes, uint64_t now);
+/* Bytes a connection completed, per horizon-long window (stripe.c
+ * reads them); inline: once per completed WR. */
+static inline void ry__conn_drained(struct ry__conn *c, uint64_t bytes,
+				    uint64_t now)
+{
+	if (now - c->cn_win_ns >= RY__OUT_HORIZON_NS) {
+		/* completions come in bursts: smooth over windows (a window
+		 * with none at all, an idle spell, is not counted) */
+		if (now - c->cn_win_ns < 2 * RY__OUT_HORIZON_NS)
+			c->cn_win_prev =
+			    c->cn_win_prev
+				? (3 * c->cn_win_prev + c->cn_win_bytes) / 4
+				: c->cn_win_bytes;
+		c->cn_win_ns = now;
+		c->cn_win_bytes = 0;
+	}
+	c->cn_win_bytes += bytes;
+}
+
 /* Index in cs[] of the connection a piece of `bytes` goes to, or -1. */
 int ry__stripe_pick(struct ry__conn *const *cs, unsigned n, uint32_t bytes,
 		    uint32_t mask, unsigned max_wrs, bool msg);
 void ry__conn_update_share(struct ry__conn *c);
+/* ry__stripe()'s per-call view of its ACTIVE connections, for the
+ * fragment path: the same decisions as ry__stripe_pick(.., msg false). */
+struct ry__lanes {
+	unsigned ln_n;
+	unsigned ln_max_wrs;
+	bool ln_equal;	 /* every cn_share the same */
+	uint32_t ln_all; /* every ln_bit */
+	struct ry__conn *ln_cs[RY_MAX_RAILS];
+	uint64_t ln_key[RY_MAX_RAILS]; /* outstanding bytes; ~0: not now */
+	uint64_t ln_cap[RY_MAX_RAILS]; /* backlogged at this many bytes */
+	uint32_t ln_bit[RY_MAX_RAILS]; /* 1 << cn_ridx */
+};
+void ry__lanes_init(struct ry__lanes *l, struct ry__conn *const *cs, unsigned n,
+		    unsigned max_wrs);
+/* After a WR was accounted to lane i's connection. */
+void ry__lanes_update(struct ry__lanes *l, unsigned i);
+/* Index of the lane a fragment piece of `bytes` goes to, or -1. */
+int ry__lanes_pick(const struct ry__lanes *l, uint32_t bytes, uint32_t mask);
 
 /* conn.c: connections and every change of their state */
 void ry__conn_init(struct ry__conn *c, struct ry_peer *p, struct ry__lrail *lr);

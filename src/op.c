@@ -78,10 +78,10 @@ static void q_remove(struct ry__op **head, struct ry__op **tail,
 	}
 }
 
-static void start(struct ry_peer *p, struct ry__op *op)
+static void start(struct ry_peer *p, struct ry__op *op, uint64_t now)
 {
 	p->pr_inflight++;
-	op->op_wait_ns = op->op_post_ns = ry__now_ns();
+	op->op_wait_ns = op->op_post_ns = now;
 	if (op->op_type == OP_SEND) {
 		op->op_state = OPS_MESSAGE;
 		ry__msgq_push(p, op, false);
@@ -113,6 +113,7 @@ static void complete(struct ry__op *op)
 {
 	struct ry_peer *p = op->op_peer;
 	struct ry_manager *m = p->pr_mgr;
+	uint64_t now = 0; /* read once, when needed */
 
 	ry__list_del(&op->op_all);
 	if (op->op_state != OPS_WAITING)
@@ -129,9 +130,10 @@ static void complete(struct ry__op *op)
 		op->op_slot = ~0u;
 	}
 	if (op->op_status == RY_OK) {
+		now = ry__now_ns();
 		op->op_reason[0] = 0;
 		ry__lat_add(&p->pr_lat[op->op_type],
-			    ry__since(ry__now_ns(), op->op_post_ns));
+			    ry__since(now, op->op_post_ns));
 	}
 	if (op->op_cb)
 		ry__sq_push_tail(m->m_done_head, m->m_done_tail, op, op_q_next);
@@ -141,7 +143,9 @@ static void complete(struct ry__op *op)
 		struct ry__op *w = p->pr_waitq_head;
 
 		ry__sq_pop_head(p->pr_waitq_head, p->pr_waitq_tail, op_q_next);
-		start(p, w);
+		if (!now)
+			now = ry__now_ns();
+		start(p, w, now);
 	}
 }
 
@@ -190,12 +194,6 @@ void ry__op_check(struct ry__op *op)
 	case OPS_DONE:
 		return;
 	}
-}
-
-void ry__op_frags_done(struct ry__op *op, uint32_t n)
-{
-	op->op_done_frags += n;
-	ry__op_check(op);
 }
 
 void ry__op_msg_done(struct ry__op *op)
@@ -386,17 +384,49 @@ static struct ry__op *op_new(struct ry_peer *p, enum ry__op_type type,
 static void enqueue(struct ry_peer *p, struct ry__op *op)
 {
 	struct ry_manager *m = p->pr_mgr;
+	uint64_t now = ry__now_ns();
 
 	ry__list_add_tail(&p->pr_ops, &op->op_all);
-	op->op_wait_ns = ry__now_ns();
+	op->op_wait_ns = now;
 	if (p->pr_inflight < m->m_cfg.ops_in_flight) {
-		start(p, op);
+		start(p, op, now);
 	} else {
 		ry__sq_push_tail(p->pr_waitq_head, p->pr_waitq_tail, op,
 				 op_q_next);
 	}
 	ry__peer_use(p);
 	ry__stripe(p);
+}
+
+/*
+ * The last descriptor this thread unpacked, as bytes and unpacked: an
+ * application posts many ops against one remote buffer, and unpacking
+ * (checksum, per-rail keys) cost more than the rest of posting a small op.
+ * ry__desc_unpack() is a function of the bytes alone, so the same bytes
+ * give the same result; per thread, so no lock and no sharing.
+ */
+static _Thread_local struct {
+	size_t dc_len; /* 0: empty */
+	unsigned char dc_raw[RY_DESC_MAX];
+	struct ry__desc dc_d;
+} desc_cache;
+
+static int desc_unpack_cached(const void *desc, size_t dlen, struct ry__desc *d)
+{
+	int ret;
+
+	if (dlen && dlen == desc_cache.dc_len &&
+	    !memcmp(desc, desc_cache.dc_raw, dlen)) {
+		*d = desc_cache.dc_d;
+		return 0;
+	}
+	ret = ry__desc_unpack(desc, dlen, d);
+	if (!ret && dlen <= sizeof(desc_cache.dc_raw)) {
+		memcpy(desc_cache.dc_raw, desc, dlen);
+		desc_cache.dc_d = *d;
+		desc_cache.dc_len = dlen;
+	}
+	return ret;
 }
 
 /* The remote descriptor, checked for the access the op needs. */
@@ -406,7 +436,9 @@ static int rdma_desc(enum ry__op_type type, const void *desc, size_t dlen,
 	unsigned need;
 	int ret;
 
-	ret = ry__desc_unpack(desc, dlen, d);
+	if (!desc)
+		return -EBADMSG;
+	ret = desc_unpack_cached(desc, dlen, d);
 	if (ret)
 		return ret;
 	need = type == OP_READ ? RY_MR_REMOTE_READ : RY_MR_REMOTE_WRITE;
@@ -807,10 +839,16 @@ out:
 
 static void fill(struct ry_completion *c, const struct ry__op *op)
 {
+	size_t n;
+
 	c->context = op->op_ctx;
 	c->status = op->op_status;
 	c->length = op->op_status == RY_OK ? op->op_len : 0;
-	snprintf(c->reason, sizeof(c->reason), "%s", op->op_reason);
+	/* per completion: a copy, not a format; empty on success */
+	n = op->op_reason[0] ? strnlen(op->op_reason, sizeof(c->reason) - 1)
+			     : 0;
+	memcpy(c->reason, op->op_reason, n);
+	c->reason[n] = 0;
 }
 
 void ry__op_fill(struct ry_completion *c, const struct ry__op *op)

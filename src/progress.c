@@ -385,11 +385,11 @@ static void rail_handover(struct ry__lrail *lr, uint64_t now)
 	ry__poll_rail(lr, now);
 }
 
-/* A rail's protocol work, under its own lock only; true when the rail has
- * completions or events for the manager (or cannot tell). */
-static bool rail_work(struct ry__lrail *lr)
+/* A rail's protocol work, under its own lock only; with ask, true when
+ * the rail has completions or events for the manager (or cannot tell). */
+static bool rail_run(struct ry__lrail *lr, bool ask)
 {
-	int pending;
+	int pending = 0;
 
 	atomic_store_explicit(&lr->lr_kick, false, memory_order_relaxed);
 	pthread_mutex_lock(&lr->lr_lock);
@@ -398,9 +398,15 @@ static bool rail_work(struct ry__lrail *lr)
 		return false;
 	}
 	ry__rail_progress(lr->lr_rail);
-	pending = ry__rail_pending(lr->lr_rail);
+	if (ask)
+		pending = ry__rail_pending(lr->lr_rail);
 	pthread_mutex_unlock(&lr->lr_lock);
 	return pending != 0;
+}
+
+static bool rail_work(struct ry__lrail *lr)
+{
+	return rail_run(lr, true);
 }
 
 /*
@@ -455,17 +461,23 @@ static int unlock_and_deliver(struct ry_manager *m)
 void ry__kick(struct ry_manager *m)
 {
 	static const uint64_t one = 1;
+	/* m_nslots, not m_nrails: read without m_lock, and a reload may be
+	 * adding rails while an application thread posts; a post to a slot
+	 * happened under m_lock after the slot was counted, so its kick
+	 * sees it counted */
+	unsigned n = atomic_load_explicit(&m->m_nslots, memory_order_acquire);
 
-	/* every slot, not m_nrails: a reload may be adding rails while an
-	 * application thread posts (lr_kick is false in unused slots) */
-	for (unsigned i = 0; i < RY_MAX_RAILS; i++) {
+	for (unsigned i = 0; i < n; i++) {
 		struct ry__lrail *lr = &m->m_rails[i];
 		struct ry__rthread *rt = lr->lr_rt;
 
 		if (!atomic_load_explicit(&lr->lr_kick, memory_order_relaxed))
 			continue;
 		if (!rt) {
-			rail_work(lr);
+			/* send now; what it completes is handed over by the
+			 * next round (the rail's fd says so), so no need to
+			 * ask */
+			rail_run(lr, false);
 			continue;
 		}
 		if (!atomic_exchange(&rt->rt_woken, true) &&

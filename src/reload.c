@@ -510,6 +510,7 @@ static int reload(struct ry_manager *m, const struct ry_config *cfg,
 	/* from here on nothing fails */
 	if (pl.nadd) {
 		m->m_nrails += pl.nadd;
+		atomic_store(&m->m_nslots, m->m_nrails);
 		for (p = m->m_peers; p; p = p->pr_next)
 			for (k = 0; k < c.n_rails; k++)
 				if (pl.keep[k] < 0)

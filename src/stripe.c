@@ -58,33 +58,18 @@ static void unpost(struct ry_peer *p, struct batch *b, int err)
 	b->b_n = 0;
 }
 
-static void flush(struct ry_peer *p, struct batch *b, uint64_t now)
+/* Hand a batch to its rail; false if the post failed (see unpost). */
+static bool flush(struct ry_peer *p, struct batch *b, uint64_t now)
 {
 	int ret;
 
 	if (!b->b_n)
-		return;
+		return true;
 	ret = ry__conn_post(b->b_conn, b->b_wr, b->b_swr, b->b_n, now);
 	if (ret)
 		unpost(p, b, ret);
 	b->b_n = 0;
-}
-
-/* Bytes a connection completed, per horizon-long window. */
-void ry__conn_drained(struct ry__conn *c, uint64_t bytes, uint64_t now)
-{
-	if (now - c->cn_win_ns >= RY__OUT_HORIZON_NS) {
-		/* completions come in bursts: smooth over windows (a window
-		 * with none at all, an idle spell, is not counted) */
-		if (now - c->cn_win_ns < 2 * RY__OUT_HORIZON_NS)
-			c->cn_win_prev =
-			    c->cn_win_prev
-				? (3 * c->cn_win_prev + c->cn_win_bytes) / 4
-				: c->cn_win_bytes;
-		c->cn_win_ns = now;
-		c->cn_win_bytes = 0;
-	}
-	c->cn_win_bytes += bytes;
+	return !ret;
 }
 
 /* Holds two windows' worth of what it drains (smoothed), and at least
@@ -131,6 +116,89 @@ int ry__stripe_pick(struct ry__conn *const *cs, unsigned n, uint32_t bytes,
 		}
 	}
 	return bi;
+}
+
+/*
+ * The fragment path's pick, per fragment, over keys ry__lanes_init()
+ * computes once per ry__stripe() call and ry__lanes_update() refreshes
+ * for the one lane a fragment went to: a lane's key is its outstanding
+ * bytes, or ~0 while it cannot take a fragment (not ACTIVE, wr_per_qp
+ * WRs out, or backlogged: its cap is what backlogged() compares with, and
+ * cn_win_prev changes only when a WR completes, which happens in
+ * ry__stripe only through a failed post: the caller then calls
+ * ry__lanes_init() again).  When every share is equal (equal weights at
+ * full health: the common case) the expected completion times compare as
+ * the outstanding bytes alone -- (o1 + b) * s < (o2 + b) * s is o1 < o2
+ * for s >= 1 -- so a pick is a scan for the smallest key; otherwise the
+ * reference ry__stripe_pick() decides.  The same decisions either way
+ * (tests/unit/test_stripe.c compares them).
+ */
+void ry__lanes_update(struct ry__lanes *l, unsigned i)
+{
+	const struct ry__conn *c = l->ln_cs[i];
+
+	l->ln_key[i] = c->cn_state == CONN_ACTIVE &&
+			       c->cn_out_wrs < l->ln_max_wrs &&
+			       c->cn_out_bytes < l->ln_cap[i]
+			   ? c->cn_out_bytes
+			   : ~0ull;
+}
+
+void ry__lanes_init(struct ry__lanes *l, struct ry__conn *const *cs, unsigned n,
+		    unsigned max_wrs)
+{
+	unsigned i;
+
+	l->ln_n = n;
+	l->ln_max_wrs = max_wrs;
+	l->ln_equal = true;
+	l->ln_all = 0;
+	for (i = 0; i < n; i++) {
+		const struct ry__conn *c = cs[i];
+		uint64_t cap = 2 * c->cn_win_prev;
+
+		l->ln_cs[i] = cs[i];
+		l->ln_cap[i] = cap > RY__OUT_MIN ? cap : RY__OUT_MIN;
+		l->ln_bit[i] = 1u << c->cn_ridx;
+		l->ln_all |= l->ln_bit[i];
+		if (c->cn_share != cs[0]->cn_share)
+			l->ln_equal = false;
+		ry__lanes_update(l, i);
+	}
+}
+
+/* Inline into the stripe's per-fragment loops; ry__lanes_pick() for the
+ * tests. */
+static inline int lanes_pick(const struct ry__lanes *l, uint32_t bytes,
+			     uint32_t mask)
+{
+	uint64_t bk = ~0ull;
+	int bi = -1;
+	unsigned i;
+
+	if (!l->ln_equal)
+		return ry__stripe_pick(l->ln_cs, l->ln_n, bytes, mask,
+				       l->ln_max_wrs, false);
+	/* strict: a tie keeps the earlier rail */
+	if ((mask & l->ln_all) == l->ln_all) {
+		for (i = 0; i < l->ln_n; i++)
+			if (l->ln_key[i] < bk) {
+				bk = l->ln_key[i];
+				bi = (int)i;
+			}
+	} else {
+		for (i = 0; i < l->ln_n; i++)
+			if (l->ln_key[i] < bk && (mask & l->ln_bit[i])) {
+				bk = l->ln_key[i];
+				bi = (int)i;
+			}
+	}
+	return bi;
+}
+
+int ry__lanes_pick(const struct ry__lanes *l, uint32_t bytes, uint32_t mask)
+{
+	return lanes_pick(l, bytes, mask);
 }
 
 static struct batch *pick(struct batch *bt, struct ry__conn *const *cs,
@@ -228,6 +296,102 @@ static bool discard(struct ry_peer *p, struct ry__op *op)
 	return op->op_status != RY_OK;
 }
 
+/* Fresh fragments leave the queue: the op's next nf. */
+static void take_fresh(struct ry_peer *p, struct ry__op *op, uint32_t nf)
+{
+	op->op_next_frag += nf;
+	if (op->op_next_frag == op->op_nfrags) {
+		ry__sq_pop_head(p->pr_sched_head, p->pr_sched_tail, op_q_next);
+		op->op_on_sched = false;
+	}
+}
+
+/*
+ * Put a WR for fragments [first, first + sp->sp_n) of op into batch b
+ * (lane bi), account it, and hand the batch to its rail when full; false
+ * if that post failed (the lanes must be computed again).
+ */
+static inline bool add_frag(struct ry_peer *p, struct batch *b,
+			    struct ry__lanes *ln, unsigned bi, struct ry__wr *w,
+			    struct ry__op *op, uint32_t first,
+			    const struct ry__span *sp, bool replay,
+			    uint64_t now)
+{
+	struct ry__conn *c = b->b_conn;
+	struct ry_send_wr *s = &b->b_swr[b->b_n];
+
+	w->wr_conn = c;
+	w->wr_op = op;
+	w->wr_first = first;
+	w->wr_n = sp->sp_n;
+	w->wr_bytes = sp->sp_bytes;
+	w->wr_kind = WRK_FRAG;
+	w->wr_replay = replay;
+	w->wr_post_ns = now;
+	s->wr_id = (uintptr_t)w;
+	s->opcode = op->op_type == OP_READ ? RY_WR_RDMA_READ : RY_WR_RDMA_WRITE;
+	s->sge.addr = (uintptr_t)sp->sp_mr->rg_addr + sp->sp_loff;
+	s->sge.length = sp->sp_bytes;
+	s->sge.lkey = sp->sp_mr->rg_mr[c->cn_lrail->lr_idx]->lkey;
+	s->remote_addr = op->op_raddr + sp->sp_roff;
+	s->rkey = op->op_rkey[c->cn_ridx];
+	s->imm_data = 0;
+	b->b_wr[b->b_n++] = w;
+	op->op_posted++;
+	account(c, w, now);
+	ry__lanes_update(ln, bi);
+	return b->b_n < RY__POST_BATCH || flush(p, b, now);
+}
+
+enum run_end {
+	RUN_DONE,   /* the op has no fresh fragments left */
+	RUN_FULL,   /* no connection takes more */
+	RUN_REPOST, /* a post failed: lanes again, and the queue again (the
+		       failure may have queued replay work, which goes first) */
+	RUN_NOWR,   /* out of WRs: the general path fails the op */
+};
+
+/*
+ * The common case: fresh fragments of a one-region op at the head of the
+ * queue, piece after piece, without going back through the queue, the
+ * discard checks and ry__op_span() for each (nothing in here changes what
+ * they decided: only a failed post, after which it returns).
+ */
+static enum run_end fresh_run(struct ry_peer *p, struct ry__op *op,
+			      struct batch *bt, struct ry__lanes *ln,
+			      uint32_t fpw, uint64_t now)
+{
+	struct ry_manager *m = p->pr_mgr;
+	const uint64_t fs = m->m_cfg.fragment_size;
+	struct ry__span sp = {.sp_mr = op->op_region};
+
+	while (op->op_next_frag < op->op_nfrags) {
+		uint32_t first = op->op_next_frag, n = op->op_nfrags - first;
+		uint64_t off = (uint64_t)first * fs, end;
+		struct ry__wr *w;
+		int bi;
+
+		sp.sp_n = n < fpw ? n : fpw;
+		end = off + (uint64_t)sp.sp_n * fs;
+		if (end > op->op_len)
+			end = op->op_len;
+		sp.sp_loff = op->op_local_off + off;
+		sp.sp_roff = off;
+		sp.sp_bytes = (uint32_t)(end - off);
+		bi = lanes_pick(ln, sp.sp_bytes, op->op_rmask);
+		if (bi < 0)
+			return RUN_FULL;
+		w = ry__pool_get(&m->m_wr_pool);
+		if (!w)
+			return RUN_NOWR;
+		take_fresh(p, op, sp.sp_n);
+		if (!add_frag(p, &bt[bi], ln, (unsigned)bi, w, op, first, &sp,
+			      false, now))
+			return RUN_REPOST;
+	}
+	return RUN_DONE;
+}
+
 void ry__stripe(struct ry_peer *p)
 {
 	struct ry_manager *m = p->pr_mgr;
@@ -236,8 +400,11 @@ void ry__stripe(struct ry_peer *p)
 	struct batch bt[RY_MAX_RAILS];
 	/* bt[i].b_conn again, packed: pick() scans these per fragment */
 	struct ry__conn *cs[RY_MAX_RAILS];
+	struct ry__lanes ln;
 	unsigned na = 0, i;
 	uint64_t now;
+	bool general = false; /* the next piece by the general path */
+	int bi;
 
 	if (!p->pr_nactive || p->pr_state == PEER_NEW)
 		return;
@@ -248,14 +415,15 @@ void ry__stripe(struct ry_peer *p)
 		}
 	now = ry__now_ns();
 	post_msgs(p, bt, cs, na, now);
+	if (!p->pr_replay_head && !p->pr_sched_head)
+		goto out;
+	ry__lanes_init(&ln, cs, na, max_wrs);
 
 	for (;;) {
 		struct ry__range *rn = p->pr_replay_head;
 		struct ry__span sp;
 		struct ry__op *op;
-		struct ry_send_wr *s;
 		struct ry__wr *w;
-		struct batch *b;
 		uint32_t first, n, nf;
 
 		if (rn) {
@@ -270,11 +438,22 @@ void ry__stripe(struct ry_peer *p)
 		}
 		if (discard(p, op))
 			continue; /* ry__op_fail() took its fragments out */
+		if (!rn && !op->op_segs && !general && n) {
+			int r = fresh_run(p, op, bt, &ln, fpw, now);
+
+			if (r == RUN_FULL)
+				break;
+			if (r == RUN_REPOST)
+				ry__lanes_init(&ln, cs, na, max_wrs);
+			general = r == RUN_NOWR;
+			continue;
+		}
+		general = false;
 		/* up to fpw fragments, within one piece of a vectored op */
 		ry__op_span(op, first, n < fpw ? n : fpw, &sp);
 		nf = sp.sp_n;
-		b = pick(bt, cs, na, sp.sp_bytes, op->op_rmask, max_wrs, false);
-		if (!b)
+		bi = lanes_pick(&ln, sp.sp_bytes, op->op_rmask);
+		if (bi < 0)
 			break;
 		/* take the fragments out of the queue */
 		if (rn) {
@@ -286,12 +465,7 @@ void ry__stripe(struct ry_peer *p)
 				ry__pool_put(&m->m_range_pool, rn);
 			}
 		} else {
-			op->op_next_frag += nf;
-			if (op->op_next_frag == op->op_nfrags) {
-				ry__sq_pop_head(p->pr_sched_head,
-						p->pr_sched_tail, op_q_next);
-				op->op_on_sched = false;
-			}
+			take_fresh(p, op, nf);
 		}
 		w = ry__pool_get(&m->m_wr_pool);
 		if (!w) {
@@ -299,31 +473,12 @@ void ry__stripe(struct ry_peer *p)
 			ry__op_frags_done(op, nf);
 			continue;
 		}
-		w->wr_conn = b->b_conn;
-		w->wr_op = op;
-		w->wr_first = first;
-		w->wr_n = nf;
-		w->wr_bytes = sp.sp_bytes;
-		w->wr_kind = WRK_FRAG;
-		w->wr_replay = rn != NULL;
-		w->wr_post_ns = now;
-		s = &b->b_swr[b->b_n];
-		s->wr_id = (uintptr_t)w;
-		s->opcode =
-		    op->op_type == OP_READ ? RY_WR_RDMA_READ : RY_WR_RDMA_WRITE;
-		s->sge.addr = (uintptr_t)sp.sp_mr->rg_addr + sp.sp_loff;
-		s->sge.length = w->wr_bytes;
-		s->sge.lkey =
-		    sp.sp_mr->rg_mr[b->b_conn->cn_lrail->lr_idx]->lkey;
-		s->remote_addr = op->op_raddr + sp.sp_roff;
-		s->rkey = op->op_rkey[b->b_conn->cn_ridx];
-		s->imm_data = 0;
-		b->b_wr[b->b_n++] = w;
-		op->op_posted++;
-		account(b->b_conn, w, now);
-		if (b->b_n == RY__POST_BATCH)
-			flush(p, b, now);
+		if (!add_frag(p, &bt[bi], &ln, (unsigned)bi, w, op, first, &sp,
+			      rn != NULL, now))
+			ry__lanes_init(&ln, cs, na, max_wrs);
 	}
+out:
 	for (i = 0; i < na; i++)
-		flush(p, &bt[i], now);
+		if (bt[i].b_n)
+			flush(p, &bt[i], now);
 }

@@ -2,13 +2,21 @@
 /*
  * Core-cost benchmark: the rail manager's own cost per fragment, over null
  * rails that complete every RDMA work request at once and move no bytes.
- * 1 MiB writes in 4 KiB fragments, ops_in_flight of them outstanding,
- * over 1, 2 or 4 rails; one thread drives everything, so fragments per
- * CPU-second is fragments per second per core.
+ * 1 MiB writes (-b: another size) in 4 KiB fragments, ops_in_flight (8) of
+ * them outstanding per posting thread, over 1, 2 or 4 rails.  Each posting
+ * thread drives progress itself; fragments per CPU-second of the posting
+ * threads together is fragments per second per core.
  *
  *   bench_core [-r rails] [-s seconds] [-w frags_per_wr] [-n ops]
+ *              [-b op_bytes] [-t threads [-S]]
  *
- * With -n, exactly n operations are measured (for callgrind):
+ * -t T: T application threads post through one manager, each to a peer of
+ * its own (a manager each, progressed by that thread now and then), or with
+ * -S all to the same peer; the line then also gives the threads and the
+ * fragments per wall-clock second of all of them together (compare -t 2
+ * with -t 1 for how posting scales across threads).
+ *
+ * With -n, exactly n operations per thread are measured (for callgrind):
  *
  *   valgrind --tool=callgrind --instr-atstart=no ./bench_core -r 2 -n 2000
  *
@@ -16,6 +24,9 @@
  * reported Ir total divided by the fragments printed.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,15 +54,45 @@
 
 #define MiB (1u << 20)
 
-static unsigned long done_ops, failed_ops;
+#define FRAG 4096u
+#define DEPTH 8 /* ops each thread keeps posted: ops_in_flight */
+#define MAX_THREADS 16
+
+/* One posting thread and its peer; done and failed are counted by
+ * whichever thread runs the callbacks. */
+struct worker {
+	pthread_t w_thread;
+	struct ry_manager *w_b; /* the peer's manager (shared with -S) */
+	struct ry_peer *w_peer;
+	unsigned char w_desc[RY_DESC_MAX];
+	int w_dlen;
+	atomic_ulong w_done, w_failed;
+	unsigned long w_posted;
+	double w_cpu, w_end; /* thread CPU seconds, wall clock at the end */
+};
+
+static struct ry_manager *mgr_a;
+static struct ry_region *reg_a;
+static size_t op_bytes = MiB;
+static unsigned long nops;
+static double secs = 2, w_start;
+static pthread_barrier_t go;
 
 static void on_done(const struct ry_completion *c, void *arg)
 {
-	(void)arg;
+	struct worker *w = arg;
+
 	if (c->status == RY_OK)
-		done_ops++;
+		atomic_fetch_add_explicit(&w->w_done, 1, memory_order_relaxed);
 	else
-		failed_ops++;
+		atomic_fetch_add_explicit(&w->w_failed, 1,
+					  memory_order_relaxed);
+}
+
+static unsigned long finished(struct worker *w)
+{
+	return atomic_load_explicit(&w->w_done, memory_order_relaxed) +
+	       atomic_load_explicit(&w->w_failed, memory_order_relaxed);
 }
 
 static double cpu_now(void)
@@ -71,7 +112,7 @@ static double wall_now(void)
 }
 
 static void config(struct ry_config *c, const char *node, unsigned rails,
-		   unsigned fpw)
+		   unsigned fpw, size_t obytes)
 {
 	unsigned i;
 
@@ -83,7 +124,7 @@ static void config(struct ry_config *c, const char *node, unsigned rails,
 	snprintf(c->accept.s[0], sizeof(c->accept.s[0]), "127.0.0.0/8");
 	c->fragment_size = 4096;
 	c->ops_in_flight = 8;
-	c->max_op_size = MiB;
+	c->max_op_size = obytes > MiB ? obytes : MiB;
 	c->wr_per_qp = 256;
 	c->frags_per_wr = fpw;
 	c->failover.fence = true;
@@ -99,21 +140,66 @@ static void config(struct ry_config *c, const char *node, unsigned rails,
 	}
 }
 
+/* Every peer's warm-up write done and all its rails carrying traffic. */
+static bool all_up(struct worker *ws, unsigned n, unsigned rails)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct ry_peer_info pi;
+
+		if (atomic_load(&ws[i].w_done) != 1 ||
+		    ry_peer_info(ws[i].w_peer, &pi) || pi.rails_active < rails)
+			return false;
+	}
+	return true;
+}
+
+/* The measured loop of one posting thread. */
+static void *run(void *arg)
+{
+	struct worker *w = arg;
+	unsigned long target = nops ? nops : ~0ul;
+	double c0;
+	unsigned i;
+
+	pthread_barrier_wait(&go);
+	c0 = cpu_now();
+	for (i = 0;; i++) {
+		while (w->w_posted - finished(w) < DEPTH &&
+		       w->w_posted < target) {
+			if (ry_write(w->w_peer, reg_a, 0, w->w_desc,
+				     (size_t)w->w_dlen, 0, op_bytes, on_done,
+				     w))
+				break;
+			w->w_posted++;
+		}
+		ry_progress(mgr_a);
+		if (finished(w) >= target)
+			break;
+		if (!nops && (i & 1023) == 0 && wall_now() - w_start > secs)
+			target = w->w_posted;
+		if ((i & 4095) == 0)
+			ry_progress(w->w_b); /* the peer's heartbeats */
+	}
+	w->w_cpu = cpu_now() - c0;
+	w->w_end = wall_now();
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
-	unsigned rails = 1, fpw = 16, i;
-	unsigned long nops = 0, target, posted = 0;
-	double secs = 2, c0, c1, w0, w1, frags;
-	struct ry_manager *a, *b;
-	struct ry_region *ra, *rb;
-	struct ry_peer *pb;
-	unsigned char desc[RY_DESC_MAX];
+	unsigned rails = 1, fpw = 16, nthreads = 1, nb, i;
+	bool same = false;
+	unsigned long done = 0, failed = 0;
+	double cpu = 0, wall = 0, frags, w0;
+	struct ry_manager *b[MAX_THREADS];
+	struct ry_region *rb[MAX_THREADS];
+	struct worker *ws;
 	char addr[128];
-	void *bufa, *bufb;
-	int opt, dlen, ret;
+	void *bufa, *bufb[MAX_THREADS];
+	int opt, ret;
 	struct ry_config ca, cb;
 
-	while ((opt = getopt(argc, argv, "r:s:w:n:")) != -1) {
+	while ((opt = getopt(argc, argv, "r:s:w:n:b:t:S")) != -1) {
 		switch (opt) {
 		case 'r':
 			rails = (unsigned)atoi(optarg);
@@ -127,77 +213,123 @@ int main(int argc, char **argv)
 		case 'n':
 			nops = strtoul(optarg, NULL, 0);
 			break;
+		case 'b':
+			op_bytes = strtoul(optarg, NULL, 0);
+			break;
+		case 't':
+			nthreads = (unsigned)atoi(optarg);
+			break;
+		case 'S':
+			same = true;
+			break;
 		default:
 			fprintf(stderr,
 				"usage: %s [-r rails] [-s seconds] [-w "
-				"frags_per_wr] [-n ops]\n",
+				"frags_per_wr] [-n ops] [-b op_bytes] [-t "
+				"threads [-S]]\n",
 				argv[0]);
 			return 2;
 		}
 	}
-	config(&ca, "a", rails, fpw);
-	config(&cb, "b", rails, fpw);
-	if ((ret = ry_loop_register()) || (ret = ry_manager_create(&ca, &a)) ||
-	    (ret = ry_manager_create(&cb, &b))) {
+	if (!op_bytes || op_bytes > 64 * MiB || !nthreads ||
+	    nthreads > MAX_THREADS) {
+		fprintf(stderr, "op_bytes 1..64 MiB, threads 1..%u\n",
+			MAX_THREADS);
+		return 2;
+	}
+	nb = same ? 1 : nthreads;
+	ws = calloc(nthreads, sizeof(*ws));
+	bufa = calloc(1, op_bytes);
+	if (!ws || !bufa)
+		return 1;
+	config(&ca, "a", rails, fpw, op_bytes);
+	if ((ret = ry_loop_register()) ||
+	    (ret = ry_manager_create(&ca, &mgr_a)) ||
+	    (ret = ry_mr_reg(mgr_a, bufa, op_bytes, 0, &reg_a))) {
 		fprintf(stderr, "create: %s\n", strerror(-ret));
 		return 1;
 	}
-	bufa = calloc(1, MiB);
-	bufb = calloc(1, MiB);
-	if (!bufa || !bufb || ry_mr_reg(a, bufa, MiB, 0, &ra) ||
-	    ry_mr_reg(b, bufb, MiB, RY_MR_REMOTE_WRITE, &rb))
-		return 1;
-	dlen = ry_mr_pack(rb, desc, sizeof(desc));
-	ry_manager_control_addr(b, addr, sizeof(addr));
-	if (dlen < 0 || ry_peer_get(a, addr, &pb))
-		return 1;
+	for (i = 0; i < nb; i++) {
+		char node[16];
 
-	/* connect: one write, then let every rail come up */
-	ry_write(pb, ra, 0, desc, (size_t)dlen, 0, MiB, on_done, NULL);
+		snprintf(node, sizeof(node), i ? "b%u" : "b", i);
+		config(&cb, node, rails, fpw, op_bytes);
+		bufb[i] = calloc(1, op_bytes);
+		if (!bufb[i] || (ret = ry_manager_create(&cb, &b[i])) ||
+		    (ret = ry_mr_reg(b[i], bufb[i], op_bytes,
+				     RY_MR_REMOTE_WRITE, &rb[i]))) {
+			fprintf(stderr, "create: %s\n", strerror(-ret));
+			return 1;
+		}
+	}
+	for (i = 0; i < nthreads; i++) {
+		struct worker *w = &ws[i];
+		unsigned k = same ? 0 : i;
+
+		w->w_b = b[k];
+		w->w_dlen = ry_mr_pack(rb[k], w->w_desc, sizeof(w->w_desc));
+		ry_manager_control_addr(b[k], addr, sizeof(addr));
+		if (w->w_dlen < 0 || ry_peer_get(mgr_a, addr, &w->w_peer))
+			return 1;
+	}
+
+	/* connect: one write per peer, then let every rail come up (at
+	 * least 0.5 s; longer under valgrind on a loaded machine) */
+	for (i = 0; i < nb; i++)
+		ry_write(ws[i].w_peer, reg_a, 0, ws[i].w_desc,
+			 (size_t)ws[i].w_dlen, 0, op_bytes, on_done, &ws[i]);
 	w0 = wall_now();
-	while (wall_now() - w0 < 0.5) {
-		ry_progress(a);
-		ry_progress(b);
+	while (wall_now() - w0 < 0.5 ||
+	       (!all_up(ws, nb, rails) && wall_now() - w0 < 60)) {
+		ry_progress(mgr_a);
+		for (i = 0; i < nb; i++)
+			ry_progress(b[i]);
 	}
-	if (done_ops != 1) {
-		fprintf(stderr, "warm-up write did not complete\n");
-		return 1;
+	for (i = 0; i < nb; i++) {
+		if (atomic_load(&ws[i].w_done) != 1) {
+			fprintf(stderr, "warm-up write did not complete\n");
+			return 1;
+		}
+		atomic_store(&ws[i].w_done, 0);
 	}
-	done_ops = 0;
 
-	target = nops ? nops : ~0ul;
+	pthread_barrier_init(&go, NULL, nthreads);
 	CALLGRIND_START_INSTRUMENTATION;
-	c0 = cpu_now();
-	w0 = wall_now();
-	for (i = 0;; i++) {
-		while (posted - done_ops - failed_ops < 8 && posted < target) {
-			if (ry_write(pb, ra, 0, desc, (size_t)dlen, 0, MiB,
-				     on_done, NULL))
-				break;
-			posted++;
-		}
-		ry_progress(a);
-		if (done_ops + failed_ops >= target)
-			break;
-		if (!nops && (i & 1023) == 0 && wall_now() - w0 > secs) {
-			target = posted;
-		}
-		if ((i & 4095) == 0)
-			ry_progress(b); /* b's heartbeats */
-	}
-	c1 = cpu_now();
-	w1 = wall_now();
+	w_start = wall_now();
+	for (i = 1; i < nthreads; i++)
+		if (pthread_create(&ws[i].w_thread, NULL, run, &ws[i]))
+			return 1;
+	run(&ws[0]);
+	for (i = 1; i < nthreads; i++)
+		pthread_join(ws[i].w_thread, NULL);
 	CALLGRIND_STOP_INSTRUMENTATION;
 
-	frags = (double)done_ops * (MiB / 4096);
+	for (i = 0; i < nthreads; i++) {
+		done += atomic_load(&ws[i].w_done);
+		failed += atomic_load(&ws[i].w_failed);
+		cpu += ws[i].w_cpu;
+		if (ws[i].w_end - w_start > wall)
+			wall = ws[i].w_end - w_start;
+	}
+	frags = (double)done * (double)((op_bytes + FRAG - 1) / FRAG);
+	if (nthreads > 1)
+		printf("threads %u (%s) ", nthreads,
+		       same ? "same peer" : "one peer each");
+	if (op_bytes != MiB)
+		printf("op_bytes %zu ", op_bytes);
 	printf("rails %u frags_per_wr %u: %lu ops, %.0f fragments, %.3f s cpu, "
-	       "%.3f s wall: %.1f M fragments/s/core, %.1f ns/fragment%s\n",
-	       rails, fpw, done_ops, frags, c1 - c0, w1 - w0,
-	       frags / (c1 - c0) / 1e6, (c1 - c0) * 1e9 / frags,
-	       failed_ops ? " (SOME FAILED)" : "");
-	ry_manager_destroy(a);
-	ry_manager_destroy(b);
+	       "%.3f s wall: %.1f M fragments/s/core, %.1f ns/fragment",
+	       rails, fpw, done, frags, cpu, wall, frags / cpu / 1e6,
+	       cpu * 1e9 / frags);
+	if (nthreads > 1)
+		printf(", %.1f M fragments/s all threads", frags / wall / 1e6);
+	printf("%s\n", failed ? " (SOME FAILED)" : "");
+	ry_manager_destroy(mgr_a);
+	for (i = 0; i < nb; i++) {
+		ry_manager_destroy(b[i]);
+		free(bufb[i]);
+	}
 	free(bufa);
-	free(bufb);
-	return failed_ops ? 1 : 0;
+	free(ws);
+	return failed ? 1 : 0;
 }

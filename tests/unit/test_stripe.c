@@ -344,6 +344,16 @@ START_TEST(pick_table)
 				      picks[_i].mask, picks[_i].max_wrs,
 				      picks[_i].msg) == picks[_i].want,
 		      "%s: want %d", picks[_i].name, picks[_i].want);
+	if (!picks[_i].msg) {
+		/* ry__stripe()'s fragment path decides the same */
+		struct ry__lanes ln;
+
+		ry__lanes_init(&ln, cs, picks[_i].n, picks[_i].max_wrs);
+		ck_assert_msg(ry__lanes_pick(&ln, picks[_i].bytes,
+					     picks[_i].mask) == picks[_i].want,
+			      "%s (lanes): want %d", picks[_i].name,
+			      picks[_i].want);
+	}
 }
 END_TEST
 
@@ -496,10 +506,17 @@ START_TEST(sim_table)
 	unsigned got[NC] = {0}, k, i;
 	const char *seq = sims[_i].seq;
 
+	struct ry__lanes ln;
+
 	build(conns, cs, sims[_i].c, sims[_i].n);
+	ry__lanes_init(&ln, cs, sims[_i].n, sims[_i].max_wrs);
 	for (k = 0; k < sims[_i].npieces; k++) {
 		int b = ry__stripe_pick(cs, sims[_i].n, sims[_i].bytes, ~0u,
 					sims[_i].max_wrs, false);
+
+		ck_assert_msg(ry__lanes_pick(&ln, sims[_i].bytes, ~0u) == b,
+			      "%s: piece %u: lanes and ry__stripe_pick differ",
+			      sims[_i].name, k);
 
 		if (k < strlen(seq))
 			ck_assert_msg(b == (seq[k] == '-' ? -1 : seq[k] - '0'),
@@ -510,6 +527,7 @@ START_TEST(sim_table)
 		/* what account() does; nothing completes */
 		conns[b].cn_out_wrs++;
 		conns[b].cn_out_bytes += sims[_i].bytes;
+		ry__lanes_update(&ln, (unsigned)b);
 		got[b]++;
 	}
 	for (i = 0; i < sims[_i].n; i++)
@@ -578,6 +596,70 @@ START_TEST(share_invariant)
 }
 END_TEST
 
+/*
+ * ry__stripe()'s fragment path (ry__lanes_*: keys computed once per call,
+ * updated per fragment) against the reference ry__stripe_pick() on random
+ * connections: equal and unequal shares, masks, limits, backlogs, states,
+ * and sequences of picks as ry__stripe() makes them.
+ */
+static uint64_t rnd_state;
+
+static uint64_t rnd(void)
+{
+	rnd_state = rnd_state * 6364136223846793005ull + 1442695040888963407ull;
+	return rnd_state >> 33;
+}
+
+START_TEST(lanes_same_as_pick)
+{
+	struct ry__conn conns[NC], *cs[NC];
+	struct ry__lanes ln;
+	struct cand cd[NC];
+	unsigned n, i, k, t, max_wrs;
+	uint64_t sh;
+
+	rnd_state = (uint64_t)_i * 7919 + 1;
+	for (t = 0; t < 20; t++) {
+		int c = _i * 20 + (int)t; /* the case, for the message */
+
+		n = (unsigned)(rnd() % (NC + 1));
+		max_wrs = 1 + (unsigned)(rnd() % 64);
+		sh = 1 + rnd() % 3000;
+		memset(cd, 0, sizeof(cd));
+		for (i = 0; i < n; i++) {
+			cd[i].share = c % 3 ? sh : 1 + rnd() % 3000;
+			cd[i].out =
+			    rnd() % 4 ? (rnd() % 64) * 4096 : rnd() % 300000;
+			cd[i].win = rnd() % 3 ? NOBL : rnd() % 200000;
+			cd[i].wrs = (unsigned)(rnd() % (max_wrs + 1));
+			cd[i].r = c % 5 ? 0 : (int)(1 + (i + 1) % NC);
+		}
+		build(conns, cs, cd, n);
+		for (i = 0; i < n; i++)
+			if (rnd() % 8 == 0)
+				conns[i].cn_state =
+				    (enum ry__conn_state)(rnd() % CONN__MAX);
+		ry__lanes_init(&ln, cs, n, max_wrs);
+		for (k = 0; k < 300; k++) {
+			uint32_t bytes =
+			    rnd() % 4 ? 4096 : 1 + (uint32_t)(rnd() % 65536);
+			uint32_t mask = rnd() % 3 ? ~0u : (uint32_t)rnd();
+			int want =
+			    ry__stripe_pick(cs, n, bytes, mask, max_wrs, false);
+
+			ck_assert_msg(ry__lanes_pick(&ln, bytes, mask) == want,
+				      "case %d pick %u: lanes differ from %d",
+				      c, k, want);
+			if (want < 0)
+				continue;
+			conns[want].cn_out_wrs++;
+			conns[want].cn_out_bytes += bytes;
+			ry__lanes_update(&ln, (unsigned)want);
+		}
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("stripe");
@@ -590,6 +672,7 @@ int main(void)
 	tcase_add_loop_test(tc, sim_table, 0, NSIMS);
 	tcase_add_loop_test(tc, share_invariant, 0,
 			    (int)(sizeof(share_sets) / sizeof(share_sets[0])));
+	tcase_add_loop_test(tc, lanes_same_as_pick, 0, 100);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
