@@ -1067,14 +1067,29 @@ START_TEST(test_fd_readable)
 	wr = wr_make(RY_WR_RDMA_WRITE, &a, &b, 4096, 1);
 	ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), 0);
 	ck_assert_int_eq(ry__rail_progress(p.r[0]), 0); /* once, after a post */
-	/* the soft rail's peer answers only when it is progressed */
+	/*
+	 * The soft rail's peer answers only when it is progressed.  A rail
+	 * that cannot tell pending work (verbs: pending() is -EOPNOTSUPP,
+	 * "poll") may have taken the CQ event in that one progress already,
+	 * when the completion came that fast (rxe in a loaded guest: "fd
+	 * never fired" in CI); the completion then waits in the CQ and the fd
+	 * rightly stays calm.  fd_driven() below still moves data by the fd
+	 * alone.
+	 */
+	bool early = false;
+
 	for (uint64_t end = test_now_ms() + 10000;;) {
 		ck_assert_int_eq(ry__rail_progress(p.r[1]), 0);
 		if (poll(&pfd, 1, 10) == 1)
 			break;
+		if (ry__rail_pending(p.r[0]) == -EOPNOTSUPP &&
+		    ry__rail_poll_cq(p.r[0], &wc, 1) == 1) {
+			early = true;
+			break;
+		}
 		ck_assert_msg(test_now_ms() < end, "fd never fired");
 	}
-	for (uint64_t end = test_now_ms() + 10000;;) {
+	for (uint64_t end = test_now_ms() + 10000; !early;) {
 		ck_assert_int_eq(ry__rail_progress(p.r[0]), 0);
 		if (ry__rail_poll_cq(p.r[0], &wc, 1) == 1)
 			break;
