@@ -27,7 +27,7 @@
  * active list (qp->active) while it has something to do now -- a packet
  * arrived for it, a WR was posted, a state change, more to send than one
  * transmit batch held -- and in the rail's min-heap of deadlines
- * (qp->heap_idx, keyed by qp->heap_at, the earlier of its two QP timers)
+ * (qp->tnode, keyed by the earlier of its two QP timers)
  * while a timer runs.  An idle QP is on neither and costs nothing per
  * progress call.  Whatever changes a QP's state from outside progress
  * (receive, post_send, modify_qp) puts it on the active list, so the heap
@@ -50,6 +50,7 @@
 #include "rails/soft/wire.h"
 #include "src/util/clock.h"
 #include "src/util/compiler.h"
+#include "src/util/heap.h"
 #include "src/util/list.h"
 #include "src/util/random.h"
 
@@ -152,8 +153,7 @@ struct ry__soft_qp {
 	struct ry__soft_qp *hnext;	 /* QPN hash chain */
 	struct ry__soft_qp *next, *prev; /* rail's list of QPs */
 	struct ry__list active;		 /* rail's active list, or self */
-	uint32_t heap_idx;		 /* 1 + slot in the rail's heap; 0 */
-	uint64_t heap_at;		 /* its key: the next QP timer */
+	struct ry__heap_node tnode;	 /* rail's timers: the next QP timer */
 	struct ry_qp_endpoint remote;
 	struct sockaddr_in peer;
 	uint32_t pmtu;	   /* payload bytes per packet */
@@ -248,10 +248,9 @@ struct ry__soft_rail {
 	struct ry__soft_mr *rkeys[RY__SOFT_KEY_BUCKETS];
 	struct ry__soft_mr *lkeys[RY__SOFT_KEY_BUCKETS];
 	struct ry__soft_qp *qpns[RY__SOFT_QP_BUCKETS];
-	struct ry__soft_qp *qps;   /* all QPs */
-	struct ry__list active;	   /* QPs with work now (qp->active) */
-	struct ry__soft_qp **heap; /* QPs with a timer, min-heap by heap_at */
-	uint32_t heap_n, heap_cap;
+	struct ry__soft_qp *qps; /* all QPs */
+	struct ry__list active;	 /* QPs with work now (qp->active) */
+	struct ry__heap timers;	 /* QPs with a timer running (qp->tnode) */
 	uint32_t sq_total; /* sum of every QP's sq_max: the CQ's reservation */
 	struct ry__soft_pd *pds;
 

@@ -181,89 +181,27 @@ void ry__soft_qp_kick(struct ry__soft_qp *qp)
 		ry__list_add_tail(&qp_rail(qp)->active, &qp->active);
 }
 
-static bool heap_less(struct ry__soft_rail *r, uint32_t a, uint32_t b)
-{
-	return r->heap[a]->heap_at < r->heap[b]->heap_at;
-}
-
-static void heap_swap(struct ry__soft_rail *r, uint32_t a, uint32_t b)
-{
-	struct ry__soft_qp *t = r->heap[a];
-
-	r->heap[a] = r->heap[b];
-	r->heap[b] = t;
-	r->heap[a]->heap_idx = a + 1;
-	r->heap[b]->heap_idx = b + 1;
-}
-
-static void heap_fix(struct ry__soft_rail *r, uint32_t i)
-{
-	while (i && heap_less(r, i, (i - 1) / 2)) {
-		heap_swap(r, i, (i - 1) / 2);
-		i = (i - 1) / 2;
-	}
-	for (;;) {
-		uint32_t l = 2 * i + 1, m = i;
-
-		if (l < r->heap_n && heap_less(r, l, m))
-			m = l;
-		if (l + 1 < r->heap_n && heap_less(r, l + 1, m))
-			m = l + 1;
-		if (m == i)
-			return;
-		heap_swap(r, i, m);
-		i = m;
-	}
-}
-
-static void heap_del(struct ry__soft_rail *r, struct ry__soft_qp *qp)
-{
-	uint32_t i = qp->heap_idx - 1;
-
-	if (!qp->heap_idx)
-		return;
-	qp->heap_idx = 0;
-	if (i == --r->heap_n)
-		return;
-	r->heap[i] = r->heap[r->heap_n];
-	r->heap[i]->heap_idx = i + 1;
-	heap_fix(r, i);
-}
-
 /* qp's next timer is at when (0: none). */
 static void heap_set(struct ry__soft_rail *r, struct ry__soft_qp *qp,
 		     uint64_t when)
 {
-	if (!when) {
-		heap_del(r, qp);
-		return;
-	}
-	if (!qp->heap_idx) {
-		if (r->heap_n == r->heap_cap) {
-			uint32_t cap = r->heap_cap ? 2 * r->heap_cap : 64;
-			struct ry__soft_qp **h =
-			    realloc(r->heap, cap * sizeof(*h));
+	if (!when)
+		ry__heap_del(&r->timers, &qp->tnode);
+	else if (ry__heap_set(&r->timers, &qp->tnode, when))
+		ry__soft_qp_kick(qp); /* no room to wait: poll it instead */
+}
 
-			if (!h) {
-				/* no room to wait: poll it instead */
-				ry__soft_qp_kick(qp);
-				return;
-			}
-			r->heap = h;
-			r->heap_cap = cap;
-		}
-		r->heap[r->heap_n] = qp;
-		qp->heap_idx = ++r->heap_n;
-	} else if (qp->heap_at == when)
-		return;
-	qp->heap_at = when;
-	heap_fix(r, qp->heap_idx - 1);
+static struct ry__soft_qp *heap_first(struct ry__soft_rail *r)
+{
+	struct ry__heap_node *x = ry__heap_top(&r->timers);
+
+	return x ? container_of(x, struct ry__soft_qp, tnode) : NULL;
 }
 
 void ry__soft_qp_unsched(struct ry__soft_qp *qp)
 {
 	ry__list_del(&qp->active);
-	heap_del(qp_rail(qp), qp);
+	ry__heap_del(&qp_rail(qp)->timers, &qp->tnode);
 }
 
 /* Run one QP with work; returns when it wants to run again: 0 never (until
@@ -286,6 +224,7 @@ static uint64_t run_qp(struct ry__soft_qp *qp)
 static int soft_progress(struct ry_rail *rail)
 {
 	struct ry__soft_rail *r = to_srail(rail);
+	struct ry__soft_qp *qp;
 	struct ry__list work;
 	uint64_t next = 0;
 	int rc = 0;
@@ -306,10 +245,8 @@ static int soft_progress(struct ry_rail *rail)
 	}
 	ry__soft_fault_run(r);
 	rc = ry__soft_net_rx(r); /* kicks every QP a packet was for */
-	while (r->heap_n && r->heap[0]->heap_at <= r->now) {
-		struct ry__soft_qp *qp = r->heap[0];
-
-		heap_del(r, qp);
+	while ((qp = heap_first(r)) && qp->tnode.at <= r->now) {
+		ry__heap_del(&r->timers, &qp->tnode);
 		ry__soft_qp_kick(qp);
 	}
 	/* Taken off the rail's list first: a QP that still has work goes
@@ -324,14 +261,13 @@ static int soft_progress(struct ry_rail *rail)
 		ry__list_init(&r->active);
 	}
 	while (!ry__list_empty(&work)) {
-		struct ry__soft_qp *qp =
-		    ry__list_first_entry(&work, struct ry__soft_qp, active);
 		uint64_t t;
 
+		qp = ry__list_first_entry(&work, struct ry__soft_qp, active);
 		ry__list_del(&qp->active);
 		t = run_qp(qp);
 		if (t == 1) {
-			heap_del(r, qp);
+			ry__heap_del(&r->timers, &qp->tnode);
 			ry__soft_qp_kick(qp);
 		} else
 			heap_set(r, qp, t);
@@ -339,8 +275,8 @@ static int soft_progress(struct ry_rail *rail)
 	ry__soft_tx_flush(r);
 	if (!ry__list_empty(&r->active))
 		next = 1;
-	else if (r->heap_n)
-		next = r->heap[0]->heap_at;
+	else if ((qp = heap_first(r)))
+		next = qp->tnode.at;
 	{
 		uint64_t t = ry__soft_fault_next_timer(r);
 
@@ -615,7 +551,7 @@ static void soft_close(struct ry_rail *rail)
 	if (r->epfd >= 0)
 		close(r->epfd);
 	ry__soft_net_close(r);
-	free(r->heap);
+	ry__heap_free(&r->timers);
 	free(r->cq);
 	free(r);
 }
