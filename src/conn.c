@@ -86,6 +86,8 @@ void ry__conn_init(struct ry__conn *c, struct ry_peer *p, struct ry__lrail *lr)
 {
 	const struct ry_rail_config *rc = &lr->lr_cfg;
 
+	if (ry__heap_linked(&c->cn_tnode)) /* a slot a reload reuses */
+		ry__conn_timer_stop(c);
 	memset(c, 0, sizeof(*c));
 	ry__list_init(&c->cn_posted);
 	c->cn_peer = p;
@@ -307,6 +309,7 @@ void ry__conn_backoff(struct ry__conn *c, uint64_t now)
 		c->cn_deadline_ns =
 		    now + ns - ns / 4 + ry__rand64() % (ns / 4 + 1);
 	}
+	ry__conn_timer(c, now);
 }
 
 static bool can_connect(struct ry__conn *c)
@@ -332,6 +335,7 @@ void ry__conn_start(struct ry__conn *c, uint64_t now)
 	c->cn_probe_out = false;
 	c->cn_heard = false;
 	c->cn_deadline_ns = now + m->m_connect_ns;
+	ry__conn_timer(c, now);
 	ry__ctl_send_conn(c->cn_peer->pr_ctl, CTL_CONN_REQ, c->cn_lrail->lr_idx,
 			  (unsigned)c->cn_ridx, c->cn_attempt, &ep, 0);
 	RY_DBG("mgr", "peer %s rail %s: connecting qp 0x%x",
@@ -375,6 +379,7 @@ void ry__conn_activate(struct ry__conn *c, uint64_t now)
 	c->cn_reason[0] = 0;
 	c->cn_lrail->lr_active++;
 	c->cn_cnt.reconnects++;
+	ry__conn_timer(c, now);
 	ry__peer_update_paths(p);
 	RY_INFO("mgr", "peer %s rail %s: connected, qp 0x%x -> 0x%x",
 		p->pr_name, c->cn_lrail->lr_cfg.name, c->cn_qp->qp_num,
@@ -557,6 +562,7 @@ static void probing(struct ry__conn *c, const struct ry__probe_mr *pm,
 	c->cn_ladder = false;
 	c->cn_mtu_ok = 0;
 	c->cn_deadline_ns = now + c->cn_lrail->lr_mgr->m_connect_ns;
+	ry__conn_timer(c, now);
 	c->cn_pmr = *pm;
 }
 
@@ -903,6 +909,12 @@ int ry__conn_post(struct ry__conn *c, struct ry__wr **wrs,
 	}
 	c->cn_last_tx_ns = now;
 	c->cn_cnt.work_requests += n;
+	/* The first work on an idle connection starts its liveness clock,
+	 * maybe sooner than its next heartbeat (timers.c); a busy one's
+	 * timer is that early already: one comparison. */
+	if (c->cn_state == CONN_ACTIVE)
+		ry__conn_timer_by(c,
+				  now + c->cn_lrail->lr_mgr->m_timeout_ns + 1);
 	return 0;
 }
 

@@ -55,3 +55,15 @@ void ry__heartbeat(struct ry__conn *c, uint64_t now)
 		c->cn_cnt.heartbeats++;
 	}
 }
+
+uint64_t ry__heartbeat_due(const struct ry__conn *c, uint64_t now)
+{
+	const struct ry_manager *m = c->cn_lrail->lr_mgr;
+
+	if (c->cn_out_wrs)
+		return ry__max64(c->cn_last_ok_ns, c->cn_busy_since_ns) +
+		       m->m_timeout_ns + 1;
+	if (c->cn_hb_out)
+		return now + m->m_hb_ns;
+	return ry__max64(c->cn_last_ok_ns, c->cn_last_tx_ns) + m->m_hb_ns;
+}

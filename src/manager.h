@@ -95,6 +95,7 @@
 #include "rails/rail.h"
 #include "src/util/clock.h"
 #include "src/util/compiler.h"
+#include "src/util/heap.h"
 #include "src/util/list.h"
 #include "src/util/log.h"
 #include "src/util/queue.h"
@@ -396,6 +397,8 @@ struct ry__conn {
 	char cn_reason[160];
 	struct ry__conn *cn_hnext; /* lr_qpn_hash */
 	struct ry__conn *cn_fnext; /* m_failed */
+	struct ry__heap_node
+	    cn_tnode; /* m_ctimers: its next timer (timers.c) */
 	struct ry_counters cn_cnt;
 };
 
@@ -475,6 +478,7 @@ struct ry_peer {
 	unsigned pr_inflight;
 	bool pr_dirty; /* on m_dirty: stripe me */
 	struct ry_peer *pr_dnext;
+	struct ry__list pr_tlink; /* m_tpeers (timers.c), or self */
 	/* fencing */
 	uint64_t pr_fence_gen, pr_fence_acked;
 	/* messages */
@@ -571,6 +575,10 @@ struct ry_manager {
 	struct ry_peer *m_peers;
 	struct ry_peer *m_dirty;
 	struct ry__conn *m_failed;
+	/* timers (timers.c): connections by their next deadline; peers with
+	 * operations to time out or a control redial to make */
+	struct ry__heap m_ctimers;
+	struct ry__list m_tpeers;
 	/* memory */
 	struct ry_region *m_regions;
 	struct ry_region *m_msg_region; /* send slots */
@@ -750,6 +758,9 @@ bool ry__fence_pending(const struct ry__op *op);
 
 /* heartbeat.c */
 void ry__heartbeat(struct ry__conn *c, uint64_t now);
+/* When ry__heartbeat has something to do for ACTIVE c next (send or judge
+ * silence); never later than that. */
+uint64_t ry__heartbeat_due(const struct ry__conn *c, uint64_t now);
 
 /* msg.c */
 int ry__recv_setup(struct ry__lrail *lr);
@@ -855,6 +866,16 @@ bool ry__auth_frame_ok(const unsigned char k[RY__MAC], uint64_t ctr,
 
 /* timers.c */
 void ry__timers_run(struct ry_manager *m, uint64_t now);
+/* c's state or deadline changed: its timer is due again from its fields. */
+void ry__conn_timer(struct ry__conn *c, uint64_t now);
+/* c must be looked at by `at` at the latest (it may be earlier). */
+void ry__conn_timer_by(struct ry__conn *c, uint64_t at);
+void ry__conn_timer_stop(struct ry__conn *c);
+/* p has operations that may time out, or a redial to make: watched every
+ * tick until it has neither. */
+void ry__peer_timer(struct ry_peer *p);
+/* Every connection's timer from its fields again (timing reloaded). */
+void ry__timers_reset(struct ry_manager *m, uint64_t now);
 
 /* manager.c: the rail a local rail name refers to (tests, fault hooks) */
 struct ry_rail *ry__mgr_rail(struct ry_manager *m, const char *name);
