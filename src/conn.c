@@ -894,6 +894,7 @@ void ry__conn_on_rej(struct ry_peer *p, unsigned src, unsigned dst,
 int ry__conn_post(struct ry__conn *c, struct ry__wr **wrs,
 		  struct ry_send_wr *swr, unsigned n, uint64_t now)
 {
+	struct ry_manager *m = c->cn_lrail->lr_mgr;
 	unsigned i;
 	int ret;
 
@@ -908,13 +909,16 @@ int ry__conn_post(struct ry__conn *c, struct ry__wr **wrs,
 		ry__list_add_tail(&c->cn_posted, &wrs[i]->wr_link);
 	}
 	c->cn_last_tx_ns = now;
+	if (wrs[0]->wr_kind == WRK_FRAG || wrs[0]->wr_kind == WRK_MSG)
+		c->cn_last_work_ns = now; /* heartbeat.c: lingers */
 	c->cn_cnt.work_requests += n;
-	/* The first work on an idle connection starts its liveness clock,
-	 * maybe sooner than its next heartbeat (timers.c); a busy one's
-	 * timer is that early already: one comparison. */
+	/* Work on an idle connection starts its liveness clock, and once it
+	 * completes a heartbeat may be due heartbeat_ms later: both maybe
+	 * sooner than its timer (timers.c, heartbeat.c).  A busy one's timer
+	 * is that early already: one comparison. */
 	if (c->cn_state == CONN_ACTIVE)
-		ry__conn_timer_by(c,
-				  now + c->cn_lrail->lr_mgr->m_timeout_ns + 1);
+		ry__conn_timer_by(
+		    c, now + ry__min64(m->m_hb_ns, m->m_timeout_ns + 1));
 	return 0;
 }
 

@@ -366,11 +366,12 @@ struct ry__conn {
 	uint64_t cn_last_ok_ns;	   /* last sign of life */
 	uint64_t cn_busy_since_ns; /* first post after being idle */
 	uint64_t cn_last_tx_ns;
-	uint64_t cn_active_ns; /* when it became ACTIVE */
-	uint64_t cn_health_ns; /* last health recovery step */
-	uint32_t cn_health;    /* 0..1000 */
-	uint32_t cn_weight;    /* from the rail's rate or weight */
-	uint64_t cn_share;     /* weight * health, >= 1 */
+	uint64_t cn_last_work_ns; /* our last data or message WR posted */
+	uint64_t cn_active_ns;	  /* when it became ACTIVE */
+	uint64_t cn_health_ns;	  /* last health recovery step */
+	uint32_t cn_health;	  /* 0..1000 */
+	uint32_t cn_weight;	  /* from the rail's rate or weight */
+	uint64_t cn_share;	  /* weight * health, >= 1 */
 	uint64_t cn_out_bytes;
 	unsigned cn_out_wrs;
 	/* bytes completed in this RY__OUT_HORIZON_NS window; per window,
@@ -759,7 +760,7 @@ bool ry__fence_pending(const struct ry__op *op);
 /* heartbeat.c */
 void ry__heartbeat(struct ry__conn *c, uint64_t now);
 /* When ry__heartbeat has something to do for ACTIVE c next (send or judge
- * silence); never later than that. */
+ * silence); never later than that; 0: nothing until c's state changes. */
 uint64_t ry__heartbeat_due(const struct ry__conn *c, uint64_t now);
 
 /* msg.c */

@@ -373,11 +373,16 @@ void ry__peer_ready(struct ry_peer *p, uint64_t old_node, bool dialer)
 void ry__peer_ctl_lost(struct ry_peer *p, struct ry__ctl *c)
 {
 	bool was_ready = p->pr_state == PEER_READY;
+	uint64_t now = ry__now_ns();
+	unsigned i;
 
 	if (p->pr_ctl != c)
 		return;
 	p->pr_ctl = NULL;
-	ctl_backoff(p, ry__now_ns());
+	ctl_backoff(p, now);
+	/* no control: its idle connections are ours to check (heartbeat.c) */
+	for (i = 0; i < p->pr_mgr->m_nrails; i++)
+		ry__conn_timer(&p->pr_conns[i], now);
 	if (was_ready)
 		peer_event(p, RY_EV_PEER_DOWN, "control session lost",
 			   p->pr_node, 0);

@@ -11,8 +11,9 @@
  *
  *   timer           per            fires after             action
  *   --------------  -------------  ----------------------  -----------------
- *   heartbeat       ACTIVE conn    the heartbeat interval  keepalive SEND
- *                                  idle (heartbeat.c)
+ *   heartbeat       ACTIVE conn    heartbeat_ms quiet (1 s keepalive SEND
+ *                                  when long idle; one end
+ *                                  only: heartbeat.c)
  *   liveness        conn with WRs  timeout_ms without a    mark failed
  *                   outstanding    completion or receive
  *   connect         CONNECTING     m_connect_ns            backoff
@@ -58,6 +59,8 @@ static uint64_t conn_due(const struct ry__conn *c, uint64_t now)
 		break;
 	case CONN_ACTIVE:
 		t = ry__heartbeat_due(c, now);
+		if (!t)
+			t = UINT64_MAX; /* the peer heartbeats */
 		if (c->cn_health < 1000)
 			t = ry__min64(t, c->cn_health_ns + HEALTH_STEP_NS);
 		if (c->cn_backoff_ms != m->m_cfg.failover.reconnect_min_ms)
@@ -67,6 +70,8 @@ static uint64_t conn_due(const struct ry__conn *c, uint64_t now)
 	default:
 		return 0;
 	}
+	if (t == UINT64_MAX)
+		return 0;
 	return t > now ? t : now + 1; /* due now: the next tick */
 }
 
