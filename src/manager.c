@@ -179,7 +179,10 @@ void ry__lrail_close(struct ry__lrail *lr)
 	atomic_store(&lr->lr_kick, false);
 	memset(&lr->lr_cfg, 0, sizeof(lr->lr_cfg));
 	memset(&lr->lr_attr, 0, sizeof(lr->lr_attr));
-	memset(lr->lr_qpn_hash, 0, sizeof(lr->lr_qpn_hash));
+	free(lr->lr_qpn_hash);
+	lr->lr_qpn_hash = NULL;
+	lr->lr_qpn_bits = 0;
+	lr->lr_qpn_n = 0;
 }
 
 static void free_cfg_peers(struct ry_config *c)

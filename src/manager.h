@@ -396,14 +396,16 @@ struct ry__conn {
 	uint64_t cn_fence_gen;	    /* fence to request for this failure */
 	uint32_t cn_dead_qpn, cn_dead_rqpn;
 	char cn_reason[160];
-	struct ry__conn *cn_hnext; /* lr_qpn_hash */
-	struct ry__conn *cn_fnext; /* m_failed */
-	struct ry__heap_node
-	    cn_tnode; /* m_ctimers: its next timer (timers.c) */
+	struct ry__conn *cn_hnext;     /* lr_qpn_hash */
+	struct ry__conn *cn_fnext;     /* m_failed */
+	struct ry__heap_node cn_tnode; /* m_ctimers (timers.c) */
 	struct ry_counters cn_cnt;
 };
 
-#define RY__QPN_HASH 256
+/* lr_qpn_hash: RY__QPN_HASH_MIN buckets at first, doubled while there are
+ * more connections than buckets, up to RY__QPN_HASH_MAX (conn.c) */
+#define RY__QPN_HASH_MIN 64
+#define RY__QPN_HASH_MAX (1u << 20)
 #define RY__RCACHE_HASH 1024 /* registration cache buckets */
 
 struct ry__lrail {
@@ -423,7 +425,10 @@ struct ry__lrail {
 	bool lr_always;	     /* no fd or no pending(): run it every round */
 	atomic_bool lr_kick; /* posted to since the last progress */
 	struct ry__rthread *lr_rt; /* its progress thread, NULL: none */
-	struct ry__conn *lr_qpn_hash[RY__QPN_HASH];
+	/* connections with a QP by its number (ry__conn_by_qpn, per receive
+	 * completion): 2^lr_qpn_bits buckets, lr_qpn_n entries */
+	struct ry__conn **lr_qpn_hash;
+	unsigned lr_qpn_bits, lr_qpn_n;
 	struct ry_counters lr_gone; /* counters of peers forgotten */
 };
 
@@ -724,7 +729,7 @@ void ry__conn_backoff(struct ry__conn *c, uint64_t now);
 void ry__conn_timers(struct ry__conn *c, uint64_t now);
 void ry__conn_destroy_qp(struct ry__conn *c);
 struct ry__conn *ry__conn_by_qpn(struct ry__lrail *lr, uint32_t qpn);
-void ry__conn_hash_add(struct ry__conn *c);
+int ry__conn_hash_add(struct ry__conn *c);
 void ry__conn_hash_del(struct ry__conn *c);
 int ry__conn_post(struct ry__conn *c, struct ry__wr **wrs,
 		  struct ry_send_wr *swr, unsigned n, uint64_t now);
