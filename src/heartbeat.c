@@ -45,8 +45,9 @@
  *     messages, and receiving them is harmless.
  *
  * Not judged in the first round after a stall of our own (progress.c): the
- * peer may not have had the CPU to answer either; nor before the rail's own
- * thread, which may have lagged, has handed over what arrived
+ * peer may not have had the CPU to answer either; and silence counts from
+ * the end of that stall (silence_from); nor is it judged before the rail's
+ * own thread, which may have lagged, has handed over what arrived
  * (ry__rail_catch_up).
  */
 #include <stdio.h>
@@ -72,24 +73,37 @@ static uint64_t hb_interval(const struct ry__conn *c, uint64_t now)
 	return ry__max64(m->m_hb_ns, RY__HB_IDLE_NS);
 }
 
+/*
+ * Where c's silence starts: its last sign of life or its first work since
+ * it was idle, and never before the end of a stall of our own.  A peer
+ * that is alive answers work within timeout_ms of our coming back;
+ * before, it had nothing to answer (we sent nothing) or we could not read
+ * it.  Idle peers used to hide this by heartbeating every heartbeat_ms
+ * (any message counts as life); now that they mostly do not, the stall
+ * itself must not be counted.
+ */
+static uint64_t silence_from(const struct ry__conn *c)
+{
+	const struct ry_manager *m = c->cn_lrail->lr_mgr;
+
+	return ry__max64(ry__max64(c->cn_last_ok_ns, c->cn_busy_since_ns),
+			 m->m_resumed_ns);
+}
+
 void ry__heartbeat(struct ry__conn *c, uint64_t now)
 {
 	struct ry_manager *m = c->cn_lrail->lr_mgr;
 	uint64_t since, iv;
 
 	if (c->cn_out_wrs) {
-		since = c->cn_last_ok_ns > c->cn_busy_since_ns
-			    ? c->cn_last_ok_ns
-			    : c->cn_busy_since_ns;
+		since = silence_from(c);
 		if (ry__since(now, since) > m->m_timeout_ns && !m->m_hb_defer) {
 			/* what a lagging rail thread has not handed over yet
 			 * (it may complete, fail or revive this connection) */
 			ry__rail_catch_up(c->cn_lrail, now);
 			if (c->cn_state != CONN_ACTIVE || !c->cn_out_wrs)
 				return;
-			since = c->cn_last_ok_ns > c->cn_busy_since_ns
-				    ? c->cn_last_ok_ns
-				    : c->cn_busy_since_ns;
+			since = silence_from(c);
 		}
 		if (ry__since(now, since) > m->m_timeout_ns && !m->m_hb_defer) {
 			char why[64];
@@ -125,10 +139,9 @@ uint64_t ry__heartbeat_due(const struct ry__conn *c, uint64_t now)
 	 * interval) of quiet from then on: not before the last sign of life
 	 * plus that. */
 	if (c->cn_out_wrs)
-		return ry__min64(
-		    ry__max64(c->cn_last_ok_ns, c->cn_busy_since_ns) +
-			m->m_timeout_ns + 1,
-		    ry__max64(c->cn_last_ok_ns, c->cn_last_tx_ns) + m->m_hb_ns);
+		return ry__min64(silence_from(c) + m->m_timeout_ns + 1,
+				 ry__max64(c->cn_last_ok_ns, c->cn_last_tx_ns) +
+				     m->m_hb_ns);
 	if (c->cn_hb_out)
 		return now + m->m_hb_ns;
 	iv = hb_interval(c, now);

@@ -544,6 +544,8 @@ struct ry_manager {
 	/* our own last progress; silence not judged this round (heartbeat.c) */
 	uint64_t m_last_progress_ns;
 	bool m_hb_defer, m_hb_deferred;
+	uint64_t m_resumed_ns; /* the end of our last stall: silence counts
+				* from here (heartbeat.c, timers.c) */
 	/* control channel */
 	int m_listen_fd;
 	char m_listen_addr[RY_ADDR_MAX];

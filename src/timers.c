@@ -130,6 +130,8 @@ void ry__timers_run(struct ry_manager *m, uint64_t now)
 	struct ry__list *pos, *next;
 	struct ry__heap_node *x;
 
+	if (m->m_hb_defer) /* back from a stall of our own (progress.c) */
+		m->m_resumed_ns = now;
 	ry__ctl_timers(m, now);
 	ry__list_for_each_safe(pos, next, &m->m_tpeers) {
 		struct ry_peer *p =
