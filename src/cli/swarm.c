@@ -55,9 +55,9 @@ static const char usage_text[] =
     "nodes connect (at most --rate new nodes a second, default 2000), then\n"
     "idle: they answer probes, heartbeats and fences and reconnect a rail\n"
     "that fails, as a real node does, and send a heartbeat on every idle\n"
-    "connection every --heartbeat-ms (default 1000; 0: never) where their\n"
-    "incarnation is the lower of the two, as a real node does once a\n"
-    "connection has been idle for a second.  They move\n"
+    "connection every max(--heartbeat-ms, 1 s) (default 1000; 0: never)\n"
+    "where their incarnation is the lower of the two, as a real node does\n"
+    "once a connection has been idle for a second.  They move\n"
     "no data; run `railyard bench --verify` beside the swarm for that.\n"
     "\n"
     "Cost per node: one TCP socket and four soft-rail QPs (about 7 KiB);\n"
@@ -966,10 +966,13 @@ static void tick(struct swarm *sw, uint64_t now, unsigned *budget)
 						     ? c->last_tx
 						     : c->last_rx;
 
-				/* the lower incarnation heartbeats */
+				/* the lower incarnation heartbeats, at
+				 * most once a second (src/heartbeat.c) */
 				if (sw->hb_ns && !c->hb_out &&
 				    nd->inc < nd->srv_inc &&
-				    now - since >= sw->hb_ns) {
+				    now - since >= (sw->hb_ns > 1000000000ull
+							? sw->hb_ns
+							: 1000000000ull)) {
 					if (post_ctl(sw, nd, ri, MT_HEARTBEAT,
 						     now))
 						conn_drop(sw, nd, ri, now,
