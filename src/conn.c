@@ -86,6 +86,8 @@ void ry__conn_init(struct ry__conn *c, struct ry_peer *p, struct ry__lrail *lr)
 {
 	const struct ry_rail_config *rc = &lr->lr_cfg;
 
+	if (ry__heap_linked(&c->cn_tnode)) /* a slot a reload reuses */
+		ry__conn_timer_stop(c);
 	memset(c, 0, sizeof(*c));
 	ry__list_init(&c->cn_posted);
 	c->cn_peer = p;
@@ -118,28 +120,70 @@ void ry__conn_paired(struct ry__conn *c)
 	}
 }
 
-static unsigned qpn_hash(uint32_t qpn)
+static unsigned qpn_hash(const struct ry__lrail *lr, uint32_t qpn)
 {
-	return (qpn * 2654435761u) >> 24 & (RY__QPN_HASH - 1);
+	return (qpn * 2654435761u) >> (32 - lr->lr_qpn_bits);
 }
 
-void ry__conn_hash_add(struct ry__conn *c)
+/* Twice the buckets (the first table when there is none); when memory is
+ * short the chains only grow longer. */
+static int qpn_grow(struct ry__lrail *lr)
 {
-	struct ry__conn **b =
-	    &c->cn_lrail->lr_qpn_hash[qpn_hash(c->cn_qp->qp_num)];
+	struct ry__conn **old = lr->lr_qpn_hash;
+	size_t nold = old ? (size_t)1 << lr->lr_qpn_bits : 0;
+	unsigned bits = old ? lr->lr_qpn_bits + 1 : 6;
+	struct ry__conn **t = calloc((size_t)1 << bits, sizeof(*t));
 
+	_Static_assert(RY__QPN_HASH_MIN == 1 << 6, "qpn_grow starts at 6 bits");
+	if (!t)
+		return -ENOMEM;
+	lr->lr_qpn_hash = t;
+	lr->lr_qpn_bits = bits;
+	for (size_t i = 0; i < nold; i++) {
+		struct ry__conn *c, *next;
+
+		for (c = old[i]; c; c = next) {
+			struct ry__conn **b =
+			    &t[qpn_hash(lr, c->cn_qp->qp_num)];
+
+			next = c->cn_hnext;
+			c->cn_hnext = *b;
+			*b = c;
+		}
+	}
+	free(old);
+	return 0;
+}
+
+int ry__conn_hash_add(struct ry__conn *c)
+{
+	struct ry__lrail *lr = c->cn_lrail;
+	struct ry__conn **b;
+
+	if (!lr->lr_qpn_hash && qpn_grow(lr))
+		return -ENOMEM;
+	if (lr->lr_qpn_n >= 1u << lr->lr_qpn_bits &&
+	    (1u << lr->lr_qpn_bits) < RY__QPN_HASH_MAX)
+		qpn_grow(lr);
+	b = &lr->lr_qpn_hash[qpn_hash(lr, c->cn_qp->qp_num)];
 	c->cn_hnext = *b;
 	*b = c;
+	lr->lr_qpn_n++;
+	return 0;
 }
 
 void ry__conn_hash_del(struct ry__conn *c)
 {
-	struct ry__conn **pp =
-	    &c->cn_lrail->lr_qpn_hash[qpn_hash(c->cn_qp->qp_num)];
+	struct ry__lrail *lr = c->cn_lrail;
+	struct ry__conn **pp;
 
-	for (; *pp; pp = &(*pp)->cn_hnext)
+	if (!lr->lr_qpn_hash)
+		return;
+	for (pp = &lr->lr_qpn_hash[qpn_hash(lr, c->cn_qp->qp_num)]; *pp;
+	     pp = &(*pp)->cn_hnext)
 		if (*pp == c) {
 			*pp = c->cn_hnext;
+			lr->lr_qpn_n--;
 			break;
 		}
 	c->cn_hnext = NULL;
@@ -147,8 +191,11 @@ void ry__conn_hash_del(struct ry__conn *c)
 
 struct ry__conn *ry__conn_by_qpn(struct ry__lrail *lr, uint32_t qpn)
 {
-	struct ry__conn *c = lr->lr_qpn_hash[qpn_hash(qpn)];
+	struct ry__conn *c;
 
+	if (!lr->lr_qpn_hash)
+		return NULL;
+	c = lr->lr_qpn_hash[qpn_hash(lr, qpn)];
 	while (c && c->cn_qp->qp_num != qpn)
 		c = c->cn_hnext;
 	return c;
@@ -209,7 +256,13 @@ static int create_qp(struct ry__conn *c)
 		       c->cn_lrail->lr_cfg.name, ret);
 		return ret;
 	}
-	ry__conn_hash_add(c);
+	if (ry__conn_hash_add(c)) {
+		pthread_mutex_lock(&c->cn_lrail->lr_lock);
+		ry__rail_destroy_qp(c->cn_qp);
+		pthread_mutex_unlock(&c->cn_lrail->lr_lock);
+		c->cn_qp = NULL;
+		return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -307,6 +360,7 @@ void ry__conn_backoff(struct ry__conn *c, uint64_t now)
 		c->cn_deadline_ns =
 		    now + ns - ns / 4 + ry__rand64() % (ns / 4 + 1);
 	}
+	ry__conn_timer(c, now);
 }
 
 static bool can_connect(struct ry__conn *c)
@@ -332,6 +386,7 @@ void ry__conn_start(struct ry__conn *c, uint64_t now)
 	c->cn_probe_out = false;
 	c->cn_heard = false;
 	c->cn_deadline_ns = now + m->m_connect_ns;
+	ry__conn_timer(c, now);
 	ry__ctl_send_conn(c->cn_peer->pr_ctl, CTL_CONN_REQ, c->cn_lrail->lr_idx,
 			  (unsigned)c->cn_ridx, c->cn_attempt, &ep, 0);
 	RY_DBG("mgr", "peer %s rail %s: connecting qp 0x%x",
@@ -375,6 +430,7 @@ void ry__conn_activate(struct ry__conn *c, uint64_t now)
 	c->cn_reason[0] = 0;
 	c->cn_lrail->lr_active++;
 	c->cn_cnt.reconnects++;
+	ry__conn_timer(c, now);
 	ry__peer_update_paths(p);
 	RY_INFO("mgr", "peer %s rail %s: connected, qp 0x%x -> 0x%x",
 		p->pr_name, c->cn_lrail->lr_cfg.name, c->cn_qp->qp_num,
@@ -557,6 +613,7 @@ static void probing(struct ry__conn *c, const struct ry__probe_mr *pm,
 	c->cn_ladder = false;
 	c->cn_mtu_ok = 0;
 	c->cn_deadline_ns = now + c->cn_lrail->lr_mgr->m_connect_ns;
+	ry__conn_timer(c, now);
 	c->cn_pmr = *pm;
 }
 
@@ -888,6 +945,7 @@ void ry__conn_on_rej(struct ry_peer *p, unsigned src, unsigned dst,
 int ry__conn_post(struct ry__conn *c, struct ry__wr **wrs,
 		  struct ry_send_wr *swr, unsigned n, uint64_t now)
 {
+	struct ry_manager *m = c->cn_lrail->lr_mgr;
 	unsigned i;
 	int ret;
 
@@ -902,7 +960,16 @@ int ry__conn_post(struct ry__conn *c, struct ry__wr **wrs,
 		ry__list_add_tail(&c->cn_posted, &wrs[i]->wr_link);
 	}
 	c->cn_last_tx_ns = now;
+	if (wrs[0]->wr_kind == WRK_FRAG || wrs[0]->wr_kind == WRK_MSG)
+		c->cn_last_work_ns = now; /* heartbeat.c: lingers */
 	c->cn_cnt.work_requests += n;
+	/* Work on an idle connection starts its liveness clock, and once it
+	 * completes a heartbeat may be due heartbeat_ms later: both maybe
+	 * sooner than its timer (timers.c, heartbeat.c).  A busy one's timer
+	 * is that early already: one comparison. */
+	if (c->cn_state == CONN_ACTIVE)
+		ry__conn_timer_by(
+		    c, now + ry__min64(m->m_hb_ns, m->m_timeout_ns + 1));
 	return 0;
 }
 

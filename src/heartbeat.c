@@ -1,37 +1,109 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Heartbeats.  An idle ACTIVE connection sends a small SEND every
- * heartbeat_ms; a connection with work outstanding that has seen no
- * completion (and received nothing) for timeout_ms is declared dead.  So a
- * silent unplug at the far end, which raises no local event, is noticed
- * within heartbeat_ms + timeout_ms even without traffic, and usually
- * sooner by the transport's own retry-exceeded completion.  Not in the
- * first round after a stall of our own (progress.c): the peer may not have
- * had the CPU to answer either; nor before the rail's own thread, which
- * may have lagged, has handed over what arrived (ry__rail_catch_up).
+ * Heartbeats and liveness.
+ *
+ *   connection                       what this end does
+ *   -------------------------------  ------------------------------------
+ *   work outstanding                 no completion and nothing received
+ *                                    for timeout_ms: declared dead
+ *   idle, carried our work within    a heartbeat SEND after heartbeat_ms
+ *   the last second (RY__HB_LINGER), of quiet
+ *   or the peer's control session
+ *   is down
+ *   idle longer, we are the lower    a heartbeat after max(heartbeat_ms,
+ *   incarnation of the two nodes     1 s) of quiet (RY__HB_IDLE)
+ *   idle longer, we are the higher   nothing: the other end sends
+ *
+ * So an idle connection costs at most one message a second, from one end
+ * (both ends know both incarnations from the HELLOs, and the same rule
+ * breaks connect races in conn.c), instead of one per heartbeat_ms from
+ * each: 40,000 idle connections are 40,000 messages a second, not 8
+ * million.
+ *
+ * Why this is safe:
+ *   - Work outstanding is judged exactly as before, on both ends: a
+ *     silent far side fails the connection within timeout_ms (+ a tick)
+ *     of the last sign of life, and the work is replayed on another rail.
+ *     Silence only ever matters for work; an idle connection that died
+ *     loses nothing by being found out later.
+ *   - A connection used within the last second keeps heartbeat_ms, from
+ *     the end that used it, so a path that breaks between two bursts of
+ *     an application is found as fast as before (detect_far_unplug_idle).
+ *   - A long-idle connection is still probed, once a second by the lower
+ *     end, which on a silent failure marks it failed: that fences and
+ *     reconnects through the control channel, and the reconnect replaces
+ *     the higher end's QP too ("peer reconnected").  The higher end that
+ *     posts first on a dead connection has work outstanding: the first
+ *     rule, within timeout_ms; the transport's retry count often sooner.
+ *   - A local link down fails every connection of the rail at once by its
+ *     event.  A peer that dies loses its control session; from then on
+ *     both ends heartbeat every heartbeat_ms as before (no control, no
+ *     reconnect from the other end to rely on), so its connections fail
+ *     and its state is released.
+ *   - The ends need not agree on lingering: it only adds heartbeats.  A
+ *     peer of an earlier version heartbeats both ways; that only adds
+ *     messages, and receiving them is harmless.
+ *
+ * Not judged in the first round after a stall of our own (progress.c): the
+ * peer may not have had the CPU to answer either; and silence counts from
+ * the end of that stall (silence_from); nor is it judged before the rail's
+ * own thread, which may have lagged, has handed over what arrived
+ * (ry__rail_catch_up).
  */
 #include <stdio.h>
 
 #include "src/manager.h"
 
+#define RY__HB_LINGER_NS 1000000000ull
+#define RY__HB_IDLE_NS 1000000000ull
+
+/* How long c may be quiet before this end sends a heartbeat; 0: never
+ * (the other end sends them). */
+static uint64_t hb_interval(const struct ry__conn *c, uint64_t now)
+{
+	const struct ry_manager *m = c->cn_lrail->lr_mgr;
+	uint64_t peer = c->cn_peer->pr_node;
+
+	if ((c->cn_last_work_ns &&
+	     ry__since(now, c->cn_last_work_ns) < RY__HB_LINGER_NS) ||
+	    c->cn_peer->pr_state != PEER_READY)
+		return m->m_hb_ns;
+	if (peer && m->m_node > peer)
+		return 0;
+	return ry__max64(m->m_hb_ns, RY__HB_IDLE_NS);
+}
+
+/*
+ * Where c's silence starts: its last sign of life or its first work since
+ * it was idle, and never before the end of a stall of our own.  A peer
+ * that is alive answers work within timeout_ms of our coming back;
+ * before, it had nothing to answer (we sent nothing) or we could not read
+ * it.  Idle peers used to hide this by heartbeating every heartbeat_ms
+ * (any message counts as life); now that they mostly do not, the stall
+ * itself must not be counted.
+ */
+static uint64_t silence_from(const struct ry__conn *c)
+{
+	const struct ry_manager *m = c->cn_lrail->lr_mgr;
+
+	return ry__max64(ry__max64(c->cn_last_ok_ns, c->cn_busy_since_ns),
+			 m->m_resumed_ns);
+}
+
 void ry__heartbeat(struct ry__conn *c, uint64_t now)
 {
 	struct ry_manager *m = c->cn_lrail->lr_mgr;
-	uint64_t since;
+	uint64_t since, iv;
 
 	if (c->cn_out_wrs) {
-		since = c->cn_last_ok_ns > c->cn_busy_since_ns
-			    ? c->cn_last_ok_ns
-			    : c->cn_busy_since_ns;
+		since = silence_from(c);
 		if (ry__since(now, since) > m->m_timeout_ns && !m->m_hb_defer) {
 			/* what a lagging rail thread has not handed over yet
 			 * (it may complete, fail or revive this connection) */
 			ry__rail_catch_up(c->cn_lrail, now);
 			if (c->cn_state != CONN_ACTIVE || !c->cn_out_wrs)
 				return;
-			since = c->cn_last_ok_ns > c->cn_busy_since_ns
-				    ? c->cn_last_ok_ns
-				    : c->cn_busy_since_ns;
+			since = silence_from(c);
 		}
 		if (ry__since(now, since) > m->m_timeout_ns && !m->m_hb_defer) {
 			char why[64];
@@ -44,9 +116,10 @@ void ry__heartbeat(struct ry__conn *c, uint64_t now)
 		}
 		return;
 	}
+	iv = hb_interval(c, now);
 	since = c->cn_last_ok_ns > c->cn_last_tx_ns ? c->cn_last_ok_ns
 						    : c->cn_last_tx_ns;
-	if (!c->cn_hb_out && ry__since(now, since) >= m->m_hb_ns) {
+	if (iv && !c->cn_hb_out && ry__since(now, since) >= iv) {
 		if (ry__post_ctl_msg(c, WRK_HEARTBEAT, now)) {
 			ry__conn_mark_failed(c, "cannot post heartbeat", now);
 			return;
@@ -54,4 +127,25 @@ void ry__heartbeat(struct ry__conn *c, uint64_t now)
 		c->cn_hb_out = true;
 		c->cn_cnt.heartbeats++;
 	}
+}
+
+uint64_t ry__heartbeat_due(const struct ry__conn *c, uint64_t now)
+{
+	const struct ry_manager *m = c->cn_lrail->lr_mgr;
+	uint64_t iv;
+
+	/* Busy: its silence is judged then -- or, when the work completes
+	 * sooner, a heartbeat may be due after heartbeat_ms (the shortest
+	 * interval) of quiet from then on: not before the last sign of life
+	 * plus that. */
+	if (c->cn_out_wrs)
+		return ry__min64(silence_from(c) + m->m_timeout_ns + 1,
+				 ry__max64(c->cn_last_ok_ns, c->cn_last_tx_ns) +
+				     m->m_hb_ns);
+	if (c->cn_hb_out)
+		return now + m->m_hb_ns;
+	iv = hb_interval(c, now);
+	if (!iv)
+		return 0;
+	return ry__max64(c->cn_last_ok_ns, c->cn_last_tx_ns) + iv;
 }

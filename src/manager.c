@@ -76,6 +76,8 @@ void ry__mgr_timing(struct ry_manager *m)
 		m->m_tick_ns = 10000000ull;
 	if (m->m_tick_ns < 1000000ull)
 		m->m_tick_ns = 1000000ull;
+	/* a reload may have made a connection's next deadline sooner */
+	ry__timers_reset(m, ry__now_ns());
 }
 
 static void log_config_error(const struct ry_config_error *e, void *arg)
@@ -177,7 +179,10 @@ void ry__lrail_close(struct ry__lrail *lr)
 	atomic_store(&lr->lr_kick, false);
 	memset(&lr->lr_cfg, 0, sizeof(lr->lr_cfg));
 	memset(&lr->lr_attr, 0, sizeof(lr->lr_attr));
-	memset(lr->lr_qpn_hash, 0, sizeof(lr->lr_qpn_hash));
+	free(lr->lr_qpn_hash);
+	lr->lr_qpn_hash = NULL;
+	lr->lr_qpn_bits = 0;
+	lr->lr_qpn_n = 0;
 }
 
 static void free_cfg_peers(struct ry_config *c)
@@ -230,6 +235,7 @@ static void teardown(struct ry_manager *m)
 	ry__pool_fini(&m->m_op_pool);
 	ry__pool_fini(&m->m_wr_pool);
 	ry__pool_fini(&m->m_range_pool);
+	ry__heap_free(&m->m_ctimers); /* emptied by ry__peer_free */
 	if (m->m_timer_fd >= 0)
 		close(m->m_timer_fd);
 	if (m->m_wake_fd >= 0)
@@ -285,6 +291,7 @@ int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 		m->m_cfg.n_peers = cfg->n_peers;
 	}
 	m->m_node = ry__rand64() | 1;
+	ry__list_init(&m->m_tpeers);
 	ry__mgr_timing(m);
 	ry__pool_init(&m->m_op_pool, sizeof(struct ry__op));
 	ry__pool_init(&m->m_wr_pool, sizeof(struct ry__wr));

@@ -152,6 +152,7 @@
 #include "rails/rail.h"
 #include "src/util/clock.h"
 #include "src/util/compiler.h"
+#include "src/util/heap.h"
 #include "src/util/list.h"
 #include "src/util/log.h"
 #include "src/util/queue.h"
@@ -445,11 +446,12 @@ struct ry__conn {
 	uint64_t cn_last_ok_ns;	   /* last sign of life */
 	uint64_t cn_busy_since_ns; /* first post after being idle */
 	uint64_t cn_last_tx_ns;
-	uint64_t cn_active_ns; /* when it became ACTIVE */
-	uint64_t cn_health_ns; /* last health recovery step */
-	uint32_t cn_health;    /* 0..1000 */
-	uint32_t cn_weight;    /* from the rail's rate or weight */
-	uint64_t cn_share;     /* weight * health, >= 1 */
+	uint64_t cn_last_work_ns; /* our last data or message WR posted */
+	uint64_t cn_active_ns;	  /* when it became ACTIVE */
+	uint64_t cn_health_ns;	  /* last health recovery step */
+	uint32_t cn_health;	  /* 0..1000 */
+	uint32_t cn_weight;	  /* from the rail's rate or weight */
+	uint64_t cn_share;	  /* weight * health, >= 1 */
 	uint64_t cn_out_bytes;
 	unsigned cn_out_wrs;
 	/* bytes completed in this RY__OUT_HORIZON_NS window; per window,
@@ -474,12 +476,16 @@ struct ry__conn {
 	uint64_t cn_fence_gen;	    /* fence to request for this failure */
 	uint32_t cn_dead_qpn, cn_dead_rqpn;
 	char cn_reason[160];
-	struct ry__conn *cn_hnext; /* lr_qpn_hash */
-	struct ry__conn *cn_fnext; /* m_failed */
+	struct ry__conn *cn_hnext;     /* lr_qpn_hash */
+	struct ry__conn *cn_fnext;     /* m_failed */
+	struct ry__heap_node cn_tnode; /* m_ctimers (timers.c) */
 	struct ry_counters cn_cnt;
 };
 
-#define RY__QPN_HASH 256
+/* lr_qpn_hash: RY__QPN_HASH_MIN buckets at first, doubled while there are
+ * more connections than buckets, up to RY__QPN_HASH_MAX (conn.c) */
+#define RY__QPN_HASH_MIN 64
+#define RY__QPN_HASH_MAX (1u << 20)
 #define RY__RCACHE_HASH 1024 /* registration cache buckets */
 
 struct ry__lrail {
@@ -499,7 +505,10 @@ struct ry__lrail {
 	bool lr_always;	     /* no fd or no pending(): run it every round */
 	atomic_bool lr_kick; /* posted to since the last progress */
 	struct ry__rthread *lr_rt; /* its progress thread, NULL: none */
-	struct ry__conn *lr_qpn_hash[RY__QPN_HASH];
+	/* connections with a QP by its number (ry__conn_by_qpn, per receive
+	 * completion): 2^lr_qpn_bits buckets, lr_qpn_n entries */
+	struct ry__conn **lr_qpn_hash;
+	unsigned lr_qpn_bits, lr_qpn_n;
 	struct ry_counters lr_gone; /* counters of peers forgotten */
 };
 
@@ -557,6 +566,7 @@ struct ry_peer {
 	unsigned pr_inflight;
 	bool pr_dirty; /* on m_dirty: stripe me */
 	struct ry_peer *pr_dnext;
+	struct ry__list pr_tlink; /* m_tpeers (timers.c), or self */
 	/* fencing */
 	uint64_t pr_fence_gen, pr_fence_acked;
 	/* messages */
@@ -618,6 +628,8 @@ struct ry_manager {
 	/* our own last progress; silence not judged this round (heartbeat.c) */
 	uint64_t m_last_progress_ns;
 	bool m_hb_defer, m_hb_deferred;
+	uint64_t m_resumed_ns; /* the end of our last stall: silence counts
+				* from here (heartbeat.c, timers.c) */
 	/* control channel */
 	int m_listen_fd;
 	char m_listen_addr[RY_ADDR_MAX];
@@ -655,6 +667,10 @@ struct ry_manager {
 	struct ry_peer *m_peers;
 	struct ry_peer *m_dirty;
 	struct ry__conn *m_failed;
+	/* timers (timers.c): connections by their next deadline; peers with
+	 * operations to time out or a control redial to make */
+	struct ry__heap m_ctimers;
+	struct ry__list m_tpeers;
 	/* memory */
 	struct ry_region *m_regions;
 	struct ry_region *m_msg_region; /* send slots */
@@ -842,7 +858,7 @@ void ry__conn_backoff(struct ry__conn *c, uint64_t now);
 void ry__conn_timers(struct ry__conn *c, uint64_t now);
 void ry__conn_destroy_qp(struct ry__conn *c);
 struct ry__conn *ry__conn_by_qpn(struct ry__lrail *lr, uint32_t qpn);
-void ry__conn_hash_add(struct ry__conn *c);
+int ry__conn_hash_add(struct ry__conn *c);
 void ry__conn_hash_del(struct ry__conn *c);
 int ry__conn_post(struct ry__conn *c, struct ry__wr **wrs,
 		  struct ry_send_wr *swr, unsigned n, uint64_t now);
@@ -877,6 +893,9 @@ bool ry__fence_pending(const struct ry__op *op);
 
 /* heartbeat.c */
 void ry__heartbeat(struct ry__conn *c, uint64_t now);
+/* When ry__heartbeat has something to do for ACTIVE c next (send or judge
+ * silence); never later than that; 0: nothing until c's state changes. */
+uint64_t ry__heartbeat_due(const struct ry__conn *c, uint64_t now);
 
 /* msg.c */
 int ry__recv_setup(struct ry__lrail *lr);
@@ -982,6 +1001,16 @@ bool ry__auth_frame_ok(const unsigned char k[RY__MAC], uint64_t ctr,
 
 /* timers.c */
 void ry__timers_run(struct ry_manager *m, uint64_t now);
+/* c's state or deadline changed: its timer is due again from its fields. */
+void ry__conn_timer(struct ry__conn *c, uint64_t now);
+/* c must be looked at by `at` at the latest (it may be earlier). */
+void ry__conn_timer_by(struct ry__conn *c, uint64_t at);
+void ry__conn_timer_stop(struct ry__conn *c);
+/* p has operations that may time out, or a redial to make: watched every
+ * tick until it has neither. */
+void ry__peer_timer(struct ry_peer *p);
+/* Every connection's timer from its fields again (timing reloaded). */
+void ry__timers_reset(struct ry_manager *m, uint64_t now);
 
 /* manager.c: the rail a local rail name refers to (tests, fault hooks) */
 struct ry_rail *ry__mgr_rail(struct ry_manager *m, const char *name);

@@ -194,7 +194,10 @@ void ry__msg_rx(struct ry__conn *c, const unsigned char *buf, uint32_t len,
  * below the hole).  The rail checked the packet against the live QP, the
  * header names the sending node: deliver it through that peer's window,
  * which drops it if a replay got there first.  It proves nothing about
- * any connection.
+ * any connection.  The peer is found by a walk over all of them: fine for
+ * a packet that only a race around a QP's destruction produces, but with
+ * thousands of peers and a rail failing under load that is a walk per
+ * such packet; an index by incarnation would make it O(1) (issue 13).
  */
 static void retired_rx(struct ry_manager *m, const unsigned char *buf,
 		       uint32_t len, uint64_t now)

@@ -59,6 +59,7 @@ struct ry_peer *ry__peer_new(struct ry_manager *m, const char *name,
 	ry__tx_seq_reset(p);
 	p->pr_nopath_ns = ry__now_ns();
 	ry__list_init(&p->pr_ops);
+	ry__list_init(&p->pr_tlink);
 	/* slots a reload adds are initialised then (reload.c) */
 	for (i = 0; i < m->m_nrails; i++)
 		ry__conn_init(&p->pr_conns[i], p, &m->m_rails[i]);
@@ -69,6 +70,12 @@ struct ry_peer *ry__peer_new(struct ry_manager *m, const char *name,
 
 void ry__peer_free(struct ry_peer *p)
 {
+	unsigned i;
+
+	ry__list_del(&p->pr_tlink);
+	for (i = 0; i < RY_MAX_RAILS; i++)
+		if (ry__heap_linked(&p->pr_conns[i].cn_tnode))
+			ry__conn_timer_stop(&p->pr_conns[i]);
 	free(p);
 }
 
@@ -106,6 +113,8 @@ void ry__peer_dirty(struct ry_peer *p)
 {
 	struct ry_manager *m = p->pr_mgr;
 
+	if (!ry__list_empty(&p->pr_ops))
+		ry__peer_timer(p);
 	if (p->pr_dirty)
 		return;
 	p->pr_dirty = true;
@@ -130,6 +139,7 @@ static void ctl_backoff(struct ry_peer *p, uint64_t now)
 		ms = busy_max;
 	p->pr_state = PEER_BACKOFF;
 	p->pr_ctl = NULL;
+	ry__peer_timer(p); /* the redial */
 	p->pr_ctl_retry_ns =
 	    now + ms * 1000000ull / 2 + ry__rand64() % (ms * 1000000ull + 1);
 	p->pr_ctl_backoff_ms =
@@ -147,6 +157,8 @@ void ry__peer_use(struct ry_peer *p)
 {
 	uint64_t soon;
 
+	if (!ry__list_empty(&p->pr_ops))
+		ry__peer_timer(p); /* operations to time out */
 	if (p->pr_state == PEER_BACKOFF && p->pr_dial) {
 		soon = ry__now_ns() +
 		       p->pr_mgr->m_cfg.failover.reconnect_min_ms * 1000000ull;
@@ -350,8 +362,10 @@ void ry__peer_ready(struct ry_peer *p, uint64_t old_node, bool dialer)
 
 		if (c->cn_state == CONN_IDLE && dialer)
 			ry__conn_start(c, now);
-		else if (c->cn_state == CONN_BACKOFF && old_node)
+		else if (c->cn_state == CONN_BACKOFF && old_node) {
 			c->cn_deadline_ns = now;
+			ry__conn_timer(c, now);
+		}
 	}
 	ry__peer_dirty(p);
 }
@@ -359,11 +373,16 @@ void ry__peer_ready(struct ry_peer *p, uint64_t old_node, bool dialer)
 void ry__peer_ctl_lost(struct ry_peer *p, struct ry__ctl *c)
 {
 	bool was_ready = p->pr_state == PEER_READY;
+	uint64_t now = ry__now_ns();
+	unsigned i;
 
 	if (p->pr_ctl != c)
 		return;
 	p->pr_ctl = NULL;
-	ctl_backoff(p, ry__now_ns());
+	ctl_backoff(p, now);
+	/* no control: its idle connections are ours to check (heartbeat.c) */
+	for (i = 0; i < p->pr_mgr->m_nrails; i++)
+		ry__conn_timer(&p->pr_conns[i], now);
 	if (was_ready)
 		peer_event(p, RY_EV_PEER_DOWN, "control session lost",
 			   p->pr_node, 0);

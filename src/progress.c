@@ -262,6 +262,7 @@ static void rail_event(struct ry__lrail *lr, const struct ry_rail_event *ev,
 				c->cn_deadline_ns =
 				    now + ry__rand64() % (m->m_tick_ns + 1);
 			c->cn_backoff_ms = m->m_cfg.failover.reconnect_min_ms;
+			ry__conn_timer(c, now); /* sooner: timers.c */
 		}
 		ry__queue_event(m, RY_EV_RAIL_UP, lr, NULL, "", ev->time_ns);
 		break;

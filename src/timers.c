@@ -1,13 +1,19 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Every timer of the rail manager, in one place.  None has its own timer
- * object: ry_progress() runs this walk once per tick (m_tick_ns, a quarter
- * of the shortest failover interval, at most 10 ms), and a periodic timerfd
- * in the event fd wakes epoll users and the progress thread at that tick.
+ * Every timer of the rail manager, in one place.  ry_progress() runs
+ * ry__timers_run once per tick (m_tick_ns, a quarter of the shortest
+ * failover interval, at most 10 ms), and a periodic timerfd in the event
+ * fd wakes epoll users and the progress thread at that tick.  A tick
+ * touches only what is due: connections wait in a min-heap keyed by their
+ * next deadline (m_ctimers, cn_tnode), and only peers with operations to
+ * time out or a redial to make are on m_tpeers.  An idle ACTIVE
+ * connection is looked at once per heartbeat interval, not per tick.
  *
  *   timer           per            fires after             action
  *   --------------  -------------  ----------------------  -----------------
- *   heartbeat       ACTIVE conn    heartbeat_ms idle       keepalive SEND
+ *   heartbeat       ACTIVE conn    heartbeat_ms quiet (1 s keepalive SEND
+ *                                  when long idle; one end
+ *                                  only: heartbeat.c)
  *   liveness        conn with WRs  timeout_ms without a    mark failed
  *                   outstanding    completion or receive
  *   connect         CONNECTING     m_connect_ns            backoff
@@ -23,18 +29,114 @@
  *                   not admitted
  *   listen resume   listen fd off  100 ms after EMFILE     watch it again
  *
+ * The heap's key is a lower bound: a connection may be looked at early
+ * (ry__conn_timers then finds nothing due and it is keyed again), never
+ * late.  Signs of life only move its deadlines later, so they need no
+ * update; what can move one earlier calls in: a state change or a new
+ * deadline (conn.c, peer.c, the link-up event: ry__conn_timer), the first
+ * work posted on an idle connection (ry__conn_post: ry__conn_timer_by),
+ * new timing from a reload (ry__timers_reset).
+ *
  * The transport's own timers (ack timeout, retry count, RNR) live in the
  * rail provider; the manager only configures them at RTS.
  */
 #include "src/manager.h"
 
-void ry__timers_run(struct ry_manager *m, uint64_t now)
+#define HEALTH_STEP_NS 100000000ull /* conn.c: health += 50 per 100 ms */
+#define BACKOFF_RESET_NS 1000000000ull
+
+/* The earliest moment ry__conn_timers may have something to do for c. */
+static uint64_t conn_due(const struct ry__conn *c, uint64_t now)
+{
+	const struct ry_manager *m = c->cn_lrail->lr_mgr;
+	uint64_t t;
+
+	switch (c->cn_state) {
+	case CONN_CONNECTING:
+	case CONN_PROBING:
+	case CONN_BACKOFF:
+		t = c->cn_deadline_ns;
+		break;
+	case CONN_ACTIVE:
+		t = ry__heartbeat_due(c, now);
+		if (!t)
+			t = UINT64_MAX; /* the peer heartbeats */
+		if (c->cn_health < 1000)
+			t = ry__min64(t, c->cn_health_ns + HEALTH_STEP_NS);
+		if (c->cn_backoff_ms != m->m_cfg.failover.reconnect_min_ms)
+			t = ry__min64(t,
+				      c->cn_active_ns + BACKOFF_RESET_NS + 1);
+		break;
+	default:
+		return 0;
+	}
+	if (t == UINT64_MAX)
+		return 0;
+	return t > now ? t : now + 1; /* due now: the next tick */
+}
+
+void ry__conn_timer(struct ry__conn *c, uint64_t now)
+{
+	struct ry_manager *m = c->cn_lrail->lr_mgr;
+	uint64_t t = conn_due(c, now);
+
+	if (!t)
+		ry__heap_del(&m->m_ctimers, &c->cn_tnode);
+	else if (ry__heap_set(&m->m_ctimers, &c->cn_tnode, t))
+		RY_ERR("mgr", "peer %s rail %s: no memory for a timer",
+		       c->cn_peer->pr_name, c->cn_lrail->lr_cfg.name);
+}
+
+void ry__conn_timer_by(struct ry__conn *c, uint64_t at)
+{
+	struct ry_manager *m = c->cn_lrail->lr_mgr;
+
+	if (ry__heap_linked(&c->cn_tnode) && c->cn_tnode.at <= at)
+		return;
+	if (ry__heap_set(&m->m_ctimers, &c->cn_tnode, at))
+		RY_ERR("mgr", "peer %s rail %s: no memory for a timer",
+		       c->cn_peer->pr_name, c->cn_lrail->lr_cfg.name);
+}
+
+void ry__conn_timer_stop(struct ry__conn *c)
+{
+	ry__heap_del(&c->cn_lrail->lr_mgr->m_ctimers, &c->cn_tnode);
+}
+
+void ry__peer_timer(struct ry_peer *p)
+{
+	if (ry__list_empty(&p->pr_tlink))
+		ry__list_add_tail(&p->pr_mgr->m_tpeers, &p->pr_tlink);
+}
+
+void ry__timers_reset(struct ry_manager *m, uint64_t now)
 {
 	struct ry_peer *p;
 	unsigned i;
 
+	for (p = m->m_peers; p; p = p->pr_next)
+		for (i = 0; i < m->m_nrails; i++)
+			ry__conn_timer(&p->pr_conns[i], now);
+}
+
+static bool peer_watched(const struct ry_peer *p)
+{
+	return !ry__list_empty(&p->pr_ops) ||
+	       (p->pr_state == PEER_BACKOFF && p->pr_dial);
+}
+
+void ry__timers_run(struct ry_manager *m, uint64_t now)
+{
+	struct ry__list *pos, *next;
+	struct ry__heap_node *x;
+
+	if (m->m_hb_defer) /* back from a stall of our own (progress.c) */
+		m->m_resumed_ns = now;
 	ry__ctl_timers(m, now);
-	for (p = m->m_peers; p; p = p->pr_next) {
+	ry__list_for_each_safe(pos, next, &m->m_tpeers) {
+		struct ry_peer *p =
+		    ry__list_entry(pos, struct ry_peer, pr_tlink);
+
 		if (p->pr_state == PEER_BACKOFF && p->pr_dial &&
 		    now >= p->pr_ctl_retry_ns) {
 			if (ry__ctl_dial(p)) {
@@ -42,8 +144,17 @@ void ry__timers_run(struct ry_manager *m, uint64_t now)
 				ry__peer_use(p); /* back to backoff */
 			}
 		}
-		for (i = 0; i < m->m_nrails; i++)
-			ry__conn_timers(&p->pr_conns[i], now);
 		ry__ops_timeouts(p, now);
+		if (!peer_watched(p))
+			ry__list_del(&p->pr_tlink);
+	}
+	/* Each one keyed again after it ran, never at or before now (conn_due):
+	 * the loop ends. */
+	while ((x = ry__heap_top(&m->m_ctimers)) && x->at <= now) {
+		struct ry__conn *c = container_of(x, struct ry__conn, cn_tnode);
+
+		ry__heap_del(&m->m_ctimers, x);
+		ry__conn_timers(c, now);
+		ry__conn_timer(c, now);
 	}
 }

@@ -16,12 +16,22 @@
  *   soft_fault.c   fault injection and the link switch
  *   soft_netlink.c rtnetlink watch of the real interface
  *
- * Timers (all checked in progress, one timerfd armed to the earliest):
+ * Timers (checked in progress, one timerfd armed to the earliest):
  *   qp->comp.deadline    retransmit after an RTO of silence: ack_timeout,
  *                        or more when the RTT needs it (soft_cc.c); a
  *                        timeout also cuts qp->cc.cwnd to its minimum
  *   qp->comp.rnr_until   resume sending after an RNR NAK
  *   fault slot->release  a delayed or reordered packet goes out
+ *
+ * Progress touches only QPs with work (soft_rail.c): a QP is on the rail's
+ * active list (qp->active) while it has something to do now -- a packet
+ * arrived for it, a WR was posted, a state change, more to send than one
+ * transmit batch held -- and in the rail's min-heap of deadlines
+ * (qp->tnode, keyed by the earlier of its two QP timers)
+ * while a timer runs.  An idle QP is on neither and costs nothing per
+ * progress call.  Whatever changes a QP's state from outside progress
+ * (receive, post_send, modify_qp) puts it on the active list, so the heap
+ * key is recomputed whenever a timer may have moved.
  *
  * Nothing on the per-packet path allocates: the batches, the header pool,
  * the receive buffers and the fault slots are allocated at open/set_fault.
@@ -40,6 +50,8 @@
 #include "rails/soft/wire.h"
 #include "src/util/clock.h"
 #include "src/util/compiler.h"
+#include "src/util/heap.h"
+#include "src/util/list.h"
 #include "src/util/random.h"
 
 #define RY__SOFT_MAX_QP_WR 4096
@@ -140,6 +152,8 @@ struct ry__soft_qp {
 	struct ry_qp base;		 /* base.local: our qpn, psn, cookie */
 	struct ry__soft_qp *hnext;	 /* QPN hash chain */
 	struct ry__soft_qp *next, *prev; /* rail's list of QPs */
+	struct ry__list active;		 /* rail's active list, or self */
+	struct ry__heap_node tnode;	 /* rail's timers: the next QP timer */
 	struct ry_qp_endpoint remote;
 	struct sockaddr_in peer;
 	uint32_t pmtu;	   /* payload bytes per packet */
@@ -235,6 +249,9 @@ struct ry__soft_rail {
 	struct ry__soft_mr *lkeys[RY__SOFT_KEY_BUCKETS];
 	struct ry__soft_qp *qpns[RY__SOFT_QP_BUCKETS];
 	struct ry__soft_qp *qps; /* all QPs */
+	struct ry__list active;	 /* QPs with work now (qp->active) */
+	struct ry__heap timers;	 /* QPs with a timer running (qp->tnode) */
+	uint32_t sq_total; /* sum of every QP's sq_max: the CQ's reservation */
 	struct ry__soft_pd *pds;
 
 	/* the one CQ */
@@ -287,6 +304,10 @@ int ry__soft_cq_reserve(struct ry__soft_rail *r, uint32_t entries);
 void ry__soft_event(struct ry__soft_rail *r, enum ry_rail_event_type type,
 		    uint32_t qpn);
 void ry__soft_link_update(struct ry__soft_rail *r);
+/* qp has work for the next progress call: onto the active list. */
+void ry__soft_qp_kick(struct ry__soft_qp *qp);
+/* Off the active list and the timer heap (destroy). */
+void ry__soft_qp_unsched(struct ry__soft_qp *qp);
 
 /* soft_net.c */
 int ry__soft_net_init(struct ry__soft_rail *r);

@@ -264,6 +264,7 @@ void ry__soft_rx_packet(struct ry__soft_rail *r, const uint8_t *buf,
 		count_drop(r, &r->st.rx_bad_mac);
 		return;
 	}
+	ry__soft_qp_kick(qp); /* ACK, respond, send more: progress runs it */
 	if (ry__soft_op_is_request(p.opcode))
 		ry__soft_resp_rx(qp, &p);
 	else

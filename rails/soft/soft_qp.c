@@ -55,7 +55,7 @@ int ry__soft_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	struct ry__soft_rail *r = to_srail(pd->rail);
 	struct ry_rail_attr attr;
 	struct ry__soft_qp *qp;
-	uint32_t size = 1, total = 0;
+	uint32_t size = 1;
 	int rc;
 
 	if (!init->max_send_wr || init->max_send_wr > RY__SOFT_MAX_QP_WR)
@@ -72,10 +72,11 @@ int ry__soft_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	}
 	qp->sq_size = size;
 	qp->sq_max = init->max_send_wr;
-	for (struct ry__soft_qp *q = r->qps; q; q = q->next)
-		total += q->sq_max;
-	/* Every WR that can be outstanding has a CQ slot: no overrun. */
-	rc = ry__soft_cq_reserve(r, total + qp->sq_max + 2 * RY__SOFT_SRQ_SIZE);
+	/* Every WR that can be outstanding has a CQ slot: no overrun.  A
+	 * running sum: summing over every QP made connecting N peers cost
+	 * N^2. */
+	rc = ry__soft_cq_reserve(r, r->sq_total + qp->sq_max +
+					2 * RY__SOFT_SRQ_SIZE);
 	if (rc)
 		goto err_free;
 	for (int tries = 0;; tries++) {
@@ -105,6 +106,8 @@ int ry__soft_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	qp->base.pd = pd;
 	qp->base.state = RY_QPS_RESET;
 	qp->base.context = init->context;
+	ry__list_init(&qp->active);
+	r->sq_total += qp->sq_max;
 	qp->hnext = r->qpns[qbucket(qp->base.qp_num)];
 	r->qpns[qbucket(qp->base.qp_num)] = qp;
 	qp->next = r->qps;
@@ -148,6 +151,8 @@ int ry__soft_destroy_qp(struct ry_qp *base)
 	struct ry__soft_rail *r = qp_rail(qp);
 
 	unlink_qp(r, qp);
+	ry__soft_qp_unsched(qp);
+	r->sq_total -= qp->sq_max;
 	container_of(base->pd, struct ry__soft_pd, base)->refs--;
 	free(qp->sq);
 	ry__soft_mac_wipe(qp);
@@ -346,12 +351,14 @@ int ry__soft_modify_qp(struct ry_qp *base, enum ry_qp_state state,
 		break;
 	case RY_QPS_ERR:
 		ry__soft_qp_error(qp, RY_WC_FLUSHED);
+		ry__soft_qp_kick(qp); /* its timers are off */
 		return 0;
 	default:
 		return -EINVAL;
 	}
 	if (rc)
 		return rc;
+	ry__soft_qp_kick(qp); /* timers may have changed */
 	RY_DBG("soft", "qp 0x%x: %s -> %s", base->qp_num, ry_qp_state_str(cur),
 	       ry_qp_state_str(state));
 	base->state = state;
@@ -411,6 +418,7 @@ int ry__soft_post_send(struct ry_qp *base, const struct ry_send_wr *wr,
 	 * descheduled right after posting does not time out on an ACK its
 	 * peer has long sent (soft_req.c starts it).
 	 */
+	ry__soft_qp_kick(qp);
 	if (idle) {
 		struct ry__soft_rail *r = qp_rail(qp);
 

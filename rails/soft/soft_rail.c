@@ -6,11 +6,12 @@
  * the batched I/O are soft_net.c's.
  *
  * progress() is the only place protocol work happens: receive what waits
- * (soft_net.c dispatches it by destination QPN), run each QP's timers,
- * responder and requester, flush the transmit batch, arm the timerfd for
- * the earliest deadline.  fd() is an epoll fd over the socket, the
- * timerfd, the netlink socket and an eventfd that is set while completions
- * or events wait.
+ * (soft_net.c dispatches it by destination QPN), run the timers, responder
+ * and requester of each QP that has work (the active list) or a timer due
+ * (the heap), flush the transmit batch, arm the timerfd for the earliest
+ * deadline.  Its cost grows with the QPs that have work, not with all.
+ * fd() is an epoll fd over the socket, the timerfd, the netlink socket and
+ * an eventfd that is set while completions or events wait.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -172,9 +173,59 @@ static void arm_timer(struct ry__soft_rail *r, uint64_t when)
 		r->timer_armed = when;
 }
 
+/* ---- the active list and the timer heap (soft_int.h) ---- */
+
+void ry__soft_qp_kick(struct ry__soft_qp *qp)
+{
+	if (ry__list_empty(&qp->active))
+		ry__list_add_tail(&qp_rail(qp)->active, &qp->active);
+}
+
+/* qp's next timer is at when (0: none). */
+static void heap_set(struct ry__soft_rail *r, struct ry__soft_qp *qp,
+		     uint64_t when)
+{
+	if (!when)
+		ry__heap_del(&r->timers, &qp->tnode);
+	else if (ry__heap_set(&r->timers, &qp->tnode, when))
+		ry__soft_qp_kick(qp); /* no room to wait: poll it instead */
+}
+
+static struct ry__soft_qp *heap_first(struct ry__soft_rail *r)
+{
+	struct ry__heap_node *x = ry__heap_top(&r->timers);
+
+	return x ? container_of(x, struct ry__soft_qp, tnode) : NULL;
+}
+
+void ry__soft_qp_unsched(struct ry__soft_qp *qp)
+{
+	ry__list_del(&qp->active);
+	ry__heap_del(&qp_rail(qp)->timers, &qp->tnode);
+}
+
+/* Run one QP with work; returns when it wants to run again: 0 never (until
+ * something happens to it), 1 at the next call, else its next timer. */
+static uint64_t run_qp(struct ry__soft_qp *qp)
+{
+	uint64_t t;
+
+	ry__soft_req_timers(qp);
+	ry__soft_resp_run(qp);
+	ry__soft_req_run(qp);
+	t = ry__soft_req_next_timer(qp);
+	/* READ responses left over when the batch filled */
+	if (qp->resp.rd_head != qp->resp.rd_tail &&
+	    qp->base.state != RY_QPS_ERR)
+		t = 1;
+	return t;
+}
+
 static int soft_progress(struct ry_rail *rail)
 {
 	struct ry__soft_rail *r = to_srail(rail);
+	struct ry__soft_qp *qp;
+	struct ry__list work;
 	uint64_t next = 0;
 	int rc = 0;
 
@@ -193,22 +244,39 @@ static int soft_progress(struct ry_rail *rail)
 		ry__soft_nl_run(r);
 	}
 	ry__soft_fault_run(r);
-	rc = ry__soft_net_rx(r);
-	for (struct ry__soft_qp *qp = r->qps; qp; qp = qp->next) {
+	rc = ry__soft_net_rx(r); /* kicks every QP a packet was for */
+	while ((qp = heap_first(r)) && qp->tnode.at <= r->now) {
+		ry__heap_del(&r->timers, &qp->tnode);
+		ry__soft_qp_kick(qp);
+	}
+	/* Taken off the rail's list first: a QP that still has work goes
+	 * back to its tail, for the next call (round robin when the
+	 * transmit batch fills). */
+	ry__list_init(&work);
+	if (!ry__list_empty(&r->active)) {
+		work.next = r->active.next;
+		work.prev = r->active.prev;
+		work.next->prev = &work;
+		work.prev->next = &work;
+		ry__list_init(&r->active);
+	}
+	while (!ry__list_empty(&work)) {
 		uint64_t t;
 
-		ry__soft_req_timers(qp);
-		ry__soft_resp_run(qp);
-		ry__soft_req_run(qp);
-		t = ry__soft_req_next_timer(qp);
-		/* READ responses left over when the batch filled */
-		if (qp->resp.rd_head != qp->resp.rd_tail &&
-		    qp->base.state != RY_QPS_ERR)
-			t = 1;
-		if (t && (!next || t < next))
-			next = t;
+		qp = ry__list_first_entry(&work, struct ry__soft_qp, active);
+		ry__list_del(&qp->active);
+		t = run_qp(qp);
+		if (t == 1) {
+			ry__heap_del(&r->timers, &qp->tnode);
+			ry__soft_qp_kick(qp);
+		} else
+			heap_set(r, qp, t);
 	}
 	ry__soft_tx_flush(r);
+	if (!ry__list_empty(&r->active))
+		next = 1;
+	else if ((qp = heap_first(r)))
+		next = qp->tnode.at;
 	{
 		uint64_t t = ry__soft_fault_next_timer(r);
 
@@ -372,6 +440,7 @@ static int soft_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 	r->base.ops = &ry__soft_ops;
 	snprintf(r->base.name, sizeof(r->base.name), "%s", cfg->name);
 	r->sock = r->epfd = r->tfd = r->efd = r->nlfd = -1;
+	ry__list_init(&r->active);
 	r->link = RY_LINK_UP;
 	r->nl_up = true;
 	r->eff_up = true;
@@ -482,6 +551,7 @@ static void soft_close(struct ry_rail *rail)
 	if (r->epfd >= 0)
 		close(r->epfd);
 	ry__soft_net_close(r);
+	ry__heap_free(&r->timers);
 	free(r->cq);
 	free(r);
 }

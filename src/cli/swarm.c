@@ -7,14 +7,15 @@
  * control session (TCP, HELLO with its own node name, incarnation and
  * control address, then CONN_REQ per rail), and one reliable-connected QP
  * per rail that answers the server's probes and heartbeats, sends its own
- * heartbeats when idle, acknowledges fences and reconnects after a
- * failure.  What makes it cheap: the nodes share soft rails, one per rail
- * network for every --group nodes (one UDP socket each, a shared receive
- * queue), so a node costs one TCP socket, four soft QPs of 4 work requests
- * (about 1.2 KiB each), a 1 KiB receive buffer for its session and this
- * file's bookkeeping: about 7 KiB in all, not a manager's 5 MiB and 24
- * fds.  The node moves no data of its own: run `railyard bench --verify`
- * beside it for that (tests/bench/scale.sh does).
+ * heartbeats when idle (as src/heartbeat.c does for a long-idle
+ * connection: only the lower incarnation of the two ends sends them),
+ * acknowledges fences and reconnects after a failure.  What makes it cheap: the
+ * nodes share soft rails, one per rail network for every --group nodes (one UDP
+ * socket each, a shared receive queue), so a node costs one TCP socket, four
+ * soft QPs of 4 work requests (about 1.2 KiB each), a 1 KiB receive buffer for
+ * its session and this file's bookkeeping: about 7 KiB in all, not a manager's
+ * 5 MiB and 24 fds.  The node moves no data of its own: run `railyard bench
+ * --verify` beside it for that (tests/bench/scale.sh does).
  *
  * The control frames are encoded here by hand, as in src/control.c's
  * header comment (version 2, no key_file).  Only the QP verbs come from
@@ -54,7 +55,9 @@ static const char usage_text[] =
     "nodes connect (at most --rate new nodes a second, default 2000), then\n"
     "idle: they answer probes, heartbeats and fences and reconnect a rail\n"
     "that fails, as a real node does, and send a heartbeat on every idle\n"
-    "connection every --heartbeat-ms (default 1000; 0: never).  They move\n"
+    "connection every max(--heartbeat-ms, 1 s) (default 1000; 0: never)\n"
+    "where their incarnation is the lower of the two, as a real node does\n"
+    "once a connection has been idle for a second.  They move\n"
     "no data; run `railyard bench --verify` beside the swarm for that.\n"
     "\n"
     "Cost per node: one TCP socket and four soft-rail QPs (about 7 KiB);\n"
@@ -963,8 +966,13 @@ static void tick(struct swarm *sw, uint64_t now, unsigned *budget)
 						     ? c->last_tx
 						     : c->last_rx;
 
+				/* the lower incarnation heartbeats, at
+				 * most once a second (src/heartbeat.c) */
 				if (sw->hb_ns && !c->hb_out &&
-				    now - since >= sw->hb_ns) {
+				    nd->inc < nd->srv_inc &&
+				    now - since >= (sw->hb_ns > 1000000000ull
+							? sw->hb_ns
+							: 1000000000ull)) {
 					if (post_ctl(sw, nd, ri, MT_HEARTBEAT,
 						     now))
 						conn_drop(sw, nd, ri, now,

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "src/util/heap.h"
 #include "src/util/list.h"
 #include "src/util/queue.h"
 #include "src/util/random.h"
@@ -197,6 +198,51 @@ START_TEST(ring_table)
 }
 END_TEST
 
+/* ---- heap.h ---- */
+
+/*
+ * Random sets, moves (earlier and later) and deletes against a plain
+ * array: the top is always the smallest key, every node knows its slot.
+ */
+START_TEST(heap_random)
+{
+	enum { N = 200 };
+	struct ry__heap h = {0};
+	struct ry__heap_node x[N];
+	uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+	memset(x, 0, sizeof(x));
+	/* plain comparisons inside: each ck_assert costs a pipe write */
+	for (int step = 0; step < 20000; step++) {
+		unsigned i, bad = 0;
+		uint64_t min = UINT64_MAX;
+		uint32_t n = 0;
+
+		rng ^= rng << 13;
+		rng ^= rng >> 7;
+		rng ^= rng << 17;
+		i = (unsigned)(rng % N);
+		if (rng % 5 == 0)
+			ry__heap_del(&h, &x[i]);
+		else
+			ck_assert_int_eq(ry__heap_set(&h, &x[i], rng >> 40), 0);
+		for (i = 0; i < N; i++) {
+			if (!ry__heap_linked(&x[i]))
+				continue;
+			n++;
+			bad += h.v[x[i].idx - 1] != &x[i];
+			if (x[i].at < min)
+				min = x[i].at;
+		}
+		bad += h.n != n;
+		bad += n ? ry__heap_top(&h)->at != min : !!ry__heap_top(&h);
+		if (bad)
+			ck_abort_msg("step %d: heap inconsistent", step);
+	}
+	ry__heap_free(&h);
+}
+END_TEST
+
 /* ---- random.h ---- */
 
 START_TEST(random_fills)
@@ -226,6 +272,7 @@ int main(void)
 	tcase_add_loop_test(tc, queue_table, 0, NCASES);
 	tcase_add_loop_test(tc, ring_table, 0,
 			    (int)(sizeof(rings) / sizeof(rings[0])));
+	tcase_add_test(tc, heap_random);
 	tcase_add_test(tc, random_fills);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
