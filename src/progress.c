@@ -530,7 +530,8 @@ static void note_stalls(struct ry_manager *m, uint64_t now)
 {
 	uint64_t lim = m->m_timeout_ns / 2 + m->m_tick_ns;
 
-	if (!m->m_thread_on)
+	/* not while the threads are being stopped (joined, not yet off) */
+	if (!m->m_thread_on || atomic_load(&m->m_thread_stop))
 		return;
 	if (m->m_last_progress_ns &&
 	    ry__since(now, m->m_last_progress_ns) > lim)
