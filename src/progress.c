@@ -526,21 +526,18 @@ static void control_events(struct ry_manager *m)
  * purpose.  A rail thread is judged by the control thread, while it is
  * still stalled; the control thread by its own round.
  */
-static void note_stalls(struct ry_manager *m, uint64_t now)
+static void note_stalls(struct ry_manager *m, uint64_t now, uint64_t gap)
 {
 	uint64_t lim = m->m_timeout_ns / 2 + m->m_tick_ns;
 
 	/* not while the threads are being stopped (joined, not yet off) */
 	if (!m->m_thread_on || atomic_load(&m->m_thread_stop))
 		return;
-	if (m->m_last_progress_ns &&
-	    ry__since(now, m->m_last_progress_ns) > lim)
-		RY_WARN(
-		    "mgr",
-		    "progress was not run for %llu ms (a starved "
-		    "machine?): peers may judge our connections silent",
-		    (unsigned long long)(ry__since(now, m->m_last_progress_ns) /
-					 1000000));
+	if (gap > lim)
+		RY_WARN("mgr",
+			"progress was not run for %llu ms (a starved "
+			"machine?): peers may judge our connections silent",
+			(unsigned long long)(gap / 1000000));
 	for (unsigned i = 0; i < m->m_nrt; i++) {
 		struct ry__rthread *rt = &m->m_rt[i];
 		uint64_t ran =
@@ -574,7 +571,7 @@ static int progress_round(struct ry_manager *m)
 {
 	bool pending[RY_MAX_RAILS] = {0}, ready[RY_MAX_RAILS] = {0}, sweep;
 	struct epoll_event evs[RY_MAX_RAILS];
-	uint64_t now = ry__now_ns();
+	uint64_t now = ry__now_ns(), gap;
 	unsigned i;
 	int n;
 
@@ -612,11 +609,10 @@ static int progress_round(struct ry_manager *m)
 	 * a row, so an application that calls us rarely still detects a dead
 	 * peer, one call later.
 	 */
-	m->m_hb_defer =
-	    m->m_last_progress_ns && !m->m_hb_deferred &&
-	    ry__since(now, m->m_last_progress_ns) > m->m_timeout_ns / 2;
+	gap = m->m_last_progress_ns ? ry__since(now, m->m_last_progress_ns) : 0;
+	m->m_hb_defer = !m->m_hb_deferred && gap > m->m_timeout_ns / 2;
 	m->m_hb_deferred = m->m_hb_defer;
-	note_stalls(m, now);
+	note_stalls(m, now, gap);
 	m->m_last_progress_ns = now;
 	control_events(m);
 	for (i = 0; i < m->m_nrails; i++)

@@ -178,15 +178,16 @@ starved_at() {
 # (fail_t, less 0.5 s) and the declaration (+ 0.2 s: a starved thread
 # says so when it runs again).  Anything else is a down too many.
 check_fences() {
-	local r=$1 n=$2 f d s w
-	s=$(stalls "$rails")
+	local r=$1 n=$2 f d s w whole st
+	whole=$(stalls "$rails")
+	st=$(starved_at)
 	f=$(jq -r --arg r "$r" '.rails[] | select(.name == $r) | .fences' "$out")
 	d=$(jq -r --arg r "$r" '[.events[] | select(.rail == $r and .event == "down")] | length' "$out")
-	s=$(jq -r --arg r "$r" --argjson s "$s" '[.events[] | select(.rail == $r and
+	s=$(jq -r --arg r "$r" --argjson s "$whole" '[.events[] | select(.rail == $r and
 		.event == "down" and (.t as $t | $s | index($t)))] | length' "$out")
 	((s == 0)) || echo "$r: $s of its down events were the whole peer going silent at once (a stalled process), counted as separate failures"
-	w=$(jq -r --arg r "$r" --argjson s "$(stalls "$rails")" \
-		--argjson st "$(starved_at)" --argjson f0 "$t_fault0" '
+	w=$(jq -r --arg r "$r" --argjson s "$whole" --argjson st "$st" \
+		--argjson f0 "$t_fault0" '
 		.start_unix as $u | [.events[] | select(.rail == $r and
 		.event == "down")] as $all |
 		([$all[] | select(.t >= $f0 - $u)][0]) as $first |
@@ -196,7 +197,7 @@ check_fences() {
 		(. as $e | [$st[] | select(. >= $e.fail_t - 0.5 and
 		. <= $e.t + 0.2)] | length > 0))] | length' "$out")
 	((w == 0)) || echo "$r: $w of its down events followed a thread of a or b not being run (logged), counted as separate failures"
-	[[ $d == $((n + s + w)) ]] || fail "$r: $d down events for $n failures (+ $s whole-peer stalls, + $w starved threads); starved at t = $(starved_at)"
+	[[ $d == $((n + s + w)) ]] || fail "$r: $d down events for $n failures (+ $s whole-peer stalls, + $w starved threads); starved at t = $st"
 	[[ $f == "$d" ]] || fail "$r: $f fences for $d failures"
 }
 # mean total MB/s of the samples with from < t <= to, leaving out the
