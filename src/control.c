@@ -111,11 +111,9 @@ struct ry__ctl {
 	bool c_dead;
 	bool c_inbound;	 /* accepted, not dialed */
 	bool c_admitted; /* may act for c_peer */
-	struct ry__ip {
-		int fam; /* AF_INET, AF_INET6; 0: none */
-		unsigned char a[16];
-		uint16_t port;
-	} c_src;
+	struct ry__ip c_src;
+	struct ry__srcn *c_srcn; /* inbound and alive: its source's count */
+	struct ry__list c_plink; /* m_ctl_pending while not admitted */
 	uint64_t c_born_ns;
 	char c_claim[RY_ADDR_MAX]; /* the control address its HELLO claimed */
 	struct ry_peer *c_peer;
@@ -127,8 +125,89 @@ struct ry__ctl {
 	bool c_want_out;
 	struct ry__ctl_auth *c_auth; /* with a key only */
 	bool c_mac_on;		     /* every frame carries a MAC now */
-	struct ry__ctl *c_next;
+	/* m_ctls (alive and killed, until reaped); m_ctl_dead once killed */
+	struct ry__ctl *c_next, **c_pprev, *c_dnext;
 };
+
+/* Live inbound sessions from one source IP (admit_source's bound), so
+ * that an accept does not count them in a walk over every session. */
+struct ry__srcn {
+	struct ry__hnode sn_h;
+	struct ry__ip sn_ip;
+	unsigned sn_n;
+};
+
+static uint64_t src_key(const struct ry_manager *m, const struct ry__ip *ip)
+{
+	return ry__ip_key(m, ip, false);
+}
+
+static struct ry__srcn *src_find(struct ry_manager *m, const struct ry__ip *ip)
+{
+	struct ry__hnode *x;
+	struct ry__srcn *sn;
+
+	ry__hidx_for_each(x, &m->m_ctl_src, src_key(m, ip))
+	{
+		sn = container_of(x, struct ry__srcn, sn_h);
+		if (ry__ip_same_host(&sn->sn_ip, ip))
+			return sn;
+	}
+	return NULL;
+}
+
+/* Count inbound session c against its source; -ENOMEM. */
+static int src_hold(struct ry__ctl *c)
+{
+	struct ry_manager *m = c->c_mgr;
+	struct ry__srcn *sn = src_find(m, &c->c_src);
+
+	if (!sn) {
+		sn = calloc(1, sizeof(*sn));
+		if (!sn)
+			return -ENOMEM;
+		sn->sn_ip = c->c_src;
+		sn->sn_ip.port = 0;
+		ry__hidx_add(&m->m_ctl_src, &sn->sn_h, src_key(m, &c->c_src));
+	}
+	sn->sn_n++;
+	c->c_srcn = sn;
+	return 0;
+}
+
+static void src_release(struct ry__ctl *c)
+{
+	struct ry__srcn *sn = c->c_srcn;
+
+	if (!sn)
+		return;
+	c->c_srcn = NULL;
+	if (--sn->sn_n)
+		return;
+	ry__hidx_del(&c->c_mgr->m_ctl_src, &sn->sn_h);
+	free(sn);
+}
+
+/* c speaks for p now (NULL: for nobody); p->pr_nctl counts live sessions
+ * bound to it, and a HELLO-made record that loses its last one waits on
+ * m_reapq to be freed (ry__ctl_reap). */
+static void ctl_bind(struct ry__ctl *c, struct ry_peer *p)
+{
+	struct ry_manager *m = c->c_mgr;
+	struct ry_peer *o = c->c_peer;
+
+	if (o == p)
+		return;
+	c->c_peer = p;
+	if (p) {
+		p->pr_nctl++;
+		ry__list_del(&p->pr_rlink);
+	}
+	if (o && !--o->pr_nctl && o->pr_from_hello) {
+		ry__list_add_tail(&m->m_reapq, &o->pr_rlink);
+		m->m_reap_peers = true;
+	}
+}
 
 /* What a HELLO or HELLO_ACK says. */
 struct hello {
@@ -310,18 +389,20 @@ static void ctl_kill(struct ry__ctl *c, const char *why)
 		RY_INFO("mgr", "peer %s: control channel closed: %s",
 			c->c_peer->pr_name, why);
 	c->c_dead = true;
+	c->c_dnext = m->m_ctl_dead;
+	m->m_ctl_dead = c;
 	if (c->c_inbound) {
 		m->m_nin--;
-		if (!c->c_admitted)
+		src_release(c);
+		if (!c->c_admitted) {
 			m->m_npending--;
+			ry__list_del(&c->c_plink);
+		}
 	}
 	ry__fd_unwatch(m, c->c_fd);
-	if (c->c_peer) {
-		if (c->c_peer->pr_from_hello)
-			m->m_reap_peers = true;
+	if (c->c_peer)
 		ry__peer_ctl_lost(c->c_peer, c);
-	}
-	c->c_peer = NULL;
+	ctl_bind(c, NULL);
 }
 
 bool ry__ctl_alive(const struct ry__ctl *c)
@@ -466,9 +547,13 @@ static struct ry__ctl *ctl_new(struct ry_manager *m, int fd, bool connecting)
 	c->c_tag.ft_kind = FDK_CTL;
 	c->c_tag.ft_ptr = c;
 	c->c_want_out = connecting;
+	ry__list_init(&c->c_plink);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	ctl_keepalive(fd);
 	c->c_next = m->m_ctls;
+	if (c->c_next)
+		c->c_next->c_pprev = &c->c_next;
+	c->c_pprev = &m->m_ctls;
 	m->m_ctls = c;
 	ry__fd_watch(m, fd, &c->c_tag, connecting);
 	return c;
@@ -553,7 +638,7 @@ static void ip_from_sa(const struct sockaddr_storage *ss, struct ry__ip *ip)
 
 /* "ip:port" or "[v6]:port", numeric only: what a HELLO claims must never
  * make us ask a resolver. */
-static int ip_parse(const char *s, struct ry__ip *ip)
+int ry__ip_parse(const char *s, struct ry__ip *ip)
 {
 	const char *colon = strrchr(s, ':');
 	char host[RY_ADDR_MAX], *end;
@@ -589,20 +674,19 @@ static int ip_parse(const char *s, struct ry__ip *ip)
 	return 0;
 }
 
-static bool ip_same_host(const struct ry__ip *a, const struct ry__ip *b)
+bool ry__ip_same_host(const struct ry__ip *a, const struct ry__ip *b)
 {
 	return a->fam && a->fam == b->fam &&
 	       !memcmp(a->a, b->a, a->fam == AF_INET ? 4 : 16);
 }
 
-/* The same control address however it is written. */
-static bool addr_same(const char *x, const char *y)
+bool ry__addr_same(const char *x, const char *y)
 {
 	struct ry__ip a, b;
 
-	if (ip_parse(x, &a) || ip_parse(y, &b))
+	if (ry__ip_parse(x, &a) || ry__ip_parse(y, &b))
 		return !strcmp(x, y);
-	return ip_same_host(&a, &b) && a.port == b.port;
+	return ry__ip_same_host(&a, &b) && a.port == b.port;
 }
 
 static void ip_str(const struct ry__ip *ip, char *buf, size_t len)
@@ -698,13 +782,13 @@ static void refuse_log_dir(struct ry_manager *m, const struct ry__ip *ip,
 	for (i = 0; i < 16; i++)
 		h = (h ^ ip->a[i]) * 1099511628211ull;
 	r = &as->as_refused[h % CTL_REFUSE_SLOTS];
-	if (r->rf_ns && ip_same_host(&r->rf_ip, ip) &&
+	if (r->rf_ns && ry__ip_same_host(&r->rf_ip, ip) &&
 	    ry__since(now, r->rf_ns) < CTL_REFUSE_QUIET_NS) {
 		r->rf_quiet++;
 		return;
 	}
 	ip_str(ip, host, sizeof(host));
-	if (r->rf_quiet && ip_same_host(&r->rf_ip, ip))
+	if (r->rf_quiet && ry__ip_same_host(&r->rf_ip, ip))
 		RY_WARN("mgr",
 			"control session %s %s refused: %s (%u more refused "
 			"in the last 10 s)",
@@ -733,27 +817,22 @@ static void ctl_refuse_log(struct ry__ctl *c, const char *why)
  * anything is allocated. */
 static const char *admit_source(struct ry_manager *m, const struct ry__ip *ip)
 {
-	const struct ry__ctl *c;
-	struct ry_peer *p;
+	const struct ry__srcn *sn = src_find(m, ip);
 	struct ry__ip pip;
-	unsigned i, n = 0;
+	unsigned i;
 
 	if (m->m_nin >= m->m_cfg.max_sessions)
 		return "max_sessions reached";
-	for (c = m->m_ctls; c; c = c->c_next)
-		n += !c->c_dead && c->c_inbound && ip_same_host(&c->c_src, ip);
-	if (n >= m->m_cfg.max_sessions_per_source)
+	if (sn && sn->sn_n >= m->m_cfg.max_sessions_per_source)
 		return "max_sessions_per_source reached";
 	if (accept_match(m, ip))
 		return NULL;
 	for (i = 0; i < m->m_cfg.n_peers; i++)
-		if (!ip_parse(m->m_cfg.peers[i].address, &pip) &&
-		    ip_same_host(&pip, ip))
+		if (!ry__ip_parse(m->m_cfg.peers[i].address, &pip) &&
+		    ry__ip_same_host(&pip, ip))
 			return NULL;
-	for (p = m->m_peers; p; p = p->pr_next)
-		if (p->pr_dial && !ip_parse(p->pr_addr, &pip) &&
-		    ip_same_host(&pip, ip))
-			return NULL;
+	if (ry__peer_dialed_host(m, ip))
+		return NULL;
 	return "not a configured peer's address and not in accept";
 }
 
@@ -761,12 +840,10 @@ static const char *admit_source(struct ry_manager *m, const struct ry__ip *ip)
 static bool ctl_bound(const struct ry_manager *m, const struct ry_peer *p,
 		      const struct ry__ctl *except)
 {
-	const struct ry__ctl *c;
+	unsigned mine = except && !except->c_dead && except->c_peer == p;
 
-	for (c = m->m_ctls; c; c = c->c_next)
-		if (c != except && !c->c_dead && c->c_peer == p)
-			return true;
-	return false;
+	(void)m;
+	return p->pr_nctl > mine;
 }
 
 /*
@@ -799,18 +876,13 @@ static int admit_hello(struct ry__ctl *c, const char *name, const char *addr,
 	for (i = 0; i < m->m_cfg.n_peers; i++) {
 		const struct ry_peer_config *pc = &m->m_cfg.peers[i];
 
-		if (!ea && addr_same(pc->address, addr))
+		if (!ea && ry__addr_same(pc->address, addr))
 			ea = pc;
 		if (!en && !strcmp(pc->name, name))
 			en = pc;
 	}
-	for (p = m->m_peers; p; p = p->pr_next) {
-		if (!rn && (!strcmp(p->pr_name, name) ||
-			    !strcmp(p->pr_node_name, name)))
-			rn = p;
-		if (!ra && p->pr_addr[0] && addr_same(p->pr_addr, addr))
-			ra = p;
-	}
+	rn = ry__peer_by_name(m, name, NULL);
+	ra = ry__peer_by_addr(m, addr);
 	if (ea || en) {
 		e = ea ? ea : en;
 		if (!ea) {
@@ -827,8 +899,8 @@ static int admit_hello(struct ry__ctl *c, const char *name, const char *addr,
 				 ea->name, en->name);
 			return -EACCES;
 		}
-		if (ip_parse(e->address, &ip) ||
-		    !ip_same_host(&ip, &c->c_src)) {
+		if (ry__ip_parse(e->address, &ip) ||
+		    !ry__ip_same_host(&ip, &c->c_src)) {
 			snprintf(why, len,
 				 "HELLO claims configured peer %s (%s) from "
 				 "another address",
@@ -858,8 +930,8 @@ static int admit_hello(struct ry__ctl *c, const char *name, const char *addr,
 		e = NULL;
 		p = ra && ra->pr_dial ? ra : rn;
 		if ((ra && rn && ra != rn) || p != ra ||
-		    ip_parse(p->pr_addr, &ip) ||
-		    !ip_same_host(&ip, &c->c_src)) {
+		    ry__ip_parse(p->pr_addr, &ip) ||
+		    !ry__ip_same_host(&ip, &c->c_src)) {
 			snprintf(why, len,
 				 "HELLO claims peer %s (%s) from another "
 				 "address or under another name",
@@ -890,9 +962,6 @@ static int admit_hello(struct ry__ctl *c, const char *name, const char *addr,
 		*p_out = rn;
 		return 0;
 	}
-	/* a departed node's claim: its record keeps its name */
-	if (ra && ra != rn)
-		ra->pr_addr[0] = 0;
 	p = rn;
 	if (!p) {
 		p = ry__peer_new(m, name, addr, false);
@@ -900,7 +969,13 @@ static int admit_hello(struct ry__ctl *c, const char *name, const char *addr,
 			return -ENOMEM;
 		p->pr_from_hello = true;
 	}
+	/* a departed node's claim: its record keeps its name */
+	if (ra && ra != rn) {
+		ra->pr_addr[0] = 0;
+		ry__peer_index(ra);
+	}
 	snprintf(p->pr_addr, sizeof(p->pr_addr), "%s", addr);
+	ry__peer_index(p);
 	*p_out = p;
 	return 0;
 }
@@ -914,12 +989,12 @@ void ry__ctl_timers(struct ry_manager *m, uint64_t now)
 		m->m_listen_paused = false;
 		ry__fd_watch(m, m->m_listen_fd, &m->m_listen_tag, false);
 	}
-	if (!m->m_npending)
-		return;
-	for (c = m->m_ctls; c; c = c->c_next) {
-		if (c->c_dead || !c->c_inbound || c->c_admitted ||
-		    ry__since(now, c->c_born_ns) <= m->m_handshake_ns)
-			continue;
+	/* oldest first: the first one not yet due ends the look */
+	while (!ry__list_empty(&m->m_ctl_pending)) {
+		c = ry__list_entry(m->m_ctl_pending.next, struct ry__ctl,
+				   c_plink);
+		if (ry__since(now, c->c_born_ns) <= m->m_handshake_ns)
+			break;
 		refuse_log(m, &c->c_src,
 			   c->c_auth && c->c_auth->a_pending
 			       ? "no AUTH (proof of the key) within "
@@ -1010,6 +1085,11 @@ struct ry__ctl *ry__ctl_adopt(struct ry_manager *m, int fd,
 	c->c_born_ns = ry__now_ns();
 	m->m_nin++;
 	m->m_npending++;
+	ry__list_add_tail(&m->m_ctl_pending, &c->c_plink);
+	if (src_hold(c)) {
+		ctl_kill(c, "out of memory");
+		return NULL;
+	}
 	return c;
 }
 
@@ -1059,7 +1139,7 @@ static void bind_source(struct ry_manager *m, int fd, int family)
 	struct ry__ip ip;
 	socklen_t len;
 
-	if (ip_parse(m->m_listen_addr, &ip) || !ip.fam)
+	if (ry__ip_parse(m->m_listen_addr, &ip) || !ip.fam)
 		return;
 	memset(&ss, 0, sizeof(ss));
 	if (family == AF_INET && ip.fam == AF_INET) {
@@ -1117,7 +1197,7 @@ int ry__ctl_dial(struct ry_peer *p)
 		close(fd);
 		return -ENOMEM;
 	}
-	c->c_peer = p;
+	ctl_bind(c, p);
 	p->pr_ctl = c;
 	p->pr_state = PEER_CONNECTING;
 	return 0;
@@ -1258,13 +1338,7 @@ static bool valid_name(const char *s)
 static bool name_taken(struct ry_manager *m, const struct ry_peer *p,
 		       const char *name)
 {
-	const struct ry_peer *q;
-
-	for (q = m->m_peers; q; q = q->pr_next)
-		if (q != p && (!strcmp(q->pr_name, name) ||
-			       !strcmp(q->pr_node_name, name)))
-			return true;
-	return false;
+	return ry__peer_by_name(m, name, p) != NULL;
 }
 
 /* Tell the other end why before closing (unauthenticated: an on-path
@@ -1376,8 +1450,9 @@ static int hello_apply(struct ry__ctl *c, const struct hello *h, bool reply)
 			ret = admit_restart(c, p, h->node);
 			if (ret)
 				return ret;
-			c->c_peer = p;
+			ctl_bind(c, p);
 			m->m_npending--;
+			ry__list_del(&c->c_plink);
 		}
 		/* a session we dialed: we chose the address */
 		c->c_admitted = true;
@@ -1389,9 +1464,11 @@ static int hello_apply(struct ry__ctl *c, const struct hello *h, bool reply)
 		return -EPROTO; /* one session speaks for one node */
 	}
 	p = c->c_peer;
-	if (!name_taken(m, p, h->name))
+	if (!name_taken(m, p, h->name)) {
 		snprintf(p->pr_node_name, sizeof(p->pr_node_name), "%s",
 			 h->name);
+		ry__peer_index(p);
+	}
 	old_node = p->pr_node && p->pr_node != h->node ? p->pr_node : 0;
 	fresh = old_node != 0;
 	if (fresh && p->pr_ctl != c) {
@@ -1403,6 +1480,7 @@ static int hello_apply(struct ry__ctl *c, const struct hello *h, bool reply)
 			ctl_kill(old, "the peer restarted");
 	}
 	p->pr_node = h->node;
+	ry__peer_index(p);
 	p->pr_nrrails = h->n;
 	memcpy(p->pr_rrails, h->rr, h->n * sizeof(h->rr[0]));
 	/* with a key the listener's HELLO_ACK went out before AUTH */
@@ -1829,16 +1907,17 @@ static void ctl_free(struct ry__ctl *c)
 
 void ry__ctl_reap(struct ry_manager *m)
 {
-	struct ry__ctl **pp = &m->m_ctls, *c;
-	struct ry_peer **pq, *p;
+	struct ry__list *pos, *next;
+	struct ry_peer *p;
+	struct ry__ctl *c;
+	bool again = false;
 
-	while ((c = *pp)) {
-		if (c->c_dead) {
-			*pp = c->c_next;
-			ctl_free(c);
-		} else {
-			pp = &c->c_next;
-		}
+	while ((c = m->m_ctl_dead)) {
+		m->m_ctl_dead = c->c_dnext;
+		*c->c_pprev = c->c_next;
+		if (c->c_next)
+			c->c_next->c_pprev = c->c_pprev;
+		ctl_free(c);
 	}
 	if (!m->m_reap_peers || ry__now_ns() < m->m_reap_next_ns)
 		return;
@@ -1846,31 +1925,24 @@ void ry__ctl_reap(struct ry_manager *m)
 	 * Records made from HELLOs must not pile up (manager.h).  A record
 	 * whose sessions are gone may not be disposable yet (its connections
 	 * still failing over, draining): look again, at most every 100 ms,
-	 * until every such record is gone.  One pass over sessions and one
-	 * over peers, whatever their numbers.
+	 * until every such record is gone.  Only the records on m_reapq
+	 * (their last session closed; ctl_bind) are looked at, whatever the
+	 * number of sessions and peers.
 	 */
 	m->m_reap_peers = false;
 	m->m_reap_next_ns = ry__now_ns() + 100000000ull;
-	for (c = m->m_ctls; c; c = c->c_next)
-		if (!c->c_dead && c->c_peer)
-			c->c_peer->pr_reap_bound = true;
-	for (pq = &m->m_peers; (p = *pq);) {
-		bool bound = p->pr_reap_bound;
-
-		p->pr_reap_bound = false;
-		if (!p->pr_from_hello || bound) {
-			pq = &p->pr_next;
-		} else if (ry__peer_disposable(p)) {
-			*pq = p->pr_next;
+	ry__list_for_each_safe(pos, next, &m->m_reapq) {
+		p = ry__list_entry(pos, struct ry_peer, pr_rlink);
+		if (ry__peer_disposable(p)) {
+			ry__peer_unlink(p);
 			ry__peer_forget(p);
-		} else {
+		} else if (!p->pr_app_seen) {
 			/* it may become disposable: look again (never if the
 			 * application holds it) */
-			if (!p->pr_app_seen)
-				m->m_reap_peers = true;
-			pq = &p->pr_next;
+			again = true;
 		}
 	}
+	m->m_reap_peers = again;
 }
 
 void ry__ctl_close_all(struct ry_manager *m)
@@ -1879,10 +1951,15 @@ void ry__ctl_close_all(struct ry_manager *m)
 
 	while ((c = m->m_ctls)) {
 		m->m_ctls = c->c_next;
-		if (!c->c_dead)
+		/* the peer records are gone already (teardown) */
+		if (!c->c_dead) {
 			ry__fd_unwatch(m, c->c_fd);
+			src_release(c);
+			ry__list_del(&c->c_plink);
+		}
 		ctl_free(c);
 	}
+	m->m_ctl_dead = NULL;
 	if (m->m_listen_fd >= 0) {
 		ry__fd_unwatch(m, m->m_listen_fd);
 		close(m->m_listen_fd);

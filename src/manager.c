@@ -204,7 +204,7 @@ static void teardown(struct ry_manager *m)
 		ry__op_release(m, op);
 	}
 	while ((p = m->m_peers)) {
-		m->m_peers = p->pr_next;
+		ry__peer_unlink(p);
 		for (j = 0; j < m->m_nrails; j++)
 			ry__conn_destroy_qp(&p->pr_conns[j]);
 		ry__peer_free(p);
@@ -236,6 +236,8 @@ static void teardown(struct ry_manager *m)
 	ry__pool_fini(&m->m_wr_pool);
 	ry__pool_fini(&m->m_range_pool);
 	ry__heap_free(&m->m_ctimers); /* emptied by ry__peer_free */
+	ry__peer_index_fini(m);
+	ry__hidx_free(&m->m_ctl_src); /* emptied by ry__ctl_close_all */
 	if (m->m_timer_fd >= 0)
 		close(m->m_timer_fd);
 	if (m->m_wake_fd >= 0)
@@ -292,6 +294,13 @@ int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 	}
 	m->m_node = ry__rand64() | 1;
 	ry__list_init(&m->m_tpeers);
+	ry__list_init(&m->m_reapq);
+	ry__list_init(&m->m_ctl_pending);
+	ret = ry__peer_index_init(m);
+	if (!ret)
+		ret = ry__hidx_init(&m->m_ctl_src);
+	if (ret)
+		goto err;
 	ry__mgr_timing(m);
 	ry__pool_init(&m->m_op_pool, sizeof(struct ry__op));
 	ry__pool_init(&m->m_wr_pool, sizeof(struct ry__wr));

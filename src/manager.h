@@ -124,7 +124,8 @@
  *   (pr_from_hello; never dialed: an address a HELLO claims is not ours to
  *   call).  A record from a HELLO is freed once its last control session
  *   has closed and it is disposable (ry__ctl_reap, which looks again
- *   every 100 ms while such a record waits; ry__peer_disposable): no
+ *   every 100 ms at the records on m_reapq, those whose last session
+ *   closed, while such a record waits; ry__peer_disposable): no
  *   operations, no connection beyond IDLE/BACKOFF, and the application
  *   has never been handed its pointer (pr_app_seen: set by ry_peer_get
  *   and whenever a message from it is queued for delivery; events carry
@@ -153,6 +154,7 @@
 #include "src/util/clock.h"
 #include "src/util/compiler.h"
 #include "src/util/heap.h"
+#include "src/util/hidx.h"
 #include "src/util/list.h"
 #include "src/util/log.h"
 #include "src/util/queue.h"
@@ -533,12 +535,26 @@ struct ry__rrail {
 	struct ry_qp_endpoint rr_ep; /* gid/lid/udp_port/mtu, no QP */
 };
 
+/* An IP address and port, IPv4-mapped IPv6 unmapped (control.c). */
+struct ry__ip {
+	int fam; /* AF_INET, AF_INET6; 0: none */
+	unsigned char a[16];
+	uint16_t port;
+};
+
 struct ry_peer {
 	struct ry_manager *pr_mgr;
+	/* pr_name, pr_addr, pr_node_name, pr_node and pr_dial are what the
+	 * indexes file it under (peer_index.c): whoever changes one calls
+	 * ry__peer_index(p) */
 	char pr_name[RY_ADDR_MAX];
 	char pr_addr[RY_ADDR_MAX];
 	char pr_node_name[RY_NAME_MAX]; /* from its HELLO */
 	uint64_t pr_node;		/* its incarnation id; 0 until HELLO */
+	struct ry__hnode pr_ix_name, pr_ix_node_name, pr_ix_addr, pr_ix_host,
+	    pr_ix_node;
+	struct ry__ip pr_addr_ip; /* pr_addr parsed; fam 0: it does not parse */
+	uint64_t pr_seq;	  /* creation order: newer records are first */
 	/* earlier incarnations (a ring): their descriptors are refused with
 	 * -ESTALE */
 	uint64_t pr_past[RY__PAST];
@@ -550,8 +566,9 @@ struct ry_peer {
 	bool pr_dial;	    /* we may dial pr_addr: configured or app-named */
 	bool pr_from_hello; /* created from an admitted HELLO */
 	bool pr_app_seen;   /* the application was handed this pointer */
-	bool pr_reap_bound; /* ry__ctl_reap(): a live session speaks for it */
 	bool pr_retired;    /* its peer section was removed by a reload */
+	unsigned pr_nctl;   /* live control sessions speaking for it */
+	struct ry__list pr_rlink; /* m_reapq, or self */
 	unsigned pr_nrrails;
 	struct ry__rrail pr_rrails[RY_MAX_RAILS];
 	unsigned pr_nactive;
@@ -580,7 +597,7 @@ struct ry_peer {
 	/* failover timing */
 	uint64_t pr_resume_from_ns;
 	struct ry__conn *pr_resume_conn;
-	struct ry_peer *pr_next;
+	struct ry_peer *pr_next, **pr_pprev; /* m_peers */
 	/* one per rail slot (RY_MAX_RAILS, so that a reload can add rails) */
 	struct ry__conn pr_conns[];
 };
@@ -634,6 +651,9 @@ struct ry_manager {
 	int m_listen_fd;
 	char m_listen_addr[RY_ADDR_MAX];
 	struct ry__ctl *m_ctls;
+	struct ry__ctl *m_ctl_dead;    /* killed, to be freed by ry__ctl_reap */
+	struct ry__list m_ctl_pending; /* inbound, not admitted, oldest first */
+	struct ry__hidx m_ctl_src;     /* live inbound sessions per source IP */
 	/* admission and bounds (control.c) */
 	unsigned m_nin;	     /* inbound sessions alive */
 	unsigned m_npending; /* of those, not admitted yet */
@@ -644,6 +664,7 @@ struct ry_manager {
 	uint64_t m_listen_resume_ns;
 	bool m_reap_peers;	 /* a HELLO-made peer lost a session */
 	uint64_t m_reap_next_ns; /* reap at most every 100 ms */
+	struct ry__list m_reapq; /* HELLO-made records with no live session */
 	struct ry__admit_state *m_admit;
 	struct ry__authkey
 	    *m_auth; /* keys from key_file (auth.c); NULL: none */
@@ -664,7 +685,12 @@ struct ry_manager {
 	unsigned m_nrt;
 	struct ry__rthread m_rt[RY_MAX_RAILS];
 	/* peers */
-	struct ry_peer *m_peers;
+	struct ry_peer *m_peers; /* newest first */
+	uint64_t m_peer_seq;
+	/* m_peers by name, by node name, by control address, dialed ones
+	 * by host, by incarnation; keyed with m_ix_key (peer_index.c) */
+	struct ry__hidx m_ix_name, m_ix_nname, m_ix_addr, m_ix_host, m_ix_node;
+	unsigned char m_ix_key[16];
 	struct ry_peer *m_dirty;
 	struct ry__conn *m_failed;
 	/* timers (timers.c): connections by their next deadline; peers with
@@ -732,9 +758,36 @@ void ry__kick(struct ry_manager *m);
 void ry__wr_complete(struct ry_manager *m, struct ry__wr *w,
 		     const struct ry_wc *wc, uint64_t now);
 
-/* peer.c */
+/* peer_index.c: lookups return the newest record that matches, as a
+ * walk over m_peers from its head would */
+int ry__peer_index_init(struct ry_manager *m);
+void ry__peer_index_fini(struct ry_manager *m);
+/* File p again after a change of what it is looked up by. */
+void ry__peer_index(struct ry_peer *p);
+void ry__peer_unindex(struct ry_peer *p);
+/* By pr_name or pr_node_name, or by pr_addr written exactly so. */
 struct ry_peer *ry__peer_find(struct ry_manager *m, const char *name,
 			      const char *addr);
+/* By pr_name or pr_node_name, other than except (which may be NULL). */
+struct ry_peer *ry__peer_by_name(struct ry_manager *m, const char *name,
+				 const struct ry_peer *except);
+/* By control address however it is written (ry__addr_same). */
+struct ry_peer *ry__peer_by_addr(struct ry_manager *m, const char *addr);
+/* A record we dial (pr_dial) whose control address is on ip's host. */
+bool ry__peer_dialed_host(struct ry_manager *m, const struct ry__ip *ip);
+/* ip's key under m_ix_key: with its port, or its host only. */
+uint64_t ry__ip_key(const struct ry_manager *m, const struct ry__ip *ip,
+		    bool port);
+/* By incarnation (pr_node), 0 never matches. */
+struct ry_peer *ry__peer_by_node(struct ry_manager *m, uint64_t node);
+
+/* control.c: addresses */
+int ry__ip_parse(const char *s, struct ry__ip *ip);
+bool ry__ip_same_host(const struct ry__ip *a, const struct ry__ip *b);
+/* The same control address however it is written. */
+bool ry__addr_same(const char *x, const char *y);
+
+/* peer.c */
 struct ry_peer *ry__peer_new(struct ry_manager *m, const char *name,
 			     const char *addr, bool dial);
 bool ry__peer_disposable(const struct ry_peer *p);
@@ -749,6 +802,8 @@ void ry__peer_path_reason(struct ry_peer *p, uint64_t waited_ns, char *buf,
 void ry__peer_ctl_lost(struct ry_peer *p, struct ry__ctl *c);
 void ry__peer_dirty(struct ry_peer *p);
 void ry__peer_update_paths(struct ry_peer *p);
+/* Take p out of m_peers and its indexes (the caller frees it). */
+void ry__peer_unlink(struct ry_peer *p);
 void ry__peer_free(struct ry_peer *p);
 
 /* op.c */

@@ -194,10 +194,9 @@ void ry__msg_rx(struct ry__conn *c, const unsigned char *buf, uint32_t len,
  * below the hole).  The rail checked the packet against the live QP, the
  * header names the sending node: deliver it through that peer's window,
  * which drops it if a replay got there first.  It proves nothing about
- * any connection.  The peer is found by a walk over all of them: fine for
- * a packet that only a race around a QP's destruction produces, but with
- * thousands of peers and a rail failing under load that is a walk per
- * such packet; an index by incarnation would make it O(1) (issue 13).
+ * any connection.  The peer is found by its incarnation (peer_index.c):
+ * with thousands of peers and a rail failing under load such packets
+ * come in bursts.
  */
 static void retired_rx(struct ry_manager *m, const unsigned char *buf,
 		       uint32_t len, uint64_t now)
@@ -208,9 +207,7 @@ static void retired_rx(struct ry_manager *m, const unsigned char *buf,
 	if (!parse_hdr(&h, buf, len) ||
 	    (le16toh(h.mh_type) != MT_DATA && le16toh(h.mh_type) != MT_NOTIFY))
 		return;
-	for (p = m->m_peers; p; p = p->pr_next)
-		if (p->pr_node && p->pr_node == le64toh(h.mh_node))
-			break;
+	p = ry__peer_by_node(m, le64toh(h.mh_node));
 	if (p)
 		data_rx(p, NULL, &h, buf, len, now);
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Peers: lookup by name or control address, discovery (pairing our rails
+ * Peers: records (their lookup is peer_index.c), discovery (pairing our rails
  * with the peer's by network name once the HELLOs are exchanged), the
  * control channel's lifecycle, and the text that says why no path is left.
  * A connection's state follows pairing through conn.c (ry__conn_paired).
@@ -21,22 +21,6 @@ static const char *const peer_state_names[PEER__MAX] = {
 const char *ry__peer_state_str(enum ry__peer_state s)
 {
 	return (unsigned)s < PEER__MAX ? peer_state_names[s] : "?";
-}
-
-struct ry_peer *ry__peer_find(struct ry_manager *m, const char *name,
-			      const char *addr)
-{
-	struct ry_peer *p;
-
-	for (p = m->m_peers; p; p = p->pr_next) {
-		if (name && name[0] &&
-		    (!strcmp(p->pr_name, name) ||
-		     !strcmp(p->pr_node_name, name)))
-			return p;
-		if (addr && addr[0] && !strcmp(p->pr_addr, addr))
-			return p;
-	}
-	return NULL;
 }
 
 struct ry_peer *ry__peer_new(struct ry_manager *m, const char *name,
@@ -60,18 +44,38 @@ struct ry_peer *ry__peer_new(struct ry_manager *m, const char *name,
 	p->pr_nopath_ns = ry__now_ns();
 	ry__list_init(&p->pr_ops);
 	ry__list_init(&p->pr_tlink);
+	ry__list_init(&p->pr_rlink);
+	p->pr_seq = ++m->m_peer_seq;
 	/* slots a reload adds are initialised then (reload.c) */
 	for (i = 0; i < m->m_nrails; i++)
 		ry__conn_init(&p->pr_conns[i], p, &m->m_rails[i]);
 	p->pr_next = m->m_peers;
+	if (p->pr_next)
+		p->pr_next->pr_pprev = &p->pr_next;
+	p->pr_pprev = &m->m_peers;
 	m->m_peers = p;
+	ry__peer_index(p);
 	return p;
+}
+
+void ry__peer_unlink(struct ry_peer *p)
+{
+	if (!p->pr_pprev)
+		return;
+	*p->pr_pprev = p->pr_next;
+	if (p->pr_next)
+		p->pr_next->pr_pprev = p->pr_pprev;
+	p->pr_next = NULL;
+	p->pr_pprev = NULL;
+	ry__peer_unindex(p);
+	ry__list_del(&p->pr_rlink);
 }
 
 void ry__peer_free(struct ry_peer *p)
 {
 	unsigned i;
 
+	ry__peer_unlink(p);
 	ry__list_del(&p->pr_tlink);
 	for (i = 0; i < RY_MAX_RAILS; i++)
 		if (ry__heap_linked(&p->pr_conns[i].cn_tnode))
@@ -98,7 +102,7 @@ bool ry__peer_disposable(const struct ry_peer *p)
 	return true;
 }
 
-/* Free a record the caller has unlinked from m_peers. */
+/* Free a record, counting its connections' traffic as gone. */
 void ry__peer_forget(struct ry_peer *p)
 {
 	struct ry_manager *m = p->pr_mgr;
@@ -455,8 +459,10 @@ int ry_peer_get(struct ry_manager *m, const char *s, struct ry_peer **peer_p)
 		}
 	}
 	/* named by the application with this address: ours to dial */
-	if (!p->pr_dial && p->pr_addr[0] && !strcmp(p->pr_addr, s))
+	if (!p->pr_dial && p->pr_addr[0] && !strcmp(p->pr_addr, s)) {
 		p->pr_dial = true;
+		ry__peer_index(p);
+	}
 	p->pr_app_seen = true;
 	*peer_p = p;
 out:

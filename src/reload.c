@@ -351,6 +351,7 @@ static void retire_peer(struct ry_manager *m, struct ry_peer *p)
 		 p->pr_name);
 	p->pr_retired = true;
 	p->pr_dial = false;
+	ry__peer_index(p);
 	ry__list_for_each_safe(pos, next, &p->pr_ops)
 		ry__op_fail(ry__list_entry(pos, struct ry__op, op_all),
 			    RY_EPEER, why);
@@ -400,6 +401,7 @@ static int apply_peers(struct ry_manager *m, const struct ry_config *c)
 					 np[i].address);
 				p->pr_dial = true;
 				p->pr_state = PEER_NEW;
+				ry__peer_index(p);
 			}
 	}
 	free(m->m_cfg.peers);

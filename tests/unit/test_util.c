@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "src/util/heap.h"
+#include "src/util/hidx.h"
 #include "src/util/list.h"
 #include "src/util/queue.h"
 #include "src/util/random.h"
@@ -243,6 +244,67 @@ START_TEST(heap_random)
 }
 END_TEST
 
+/* ---- hidx.h ---- */
+
+/*
+ * Random adds (moves, when filed already) and deletes against a plain
+ * array, with few distinct keys so that chains are long and keys shared,
+ * and enough nodes that the buckets double several times: every filed
+ * node is found under its key exactly once, nothing else is, and the
+ * count matches.
+ */
+START_TEST(hidx_random)
+{
+	enum { N = 600, KEYS = 97 };
+	struct ry__hidx h;
+	struct ry__hnode x[N];
+	uint64_t rng = 0x2545f4914f6cdd1dull;
+
+	memset(x, 0, sizeof(x));
+	ck_assert_int_eq(ry__hidx_init(&h), 0);
+	for (int step = 0; step < 20000; step++) {
+		unsigned i, bad = 0, filed = 0;
+		struct ry__hnode *pos;
+
+		rng ^= rng << 13;
+		rng ^= rng >> 7;
+		rng ^= rng << 17;
+		i = (unsigned)(rng % N);
+		if (rng % 4 == 0)
+			ry__hidx_del(&h, &x[i]);
+		else
+			/* keys far apart in their high bits: buckets use
+			 * the low ones */
+			ry__hidx_add(&h, &x[i],
+				     ((rng >> 20) % KEYS) * 0x100000001ull);
+		if (step % 50 && step != 19999)
+			continue;
+		for (i = 0; i < N; i++) {
+			unsigned seen = 0;
+
+			if (!ry__hidx_linked(&x[i]))
+				continue;
+			filed++;
+			ry__hidx_for_each(pos, &h, x[i].key)
+			{
+				bad += pos->key != x[i].key;
+				seen += pos == &x[i];
+			}
+			bad += seen != 1;
+		}
+		bad += h.n != filed;
+		if (bad)
+			ck_abort_msg("step %d: index inconsistent", step);
+	}
+	ck_assert_uint_gt(h.mask + 1, 256); /* it grew */
+	for (unsigned i = 0; i < N; i++)
+		ry__hidx_del(&h, &x[i]);
+	ck_assert_uint_eq(h.n, 0);
+	ck_assert_ptr_null(ry__hidx_first(&h, 0));
+	ry__hidx_free(&h);
+}
+END_TEST
+
 /* ---- random.h ---- */
 
 START_TEST(random_fills)
@@ -273,6 +335,7 @@ int main(void)
 	tcase_add_loop_test(tc, ring_table, 0,
 			    (int)(sizeof(rings) / sizeof(rings[0])));
 	tcase_add_test(tc, heap_random);
+	tcase_add_test(tc, hidx_random);
 	tcase_add_test(tc, random_fills);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
