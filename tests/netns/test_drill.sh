@@ -65,7 +65,21 @@ fi
 
 in_a() { ip netns exec "$p-a" "$@"; }
 in_b() { ip netns exec "$p-b" "$@"; }
-fail() { echo "FAIL ($scenario): $*"; exit 1; }
+# What a failed run looked like, into the ctest log: the loaded loop keeps
+# nothing else (RY_DRILL_KEEP keeps the whole work directory).
+diagnose() {
+	[[ -n ${out:-} && -s $out ]] || return 0
+	echo "--- $scenario: samples (t, total MB/s, per rail)"
+	jq -r '.samples[] | "\(.t) \(.total_mbyte_s) \(.rails | tostring)"' \
+		"$out" 2>/dev/null | head -40
+	echo "--- events (t rail event reason detect_ms fail_t)"
+	jq -r '.events[] | "\(.t) \(.rail) \(.event) \(.reason // "-")" +
+		" \(.detect_ms // "-") \(.fail_t // "-")"' "$out" 2>/dev/null |
+		head -60
+	echo "--- warnings and errors of a and b (CLOCK_MONOTONIC; start_mono $(jq -r .start_mono "$out" 2>/dev/null))"
+	grep -h " warn \| error " "$out.log" "$work"/serve*.log 2>/dev/null | tail -30
+}
+fail() { echo "FAIL ($scenario): $*"; diagnose; exit 1; }
 
 # Not through in_b: a function in the background is a subshell, and its
 # PID is not serve's -- killing it left serve running and made `wait`
