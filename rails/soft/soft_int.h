@@ -51,6 +51,7 @@
 #include "src/util/clock.h"
 #include "src/util/compiler.h"
 #include "src/util/heap.h"
+#include "src/util/hidx.h"
 #include "src/util/list.h"
 #include "src/util/random.h"
 
@@ -58,7 +59,6 @@
 #define RY__SOFT_MAX_MSG (1u << 30)
 #define RY__SOFT_SRQ_SIZE 4096
 #define RY__SOFT_KEY_BUCKETS 1024
-#define RY__SOFT_QP_BUCKETS 1024
 #define RY__SOFT_MAX_RD 16 /* READs outstanding per QP */
 #define RY__SOFT_WINDOW_BYTES (4u << 20)
 /* A READ is asked for in requests of this many bytes (at least 16
@@ -150,7 +150,7 @@ enum ry__soft_req_state { /* for logs: what the requester waits on */
 
 struct ry__soft_qp {
 	struct ry_qp base;		 /* base.local: our qpn, psn, cookie */
-	struct ry__soft_qp *hnext;	 /* QPN hash chain */
+	struct ry__hnode hnode;		 /* rail's qpns, keyed by QPN */
 	struct ry__soft_qp *next, *prev; /* rail's list of QPs */
 	struct ry__list active;		 /* rail's active list, or self */
 	struct ry__heap_node tnode;	 /* rail's timers: the next QP timer */
@@ -247,7 +247,7 @@ struct ry__soft_rail {
 
 	struct ry__soft_mr *rkeys[RY__SOFT_KEY_BUCKETS];
 	struct ry__soft_mr *lkeys[RY__SOFT_KEY_BUCKETS];
-	struct ry__soft_qp *qpns[RY__SOFT_QP_BUCKETS];
+	struct ry__hidx qpns;	 /* QPs by number; grows with them */
 	struct ry__soft_qp *qps; /* all QPs */
 	struct ry__list active;	 /* QPs with work now (qp->active) */
 	struct ry__heap timers;	 /* QPs with a timer running (qp->tnode) */

@@ -16,19 +16,14 @@
 #include "src/util/log.h"
 #include "src/util/ring.h"
 
-static unsigned qbucket(uint32_t qpn)
-{
-	return (qpn * 2654435761u) >> 22;
-}
-_Static_assert(RY__SOFT_QP_BUCKETS == 1024, "qbucket() makes 10 bits");
-
+/* QPNs are drawn at random (below), so the number is its own hash key;
+ * the index grows with the QPs (a fixed table made 10,000 QPs a rail
+ * chains of ten). */
 struct ry__soft_qp *ry__soft_qp_lookup(struct ry__soft_rail *r, uint32_t qpn)
 {
-	struct ry__soft_qp *qp = r->qpns[qbucket(qpn)];
+	struct ry__hnode *x = ry__hidx_first(&r->qpns, qpn);
 
-	while (qp && qp->base.qp_num != qpn)
-		qp = qp->hnext;
-	return qp;
+	return x ? container_of(x, struct ry__soft_qp, hnode) : NULL;
 }
 
 static int fresh_psn_cookie(struct ry__soft_qp *qp)
@@ -108,8 +103,7 @@ int ry__soft_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	qp->base.context = init->context;
 	ry__list_init(&qp->active);
 	r->sq_total += qp->sq_max;
-	qp->hnext = r->qpns[qbucket(qp->base.qp_num)];
-	r->qpns[qbucket(qp->base.qp_num)] = qp;
+	ry__hidx_add(&r->qpns, &qp->hnode, qp->base.qp_num);
 	qp->next = r->qps;
 	if (r->qps)
 		r->qps->prev = qp;
@@ -129,14 +123,7 @@ err_free:
 
 static void unlink_qp(struct ry__soft_rail *r, struct ry__soft_qp *qp)
 {
-	struct ry__soft_qp **pp;
-
-	for (pp = &r->qpns[qbucket(qp->base.qp_num)]; *pp; pp = &(*pp)->hnext) {
-		if (*pp == qp) {
-			*pp = qp->hnext;
-			break;
-		}
-	}
+	ry__hidx_del(&r->qpns, &qp->hnode);
 	if (qp->prev)
 		qp->prev->next = qp->next;
 	else

@@ -441,6 +441,10 @@ static int soft_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 	snprintf(r->base.name, sizeof(r->base.name), "%s", cfg->name);
 	r->sock = r->epfd = r->tfd = r->efd = r->nlfd = -1;
 	ry__list_init(&r->active);
+	if (ry__hidx_init(&r->qpns)) {
+		free(r);
+		return -ENOMEM;
+	}
 	r->link = RY_LINK_UP;
 	r->nl_up = true;
 	r->eff_up = true;
@@ -526,6 +530,7 @@ err_close:
 	return rc;
 err_free:
 	ry__soft_net_close(r);
+	ry__hidx_free(&r->qpns);
 	free(r->cq);
 	free(r);
 	return rc;
@@ -552,6 +557,7 @@ static void soft_close(struct ry_rail *rail)
 		close(r->epfd);
 	ry__soft_net_close(r);
 	ry__heap_free(&r->timers);
+	ry__hidx_free(&r->qpns);
 	free(r->cq);
 	free(r);
 }
