@@ -3,7 +3,7 @@
  * What one connection of a server costs in memory, in-process, without a
  * network (issue 13: <= 4 KiB a connection, registered memory aside).
  *
- *   conn_mem [-n QPS] [-p PEERS] [-w WR_PER_QP]
+ *   conn_mem [-n QPS] [-p PEERS] [-s SESSIONS] [-w WR_PER_QP]
  *
  * Part 1, the soft rail alone (one rail on 127.0.0.1): QPS QPs of
  * WR_PER_QP + 2 work requests (what the manager creates, conn.c), paired
@@ -12,18 +12,21 @@
  * Part 2, the manager: PEERS peer records (ry__peer_new, as an admitted
  * HELLO makes them) on a manager with four soft rails, then a QP for each
  * of their four connections as conn.c makes it (created, INIT, in the
- * rail's QPN hash).
+ * rail's QPN hash).  Part 3: SESSIONS control sessions (one per peer node)
+ * on that manager.
  *
  * For each step: heap bytes (mallinfo2: uordblks + hblkhd) and RSS bytes
  * (/proc/self/statm) grown per QP or per connection, and what the
  * structures say they hold (sizeof, the send queue, the completion queue
  * reservation).  A benchmark, not a test: it asserts nothing.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <railyard/railyard.h>
@@ -197,7 +200,48 @@ static void rail_part(unsigned n, uint32_t wr)
 	free(qp);
 }
 
-static void mgr_part(unsigned npeers, uint32_t wr)
+/*
+ * Control sessions (one per peer node, src/control.c): adopted as an
+ * accepted one is, with the first bytes of a frame fed (its receive buffer
+ * is allocated then).  An admitted session also keeps the transmit buffer
+ * its first reply allocated (4 KiB, control.c), not counted here.
+ */
+static void ctl_part(struct ry_manager *m, unsigned n)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+	struct sockaddr_storage ss;
+	struct snap s0, s1;
+	static const unsigned char part[4];
+	int *fds = calloc(n, sizeof(*fds));
+
+	if (!fds)
+		die("calloc", -ENOMEM);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	memset(&ss, 0, sizeof(ss));
+	memcpy(&ss, &sin, sizeof(sin));
+	s0 = snap();
+	pthread_mutex_lock(&m->m_lock);
+	for (unsigned i = 0; i < n; i++) {
+		int sv[2];
+		struct ry__ctl *c;
+
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv))
+			die("socketpair", -errno);
+		fds[i] = sv[1];
+		c = ry__ctl_adopt(m, sv[0], &ss);
+		if (!c)
+			die("ctl_adopt", -EPERM);
+		ry__ctl_feed(c, part, sizeof(part));
+	}
+	pthread_mutex_unlock(&m->m_lock);
+	s1 = snap();
+	row("control session (struct, receive buffer)", s0, s1, n, "peer");
+	for (unsigned i = 0; i < n; i++)
+		close(fds[i]);
+	free(fds);
+}
+
+static void mgr_part(unsigned npeers, uint32_t wr, unsigned nsess)
 {
 	struct ry_manager *m;
 	struct ry_config c;
@@ -214,6 +258,9 @@ static void mgr_part(unsigned npeers, uint32_t wr)
 	snprintf(c.control, sizeof(c.control), "127.0.0.1:0");
 	c.wr_per_qp = wr;
 	c.log.level = RY_LOG_WARN;
+	c.accept.n = 1;
+	snprintf(c.accept.s[0], sizeof(c.accept.s[0]), "127.0.0.0/8");
+	c.max_sessions = c.max_sessions_per_source = nsess + 1;
 	c.n_rails = 4;
 	for (i = 0; i < c.n_rails; i++) {
 		struct ry_rail_config *rc_ = &c.rails[i];
@@ -245,7 +292,7 @@ static void mgr_part(unsigned npeers, uint32_t wr)
 	pthread_mutex_lock(&m->m_lock);
 	for (i = 0; i < npeers; i++)
 		for (k = 0; k < m->m_nrails; k++) {
-			struct ry__conn *cn = &p[i]->pr_conns[k];
+			struct ry__conn *cn = p[i]->pr_conn[k];
 			struct ry_qp_init init = {.max_send_wr = wr + 2,
 						  .context = cn};
 			struct ry_qp_attr at = {.access =
@@ -272,24 +319,25 @@ static void mgr_part(unsigned npeers, uint32_t wr)
 	printf("%-44s %10zu %10s  per peer\n",
 	       "  of which sizeof(struct ry_peer)", sizeof(struct ry_peer), "");
 	printf("%-44s %10zu %10s  per peer\n", "  of which the connections",
-	       RY_MAX_RAILS * sizeof(struct ry__conn), "");
+	       (size_t)p[0]->pr_nslots * sizeof(struct ry__conn), "");
 	printf("%-44s %10zu %10s  per conn\n", "  sizeof(struct ry__conn)",
 	       sizeof(struct ry__conn), "");
 	row("a QP per connection (create, INIT, hash)", s1, s2, nconn, "conn");
 	printf("%-44s %10.0f %10s  per conn\n", "  of which the CQs grew",
 	       ((double)cq1 - (double)cq0) / nconn, "");
 	row("peer and its QPs, per connection", s0, s2, nconn, "conn");
+	ctl_part(m, nsess);
 	ry_manager_destroy(m);
 	free(p);
 }
 
 int main(int argc, char **argv)
 {
-	unsigned n = 4000, npeers = 1000;
+	unsigned n = 4000, npeers = 1000, nsess = 200;
 	uint32_t wr = 256;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "n:p:w:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:p:s:w:")) != -1) {
 		switch (opt) {
 		case 'n':
 			n = (unsigned)atoi(optarg) & ~1u;
@@ -297,20 +345,23 @@ int main(int argc, char **argv)
 		case 'p':
 			npeers = (unsigned)atoi(optarg);
 			break;
+		case 's':
+			nsess = (unsigned)atoi(optarg);
+			break;
 		case 'w':
 			wr = (uint32_t)atoi(optarg);
 			break;
 		default:
 			fprintf(stderr, "usage: conn_mem [-n QPS] [-p PEERS] "
-					"[-w WR_PER_QP]\n");
+					"[-s SESSIONS] [-w WR_PER_QP]\n");
 			return 2;
 		}
 	}
-	if (n < 2 || !npeers || !wr)
+	if (n < 2 || !npeers || !nsess || !wr)
 		return 2;
 	/* one arena: the heap counts are the whole process's */
 	mallopt(M_ARENA_MAX, 1);
 	rail_part(n, wr);
-	mgr_part(npeers, wr);
+	mgr_part(npeers, wr, nsess);
 	return 0;
 }
