@@ -36,6 +36,10 @@
 #include "soft/soft_ns.h"
 #include "src/manager.h"
 
+/* Part 1's burst: BURST WRs on each of the first BURST_QPS QPs. */
+#define BURST 64
+#define BURST_QPS 64
+
 struct snap {
 	size_t heap, rss;
 };
@@ -107,7 +111,7 @@ static void rail_part(unsigned n, uint32_t wr)
 	size_t cq0, cq1, cq3;
 	struct ry_mr *mr;
 	struct ry_pd *pd;
-	unsigned done = 0;
+	unsigned done = 0, burst = 0;
 	int rc;
 
 	if (!qp)
@@ -157,7 +161,24 @@ static void rail_part(unsigned n, uint32_t wr)
 	}
 	s3 = snap();
 	cq3 = cq_bytes(r);
-	for (double end = ry_test_now_s() + 30; done < n;) {
+	/* a burst on a few QPs: rings of their own while it is out */
+	for (unsigned i = 0; i < n && i < BURST_QPS; i++)
+		for (unsigned k = 0; k < BURST; k++) {
+			struct ry_send_wr w = {
+			    .wr_id = k,
+			    .opcode = RY_WR_RDMA_WRITE,
+			    .sge = {(uintptr_t)buf, 40, mr->lkey},
+			    .remote_addr = (uintptr_t)buf + 64,
+			    .rkey = mr->rkey,
+			};
+
+			if ((rc = ry__rail_post_send(qp[i], &w, 1)))
+				die("post_send", rc);
+			burst++;
+		}
+	printf("# a burst of %u WRs on %u QPs: their rings %zu B, CQ %zu B\n",
+	       BURST, burst / BURST, sq_bytes(r), cq_bytes(r));
+	for (double end = ry_test_now_s() + 30; done < n + burst;) {
 		struct ry_wc wc[64];
 		int k;
 
@@ -170,7 +191,7 @@ static void rail_part(unsigned n, uint32_t wr)
 		if (ry_test_now_s() > end)
 			die("completions", ETIMEDOUT);
 	}
-	printf("# soft rail: %u QPs of %u WRs; sq ring now %zu B, READ "
+	printf("# %u QPs of %u WRs, all completed: rings %zu B, READ "
 	       "state %zu B in all\n",
 	       n, wr + 2, sq_bytes(r), rd_bytes(r));
 	/* idle: long enough for the drained QPs' queues to be let go */
@@ -193,7 +214,7 @@ static void rail_part(unsigned n, uint32_t wr)
 	row("post one WRITE", s2, s3, n, "QP");
 	printf("%-44s %10.0f %10s  per QP\n", "  of which the CQ grew",
 	       ((double)cq3 - (double)cq1) / n, "");
-	row("complete it, idle 1.5 s", s3, s4, n, "QP");
+	row("complete it and the burst, idle 1.5 s", s3, s4, n, "QP");
 	row("all of it (create .. idle)", s0, s4, n, "QP");
 	row("destroy", s4, s5, n, "QP");
 	ry__rail_close(r);
