@@ -100,6 +100,21 @@ static size_t rd_bytes(struct ry_rail *r)
 	return n;
 }
 
+/* A heartbeat-sized WRITE within buf (its QP writes to its own rail). */
+static void post_write(struct ry_qp *qp, struct ry_mr *mr, unsigned char *buf)
+{
+	struct ry_send_wr w = {
+	    .opcode = RY_WR_RDMA_WRITE,
+	    .sge = {(uintptr_t)buf, 40, mr->lkey},
+	    .remote_addr = (uintptr_t)buf + 64,
+	    .rkey = mr->rkey,
+	};
+	int rc = ry__rail_post_send(qp, &w, 1);
+
+	if (rc)
+		die("post_send", rc);
+}
+
 static void rail_part(unsigned n, uint32_t wr)
 {
 	struct ry_rail *r =
@@ -147,35 +162,14 @@ static void rail_part(unsigned n, uint32_t wr)
 			die("connect", rc);
 	}
 	s2 = snap();
-	for (unsigned i = 0; i < n; i++) {
-		struct ry_send_wr w = {
-		    .wr_id = i,
-		    .opcode = RY_WR_RDMA_WRITE,
-		    .sge = {(uintptr_t)buf, 40, mr->lkey},
-		    .remote_addr = (uintptr_t)buf + 64,
-		    .rkey = mr->rkey,
-		};
-
-		if ((rc = ry__rail_post_send(qp[i], &w, 1)))
-			die("post_send", rc);
-	}
+	for (unsigned i = 0; i < n; i++)
+		post_write(qp[i], mr, buf);
 	s3 = snap();
 	cq3 = cq_bytes(r);
 	/* a burst on a few QPs: rings of their own while it is out */
 	for (unsigned i = 0; i < n && i < BURST_QPS; i++)
-		for (unsigned k = 0; k < BURST; k++) {
-			struct ry_send_wr w = {
-			    .wr_id = k,
-			    .opcode = RY_WR_RDMA_WRITE,
-			    .sge = {(uintptr_t)buf, 40, mr->lkey},
-			    .remote_addr = (uintptr_t)buf + 64,
-			    .rkey = mr->rkey,
-			};
-
-			if ((rc = ry__rail_post_send(qp[i], &w, 1)))
-				die("post_send", rc);
-			burst++;
-		}
+		for (unsigned k = 0; k < BURST; k++, burst++)
+			post_write(qp[i], mr, buf);
 	printf("# a burst of %u WRs on %u QPs: their rings %zu B, CQ %zu B\n",
 	       BURST, burst / BURST, sq_bytes(r), cq_bytes(r));
 	for (double end = ry_test_now_s() + 30; done < n + burst;) {

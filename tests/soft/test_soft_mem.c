@@ -30,19 +30,6 @@ static uint32_t cq_sends(struct ry_test_pair *p, int i)
 	return to_srail(p->r[i])->cq_sends;
 }
 
-static void short_timers(struct ry_test_pair *p)
-{
-	pair_open(p);
-	p->attr_set = true;
-	p->attr = (struct ry_qp_attr){.access = ALL,
-				      .ack_timeout_us = 2000,
-				      .retry_cnt = 6,
-				      .rnr_retry = 6,
-				      .min_rnr_timer_us = 500,
-				      .max_rd_atomic = 4};
-	pair_connect(p);
-}
-
 /* Post n WRITEs of len bytes with ids from id0, one call each. */
 static void post_writes(struct ry_test_pair *p, struct region *l,
 			struct region *r, unsigned n, size_t len, uint64_t id0)
@@ -81,7 +68,7 @@ START_TEST(test_ring_grows_and_goes)
 	struct ry_test_pair p = {0};
 	struct region l, r;
 
-	short_timers(&p);
+	ry__soft_test_short_pair(&p);
 	assert_idle(&p);
 	region_get(&p, 0, &l, 64 << 10, 1, ALL);
 	region_get(&p, 1, &r, 64 << 10, 2, ALL);
@@ -118,7 +105,7 @@ START_TEST(test_grow_in_flight_lossy)
 	struct region l, r;
 	uint64_t id = 0;
 
-	short_timers(&p);
+	ry__soft_test_short_pair(&p);
 	region_get(&p, 0, &l, 64 << 10, 3, ALL);
 	region_get(&p, 1, &r, 64 << 10, 4, ALL);
 	for (int i = 0; i < 2; i++)
@@ -152,7 +139,7 @@ START_TEST(test_cq_room_given_back)
 	struct region l, r;
 	struct ry_wc wc;
 
-	short_timers(&p);
+	ry__soft_test_short_pair(&p);
 	region_get(&p, 0, &l, 4096, 5, ALL);
 	region_get(&p, 1, &r, 4096, 6, ALL);
 	post_writes(&p, &l, &r, 50, 64, 0);
@@ -197,7 +184,7 @@ START_TEST(test_cq_never_overruns)
 	unsigned got = 0;
 	uint64_t end;
 
-	short_timers(&p);
+	ry__soft_test_short_pair(&p);
 	region_get(&p, 0, &l, 4096, 7, ALL);
 	region_get(&p, 1, &r, 4096, 8, ALL);
 	pair_destroy_qp(&p, 0);
@@ -255,7 +242,7 @@ START_TEST(test_read_state_on_first_read)
 {
 	struct ry_test_pair p = {0};
 
-	short_timers(&p);
+	ry__soft_test_short_pair(&p);
 	ck_assert_ptr_null(sqp(&p, 1)->resp.rd);
 	xfer_check(&p, RY_WR_RDMA_WRITE, 5000, 1);
 	ck_assert_ptr_null(sqp(&p, 1)->resp.rd);
