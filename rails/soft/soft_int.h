@@ -40,7 +40,7 @@
  * an idle QP costs its struct ry__soft_qp (under 1 KiB) and nothing else.
  *   send queue    sq_inline holds up to RY__SOFT_SQ_INLINE WRs (a
  *                 heartbeat, a probe); post_send grows a ring of its own
- *                 (power of two, up to sq_cap: max_send_wr rounded up)
+ *                 (power of two, up to max_send_wr rounded up)
  *                 when more are outstanding, and progress frees it again
  *                 when the QP is drained (no WR outstanding) and has
  *                 nothing to do (ry__soft_sq_trim).  A streaming QP keeps
@@ -195,10 +195,10 @@ struct ry__soft_qp {
 	/* send queue: free-running counters, index & (sq_size - 1).  sq is
 	 * sq_inline while at most RY__SOFT_SQ_INLINE WRs are outstanding;
 	 * post_send grows it into a ring of its own, a power of two up to
-	 * sq_cap (the one above sq_max), and progress gives that back once
-	 * the QP is drained and idle (ry__soft_sq_trim): see MEMORY above. */
+	 * the one at or above sq_max, and progress gives that back once the
+	 * QP is drained and idle (ry__soft_sq_trim): see MEMORY above. */
 	struct ry__soft_wqe *sq;
-	uint32_t sq_size, sq_cap, sq_max;
+	uint32_t sq_size, sq_max;
 	uint32_t sq_head;  /* oldest WR not yet completed */
 	uint32_t sq_tail;  /* next free slot */
 	uint32_t post_psn; /* first PSN of the next posted WR */

@@ -55,20 +55,16 @@ int ry__soft_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	struct ry__soft_rail *r = to_srail(pd->rail);
 	struct ry_rail_attr attr;
 	struct ry__soft_qp *qp;
-	uint32_t size = 1;
 	int rc;
 
 	if (!init->max_send_wr || init->max_send_wr > RY__SOFT_MAX_QP_WR)
 		return -EINVAL;
-	while (size < init->max_send_wr)
-		size *= 2;
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return -ENOMEM;
 	/* no ring and no CQ room until WRs are posted (MEMORY, soft_int.h) */
 	qp->sq = qp->sq_inline;
 	qp->sq_size = RY__SOFT_SQ_INLINE;
-	qp->sq_cap = size;
 	qp->sq_max = init->max_send_wr;
 	for (int tries = 0;; tries++) {
 		uint32_t qpn;
@@ -161,9 +157,9 @@ void ry__soft_sq_trim(struct ry__soft_qp *qp)
 	qp->sq_size = RY__SOFT_SQ_INLINE;
 }
 
-/* Room for need WRs outstanding: a ring of the next power of two (<=
- * sq_cap, as need <= sq_max), the outstanding ones moved to their slots
- * in it (the counters are free-running, so they stay valid). */
+/* Room for need (<= sq_max) WRs outstanding: a ring of the next power of
+ * two, the outstanding ones moved to their slots in it (the counters are
+ * free-running, so they stay valid). */
 static int sq_grow(struct ry__soft_qp *qp, uint32_t need)
 {
 	uint32_t size = qp->sq_size;
