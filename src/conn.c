@@ -811,7 +811,7 @@ void ry__conn_resumed(struct ry__wr *w, uint64_t now)
 	if (w->wr_conn->cn_state != CONN_ACTIVE)
 		return;
 	for (i = 0; i < m->m_nrails; i++) {
-		struct ry__conn *x = &p->pr_conns[i];
+		struct ry__conn *x = p->pr_conn[i];
 
 		if (!x->cn_resume_wait || x->cn_detect_ns > w->wr_post_ns)
 			continue;
@@ -872,12 +872,12 @@ void ry__conn_on_req(struct ry_peer *p, unsigned src, unsigned dst,
 	struct ry_qp_endpoint mine;
 	struct ry__conn *c;
 
-	if (dst >= m->m_nrails || p->pr_conns[dst].cn_ridx != (int)src) {
+	if (dst >= m->m_nrails || p->pr_conn[dst]->cn_ridx != (int)src) {
 		ry__ctl_send_conn(ctl, CTL_CONN_REJ, dst, src, attempt, NULL,
 				  -EINVAL);
 		return;
 	}
-	c = &p->pr_conns[dst];
+	c = p->pr_conn[dst];
 	if (c->cn_state == CONN_CONNECTING) {
 		if (m->m_node > p->pr_node)
 			return; /* ours wins; the peer will take it */
@@ -912,7 +912,7 @@ void ry__conn_on_rep(struct ry_peer *p, unsigned src, unsigned dst,
 
 	if (dst >= m->m_nrails)
 		return;
-	c = &p->pr_conns[dst];
+	c = p->pr_conn[dst];
 	if (c->cn_state != CONN_CONNECTING || c->cn_attempt != attempt ||
 	    c->cn_ridx != (int)src)
 		return; /* an attempt we gave up on */
@@ -933,7 +933,7 @@ void ry__conn_on_rej(struct ry_peer *p, unsigned src, unsigned dst,
 
 	if (dst >= p->pr_mgr->m_nrails)
 		return;
-	c = &p->pr_conns[dst];
+	c = p->pr_conn[dst];
 	if (c->cn_state != CONN_CONNECTING || c->cn_attempt != attempt)
 		return;
 	RY_DBG("mgr", "peer %s rail %s: connect rejected: %d", p->pr_name,

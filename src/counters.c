@@ -71,7 +71,7 @@ int ry_rail_counters(struct ry_manager *m, const char *rail,
 		return -ENOENT;
 	sum = lr->lr_gone;
 	for (p = m->m_peers; p; p = p->pr_next)
-		ry__cnt_add(&sum, &p->pr_conns[lr->lr_idx].cn_cnt);
+		ry__cnt_add(&sum, &p->pr_conn[lr->lr_idx]->cn_cnt);
 	pthread_mutex_lock(&lr->lr_lock);
 	if (!ry__rail_get_stats(lr->lr_rail, &st))
 		sum.retransmits += st.retransmits;
@@ -93,7 +93,7 @@ int ry_peer_counters(struct ry_peer *p, struct ry_counters *out)
 	memset(&sum, 0, sizeof(sum));
 	pthread_mutex_lock(&m->m_lock);
 	for (i = 0; i < m->m_nrails; i++)
-		ry__cnt_add(&sum, &p->pr_conns[i].cn_cnt);
+		ry__cnt_add(&sum, &p->pr_conn[i]->cn_cnt);
 	pthread_mutex_unlock(&m->m_lock);
 	*out = sum;
 	return 0;
@@ -109,7 +109,7 @@ static void peer_info(const struct ry_peer *p, struct ry_peer_info *out)
 	pi.incarnation = p->pr_node;
 	pi.restarts = p->pr_npast;
 	for (unsigned i = 0; i < m->m_nrails; i++) {
-		const struct ry__conn *c = &p->pr_conns[i];
+		const struct ry__conn *c = p->pr_conn[i];
 
 		if (c->cn_state == CONN_UNPAIRED)
 			continue;
@@ -161,7 +161,7 @@ int ry_peer_list(struct ry_manager *m, struct ry_peer_entry *out, unsigned max)
 		e->from_hello = p->pr_from_hello;
 		peer_info(p, &e->info);
 		for (i = 0; i < m->m_nrails; i++)
-			ry__cnt_add(&e->counters, &p->pr_conns[i].cn_cnt);
+			ry__cnt_add(&e->counters, &p->pr_conn[i]->cn_cnt);
 	}
 	/* configured peers not used yet have no record: listed as new */
 	for (i = 0; i < m->m_cfg.n_peers; i++) {
@@ -199,7 +199,7 @@ int ry_rail_info(struct ry_manager *m, const char *rail,
 	ri.link_up = lr->lr_link == RY_LINK_UP;
 	ri.peers_active = lr->lr_active;
 	for (p = m->m_peers; p; p = p->pr_next) {
-		const struct ry__conn *c = &p->pr_conns[lr->lr_idx];
+		const struct ry__conn *c = p->pr_conn[lr->lr_idx];
 
 		if (c->cn_state != CONN_UNPAIRED &&
 		    c->cn_health < ri.health_min)

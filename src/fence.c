@@ -49,9 +49,9 @@ void ry__fence_resend(struct ry_peer *p)
 	unsigned i;
 
 	for (i = 0; i < m->m_nrails; i++)
-		if (p->pr_conns[i].cn_fence_gen > p->pr_fence_acked &&
-		    p->pr_conns[i].cn_state != CONN_FAILED)
-			ry__fence_request(&p->pr_conns[i]);
+		if (p->pr_conn[i]->cn_fence_gen > p->pr_fence_acked &&
+		    p->pr_conn[i]->cn_state != CONN_FAILED)
+			ry__fence_request(p->pr_conn[i]);
 }
 
 void ry__fence_on_req(struct ry_peer *p, struct ry__ctl *ctl, uint64_t gen,
@@ -62,7 +62,7 @@ void ry__fence_on_req(struct ry_peer *p, struct ry__ctl *ctl, uint64_t gen,
 	struct ry__conn *c;
 
 	if (dst < m->m_nrails) {
-		c = &p->pr_conns[dst];
+		c = p->pr_conn[dst];
 		if (c->cn_qp && c->cn_qp->qp_num == dst_qpn &&
 		    c->cn_remote.qpn == src_qpn) {
 			ry__conn_mark_failed(c, "fenced by peer", ry__now_ns());
@@ -95,7 +95,7 @@ int ry__fence_on_ack(struct ry_peer *p, uint64_t gen)
 		return 0;
 	/* count each fenced connection on its rail */
 	for (i = 0; i < m->m_nrails; i++) {
-		struct ry__conn *c = &p->pr_conns[i];
+		struct ry__conn *c = p->pr_conn[i];
 
 		if (c->cn_fence_gen > p->pr_fence_acked &&
 		    c->cn_fence_gen <= gen)

@@ -206,7 +206,7 @@ static void teardown(struct ry_manager *m)
 	while ((p = m->m_peers)) {
 		ry__peer_unlink(p);
 		for (j = 0; j < m->m_nrails; j++)
-			ry__conn_destroy_qp(&p->pr_conns[j]);
+			ry__conn_destroy_qp(p->pr_conn[j]);
 		ry__peer_free(p);
 	}
 	ry__ctl_close_all(m);

@@ -598,8 +598,19 @@ struct ry_peer {
 	uint64_t pr_resume_from_ns;
 	struct ry__conn *pr_resume_conn;
 	struct ry_peer *pr_next, **pr_pprev; /* m_peers */
-	/* one per rail slot (RY_MAX_RAILS, so that a reload can add rails) */
-	struct ry__conn pr_conns[];
+	/*
+	 * Its connections: pr_conn[i] for every rail slot i < m_nrails, NULL
+	 * above.  Those of the slots there were when the record was made
+	 * are pr_slots[0, pr_nslots), in the record's own allocation; a
+	 * reload that adds rails allocates theirs for every record before it
+	 * changes anything (reload.c).  A connection never moves: WRs, the
+	 * QPN hash, the timer heap and m_failed point at it.  (It was
+	 * RY_MAX_RAILS connections in every record, 10 KiB, whatever the
+	 * rails: see the README's scale section for what a peer costs.)
+	 */
+	struct ry__conn *pr_conn[RY_MAX_RAILS];
+	unsigned pr_nslots;
+	struct ry__conn pr_slots[];
 };
 
 /* Handed to the application after m_lock is dropped (progress.c). */

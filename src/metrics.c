@@ -189,7 +189,7 @@ static void each_row(struct mw *w, const struct rows *r, const char *fam,
 		memset(&sum, 0, sizeof(sum));
 		/* every slot: rails a reload removed keep their history */
 		for (unsigned i = 0; i < r->m->m_nrails; i++)
-			ry__cnt_add(&sum, &p->pr_conns[i].cn_cnt);
+			ry__cnt_add(&sum, &p->pr_conn[i]->cn_cnt);
 		fn(w, fam, NULL, p->pr_name, &sum, field);
 	}
 }
@@ -312,7 +312,7 @@ static void render_locked(struct ry_manager *m, struct mw *w)
 	}
 	for (p = m->m_peers; p; p = p->pr_next, np++) {
 		for (i = 0; i < nr; i++) {
-			const struct ry__conn *c = &p->pr_conns[slot[i]];
+			const struct ry__conn *c = p->pr_conn[slot[i]];
 
 			ry__cnt_add(&rcnt[i], &c->cn_cnt);
 			if (c->cn_state != CONN_UNPAIRED &&
@@ -363,19 +363,19 @@ static void render_locked(struct ry_manager *m, struct mw *w)
 	    "1 when the connection on this rail to this peer carries traffic.");
 	for (p = m->m_peers; p; p = p->pr_next)
 		for (i = 0; i < nr; i++)
-			if (p->pr_conns[slot[i]].cn_state != CONN_UNPAIRED)
+			if (p->pr_conn[slot[i]]->cn_state != CONN_UNPAIRED)
 				sample_u64(w, "railyard_connection_up",
 					   rnames[i], p->pr_name,
-					   p->pr_conns[slot[i]].cn_state ==
+					   p->pr_conn[slot[i]]->cn_state ==
 					       CONN_ACTIVE);
 	family(w, "railyard_connection_health_ratio", "gauge",
 	       "Health of the connection on this rail to this peer, 0..1.");
 	for (p = m->m_peers; p; p = p->pr_next)
 		for (i = 0; i < nr; i++)
-			if (p->pr_conns[slot[i]].cn_state != CONN_UNPAIRED)
+			if (p->pr_conn[slot[i]]->cn_state != CONN_UNPAIRED)
 				sample_f(w, "railyard_connection_health_ratio",
 					 rnames[i], p->pr_name,
-					 p->pr_conns[slot[i]].cn_health /
+					 p->pr_conn[slot[i]]->cn_health /
 					     1000.0);
 
 	/* per peer: sums over the peer's connections */

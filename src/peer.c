@@ -26,9 +26,9 @@ const char *ry__peer_state_str(enum ry__peer_state s)
 struct ry_peer *ry__peer_new(struct ry_manager *m, const char *name,
 			     const char *addr, bool dial)
 {
-	/* a connection for every slot: a reload may add rails (reload.c) */
+	/* a connection for every slot there is; a reload adds the others */
 	struct ry_peer *p =
-	    calloc(1, sizeof(*p) + RY_MAX_RAILS * sizeof(p->pr_conns[0]));
+	    calloc(1, sizeof(*p) + m->m_nrails * sizeof(p->pr_slots[0]));
 	unsigned i;
 
 	if (!p)
@@ -46,9 +46,11 @@ struct ry_peer *ry__peer_new(struct ry_manager *m, const char *name,
 	ry__list_init(&p->pr_tlink);
 	ry__list_init(&p->pr_rlink);
 	p->pr_seq = ++m->m_peer_seq;
-	/* slots a reload adds are initialised then (reload.c) */
-	for (i = 0; i < m->m_nrails; i++)
-		ry__conn_init(&p->pr_conns[i], p, &m->m_rails[i]);
+	p->pr_nslots = m->m_nrails;
+	for (i = 0; i < m->m_nrails; i++) {
+		p->pr_conn[i] = &p->pr_slots[i];
+		ry__conn_init(p->pr_conn[i], p, &m->m_rails[i]);
+	}
 	p->pr_next = m->m_peers;
 	if (p->pr_next)
 		p->pr_next->pr_pprev = &p->pr_next;
@@ -78,8 +80,10 @@ void ry__peer_free(struct ry_peer *p)
 	ry__peer_unlink(p);
 	ry__list_del(&p->pr_tlink);
 	for (i = 0; i < RY_MAX_RAILS; i++)
-		if (ry__heap_linked(&p->pr_conns[i].cn_tnode))
-			ry__conn_timer_stop(&p->pr_conns[i]);
+		if (p->pr_conn[i] && ry__heap_linked(&p->pr_conn[i]->cn_tnode))
+			ry__conn_timer_stop(p->pr_conn[i]);
+	for (i = p->pr_nslots; i < RY_MAX_RAILS; i++)
+		free(p->pr_conn[i]); /* added by a reload */
 	free(p);
 }
 
@@ -92,7 +96,7 @@ bool ry__peer_disposable(const struct ry_peer *p)
 	    !ry__list_empty(&p->pr_ops) || p->pr_replay_head || p->pr_inflight)
 		return false;
 	for (i = 0; i < p->pr_mgr->m_nrails; i++) {
-		const struct ry__conn *c = &p->pr_conns[i];
+		const struct ry__conn *c = p->pr_conn[i];
 
 		if ((c->cn_state != CONN_UNPAIRED && c->cn_state != CONN_IDLE &&
 		     c->cn_state != CONN_BACKOFF) ||
@@ -109,7 +113,7 @@ void ry__peer_forget(struct ry_peer *p)
 	unsigned i;
 
 	for (i = 0; i < m->m_nrails; i++)
-		ry__cnt_add(&m->m_rails[i].lr_gone, &p->pr_conns[i].cn_cnt);
+		ry__cnt_add(&m->m_rails[i].lr_gone, &p->pr_conn[i]->cn_cnt);
 	ry__peer_free(p);
 }
 
@@ -181,7 +185,7 @@ void ry__peer_update_paths(struct ry_peer *p)
 	unsigned i, n = 0;
 
 	for (i = 0; i < p->pr_mgr->m_nrails; i++)
-		n += p->pr_conns[i].cn_state == CONN_ACTIVE;
+		n += p->pr_conn[i]->cn_state == CONN_ACTIVE;
 	if (!n && p->pr_nactive)
 		p->pr_nopath_ns = ry__now_ns();
 	p->pr_nactive = n;
@@ -233,12 +237,12 @@ static void pair_rails(struct ry_peer *p)
 	 * fence it may still owe (reload.c) and pairs with nothing */
 	for (i = 0; i < m->m_nrails; i++)
 		if (ry__lrail_live(&m->m_rails[i]))
-			unpair_gone(&p->pr_conns[i], now);
+			unpair_gone(p->pr_conn[i], now);
 	for (i = 0; i < m->m_nrails; i++)
-		if (p->pr_conns[i].cn_ridx >= 0 && !pairable(&p->pr_conns[i]))
-			used |= 1u << p->pr_conns[i].cn_ridx;
+		if (p->pr_conn[i]->cn_ridx >= 0 && !pairable(p->pr_conn[i]))
+			used |= 1u << p->pr_conn[i]->cn_ridx;
 	for (i = 0; i < m->m_nrails; i++) {
-		struct ry__conn *c = &p->pr_conns[i];
+		struct ry__conn *c = p->pr_conn[i];
 
 		if (!pairable(c) || !ry__lrail_live(&m->m_rails[i]))
 			continue;
@@ -317,7 +321,7 @@ static void restarted(struct ry_peer *p, uint64_t old_node, uint64_t now)
 		(unsigned long long)p->pr_node);
 	p->pr_past[p->pr_npast++ % RY__PAST] = old_node;
 	for (i = 0; i < m->m_nrails; i++)
-		ry__conn_mark_failed(&p->pr_conns[i], "peer restarted", now);
+		ry__conn_mark_failed(p->pr_conn[i], "peer restarted", now);
 	ry__replay_run(m);
 	/* the old incarnation's QPs died with it: nothing to fence */
 	p->pr_fence_acked = p->pr_fence_gen;
@@ -362,7 +366,7 @@ void ry__peer_ready(struct ry_peer *p, uint64_t old_node, bool dialer)
 	pair_rails(p);
 	ry__fence_resend(p);
 	for (i = 0; i < m->m_nrails; i++) {
-		struct ry__conn *c = &p->pr_conns[i];
+		struct ry__conn *c = p->pr_conn[i];
 
 		if (c->cn_state == CONN_IDLE && dialer)
 			ry__conn_start(c, now);
@@ -386,7 +390,7 @@ void ry__peer_ctl_lost(struct ry_peer *p, struct ry__ctl *c)
 	ctl_backoff(p, now);
 	/* no control: its idle connections are ours to check (heartbeat.c) */
 	for (i = 0; i < p->pr_mgr->m_nrails; i++)
-		ry__conn_timer(&p->pr_conns[i], now);
+		ry__conn_timer(p->pr_conn[i], now);
 	if (was_ready)
 		peer_event(p, RY_EV_PEER_DOWN, "control session lost",
 			   p->pr_node, 0);
@@ -406,7 +410,7 @@ void ry__peer_path_reason(struct ry_peer *p, uint64_t waited_ns, char *buf,
 	    (unsigned long long)(waited_ns / 1000000),
 	    ry__peer_state_str(p->pr_state));
 	for (i = 0; i < m->m_nrails && n < len; i++) {
-		const struct ry__conn *c = &p->pr_conns[i];
+		const struct ry__conn *c = p->pr_conn[i];
 
 		if (!ry__lrail_live(&m->m_rails[i]))
 			continue;

@@ -246,7 +246,7 @@ static void rail_event(struct ry__lrail *lr, const struct ry_rail_event *ev,
 		lr->lr_link = RY_LINK_DOWN;
 		RY_WARN("mgr", "rail %s: link down", lr->lr_cfg.name);
 		for (p = m->m_peers; p; p = p->pr_next)
-			ry__conn_link_failed(&p->pr_conns[lr->lr_idx],
+			ry__conn_link_failed(p->pr_conn[lr->lr_idx],
 					     "local link down", ev->time_ns);
 		ry__queue_event(m, RY_EV_RAIL_DOWN, lr, NULL, "link down",
 				ev->time_ns);
@@ -257,7 +257,7 @@ static void rail_event(struct ry__lrail *lr, const struct ry_rail_event *ev,
 		lr->lr_link = RY_LINK_UP;
 		RY_INFO("mgr", "rail %s: link up", lr->lr_cfg.name);
 		for (p = m->m_peers; p; p = p->pr_next) {
-			c = &p->pr_conns[lr->lr_idx];
+			c = p->pr_conn[lr->lr_idx];
 			if (c->cn_state == CONN_BACKOFF)
 				c->cn_deadline_ns =
 				    now + ry__rand64() % (m->m_tick_ns + 1);

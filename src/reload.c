@@ -218,6 +218,45 @@ static void check(struct ry_manager *m, const struct ry_config *c,
 	}
 }
 
+/*
+ * The planned new slots' connections, for every peer record (they hold
+ * only the slots there were when they were made): allocated before
+ * anything changes, so that running out of memory refuses the reload
+ * rather than leaving a record without one.  Nothing looks at a slot at
+ * or above m_nrails, so they wait unused until the change.
+ */
+static void drop_conns(struct ry_manager *m, const struct ry_config *c,
+		       const struct plan *pl)
+{
+	for (struct ry_peer *p = m->m_peers; p; p = p->pr_next)
+		for (unsigned k = 0; k < c->n_rails; k++) {
+			unsigned s = pl->slot[k];
+
+			if (pl->keep[k] < 0 && s >= p->pr_nslots) {
+				free(p->pr_conn[s]);
+				p->pr_conn[s] = NULL;
+			}
+		}
+}
+
+static int add_conns(struct ry_manager *m, const struct ry_config *c,
+		     const struct plan *pl)
+{
+	for (struct ry_peer *p = m->m_peers; p; p = p->pr_next)
+		for (unsigned k = 0; k < c->n_rails; k++) {
+			unsigned s = pl->slot[k];
+
+			if (pl->keep[k] >= 0 || p->pr_conn[s])
+				continue;
+			p->pr_conn[s] = calloc(1, sizeof(*p->pr_conn[s]));
+			if (!p->pr_conn[s]) {
+				drop_conns(m, c, pl);
+				return -ENOMEM;
+			}
+		}
+	return 0;
+}
+
 /* Open the planned new rails and register every region on them. */
 static int open_new(struct ry_manager *m, const struct ry_config *c,
 		    const struct plan *pl, struct reporter *r)
@@ -257,7 +296,7 @@ static int open_new(struct ry_manager *m, const struct ry_config *c,
 static bool slot_busy(struct ry_manager *m, unsigned s)
 {
 	for (struct ry_peer *p = m->m_peers; p; p = p->pr_next) {
-		const struct ry__conn *c = &p->pr_conns[s];
+		const struct ry__conn *c = p->pr_conn[s];
 
 		if (c->cn_state == CONN_DRAINING || c->cn_state == CONN_FAILED)
 			return true;
@@ -284,7 +323,7 @@ static void remove_rail(struct ry_manager *m, struct ry__lrail *lr)
 		lr->lr_cfg.name);
 	lr->lr_link = RY_LINK_DOWN; /* no new connection on it */
 	for (p = m->m_peers; p; p = p->pr_next)
-		ry__conn_link_failed(&p->pr_conns[lr->lr_idx],
+		ry__conn_link_failed(p->pr_conn[lr->lr_idx],
 				     "rail removed by a reload", now);
 	ry__replay_run(m);
 	while (slot_busy(m, lr->lr_idx) && ry__now_ns() < end) {
@@ -299,13 +338,13 @@ static void remove_rail(struct ry_manager *m, struct ry__lrail *lr)
 			nanosleep(&ts, NULL);
 	}
 	for (p = m->m_peers; p; p = p->pr_next)
-		ry__conn_destroy_qp(&p->pr_conns[lr->lr_idx]);
+		ry__conn_destroy_qp(p->pr_conn[lr->lr_idx]);
 	for (rg = m->m_regions; rg; rg = rg->rg_next)
 		ry__region_dereg_rail(rg, lr);
 	ry__lrail_close(lr);
 	now = ry__now_ns();
 	for (p = m->m_peers; p; p = p->pr_next) {
-		struct ry__conn *c = &p->pr_conns[lr->lr_idx];
+		struct ry__conn *c = p->pr_conn[lr->lr_idx];
 
 		/* the rail is closed: nothing can complete these twice */
 		while (!ry__list_empty(&c->cn_posted)) {
@@ -356,8 +395,8 @@ static void retire_peer(struct ry_manager *m, struct ry_peer *p)
 		ry__op_fail(ry__list_entry(pos, struct ry__op, op_all),
 			    RY_EPEER, why);
 	for (unsigned i = 0; i < m->m_nrails; i++)
-		ry__conn_link_failed(&p->pr_conns[i],
-				     "peer removed by a reload", now);
+		ry__conn_link_failed(p->pr_conn[i], "peer removed by a reload",
+				     now);
 	ry__replay_run(m);
 	ry__ctl_drop_peer(m, p, "peer removed from the config by a reload");
 }
@@ -488,10 +527,13 @@ static int reload(struct ry_manager *m, const struct ry_config *cfg,
 
 	pthread_mutex_lock(&m->m_lock);
 	ret = open_new(m, &c, &pl, r);
-	if (!ret)
-		ret = apply_peers(m, &c);
+	if (!ret && (ret = add_conns(m, &c, &pl)))
+		RY_ERR("reload", "no memory for the new rails' connections");
+	if (!ret && (ret = apply_peers(m, &c)))
+		drop_conns(m, &c, &pl);
 	if (ret) {
-		/* open_new undid itself; apply_peers fails before changing */
+		/* open_new and add_conns undid themselves; apply_peers
+		 * fails before changing */
 		if (pl.nadd && !r->n) {
 			for (k = 0; k < c.n_rails; k++)
 				if (pl.keep[k] < 0) {
@@ -516,8 +558,7 @@ static int reload(struct ry_manager *m, const struct ry_config *cfg,
 		for (p = m->m_peers; p; p = p->pr_next)
 			for (k = 0; k < c.n_rails; k++)
 				if (pl.keep[k] < 0)
-					ry__conn_init(&p->pr_conns[pl.slot[k]],
-						      p,
+					ry__conn_init(p->pr_conn[pl.slot[k]], p,
 						      &m->m_rails[pl.slot[k]]);
 		for (k = 0; k < c.n_rails; k++)
 			if (pl.keep[k] < 0)

@@ -409,8 +409,8 @@ void ry__stripe(struct ry_peer *p)
 	if (!p->pr_nactive || p->pr_state == PEER_NEW)
 		return;
 	for (i = 0; i < m->m_nrails; i++)
-		if (p->pr_conns[i].cn_state == CONN_ACTIVE) {
-			cs[na] = bt[na].b_conn = &p->pr_conns[i];
+		if (p->pr_conn[i]->cn_state == CONN_ACTIVE) {
+			cs[na] = bt[na].b_conn = p->pr_conn[i];
 			bt[na++].b_n = 0;
 		}
 	now = ry__now_ns();

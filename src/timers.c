@@ -116,7 +116,7 @@ void ry__timers_reset(struct ry_manager *m, uint64_t now)
 
 	for (p = m->m_peers; p; p = p->pr_next)
 		for (i = 0; i < m->m_nrails; i++)
-			ry__conn_timer(&p->pr_conns[i], now);
+			ry__conn_timer(p->pr_conn[i], now);
 }
 
 static bool peer_watched(const struct ry_peer *p)

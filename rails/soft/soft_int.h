@@ -35,6 +35,31 @@
  *
  * Nothing on the per-packet path allocates: the batches, the header pool,
  * the receive buffers and the fault slots are allocated at open/set_fault.
+ *
+ * MEMORY (issue 13: a server holds tens of thousands of QPs, most idle):
+ * an idle QP costs its struct ry__soft_qp (under 1 KiB) and nothing else.
+ *   send queue    sq_inline holds up to RY__SOFT_SQ_INLINE WRs (a
+ *                 heartbeat, a probe); post_send grows a ring of its own
+ *                 (power of two, up to max_send_wr rounded up)
+ *                 when more are outstanding, and progress frees it again
+ *                 when the QP is drained (no WR outstanding) and has
+ *                 nothing to do (ry__soft_sq_trim).  A streaming QP keeps
+ *                 its ring; one that drains between bursts pays one
+ *                 malloc per burst.  It was max_send_wr x 64 B (32 KiB at
+ *                 the manager's 258) per QP for its whole life.
+ *   CQ            one per rail, reserved per WR, not per QP: post_send
+ *                 counts the send WRs whose completion is not polled yet
+ *                 (cq_sends; poll_cq, destroy and RESET give them back)
+ *                 and grows the CQ first if cq_sends + 2 x the SRQ (every
+ *                 receive completion that can be pending, twice) would not
+ *                 fit.  Every completion pushed is one of those WRs or a
+ *                 receive, so ry__soft_cq_push can never find it full.
+ *                 The CQ grows with the WRs outstanding at once, never
+ *                 with the number of QPs (it was sum(max_send_wr): 10 to
+ *                 20 KiB per QP).
+ *   READ state    resp.rd (RY__SOFT_MAX_RD x 32 B) is allocated at the
+ *                 first READ request the QP answers, and kept until RESET
+ *                 or destroy.
  */
 #ifndef RAILYARD_SOFT_INT_H
 #define RAILYARD_SOFT_INT_H
@@ -60,6 +85,9 @@
 #define RY__SOFT_SRQ_SIZE 4096
 #define RY__SOFT_KEY_BUCKETS 1024
 #define RY__SOFT_MAX_RD 16 /* READs outstanding per QP */
+/* WRs a QP holds in its own struct: a heartbeat, a probe and its path MTU
+ * steps, or one operation at a time, without a ring of its own. */
+#define RY__SOFT_SQ_INLINE 4
 #define RY__SOFT_WINDOW_BYTES (4u << 20)
 /* A READ is asked for in requests of this many bytes (at least 16
  * packets), each sent when the congestion window has room: one request for
@@ -164,7 +192,11 @@ struct ry__soft_qp {
 	uint32_t retry_cnt, rnr_retry, max_rd;
 	struct ry__soft_mac mac;
 
-	/* send queue: free-running counters, index & (sq_size - 1) */
+	/* send queue: free-running counters, index & (sq_size - 1).  sq is
+	 * sq_inline while at most RY__SOFT_SQ_INLINE WRs are outstanding;
+	 * post_send grows it into a ring of its own, a power of two up to
+	 * the one at or above sq_max, and progress gives that back once the
+	 * QP is drained and idle (ry__soft_sq_trim): see MEMORY above. */
 	struct ry__soft_wqe *sq;
 	uint32_t sq_size, sq_max;
 	uint32_t sq_head;  /* oldest WR not yet completed */
@@ -200,8 +232,12 @@ struct ry__soft_qp {
 		struct ry_recv_wr rwqe;
 		uint32_t roff;
 		uint32_t rd_head, rd_tail;
-		struct ry__soft_rd rd[RY__SOFT_MAX_RD];
+		/* RY__SOFT_MAX_RD READs being answered; NULL until the
+		 * first READ request (most QPs never get one) */
+		struct ry__soft_rd *rd;
 	} resp;
+
+	struct ry__soft_wqe sq_inline[RY__SOFT_SQ_INLINE];
 };
 
 struct ry__soft_txmsg {
@@ -251,7 +287,9 @@ struct ry__soft_rail {
 	struct ry__soft_qp *qps; /* all QPs */
 	struct ry__list active;	 /* QPs with work now (qp->active) */
 	struct ry__heap timers;	 /* QPs with a timer running (qp->tnode) */
-	uint32_t sq_total; /* sum of every QP's sq_max: the CQ's reservation */
+	/* send WRs posted whose completion has not been polled yet: the
+	 * CQ's reservation (MEMORY above) */
+	uint32_t cq_sends;
 	struct ry__soft_pd *pds;
 
 	/* the one CQ */
@@ -301,6 +339,9 @@ static inline struct ry__soft_rail *qp_rail(struct ry__soft_qp *qp)
 /* soft_rail.c */
 void ry__soft_cq_push(struct ry__soft_rail *r, const struct ry_wc *wc);
 int ry__soft_cq_reserve(struct ry__soft_rail *r, uint32_t entries);
+/* n send WRs are being posted: CQ room for their completions (grown if
+ * needed), given back as poll_cq hands them out; 0 or -ENOMEM. */
+int ry__soft_cq_take(struct ry__soft_rail *r, uint32_t n);
 void ry__soft_event(struct ry__soft_rail *r, enum ry_rail_event_type type,
 		    uint32_t qpn);
 void ry__soft_link_update(struct ry__soft_rail *r);
@@ -360,6 +401,10 @@ void ry__soft_qp_error_at(struct ry__soft_qp *qp, uint32_t idx,
 void ry__soft_wqe_complete(struct ry__soft_qp *qp, struct ry__soft_wqe *w,
 			   enum ry_wc_status status);
 void ry__soft_qp_cleanup(struct ry__soft_rail *r);
+/* A drained, idle QP gives its own send ring back (MEMORY above). */
+void ry__soft_sq_trim(struct ry__soft_qp *qp);
+/* The READ responder's ring, allocated on first use; false: no memory. */
+bool ry__soft_rd_alloc(struct ry__soft_qp *qp);
 
 /* soft_req.c */
 void ry__soft_req_run(struct ry__soft_qp *qp);

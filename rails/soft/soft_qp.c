@@ -50,30 +50,17 @@ int ry__soft_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	struct ry__soft_rail *r = to_srail(pd->rail);
 	struct ry_rail_attr attr;
 	struct ry__soft_qp *qp;
-	uint32_t size = 1;
 	int rc;
 
 	if (!init->max_send_wr || init->max_send_wr > RY__SOFT_MAX_QP_WR)
 		return -EINVAL;
-	while (size < init->max_send_wr)
-		size *= 2;
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return -ENOMEM;
-	qp->sq = calloc(size, sizeof(*qp->sq));
-	if (!qp->sq) {
-		rc = -ENOMEM;
-		goto err_free;
-	}
-	qp->sq_size = size;
+	/* no ring and no CQ room until WRs are posted (MEMORY, soft_int.h) */
+	qp->sq = qp->sq_inline;
+	qp->sq_size = RY__SOFT_SQ_INLINE;
 	qp->sq_max = init->max_send_wr;
-	/* Every WR that can be outstanding has a CQ slot: no overrun.  A
-	 * running sum: summing over every QP made connecting N peers cost
-	 * N^2. */
-	rc = ry__soft_cq_reserve(r, r->sq_total + qp->sq_max +
-					2 * RY__SOFT_SRQ_SIZE);
-	if (rc)
-		goto err_free;
 	for (int tries = 0;; tries++) {
 		uint32_t qpn;
 
@@ -102,7 +89,6 @@ int ry__soft_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	qp->base.state = RY_QPS_RESET;
 	qp->base.context = init->context;
 	ry__list_init(&qp->active);
-	r->sq_total += qp->sq_max;
 	ry__hidx_add(&r->qpns, &qp->hnode, qp->base.qp_num);
 	qp->next = r->qps;
 	if (r->qps)
@@ -115,7 +101,6 @@ int ry__soft_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	return 0;
 
 err_free:
-	free(qp->sq);
 	ry__soft_mac_wipe(qp);
 	free(qp);
 	return rc;
@@ -139,12 +124,54 @@ int ry__soft_destroy_qp(struct ry_qp *base)
 
 	unlink_qp(r, qp);
 	ry__soft_qp_unsched(qp);
-	r->sq_total -= qp->sq_max;
+	/* WRs not completed never will be: their CQ room goes back */
+	r->cq_sends -= qp->sq_tail - qp->sq_head;
 	container_of(base->pd, struct ry__soft_pd, base)->refs--;
-	free(qp->sq);
+	qp->sq_head = qp->sq_tail;
+	ry__soft_sq_trim(qp);
+	free(qp->resp.rd);
 	ry__soft_mac_wipe(qp);
 	free(qp);
 	return 0;
+}
+
+void ry__soft_sq_trim(struct ry__soft_qp *qp)
+{
+	if (qp->sq == qp->sq_inline || qp->sq_head != qp->sq_tail)
+		return;
+	free(qp->sq);
+	qp->sq = qp->sq_inline;
+	qp->sq_size = RY__SOFT_SQ_INLINE;
+}
+
+/* Room for need (<= sq_max) WRs outstanding: a ring of the next power of
+ * two, the outstanding ones moved to their slots in it (the counters are
+ * free-running, so they stay valid). */
+static int sq_grow(struct ry__soft_qp *qp, uint32_t need)
+{
+	uint32_t size = qp->sq_size;
+	struct ry__soft_wqe *sq;
+
+	while (size < need)
+		size *= 2;
+	sq = malloc((size_t)size * sizeof(*sq));
+	if (!sq)
+		return -ENOMEM;
+	for (uint32_t i = qp->sq_head; i != qp->sq_tail; i++)
+		sq[ry__ring_slot(i, size)] =
+		    qp->sq[ry__ring_slot(i, qp->sq_size)];
+	if (qp->sq != qp->sq_inline)
+		free(qp->sq);
+	qp->sq = sq;
+	qp->sq_size = size;
+	return 0;
+}
+
+bool ry__soft_rd_alloc(struct ry__soft_qp *qp)
+{
+	if (!qp->resp.rd)
+		qp->resp.rd = malloc(RY__SOFT_MAX_RD * sizeof(*qp->resp.rd));
+	return qp->resp.rd != NULL;
 }
 
 void ry__soft_qp_cleanup(struct ry__soft_rail *r)
@@ -295,14 +322,19 @@ static void to_rts(struct ry__soft_qp *qp, const struct ry_qp_attr *attr)
 
 static int to_reset(struct ry__soft_qp *qp)
 {
+	struct ry__soft_rd *rd = qp->resp.rd;
 	int rc = fresh_psn_cookie(qp);
 
 	if (rc)
 		return rc;
+	/* dropped without a completion: their CQ room goes back */
+	qp_rail(qp)->cq_sends -= qp->sq_tail - qp->sq_head;
 	qp->sq_head = qp->sq_tail = 0;
+	ry__soft_sq_trim(qp);
 	memset(&qp->req, 0, sizeof(qp->req));
 	memset(&qp->comp, 0, sizeof(qp->comp));
 	memset(&qp->resp, 0, sizeof(qp->resp));
+	qp->resp.rd = rd;
 	memset(&qp->remote, 0, sizeof(qp->remote));
 	ry__soft_mac_wipe(qp);
 	return 0;
@@ -361,7 +393,9 @@ int ry__soft_post_send(struct ry_qp *base, const struct ry_send_wr *wr,
 		       unsigned n)
 {
 	struct ry__soft_qp *qp = to_sqp(base);
+	uint32_t need;
 	bool idle;
+	int rc;
 
 	for (unsigned i = 0; i < n; i++)
 		if ((unsigned)wr[i].opcode > RY_WR_SEND_IMM ||
@@ -371,6 +405,9 @@ int ry__soft_post_send(struct ry_qp *base, const struct ry_send_wr *wr,
 			return -EINVAL;
 	if (base->state == RY_QPS_ERR) {
 		/* verbs: in ERR a new WR completes at once, flushed */
+		rc = ry__soft_cq_take(qp_rail(qp), n);
+		if (rc)
+			return rc;
 		for (unsigned i = 0; i < n; i++) {
 			struct ry__soft_wqe w = {.wr = wr[i]};
 
@@ -380,8 +417,14 @@ int ry__soft_post_send(struct ry_qp *base, const struct ry_send_wr *wr,
 	}
 	if (base->state != RY_QPS_RTS)
 		return -EINVAL;
-	if (qp->sq_tail - qp->sq_head + n > qp->sq_max)
+	need = qp->sq_tail - qp->sq_head + n;
+	if (need > qp->sq_max)
 		return -ENOMEM;
+	if (need > qp->sq_size && (rc = sq_grow(qp, need)))
+		return rc;
+	rc = ry__soft_cq_take(qp_rail(qp), n);
+	if (rc)
+		return rc;
 	idle = qp->req.idx == qp->sq_tail && qp->comp.psn == qp->req.max_psn &&
 	       !qp->comp.rnr_until;
 	for (unsigned i = 0; i < n; i++) {

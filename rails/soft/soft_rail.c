@@ -57,7 +57,9 @@ static void efd_clear(struct ry__soft_rail *r)
 
 void ry__soft_cq_push(struct ry__soft_rail *r, const struct ry_wc *wc)
 {
-	/* Sized at create_qp for every WR that can be outstanding. */
+	/* Never full: room for every send WR was taken when it was posted
+	 * (ry__soft_cq_take), and for twice the SRQ's receives (MEMORY in
+	 * soft_int.h). */
 	if (ry__ring_full(r->cq_head, r->cq_tail, r->cq_size)) {
 		RY_ERR("soft",
 		       "rail %s: CQ overrun, completion of qp 0x%x lost",
@@ -89,13 +91,29 @@ int ry__soft_cq_reserve(struct ry__soft_rail *r, uint32_t entries)
 	return 0;
 }
 
+int ry__soft_cq_take(struct ry__soft_rail *r, uint32_t n)
+{
+	int rc =
+	    ry__soft_cq_reserve(r, r->cq_sends + n + 2 * RY__SOFT_SRQ_SIZE);
+
+	if (!rc)
+		r->cq_sends += n;
+	return rc;
+}
+
 static int soft_poll_cq(struct ry_rail *rail, struct ry_wc *wc, int n)
 {
 	struct ry__soft_rail *r = to_srail(rail);
 	int i = 0;
 
-	while (i < n && r->cq_head != r->cq_tail)
-		wc[i++] = r->cq[ry__ring_slot(r->cq_head++, r->cq_size)];
+	while (i < n && r->cq_head != r->cq_tail) {
+		wc[i] = r->cq[ry__ring_slot(r->cq_head++, r->cq_size)];
+		/* a send WR's room is free once its completion is out */
+		if (wc[i].opcode != RY_WC_RECV &&
+		    wc[i].opcode != RY_WC_RECV_RDMA_IMM)
+			r->cq_sends--;
+		i++;
+	}
 	if (r->cq_head == r->cq_tail && r->ev_head == r->ev_tail)
 		efd_clear(r);
 	return i;
@@ -218,6 +236,8 @@ static uint64_t run_qp(struct ry__soft_qp *qp)
 	if (qp->resp.rd_head != qp->resp.rd_tail &&
 	    qp->base.state != RY_QPS_ERR)
 		t = 1;
+	if (!t)
+		ry__soft_sq_trim(qp); /* nothing to do: drained, if empty */
 	return t;
 }
 

@@ -246,7 +246,9 @@ static void duplicate(struct ry__soft_qp *qp, const struct ry__soft_pkt *p)
 				qp->resp.rd_tail--;
 		}
 	}
-	if (ry__ring_full(qp->resp.rd_head, qp->resp.rd_tail, RY__SOFT_MAX_RD))
+	if (ry__ring_full(qp->resp.rd_head, qp->resp.rd_tail,
+			  RY__SOFT_MAX_RD) ||
+	    !ry__soft_rd_alloc(qp))
 		return; /* the requester will ask again */
 	queue_read(qp, p);
 }
@@ -323,6 +325,8 @@ void ry__soft_resp_rx(struct ry__soft_qp *qp, const struct ry__soft_pkt *p)
 		if (ry__ring_full(qp->resp.rd_head, qp->resp.rd_tail,
 				  RY__SOFT_MAX_RD))
 			return; /* the requester exceeded max_rd: it retries */
+		if (!ry__soft_rd_alloc(qp))
+			return; /* no memory for it now: it retries too */
 		queue_read(qp, p);
 		qp->resp.nak_sent = false;
 		qp->resp.psn = ry__soft_psn_add(

@@ -39,7 +39,7 @@ static void on_recv(struct ry_peer *from, const struct ry_message *m, void *arg)
 static bool b_active(void *arg)
 {
 	(void)arg;
-	return ba && ba->pr_conns[0].cn_state == CONN_ACTIVE;
+	return ba && ba->pr_conn[0]->cn_state == CONN_ACTIVE;
 }
 
 static void start(void)
@@ -97,7 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		h.mh_type = htole16(MT_HEARTBEAT + le16toh(h.mh_type) % 5);
 	memcpy(buf, &h, sizeof(h));
 
-	c = &ba->pr_conns[0];
+	c = ba->pr_conn[0];
 	pthread_mutex_lock(&F.b->m_lock);
 	ry__msg_rx(c, buf, len, ry__now_ns());
 	pthread_mutex_unlock(&F.b->m_lock);

@@ -361,7 +361,7 @@ static unsigned out_wrs(struct ry_peer *p, const char *rail)
 	pthread_mutex_lock(&m->m_lock);
 	for (unsigned i = 0; i < m->m_nrails; i++)
 		if (!strcmp(m->m_rails[i].lr_rail->name, rail))
-			n = p->pr_conns[i].cn_out_wrs;
+			n = p->pr_conn[i]->cn_out_wrs;
 	pthread_mutex_unlock(&m->m_lock);
 	return n;
 }

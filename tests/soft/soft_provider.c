@@ -48,3 +48,16 @@ const struct ry_test_provider ry__soft_test_provider = {
     .pkt_overhead = RY__SOFT_OVERHEAD,
     .bad_config = soft_bad_config,
 };
+
+void ry__soft_test_short_pair(struct ry_test_pair *p)
+{
+	pair_open(p);
+	p->attr_set = true;
+	p->attr = (struct ry_qp_attr){.access = RY_TEST_ACCESS_ALL,
+				      .ack_timeout_us = 2000,
+				      .retry_cnt = 6,
+				      .rnr_retry = 6,
+				      .min_rnr_timer_us = 500,
+				      .max_rd_atomic = 4};
+	pair_connect(p);
+}

@@ -9,4 +9,8 @@ void ry__soft_test_config(struct ry_rail_config *cfg, int idx);
 
 extern const struct ry_test_provider ry__soft_test_provider;
 
+/* A connected pair with short timers (2 ms RTO, 6 retries, every access):
+ * losses are recovered quickly. */
+void ry__soft_test_short_pair(struct ry_test_pair *p);
+
 #endif

@@ -30,15 +30,7 @@ static void faults_both(struct ry_test_pair *p, const struct ry_fault *f)
 /* Connected pair with short timers: losses are recovered quickly. */
 static void lossy_pair(struct ry_test_pair *p)
 {
-	pair_open(p);
-	p->attr_set = true;
-	p->attr = (struct ry_qp_attr){.access = ALL,
-				      .ack_timeout_us = 2000,
-				      .retry_cnt = 6,
-				      .rnr_retry = 6,
-				      .min_rnr_timer_us = 500,
-				      .max_rd_atomic = 4};
-	pair_connect(p);
+	ry__soft_test_short_pair(p);
 }
 
 /* Every opcode, several sizes, every byte compared. */
