@@ -346,12 +346,27 @@ pmtu)
 	# down events of a rail but those shared with an untouched rail (r0,
 	# r3) within 50 ms: a process starved past timeout_ms on this loaded
 	# machine silences several rails at once (see stalls), which is no
-	# MTU's doing
-	own_downs() { jq -r --arg r "$1" '[.events[] | select(.event ==
-		"down")] as $d | [$d[] | select(.rail == $r) | .t as $t |
-		select([$d[] | select((.rail == "r0" or .rail == "r3") and
-		.t >= $t - 0.05 and .t <= $t + 0.05)] | length == 0)] |
-		length' "$out"; }
+	# MTU's doing; nor is a silence alone (its reason says silent, or the
+	# peer fenced it for its silence) around which a's or b's log says a
+	# thread was not run (see check_fences; seen under ASan with the
+	# loaded loop: "r1 failed 3 times", each down a stalled rail thread).
+	# Retries run out are not excused here: they are what a black hole
+	# looks like.
+	st=$(starved_at)
+	own_downs() { jq -r --arg r "$1" --argjson st "$st" '[.events[] |
+		select(.event == "down")] as $d | [$d[] | select(.rail == $r) |
+		.t as $t | select([$d[] | select((.rail == "r0" or
+		.rail == "r3") and .t >= $t - 0.05 and .t <= $t + 0.05)] |
+		length == 0) | select((((.reason // "") |
+		test("silent|fenced by peer")) and (. as $e | [$st[] |
+		select(. >= $e.fail_t - 0.5 and . <= $e.t + 0.2)] |
+		length > 0)) | not)] | length' "$out"; }
+	all_downs() { jq -r --arg r "$1" '[.events[] | select(.rail == $r
+		and .event == "down")] | length' "$out"; }
+	for r in r1 r2; do
+		n=$(($(all_downs $r) - $(own_downs $r)))
+		((n == 0)) || echo "$r: $n of its down events were stalls (shared with r0/r3, or a logged starved thread and a silence), not counted as MTU failures"
+	done
 	# no flapping: r1 was a black hole above 1500 before anything started
 	# and r2 fails once when its path shrinks, each at most once
 	le "$(own_downs r1)" 1 || fail "r1 failed $(own_downs r1) times (flapping on the MTU black hole)"
