@@ -455,8 +455,14 @@ static void ctl_flush(struct ry__ctl *c)
 		}
 		c->c_woff += (size_t)n;
 	}
-	if (c->c_woff == c->c_wlen)
+	if (c->c_woff == c->c_wlen) {
+		/* an idle session holds no buffer: with thousands of client
+		 * nodes these were most of a connection's bytes (issue 13) */
 		c->c_woff = c->c_wlen = 0;
+		free(c->c_wbuf);
+		c->c_wbuf = NULL;
+		c->c_wcap = 0;
+	}
 	if ((c->c_wlen != 0) != c->c_want_out) {
 		c->c_want_out = c->c_wlen != 0;
 		ry__fd_watch(c->c_mgr, c->c_fd, &c->c_tag, c->c_want_out);
@@ -1830,6 +1836,12 @@ static void ctl_read(struct ry__ctl *c)
 		ctl_frames(c);
 		if (c->c_dead)
 			return;
+	}
+	/* nothing half-read: no buffer while the session idles (ctl_flush) */
+	if (!c->c_rlen) {
+		free(c->c_rbuf);
+		c->c_rbuf = NULL;
+		c->c_rcap = 0;
 	}
 }
 

@@ -217,19 +217,20 @@ static void rail_part(unsigned n, uint32_t wr)
 
 /*
  * Control sessions (one per peer node, src/control.c): adopted as an
- * accepted one is, with the first bytes of a frame fed (its receive buffer
- * is allocated then).  An admitted session also keeps the transmit buffer
- * its first reply allocated (4 KiB, control.c), not counted here.
+ * accepted one is, idle (no buffer: control.c frees them when empty),
+ * then with the first bytes of a frame fed (its receive buffer is
+ * allocated until the frame is whole).
  */
 static void ctl_part(struct ry_manager *m, unsigned n)
 {
 	struct sockaddr_in sin = {.sin_family = AF_INET};
 	struct sockaddr_storage ss;
-	struct snap s0, s1;
+	struct snap s0, s1, s2;
 	static const unsigned char part[4];
+	struct ry__ctl **cs = calloc(n, sizeof(*cs));
 	int *fds = calloc(n, sizeof(*fds));
 
-	if (!fds)
+	if (!fds || !cs)
 		die("calloc", -ENOMEM);
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	memset(&ss, 0, sizeof(ss));
@@ -246,14 +247,19 @@ static void ctl_part(struct ry_manager *m, unsigned n)
 		c = ry__ctl_adopt(m, sv[0], &ss);
 		if (!c)
 			die("ctl_adopt", -EPERM);
-		ry__ctl_feed(c, part, sizeof(part));
+		cs[i] = c;
 	}
-	pthread_mutex_unlock(&m->m_lock);
 	s1 = snap();
-	row("control session (struct, receive buffer)", s0, s1, n, "peer");
+	for (unsigned i = 0; i < n; i++)
+		ry__ctl_feed(cs[i], part, sizeof(part));
+	pthread_mutex_unlock(&m->m_lock);
+	s2 = snap();
+	row("control session, idle (struct)", s0, s1, n, "peer");
+	row("  + half a frame read (receive buffer)", s1, s2, n, "peer");
 	for (unsigned i = 0; i < n; i++)
 		close(fds[i]);
 	free(fds);
+	free(cs);
 }
 
 static void mgr_part(unsigned npeers, uint32_t wr, unsigned nsess)
