@@ -843,12 +843,10 @@ static const char *admit_source(struct ry_manager *m, const struct ry__ip *ip)
 }
 
 /* Another live session bound to p. */
-static bool ctl_bound(const struct ry_manager *m, const struct ry_peer *p,
-		      const struct ry__ctl *except)
+static bool ctl_bound(const struct ry_peer *p, const struct ry__ctl *except)
 {
 	unsigned mine = except && !except->c_dead && except->c_peer == p;
 
-	(void)m;
 	return p->pr_nctl > mine;
 }
 
@@ -954,12 +952,12 @@ static int admit_hello(struct ry__ctl *c, const char *name, const char *addr,
 			 name, addr);
 		return -EACCES;
 	}
-	if (rn && ctl_bound(m, rn, c)) {
+	if (rn && ctl_bound(rn, c)) {
 		snprintf(why, len, "node name %s is in use by a live session",
 			 name);
 		return -EACCES;
 	}
-	if (ra && ra != rn && ctl_bound(m, ra, c)) {
+	if (ra && ra != rn && ctl_bound(ra, c)) {
 		snprintf(why, len, "control address %s is in use by peer %s",
 			 addr, ra->pr_name);
 		return -EACCES;
@@ -1411,7 +1409,7 @@ static int admit_restart(struct ry__ctl *c, struct ry_peer *p, uint64_t node)
 	struct ry__ctl *o;
 	char why[320];
 
-	if (!p || !p->pr_node || p->pr_node == node || !ctl_bound(m, p, c) ||
+	if (!p || !p->pr_node || p->pr_node == node || !ctl_bound(p, c) ||
 	    m->m_auth)
 		return 0;
 	for (o = m->m_ctls; o; o = o->c_next) {
@@ -1946,8 +1944,7 @@ void ry__ctl_reap(struct ry_manager *m)
 	ry__list_for_each_safe(pos, next, &m->m_reapq) {
 		p = ry__list_entry(pos, struct ry_peer, pr_rlink);
 		if (ry__peer_disposable(p)) {
-			ry__peer_unlink(p);
-			ry__peer_forget(p);
+			ry__peer_forget(p); /* unlinks it */
 		} else if (!p->pr_app_seen) {
 			/* it may become disposable: look again (never if the
 			 * application holds it) */

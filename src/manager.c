@@ -203,8 +203,7 @@ static void teardown(struct ry_manager *m)
 		ry__sq_pop_head(m->m_poll_head, m->m_poll_tail, op_q_next);
 		ry__op_release(m, op);
 	}
-	while ((p = m->m_peers)) {
-		ry__peer_unlink(p);
+	while ((p = m->m_peers)) { /* ry__peer_free unlinks it */
 		for (j = 0; j < m->m_nrails; j++)
 			ry__conn_destroy_qp(p->pr_conn[j]);
 		ry__peer_free(p);

@@ -813,8 +813,6 @@ void ry__peer_path_reason(struct ry_peer *p, uint64_t waited_ns, char *buf,
 void ry__peer_ctl_lost(struct ry_peer *p, struct ry__ctl *c);
 void ry__peer_dirty(struct ry_peer *p);
 void ry__peer_update_paths(struct ry_peer *p);
-/* Take p out of m_peers and its indexes (the caller frees it). */
-void ry__peer_unlink(struct ry_peer *p);
 void ry__peer_free(struct ry_peer *p);
 
 /* op.c */

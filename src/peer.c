@@ -60,7 +60,8 @@ struct ry_peer *ry__peer_new(struct ry_manager *m, const char *name,
 	return p;
 }
 
-void ry__peer_unlink(struct ry_peer *p)
+/* Out of m_peers, its indexes and m_reapq (ry__peer_free). */
+static void peer_unlink(struct ry_peer *p)
 {
 	if (!p->pr_pprev)
 		return;
@@ -77,7 +78,7 @@ void ry__peer_free(struct ry_peer *p)
 {
 	unsigned i;
 
-	ry__peer_unlink(p);
+	peer_unlink(p);
 	ry__list_del(&p->pr_tlink);
 	for (i = 0; i < RY_MAX_RAILS; i++)
 		if (p->pr_conn[i] && ry__heap_linked(&p->pr_conn[i]->cn_tnode))
