@@ -10,15 +10,19 @@
  *   the last second (RY__HB_LINGER), of quiet
  *   or the peer's control session
  *   is down
- *   idle longer, we are the lower    a heartbeat after max(heartbeat_ms,
- *   incarnation of the two nodes     1 s) of quiet (RY__HB_IDLE)
+ *   idle longer, we are the lower    a heartbeat after idle_heartbeat_ms
+ *   incarnation of the two nodes     (10 s; never below heartbeat_ms)
+ *                                    of quiet
  *   idle longer, we are the higher   nothing: the other end sends
  *
- * So an idle connection costs at most one message a second, from one end
- * (both ends know both incarnations from the HELLOs, and the same rule
+ * So an idle connection costs one message per idle_heartbeat_ms, from one
+ * end (both ends know both incarnations from the HELLOs, and the same rule
  * breaks connect races in conn.c), instead of one per heartbeat_ms from
- * each: 40,000 idle connections are 40,000 messages a second, not 8
- * million.
+ * each: 40,000 idle connections are 4,000 messages a second, not 8
+ * million.  An HCA's RC QP has no keepalive at all: an idle QP whose path
+ * died is found by the first work's retry count; this is that, plus a
+ * slow probe so that a dead idle path is also found, and replaced, before
+ * it is needed.
  *
  * Why this is safe:
  *   - Work outstanding is judged exactly as before, on both ends: a
@@ -29,20 +33,26 @@
  *   - A connection used within the last second keeps heartbeat_ms, from
  *     the end that used it, so a path that breaks between two bursts of
  *     an application is found as fast as before (detect_far_unplug_idle).
- *   - A long-idle connection is still probed, once a second by the lower
- *     end, which on a silent failure marks it failed: that fences and
- *     reconnects through the control channel, and the reconnect replaces
- *     the higher end's QP too ("peer reconnected").  The higher end that
- *     posts first on a dead connection has work outstanding: the first
- *     rule, within timeout_ms; the transport's retry count often sooner.
+ *   - A long-idle connection is still probed, every idle_heartbeat_ms by
+ *     the lower end, which on a silent failure marks it failed: that
+ *     fences and reconnects through the control channel, and the
+ *     reconnect replaces the higher end's QP too ("peer reconnected").
+ *     Either end that posts first on a dead connection has work
+ *     outstanding: the first rule, within timeout_ms; the transport's
+ *     retry count often sooner.  The price of a long interval is only
+ *     that: work posted on an idle connection that died unseen waits up
+ *     to timeout_ms before it is replayed elsewhere, and the window in
+ *     which that can happen is idle_heartbeat_ms long.
  *   - A local link down fails every connection of the rail at once by its
  *     event.  A peer that dies loses its control session; from then on
  *     both ends heartbeat every heartbeat_ms as before (no control, no
  *     reconnect from the other end to rely on), so its connections fail
  *     and its state is released.
- *   - The ends need not agree on lingering: it only adds heartbeats.  A
- *     peer of an earlier version heartbeats both ways; that only adds
- *     messages, and receiving them is harmless.
+ *   - The ends need not agree on lingering (it only adds heartbeats) nor
+ *     on idle_heartbeat_ms (the higher end never judges an idle
+ *     connection's silence, only work's).  A peer of an earlier version
+ *     heartbeats both ways; that only adds messages, and receiving them
+ *     is harmless.
  *
  * Not judged in the first round after a stall of our own (progress.c): the
  * peer may not have had the CPU to answer either; and silence counts from
@@ -55,7 +65,6 @@
 #include "src/manager.h"
 
 #define RY__HB_LINGER_NS 1000000000ull
-#define RY__HB_IDLE_NS 1000000000ull
 
 /* How long c may be quiet before this end sends a heartbeat; 0: never
  * (the other end sends them). */
@@ -70,7 +79,7 @@ static uint64_t hb_interval(const struct ry__conn *c, uint64_t now)
 		return m->m_hb_ns;
 	if (peer && m->m_node > peer)
 		return 0;
-	return ry__max64(m->m_hb_ns, RY__HB_IDLE_NS);
+	return m->m_idle_hb_ns;
 }
 
 /*

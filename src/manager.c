@@ -65,6 +65,8 @@ void ry__mgr_timing(struct ry_manager *m)
 	uint64_t shortest;
 
 	m->m_hb_ns = m->m_cfg.failover.heartbeat_ms * 1000000ull;
+	m->m_idle_hb_ns = ry__max64(
+	    m->m_hb_ns, m->m_cfg.failover.idle_heartbeat_ms * 1000000ull);
 	m->m_timeout_ns = m->m_cfg.failover.timeout_ms * 1000000ull;
 	m->m_op_timeout_ns = m->m_cfg.failover.op_timeout_ms * 1000000ull;
 	m->m_connect_ns = 4 * m->m_timeout_ns > 500000000ull

@@ -652,6 +652,7 @@ struct ry_manager {
 	struct ry__lrail m_rails[RY_MAX_RAILS];
 	/* timing, resolved defaults */
 	uint64_t m_hb_ns, m_timeout_ns, m_op_timeout_ns, m_connect_ns;
+	uint64_t m_idle_hb_ns; /* max(heartbeat_ms, idle_heartbeat_ms) */
 	uint64_t m_tick_ns, m_next_tick_ns;
 	/* our own last progress; silence not judged this round (heartbeat.c) */
 	uint64_t m_last_progress_ns;

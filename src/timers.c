@@ -11,8 +11,9 @@
  *
  *   timer           per            fires after             action
  *   --------------  -------------  ----------------------  -----------------
- *   heartbeat       ACTIVE conn    heartbeat_ms quiet (1 s keepalive SEND
- *                                  when long idle; one end
+ *   heartbeat       ACTIVE conn    heartbeat_ms quiet      keepalive SEND
+ *                                  (idle_heartbeat_ms when
+ *                                  long idle, one end
  *                                  only: heartbeat.c)
  *   liveness        conn with WRs  timeout_ms without a    mark failed
  *                   outstanding    completion or receive

@@ -77,9 +77,10 @@ struct ry_str_list {
 };
 
 struct ry_failover_config {
-	uint32_t heartbeat_ms;	   /* idle keepalive interval */
-	uint32_t timeout_ms;	   /* silence before a connection is dead */
-	uint32_t ack_timeout_ms;   /* transport retransmit timer */
+	uint32_t heartbeat_ms;	    /* keepalive, used in the last second */
+	uint32_t idle_heartbeat_ms; /* keepalive, idle longer (one end) */
+	uint32_t timeout_ms;	    /* silence before a connection is dead */
+	uint32_t ack_timeout_ms;    /* transport retransmit timer */
 	uint32_t retry_count;	   /* transport retries before QP error, 0..6 */
 	uint32_t rnr_retry;	   /* receiver-not-ready retries, 0..6 */
 	uint32_t reconnect_min_ms; /* first reconnect backoff */

@@ -164,9 +164,10 @@ RY_API int ry_manager_control_addr(struct ry_manager *mgr, char *buf,
  *     and control sessions close, ry_peer_get() no longer finds it; its
  *     handle stays valid (operations posted to it time out).  A changed
  *     address is a removal and an addition.
- *   - failover: heartbeat_ms, timeout_ms, op_timeout_ms, reconnect_*_ms
- *     and fence at once; ack_timeout_ms, retry_count and rnr_retry for
- *     connections made after the reload (existing QPs keep theirs).
+ *   - failover: heartbeat_ms, idle_heartbeat_ms, timeout_ms,
+ *     op_timeout_ms, reconnect_*_ms and fence at once; ack_timeout_ms,
+ *     retry_count and rnr_retry for connections made after the reload
+ *     (existing QPs keep theirs).
  *   - ops_in_flight, reg_cache_bytes, progress_threads, accept,
  *     max_sessions, max_sessions_per_source, handshake_timeout_ms.  log is
  *     stored; ry_manager_reload_file() applies it to the process (level,

@@ -44,7 +44,8 @@
 static const char usage_text[] =
     "usage: railyard swarm --server ADDR:PORT --rail NETWORK=IP [--rail ...]\n"
     "                      [--nodes N] [--source IP] [--rate N]\n"
-    "                      [--heartbeat-ms MS] [--group N] [--duration S]\n"
+    "                      [--heartbeat-ms MS] [--idle-heartbeat-ms MS]\n"
+    "                      [--group N] [--duration S]\n"
     "                      [--status-file PATH] [--json]\n"
     "\n"
     "Emulate N client nodes against one `railyard serve` at ADDR:PORT\n"
@@ -55,10 +56,12 @@ static const char usage_text[] =
     "nodes connect (at most --rate new nodes a second, default 2000), then\n"
     "idle: they answer probes, heartbeats and fences and reconnect a rail\n"
     "that fails, as a real node does, and send a heartbeat on every idle\n"
-    "connection every max(--heartbeat-ms, 1 s) (default 1000; 0: never)\n"
-    "where their incarnation is the lower of the two, as a real node does\n"
-    "once a connection has been idle for a second.  They move\n"
-    "no data; run `railyard bench --verify` beside the swarm for that.\n"
+    "connection every max(--heartbeat-ms, --idle-heartbeat-ms) (defaults\n"
+    "1000 and 10000, as the server's heartbeat_ms and idle_heartbeat_ms\n"
+    "should be; --heartbeat-ms 0: never) where their incarnation is the\n"
+    "lower of the two, as a real node does once a connection has been\n"
+    "idle for a second.  They move no data; run `railyard bench --verify`\n"
+    "beside the swarm for that.\n"
     "\n"
     "Cost per node: one TCP socket and four soft-rail QPs (about 7 KiB);\n"
     "every --group nodes (default 256) share one soft rail per network\n"
@@ -150,7 +153,8 @@ struct swarm {
 	char net[MAXR][64], ip[MAXR][64];
 	struct sockaddr_in srv;
 	char source[64];
-	uint64_t hb_ns;
+	uint64_t hb_ns;	     /* 0: no heartbeats */
+	uint64_t idle_hb_ns; /* max(--heartbeat-ms, --idle-heartbeat-ms) */
 	double duration;
 	const char *status_file;
 	bool json;
@@ -460,7 +464,7 @@ static void conn_activate(struct swarm *sw, struct node *nd, unsigned ri,
 	/* a random phase: nodes that came up together do not all beat at
 	 * once, as real ones started at different times do not */
 	if (sw->hb_ns)
-		c->last_tx = now - (uint64_t)random() % sw->hb_ns;
+		c->last_tx = now - (uint64_t)random() % sw->idle_hb_ns;
 	sw->active[ri]++;
 	for (i = 0; i < sw->nr; i++)
 		all += sw->active[i];
@@ -966,13 +970,11 @@ static void tick(struct swarm *sw, uint64_t now, unsigned *budget)
 						     ? c->last_tx
 						     : c->last_rx;
 
-				/* the lower incarnation heartbeats, at
-				 * most once a second (src/heartbeat.c) */
+				/* the lower incarnation heartbeats, every
+				 * idle_heartbeat_ms (src/heartbeat.c) */
 				if (sw->hb_ns && !c->hb_out &&
 				    nd->inc < nd->srv_inc &&
-				    now - since >= (sw->hb_ns > 1000000000ull
-							? sw->hb_ns
-							: 1000000000ull)) {
+				    now - since >= sw->idle_hb_ns) {
 					if (post_ctl(sw, nd, ri, MT_HEARTBEAT,
 						     now))
 						conn_drop(sw, nd, ri, now,
@@ -1080,6 +1082,7 @@ static int parse_args(struct swarm *sw, int argc, char **argv)
 	sw->group = 256;
 	sw->rate = 2000;
 	sw->hb_ns = 1000000000ull;
+	sw->idle_hb_ns = 10000000000ull;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
@@ -1133,8 +1136,10 @@ static int parse_args(struct swarm *sw, int argc, char **argv)
 				sw->rate = (unsigned)d;
 			else if (!strcmp(a, "--group") && d >= 1 && d <= 4096)
 				sw->group = (unsigned)d;
-			else if (!strcmp(a, "--heartbeat-ms"))
+			else if (!strcmp(a, "--heartbeat-ms") && d >= 0)
 				sw->hb_ns = (uint64_t)(d * 1e6);
+			else if (!strcmp(a, "--idle-heartbeat-ms") && d >= 1)
+				sw->idle_hb_ns = (uint64_t)(d * 1e6);
 			else if (!strcmp(a, "--duration"))
 				sw->duration = d;
 			else
@@ -1158,6 +1163,8 @@ static int parse_args(struct swarm *sw, int argc, char **argv)
 		inet_ntop(AF_INET, &s->sin_addr, sw->source,
 			  sizeof(sw->source));
 	}
+	if (sw->idle_hb_ns < sw->hb_ns)
+		sw->idle_hb_ns = sw->hb_ns;
 	return 0;
 bad:
 	fprintf(stderr, "railyard swarm: unknown option or missing value: %s\n",

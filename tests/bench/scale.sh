@@ -8,7 +8,9 @@
 #   RAILYARD=path/to/railyard   (default: build/src/cli/railyard, then
 #                                build/gcc/src/cli/railyard)
 #   RY_SCALE_HB_MS=1000         heartbeat_ms of serve and the swarm
-#   RY_SCALE_IDLE_S=10          idle measuring window
+#   RY_SCALE_IDLE_HB_MS=10000   idle_heartbeat_ms of serve and the swarm
+#   RY_SCALE_IDLE_S=20          idle measuring window (default: two idle
+#                               heartbeat periods; 5 s with --check)
 #
 # Steps: serve starts; a 4 KiB write latency is measured from the real
 # client alone (bench --size 4K --depth 1, p50); the swarm connects N nodes
@@ -46,7 +48,10 @@ if [[ -z $ry ]]; then
 fi
 [[ -x ${ry:-} ]] || { echo "no railyard binary (build first, or set RAILYARD)" >&2; exit 1; }
 HB=${RY_SCALE_HB_MS:-1000}
-IDLE=${RY_SCALE_IDLE_S:-10}
+IDLE_HB=${RY_SCALE_IDLE_HB_MS:-10000}
+# the window holds two idle heartbeat periods (the figure is a rate);
+# --check asserts nothing about it, so it does not wait that long
+IDLE=${RY_SCALE_IDLE_S:-$(( check ? 5 : 2 * (IDLE_HB > HB ? IDLE_HB : HB) / 1000 ))}
 
 p=rys$$
 work=$(mktemp -d)
@@ -83,6 +88,7 @@ max_sessions_per_source = $((N + 64))
 $(rails 2)
 failover {
 	heartbeat_ms = $HB
+	idle_heartbeat_ms = $IDLE_HB
 	timeout_ms = $((HB * 3))
 	op_timeout_ms = 10000
 }
@@ -93,6 +99,7 @@ control = "198.18.0.1:7470"
 $(rails 1)
 failover {
 	heartbeat_ms = $HB
+	idle_heartbeat_ms = $IDLE_HB
 	timeout_ms = $((HB * 3))
 	op_timeout_ms = 10000
 }
@@ -143,7 +150,7 @@ sockperf_p50() {
 	echo "${v:-null}"
 }
 
-log "serve up ($ry), N=$N, heartbeat ${HB} ms"
+log "serve up ($ry), N=$N, heartbeat ${HB} ms, idle ${IDLE_HB} ms"
 lat_alone=$(lat4k)
 sock_alone=$(sockperf_p50)
 sleep 1
@@ -152,7 +159,7 @@ rss0=$(rss)
 # not through in_a: a function in the background is a subshell, and its
 # PID is not the swarm's
 ip netns exec "$p-a" "$ry" swarm --server 198.18.0.2:7470 --source 198.18.0.1 --nodes "$N" \
-	--heartbeat-ms "$HB" --status-file "$work/swarm.st" --json \
+	--heartbeat-ms "$HB" --idle-heartbeat-ms "$IDLE_HB" --status-file "$work/swarm.st" --json \
 	--rail n0=198.18.1.1 --rail n1=198.18.2.1 --rail n2=198.18.3.1 \
 	--rail n3=198.18.4.1 >"$work/swarm.json" 2>"$work/swarm.log" &
 swarm_pid=$!
@@ -262,7 +269,7 @@ result=$(jq -nc --argjson peers "$N" --argjson connections "$connections" \
 	--argjson failover_ok_ops "$fo_ok" --argjson rail_back_s "$rail_back_s" \
 	--argjson released "$released" --argjson release_s "$release_s" \
 	--argjson udp_rcvbuf_errors_serve "$drops_b" --argjson udp_rcvbuf_errors_clients "$drops_a" \
-	--argjson heartbeat_ms "$HB" --argjson serve_rss_before "$rss0" \
+	--argjson heartbeat_ms "$HB" --argjson idle_heartbeat_ms "$IDLE_HB" --argjson serve_rss_before "$rss0" \
 	--argjson serve_rss_connected "$rss1" --argjson serve_rss_after "$serve_rss_after" \
 	--argjson swarm "$(cat "$work/swarm.json" 2>/dev/null || echo null)" \
 	'$ARGS.named')

@@ -47,6 +47,7 @@ void fx_config(struct ry_config *c, const struct fx_opts *o, bool is_b)
 	if (!is_b)
 		c->reg_cache_bytes = o->reg_cache_bytes;
 	FX_SET(c->failover.heartbeat_ms, o->heartbeat_ms);
+	FX_SET(c->failover.idle_heartbeat_ms, o->idle_heartbeat_ms);
 	FX_SET(c->failover.timeout_ms, o->timeout_ms);
 	FX_SET(c->failover.ack_timeout_ms, o->ack_timeout_ms);
 	FX_SET(c->failover.retry_count, o->retry_count);

@@ -28,6 +28,7 @@ struct fx_opts {
 	uint32_t weight_a[FX_MAX_RAILS];
 	uint32_t heartbeat_ms, timeout_ms, ack_timeout_ms, retry_count;
 	uint32_t op_timeout_ms, reconnect_min_ms, reconnect_max_ms;
+	uint32_t idle_heartbeat_ms;
 	uint32_t ops_in_flight, frags_per_wr, wr_per_qp;
 	uint64_t max_op_size;
 	uint64_t reg_cache_bytes; /* a's; 0: cache off */

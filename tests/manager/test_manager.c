@@ -752,6 +752,51 @@ START_TEST(detect_far_unplug_idle)
 }
 END_TEST
 
+/*
+ * A connection idle for longer than a second heartbeats every
+ * idle_heartbeat_ms, from the lower incarnation of its two ends only: what
+ * lets one server hold 10,000 idle client nodes (src/heartbeat.c).  Both
+ * ends are otherwise at heartbeat_ms = 10, and the old rule was once a
+ * second, so either shows as too many heartbeats in the window; a starved
+ * machine can only make fewer.
+ */
+static uint64_t rail_heartbeats(struct ry_manager *m, const char *rail)
+{
+	struct ry_counters c;
+
+	ck_assert_int_eq(ry_rail_counters(m, rail, &c), 0);
+	return c.heartbeats;
+}
+
+START_TEST(idle_heartbeat_one_end)
+{
+	struct ry_manager *lo, *hi;
+	uint64_t lo0, hi0, n, t0;
+	double s;
+
+	setup_opts(
+	    &(struct fx_opts){.heartbeat_ms = 10, .idle_heartbeat_ms = 2000});
+	ck_assert_int_eq(write_verify(0, 4096, 1), RY_OK);
+	/* past the second in which used connections keep heartbeat_ms */
+	fx_sleep_progress(&F, 1200);
+	lo = F.a->m_node < F.b->m_node ? F.a : F.b;
+	hi = lo == F.a ? F.b : F.a;
+	lo0 = rail_heartbeats(lo, "r0");
+	hi0 = rail_heartbeats(hi, "r0");
+	t0 = fx_now_ns();
+	fx_sleep_progress(&F, 6000);
+	s = (double)(fx_now_ns() - t0) / 1e9;
+	n = rail_heartbeats(lo, "r0") - lo0;
+	/* one connection on r0: a heartbeat at most every 2 s, and some */
+	ck_assert_msg(n >= 1 && n <= (uint64_t)(s / 2.0) + 1,
+		      "%llu idle heartbeats in %.1f s", (unsigned long long)n,
+		      s);
+	ck_assert_uint_eq(rail_heartbeats(hi, "r0"), hi0);
+	ck_assert_uint_eq(F.ev_a.n_conn_down + F.ev_b.n_conn_down, 0);
+	teardown();
+}
+END_TEST
+
 /* ---- fencing ---- */
 
 static void fence_case(bool fence)
@@ -1688,6 +1733,11 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, poll_mode_and_event_fd);
 	tcase_add_test(tc, progress_threads);
+	suite_add_tcase(s, tc);
+	/* liveness that costs little (CK_RUN_CASE=heartbeat runs it alone) */
+	tc = tcase_create("heartbeat");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, idle_heartbeat_one_end);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -169,6 +169,7 @@ static void assert_failover_eq(const struct ry_failover_config *a,
 			       const struct ry_failover_config *b)
 {
 	ck_assert_uint_eq(a->heartbeat_ms, b->heartbeat_ms);
+	ck_assert_uint_eq(a->idle_heartbeat_ms, b->idle_heartbeat_ms);
 	ck_assert_uint_eq(a->timeout_ms, b->timeout_ms);
 	ck_assert_uint_eq(a->ack_timeout_ms, b->ack_timeout_ms);
 	ck_assert_uint_eq(a->retry_count, b->retry_count);
