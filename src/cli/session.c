@@ -126,7 +126,8 @@ struct cli_session {
 	uint64_t ops_ok, ops_failed, bytes, verify_errors;
 	char first_error[256];
 	char last_error[256];
-	double *lat;
+	double *lat;	/* the last LAT_SAMPLES latencies */
+	double lat_max; /* of every operation: a stall shows here */
 	uint64_t n_lat;
 
 	unsigned n_rails;
@@ -278,8 +279,12 @@ static void next(struct slot *sl)
 
 static void record_latency(struct cli_session *s, double t_post)
 {
-	s->lat[s->n_lat % LAT_SAMPLES] = (now_s() - t_post) * 1e6;
+	double us = (now_s() - t_post) * 1e6;
+
+	s->lat[s->n_lat % LAT_SAMPLES] = us;
 	s->n_lat++;
+	if (us > s->lat_max)
+		s->lat_max = us;
 }
 
 /* A completion that failed only because the peer restarted. */
@@ -1139,6 +1144,7 @@ void cli_session_result(const struct cli_session *s,
 			r->lat_avg_us = sum / (double)n;
 			r->lat_p50_us = v[n / 2];
 			r->lat_p99_us = v[(n * 99) / 100];
+			r->lat_max_us = s->lat_max;
 			free(v);
 		}
 	}
@@ -1166,11 +1172,11 @@ void cli_session_json(const struct cli_session *s, FILE *out)
 	    ",\"size\":%zu,\"depth\":%u,\"ops_ok\":%" PRIu64
 	    ",\"ops_failed\":%" PRIu64 ",\"bytes\":%" PRIu64
 	    ",\"seconds\":%.3f,\"gbit_per_s\":%.3f,\"verify_errors\":%" PRIu64
-	    ",\"latency_us\":{\"avg\":%.1f,\"p50\":%.1f,\"p99\":%.1f}"
-	    ",\"first_error\":",
+	    ",\"latency_us\":{\"avg\":%.1f,\"p50\":%.1f,\"p99\":%.1f"
+	    ",\"max\":%.1f},\"first_error\":",
 	    s->o.size, s->o.depth, r.ops_ok, r.ops_failed, r.bytes, r.seconds,
 	    r.gbit_per_s, r.verify_errors, r.lat_avg_us, r.lat_p50_us,
-	    r.lat_p99_us);
+	    r.lat_p99_us, r.lat_max_us);
 	cli_json_str(out, r.first_error);
 	/* the peer's restarts: ops_stale failed only because their target
 	 * died with the old incarnation */

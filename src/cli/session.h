@@ -93,7 +93,7 @@ struct cli_session_result {
 	uint64_t verify_errors; /* bytes that differed on read-back */
 	double seconds;
 	double gbit_per_s;
-	double lat_avg_us, lat_p50_us, lat_p99_us;
+	double lat_avg_us, lat_p50_us, lat_p99_us, lat_max_us;
 	char first_error[256]; /* reason of the first failed operation */
 };
 void cli_session_result(const struct cli_session *s,

@@ -45,7 +45,7 @@ static const char usage_text[] =
     "usage: railyard swarm --server ADDR:PORT --rail NETWORK=IP [--rail ...]\n"
     "                      [--nodes N] [--source IP] [--rate N]\n"
     "                      [--heartbeat-ms MS] [--idle-heartbeat-ms MS]\n"
-    "                      [--group N] [--duration S]\n"
+    "                      [--group N] [--duration S] [--kill N]\n"
     "                      [--status-file PATH] [--json]\n"
     "\n"
     "Emulate N client nodes against one `railyard serve` at ADDR:PORT\n"
@@ -77,6 +77,9 @@ static const char usage_text[] =
     "to come back).  Runs --duration S seconds after every connection is\n"
     "up (default 0: until SIGINT/SIGTERM), then closes every session.\n"
     "--json: the result as one JSON object on stdout.\n"
+    "SIGUSR1 kills the last --kill nodes still alive (default a tenth of\n"
+    "them) at once, as kill -9 of their processes would look to the\n"
+    "server: their sessions close, their QPs vanish, they never return.\n"
     "Exit codes: 0 every connection came up, 1 otherwise or cannot\n"
     "start, 2 usage error.\n";
 
@@ -104,7 +107,8 @@ enum {
 #define MT_PROBE 2
 
 enum cstate { C_IDLE = 0, C_REQ, C_PROBING, C_ACTIVE, C_BACKOFF };
-enum nstate { N_WAIT = 0, N_DIALING, N_HELLO, N_READY, N_DOWN };
+/* N_DEAD: killed by SIGUSR1, never dialed again */
+enum nstate { N_WAIT = 0, N_DIALING, N_HELLO, N_READY, N_DOWN, N_DEAD };
 
 struct tag {
 	int kind; /* 0 node, 1 rail */
@@ -150,6 +154,7 @@ struct srail {
 
 struct swarm {
 	unsigned n, nr, group, rate;
+	unsigned kill, killed; /* SIGUSR1 kills kill more nodes */
 	char net[MAXR][64], ip[MAXR][64];
 	struct sockaddr_in srv;
 	char source[64];
@@ -168,12 +173,18 @@ struct swarm {
 	double t0, t_all;
 };
 
-static volatile sig_atomic_t stop;
+static volatile sig_atomic_t stop, kill_req;
 
 static void on_sig(int s)
 {
 	(void)s;
 	stop = 1;
+}
+
+static void on_usr1(int s)
+{
+	(void)s;
+	kill_req = 1;
 }
 
 static uint64_t now_ns(void)
@@ -474,17 +485,18 @@ static void conn_activate(struct swarm *sw, struct node *nd, unsigned ri,
 
 /* ---- the control session ---- */
 
-static void node_close(struct swarm *sw, struct node *nd, uint64_t now)
+static void node_end(struct swarm *sw, struct node *nd, uint64_t now,
+		     bool killed)
 {
 	unsigned ri;
 
 	if (nd->st == N_READY)
 		sw->ready--;
-	if (nd->st >= N_DIALING && nd->st <= N_READY)
+	if (nd->st >= N_DIALING && nd->st <= N_READY && !killed)
 		sw->ctl_lost++;
 	nd->st = N_DOWN;
 	for (ri = 0; ri < sw->nr; ri++)
-		conn_drop(sw, nd, ri, now, true);
+		conn_drop(sw, nd, ri, now, !killed);
 	if (nd->fd >= 0) {
 		epoll_ctl(sw->ep, EPOLL_CTL_DEL, nd->fd, NULL);
 		close(nd->fd);
@@ -495,6 +507,37 @@ static void node_close(struct swarm *sw, struct node *nd, uint64_t now)
 	nd->rlen = 0;
 	nd->want_out = false;
 	nd->next_ns = now + 1000000000ull + (uint64_t)random() % 1000000000ull;
+	if (killed)
+		nd->st = N_DEAD;
+}
+
+static void node_close(struct swarm *sw, struct node *nd, uint64_t now)
+{
+	node_end(sw, nd, now, false);
+}
+
+/*
+ * SIGUSR1: the last --kill nodes still alive die at once, as kill -9 of
+ * their processes would look to the server: the control session closes
+ * (FIN), their QPs vanish without a word (what reaches them is dropped
+ * as to an unknown QPN), and they never come back.  The server must
+ * notice, release them, and keep serving the rest.
+ */
+static void kill_nodes(struct swarm *sw, uint64_t now)
+{
+	unsigned done = 0;
+
+	for (unsigned i = sw->n; i-- > 0 && done < sw->kill;) {
+		struct node *nd = &sw->nodes[i];
+
+		if (nd->st == N_DEAD)
+			continue;
+		node_end(sw, nd, now, true);
+		done++;
+	}
+	sw->killed += done;
+	fprintf(stderr, "swarm: killed %u nodes (%u in all)\n", done,
+		sw->killed);
 }
 
 static void send_frame(struct swarm *sw, struct node *nd, struct fb *f)
@@ -939,6 +982,8 @@ static void tick(struct swarm *sw, uint64_t now, unsigned *budget)
 	for (unsigned i = 0; i < sw->n; i++) {
 		struct node *nd = &sw->nodes[i];
 
+		if (nd->st == N_DEAD)
+			continue;
 		if (nd->st == N_WAIT || nd->st == N_DOWN) {
 			if (now >= nd->next_ns && *budget && !stop) {
 				(*budget)--;
@@ -1012,9 +1057,10 @@ static void status_json(const struct swarm *sw, FILE *f, double t)
 		"], \"connect_s\": %.3f, \"conn_failures\": %" PRIu64
 		", \"sessions_lost\": %" PRIu64 ", \"rejects\": %" PRIu64
 		", \"fences\": %" PRIu64 ", \"heartbeats_sent\": %" PRIu64
-		", \"dials\": %" PRIu64,
+		", \"dials\": %" PRIu64 ", \"killed\": %u",
 		sw->t_all ? sw->t_all - sw->t0 : -1.0, sw->conn_fail,
-		sw->ctl_lost, sw->rejects, sw->fences, sw->hb_sent, sw->dials);
+		sw->ctl_lost, sw->rejects, sw->fences, sw->hb_sent, sw->dials,
+		sw->killed);
 	{
 		struct ry_rail_stats sum = {0}, st;
 
@@ -1140,6 +1186,8 @@ static int parse_args(struct swarm *sw, int argc, char **argv)
 				sw->hb_ns = (uint64_t)(d * 1e6);
 			else if (!strcmp(a, "--idle-heartbeat-ms") && d >= 1)
 				sw->idle_hb_ns = (uint64_t)(d * 1e6);
+			else if (!strcmp(a, "--kill") && d >= 1 && d <= 100000)
+				sw->kill = (unsigned)d;
 			else if (!strcmp(a, "--duration"))
 				sw->duration = d;
 			else
@@ -1165,6 +1213,8 @@ static int parse_args(struct swarm *sw, int argc, char **argv)
 	}
 	if (sw->idle_hb_ns < sw->hb_ns)
 		sw->idle_hb_ns = sw->hb_ns;
+	if (!sw->kill)
+		sw->kill = sw->n / 10 ? sw->n / 10 : 1;
 	return 0;
 bad:
 	fprintf(stderr, "railyard swarm: unknown option or missing value: %s\n",
@@ -1187,6 +1237,7 @@ int cli_swarm(int argc, char **argv)
 	srandom((unsigned)(now_ns() ^ (uint64_t)getpid()));
 	signal(SIGINT, on_sig);
 	signal(SIGTERM, on_sig);
+	signal(SIGUSR1, on_usr1);
 	signal(SIGPIPE, SIG_IGN);
 	raise_nofile(sw.n + 64 + 8 * sw.nr * (sw.n / sw.group + 1));
 	sw.ep = epoll_create1(EPOLL_CLOEXEC);
@@ -1205,6 +1256,10 @@ int cli_swarm(int argc, char **argv)
 		int n = epoll_wait(sw.ep, evs, 256, 5);
 
 		now = now_ns();
+		if (kill_req) {
+			kill_req = 0;
+			kill_nodes(&sw, now);
+		}
 		for (int k = 0; k < n; k++) {
 			struct tag *t = evs[k].data.ptr;
 

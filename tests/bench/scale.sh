@@ -20,11 +20,13 @@
 # idle beside it; then bench --verify runs while serve's cable of rail r0
 # is pulled for 2 s (failover_failed_ops: operations that failed or did not
 # verify; rail_back_s: from the replug until every emulated node is
-# connected on r0 again); finally the swarm exits and serve must drop
-# every peer record (released).  The last line of stdout is one JSON
+# connected on r0 again); then a tenth of the emulated nodes die at once
+# (kill_*: how soon serve releases them, its RSS, the slowest 4 KiB write
+# of the real client across it); finally the swarm exits and serve must
+# drop every peer record (released).  The last line of stdout is one JSON
 # object.  --check (the CTest `scale` label) also asserts correctness
 # only: every connection up, 0 failed or corrupted operations across the
-# pull, every rail back, state released.  Nothing about speed is asserted.
+# pull and the kill, every rail back, the killed and then all released.  Nothing about speed is asserted.
 set -euo pipefail
 check=
 if [[ ${1:-} == --check ]]; then
@@ -237,6 +239,37 @@ else
 fi
 log "failover: $fo_ok ok, $fo_failed failed, $fo_verify bytes differed; r0 back for all nodes in $rail_back_s s"
 
+# a tenth of the clients die at once (swarm SIGUSR1: sessions close, QPs
+# vanish, they never return) while the real client writes 4 KiB one at a
+# time: serve must notice, release them (kill_release_s; its RSS against
+# what the survivors cost pro rata) and keep serving without a stall
+# (kill_lat_max_us: the slowest write across the kill)
+K=$((N / 10 > 0 ? N / 10 : 1))
+rss_k0=$(rss)
+in_a "$ry" bench -c "$work/a.conf" --peer b --size 4K --depth 1 --duration 8 \
+	--json >"$work/kill.json" 2>"$work/kill.log" &
+bench_pid=$!
+sleep 2
+kill -USR1 $swarm_pid
+t_kill=$(now) kill_release_s=-1
+while awk -v a="$(now)" -v b="$t_kill" 'BEGIN { exit !(a - b < 60) }'; do
+	if [[ $(peers_json) == $((N - K)) ]]; then
+		kill_release_s=$(awk -v a="$(now)" -v b="$t_kill" 'BEGIN { printf "%.2f", a - b }')
+		break
+	fi
+	sleep 0.1
+done
+kill_rc=0
+wait $bench_pid || kill_rc=$?
+bench_pid=
+rss_k1=$(rss)
+kill_failed=$(jq -r '.ops_failed // "null"' "$work/kill.json" 2>/dev/null || echo null)
+kill_ok=$(jq -r '.ops_ok // "null"' "$work/kill.json" 2>/dev/null || echo null)
+kill_lat_max=$(jq -r '.latency_us.max // "null"' "$work/kill.json" 2>/dev/null || echo null)
+kill_lat_p50=$(jq -r '.latency_us.p50 // "null"' "$work/kill.json" 2>/dev/null || echo null)
+kill_rss_pro_rata=$(awk -v a=$rss0 -v b=$rss_k0 -v n=$N -v k=$K 'BEGIN { printf "%.0f", a + (b - a) * (n - k) / n }')
+log "killed $K clients: released in $kill_release_s s; serve RSS $rss_k0 -> $rss_k1 (survivors pro rata: $kill_rss_pro_rata); 4 KiB writes across it: $kill_ok ok, $kill_failed failed, p50 $kill_lat_p50 us, max $kill_lat_max us"
+
 # the clients leave: serve must let go of every peer
 kill -TERM $swarm_pid
 wait $swarm_pid || true
@@ -271,6 +304,11 @@ result=$(jq -nc --argjson peers "$N" --argjson connections "$connections" \
 	--argjson udp_rcvbuf_errors_serve "$drops_b" --argjson udp_rcvbuf_errors_clients "$drops_a" \
 	--argjson heartbeat_ms "$HB" --argjson idle_heartbeat_ms "$IDLE_HB" --argjson serve_rss_before "$rss0" \
 	--argjson serve_rss_connected "$rss1" --argjson serve_rss_after "$serve_rss_after" \
+	--argjson killed "$K" --argjson kill_release_s "$kill_release_s" \
+	--argjson kill_rss_before "$rss_k0" --argjson kill_rss_after "$rss_k1" \
+	--argjson kill_rss_pro_rata "$kill_rss_pro_rata" \
+	--argjson kill_ops_ok "$kill_ok" --argjson kill_ops_failed "$kill_failed" \
+	--argjson kill_lat_p50_us "$kill_lat_p50" --argjson kill_lat_max_us "$kill_lat_max" \
 	--argjson swarm "$(cat "$work/swarm.json" 2>/dev/null || echo null)" \
 	'$ARGS.named')
 if [[ -n $check ]]; then
@@ -278,6 +316,9 @@ if [[ -n $check ]]; then
 	((bench_rc == 0 && fo_failed == 0 && fo_verify == 0 && fo_ok > 0)) ||
 		fail "failover: $fo_ok ok, $fo_failed failed, $fo_verify bytes differed (bench exit $bench_rc)"
 	[[ $rail_back_s != -1 ]] || fail "r0 did not come back for every node within 120 s"
+	[[ $kill_release_s != -1 ]] || fail "serve still holds $(peers_json) swarm peers 60 s after $K of $N were killed (want $((N - K)))"
+	[[ $kill_rc == 0 && $kill_failed == 0 ]] ||
+		fail "across the kill: $kill_ok ok, $kill_failed failed (bench exit $kill_rc)"
 	[[ $released == true ]] || fail "serve still holds $(peers_json) swarm peers 60 s after the clients exited"
 fi
 echo "$result"
