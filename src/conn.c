@@ -32,7 +32,12 @@
  * (flap damping).  A failed attempt (PROBING, never ACTIVE) posted nothing
  * but its probe, so no operation waits on it: it is neither fenced nor
  * counted as a failover, and raises no event; its reason says which
- * direction of the path is broken.
+ * direction of the path is broken.  Two exceptions keep a server with
+ * thousands of peers calm: a node whose own link of the rail is down
+ * refuses attempts with -ENETDOWN, and the peer then waits about
+ * reconnect_max_ms, because the node connects every connection of that
+ * rail itself at its link-up event; and a rail starts at most
+ * RY__CONNECTS_MAX attempts at once, the rest paced (ry__conn_start).
  *
  * Path MTU (packetization-layer discovery, RFC 8899 style: the probes are
  * the connection's own packets).  With the small probe SEND each side posts
@@ -82,18 +87,51 @@ const char *ry__conn_state_str(enum ry__conn_state s)
 	return (unsigned)s < CONN__MAX ? conn_state_names[s] : "?";
 }
 
+/*
+ * Attempts in flight (CONNECTING, PROBING) per rail, counted by every
+ * change of state, for the pacing in ry__conn_start.
+ */
+static bool attempting(enum ry__conn_state s)
+{
+	return s == CONN_CONNECTING || s == CONN_PROBING;
+}
+
+/* (a closed rail has counted every attempt out at once) */
+static void count_out(struct ry__lrail *lr)
+{
+	if (lr->lr_connecting)
+		lr->lr_connecting--;
+}
+
+static void set_state(struct ry__conn *c, enum ry__conn_state s)
+{
+	if (attempting(s) && !attempting(c->cn_state))
+		c->cn_lrail->lr_connecting++;
+	else if (!attempting(s) && attempting(c->cn_state))
+		count_out(c->cn_lrail);
+	c->cn_state = s;
+}
+
+void ry__conn_gone(struct ry__conn *c)
+{
+	if (ry__heap_linked(&c->cn_tnode))
+		ry__conn_timer_stop(c);
+	if (c->cn_lrail && attempting(c->cn_state))
+		count_out(c->cn_lrail);
+	c->cn_state = CONN_UNPAIRED; /* counted out */
+}
+
 void ry__conn_init(struct ry__conn *c, struct ry_peer *p, struct ry__lrail *lr)
 {
 	const struct ry_rail_config *rc = &lr->lr_cfg;
 
-	if (ry__heap_linked(&c->cn_tnode)) /* a slot a reload reuses */
-		ry__conn_timer_stop(c);
+	ry__conn_gone(c); /* a slot a reload reuses */
 	memset(c, 0, sizeof(*c));
 	ry__list_init(&c->cn_posted);
 	c->cn_peer = p;
 	c->cn_lrail = lr;
 	c->cn_ridx = -1;
-	c->cn_state = CONN_UNPAIRED;
+	c->cn_state = CONN_UNPAIRED; /* set_state: not an attempt */
 	c->cn_health = 1000;
 	/* a known rate beats a configured weight; Mb/s keeps it in range */
 	if (rc->rate_bps)
@@ -114,9 +152,9 @@ void ry__conn_paired(struct ry__conn *c)
 			    "mgr", "peer %s: no rail on network %s for rail %s",
 			    c->cn_peer->pr_name, c->cn_lrail->lr_cfg.network,
 			    c->cn_lrail->lr_cfg.name);
-		c->cn_state = CONN_UNPAIRED;
+		set_state(c, CONN_UNPAIRED);
 	} else if (c->cn_state == CONN_UNPAIRED) {
-		c->cn_state = CONN_IDLE;
+		set_state(c, CONN_IDLE);
 	}
 }
 
@@ -347,7 +385,7 @@ void ry__conn_backoff(struct ry__conn *c, uint64_t now)
 	if (!c->cn_damp)
 		c->cn_backoff_ms = f->reconnect_min_ms;
 	ns = (uint64_t)c->cn_backoff_ms * 1000000ull;
-	c->cn_state = CONN_BACKOFF;
+	set_state(c, CONN_BACKOFF);
 	c->cn_probe_out = false;
 	c->cn_heard = false;
 	if (c->cn_damp) {
@@ -371,18 +409,50 @@ static bool can_connect(struct ry__conn *c)
 	       ry__ctl_alive(p->pr_ctl) && c->cn_lrail->lr_link == RY_LINK_UP;
 }
 
+/*
+ * A rail with RY__CONNECTS_MAX attempts in flight starts no more: the rest
+ * wait their turn, one every RY__CONNECT_GAP_NS (10,000 a second), each
+ * given its own time once (lr_next_start_ns), not polled.  When a rail
+ * comes back under 10,000 peers, or they all return at once, the node
+ * keeps a bounded amount of handshake work per round instead of creating
+ * every QP and sending every request in one pass, which starved its own
+ * ACKs and turned one replug into minutes of retries and refails.
+ * Attempts the peers start are refused with -EBUSY over the limit
+ * (ry__conn_on_req): they try again after reconnect_min_ms.
+ */
+#define RY__CONNECTS_MAX 256
+#define RY__CONNECT_GAP_NS 100000ull
+
+static bool connect_later(struct ry__conn *c, uint64_t now)
+{
+	struct ry__lrail *lr = c->cn_lrail;
+
+	if (lr->lr_connecting < RY__CONNECTS_MAX)
+		return false;
+	lr->lr_next_start_ns =
+	    ry__max64(lr->lr_next_start_ns, now) + RY__CONNECT_GAP_NS;
+	set_state(c, CONN_BACKOFF);
+	c->cn_probe_out = false;
+	c->cn_heard = false;
+	c->cn_deadline_ns = lr->lr_next_start_ns;
+	ry__conn_timer(c, now);
+	return true;
+}
+
 void ry__conn_start(struct ry__conn *c, uint64_t now)
 {
 	struct ry_manager *m = c->cn_lrail->lr_mgr;
 	struct ry_qp_endpoint ep;
 
+	if (can_connect(c) && connect_later(c, now))
+		return;
 	if (!can_connect(c) || create_qp(c)) {
 		ry__conn_backoff(c, now);
 		return;
 	}
 	local_ep(c, &ep);
 	c->cn_attempt++;
-	c->cn_state = CONN_CONNECTING;
+	set_state(c, CONN_CONNECTING);
 	c->cn_probe_out = false;
 	c->cn_heard = false;
 	c->cn_deadline_ns = now + m->m_connect_ns;
@@ -421,7 +491,7 @@ void ry__conn_activate(struct ry__conn *c, uint64_t now)
 	struct ry_peer *p = c->cn_peer;
 	char why[64];
 
-	c->cn_state = CONN_ACTIVE;
+	set_state(c, CONN_ACTIVE);
 	c->cn_probe_out = false;
 	c->cn_heard = false;
 	c->cn_active_ns = now;
@@ -521,7 +591,7 @@ static void attempt_failed(struct ry__conn *c, const char *what)
 		RY_DBG("mgr", "peer %s rail %s: attempt failed: %s",
 		       c->cn_peer->pr_name, c->cn_lrail->lr_cfg.name, why);
 	snprintf(c->cn_reason, sizeof(c->cn_reason), "%s", why);
-	c->cn_state = CONN_FAILED;
+	set_state(c, CONN_FAILED);
 	c->cn_fnext = m->m_failed;
 	m->m_failed = c;
 }
@@ -549,7 +619,7 @@ static void mark_failed(struct ry__conn *c, const char *reason,
 	default:
 		return;
 	}
-	c->cn_state = CONN_FAILED;
+	set_state(c, CONN_FAILED);
 	snprintf(c->cn_reason, sizeof(c->cn_reason), "%s", reason);
 	c->cn_mtu = 0; /* the path may have changed: probe from the top */
 	c->cn_lrail->lr_active--;
@@ -606,7 +676,7 @@ void ry__conn_link_failed(struct ry__conn *c, const char *reason,
 static void probing(struct ry__conn *c, const struct ry__probe_mr *pm,
 		    uint64_t now)
 {
-	c->cn_state = CONN_PROBING;
+	set_state(c, CONN_PROBING);
 	c->cn_probe_out = false;
 	c->cn_heard = false;
 	c->cn_probe_ok = false;
@@ -838,7 +908,7 @@ void ry__conn_flush(struct ry__conn *c)
 	pthread_mutex_unlock(&c->cn_lrail->lr_lock);
 	if (ret)
 		RY_ERR("mgr", "qp 0x%x: to ERR: %d", c->cn_qp->qp_num, ret);
-	c->cn_state = CONN_DRAINING;
+	set_state(c, CONN_DRAINING);
 }
 
 void ry__conn_drained_check(struct ry__conn *c, uint64_t now)
@@ -882,10 +952,23 @@ void ry__conn_on_req(struct ry_peer *p, unsigned src, unsigned dst,
 		if (m->m_node > p->pr_node)
 			return; /* ours wins; the peer will take it */
 		ry__conn_destroy_qp(c);
-		c->cn_state = CONN_IDLE;
+		set_state(c, CONN_IDLE);
 	}
-	if (c->cn_lrail->lr_link != RY_LINK_UP || !make_room(c, now) ||
-	    create_qp(c)) {
+	if (c->cn_lrail->lr_link != RY_LINK_UP) {
+		/* the peer waits for us to connect when our link is back
+		 * (ry__conn_on_rej): 10,000 clients do not ask every
+		 * reconnect_min_ms while a server's cable is out */
+		ry__ctl_send_conn(ctl, CTL_CONN_REJ, dst, src, attempt, NULL,
+				  -ENETDOWN);
+		return;
+	}
+	if (!attempting(c->cn_state) &&
+	    c->cn_lrail->lr_connecting >= RY__CONNECTS_MAX) {
+		ry__ctl_send_conn(ctl, CTL_CONN_REJ, dst, src, attempt, NULL,
+				  -EBUSY);
+		return;
+	}
+	if (!make_room(c, now) || create_qp(c)) {
 		ry__ctl_send_conn(ctl, CTL_CONN_REJ, dst, src, attempt, NULL,
 				  -EAGAIN);
 		return;
@@ -940,6 +1023,23 @@ void ry__conn_on_rej(struct ry_peer *p, unsigned src, unsigned dst,
 	       c->cn_lrail->lr_cfg.name, err);
 	ry__conn_destroy_qp(c);
 	ry__conn_backoff(c, ry__now_ns());
+	if (err == -ENETDOWN) {
+		/*
+		 * The peer's link of that rail is down, and the peer connects
+		 * every connection of it as soon as it is back (its link-up
+		 * event).  Ask again only after about reconnect_max_ms, in
+		 * case that attempt is lost.
+		 */
+		uint64_t ns =
+		    (uint64_t)p->pr_mgr->m_cfg.failover.reconnect_max_ms *
+		    1000000ull;
+		uint64_t now = ry__now_ns();
+
+		snprintf(c->cn_reason, sizeof(c->cn_reason),
+			 "the peer's link is down");
+		c->cn_deadline_ns = now + ns / 2 + ry__rand64() % (ns + 1);
+		ry__conn_timer(c, now);
+	}
 }
 
 int ry__conn_post(struct ry__conn *c, struct ry__wr **wrs,

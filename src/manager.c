@@ -176,6 +176,7 @@ void ry__lrail_close(struct ry__lrail *lr)
 	pthread_mutex_unlock(&lr->lr_lock);
 	lr->lr_pd = NULL;
 	lr->lr_active = 0;
+	lr->lr_connecting = 0;
 	lr->lr_link = RY_LINK_DOWN;
 	lr->lr_always = false;
 	atomic_store(&lr->lr_kick, false);

@@ -500,10 +500,12 @@ struct ry__lrail {
 	enum ry_link_state lr_link;
 	void *lr_recv_buf;
 	struct ry_mr *lr_recv_mr;
-	unsigned lr_active;	  /* ACTIVE connections */
-	pthread_mutex_t lr_lock;  /* calls into lr_rail (LOCKING) */
-	uint64_t lr_caught_up_ns; /* ry__rail_catch_up(): last pass */
-	bool lr_polling;	  /* inside ry__poll_rail() (m_lock) */
+	unsigned lr_active;	   /* ACTIVE connections */
+	unsigned lr_connecting;	   /* CONNECTING or PROBING (conn.c) */
+	uint64_t lr_next_start_ns; /* the last paced start given (conn.c) */
+	pthread_mutex_t lr_lock;   /* calls into lr_rail (LOCKING) */
+	uint64_t lr_caught_up_ns;  /* ry__rail_catch_up(): last pass */
+	bool lr_polling;	   /* inside ry__poll_rail() (m_lock) */
 	bool lr_always;	     /* no fd or no pending(): run it every round */
 	atomic_bool lr_kick; /* posted to since the last progress */
 	struct ry__rthread *lr_rt; /* its progress thread, NULL: none */
@@ -905,6 +907,9 @@ int ry__lanes_pick(const struct ry__lanes *l, uint32_t bytes, uint32_t mask);
 
 /* conn.c: connections and every change of their state */
 void ry__conn_init(struct ry__conn *c, struct ry_peer *p, struct ry__lrail *lr);
+/* Its timer stopped and its attempt, if any, no longer counted: the
+ * record is being freed or the slot reused. */
+void ry__conn_gone(struct ry__conn *c);
 void ry__conn_paired(struct ry__conn *c);
 void ry__conn_start(struct ry__conn *c, uint64_t now);
 void ry__conn_activate(struct ry__conn *c, uint64_t now);

@@ -81,8 +81,8 @@ void ry__peer_free(struct ry_peer *p)
 	peer_unlink(p);
 	ry__list_del(&p->pr_tlink);
 	for (i = 0; i < RY_MAX_RAILS; i++)
-		if (p->pr_conn[i] && ry__heap_linked(&p->pr_conn[i]->cn_tnode))
-			ry__conn_timer_stop(p->pr_conn[i]);
+		if (p->pr_conn[i])
+			ry__conn_gone(p->pr_conn[i]);
 	for (i = p->pr_nslots; i < RY_MAX_RAILS; i++)
 		free(p->pr_conn[i]); /* added by a reload */
 	free(p);

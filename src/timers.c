@@ -53,9 +53,16 @@ static uint64_t conn_due(const struct ry__conn *c, uint64_t now)
 	uint64_t t;
 
 	switch (c->cn_state) {
+	case CONN_BACKOFF:
+		/* nothing to try before the link-up event (progress.c), which
+		 * keys every connection of the rail again: 10,000 waiting
+		 * connections are not looked at every few ticks */
+		if (c->cn_lrail->lr_link != RY_LINK_UP)
+			return 0;
+		t = c->cn_deadline_ns;
+		break;
 	case CONN_CONNECTING:
 	case CONN_PROBING:
-	case CONN_BACKOFF:
 		t = c->cn_deadline_ns;
 		break;
 	case CONN_ACTIVE:

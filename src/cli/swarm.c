@@ -663,7 +663,7 @@ static int dispatch(struct swarm *sw, struct node *nd, unsigned type,
 {
 	struct ry_qp_endpoint ep;
 	unsigned src, dst;
-	uint32_t attempt, q2;
+	uint32_t attempt, q2, err = 0;
 	uint64_t gen;
 	struct conn *c;
 	struct fb f;
@@ -680,7 +680,7 @@ static int dispatch(struct swarm *sw, struct node *nd, unsigned type,
 		dst = (unsigned)r_le(r, 1);
 		attempt = (uint32_t)r_le(r, 4);
 		if (type == CTL_CONN_REJ)
-			r_le(r, 4);
+			err = (uint32_t)r_le(r, 4);
 		else
 			r_ep(r, &ep);
 		if (r->bad || dst >= sw->nr)
@@ -695,6 +695,14 @@ static int dispatch(struct swarm *sw, struct node *nd, unsigned type,
 		if (type == CTL_CONN_REJ) {
 			sw->rejects++;
 			conn_drop(sw, nd, dst, now, false);
+			/* the server's link is down and it connects when it
+			 * is back: ask again only after about
+			 * reconnect_max_ms (5 s), as a real node does
+			 * (src/conn.c) */
+			if (err == (uint32_t)-ENETDOWN)
+				c->deadline =
+				    now + 2500000000ull +
+				    (uint64_t)random() % 5000000000ull;
 			return 0;
 		}
 		if (to_rts(rail_of(sw, nd, dst), c, &ep) ||

@@ -645,6 +645,51 @@ START_TEST(all_rails_killed_then_restored)
 }
 END_TEST
 
+static bool a_r1_active(void *arg)
+{
+	(void)arg;
+	return fx_active(F.a, "r1") == 1;
+}
+
+static bool a_r1_down(void *arg)
+{
+	return !a_r1_active(arg);
+}
+
+/*
+ * The far end's link is down: it says so (-ENETDOWN) and connects itself
+ * when the link is back, so this end does not ask every reconnect_min_ms
+ * meanwhile (10,000 clients would flood a server whose cable is out),
+ * and the rail is still back as soon as the far link is.
+ */
+START_TEST(far_link_down_waits_for_peer)
+{
+	struct ry__conn *c = NULL;
+	uint32_t n0;
+
+	setup_opts(&(struct fx_opts){.reconnect_min_ms = 20,
+				     .reconnect_max_ms = 5000});
+	ck_assert_int_eq(write_verify(0, MiB, 1), RY_OK);
+	for (unsigned i = 0; i < F.a->m_nrails; i++)
+		if (!strcmp(F.a->m_rails[i].lr_cfg.name, "r1"))
+			c = F.ab->pr_conn[i];
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_eq(ry_rail_link(F.b, "r1", false), 0);
+	ck_assert(fx_until(&F, a_r1_down, NULL, 3000));
+	n0 = c->cn_attempt;
+	/* at 20 ms, about 75 attempts in 1.5 s without the rule */
+	fx_sleep_progress(&F, 1500);
+	ck_assert_msg(c->cn_attempt - n0 <= 2, "%u attempts while down",
+		      c->cn_attempt - n0);
+	ck_assert_str_eq(c->cn_reason, "the peer's link is down");
+	/* b connects when its link is back, long before a asks again */
+	ck_assert_int_eq(ry_rail_link(F.b, "r1", true), 0);
+	ck_assert(fx_until(&F, a_r1_active, NULL, 2400));
+	ck_assert_int_eq(write_verify(0, MiB, 2), RY_OK);
+	teardown();
+}
+END_TEST
+
 static bool health_full(void *arg)
 {
 	struct ry_rail_info ri;
@@ -1734,10 +1779,13 @@ static Suite *suite(void)
 	tcase_add_test(tc, poll_mode_and_event_fd);
 	tcase_add_test(tc, progress_threads);
 	suite_add_tcase(s, tc);
-	/* liveness that costs little (CK_RUN_CASE=heartbeat runs it alone) */
-	tc = tcase_create("heartbeat");
+	/* what keeps a server with many peers calm: idle connections cost
+	 * little, a server's outage does not bring a flood of reconnects
+	 * (CK_RUN_CASE=many_peers runs these alone) */
+	tc = tcase_create("many_peers");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, idle_heartbeat_one_end);
+	tcase_add_test(tc, far_link_down_waits_for_peer);
 	suite_add_tcase(s, tc);
 	return s;
 }
