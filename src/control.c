@@ -66,6 +66,7 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1915,12 +1916,36 @@ static void ctl_free(struct ry__ctl *c)
 	free(c);
 }
 
+/*
+ * Peers freed by the reaper since memory was last given back.  When many
+ * clients leave at once (a rack powered off), their records, QPs and
+ * sessions were allocated together and are freed together; glibc keeps
+ * such holes in the heap for reuse, so the process would stay as large
+ * as at its peak.  malloc_trim() hands the free pages back (a few ms on a
+ * heap of hundreds of MB, and only after a mass departure).
+ */
+#define REAP_TRIM_PEERS 64
+
+static void reaped(struct ry_manager *m, unsigned n, bool more)
+{
+	m->m_reaped += n;
+	/* once the wave is over: while records still drain, the next pass
+	 * (100 ms) frees more */
+	if (more || m->m_reaped < REAP_TRIM_PEERS)
+		return;
+	m->m_reaped = 0;
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
+}
+
 void ry__ctl_reap(struct ry_manager *m)
 {
 	struct ry__list *pos, *next;
 	struct ry_peer *p;
 	struct ry__ctl *c;
 	bool again = false;
+	unsigned freed = 0;
 
 	while ((c = m->m_ctl_dead)) {
 		m->m_ctl_dead = c->c_dnext;
@@ -1945,6 +1970,7 @@ void ry__ctl_reap(struct ry_manager *m)
 		p = ry__list_entry(pos, struct ry_peer, pr_rlink);
 		if (ry__peer_disposable(p)) {
 			ry__peer_forget(p); /* unlinks it */
+			freed++;
 		} else if (!p->pr_app_seen) {
 			/* it may become disposable: look again (never if the
 			 * application holds it) */
@@ -1952,6 +1978,7 @@ void ry__ctl_reap(struct ry_manager *m)
 		}
 	}
 	m->m_reap_peers = again;
+	reaped(m, freed, again);
 }
 
 void ry__ctl_close_all(struct ry_manager *m)

@@ -679,6 +679,7 @@ struct ry_manager {
 	bool m_reap_peers;	 /* a HELLO-made peer lost a session */
 	uint64_t m_reap_next_ns; /* reap at most every 100 ms */
 	struct ry__list m_reapq; /* HELLO-made records with no live session */
+	unsigned m_reaped;	 /* freed since the last malloc_trim */
 	struct ry__admit_state *m_admit;
 	struct ry__authkey
 	    *m_auth; /* keys from key_file (auth.c); NULL: none */
