@@ -1023,21 +1023,32 @@ void ry__conn_on_rej(struct ry_peer *p, unsigned src, unsigned dst,
 	       c->cn_lrail->lr_cfg.name, err);
 	ry__conn_destroy_qp(c);
 	ry__conn_backoff(c, ry__now_ns());
-	if (err == -ENETDOWN) {
+	if (err == -ENETDOWN || err == -EBUSY) {
 		/*
-		 * The peer's link of that rail is down, and the peer connects
-		 * every connection of it as soon as it is back (its link-up
-		 * event).  Ask again only after about reconnect_max_ms, in
-		 * case that attempt is lost.
+		 * -ENETDOWN: the peer's link of that rail is down, and the
+		 * peer connects every connection of it as soon as it is back
+		 * (its link-up event): ask again only after about
+		 * reconnect_max_ms, in case that attempt is lost.  -EBUSY:
+		 * the peer has as many attempts in flight on that rail as it
+		 * takes (thousands of nodes came back at once): ask again
+		 * within ten reconnect_min_ms, spread, not all at the next.
 		 */
-		uint64_t ns =
-		    (uint64_t)p->pr_mgr->m_cfg.failover.reconnect_max_ms *
-		    1000000ull;
-		uint64_t now = ry__now_ns();
+		const struct ry_failover_config *f = &p->pr_mgr->m_cfg.failover;
+		uint64_t now = ry__now_ns(), ns;
 
-		snprintf(c->cn_reason, sizeof(c->cn_reason),
-			 "the peer's link is down");
-		c->cn_deadline_ns = now + ns / 2 + ry__rand64() % (ns + 1);
+		if (err == -ENETDOWN) {
+			ns = (uint64_t)f->reconnect_max_ms * 1000000ull;
+			snprintf(c->cn_reason, sizeof(c->cn_reason),
+				 "the peer's link is down");
+			c->cn_deadline_ns =
+			    now + ns / 2 + ry__rand64() % (ns + 1);
+		} else {
+			ns = (uint64_t)f->reconnect_min_ms * 1000000ull;
+			snprintf(c->cn_reason, sizeof(c->cn_reason),
+				 "the peer is busy connecting others");
+			c->cn_deadline_ns =
+			    now + ns + ry__rand64() % (10 * ns + 1);
+		}
 		ry__conn_timer(c, now);
 	}
 }

@@ -695,14 +695,18 @@ static int dispatch(struct swarm *sw, struct node *nd, unsigned type,
 		if (type == CTL_CONN_REJ) {
 			sw->rejects++;
 			conn_drop(sw, nd, dst, now, false);
-			/* the server's link is down and it connects when it
-			 * is back: ask again only after about
-			 * reconnect_max_ms (5 s), as a real node does
-			 * (src/conn.c) */
+			/* as a real node does (src/conn.c): the server's
+			 * link is down and it connects when it is back: ask
+			 * again only after about reconnect_max_ms (5 s);
+			 * busy with other nodes' attempts: within 1 s */
 			if (err == (uint32_t)-ENETDOWN)
 				c->deadline =
 				    now + 2500000000ull +
 				    (uint64_t)random() % 5000000000ull;
+			else if (err == (uint32_t)-EBUSY)
+				c->deadline =
+				    now + 100000000ull +
+				    (uint64_t)random() % 1000000000ull;
 			return 0;
 		}
 		if (to_rts(rail_of(sw, nd, dst), c, &ep) ||
