@@ -490,6 +490,8 @@ static void node_end(struct swarm *sw, struct node *nd, uint64_t now,
 {
 	unsigned ri;
 
+	if (nd->st == N_DEAD)
+		return; /* gone for good (the exit closes every node) */
 	if (nd->st == N_READY)
 		sw->ready--;
 	if (nd->st >= N_DIALING && nd->st <= N_READY && !killed)
@@ -818,6 +820,8 @@ static void node_dial(struct swarm *sw, struct node *nd, uint64_t now)
 static void node_io(struct swarm *sw, struct node *nd, uint32_t events,
 		    uint64_t now)
 {
+	if (nd->fd < 0) /* closed earlier in this batch of events */
+		return;
 	if (nd->st == N_DIALING) {
 		int err = 0;
 		socklen_t l = sizeof(err);
@@ -1268,10 +1272,6 @@ int cli_swarm(int argc, char **argv)
 		int n = epoll_wait(sw.ep, evs, 256, 5);
 
 		now = now_ns();
-		if (kill_req) {
-			kill_req = 0;
-			kill_nodes(&sw, now);
-		}
 		for (int k = 0; k < n; k++) {
 			struct tag *t = evs[k].data.ptr;
 
@@ -1284,6 +1284,10 @@ int cli_swarm(int argc, char **argv)
 		for (i = 0; i < sw.ngroups * sw.nr; i++)
 			if (sw.rails[i].dirty)
 				rail_poll(&sw, &sw.rails[i], now);
+		if (kill_req) { /* after this batch of events */
+			kill_req = 0;
+			kill_nodes(&sw, now);
+		}
 		if (now - last_tick >= 10000000ull) {
 			/* --rate new sessions a second, in 10 ms steps */
 			budget = sw.rate / 100 ? sw.rate / 100 : 1;
