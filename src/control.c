@@ -23,7 +23,10 @@
  *                      endpoint     -- QPN, PSN, cookie, GID, LID, port, MTU
  *                      u64 addr, u32 rkey, u32 len -- the sender rail's
  *                      path MTU probe slice (conn.c; absent: no probes)
- *   CONN_REJ           u8, u8, u32 attempt, i32 -errno
+ *   CONN_REJ           u8, u8, u32 attempt, i32 -errno: -ENETDOWN our
+ *                      link of that rail is down (we connect when it is
+ *                      back), -EBUSY too many attempts in flight on it,
+ *                      -EINVAL no such rail, -EAGAIN, -EIO (conn.c)
  *   FENCE_REQ          u64 gen, u8 sender's rail, u8 receiver's rail,
  *                      u32 sender's dead QPN, u32 receiver's QPN on it
  *   FENCE_ACK          u64 gen  -- sent after that QP is in ERR
