@@ -101,7 +101,7 @@ const struct ry__opt ry__opts[] = {
 	  "at most 10 s (10000000)"),
 
     FAILOVER(heartbeat_ms, RY__OPT_INT, "10", 1, 60000, ZD, "ms", MS_HINT),
-    FAILOVER(idle_heartbeat_ms, RY__OPT_INT, "10000", 1, 3600000, ZD, "ms",
+    FAILOVER(idle_heartbeat_ms, RY__OPT_INT, "30000", 1, 3600000, ZD, "ms",
 	     MS_HINT),
     FAILOVER(timeout_ms, RY__OPT_INT, "100", 2, 600000, ZD, "ms", MS_HINT),
     FAILOVER(ack_timeout_ms, RY__OPT_INT, "20", 1, 60000, ZD, "ms", MS_HINT),

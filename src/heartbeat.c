@@ -11,15 +11,15 @@
  *   or the peer's control session
  *   is down
  *   idle longer, we are the lower    a heartbeat after idle_heartbeat_ms
- *   incarnation of the two nodes     (10 s; never below heartbeat_ms)
+ *   incarnation of the two nodes     (30 s; never below heartbeat_ms)
  *                                    of quiet
  *   idle longer, we are the higher   nothing: the other end sends
  *
  * So an idle connection costs one message per idle_heartbeat_ms, from one
  * end (both ends know both incarnations from the HELLOs, and the same rule
  * breaks connect races in conn.c), instead of one per heartbeat_ms from
- * each: 40,000 idle connections are 4,000 messages a second, not 8
- * million.  An HCA's RC QP has no keepalive at all: an idle QP whose path
+ * each: 40,000 idle connections are 1,333 messages a second, not 8
+ * million (at 1 s, 40,000 cost a server half a core; README, Scale).  An HCA's RC QP has no keepalive at all: an idle QP whose path
  * died is found by the first work's retry count; this is that, plus a
  * slow probe so that a dead idle path is also found, and replaced, before
  * it is needed.

@@ -57,7 +57,7 @@ static const char usage_text[] =
     "idle: they answer probes, heartbeats and fences and reconnect a rail\n"
     "that fails, as a real node does, and send a heartbeat on every idle\n"
     "connection every max(--heartbeat-ms, --idle-heartbeat-ms) (defaults\n"
-    "1000 and 10000, as the server's heartbeat_ms and idle_heartbeat_ms\n"
+    "1000 and 30000, as the server's heartbeat_ms and idle_heartbeat_ms\n"
     "should be; --heartbeat-ms 0: never) where their incarnation is the\n"
     "lower of the two, as a real node does once a connection has been\n"
     "idle for a second.  They move no data; run `railyard bench --verify`\n"
@@ -1144,7 +1144,7 @@ static int parse_args(struct swarm *sw, int argc, char **argv)
 	sw->group = 256;
 	sw->rate = 2000;
 	sw->hb_ns = 1000000000ull;
-	sw->idle_hb_ns = 10000000000ull;
+	sw->idle_hb_ns = 30000000000ull;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 

@@ -8,9 +8,10 @@
 #   RAILYARD=path/to/railyard   (default: build/src/cli/railyard, then
 #                                build/gcc/src/cli/railyard)
 #   RY_SCALE_HB_MS=1000         heartbeat_ms of serve and the swarm
-#   RY_SCALE_IDLE_HB_MS=10000   idle_heartbeat_ms of serve and the swarm
-#   RY_SCALE_IDLE_S=20          idle measuring window (default: two idle
-#                               heartbeat periods; 5 s with --check)
+#   RY_SCALE_IDLE_HB_MS=30000   idle_heartbeat_ms of serve and the swarm
+#   RY_SCALE_IDLE_S=30          idle measuring window (default: one idle
+#                               heartbeat period, at least 10 s; 5 s with
+#                               --check)
 #
 # Steps: serve starts; a 4 KiB write latency is measured from the real
 # client alone (bench --size 4K --depth 1, p50); the swarm connects N nodes
@@ -50,10 +51,12 @@ if [[ -z $ry ]]; then
 fi
 [[ -x ${ry:-} ]] || { echo "no railyard binary (build first, or set RAILYARD)" >&2; exit 1; }
 HB=${RY_SCALE_HB_MS:-1000}
-IDLE_HB=${RY_SCALE_IDLE_HB_MS:-10000}
-# the window holds two idle heartbeat periods (the figure is a rate);
-# --check asserts nothing about it, so it does not wait that long
-IDLE=${RY_SCALE_IDLE_S:-$(( check ? 5 : 2 * (IDLE_HB > HB ? IDLE_HB : HB) / 1000 ))}
+IDLE_HB=${RY_SCALE_IDLE_HB_MS:-30000}
+# the window holds one idle heartbeat period, so every connection beats
+# about once in it (the swarm's at random phases, serve's a period after
+# they came up, which is inside it); --check asserts nothing about it, so
+# it does not wait that long
+IDLE=${RY_SCALE_IDLE_S:-$((check ? 5 : (IDLE_HB > 10000 ? IDLE_HB : 10000) / 1000))}
 
 p=rys$$
 work=$(mktemp -d)
