@@ -27,7 +27,8 @@
 # drop every peer record (released).  The last line of stdout is one JSON
 # object.  --check (the CTest `scale` label) also asserts correctness
 # only: every connection up, 0 failed or corrupted operations across the
-# pull and the kill, every rail back, the killed and then all released.  Nothing about speed is asserted.
+# pull and the kill, every rail back, the killed and then all released.
+# Nothing about speed is asserted.
 set -euo pipefail
 check=
 if [[ ${1:-} == --check ]]; then
@@ -169,6 +170,20 @@ ip netns exec "$p-a" "$ry" swarm --server 198.18.0.2:7470 --source 198.18.0.1 --
 	--rail n3=198.18.4.1 >"$work/swarm.json" 2>"$work/swarm.log" &
 swarm_pid=$!
 st() { jq -r "$1" "$work/swarm.st" 2>/dev/null || echo -1; }
+active_min() { st '.active | min'; }
+# seconds from T0 until CMD prints WANT (polled every EVERY s), or -1
+# after LIMIT s: until_s LIMIT T0 CMD WANT EVERY
+until_s() {
+	local limit=$1 t0=$2 cmd=$3 want=$4 every=$5
+	while awk -v a="$(now)" -v b="$t0" -v l="$limit" 'BEGIN { exit !(a - b < l) }'; do
+		if [[ $($cmd) == "$want" ]]; then
+			awk -v a="$(now)" -v b="$t0" 'BEGIN { printf "%.2f", a - b }'
+			return
+		fi
+		sleep "$every"
+	done
+	echo -1
+}
 limit=$((60 + N / 20))
 t0=$(now)
 while :; do
@@ -221,14 +236,7 @@ bash "$root/tests/netns/topo.sh" unplug $p b 0
 sleep 2
 bash "$root/tests/netns/topo.sh" plug $p b 0
 t_plug=$(now)
-rail_back_s=-1
-while awk -v a="$(now)" -v b="$t_plug" 'BEGIN { exit !(a - b < 120) }'; do
-	if [[ $(st '.active | min') == "$N" ]]; then
-		rail_back_s=$(awk -v a="$(now)" -v b="$t_plug" 'BEGIN { printf "%.2f", a - b }')
-		break
-	fi
-	sleep 0.05
-done
+rail_back_s=$(until_s 120 "$t_plug" active_min "$N" 0.05)
 bench_rc=0
 wait $bench_pid || bench_rc=$?
 fo_failed=null fo_verify=null fo_ok=null
@@ -254,14 +262,8 @@ in_a "$ry" bench -c "$work/a.conf" --peer b --size 4K --depth 1 --duration 8 \
 bench_pid=$!
 sleep 2
 kill -USR1 $swarm_pid
-t_kill=$(now) kill_release_s=-1
-while awk -v a="$(now)" -v b="$t_kill" 'BEGIN { exit !(a - b < 60) }'; do
-	if [[ $(peers_json) == $((N - K)) ]]; then
-		kill_release_s=$(awk -v a="$(now)" -v b="$t_kill" 'BEGIN { printf "%.2f", a - b }')
-		break
-	fi
-	sleep 0.1
-done
+t_kill=$(now)
+kill_release_s=$(until_s 60 "$t_kill" peers_json $((N - K)) 0.1)
 kill_rc=0
 wait $bench_pid || kill_rc=$?
 bench_pid=
@@ -277,15 +279,9 @@ log "killed $K clients: released in $kill_release_s s; serve RSS $rss_k0 -> $rss
 kill -TERM $swarm_pid
 wait $swarm_pid || true
 swarm_pid=
-t_exit=$(now) released=false release_s=-1
-while awk -v a="$(now)" -v b="$t_exit" 'BEGIN { exit !(a - b < 60) }'; do
-	if [[ $(peers_json) == 0 ]]; then
-		released=true
-		release_s=$(awk -v a="$(now)" -v b="$t_exit" 'BEGIN { printf "%.2f", a - b }')
-		break
-	fi
-	sleep 0.2
-done
+t_exit=$(now) released=false
+release_s=$(until_s 60 "$t_exit" peers_json 0 0.2)
+[[ $release_s == -1 ]] || released=true
 serve_rss_after=$(rss)
 
 # UDP datagrams dropped for a full receive buffer, serve's side and the
