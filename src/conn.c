@@ -376,29 +376,35 @@ void ry__conn_update_share(struct ry__conn *c)
 /* Up for less than this before failing again: a flap (see the top). */
 #define RY__FLAP_NS 1000000000ull
 
+/* To BACKOFF, trying again at at. */
+static void backoff_until(struct ry__conn *c, uint64_t at, uint64_t now)
+{
+	set_state(c, CONN_BACKOFF);
+	c->cn_probe_out = false;
+	c->cn_heard = false;
+	c->cn_deadline_ns = at;
+	ry__conn_timer(c, now);
+}
+
 void ry__conn_backoff(struct ry__conn *c, uint64_t now)
 {
 	const struct ry_failover_config *f =
 	    &c->cn_lrail->lr_mgr->m_cfg.failover;
-	uint64_t ns;
+	uint64_t ns, at;
 
 	if (!c->cn_damp)
 		c->cn_backoff_ms = f->reconnect_min_ms;
 	ns = (uint64_t)c->cn_backoff_ms * 1000000ull;
-	set_state(c, CONN_BACKOFF);
-	c->cn_probe_out = false;
-	c->cn_heard = false;
 	if (c->cn_damp) {
 		/* jitter: half to one and a half times the backoff */
-		c->cn_deadline_ns = now + ns / 2 + ry__rand64() % (ns + 1);
+		at = now + ns / 2 + ry__rand64() % (ns + 1);
 		c->cn_backoff_ms = (uint32_t)ry__min64(
 		    (uint64_t)c->cn_backoff_ms * 2, f->reconnect_max_ms);
 	} else {
 		/* a little jitter, so both ends do not always collide */
-		c->cn_deadline_ns =
-		    now + ns - ns / 4 + ry__rand64() % (ns / 4 + 1);
+		at = now + ns - ns / 4 + ry__rand64() % (ns / 4 + 1);
 	}
-	ry__conn_timer(c, now);
+	backoff_until(c, at, now);
 }
 
 static bool can_connect(struct ry__conn *c)
@@ -431,11 +437,7 @@ static bool connect_later(struct ry__conn *c, uint64_t now)
 		return false;
 	lr->lr_next_start_ns =
 	    ry__max64(lr->lr_next_start_ns, now) + RY__CONNECT_GAP_NS;
-	set_state(c, CONN_BACKOFF);
-	c->cn_probe_out = false;
-	c->cn_heard = false;
-	c->cn_deadline_ns = lr->lr_next_start_ns;
-	ry__conn_timer(c, now);
+	backoff_until(c, lr->lr_next_start_ns, now);
 	return true;
 }
 
@@ -444,9 +446,13 @@ void ry__conn_start(struct ry__conn *c, uint64_t now)
 	struct ry_manager *m = c->cn_lrail->lr_mgr;
 	struct ry_qp_endpoint ep;
 
-	if (can_connect(c) && connect_later(c, now))
+	if (!can_connect(c)) {
+		ry__conn_backoff(c, now);
 		return;
-	if (!can_connect(c) || create_qp(c)) {
+	}
+	if (connect_later(c, now))
+		return;
+	if (create_qp(c)) {
 		ry__conn_backoff(c, now);
 		return;
 	}
