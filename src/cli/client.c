@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -27,6 +28,8 @@ static const char bench_usage[] =
     "each written block back and compares it.  Prints a per-rail breakdown;\n"
     "--json prints the result as JSON on stdout (progress on stderr).\n"
     "Default: --op write --size 1M --depth 8 --duration 10.\n"
+    "SIGINT or SIGTERM end the run early: operations in flight complete and\n"
+    "the results are reported for the time it ran.\n"
     "Exit codes: 0 all operations succeeded and verified, 1 otherwise or\n"
     "cannot start, 2 usage error.\n";
 
@@ -47,12 +50,35 @@ static const char drill_usage[] =
     "what was written, independently, so the throughput moves when a rail\n"
     "does; --load cycle: each slot writes, then reads back (every write\n"
     "checked); --load pairs: in each pair of slots one write and one read.\n"
-    "Default: --duration 30.\n"
+    "Default: --duration 30.  SIGINT or SIGTERM end it early, with the\n"
+    "verdict for the time it ran.\n"
     "If the peer restarts, operations aimed at its old memory fail (they\n"
     "are counted apart), its new target is fetched and the drill goes on.\n"
     "Exit codes: 0 nothing lost (but such operations, once traffic\n"
     "resumed), 1 an operation failed or data differed or cannot start,\n"
     "2 usage error.\n";
+
+/* SIGINT/SIGTERM: end the run as if its duration were over, so a run
+ * stopped by hand or by a script (tests/bench/scale.sh stops its clients
+ * once a drill step is done) still reports what it saw; a second signal
+ * kills as usual (SA_RESETHAND). */
+static volatile sig_atomic_t stop_flag;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_flag = 1;
+}
+
+static void catch_stop(void)
+{
+	struct sigaction sa = {.sa_handler = on_stop,
+			       .sa_flags = SA_RESTART | SA_RESETHAND};
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
 
 struct client_args {
 	const char *file, *peer, *csv, *plot;
@@ -207,6 +233,8 @@ static int run_client(int argc, char **argv, bool drill)
 			    : strerror(-ret));
 		goto out;
 	}
+	a.o.stop = &stop_flag;
+	catch_stop();
 	ret = cli_session_create(mgr, peer, &a.o, &s);
 	if (ret)
 		goto out;

@@ -120,7 +120,6 @@ struct cli_session {
 
 	double t0, t0_unix, t_end, t_last_tick, t_stop;
 	uint64_t posted;
-	bool stopping;
 	int fatal;
 
 	uint64_t ops_ok, ops_failed, bytes, verify_errors;
@@ -186,7 +185,7 @@ static void on_done(const struct ry_completion *c, void *arg);
 /* The run goes on (it may be waiting for a restarted peer's target). */
 static bool running(struct cli_session *s)
 {
-	if (s->stopping || s->fatal)
+	if (s->fatal || (s->o.stop && *s->o.stop))
 		return false;
 	if (s->o.count && s->posted >= s->o.count)
 		return false;

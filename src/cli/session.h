@@ -14,6 +14,7 @@
 #ifndef RAILYARD_CLI_SESSION_H
 #define RAILYARD_CLI_SESSION_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -55,6 +56,10 @@ struct cli_session_opts {
 	/* Called once a second after sampling (the demo pulls a rail). */
 	void (*tick)(double t, void *arg);
 	void *tick_arg;
+	/* Set (from a signal handler) to end the run early: nothing new is
+	 * posted, what is in flight completes, the results are as for a run
+	 * that reached its duration.  NULL: no such flag. */
+	volatile sig_atomic_t *stop;
 };
 
 struct cli_session;

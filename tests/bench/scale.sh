@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Scale benchmark: one `railyard serve` (4 soft rails, namespace b of
 # tests/netns/topo.sh) against N client nodes emulated by `railyard swarm`
-# from namespace a, plus one real client node (`railyard bench`, also in a)
-# that moves verified data.
+# from namespace a, plus real client nodes (`railyard bench`, also in a)
+# that move verified data: one for the latency steps, RY_SCALE_ACTIVE more
+# during the rail pull.
 #
 # usage (root): scale.sh [--check] N
 #   RAILYARD=path/to/railyard   (default: build/src/cli/railyard, then
@@ -12,22 +13,28 @@
 #   RY_SCALE_IDLE_S=30          idle measuring window (default: one idle
 #                               heartbeat period, at least 10 s; 5 s with
 #                               --check)
+#   RY_SCALE_ACTIVE=100         real client nodes moving verified data
+#                               across the rail pull (issue 13: 100)
 #
 # Steps: serve starts; a 4 KiB write latency is measured from the real
 # client alone (bench --size 4K --depth 1, p50); the swarm connects N nodes
 # x 4 rails (connect_s: first dial to the last connection up); serve's RSS
 # growth per connection; serve's CPU and the packets on its rail
 # interfaces over an idle window; the same latency again with the swarm
-# idle beside it; then bench --verify runs while serve's cable of rail r0
-# is pulled for 2 s (failover_failed_ops: operations that failed or did not
-# verify; rail_back_s: from the replug until every emulated node is
-# connected on r0 again); then a tenth of the emulated nodes die at once
+# idle beside it; then RY_SCALE_ACTIVE more real client nodes (c1, c2, ...,
+# each a `railyard bench --verify` process with a node name of its own)
+# write and read back while serve's cable of rail r0 is pulled for 2 s,
+# and are stopped (SIGTERM: in-flight work completes, each reports) 2 s
+# after every emulated node is back on r0 (failover_failed_ops: their
+# operations that failed or did not verify, summed; failover_clients_hit:
+# how many saw r0 fail under them; rail_back_s: from the replug until
+# every emulated node is connected on r0 again); then a tenth of the emulated nodes die at once
 # (kill_*: how soon serve releases them, its RSS, the slowest 4 KiB write
 # of the real client across it); finally the swarm exits and serve must
 # drop every peer record (released).  The last line of stdout is one JSON
 # object.  --check (the CTest `scale` label) also asserts correctness
-# only: every connection up, 0 failed or corrupted operations across the
-# pull and the kill, every rail back, the killed and then all released.
+# only: every connection up, every active client ran across the pull and
+# saw r0 fail, 0 failed or corrupted operations across the pull and the kill, every rail back, the killed and then all released.
 # Nothing about speed is asserted.
 set -euo pipefail
 check=
@@ -58,12 +65,15 @@ IDLE_HB=${RY_SCALE_IDLE_HB_MS:-30000}
 # they came up, which is inside it); --check asserts nothing about it, so
 # it does not wait that long
 IDLE=${RY_SCALE_IDLE_S:-$((check ? 5 : (IDLE_HB > 10000 ? IDLE_HB : 10000) / 1000))}
+ACTIVE=${RY_SCALE_ACTIVE:-100}
+[[ $ACTIVE =~ ^[0-9]+$ ]] && ((ACTIVE >= 1 && ACTIVE <= 1000)) ||
+	{ echo "RY_SCALE_ACTIVE must be 1..1000" >&2; exit 2; }
 
 p=rys$$
 work=$(mktemp -d)
-serve_pid= swarm_pid=
+serve_pid= swarm_pid= fo_pids=()
 cleanup() {
-	for pid in $swarm_pid $serve_pid; do
+	for pid in "${fo_pids[@]}" $swarm_pid $serve_pid; do
 		kill "$pid" 2>/dev/null || true
 		wait "$pid" 2>/dev/null || true
 	done
@@ -89,8 +99,8 @@ cat >"$work/b.conf" <<EOF
 node = "b"
 control = "198.18.0.2:7470"
 accept = {"198.18.0.0/15"}
-max_sessions = $((N + 256))
-max_sessions_per_source = $((N + 64))
+max_sessions = $((N + ACTIVE + 256))
+max_sessions_per_source = $((N + ACTIVE + 64))
 $(rails 2)
 failover {
 	heartbeat_ms = $HB
@@ -99,9 +109,10 @@ failover {
 	op_timeout_ms = 10000
 }
 EOF
-cat >"$work/a.conf" <<EOF
-node = "a"
-control = "198.18.0.1:7470"
+client_conf() { # NODE CONTROL: a real client node's config
+	cat <<EOF
+node = "$1"
+control = "$2"
 $(rails 1)
 failover {
 	heartbeat_ms = $HB
@@ -113,10 +124,16 @@ peer b {
 	address = "198.18.0.2:7470"
 }
 EOF
+}
+client_conf a 198.18.0.1:7470 >"$work/a.conf"
+# the active clients: kernel-chosen control and rail ports on a's addresses
+for ((i = 1; i <= ACTIVE; i++)); do
+	client_conf "c$i" 198.18.0.1:0 >"$work/c$i.conf"
+done
 
 # serve: as many fds as sessions and rails need
-ip netns exec "$p-b" bash -c "ulimit -n $((N * 2 + 1024)); exec \"\$0\" serve -c \"\$1\" --socket \"\$2\"" \
-	"$ry" "$work/b.conf" "$work/b.sock" >"$work/serve.log" 2>&1 &
+ip netns exec "$p-b" bash -c "ulimit -n $((N * 2 + 1024)); exec \"\$0\" serve -c \"\$1\" --socket \"\$2\" --targets \"\$3\"" \
+	"$ry" "$work/b.conf" "$work/b.sock" $((ACTIVE + 16)) >"$work/serve.log" 2>&1 &
 serve_pid=$!
 for _ in $(seq 50); do [[ -S $work/b.sock ]] && break; sleep 0.1; done
 [[ -S $work/b.sock ]] || { cat "$work/serve.log" >&2; fail "serve did not start"; }
@@ -227,28 +244,52 @@ lat_loaded=$(lat4k)
 sock_loaded=$(sockperf_p50)
 log "4 KiB write p50: alone $lat_alone us, with the swarm $lat_loaded us (sockperf 4 KiB UDP round trip p50 on r0: $sock_alone / $sock_loaded us)"
 
-# failover: verified traffic while serve's cable of r0 is out for 2 s
-in_a "$ry" bench -c "$work/a.conf" --peer b --size 64K --depth 4 --duration 8 \
-	--verify --json >"$work/fo.json" 2>"$work/fo.log" &
-bench_pid=$!
-sleep 2
+# failover: ACTIVE real client nodes write and read back (verified) while
+# serve's cable of r0 is out for 2 s.  Each runs until told to stop, so the
+# pull falls inside every run however long the start of a hundred
+# processes takes on a loaded machine.
+for ((i = 1; i <= ACTIVE; i++)); do
+	ip netns exec "$p-a" "$ry" bench -c "$work/c$i.conf" --peer b --size 64K \
+		--depth 2 --duration 3600 --verify --json >"$work/fo-$i.json" 2>"$work/fo-$i.log" &
+	fo_pids+=($!)
+done
+# a client prints "bench to b" once it has its target and its rails
+fo_started() { grep -l '^bench to b' "$work"/fo-*.log 2>/dev/null | wc -l; }
+fo_start_s=$(until_s $((30 + ACTIVE / 2)) "$(now)" fo_started "$ACTIVE" 0.2)
+[[ $fo_start_s == -1 ]] && log "only $(fo_started) of $ACTIVE active clients started"
+sleep 1
+t_unplug=$(now)
 bash "$root/tests/netns/topo.sh" unplug $p b 0
 sleep 2
 bash "$root/tests/netns/topo.sh" plug $p b 0
 t_plug=$(now)
 rail_back_s=$(until_s 120 "$t_plug" active_min "$N" 0.05)
-bench_rc=0
-wait $bench_pid || bench_rc=$?
-fo_failed=null fo_verify=null fo_ok=null
-if jq -e .ops_ok "$work/fo.json" >/dev/null 2>&1; then
-	fo_failed=$(jq -r '.ops_failed' "$work/fo.json")
-	fo_verify=$(jq -r '.verify_errors' "$work/fo.json")
-	fo_ok=$(jq -r '.ops_ok' "$work/fo.json")
-else
-	tail -3 "$work/fo.log" >&2
-	[[ -n $check ]] && fail "no result from the failover bench"
+sleep 2
+kill -TERM "${fo_pids[@]}" 2>/dev/null || true
+fo_bad_exit=0
+for pid in "${fo_pids[@]}"; do
+	wait "$pid" || fo_bad_exit=$((fo_bad_exit + 1))
+done
+fo_pids=()
+# summed over the clients that reported; ran: their run spans the pull;
+# hit: r0 failed under them (a failover counted on their rail r0)
+fo=$(for ((i = 1; i <= ACTIVE; i++)); do jq -c . "$work/fo-$i.json" 2>/dev/null || true; done |
+	jq -s -c --argjson u "$t_unplug" --argjson p "$t_plug" '{
+		reported: length,
+		ok: (map(.ops_ok) | add // 0),
+		failed: (map(.ops_failed) | add // 0),
+		verify: (map(.verify_errors) | add // 0),
+		ran: (map(select(.start_unix <= $u and .start_unix + .seconds >= $p)) | length),
+		hit: (map(select(any(.rails[]; .name == "r0" and .failovers > 0))) | length)}')
+fo_reported=$(jq .reported <<<"$fo") fo_ok=$(jq .ok <<<"$fo")
+fo_failed=$(jq .failed <<<"$fo") fo_verify=$(jq .verify <<<"$fo")
+fo_ran=$(jq .ran <<<"$fo") fo_hit=$(jq .hit <<<"$fo")
+if ((fo_reported < ACTIVE)); then
+	for ((i = 1; i <= ACTIVE; i++)); do
+		jq -e . "$work/fo-$i.json" >/dev/null 2>&1 || { tail -3 "$work/fo-$i.log" >&2; break; }
+	done
 fi
-log "failover: $fo_ok ok, $fo_failed failed, $fo_verify bytes differed; r0 back for all nodes in $rail_back_s s"
+log "failover: $fo_reported of $ACTIVE active clients reported ($fo_ran ran across the pull, $fo_hit saw r0 fail, $fo_bad_exit exited non-zero): $fo_ok ok, $fo_failed failed, $fo_verify bytes differed; r0 back for all emulated nodes in $rail_back_s s"
 
 # a tenth of the clients die at once (swarm SIGUSR1: sessions close, QPs
 # vanish, they never return) while the real client writes 4 KiB one at a
@@ -272,7 +313,10 @@ kill_failed=$(jq -r '.ops_failed // "null"' "$work/kill.json" 2>/dev/null || ech
 kill_ok=$(jq -r '.ops_ok // "null"' "$work/kill.json" 2>/dev/null || echo null)
 kill_lat_max=$(jq -r '.latency_us.max // "null"' "$work/kill.json" 2>/dev/null || echo null)
 kill_lat_p50=$(jq -r '.latency_us.p50 // "null"' "$work/kill.json" 2>/dev/null || echo null)
-kill_rss_pro_rata=$(awk -v a=$rss0 -v b=$rss_k0 -v n=$N -v k=$K 'BEGIN { printf "%.0f", a + (b - a) * (n - k) / n }')
+# what serve held before the kill, less the killed nodes' share of what
+# connecting the swarm cost (the active clients' peer records and targets
+# are still held: they left less than TARGET_GRACE_S ago)
+kill_rss_pro_rata=$(awk -v a=$rss0 -v b=$rss1 -v c=$rss_k0 -v n=$N -v k=$K 'BEGIN { printf "%.0f", c - (b - a) * k / n }')
 log "killed $K clients: released in $kill_release_s s; serve RSS $rss_k0 -> $rss_k1 (survivors pro rata: $kill_rss_pro_rata); 4 KiB writes across it: $kill_ok ok, $kill_failed failed, p50 $kill_lat_p50 us, max $kill_lat_max us"
 
 # the clients leave: serve must let go of every peer
@@ -299,6 +343,9 @@ result=$(jq -nc --argjson peers "$N" --argjson connections "$connections" \
 	--argjson sockperf_rtt_p50_us_alone "$sock_alone" --argjson sockperf_rtt_p50_us_loaded "$sock_loaded" \
 	--argjson failover_failed_ops "$fo_failed" --argjson failover_verify_errors "$fo_verify" \
 	--argjson failover_ok_ops "$fo_ok" --argjson rail_back_s "$rail_back_s" \
+	--argjson failover_active_clients "$ACTIVE" --argjson failover_clients_reported "$fo_reported" \
+	--argjson failover_clients_ran "$fo_ran" --argjson failover_clients_hit "$fo_hit" \
+	--argjson failover_clients_bad_exit "$fo_bad_exit" --argjson failover_start_s "$fo_start_s" \
 	--argjson released "$released" --argjson release_s "$release_s" \
 	--argjson udp_rcvbuf_errors_serve "$drops_b" --argjson udp_rcvbuf_errors_clients "$drops_a" \
 	--argjson heartbeat_ms "$HB" --argjson idle_heartbeat_ms "$IDLE_HB" --argjson serve_rss_before "$rss0" \
@@ -312,8 +359,10 @@ result=$(jq -nc --argjson peers "$N" --argjson connections "$connections" \
 	'$ARGS.named')
 if [[ -n $check ]]; then
 	((connections == 4 * N)) || fail "$connections of $((4 * N)) connections up"
-	((bench_rc == 0 && fo_failed == 0 && fo_verify == 0 && fo_ok > 0)) ||
-		fail "failover: $fo_ok ok, $fo_failed failed, $fo_verify bytes differed (bench exit $bench_rc)"
+	((fo_reported == ACTIVE && fo_ran == ACTIVE && fo_hit == ACTIVE)) ||
+		fail "failover: $fo_reported of $ACTIVE active clients reported, $fo_ran ran across the pull, $fo_hit saw r0 fail"
+	((fo_bad_exit == 0 && fo_failed == 0 && fo_verify == 0 && fo_ok > 0)) ||
+		fail "failover: $fo_ok ok, $fo_failed failed, $fo_verify bytes differed ($fo_bad_exit clients exited non-zero)"
 	[[ $rail_back_s != -1 ]] || fail "r0 did not come back for every node within 120 s"
 	[[ $kill_release_s != -1 ]] || fail "serve still holds $(peers_json) swarm peers 60 s after $K of $N were killed (want $((N - K)))"
 	[[ $kill_rc == 0 && $kill_failed == 0 ]] ||

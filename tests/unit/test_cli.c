@@ -261,6 +261,59 @@ START_TEST(test_serve_bench_status)
 			      out);
 	}
 
+	/* a run of an hour stopped by SIGTERM once it is moving data: what
+	 * was in flight completes, it reports the time it ran, exit 0 */
+	{
+		char jpath[128], elog[128];
+		pid_t b;
+		bool started = false;
+
+		snprintf(jpath, sizeof(jpath), "%s/stop.json", dir);
+		snprintf(elog, sizeof(elog), "%s/stop.log", dir);
+		b = fork();
+		ck_assert_int_ge(b, 0);
+		if (b == 0) {
+			freopen(jpath, "w", stdout);
+			freopen(elog, "w", stderr);
+			execl(RY_CLI, RY_CLI, "bench", "-c", path, "--peer",
+			      "sb", "--duration", "3600", "--size", "64K",
+			      "--depth", "2", "--verify", "--json",
+			      (char *)NULL);
+			_exit(127);
+		}
+		for (int i = 0; i < 200 && !started; i++) {
+			usleep(50000);
+			f = fopen(elog, "r");
+			if (f) {
+				size_t n = fread(out, 1, sizeof(out) - 1, f);
+
+				out[n] = 0;
+				fclose(f);
+				started = strstr(out, "bench to sb");
+			}
+		}
+		ck_assert_msg(started, "bench did not start: %s", out);
+		usleep(300000);
+		kill(b, SIGTERM);
+		ck_assert_int_eq(waitpid(b, &st, 0), b);
+		f = fopen(jpath, "r");
+		ck_assert_ptr_nonnull(f);
+		out[fread(out, 1, sizeof(out) - 1, f)] = 0;
+		fclose(f);
+		ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+			      "bench stopped by SIGTERM: status %d: %s", st,
+			      out);
+		ck_assert_msg(strstr(out, "\"ops_failed\":0,"), "%s", out);
+		ck_assert_msg(strstr(out, "\"verify_errors\":0,"), "%s", out);
+		ck_assert_msg(!strstr(out, "\"ops_ok\":0,"), "%s", out);
+		{
+			const char *sec = strstr(out, "\"seconds\":");
+
+			ck_assert_ptr_nonnull(sec);
+			ck_assert_double_lt(strtod(sec + 10, NULL), 60.0);
+		}
+	}
+
 	snprintf(args, sizeof(args), "status --socket %s", sock);
 	ck_assert_int_eq(run(args, out, sizeof(out)), 0);
 	ck_assert_ptr_nonnull(strstr(out, "node sb"));
