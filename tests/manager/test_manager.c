@@ -697,6 +697,47 @@ START_TEST(far_link_down_waits_for_peer)
 }
 END_TEST
 
+static struct ry__conn *a_conn(const char *rail)
+{
+	for (unsigned i = 0; i < F.a->m_nrails; i++)
+		if (!strcmp(F.a->m_rails[i].lr_cfg.name, rail))
+			return F.ab->pr_conn[i];
+	return NULL;
+}
+
+static bool a_r1_refused_down(void *arg)
+{
+	const struct ry__conn *c = arg;
+
+	return c->cn_state == CONN_BACKOFF &&
+	       !strcmp(c->cn_reason, "the peer's link is down");
+}
+
+/*
+ * The same when the far link is down before the rail was ever connected:
+ * the far end had no connection of its own there to start again at its
+ * link-up, so the refusal itself must leave it one to start, or this end
+ * waits about reconnect_max_ms (here 2.5 to 7.5 s) for a rail whose
+ * cable has long been back.
+ */
+START_TEST(far_link_down_first_connect)
+{
+	struct ry__conn *c;
+
+	setup_opts(&(struct fx_opts){.reconnect_min_ms = 20,
+				     .reconnect_max_ms = 5000});
+	ck_assert_int_eq(ry_rail_link(F.b, "r1", false), 0);
+	c = a_conn("r1");
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_eq(write_verify(0, MiB, 1), RY_OK);
+	ck_assert(fx_until(&F, a_r1_refused_down, c, 3000));
+	ck_assert_int_eq(ry_rail_link(F.b, "r1", true), 0);
+	ck_assert(fx_until(&F, a_r1_active, NULL, 2400));
+	ck_assert_int_eq(write_verify(0, MiB, 2), RY_OK);
+	teardown();
+}
+END_TEST
+
 static bool health_full(void *arg)
 {
 	struct ry_rail_info ri;
@@ -1793,6 +1834,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, idle_heartbeat_one_end);
 	tcase_add_test(tc, far_link_down_waits_for_peer);
+	tcase_add_test(tc, far_link_down_first_connect);
 	suite_add_tcase(s, tc);
 	return s;
 }
