@@ -842,17 +842,14 @@ void ry__op_fill(struct ry_completion *c, const struct ry__op *op);
 /* The first piece of fragments [first, first + n): sp->sp_n of them. */
 void ry__op_span_vec(const struct ry__op *op, uint32_t first, uint32_t n,
 		     struct ry__span *sp);
-/* Inline for the common op (one region): the scheduler's hot path. */
-static inline void ry__op_span(const struct ry__op *op, uint32_t first,
-			       uint32_t n, struct ry__span *sp)
+/* The same for an op of one region (no op_segs), fragments of fs bytes:
+ * the scheduler's hot path (stripe.c's fresh_run calls it directly). */
+static inline void ry__op_span_flat(const struct ry__op *op, uint64_t fs,
+				    uint32_t first, uint32_t n,
+				    struct ry__span *sp)
 {
-	uint64_t fs = op->op_peer->pr_mgr->m_cfg.fragment_size;
 	uint64_t off = (uint64_t)first * fs, end = off + (uint64_t)n * fs;
 
-	if (op->op_segs) {
-		ry__op_span_vec(op, first, n, sp);
-		return;
-	}
 	if (end > op->op_len)
 		end = op->op_len;
 	sp->sp_mr = op->op_region;
@@ -860,6 +857,15 @@ static inline void ry__op_span(const struct ry__op *op, uint32_t first,
 	sp->sp_roff = off;
 	sp->sp_bytes = (uint32_t)(end - off);
 	sp->sp_n = n;
+}
+static inline void ry__op_span(const struct ry__op *op, uint32_t first,
+			       uint32_t n, struct ry__span *sp)
+{
+	if (op->op_segs)
+		ry__op_span_vec(op, first, n, sp);
+	else
+		ry__op_span_flat(op, op->op_peer->pr_mgr->m_cfg.fragment_size,
+				 first, n, sp);
 }
 
 /* stripe.c */
