@@ -963,7 +963,12 @@ void ry__conn_on_req(struct ry_peer *p, unsigned src, unsigned dst,
 	if (c->cn_lrail->lr_link != RY_LINK_UP) {
 		/* the peer waits for us to connect when our link is back
 		 * (ry__conn_on_rej): 10,000 clients do not ask every
-		 * reconnect_min_ms while a server's cable is out */
+		 * reconnect_min_ms while a server's cable is out.  The
+		 * link-up event starts our BACKOFF connections; one never
+		 * connected yet (IDLE) is made one here, or the peer would
+		 * wait about reconnect_max_ms for it. */
+		if (c->cn_state == CONN_IDLE)
+			ry__conn_backoff(c, now);
 		ry__ctl_send_conn(ctl, CTL_CONN_REJ, dst, src, attempt, NULL,
 				  -ENETDOWN);
 		return;

@@ -1974,9 +1974,10 @@ void ry__ctl_reap(struct ry_manager *m)
 		if (ry__peer_disposable(p)) {
 			ry__peer_forget(p); /* unlinks it */
 			freed++;
-		} else if (!p->pr_app_seen) {
-			/* it may become disposable: look again (never if the
-			 * application holds it) */
+		} else if (!p->pr_app_seen && !p->pr_app_refs) {
+			/* it may become disposable: look again (not while
+			 * the application holds it: ry__peer_unref() says
+			 * when it lets go) */
 			again = true;
 		}
 	}

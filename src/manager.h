@@ -126,10 +126,12 @@
  *   has closed and it is disposable (ry__ctl_reap, which looks again
  *   every 100 ms at the records on m_reapq, those whose last session
  *   closed, while such a record waits; ry__peer_disposable): no
- *   operations, no connection beyond IDLE/BACKOFF, and the application
- *   has never been handed its pointer (pr_app_seen: set by ry_peer_get
- *   and whenever a message from it is queued for delivery; events carry
- *   only its name).
+ *   operations, no connection beyond IDLE/BACKOFF, the application never
+ *   named it (pr_app_seen: set by ry_peer_get) and holds no reference
+ *   (pr_app_refs: ry_peer_hold() until ry_peer_release(), and each
+ *   message from it from queueing until its receive callback returned;
+ *   events carry only its name).  So the clients a server only hears
+ *   from come and go without piling up.
  *   Otherwise it stays until the manager is destroyed.  Other records
  *   are never freed before then.  A HELLO never renames a record nor
  *   changes a configured or app-named record's address.
@@ -567,9 +569,12 @@ struct ry_peer {
 	uint32_t pr_ctl_backoff_ms;
 	bool pr_dial;	    /* we may dial pr_addr: configured or app-named */
 	bool pr_from_hello; /* created from an admitted HELLO */
-	bool pr_app_seen;   /* the application was handed this pointer */
-	bool pr_retired;    /* its peer section was removed by a reload */
-	unsigned pr_nctl;   /* live control sessions speaking for it */
+	bool pr_app_seen;   /* named by the application (ry_peer_get) */
+	/* ry_peer_hold()s not yet released, plus messages from it queued for
+	 * the receive callback and not yet handed back (m_lock) */
+	unsigned pr_app_refs;
+	bool pr_retired;	  /* its peer section was removed by a reload */
+	unsigned pr_nctl;	  /* live control sessions speaking for it */
 	struct ry__list pr_rlink; /* m_reapq, or self */
 	unsigned pr_nrrails;
 	struct ry__rrail pr_rrails[RY_MAX_RAILS];
@@ -818,6 +823,7 @@ void ry__peer_ctl_lost(struct ry_peer *p, struct ry__ctl *c);
 void ry__peer_dirty(struct ry_peer *p);
 void ry__peer_update_paths(struct ry_peer *p);
 void ry__peer_free(struct ry_peer *p);
+void ry__peer_unref(struct ry_peer *p);
 
 /* op.c */
 void ry__op_check(struct ry__op *op);
@@ -842,17 +848,14 @@ void ry__op_fill(struct ry_completion *c, const struct ry__op *op);
 /* The first piece of fragments [first, first + n): sp->sp_n of them. */
 void ry__op_span_vec(const struct ry__op *op, uint32_t first, uint32_t n,
 		     struct ry__span *sp);
-/* Inline for the common op (one region): the scheduler's hot path. */
-static inline void ry__op_span(const struct ry__op *op, uint32_t first,
-			       uint32_t n, struct ry__span *sp)
+/* The same for an op of one region (no op_segs), fragments of fs bytes:
+ * the scheduler's hot path (stripe.c's fresh_run calls it directly). */
+static inline void ry__op_span_flat(const struct ry__op *op, uint64_t fs,
+				    uint32_t first, uint32_t n,
+				    struct ry__span *sp)
 {
-	uint64_t fs = op->op_peer->pr_mgr->m_cfg.fragment_size;
 	uint64_t off = (uint64_t)first * fs, end = off + (uint64_t)n * fs;
 
-	if (op->op_segs) {
-		ry__op_span_vec(op, first, n, sp);
-		return;
-	}
 	if (end > op->op_len)
 		end = op->op_len;
 	sp->sp_mr = op->op_region;
@@ -860,6 +863,15 @@ static inline void ry__op_span(const struct ry__op *op, uint32_t first,
 	sp->sp_roff = off;
 	sp->sp_bytes = (uint32_t)(end - off);
 	sp->sp_n = n;
+}
+static inline void ry__op_span(const struct ry__op *op, uint32_t first,
+			       uint32_t n, struct ry__span *sp)
+{
+	if (op->op_segs)
+		ry__op_span_vec(op, first, n, sp);
+	else
+		ry__op_span_flat(op, op->op_peer->pr_mgr->m_cfg.fragment_size,
+				 first, n, sp);
 }
 
 /* stripe.c */

@@ -93,8 +93,9 @@ bool ry__peer_disposable(const struct ry_peer *p)
 {
 	unsigned i;
 
-	if (!p->pr_from_hello || p->pr_app_seen || p->pr_dirty ||
-	    !ry__list_empty(&p->pr_ops) || p->pr_replay_head || p->pr_inflight)
+	if (!p->pr_from_hello || p->pr_app_seen || p->pr_app_refs ||
+	    p->pr_dirty || !ry__list_empty(&p->pr_ops) || p->pr_replay_head ||
+	    p->pr_inflight)
 		return false;
 	for (i = 0; i < p->pr_mgr->m_nrails; i++) {
 		const struct ry__conn *c = p->pr_conn[i];
@@ -473,6 +474,37 @@ int ry_peer_get(struct ry_manager *m, const char *s, struct ry_peer **peer_p)
 out:
 	pthread_mutex_unlock(&m->m_lock);
 	return ret;
+}
+
+/* m_lock held: one reference of the application's gone; at the last, a
+ * record the reaper is waiting for (on m_reapq) is looked at again. */
+void ry__peer_unref(struct ry_peer *p)
+{
+	if (!p->pr_app_refs) {
+		RY_ERR("mgr", "peer %s released more often than held",
+		       p->pr_name);
+		return;
+	}
+	if (!--p->pr_app_refs && !ry__list_empty(&p->pr_rlink))
+		p->pr_mgr->m_reap_peers = true;
+}
+
+void ry_peer_hold(struct ry_peer *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->pr_mgr->m_lock);
+	p->pr_app_refs++;
+	pthread_mutex_unlock(&p->pr_mgr->m_lock);
+}
+
+void ry_peer_release(struct ry_peer *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->pr_mgr->m_lock);
+	ry__peer_unref(p);
+	pthread_mutex_unlock(&p->pr_mgr->m_lock);
 }
 
 const char *ry_peer_name(const struct ry_peer *p)

@@ -78,7 +78,7 @@ void ry__queue_message(struct ry_manager *m, struct ry_peer *p,
 	}
 	dv->dv_kind = 0;
 	dv->dv_peer = p;
-	p->pr_app_seen = true;
+	p->pr_app_refs++; /* until the callback returns: run_callbacks() */
 	dv->dv_msg.type = t;
 	dv->dv_msg.len = len;
 	dv->dv_msg.notify = notify;
@@ -92,6 +92,8 @@ static int run_callbacks(struct ry_manager *m, struct ry__op *done,
 {
 	struct ry_completion cpl;
 	struct ry__op *op, *first = done;
+	struct ry__delivery *d;
+	bool msgs = false;
 	ry_recv_fn rfn;
 	ry_event_fn efn;
 	void *rarg, *earg;
@@ -118,22 +120,31 @@ static int run_callbacks(struct ry_manager *m, struct ry__op *done,
 	efn = m->m_event_fn;
 	earg = m->m_event_arg;
 	pthread_mutex_unlock(&m->m_cb_lock);
-	while (dv) {
-		struct ry__delivery *next = dv->dv_next;
-
-		if (dv->dv_kind == 0 && rfn) {
-			rfn(dv->dv_peer, &dv->dv_msg, rarg);
+	for (d = dv; d; d = d->dv_next) {
+		if (d->dv_kind == 0 && rfn) {
+			rfn(d->dv_peer, &d->dv_msg, rarg);
 			n++;
-		} else if (dv->dv_kind == 1 && efn) {
-			dv->dv_ev.rail = dv->dv_rail;
-			dv->dv_ev.peer =
-			    dv->dv_peer_name[0] ? dv->dv_peer_name : NULL;
-			dv->dv_ev.reason = dv->dv_reason;
-			efn(&dv->dv_ev, earg);
+		} else if (d->dv_kind == 1 && efn) {
+			d->dv_ev.rail = d->dv_rail;
+			d->dv_ev.peer =
+			    d->dv_peer_name[0] ? d->dv_peer_name : NULL;
+			d->dv_ev.reason = d->dv_reason;
+			efn(&d->dv_ev, earg);
 		}
-		free(dv);
-		dv = next;
+		msgs |= d->dv_kind == 0;
 	}
+	/* the messages' senders are the application's no longer (unless it
+	 * held them): one m_lock for the batch */
+	if (msgs)
+		pthread_mutex_lock(&m->m_lock);
+	while ((d = dv)) {
+		dv = d->dv_next;
+		if (d->dv_kind == 0)
+			ry__peer_unref(d->dv_peer);
+		free(d);
+	}
+	if (msgs)
+		pthread_mutex_unlock(&m->m_lock);
 	return n;
 }
 

@@ -353,9 +353,9 @@ enum run_end {
 
 /*
  * The common case: fresh fragments of a one-region op at the head of the
- * queue, piece after piece, without going back through the queue, the
- * discard checks and ry__op_span() for each (nothing in here changes what
- * they decided: only a failed post, after which it returns).
+ * queue, piece after piece, without going back through the queue and the
+ * discard checks for each (nothing in here changes what they decided:
+ * only a failed post, after which it returns).
  */
 static enum run_end fresh_run(struct ry_peer *p, struct ry__op *op,
 			      struct batch *bt, struct ry__lanes *ln,
@@ -363,21 +363,14 @@ static enum run_end fresh_run(struct ry_peer *p, struct ry__op *op,
 {
 	struct ry_manager *m = p->pr_mgr;
 	const uint64_t fs = m->m_cfg.fragment_size;
-	struct ry__span sp = {.sp_mr = op->op_region};
+	struct ry__span sp;
 
 	while (op->op_next_frag < op->op_nfrags) {
 		uint32_t first = op->op_next_frag, n = op->op_nfrags - first;
-		uint64_t off = (uint64_t)first * fs, end;
 		struct ry__wr *w;
 		int bi;
 
-		sp.sp_n = n < fpw ? n : fpw;
-		end = off + (uint64_t)sp.sp_n * fs;
-		if (end > op->op_len)
-			end = op->op_len;
-		sp.sp_loff = op->op_local_off + off;
-		sp.sp_roff = off;
-		sp.sp_bytes = (uint32_t)(end - off);
+		ry__op_span_flat(op, fs, first, n < fpw ? n : fpw, &sp);
 		bi = lanes_pick(ln, sp.sp_bytes, op->op_rmask);
 		if (bi < 0)
 			return RUN_FULL;

@@ -346,6 +346,20 @@ RY_API int ry_mr_cache_stats(struct ry_manager *mgr,
 RY_API int ry_peer_get(struct ry_manager *mgr, const char *name_or_addr,
 		       struct ry_peer **peer_p);
 
+/*
+ * A peer handed to the receive callback (`from`) is valid until the
+ * callback returns, unless the application holds it: a record the
+ * manager made from a node's HELLO is freed once that node's control
+ * sessions are gone and nothing refers to it, so a server that only hears
+ * from its clients does not keep every client it ever saw.  Each
+ * ry_peer_hold() is matched by one ry_peer_release(); after the release
+ * the handle may be freed at any time.  A handle from ry_peer_get() is
+ * the application's until the manager is destroyed and needs neither.
+ * NULL is ignored.
+ */
+RY_API void ry_peer_hold(struct ry_peer *peer);
+RY_API void ry_peer_release(struct ry_peer *peer);
+
 /* The peer's name (as configured, or the address it was added by). */
 RY_API const char *ry_peer_name(const struct ry_peer *peer);
 
@@ -501,6 +515,7 @@ struct ry_message {
 	uint64_t notify;
 };
 
+/* from: valid during the callback; ry_peer_hold() it to keep it longer. */
 typedef void (*ry_recv_fn)(struct ry_peer *from, const struct ry_message *m,
 			   void *arg);
 

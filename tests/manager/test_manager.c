@@ -697,6 +697,161 @@ START_TEST(far_link_down_waits_for_peer)
 }
 END_TEST
 
+static struct ry__conn *a_conn(const char *rail)
+{
+	for (unsigned i = 0; i < F.a->m_nrails; i++)
+		if (!strcmp(F.a->m_rails[i].lr_cfg.name, rail))
+			return F.ab->pr_conn[i];
+	return NULL;
+}
+
+static bool a_r1_refused_down(void *arg)
+{
+	const struct ry__conn *c = arg;
+
+	return c->cn_state == CONN_BACKOFF &&
+	       !strcmp(c->cn_reason, "the peer's link is down");
+}
+
+/*
+ * The same when the far link is down before the rail was ever connected:
+ * the far end had no connection of its own there to start again at its
+ * link-up, so the refusal itself must leave it one to start, or this end
+ * waits about reconnect_max_ms (here 2.5 to 7.5 s) for a rail whose
+ * cable has long been back.
+ */
+START_TEST(far_link_down_first_connect)
+{
+	struct ry__conn *c;
+
+	setup_opts(&(struct fx_opts){.reconnect_min_ms = 20,
+				     .reconnect_max_ms = 5000});
+	ck_assert_int_eq(ry_rail_link(F.b, "r1", false), 0);
+	c = a_conn("r1");
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_eq(write_verify(0, MiB, 1), RY_OK);
+	ck_assert(fx_until(&F, a_r1_refused_down, c, 3000));
+	ck_assert_int_eq(ry_rail_link(F.b, "r1", true), 0);
+	ck_assert(fx_until(&F, a_r1_active, NULL, 2400));
+	ck_assert_int_eq(write_verify(0, MiB, 2), RY_OK);
+	teardown();
+}
+END_TEST
+
+/* ---- records b made from a's HELLO, after a has gone ---- */
+
+static struct ry_peer *g_from; /* the sender b's callback saw */
+static bool g_hold;	       /* ... and ry_peer_hold()s */
+static unsigned g_got;
+
+static void recv_from(struct ry_peer *from, const struct ry_message *m,
+		      void *arg)
+{
+	(void)m;
+	(void)arg;
+	if (!g_got++ && g_hold)
+		ry_peer_hold(from);
+	g_from = from;
+}
+
+/* b's records that a's HELLO named "a": 0 or 1 */
+static unsigned b_knows_a(void)
+{
+	unsigned n = 0;
+
+	pthread_mutex_lock(&F.b->m_lock);
+	for (struct ry_peer *p = F.b->m_peers; p; p = p->pr_next)
+		n += !strcmp(p->pr_node_name, "a");
+	pthread_mutex_unlock(&F.b->m_lock);
+	return n;
+}
+
+static bool b_forgot_a(void *arg)
+{
+	(void)arg;
+	return b_knows_a() == 0;
+}
+
+/* b's record of a has no session and no connection beyond BACKOFF: all
+ * that could still keep it is the application's hold */
+static bool b_done_with_a(void *arg)
+{
+	bool done = false;
+
+	(void)arg;
+	pthread_mutex_lock(&F.b->m_lock);
+	for (struct ry_peer *p = F.b->m_peers; p; p = p->pr_next) {
+		if (strcmp(p->pr_node_name, "a"))
+			continue;
+		done = !p->pr_nctl;
+		for (unsigned i = 0; done && i < F.b->m_nrails; i++)
+			done = p->pr_conn[i]->cn_state == CONN_IDLE ||
+			       p->pr_conn[i]->cn_state == CONN_BACKOFF ||
+			       p->pr_conn[i]->cn_state == CONN_UNPAIRED;
+	}
+	pthread_mutex_unlock(&F.b->m_lock);
+	return done;
+}
+
+/* a sends b a message and goes away for good */
+static void a_says_hello_and_dies(bool hold)
+{
+	struct fx_done d = {0};
+
+	g_from = NULL;
+	g_got = 0;
+	g_hold = hold;
+	ry_set_recv_cb(F.b, recv_from, NULL);
+	ck_assert_int_eq(ry_send(F.ab, "hi", 2, fx_cb, &d), 0);
+	ck_assert(fx_until_done(&F, &d, 1, 10000));
+	ck_assert_int_eq(d.ok, 1);
+	for (unsigned i = 0; i < 2000 && !g_got; i++)
+		fx_sleep_progress(&F, 5);
+	ck_assert_uint_eq(g_got, 1);
+	ck_assert_uint_eq(b_knows_a(), 1);
+	ry_manager_destroy(F.a);
+	F.a = NULL;
+	F.ab = NULL;
+	F.ra = NULL;
+}
+
+/*
+ * A server hears from thousands of clients that come and go: the record
+ * of one that only sent messages (made from its HELLO, never named by
+ * the application) is freed once the client has gone, as the records of
+ * clients that never sent one are (test_admission: hello_records_freed).
+ */
+START_TEST(sender_forgotten_after_leaving)
+{
+	setup_opts(NULL);
+	a_says_hello_and_dies(false);
+	ck_assert_msg(fx_until(&F, b_forgot_a, NULL, 10000),
+		      "b still holds the record of a, gone 10 s ago");
+	teardown();
+}
+END_TEST
+
+/* ... unless the application holds it (ry_peer_hold in the callback):
+ * then it stays, usable, until ry_peer_release(). */
+START_TEST(held_sender_kept_until_released)
+{
+	struct ry_peer_info pi;
+
+	setup_opts(NULL);
+	a_says_hello_and_dies(true);
+	ck_assert(fx_until(&F, b_done_with_a, NULL, 10000));
+	/* three reaper periods (100 ms) with nothing else keeping it */
+	fx_sleep_progress(&F, 400);
+	ck_assert_uint_eq(b_knows_a(), 1);
+	ck_assert_int_eq(ry_peer_info(g_from, &pi), 0);
+	ck_assert_uint_ne(pi.incarnation, 0);
+	ry_peer_release(g_from);
+	ck_assert_msg(fx_until(&F, b_forgot_a, NULL, 10000),
+		      "b still holds the record of a, released 10 s ago");
+	teardown();
+}
+END_TEST
+
 static bool health_full(void *arg)
 {
 	struct ry_rail_info ri;
@@ -1793,6 +1948,9 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, idle_heartbeat_one_end);
 	tcase_add_test(tc, far_link_down_waits_for_peer);
+	tcase_add_test(tc, far_link_down_first_connect);
+	tcase_add_test(tc, sender_forgotten_after_leaving);
+	tcase_add_test(tc, held_sender_kept_until_released);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -81,7 +81,9 @@ struct object {
 	char key[];
 };
 
-/* A PUT or GET between its request and its reply. */
+/* A PUT or GET between its request and its reply.  from needs no
+ * ry_peer_hold(): the READ or WRITE posted to it keeps the record until
+ * its completion callback, which is where from is last used. */
 struct request {
 	struct server *sv;
 	struct ry_peer *from;
@@ -93,7 +95,8 @@ struct request {
 };
 
 /* A reply that found every message slot busy (-EAGAIN), sent again by the
- * main loop. */
+ * main loop.  It holds to (ry_peer_hold): a client that has left may be
+ * forgotten by the library once nothing refers to it. */
 struct retry {
 	struct retry *next;
 	struct ry_peer *to;
@@ -308,6 +311,7 @@ static void queue_retry(struct server *sv, struct ry_peer *to, const void *buf,
 	}
 	r->next = NULL;
 	r->to = to;
+	ry_peer_hold(to);
 	r->len = len;
 	memcpy(r->buf, buf, len);
 	pthread_mutex_lock(&sv->lock);
@@ -339,6 +343,7 @@ static bool flush_retries(struct server *sv)
 			*tail = r;
 			tail = &r->next;
 		} else {
+			ry_peer_release(r->to);
 			free(r);
 		}
 		r = next;
@@ -666,7 +671,7 @@ static void on_recv(struct ry_peer *from, const struct ry_message *msg,
 static void on_event(const struct ry_event *ev, void *arg)
 {
 	struct server *sv = arg;
-	struct retry **pp, *r;
+	struct retry **pp, *r, *gone = NULL;
 	unsigned dropped = 0;
 
 	if (ev->type == RY_EV_PEER_DOWN)
@@ -689,18 +694,25 @@ static void on_event(const struct ry_event *ev, void *arg)
 	}
 	if (ev->type != RY_EV_PEER_RESTARTED)
 		return;
-	/* replies meant for the dead incarnation answer no one now */
+	/* replies meant for the dead incarnation answer no one now; their
+	 * holds are let go after sv->lock (no library call under it) */
 	pthread_mutex_lock(&sv->lock);
 	for (pp = &sv->retry; (r = *pp);) {
 		if (ev->peer && !strcmp(ry_peer_name(r->to), ev->peer)) {
 			*pp = r->next;
-			free(r);
+			r->next = gone;
+			gone = r;
 			dropped++;
 		} else {
 			pp = &r->next;
 		}
 	}
 	pthread_mutex_unlock(&sv->lock);
+	while ((r = gone)) {
+		gone = r->next;
+		ry_peer_release(r->to);
+		free(r);
+	}
 	fprintf(stderr,
 		"railyard-objd: client %s restarted (incarnation %016" PRIx64
 		" -> %016" PRIx64 "); %u queued replies dropped\n",
@@ -743,6 +755,7 @@ static void server_free(struct server *sv)
 			free(o);
 		}
 	}
+	/* the manager is gone, and every peer record with it: no release */
 	while (sv->retry) {
 		struct retry *r = sv->retry;
 
