@@ -28,13 +28,15 @@
 # after every emulated node is back on r0 (failover_failed_ops: their
 # operations that failed or did not verify, summed; failover_clients_hit:
 # how many saw r0 fail under them; rail_back_s: from the replug until
-# every emulated node is connected on r0 again); then a tenth of the emulated nodes die at once
+# every emulated node is connected on r0 again; failover_clients_release_s:
+# from their exit until serve holds no record of them); then a tenth of the emulated nodes die at once
 # (kill_*: how soon serve releases them, its RSS, the slowest 4 KiB write
 # of the real client across it); finally the swarm exits and serve must
 # drop every peer record (released).  The last line of stdout is one JSON
 # object.  --check (the CTest `scale` label) also asserts correctness
 # only: every connection up, every active client ran across the pull and
-# saw r0 fail, 0 failed or corrupted operations across the pull and the kill, every rail back, the killed and then all released.
+# saw r0 fail, 0 failed or corrupted operations across the pull and the kill,
+# the active clients forgotten after they left, every rail back, the killed and then all released.
 # Nothing about speed is asserted.
 set -euo pipefail
 check=
@@ -244,6 +246,10 @@ lat_loaded=$(lat4k)
 sock_loaded=$(sockperf_p50)
 log "4 KiB write p50: alone $lat_alone us, with the swarm $lat_loaded us (sockperf 4 KiB UDP round trip p50 on r0: $sock_alone / $sock_loaded us)"
 
+# serve's records of the active clients (c1, c2, ...)
+clients_json() { "$ry" status --socket "$work/b.sock" --json 2>/dev/null |
+	jq '[.peers[] | select(.node // .name | test("^c[0-9]+$"))] | length'; }
+
 # failover: ACTIVE real client nodes write and read back (verified) while
 # serve's cable of r0 is out for 2 s.  Each runs until told to stop, so the
 # pull falls inside every run however long the start of a hundred
@@ -265,6 +271,7 @@ bash "$root/tests/netns/topo.sh" plug $p b 0
 t_plug=$(now)
 rail_back_s=$(until_s 120 "$t_plug" active_min "$N" 0.05)
 sleep 2
+fo_known=$(clients_json)
 kill -TERM "${fo_pids[@]}" 2>/dev/null || true
 fo_bad_exit=0
 for pid in "${fo_pids[@]}"; do
@@ -290,6 +297,11 @@ if ((fo_reported < ACTIVE)); then
 	done
 fi
 log "failover: $fo_reported of $ACTIVE active clients reported ($fo_ran ran across the pull, $fo_hit saw r0 fail, $fo_bad_exit exited non-zero): $fo_ok ok, $fo_failed failed, $fo_verify bytes differed; r0 back for all emulated nodes in $rail_back_s s"
+# the active clients have left (their sessions closed at exit): serve
+# must forget them as it does the emulated nodes, though each sent it
+# messages (hellos for its target)
+fo_release_s=$(until_s 60 "$(now)" clients_json 0 0.2)
+log "the $ACTIVE active clients left (serve knew $fo_known of them): serve forgot them in $fo_release_s s"
 
 # a tenth of the clients die at once (swarm SIGUSR1: sessions close, QPs
 # vanish, they never return) while the real client writes 4 KiB one at a
@@ -346,6 +358,7 @@ result=$(jq -nc --argjson peers "$N" --argjson connections "$connections" \
 	--argjson failover_active_clients "$ACTIVE" --argjson failover_clients_reported "$fo_reported" \
 	--argjson failover_clients_ran "$fo_ran" --argjson failover_clients_hit "$fo_hit" \
 	--argjson failover_clients_bad_exit "$fo_bad_exit" --argjson failover_start_s "$fo_start_s" \
+	--argjson failover_clients_known "$fo_known" --argjson failover_clients_release_s "$fo_release_s" \
 	--argjson released "$released" --argjson release_s "$release_s" \
 	--argjson udp_rcvbuf_errors_serve "$drops_b" --argjson udp_rcvbuf_errors_clients "$drops_a" \
 	--argjson heartbeat_ms "$HB" --argjson idle_heartbeat_ms "$IDLE_HB" --argjson serve_rss_before "$rss0" \
@@ -364,6 +377,8 @@ if [[ -n $check ]]; then
 	((fo_bad_exit == 0 && fo_failed == 0 && fo_verify == 0 && fo_ok > 0)) ||
 		fail "failover: $fo_ok ok, $fo_failed failed, $fo_verify bytes differed ($fo_bad_exit clients exited non-zero)"
 	[[ $rail_back_s != -1 ]] || fail "r0 did not come back for every node within 120 s"
+	((fo_known == ACTIVE)) || fail "serve listed $fo_known of the $ACTIVE active clients as peers"
+	[[ $fo_release_s != -1 ]] || fail "serve still holds $(clients_json) of the $ACTIVE active clients 60 s after they left"
 	[[ $kill_release_s != -1 ]] || fail "serve still holds $(peers_json) swarm peers 60 s after $K of $N were killed (want $((N - K)))"
 	[[ $kill_rc == 0 && $kill_failed == 0 ]] ||
 		fail "across the kill: $kill_ok ok, $kill_failed failed (bench exit $kill_rc)"
