@@ -20,12 +20,15 @@
 static const char bench_usage[] =
     "usage: railyard bench -c FILE --peer NAME|ADDR [--op write|read]\n"
     "                      [--size 1M] [--depth 8] [--duration S | --count N]\n"
-    "                      [--verify] [--json]\n"
+    "                      [--rate N] [--verify] [--json]\n"
     "\n"
     "Bandwidth and latency against a peer running `railyard serve`, as\n"
     "ib_write_bw does for one HCA: --depth operations of --size bytes in\n"
     "flight, striped over every rail the two nodes share.  --verify reads\n"
-    "each written block back and compares it.  Prints a per-rail breakdown;\n"
+    "each written block back and compares it.  --rate N starts at most N\n"
+    "operations a second (default: as many as --depth allows; with --verify\n"
+    "each is a write and its read-back), for a steady load rather than the\n"
+    "most it can do.  Prints a per-rail breakdown;\n"
     "--json prints the result as JSON on stdout (progress on stderr).\n"
     "Default: --op write --size 1M --depth 8 --duration 10.\n"
     "SIGINT or SIGTERM end the run early: operations in flight complete and\n"
@@ -135,6 +138,10 @@ static int parse(int argc, char **argv, bool drill, struct client_args *a)
 			if (!cli_parse_seconds(val, &a->o.duration))
 				goto bad;
 			a->o.count = 0;
+		} else if (!strcmp(opt, "--rate") && !drill) {
+			if (!cli_parse_u64(val, &u) || !u || u > 100000000)
+				goto bad;
+			a->o.rate = (double)u;
 		} else if (!strcmp(opt, "--count") && !drill) {
 			if (!cli_parse_u64(val, &a->o.count) || !a->o.count)
 				goto bad;

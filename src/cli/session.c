@@ -196,6 +196,12 @@ static bool running(struct cli_session *s)
 
 static bool may_post(struct cli_session *s)
 {
+	/* --rate: the n-th operation starts no sooner than (n - 1) / rate
+	 * seconds into the run; the run loop comes back at least every
+	 * millisecond (pump) to start the ones that waited */
+	if (s->o.rate > 0 &&
+	    (double)s->posted >= (now_s() - s->t0) * s->o.rate + 1)
+		return false;
 	return s->have_target && running(s);
 }
 

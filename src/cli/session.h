@@ -49,6 +49,7 @@ struct cli_session_opts {
 	unsigned depth;	 /* operations in flight */
 	double duration; /* seconds; 0: run for count */
 	uint64_t count;	 /* operations; 0: run for duration */
+	double rate;	 /* operations started per second; 0: no limit */
 	bool verify;
 	enum cli_session_load load; /* drill: how writes and reads mix */
 	FILE *live;		    /* per-second lines (NULL: none) */

@@ -15,6 +15,10 @@
 #                               --check)
 #   RY_SCALE_ACTIVE=100         real client nodes moving verified data
 #                               across the rail pull (issue 13: 100)
+#   RY_SCALE_RATE=20            writes a second each of them starts (each
+#                               read back): 100 clients flat out on the
+#                               server's two cores would measure which
+#                               process the scheduler starves, not failover
 #
 # Steps: serve starts; a 4 KiB write latency is measured from the real
 # client alone (bench --size 4K --depth 1, p50); the swarm connects N nodes
@@ -68,6 +72,7 @@ IDLE_HB=${RY_SCALE_IDLE_HB_MS:-30000}
 # it does not wait that long
 IDLE=${RY_SCALE_IDLE_S:-$((check ? 5 : (IDLE_HB > 10000 ? IDLE_HB : 10000) / 1000))}
 ACTIVE=${RY_SCALE_ACTIVE:-100}
+RATE=${RY_SCALE_RATE:-20}
 [[ $ACTIVE =~ ^[0-9]+$ ]] && ((ACTIVE >= 1 && ACTIVE <= 1000)) ||
 	{ echo "RY_SCALE_ACTIVE must be 1..1000" >&2; exit 2; }
 
@@ -256,7 +261,7 @@ clients_json() { "$ry" status --socket "$work/b.sock" --json 2>/dev/null |
 # processes takes on a loaded machine.
 for ((i = 1; i <= ACTIVE; i++)); do
 	ip netns exec "$p-a" "$ry" bench -c "$work/c$i.conf" --peer b --size 64K \
-		--depth 2 --duration 3600 --verify --json >"$work/fo-$i.json" 2>"$work/fo-$i.log" &
+		--depth 2 --rate "$RATE" --duration 3600 --verify --json >"$work/fo-$i.json" 2>"$work/fo-$i.log" &
 	fo_pids+=($!)
 done
 # a client prints "bench to b" once it has its target and its rails
@@ -286,17 +291,18 @@ fo=$(for ((i = 1; i <= ACTIVE; i++)); do jq -c . "$work/fo-$i.json" 2>/dev/null 
 		ok: (map(.ops_ok) | add // 0),
 		failed: (map(.ops_failed) | add // 0),
 		verify: (map(.verify_errors) | add // 0),
+		mbyte_s: ((map(.bytes / .seconds) | add // 0) / 1e6 * 10 | round / 10),
 		ran: (map(select(.start_unix <= $u and .start_unix + .seconds >= $p)) | length),
 		hit: (map(select(any(.rails[]; .name == "r0" and .failovers > 0))) | length)}')
 fo_reported=$(jq .reported <<<"$fo") fo_ok=$(jq .ok <<<"$fo")
 fo_failed=$(jq .failed <<<"$fo") fo_verify=$(jq .verify <<<"$fo")
-fo_ran=$(jq .ran <<<"$fo") fo_hit=$(jq .hit <<<"$fo")
+fo_ran=$(jq .ran <<<"$fo") fo_hit=$(jq .hit <<<"$fo") fo_mbs=$(jq .mbyte_s <<<"$fo")
 if ((fo_reported < ACTIVE)); then
 	for ((i = 1; i <= ACTIVE; i++)); do
 		jq -e . "$work/fo-$i.json" >/dev/null 2>&1 || { tail -3 "$work/fo-$i.log" >&2; break; }
 	done
 fi
-log "failover: $fo_reported of $ACTIVE active clients reported ($fo_ran ran across the pull, $fo_hit saw r0 fail, $fo_bad_exit exited non-zero): $fo_ok ok, $fo_failed failed, $fo_verify bytes differed; r0 back for all emulated nodes in $rail_back_s s"
+log "failover: $fo_reported of $ACTIVE active clients reported ($fo_ran ran across the pull, $fo_hit saw r0 fail, $fo_bad_exit exited non-zero): $fo_ok ok ($fo_mbs MB/s together), $fo_failed failed, $fo_verify bytes differed; r0 back for all emulated nodes in $rail_back_s s"
 # the active clients have left (their sessions closed at exit): serve
 # must forget them as it does the emulated nodes, though each sent it
 # messages (hellos for its target)
@@ -358,6 +364,7 @@ result=$(jq -nc --argjson peers "$N" --argjson connections "$connections" \
 	--argjson failover_active_clients "$ACTIVE" --argjson failover_clients_reported "$fo_reported" \
 	--argjson failover_clients_ran "$fo_ran" --argjson failover_clients_hit "$fo_hit" \
 	--argjson failover_clients_bad_exit "$fo_bad_exit" --argjson failover_start_s "$fo_start_s" \
+	--argjson failover_rate "$RATE" --argjson failover_mbyte_s "$fo_mbs" \
 	--argjson failover_clients_known "$fo_known" --argjson failover_clients_release_s "$fo_release_s" \
 	--argjson released "$released" --argjson release_s "$release_s" \
 	--argjson udp_rcvbuf_errors_serve "$drops_b" --argjson udp_rcvbuf_errors_clients "$drops_a" \

@@ -261,6 +261,22 @@ START_TEST(test_serve_bench_status)
 			      out);
 	}
 
+	/* --rate 50 for 2 s starts at most 101 writes (each read back) */
+	snprintf(args, sizeof(args),
+		 "bench -c %s --peer sb --duration 2 --rate 50 --size 4K "
+		 "--verify --json",
+		 path);
+	ck_assert_msg(run(args, out, sizeof(out)) == 0, "%s", out);
+	{
+		const char *ok = strstr(out, "\"ops_ok\":");
+		unsigned long n;
+
+		ck_assert_ptr_nonnull(ok);
+		n = strtoul(ok + strlen("\"ops_ok\":"), NULL, 10);
+		ck_assert_msg(n > 0 && n <= 2 * 101,
+			      "--rate 50: %lu ops in 2 s", n);
+	}
+
 	/* a run of an hour stopped by SIGTERM once it is moving data: what
 	 * was in flight completes, it reports the time it ran, exit 0 */
 	{
