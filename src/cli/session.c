@@ -107,6 +107,10 @@ struct cli_session {
 	char refused[160]; /* serve's reason for giving us no region */
 	unsigned gen;	   /* target generation: one more per restart */
 	double next_hello; /* while refetching: when to ask again */
+	/* a rail came up since the start: ask the peer for its target again
+	 * (cli_session_run), which may now carry a key for a rail the peer
+	 * added by a reload */
+	bool refresh;
 	double refetch_since;
 	struct slot *slots;
 	struct slice *slices; /* streams */
@@ -776,8 +780,15 @@ static void on_event(const struct ry_event *ev, void *arg)
 		snprintf(extra, sizeof(extra),
 			 " %.1f ms after the down was detected", e->resume_ms);
 	}
-	if (rt && ev->type == RY_EV_CONN_UP)
+	if (rt && ev->type == RY_EV_CONN_UP) {
 		rt->connected_once = true;
+		/* the same region, packed again by the peer after a reload
+		 * that added the rail; same answer otherwise, at the cost of
+		 * one message per connection up */
+		if (ev->peer && !strcmp(ev->peer, ry_peer_name(s->peer)) &&
+		    s->t0 > 0)
+			s->refresh = true;
+	}
 	/* a rail's first connection is the start, not news */
 	if (s->o.live && strcmp(name, "connect"))
 		fprintf(s->o.live, "%s%8.3f s  %s %s%s%s%s\n",
@@ -1095,6 +1106,11 @@ int cli_session_run(struct cli_session *s)
 				ry_peer_name(s->peer), REFETCH_MAX_S);
 			s->fatal = -ETIMEDOUT;
 		}
+		if (s->refresh && s->have_target && running(s) &&
+		    ry_send(s->peer, CLI_SESSION_HELLO,
+			    strlen(CLI_SESSION_HELLO), hello_done,
+			    NULL) != -EAGAIN)
+			s->refresh = false;
 		if (!s->have_target && running(s) && now >= s->next_hello) {
 			/* -EAGAIN or a peer still down: ask again later */
 			ry_send(s->peer, CLI_SESSION_HELLO,

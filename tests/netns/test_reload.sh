@@ -6,8 +6,10 @@
 #   t~4 s  r3 removed and op_timeout_ms changed: applied
 #   t~8 s  r3 added back: applied
 # Asserts: every reload's outcome (the bad file's FILE:LINE), 0 failed
-# operations, 0 verify errors, r3 carrying nothing after its removal and
-# up again after it is added back.
+# operations, 0 verify errors, r3 carrying nothing after its removal, up
+# again after it is added back and carrying the drill's bytes again (the
+# drill asks for b's target again when a rail comes up: the new r3 has
+# keys of its own).
 # usage: test_reload.sh RAILYARD_BINARY.  Root only; skips (77) elsewhere.
 set -euo pipefail
 ry=$1
@@ -45,7 +47,7 @@ grep -q "railyard serve: node" "$work/serve.log" || { cat "$work/serve.log"; fai
 
 out=$work/run.json
 ip netns exec "$p-a" "$ry" drill -c "$etc/netns-drill-a.conf" --peer b \
-	--duration 12 --json >"$out" 2>"$out.log" &
+	--duration 15 --json >"$out" 2>"$out.log" &
 drill_pid=$!
 reload() {
 	local t0 rc=0
@@ -97,13 +99,16 @@ jq -e --argjson a "$t_r3" '[.samples[] | select(.t > $a + 1 and .t <= $a + 3) |
 	.rails.r3] | length > 0 and all(. == 0)' "$out" >/dev/null ||
 	fail "r3 carried bytes after it was removed: $(jq -c '.samples' "$out")"
 
-# r3 came back up after it was added again (it carries nothing for this
-# drill: the target descriptor a fetched at its start has no key for b's
-# new r3; a new session gets one)
+# r3 came back up after it was added again, and carried the drill's bytes:
+# the descriptor fetched at the start has no key for b's new r3, the one
+# the drill asked for when r3 came up does
 t_ad=$(awk -v a="$t_add" -v s="$(j .start_unix)" 'BEGIN { print a - s }')
 jq -e --argjson a "$t_ad" '[.events[] | select(.rail == "r3" and
 	.event == "up" and .t >= $a)] | length >= 1' "$out" >/dev/null ||
 	fail "r3 did not come up after it was added back: $(jq -c '.events' "$out")"
+jq -e --argjson a "$t_ad" '[.samples[] | select(.t > $a) | .rails.r3] |
+	any(. > 0)' "$out" >/dev/null ||
+	fail "r3 carried nothing after it was added back: $(jq -c '.samples' "$out")"
 
 # The rails that stayed: a reload takes only a removed rail's connections
 # down (test_reload.c asserts it without a loaded machine in the way).
