@@ -1472,6 +1472,19 @@ static int hello_apply(struct ry__ctl *c, const struct hello *h, bool reply)
 		return -EPROTO; /* one session speaks for one node */
 	}
 	p = c->c_peer;
+	if (h->n != p->pr_nrrails) {
+		/* before anything changes: a refusal leaves the record as
+		 * it was */
+		struct ry__rrail *rr =
+		    h->n ? realloc(p->pr_rrails, h->n * sizeof(*rr)) : NULL;
+
+		if (h->n && !rr)
+			return -ENOMEM;
+		if (!h->n)
+			free(p->pr_rrails);
+		p->pr_rrails = rr;
+		p->pr_nrrails = h->n;
+	}
 	if (!name_taken(m, p, h->name)) {
 		snprintf(p->pr_node_name, sizeof(p->pr_node_name), "%s",
 			 h->name);
@@ -1489,8 +1502,8 @@ static int hello_apply(struct ry__ctl *c, const struct hello *h, bool reply)
 	}
 	p->pr_node = h->node;
 	ry__peer_index(p);
-	p->pr_nrrails = h->n;
-	memcpy(p->pr_rrails, h->rr, h->n * sizeof(h->rr[0]));
+	if (h->n)
+		memcpy(p->pr_rrails, h->rr, h->n * sizeof(h->rr[0]));
 	/* with a key the listener's HELLO_ACK went out before AUTH */
 	if (!reply && !c->c_auth)
 		ry__ctl_send_hello(c, true);

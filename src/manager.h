@@ -576,8 +576,10 @@ struct ry_peer {
 	bool pr_retired;	  /* its peer section was removed by a reload */
 	unsigned pr_nctl;	  /* live control sessions speaking for it */
 	struct ry__list pr_rlink; /* m_reapq, or self */
+	/* its rails, from its HELLO: pr_nrrails of them (malloc'd to fit: a
+	 * four-rail peer's are 672 bytes where 16 were 2,688) */
 	unsigned pr_nrrails;
-	struct ry__rrail pr_rrails[RY_MAX_RAILS];
+	struct ry__rrail *pr_rrails;
 	unsigned pr_nactive;
 	uint64_t pr_nopath_ns; /* no ACTIVE connection since */
 	/* operations */

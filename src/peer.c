@@ -85,6 +85,7 @@ void ry__peer_free(struct ry_peer *p)
 			ry__conn_gone(p->pr_conn[i]);
 	for (i = p->pr_nslots; i < RY_MAX_RAILS; i++)
 		free(p->pr_conn[i]); /* added by a reload */
+	free(p->pr_rrails);
 	free(p);
 }
 
