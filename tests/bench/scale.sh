@@ -32,7 +32,9 @@
 # after every emulated node is back on r0 (failover_failed_ops: their
 # operations that failed or did not verify, summed; failover_clients_hit:
 # how many saw r0 fail under them; rail_back_s: from the replug until
-# every emulated node is connected on r0 again; failover_clients_release_s:
+# every emulated node is connected on r0 again, failover_clients_r0_back_s
+# the same for the active clients (their first r0 "up" event after the
+# pull; 0 if it came while the plug command was still returning); failover_clients_release_s:
 # from their exit until serve holds no record of them); then a tenth of the emulated nodes die at once
 # (kill_*: how soon serve releases them, its RSS, the slowest 4 KiB write
 # of the real client across it); finally the swarm exits and serve must
@@ -293,16 +295,20 @@ fo=$(for ((i = 1; i <= ACTIVE; i++)); do jq -c . "$work/fo-$i.json" 2>/dev/null 
 		verify: (map(.verify_errors) | add // 0),
 		mbyte_s: ((map(.bytes / .seconds) | add // 0) / 1e6 * 10 | round / 10),
 		ran: (map(select(.start_unix <= $u and .start_unix + .seconds >= $p)) | length),
-		hit: (map(select(any(.rails[]; .name == "r0" and .failovers > 0))) | length)}')
+		hit: (map(select(any(.rails[]; .name == "r0" and .failovers > 0))) | length),
+		back: (map(.start_unix as $s | [.events[] | select(.rail == "r0" and
+			.event == "up" and $s + .t >= $u) | [$s + .t - $p, 0] | max] | min) |
+			if length == 0 or any(. == null) then null else max * 100 | round / 100 end)}')
 fo_reported=$(jq .reported <<<"$fo") fo_ok=$(jq .ok <<<"$fo")
 fo_failed=$(jq .failed <<<"$fo") fo_verify=$(jq .verify <<<"$fo")
 fo_ran=$(jq .ran <<<"$fo") fo_hit=$(jq .hit <<<"$fo") fo_mbs=$(jq .mbyte_s <<<"$fo")
+fo_back=$(jq .back <<<"$fo")
 if ((fo_reported < ACTIVE)); then
 	for ((i = 1; i <= ACTIVE; i++)); do
 		jq -e . "$work/fo-$i.json" >/dev/null 2>&1 || { tail -3 "$work/fo-$i.log" >&2; break; }
 	done
 fi
-log "failover: $fo_reported of $ACTIVE active clients reported ($fo_ran ran across the pull, $fo_hit saw r0 fail, $fo_bad_exit exited non-zero): $fo_ok ok ($fo_mbs MB/s together), $fo_failed failed, $fo_verify bytes differed; r0 back for all emulated nodes in $rail_back_s s"
+log "failover: $fo_reported of $ACTIVE active clients reported ($fo_ran ran across the pull, $fo_hit saw r0 fail, $fo_bad_exit exited non-zero): $fo_ok ok ($fo_mbs MB/s together), $fo_failed failed, $fo_verify bytes differed; r0 back for all emulated nodes in $rail_back_s s, for all active clients in $fo_back s"
 # the active clients have left (their sessions closed at exit): serve
 # must forget them as it does the emulated nodes, though each sent it
 # messages (hellos for its target)
@@ -365,6 +371,7 @@ result=$(jq -nc --argjson peers "$N" --argjson connections "$connections" \
 	--argjson failover_clients_ran "$fo_ran" --argjson failover_clients_hit "$fo_hit" \
 	--argjson failover_clients_bad_exit "$fo_bad_exit" --argjson failover_start_s "$fo_start_s" \
 	--argjson failover_rate "$RATE" --argjson failover_mbyte_s "$fo_mbs" \
+	--argjson failover_clients_r0_back_s "$fo_back" \
 	--argjson failover_clients_known "$fo_known" --argjson failover_clients_release_s "$fo_release_s" \
 	--argjson released "$released" --argjson release_s "$release_s" \
 	--argjson udp_rcvbuf_errors_serve "$drops_b" --argjson udp_rcvbuf_errors_clients "$drops_a" \
