@@ -679,7 +679,11 @@ static void *rail_main(void *arg)
 	struct ry_manager *m = rt->rt_mgr;
 	struct epoll_event evs[RY_MAX_RAILS + 1];
 	int ms = (int)(m->m_tick_ns / 1000000) + 1;
+	/* as note_stalls(); read once: a reload changes them only while the
+	 * rail threads are stopped, and starts them again after */
+	const uint64_t lim = m->m_timeout_ns / 2 + m->m_tick_ns;
 	bool pending[RY_MAX_RAILS];
+	uint64_t prev = 0;
 	unsigned i;
 	int n;
 
@@ -688,9 +692,27 @@ static void *rail_main(void *arg)
 			ms = 1;
 	while (!stopping(m)) {
 		bool any = false, again = false;
+		uint64_t t = ry__now_ns();
 
-		atomic_store_explicit(&rt->rt_ran_ns, ry__now_ns(),
-				      memory_order_relaxed);
+		/*
+		 * Our own gap between two rounds (we wake at least every
+		 * tick): note_stalls() judges a rail thread only while it is
+		 * stalled and the control thread runs; with both starved,
+		 * the silence the peers then see on our rails would go
+		 * unexplained in the log.  Said when we run again.
+		 */
+		if (prev && ry__since(t, prev) > lim)
+			RY_WARN(
+			    "mgr",
+			    "rail thread %u (rail %s%s) was not run for "
+			    "%llu ms (a starved machine?): peers may judge "
+			    "its connections silent",
+			    (unsigned)(rt - m->m_rt),
+			    rt->rt_rails[0]->lr_cfg.name,
+			    rt->rt_nrails > 1 ? " and others" : "",
+			    (unsigned long long)(ry__since(t, prev) / 1000000));
+		prev = t;
+		atomic_store_explicit(&rt->rt_ran_ns, t, memory_order_relaxed);
 		for (i = 0; i < rt->rt_nrails; i++)
 			any |= pending[i] = rail_work(rt->rt_rails[i]);
 		if (any) {

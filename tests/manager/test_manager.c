@@ -5,6 +5,7 @@
  * Every transfer is verified byte for byte.
  */
 #include <check.h>
+#include <stdatomic.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -1858,6 +1859,58 @@ static void *post_thread(void *arg)
 	return NULL;
 }
 
+static atomic_uint g_rt_stall_lines;
+
+static void rt_stall_sink(enum ry_log_level level, const char *comp,
+			  const char *msg, void *arg)
+{
+	(void)level;
+	(void)comp;
+	(void)arg;
+	if (strstr(msg, "rail thread") && strstr(msg, "was not run for"))
+		atomic_fetch_add(&g_rt_stall_lines, 1);
+}
+
+/*
+ * A rail thread kept from running past half of timeout_ms says so itself
+ * when it runs again, whether or not the control thread was there to see
+ * it: a peer's silence verdict on its rails must not go unexplained (the
+ * drill tests tell such a failover from a broken path by this line).
+ * Kept from running here by holding its rail's lock, as a starved
+ * machine would keep it.
+ */
+START_TEST(rail_thread_stall_logged)
+{
+	enum ry_log_level was = ry__log_level;
+	struct ry__lrail *lr;
+	uint64_t hold_us;
+
+	setup_opts(NULL);
+	ck_assert_int_eq(write_verify(0, MiB, 1), RY_OK);
+	ck_assert_int_eq(ry_progress_thread_start(F.b), 0);
+	ck_assert_uint_gt(F.b->m_nrt, 0);
+	lr = F.b->m_rt[0].rt_rails[0];
+	hold_us = (F.b->m_timeout_ns + 2 * F.b->m_tick_ns) / 1000 + 50000;
+	atomic_store(&g_rt_stall_lines, 0);
+	ry_log_set_level(RY_LOG_WARN);
+	ry_log_set_sink(rt_stall_sink, NULL);
+	usleep(50000); /* the thread has had rounds: it has a previous one */
+	pthread_mutex_lock(&lr->lr_lock);
+	usleep((useconds_t)hold_us);
+	pthread_mutex_unlock(&lr->lr_lock);
+	for (int i = 0; i < 100 && !atomic_load(&g_rt_stall_lines); i++)
+		usleep(10000);
+	ry_progress_thread_stop(F.b);
+	ry_log_set_sink(NULL, NULL);
+	ry_log_set_level(was);
+	ck_assert_msg(atomic_load(&g_rt_stall_lines) >= 1,
+		      "no \"was not run for\" warning after rail thread 0 "
+		      "was held for %llu ms",
+		      (unsigned long long)hold_us / 1000);
+	teardown();
+}
+END_TEST
+
 START_TEST(progress_threads)
 {
 	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -1940,6 +1993,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, poll_mode_and_event_fd);
 	tcase_add_test(tc, progress_threads);
+	tcase_add_test(tc, rail_thread_stall_logged);
 	suite_add_tcase(s, tc);
 	/* what keeps a server with many peers calm: idle connections cost
 	 * little, a server's outage does not bring a flood of reconnects
