@@ -1887,13 +1887,14 @@ START_TEST(rail_thread_stall_logged)
 
 	setup_opts(NULL);
 	ck_assert_int_eq(write_verify(0, MiB, 1), RY_OK);
+	/* the level is a plain global: set while no thread of ours runs */
+	atomic_store(&g_rt_stall_lines, 0);
+	ry_log_set_level(RY_LOG_WARN);
+	ry_log_set_sink(rt_stall_sink, NULL);
 	ck_assert_int_eq(ry_progress_thread_start(F.b), 0);
 	ck_assert_uint_gt(F.b->m_nrt, 0);
 	lr = F.b->m_rt[0].rt_rails[0];
 	hold_us = (F.b->m_timeout_ns + 2 * F.b->m_tick_ns) / 1000 + 50000;
-	atomic_store(&g_rt_stall_lines, 0);
-	ry_log_set_level(RY_LOG_WARN);
-	ry_log_set_sink(rt_stall_sink, NULL);
 	usleep(50000); /* the thread has had rounds: it has a previous one */
 	pthread_mutex_lock(&lr->lr_lock);
 	usleep((useconds_t)hold_us);
