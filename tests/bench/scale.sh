@@ -261,8 +261,11 @@ clients_json() { "$ry" status --socket "$work/b.sock" --json 2>/dev/null |
 # serve's cable of r0 is out for 2 s.  Each runs until told to stop, so the
 # pull falls inside every run however long the start of a hundred
 # processes takes on a loaded machine.
+# They stand for other machines: at nice RY_SCALE_CLIENT_NICE (19) they
+# take only what CPU serve and the swarm leave, as remote clients would
+# take none of the server's.
 for ((i = 1; i <= ACTIVE; i++)); do
-	ip netns exec "$p-a" "$ry" bench -c "$work/c$i.conf" --peer b --size 64K \
+	nice -n "${RY_SCALE_CLIENT_NICE:-19}" ip netns exec "$p-a" "$ry" bench -c "$work/c$i.conf" --peer b --size 64K \
 		--depth 2 --rate "$RATE" --duration 3600 --verify --json >"$work/fo-$i.json" 2>"$work/fo-$i.log" &
 	fo_pids+=($!)
 done
