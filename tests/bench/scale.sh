@@ -15,6 +15,8 @@
 #                               --check)
 #   RY_SCALE_ACTIVE=100         real client nodes moving verified data
 #                               across the rail pull (issue 13: 100)
+#   RY_SCALE_CLIENT_NICE=19     their nice: they stand for other machines
+#                               (at 0, a hundred of them starve serve)
 #   RY_SCALE_RATE=20            writes a second each of them starts (each
 #                               read back): 100 clients flat out on the
 #                               server's two cores would measure which
