@@ -535,11 +535,30 @@ static void control_events(struct ry_manager *m)
  * such a failover from a broken path.  Only with progress threads: an
  * application that drives ry_progress() itself may call it rarely on
  * purpose.  A rail thread is judged by the control thread, while it is
- * still stalled; the control thread by its own round.
+ * still stalled (and by itself when it runs again: rail_main); the
+ * control thread by its own round.
  */
+static uint64_t stall_limit(const struct ry_manager *m)
+{
+	return m->m_timeout_ns / 2 + m->m_tick_ns;
+}
+
+/* was: "" while it is still stalled (the control thread's view), "was "
+ * when the rail thread says so itself afterwards */
+static void warn_rt_stall(struct ry_manager *m, const struct ry__rthread *rt,
+			  uint64_t gap, const char *was)
+{
+	RY_WARN("mgr",
+		"rail thread %u (rail %s%s) %snot run for %llu ms (a starved "
+		"machine?): peers may judge its connections silent",
+		(unsigned)(rt - m->m_rt), rt->rt_rails[0]->lr_cfg.name,
+		rt->rt_nrails > 1 ? " and others" : "", was,
+		(unsigned long long)(gap / 1000000));
+}
+
 static void note_stalls(struct ry_manager *m, uint64_t now, uint64_t gap)
 {
-	uint64_t lim = m->m_timeout_ns / 2 + m->m_tick_ns;
+	uint64_t lim = stall_limit(m);
 
 	/* not while the threads are being stopped (joined, not yet off) */
 	if (!m->m_thread_on || atomic_load(&m->m_thread_stop))
@@ -562,13 +581,7 @@ static void note_stalls(struct ry_manager *m, uint64_t now, uint64_t gap)
 		if (rt->rt_stalled)
 			continue;
 		rt->rt_stalled = true;
-		RY_WARN("mgr",
-			"rail thread %u (rail %s%s) not run for %llu ms (a "
-			"starved machine?): peers may judge its connections "
-			"silent",
-			i, rt->rt_rails[0]->lr_cfg.name,
-			rt->rt_nrails > 1 ? " and others" : "",
-			(unsigned long long)(ry__since(now, ran) / 1000000));
+		warn_rt_stall(m, rt, ry__since(now, ran), "");
 	}
 }
 
@@ -679,9 +692,9 @@ static void *rail_main(void *arg)
 	struct ry_manager *m = rt->rt_mgr;
 	struct epoll_event evs[RY_MAX_RAILS + 1];
 	int ms = (int)(m->m_tick_ns / 1000000) + 1;
-	/* as note_stalls(); read once: a reload changes them only while the
-	 * rail threads are stopped, and starts them again after */
-	const uint64_t lim = m->m_timeout_ns / 2 + m->m_tick_ns;
+	/* read once: a reload changes it only while the rail threads are
+	 * stopped, and starts them again after */
+	const uint64_t lim = stall_limit(m);
 	bool pending[RY_MAX_RAILS];
 	uint64_t prev = 0;
 	unsigned i;
@@ -702,15 +715,7 @@ static void *rail_main(void *arg)
 		 * unexplained in the log.  Said when we run again.
 		 */
 		if (prev && ry__since(t, prev) > lim)
-			RY_WARN(
-			    "mgr",
-			    "rail thread %u (rail %s%s) was not run for "
-			    "%llu ms (a starved machine?): peers may judge "
-			    "its connections silent",
-			    (unsigned)(rt - m->m_rt),
-			    rt->rt_rails[0]->lr_cfg.name,
-			    rt->rt_nrails > 1 ? " and others" : "",
-			    (unsigned long long)(ry__since(t, prev) / 1000000));
+			warn_rt_stall(m, rt, ry__since(t, prev), "was ");
 		prev = t;
 		atomic_store_explicit(&rt->rt_ran_ns, t, memory_order_relaxed);
 		for (i = 0; i < rt->rt_nrails; i++)

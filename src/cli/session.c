@@ -198,13 +198,17 @@ static bool running(struct cli_session *s)
 	return true;
 }
 
+/* --rate: the n-th operation starts no sooner than (n - 2) / rate
+ * seconds into the run (the first two at once, then one each 1 / rate);
+ * wait_ms() sleeps until the next is due. */
+static double rate_due(const struct cli_session *s)
+{
+	return s->t0 + ((double)s->posted - 1) / s->o.rate;
+}
+
 static bool may_post(struct cli_session *s)
 {
-	/* --rate: the n-th operation starts no sooner than (n - 1) / rate
-	 * seconds into the run; the run loop comes back at least every
-	 * millisecond (pump) to start the ones that waited */
-	if (s->o.rate > 0 &&
-	    (double)s->posted >= (now_s() - s->t0) * s->o.rate + 1)
+	if (s->o.rate > 0 && now_s() < rate_due(s))
 		return false;
 	return s->have_target && running(s);
 }
@@ -1087,12 +1091,11 @@ static void kick_all(struct cli_session *s)
  */
 static int wait_ms(const struct cli_session *s)
 {
-	double due, ms;
+	double ms;
 
 	if (s->o.rate <= 0 || !s->have_target)
 		return 1;
-	due = s->t0 + (double)s->posted / s->o.rate;
-	ms = (due - now_s()) * 1e3;
+	ms = (rate_due(s) - now_s()) * 1e3;
 	return ms < 1 ? 1 : ms > 50 ? 50 : (int)ms;
 }
 

@@ -159,8 +159,11 @@ pkts() {
 }
 # peer records serve still holds for swarm nodes (the real client "a" stays:
 # serve handed it to its application when it answered its hello)
-peers_json() { "$ry" status --socket "$work/b.sock" --json 2>/dev/null |
-	jq '[.peers[] | select(.name | startswith("swarm-"))] | length'; }
+# serve_peers RE: how many peer records serve holds whose node name (or,
+# before its hello, name) matches RE
+serve_peers() { "$ry" status --socket "$work/b.sock" --json 2>/dev/null |
+	jq --arg re "$1" '[.peers[] | select(.node // .name | test($re))] | length'; }
+peers_json() { serve_peers '^swarm-'; }
 
 lat4k() { # p50 of 4 KiB writes, one in flight, from the real client
 	# a bench that failed an operation still reports; no JSON at all: null
@@ -256,8 +259,7 @@ sock_loaded=$(sockperf_p50)
 log "4 KiB write p50: alone $lat_alone us, with the swarm $lat_loaded us (sockperf 4 KiB UDP round trip p50 on r0: $sock_alone / $sock_loaded us)"
 
 # serve's records of the active clients (c1, c2, ...)
-clients_json() { "$ry" status --socket "$work/b.sock" --json 2>/dev/null |
-	jq '[.peers[] | select(.node // .name | test("^c[0-9]+$"))] | length'; }
+clients_json() { serve_peers '^c[0-9]+$'; }
 
 # failover: ACTIVE real client nodes write and read back (verified) while
 # serve's cable of r0 is out for 2 s.  Each runs until told to stop, so the

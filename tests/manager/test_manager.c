@@ -664,6 +664,15 @@ static bool a_r1_down(void *arg)
 	return !a_r1_active(arg);
 }
 
+/* a's connection to b on its rail named rail */
+static struct ry__conn *a_conn(const char *rail)
+{
+	for (unsigned i = 0; i < F.a->m_nrails; i++)
+		if (!strcmp(F.a->m_rails[i].lr_cfg.name, rail))
+			return F.ab->pr_conn[i];
+	return NULL;
+}
+
 /*
  * The far end's link is down: it says so (-ENETDOWN) and connects itself
  * when the link is back, so this end does not ask every reconnect_min_ms
@@ -672,15 +681,13 @@ static bool a_r1_down(void *arg)
  */
 START_TEST(far_link_down_waits_for_peer)
 {
-	struct ry__conn *c = NULL;
+	struct ry__conn *c;
 	uint32_t n0;
 
 	setup_opts(&(struct fx_opts){.reconnect_min_ms = 20,
 				     .reconnect_max_ms = 5000});
 	ck_assert_int_eq(write_verify(0, MiB, 1), RY_OK);
-	for (unsigned i = 0; i < F.a->m_nrails; i++)
-		if (!strcmp(F.a->m_rails[i].lr_cfg.name, "r1"))
-			c = F.ab->pr_conn[i];
+	c = a_conn("r1");
 	ck_assert_ptr_nonnull(c);
 	ck_assert_int_eq(ry_rail_link(F.b, "r1", false), 0);
 	ck_assert(fx_until(&F, a_r1_down, NULL, 3000));
@@ -697,14 +704,6 @@ START_TEST(far_link_down_waits_for_peer)
 	teardown();
 }
 END_TEST
-
-static struct ry__conn *a_conn(const char *rail)
-{
-	for (unsigned i = 0; i < F.a->m_nrails; i++)
-		if (!strcmp(F.a->m_rails[i].lr_cfg.name, rail))
-			return F.ab->pr_conn[i];
-	return NULL;
-}
 
 static bool a_r1_refused_down(void *arg)
 {
