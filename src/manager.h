@@ -51,58 +51,36 @@
  *
  *   Today two application threads posting to different peers serialise
  *   on m_lock for all of a fragment's bookkeeping (enqueue, stripe,
- *   completion: ~350 instructions per fragment on the null rail), so
- *   bench_core -t 2 is no faster than -t 1.  The design that removes
- *   that, in the order to build it:
+ *   completion: ~30 ns a fragment on the null rail), so bench_core -t 2
+ *   is slower than -t 1 (0.69x: the lock's hand-offs).
  *
- *   pr_lock (struct ry_peer)  a peer's data path: its op queues and ops
- *                             (pr_ops, waitq, sched, msgq, parked,
- *                             replay ranges, pr_inflight, pr_lat), the
- *                             data-path fields of its connections
- *                             (cn_out_*, cn_posted and the WRs on it,
- *                             cn_win_*, cn_cnt, cn_last_ok_ns), its
- *                             message windows, and per-peer pools for
- *                             ops, WRs and ranges (no manager-wide
- *                             allocator on the data path).
- *   m_lock                    everything cold, as today: the peer list,
- *                             control sessions, timers, reload, rcache,
- *                             rails' manager-side state, and every
- *                             connection state change (conn.c, fence.c,
- *                             replay.c), which takes the peer's pr_lock
- *                             too: cn_state is written under both, so
- *                             the stripe reads it under pr_lock alone.
+ *   Tried and measured (2026-12-02, not merged): m_lock a writer-first
+ *   rwlock; posts (enqueue + stripe) and fragment completions under it
+ *   shared plus a per-peer pr_lock; everything cold exclusive, as now;
+ *   the shared path leaving what it may not do (messages, replay,
+ *   fences, failed posts, receives, rail events) to the exclusive round
+ *   (the peer on m_dirty, or a per-rail stash of the rest of the CQ
+ *   batch, in order); manager-wide lists under a leaf m_hot_lock; WRs
+ *   from a per-peer cache.  Correct by the unit and soft suites, but
+ *   slower: bench_core -r 4 -w 1 -t 2, 10.7 M fragments/s against 23.5
+ *   with the one lock.  The cause is the CQ: one per rail, shared by all
+ *   the rail's QPs, so every thread polls every rail and handles the
+ *   other threads' peers' completions under their pr_locks; the threads
+ *   trade pr_locks, lr_locks and the cache lines of each other's WRs
+ *   and ops on every batch.  Locks finer than m_lock only pay when a
+ *   thread's completions come back to that thread.
  *
- *   Order: m_deliver_lock -> m_lock -> pr_lock -> lr_lock -> provider
- *   locks; m_dq_lock, m_cb_lock and a new m_slot_lock (message send
- *   slots) are leaves.
- *
- *   Posting (ry_write & co.) takes pr_lock only: m_closing becomes
- *   atomic; the peer pointer is stable as today (a record the
- *   application holds is not freed before destroy); pr_node/pr_past are
- *   written on HELLO under m_lock + pr_lock; rg_users becomes atomic (ops
- *   of many peers share a region).  The stripe runs at once under
- *   pr_lock instead of through m_dirty.
- *
- *   Completions: a rail's CQ is shared by its peers.  The poller polls
- *   under lr_lock, groups the WCs by peer (wr_conn->cn_peer) and handles
- *   each group under that pr_lock: a success needs nothing more.  A
- *   completion that changes a connection's state (an error, a probe, a
- *   PMTU step, a heartbeat) is only marked there, as completion handling
- *   does today, and acted on under m_lock afterwards (taken after
- *   pr_lock is dropped: the order).  Safe because a WR is counted in
- *   cn_out_wrs until handled, so its connection cannot drain nor its
- *   peer be freed (both under m_lock + pr_lock) in between.
- *
- *   Delivery: complete() queues on m_dq (m_dq_lock) directly; an op goes
- *   back to its peer's pool under pr_lock.  Readers of counters and
- *   metrics take m_lock, then each peer's pr_lock in turn.  Timers take
- *   pr_lock per peer they touch.
- *
- *   Threads posting to one peer still serialise on its pr_lock (-t 2 -S);
- *   per-connection send locks, with pr_lock held only to take fragments
- *   off the queue, are the step after.  The net under it: test_stress
- *   under TSan (threads, peers, rails pulled), and bench_core -t 2 against
- *   -t 1 (one peer each) as the measure (target >= 1.6x).
+ *   So the step is a progress context (a "worker", as UCX has): its own
+ *   CQ on each rail (rails/rail.h: create_cq, and create_qp naming the
+ *   CQ), its peers' QPs on its CQs, its own op/WR pools, its own
+ *   delivery list; a peer belongs to one context, an application thread
+ *   posts and progresses its own context without any lock another
+ *   context takes.  m_lock stays for the cold paths (connection state,
+ *   control, timers, replay), which then take the contexts' locks in
+ *   turn.  The soft rail's packet work stays per rail (its socket); only
+ *   completion delivery is split.  The measure stays bench_core -t 2
+ *   against -t 1 (target >= 1.6x); the net under it test_stress under
+ *   TSan (threads, peers, rails pulled).
 
  * OWNERSHIP
  *

@@ -95,6 +95,7 @@ RY_API const char *ry_version(void);
 
 typedef void (*ry_log_fn)(enum ry_log_level level, const char *component,
 			  const char *message, void *arg);
+/* From any thread, at any time (our threads read it atomically). */
 RY_API void ry_log_set_level(enum ry_log_level level);
 /* Replace the stderr sink; NULL restores it.  Called with a lock held. */
 RY_API void ry_log_set_sink(ry_log_fn fn, void *arg);

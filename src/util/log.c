@@ -10,7 +10,7 @@
 #include "src/util/clock.h"
 #include "src/util/log.h"
 
-enum ry_log_level ry__log_level = RY_LOG_WARN;
+_Atomic int ry__log_level = RY_LOG_WARN;
 
 static pthread_mutex_t sink_lock = PTHREAD_MUTEX_INITIALIZER;
 static ry_log_fn sink_fn;
@@ -31,7 +31,7 @@ const char *ry_log_level_name(enum ry_log_level l)
 
 void ry_log_set_level(enum ry_log_level level)
 {
-	ry__log_level = level;
+	atomic_store_explicit(&ry__log_level, (int)level, memory_order_relaxed);
 }
 
 void ry_log_set_sink(ry_log_fn fn, void *arg)

@@ -10,14 +10,19 @@
 
 #include <railyard/config.h>
 
-extern enum ry_log_level ry__log_level;
+#include <stdatomic.h>
+
+/* Set by ry_log_set_level() from any thread while our threads log: an
+ * atomic, read relaxed (a level change need not order anything else). */
+extern _Atomic int ry__log_level;
 
 void ry__log_emit(enum ry_log_level level, const char *comp, const char *fmt,
 		  ...) __attribute__((format(printf, 3, 4)));
 
 #define ry__log(level, comp, ...)                                              \
 	do {                                                                   \
-		if ((level) <= ry__log_level)                                  \
+		if ((int)(level) <= atomic_load_explicit(                      \
+					&ry__log_level, memory_order_relaxed)) \
 			ry__log_emit((level), (comp), __VA_ARGS__);            \
 	} while (0)
 

@@ -1880,13 +1880,12 @@ static void rt_stall_sink(enum ry_log_level level, const char *comp,
  */
 START_TEST(rail_thread_stall_logged)
 {
-	enum ry_log_level was = ry__log_level;
+	enum ry_log_level was = (enum ry_log_level)atomic_load(&ry__log_level);
 	struct ry__lrail *lr;
 	uint64_t hold_us;
 
 	setup_opts(NULL);
 	ck_assert_int_eq(write_verify(0, MiB, 1), RY_OK);
-	/* the level is a plain global: set while no thread of ours runs */
 	atomic_store(&g_rt_stall_lines, 0);
 	ry_log_set_level(RY_LOG_WARN);
 	ry_log_set_sink(rt_stall_sink, NULL);
@@ -1907,6 +1906,94 @@ START_TEST(rail_thread_stall_logged)
 		      "no \"was not run for\" warning after rail thread 0 "
 		      "was held for %llu ms",
 		      (unsigned long long)hold_us / 1000);
+	teardown();
+}
+END_TEST
+
+static atomic_uint g_fail_warns;
+
+static void fail_warn_sink(enum ry_log_level level, const char *comp,
+			   const char *msg, void *arg)
+{
+	(void)comp;
+	(void)arg;
+	if (level == RY_LOG_WARN && strstr(msg, "connection qp") &&
+	    strstr(msg, "failed"))
+		atomic_fetch_add(&g_fail_warns, 1);
+}
+
+/* a's r1 failovers so far (ry_rail_counters: safe beside the threads) */
+static uint64_t a_r1_failovers(void)
+{
+	struct ry_counters c;
+
+	ck_assert_int_eq(ry_rail_counters(F.a, "r1", &c), 0);
+	return c.failovers;
+}
+
+/* Poll (threads run the managers) until f holds or ms pass. */
+static bool wait_threads(bool (*f)(void), unsigned ms)
+{
+	for (unsigned i = 0; i < ms / 10; i++) {
+		if (f())
+			return true;
+		usleep(10000);
+	}
+	return f();
+}
+
+static uint64_t g_fo0;
+
+static bool r1_failed_again(void)
+{
+	return a_r1_failovers() > g_fo0;
+}
+
+static bool r1_back(void)
+{
+	struct ry_rail_info ri;
+
+	ck_assert_int_eq(ry_rail_info(F.a, "r1", &ri), 0);
+	return ri.peers_active > 0;
+}
+
+static bool fail_warned(void)
+{
+	return atomic_load(&g_fail_warns) > 0;
+}
+
+/*
+ * An operator turns the log level down and up while the progress threads
+ * run (serve's reload does): it takes effect in those threads, and under
+ * TSan setting it is no data race (it was a plain global).
+ */
+START_TEST(log_level_set_while_threads_run)
+{
+	enum ry_log_level was = (enum ry_log_level)atomic_load(&ry__log_level);
+
+	setup_opts(NULL);
+	ck_assert_int_eq(write_verify(0, MiB, 1), RY_OK);
+	atomic_store(&g_fail_warns, 0);
+	ry_log_set_sink(fail_warn_sink, NULL);
+	ck_assert_int_eq(ry_progress_thread_start(F.a), 0);
+	ck_assert_int_eq(ry_progress_thread_start(F.b), 0);
+	ry_log_set_level(RY_LOG_ERROR);
+	g_fo0 = a_r1_failovers();
+	ck_assert_int_eq(ry_rail_link(F.a, "r1", false), 0);
+	ck_assert(wait_threads(r1_failed_again, 5000));
+	ck_assert_uint_eq(atomic_load(&g_fail_warns), 0);
+	ck_assert_int_eq(ry_rail_link(F.a, "r1", true), 0);
+	ck_assert_msg(wait_threads(r1_back, 10000), "r1 not back");
+	ry_log_set_level(RY_LOG_WARN);
+	g_fo0 = a_r1_failovers();
+	ck_assert_int_eq(ry_rail_link(F.a, "r1", false), 0);
+	ck_assert(wait_threads(r1_failed_again, 5000));
+	ck_assert_msg(wait_threads(fail_warned, 2000),
+		      "no failover warning at level warn");
+	ry_progress_thread_stop(F.a);
+	ry_progress_thread_stop(F.b);
+	ry_log_set_sink(NULL, NULL);
+	ry_log_set_level(was);
 	teardown();
 }
 END_TEST
@@ -1994,6 +2081,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, poll_mode_and_event_fd);
 	tcase_add_test(tc, progress_threads);
 	tcase_add_test(tc, rail_thread_stall_logged);
+	tcase_add_test(tc, log_level_set_while_threads_run);
 	suite_add_tcase(s, tc);
 	/* what keeps a server with many peers calm: idle connections cost
 	 * little, a server's outage does not bring a flood of reconnects
