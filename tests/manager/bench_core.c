@@ -8,13 +8,18 @@
  * threads together is fragments per second per core.
  *
  *   bench_core [-r rails] [-s seconds] [-w frags_per_wr] [-n ops]
- *              [-b op_bytes] [-t threads [-S]]
+ *              [-b op_bytes] [-t threads [-S]] [-P]
  *
  * -t T: T application threads post through one manager, each to a peer of
  * its own (a manager each, progressed by that thread now and then), or with
  * -S all to the same peer; the line then also gives the threads and the
  * fragments per wall-clock second of all of them together (compare -t 2
  * with -t 1 for how posting scales across threads).
+ *
+ * -P: the managers' progress threads (ry_progress_thread_start) do the
+ * progress, as in a storage server; the posting threads only post and
+ * wait for their completions.  CPU is then the whole process's, and the
+ * line also gives fragments per wall-clock second.
  *
  * With -n, exactly n operations per thread are measured (for callgrind):
  *
@@ -67,6 +72,8 @@ struct worker {
 	unsigned char w_desc[RY_DESC_MAX];
 	int w_dlen;
 	atomic_ulong w_done, w_failed;
+	pthread_mutex_t w_mu; /* -P: the posting thread waits on w_cv */
+	pthread_cond_t w_cv;
 	unsigned long w_posted;
 	double w_cpu, w_end; /* thread CPU seconds, wall clock at the end */
 };
@@ -77,6 +84,7 @@ static size_t op_bytes = MiB;
 static unsigned long nops;
 static double secs = 2, w_start;
 static pthread_barrier_t go;
+static bool threaded; /* -P */
 
 static void on_done(const struct ry_completion *c, void *arg)
 {
@@ -87,6 +95,11 @@ static void on_done(const struct ry_completion *c, void *arg)
 	else
 		atomic_fetch_add_explicit(&w->w_failed, 1,
 					  memory_order_relaxed);
+	if (threaded) {
+		pthread_mutex_lock(&w->w_mu);
+		pthread_cond_signal(&w->w_cv);
+		pthread_mutex_unlock(&w->w_mu);
+	}
 }
 
 static unsigned long finished(struct worker *w)
@@ -95,11 +108,32 @@ static unsigned long finished(struct worker *w)
 	       atomic_load_explicit(&w->w_failed, memory_order_relaxed);
 }
 
+/* -P: sleep until a completion leaves room below DEPTH (or 1 ms). */
+static void wait_room(struct worker *w, unsigned long target)
+{
+	struct timespec ts;
+
+	pthread_mutex_lock(&w->w_mu);
+	if (w->w_posted - finished(w) >= DEPTH ||
+	    (w->w_posted >= target && finished(w) < target)) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&w->w_cv, &w->w_mu, &ts);
+	}
+	pthread_mutex_unlock(&w->w_mu);
+}
+
 static double cpu_now(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	/* -P: the progress threads' CPU too (the whole process) */
+	clock_gettime(
+	    threaded ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
@@ -172,12 +206,16 @@ static void *run(void *arg)
 				break;
 			w->w_posted++;
 		}
-		ry_progress(mgr_a);
+		if (threaded)
+			wait_room(w, target);
+		else
+			ry_progress(mgr_a);
 		if (finished(w) >= target)
 			break;
-		if (!nops && (i & 1023) == 0 && wall_now() - w_start > secs)
+		if (!nops && (threaded || (i & 1023) == 0) &&
+		    wall_now() - w_start > secs)
 			target = w->w_posted;
-		if ((i & 4095) == 0)
+		if (!threaded && (i & 4095) == 0)
 			ry_progress(w->w_b); /* the peer's heartbeats */
 	}
 	w->w_cpu = cpu_now() - c0;
@@ -199,7 +237,7 @@ int main(int argc, char **argv)
 	int opt, ret;
 	struct ry_config ca, cb;
 
-	while ((opt = getopt(argc, argv, "r:s:w:n:b:t:S")) != -1) {
+	while ((opt = getopt(argc, argv, "r:s:w:n:b:t:SP")) != -1) {
 		switch (opt) {
 		case 'r':
 			rails = (unsigned)atoi(optarg);
@@ -222,11 +260,14 @@ int main(int argc, char **argv)
 		case 'S':
 			same = true;
 			break;
+		case 'P':
+			threaded = true;
+			break;
 		default:
 			fprintf(stderr,
 				"usage: %s [-r rails] [-s seconds] [-w "
 				"frags_per_wr] [-n ops] [-b op_bytes] [-t "
-				"threads [-S]]\n",
+				"threads [-S]] [-P]\n",
 				argv[0]);
 			return 2;
 		}
@@ -266,6 +307,8 @@ int main(int argc, char **argv)
 		struct worker *w = &ws[i];
 		unsigned k = same ? 0 : i;
 
+		pthread_mutex_init(&w->w_mu, NULL);
+		pthread_cond_init(&w->w_cv, NULL);
 		w->w_b = b[k];
 		w->w_dlen = ry_mr_pack(rb[k], w->w_desc, sizeof(w->w_desc));
 		ry_manager_control_addr(b[k], addr, sizeof(addr));
@@ -293,6 +336,13 @@ int main(int argc, char **argv)
 		atomic_store(&ws[i].w_done, 0);
 	}
 
+	if (threaded) {
+		if (ry_progress_thread_start(mgr_a))
+			return 1;
+		for (i = 0; i < nb; i++)
+			if (ry_progress_thread_start(b[i]))
+				return 1;
+	}
 	pthread_barrier_init(&go, NULL, nthreads);
 	CALLGRIND_START_INSTRUMENTATION;
 	w_start = wall_now();
@@ -307,11 +357,17 @@ int main(int argc, char **argv)
 	for (i = 0; i < nthreads; i++) {
 		done += atomic_load(&ws[i].w_done);
 		failed += atomic_load(&ws[i].w_failed);
-		cpu += ws[i].w_cpu;
+		/* -P: each reads the process's CPU: the longest run's */
+		if (!threaded)
+			cpu += ws[i].w_cpu;
+		else if (ws[i].w_cpu > cpu)
+			cpu = ws[i].w_cpu;
 		if (ws[i].w_end - w_start > wall)
 			wall = ws[i].w_end - w_start;
 	}
 	frags = (double)done * (double)((op_bytes + FRAG - 1) / FRAG);
+	if (threaded)
+		printf("progress threads ");
 	if (nthreads > 1)
 		printf("threads %u (%s) ", nthreads,
 		       same ? "same peer" : "one peer each");
@@ -321,7 +377,7 @@ int main(int argc, char **argv)
 	       "%.3f s wall: %.1f M fragments/s/core, %.1f ns/fragment",
 	       rails, fpw, done, frags, cpu, wall, frags / cpu / 1e6,
 	       cpu * 1e9 / frags);
-	if (nthreads > 1)
+	if (nthreads > 1 || threaded)
 		printf(", %.1f M fragments/s all threads", frags / wall / 1e6);
 	printf("%s\n", failed ? " (SOME FAILED)" : "");
 	ry_manager_destroy(mgr_a);
