@@ -24,7 +24,8 @@ static const char bench_usage[] =
     "\n"
     "Bandwidth and latency against a peer running `railyard serve`, as\n"
     "ib_write_bw does for one HCA: --depth operations of --size bytes in\n"
-    "flight, striped over every rail the two nodes share.  --verify reads\n"
+    "flight (the config's ops_in_flight is raised to --depth if lower),\n"
+    "striped over every rail the two nodes share.  --verify reads\n"
     "each written block back and compares it.  --rate N starts at most N\n"
     "operations a second (default: as many as --depth allows; with --verify\n"
     "each is a write and its read-back), for a steady load rather than the\n"
@@ -225,8 +226,12 @@ static int run_client(int argc, char **argv, bool drill)
 	ret = parse(argc, argv, drill, &a);
 	if (ret)
 		return ret > 0 ? RY_EXIT_OK : RY_EXIT_USAGE;
-	if (cli_start(a.file, &cfg, &mgr))
+	/* --depth N in flight: the config's ops_in_flight (8 by default)
+	 * would hold the rest back in the manager's queue, and depth 64
+	 * would measure depth 8 */
+	if (cli_start_inflight(a.file, a.o.depth, &cfg, &mgr))
 		return RY_EXIT_FAIL;
+	a.o.ops_in_flight = cfg->ops_in_flight;
 	live = a.json ? stderr : stdout;
 	a.o.live = live;
 	/* on a terminal the second-by-second line is rewritten in place;

@@ -50,7 +50,7 @@ static void on_tick(double t, void *arg)
 	}
 }
 
-static int node(const char *name, struct ry_manager **mgr_p)
+static int node(const char *name, struct ry_manager **mgr_p, unsigned *inflight)
 {
 	struct ry_config *cfg;
 	int ret = ry_config_demo(&cfg);
@@ -58,6 +58,7 @@ static int node(const char *name, struct ry_manager **mgr_p)
 	if (ret)
 		return ret;
 	snprintf(cfg->node, sizeof(cfg->node), "%s", name);
+	*inflight = cfg->ops_in_flight;
 	ret = ry_manager_create(cfg, mgr_p);
 	ry_config_free(cfg);
 	if (ret)
@@ -106,7 +107,8 @@ int cli_demo(int argc, char **argv)
 	}
 	if (json)
 		o.live = pull.out = stderr;
-	if (node("demo-b", &b) || node("demo-a", &a))
+	if (node("demo-b", &b, &o.ops_in_flight) ||
+	    node("demo-a", &a, &o.ops_in_flight))
 		goto out;
 	/* b serves from its own thread; a is driven by this one */
 	ret = ry_progress_thread_start(b);

@@ -15,6 +15,12 @@
 int cli_start(const char *path, struct ry_config **cfg_p,
 	      struct ry_manager **mgr_p)
 {
+	return cli_start_inflight(path, 0, cfg_p, mgr_p);
+}
+
+int cli_start_inflight(const char *path, unsigned min_inflight,
+		       struct ry_config **cfg_p, struct ry_manager **mgr_p)
+{
 	struct ry_config *cfg;
 	int ret;
 
@@ -26,6 +32,8 @@ int cli_start(const char *path, struct ry_config **cfg_p,
 			path, path);
 		return ret;
 	}
+	if (cfg->ops_in_flight < min_inflight)
+		cfg->ops_in_flight = min_inflight;
 	ry_log_set_level(cfg->log.level);
 	ry_log_use_syslog(cfg->log.syslog);
 	ret = ry_manager_create(cfg, mgr_p);

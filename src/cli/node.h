@@ -12,6 +12,11 @@
 /* Load, validate and create; on failure print why and return non-zero. */
 int cli_start(const char *path, struct ry_config **cfg_p,
 	      struct ry_manager **mgr_p);
+/* The same with ops_in_flight at least min_inflight (0: as configured):
+ * bench's --depth N is N operations in flight, whatever the config caps a
+ * node's peers at. */
+int cli_start_inflight(const char *path, unsigned min_inflight,
+		       struct ry_config **cfg_p, struct ry_manager **mgr_p);
 
 /* Default status socket for a node: /run/railyard/NODE.sock as root,
  * else $XDG_RUNTIME_DIR or /tmp. */

@@ -1212,14 +1212,14 @@ void cli_session_json(const struct cli_session *s, FILE *out)
 	fprintf(out, ",\"start_mono\":%.6f", s->t0);
 	fprintf(
 	    out,
-	    ",\"size\":%zu,\"depth\":%u,\"ops_ok\":%" PRIu64
-	    ",\"ops_failed\":%" PRIu64 ",\"bytes\":%" PRIu64
+	    ",\"size\":%zu,\"depth\":%u,\"ops_in_flight\":%u,\"ops_ok\":"
+	    "%" PRIu64 ",\"ops_failed\":%" PRIu64 ",\"bytes\":%" PRIu64
 	    ",\"seconds\":%.3f,\"gbit_per_s\":%.3f,\"verify_errors\":%" PRIu64
 	    ",\"latency_us\":{\"avg\":%.1f,\"p50\":%.1f,\"p99\":%.1f"
 	    ",\"max\":%.1f},\"first_error\":",
-	    s->o.size, s->o.depth, r.ops_ok, r.ops_failed, r.bytes, r.seconds,
-	    r.gbit_per_s, r.verify_errors, r.lat_avg_us, r.lat_p50_us,
-	    r.lat_p99_us, r.lat_max_us);
+	    s->o.size, s->o.depth, s->o.ops_in_flight, r.ops_ok, r.ops_failed,
+	    r.bytes, r.seconds, r.gbit_per_s, r.verify_errors, r.lat_avg_us,
+	    r.lat_p50_us, r.lat_p99_us, r.lat_max_us);
 	cli_json_str(out, r.first_error);
 	/* the peer's restarts: ops_stale failed only because their target
 	 * died with the old incarnation */

@@ -45,8 +45,10 @@ enum cli_session_load {
 
 struct cli_session_opts {
 	enum cli_session_mode mode;
-	size_t size;	 /* bytes per operation */
-	unsigned depth;	 /* operations in flight */
+	size_t size;	/* bytes per operation */
+	unsigned depth; /* operations in flight */
+	/* the manager's ops_in_flight (its cap per peer), for the report */
+	unsigned ops_in_flight;
 	double duration; /* seconds; 0: run for count */
 	uint64_t count;	 /* operations; 0: run for duration */
 	double rate;	 /* operations started per second; 0: no limit */

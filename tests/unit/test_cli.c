@@ -327,7 +327,21 @@ START_TEST(test_serve_bench_status)
 		ck_assert_msg(strstr(out, "\"verify_errors\":0,"), "%s", out);
 		ck_assert_msg(json_num("ops_ok") > 0, "%s", out);
 		ck_assert_double_lt(json_num("seconds"), 60.0);
+		/* a depth under the config's cap keeps the cap */
+		ck_assert_double_eq(json_num("ops_in_flight"), 8);
 	}
+
+	/* --depth 64 is 64 in flight: the config's ops_in_flight (8) is
+	 * raised to it, or 56 would wait in the manager's queue and the run
+	 * would measure depth 8 */
+	snprintf(args, sizeof(args),
+		 "bench -c %s --peer sb --duration 1 --size 4K --depth 64 "
+		 "--json",
+		 path);
+	ck_assert_msg(run(args, out, sizeof(out)) == 0, "%s", out);
+	ck_assert_double_eq(json_num("depth"), 64);
+	ck_assert_double_eq(json_num("ops_in_flight"), 64);
+	ck_assert_msg(strstr(out, "\"ops_failed\":0,"), "%s", out);
 
 	snprintf(args, sizeof(args), "status --socket %s", sock);
 	ck_assert_int_eq(run(args, out, sizeof(out)), 0);
