@@ -37,7 +37,9 @@
  *   ry__kick() runs that rail's progress at once in the caller's thread
  *   (no rail threads) or wakes the rail's thread (rt_wake_fd, written once
  *   per wake-up: rt_woken), so a post reaches the wire without waiting for
- *   a progress tick.
+ *   a progress tick.  A small op (< RY__KICK_BATCH_BYTES) posted from one
+ *   of the manager's own callbacks is kicked once at the end of that
+ *   callback batch (ry__kick_post), so the batch's reposts share a send.
  *
  *   No application callback runs with m_lock held: completions, messages
  *   and events are moved to a delivery list under m_lock and handed out
@@ -755,6 +757,12 @@ void ry__poll_rail(struct ry__lrail *lr, uint64_t now);
 void ry__rail_catch_up(struct ry__lrail *lr, uint64_t now);
 /* After dropping m_lock: send what was posted (LOCKING: Kick). */
 void ry__kick(struct ry_manager *m);
+/* The same after posting an op of `bytes`: a small one posted from inside
+ * one of m's callbacks is left to the end of the callback batch
+ * (ry__deliver), so that the small operations the callbacks post leave in
+ * one batch per rail. */
+#define RY__KICK_BATCH_BYTES (64u << 10)
+void ry__kick_post(struct ry_manager *m, uint64_t bytes);
 void ry__wr_complete(struct ry_manager *m, struct ry__wr *w,
 		     const struct ry_wc *wc, uint64_t now);
 

@@ -523,7 +523,7 @@ static int post_rdma(struct ry_peer *p, enum ry__op_type type,
 out:
 	pthread_mutex_unlock(&m->m_lock);
 	if (!ret)
-		ry__kick(m);
+		ry__kick_post(m, len);
 	return ret;
 }
 
@@ -687,11 +687,11 @@ static struct ry__seg *build_segs(const struct ry_iov *iov, int iovcnt,
 }
 
 /* Leave the posting section: a posted op gets the rail kicked. */
-static int unlock_kick(struct ry_manager *m, int ret)
+static int unlock_kick(struct ry_manager *m, int ret, uint64_t bytes)
 {
 	pthread_mutex_unlock(&m->m_lock);
 	if (!ret)
-		ry__kick(m);
+		ry__kick_post(m, bytes);
 	return ret;
 }
 
@@ -761,7 +761,7 @@ static int post_vec(struct ry_peer *p, enum ry__op_type type,
 	}
 	enqueue(p, op);
 out:
-	return unlock_kick(m, ret);
+	return unlock_kick(m, ret, total);
 }
 
 int ry_writev(struct ry_peer *p, const struct ry_iov *iov, int iovcnt,
@@ -833,7 +833,7 @@ int ry_send(struct ry_peer *p, const void *buf, size_t len, ry_complete_fn cb,
 out:
 	pthread_mutex_unlock(&m->m_lock);
 	if (!ret)
-		ry__kick(m);
+		ry__kick_post(m, len);
 	return ret;
 }
 

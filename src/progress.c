@@ -199,6 +199,29 @@ static bool dq_take(struct ry_manager *m, struct ry__op **done,
  * look again: work queued by a thread that found the lock held while we
  * were finishing would otherwise wait for the next call.
  */
+/* The manager whose callbacks this thread is running, and whether a post
+ * from one of them left its kick for the end of the batch. */
+static _Thread_local struct ry_manager *tl_delivering;
+static _Thread_local bool tl_kick_due;
+
+/*
+ * Applications post the next operation from the completion callback of
+ * the last.  Kicked one by one, each of a batch of completions' reposts
+ * went to the wire alone: a sendmmsg (and a wake-up of the receiver) per
+ * operation.  Kicked once after the batch, they share them; a post still
+ * leaves without waiting for a progress tick.  Only small operations: a
+ * large one fills send batches by itself, and deferring its kick only
+ * ran the rail less often (1 MiB writes at MTU 9000: 13 % less).
+ */
+void ry__kick_post(struct ry_manager *m, uint64_t bytes)
+{
+	if (tl_delivering == m && bytes < RY__KICK_BATCH_BYTES) {
+		tl_kick_due = true;
+		return;
+	}
+	ry__kick(m);
+}
+
 int ry__deliver(struct ry_manager *m)
 {
 	struct ry__delivery *dv;
@@ -208,8 +231,14 @@ int ry__deliver(struct ry_manager *m)
 	for (;;) {
 		if (pthread_mutex_trylock(&m->m_deliver_lock))
 			return n;
+		tl_delivering = m;
 		while (dq_take(m, &done, &dv))
 			n += run_callbacks(m, done, dv);
+		tl_delivering = NULL;
+		if (tl_kick_due) {
+			tl_kick_due = false;
+			ry__kick(m);
+		}
 		pthread_mutex_unlock(&m->m_deliver_lock);
 		pthread_mutex_lock(&m->m_dq_lock);
 		done = m->m_dq_done_head;

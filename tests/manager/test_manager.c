@@ -1910,6 +1910,67 @@ START_TEST(rail_thread_stall_logged)
 }
 END_TEST
 
+/* A rail of a's posted to and not run since (LOCKING: Kick). */
+static int a_kick_left(void)
+{
+	for (unsigned i = 0; i < F.a->m_nrails; i++)
+		if (atomic_load(&F.a->m_rails[i].lr_kick))
+			return (int)i;
+	return -1;
+}
+
+struct repost {
+	int posted;	     /* the second write's ry_write(), once */
+	struct fx_done done; /* the second write */
+};
+
+/* The first write's callback posts the next, as applications do. */
+static void repost_cb(const struct ry_completion *c, void *arg)
+{
+	struct repost *r = arg;
+
+	ck_assert_int_eq(c->status, RY_OK);
+	r->posted = ry_write(F.ab, F.ra, 4096, F.desc_b, (size_t)F.desc_b_len,
+			     4096, 4096, fx_cb, &r->done) == 0
+			? 1
+			: -1;
+}
+
+/*
+ * A small write posted from a completion callback has its kick left to
+ * the end of the callback batch (progress.c, ry__kick_post), so that the
+ * batch's reposts share a send: but it is run before the progress call
+ * that ran the callback returns, not one call or a tick later.
+ */
+START_TEST(post_from_callback_sent_by_progress_end)
+{
+	struct repost r = {0};
+	int left;
+
+	setup_opts(NULL);
+	ck_assert_int_eq(write_verify(0, 4096, 5), RY_OK);
+	fx_fill(F.bufa, 8192, 6);
+	ck_assert_int_eq(ry_write(F.ab, F.ra, 0, F.desc_b, (size_t)F.desc_b_len,
+				  0, 4096, repost_cb, &r),
+			 0);
+	for (int i = 0; i < 200000 && !r.posted; i++) {
+		ry_progress(F.a);
+		if (!r.posted)
+			ry_progress(F.b);
+	}
+	ck_assert_int_eq(r.posted, 1);
+	left = a_kick_left();
+	ck_assert_msg(left < 0,
+		      "rail %d still waits for the kick of a write posted "
+		      "from a callback after the progress call returned",
+		      left);
+	ck_assert(fx_until_done(&F, &r.done, 1, 20000));
+	ck_assert_uint_eq(r.done.ok, 1);
+	ck_assert(!memcmp(F.bufa, F.bufb, 8192));
+	teardown();
+}
+END_TEST
+
 static atomic_uint g_fail_warns;
 
 static void fail_warn_sink(enum ry_log_level level, const char *comp,
@@ -2039,6 +2100,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, desc_validation);
 	tcase_add_test(tc, forged_rkey);
+	tcase_add_test(tc, post_from_callback_sent_by_progress_end);
 	tcase_add_test(tc, all_sizes);
 	tcase_add_test(tc, unequal_rates);
 	tcase_add_test(tc, ops_in_flight_limit);
