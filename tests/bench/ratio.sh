@@ -270,7 +270,10 @@ row_lat() {
 	bench "$work/$row.$run.json" --size 4K --depth 1 >/dev/null
 	serve_stop
 	ry_p50=$(jq -r '.latency_us.p50 // 0' "$work/$row.$run.json")
-	in_b sockperf sr --tcp -i 198.18.1.2 -p 11111 >/dev/null 2>&1 &
+	# not through in_b: a function run in the background is a subshell,
+	# and killing its PID left sockperf running after the script ended
+	ip netns exec "$p-b" sockperf sr --tcp -i 198.18.1.2 -p 11111 \
+		>/dev/null 2>&1 &
 	sq=$!
 	pids+=("$sq")
 	sleep 0.5
