@@ -192,13 +192,6 @@ static bool dq_take(struct ry_manager *m, struct ry__op **done,
 	return *done || *dv;
 }
 
-/*
- * Run the application's callbacks; called without m_lock.  One thread at
- * a time runs them, in the order they were queued (LOCKING); a thread that
- * finds another running them leaves its share to it.  After letting go,
- * look again: work queued by a thread that found the lock held while we
- * were finishing would otherwise wait for the next call.
- */
 /* The manager whose callbacks this thread is running, and whether a post
  * from one of them left its kick for the end of the batch. */
 static _Thread_local struct ry_manager *tl_delivering;
@@ -222,31 +215,44 @@ void ry__kick_post(struct ry_manager *m, uint64_t bytes)
 	ry__kick(m);
 }
 
+/*
+ * Run the application's callbacks; called without m_lock.  One thread at
+ * a time runs them, in the order they were queued (LOCKING); a thread that
+ * finds another running them leaves its share to it.  After letting go,
+ * look again: work queued by a thread that found the lock held while we
+ * were finishing would otherwise wait for the next call.
+ */
 int ry__deliver(struct ry_manager *m)
 {
+	/* a callback may progress another manager: its deferred kick is
+	 * that manager's, ours waits for the end of our batch */
+	struct ry_manager *outer = tl_delivering;
+	bool outer_due = tl_kick_due;
 	struct ry__delivery *dv;
 	struct ry__op *done;
 	int n = 0;
 
 	for (;;) {
 		if (pthread_mutex_trylock(&m->m_deliver_lock))
-			return n;
+			break;
 		tl_delivering = m;
+		tl_kick_due = false;
 		while (dq_take(m, &done, &dv))
 			n += run_callbacks(m, done, dv);
 		tl_delivering = NULL;
-		if (tl_kick_due) {
-			tl_kick_due = false;
+		if (tl_kick_due)
 			ry__kick(m);
-		}
 		pthread_mutex_unlock(&m->m_deliver_lock);
 		pthread_mutex_lock(&m->m_dq_lock);
 		done = m->m_dq_done_head;
 		dv = m->m_dq_dv_head;
 		pthread_mutex_unlock(&m->m_dq_lock);
 		if (!done && !dv)
-			return n;
+			break;
 	}
+	tl_delivering = outer;
+	tl_kick_due = outer_due;
+	return n;
 }
 
 void ry_set_recv_cb(struct ry_manager *m, ry_recv_fn fn, void *arg)

@@ -1660,17 +1660,30 @@ END_TEST
  * A config file's log section is how an operator turns on debugging of a
  * server that links the library: ry_manager_create_from_file applies it.
  */
-static int debug_lines;
+/*
+ * A log sink for tests that look for a line: counts the lines of a level
+ * (-1: any) that hold both strings (NULL: any), from whichever thread
+ * logs them.
+ */
+struct log_match {
+	int level;
+	const char *has1, *has2;
+	atomic_uint n;
+};
 
-static void count_debug(enum ry_log_level level, const char *component,
-			const char *message, void *arg)
+static void count_lines(enum ry_log_level level, const char *comp,
+			const char *msg, void *arg)
 {
-	(void)component;
-	(void)message;
-	(void)arg;
-	if (level == RY_LOG_DEBUG)
-		debug_lines++;
+	struct log_match *lm = arg;
+
+	(void)comp;
+	if ((lm->level < 0 || (int)level == lm->level) &&
+	    (!lm->has1 || strstr(msg, lm->has1)) &&
+	    (!lm->has2 || strstr(msg, lm->has2)))
+		atomic_fetch_add(&lm->n, 1);
 }
+
+static struct log_match debug_lines = {.level = RY_LOG_DEBUG};
 
 static int create_with_log(const char *level)
 {
@@ -1688,14 +1701,14 @@ static int create_with_log(const char *level)
 		"log { level = %s }\n",
 		level);
 	fclose(f);
-	debug_lines = 0;
-	ry_log_set_sink(count_debug, NULL);
+	atomic_store(&debug_lines.n, 0);
+	ry_log_set_sink(count_lines, &debug_lines);
 	ck_assert_int_eq(ry_manager_create_from_file(path, &m), 0);
 	ry_manager_destroy(m);
 	ry_log_set_sink(NULL, NULL);
 	unlink(path);
 	ry_log_set_level(RY_LOG_WARN);
-	return debug_lines;
+	return (int)atomic_load(&debug_lines.n);
 }
 
 START_TEST(log_section_of_a_file)
@@ -1858,17 +1871,8 @@ static void *post_thread(void *arg)
 	return NULL;
 }
 
-static atomic_uint g_rt_stall_lines;
-
-static void rt_stall_sink(enum ry_log_level level, const char *comp,
-			  const char *msg, void *arg)
-{
-	(void)level;
-	(void)comp;
-	(void)arg;
-	if (strstr(msg, "rail thread") && strstr(msg, "was not run for"))
-		atomic_fetch_add(&g_rt_stall_lines, 1);
-}
+static struct log_match g_rt_stall_lines = {
+    .level = -1, .has1 = "rail thread", .has2 = "was not run for"};
 
 /*
  * A rail thread kept from running past half of timeout_ms says so itself
@@ -1886,9 +1890,9 @@ START_TEST(rail_thread_stall_logged)
 
 	setup_opts(NULL);
 	ck_assert_int_eq(write_verify(0, MiB, 1), RY_OK);
-	atomic_store(&g_rt_stall_lines, 0);
+	atomic_store(&g_rt_stall_lines.n, 0);
 	ry_log_set_level(RY_LOG_WARN);
-	ry_log_set_sink(rt_stall_sink, NULL);
+	ry_log_set_sink(count_lines, &g_rt_stall_lines);
 	ck_assert_int_eq(ry_progress_thread_start(F.b), 0);
 	ck_assert_uint_gt(F.b->m_nrt, 0);
 	lr = F.b->m_rt[0].rt_rails[0];
@@ -1897,12 +1901,12 @@ START_TEST(rail_thread_stall_logged)
 	pthread_mutex_lock(&lr->lr_lock);
 	usleep((useconds_t)hold_us);
 	pthread_mutex_unlock(&lr->lr_lock);
-	for (int i = 0; i < 100 && !atomic_load(&g_rt_stall_lines); i++)
+	for (int i = 0; i < 100 && !atomic_load(&g_rt_stall_lines.n); i++)
 		usleep(10000);
 	ry_progress_thread_stop(F.b);
 	ry_log_set_sink(NULL, NULL);
 	ry_log_set_level(was);
-	ck_assert_msg(atomic_load(&g_rt_stall_lines) >= 1,
+	ck_assert_msg(atomic_load(&g_rt_stall_lines.n) >= 1,
 		      "no \"was not run for\" warning after rail thread 0 "
 		      "was held for %llu ms",
 		      (unsigned long long)hold_us / 1000);
@@ -1936,6 +1940,11 @@ static void repost_cb(const struct ry_completion *c, void *arg)
 			: -1;
 }
 
+static bool reposted(void *arg)
+{
+	return ((struct repost *)arg)->posted != 0;
+}
+
 /*
  * A small write posted from a completion callback has its kick left to
  * the end of the callback batch (progress.c, ry__kick_post), so that the
@@ -1953,11 +1962,9 @@ START_TEST(post_from_callback_sent_by_progress_end)
 	ck_assert_int_eq(ry_write(F.ab, F.ra, 0, F.desc_b, (size_t)F.desc_b_len,
 				  0, 4096, repost_cb, &r),
 			 0);
-	for (int i = 0; i < 200000 && !r.posted; i++) {
-		ry_progress(F.a);
-		if (!r.posted)
-			ry_progress(F.b);
-	}
+	/* fx_until stops after the progress pair in which a's ran the
+	 * callback; b's progress does not touch a's rails */
+	ck_assert(fx_until(&F, reposted, &r, 20000));
 	ck_assert_int_eq(r.posted, 1);
 	left = a_kick_left();
 	ck_assert_msg(left < 0,
@@ -1971,17 +1978,8 @@ START_TEST(post_from_callback_sent_by_progress_end)
 }
 END_TEST
 
-static atomic_uint g_fail_warns;
-
-static void fail_warn_sink(enum ry_log_level level, const char *comp,
-			   const char *msg, void *arg)
-{
-	(void)comp;
-	(void)arg;
-	if (level == RY_LOG_WARN && strstr(msg, "connection qp") &&
-	    strstr(msg, "failed"))
-		atomic_fetch_add(&g_fail_warns, 1);
-}
+static struct log_match g_fail_warns = {
+    .level = RY_LOG_WARN, .has1 = "connection qp", .has2 = "failed"};
 
 /* a's r1 failovers so far (ry_rail_counters: safe beside the threads) */
 static uint64_t a_r1_failovers(void)
@@ -2020,7 +2018,7 @@ static bool r1_back(void)
 
 static bool fail_warned(void)
 {
-	return atomic_load(&g_fail_warns) > 0;
+	return atomic_load(&g_fail_warns.n) > 0;
 }
 
 /*
@@ -2034,15 +2032,15 @@ START_TEST(log_level_set_while_threads_run)
 
 	setup_opts(NULL);
 	ck_assert_int_eq(write_verify(0, MiB, 1), RY_OK);
-	atomic_store(&g_fail_warns, 0);
-	ry_log_set_sink(fail_warn_sink, NULL);
+	atomic_store(&g_fail_warns.n, 0);
+	ry_log_set_sink(count_lines, &g_fail_warns);
 	ck_assert_int_eq(ry_progress_thread_start(F.a), 0);
 	ck_assert_int_eq(ry_progress_thread_start(F.b), 0);
 	ry_log_set_level(RY_LOG_ERROR);
 	g_fo0 = a_r1_failovers();
 	ck_assert_int_eq(ry_rail_link(F.a, "r1", false), 0);
 	ck_assert(wait_threads(r1_failed_again, 5000));
-	ck_assert_uint_eq(atomic_load(&g_fail_warns), 0);
+	ck_assert_uint_eq(atomic_load(&g_fail_warns.n), 0);
 	ck_assert_int_eq(ry_rail_link(F.a, "r1", true), 0);
 	ck_assert_msg(wait_threads(r1_back, 10000), "r1 not back");
 	ry_log_set_level(RY_LOG_WARN);
