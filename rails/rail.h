@@ -10,11 +10,12 @@
  *   rail      open/close, link state and link events, a pollable fd
  *   pd        protection domain; regions and QPs belong to one
  *   mr        registered memory with an lkey and an rkey (see Numbers)
- *   cq        one per rail, shared by all of its QPs (ry__rail_poll_cq)
+ *   cq        the rail's own, shared by every QP created without a CQ
+ *             (ry__rail_poll_cq), and any number more (ry__rail_create_cq)
  *   srq       one per rail, shared by all of its QPs (ry__rail_post_recv)
  *   qp        reliable connected, RESET -> INIT -> RTR -> RTS -> ERR
  *
- * Ownership: the manager owns rails; a rail owns its PDs, MRs, QPs, CQ and
+ * Ownership: the manager owns rails; a rail owns its PDs, MRs, QPs, CQs and
  * SRQ, and ry__rail_close() destroys whatever is left.  Destroying a QP or
  * deregistering an MR revokes it at once: no later packet can use it.
  *
@@ -22,7 +23,9 @@
  * one rail (the manager holds the rail's lr_lock); different rails may be
  * used from different threads concurrently, so a provider keeps no state
  * shared between its rails unless it locks it itself (the test-only loop
- * rail's loop_lock).
+ * rail's loop_lock).  A rail's CQs are part of it: calls on them are
+ * serialised with the rail's other calls, as today (the step after this
+ * one, issue 12, may let a CQ be polled beside the rail's other calls).
  *
  * Progress: ry__rail_progress() does the provider's protocol work (the soft
  * rail receives packets, sends ACKs, runs its retransmit timers there; the
@@ -44,6 +47,24 @@
  * complete with RY_WC_SUCCESS (verbs); after the first FLUSHED one of a QP
  * every later one is FLUSHED.  The soft rail does its protocol work only
  * in progress(), so a WR not yet progressed is always FLUSHED there.
+ *
+ * CQs: ry_qp_init.cq names the CQ a QP reports to, NULL the rail's own.
+ * Every completion of the QP goes there: its send WRs', and those of the
+ * SRQ's receives it consumed (as verbs, where a receive completes on the
+ * CQ of the QP that took it).  So an owner that gives each group of its
+ * QPs a CQ of their own (a progress context and its peers, say) polls
+ * only its own completions, never another group's.  A CQ grows with
+ * the WRs posted to its QPs (nothing to size).  ry__rail_cq_poll() and
+ * ry__rail_cq_pending() are poll_cq() and pending() of that CQ alone;
+ * the rail's pending() and poll_cq() speak for its own CQ only (and its
+ * events).  The rail fd covers every CQ of the rail: it is readable while
+ * any of them holds a completion (soft), or when progress has one to
+ * announce (verbs: one completion channel for all of them).
+ * destroy_cq refuses with -EBUSY while a QP created on it is not
+ * destroyed; completions not polled by then are dropped, and a provider
+ * that still owes a destroyed QP's completions keeps what it needs for
+ * them itself.  A CQ of another rail in ry_qp_init is -EINVAL; a provider
+ * without extra CQs (create_cq -EOPNOTSUPP) refuses any.
  *
  * Errors of one WR (the status says which; the manager relies only on the
  * status being an error, the QP being in ERR, every later WR of that QP
@@ -109,6 +130,7 @@
 struct ry_rail;
 struct ry_pd;
 struct ry_mr;
+struct ry_cq;
 struct ry_qp;
 
 enum ry_link_state {
@@ -244,7 +266,8 @@ struct ry_qp_attr {
 
 struct ry_qp_init {
 	uint32_t max_send_wr;
-	void *context; /* returned by ry_rail_qp_context() */
+	void *context;	  /* returned by ry_rail_qp_context() */
+	struct ry_cq *cq; /* its completions go there; NULL: the rail's own */
 };
 
 struct ry_rail_attr {
@@ -322,6 +345,10 @@ struct ry_rail_ops {
 	int (*post_recv)(struct ry_rail *rail, const struct ry_recv_wr *wr,
 			 unsigned n);
 	int (*poll_cq)(struct ry_rail *rail, struct ry_wc *wc, int n);
+	int (*create_cq)(struct ry_rail *rail, struct ry_cq **cq_p);
+	int (*destroy_cq)(struct ry_cq *cq);
+	int (*cq_poll)(struct ry_cq *cq, struct ry_wc *wc, int n);
+	int (*cq_pending)(struct ry_cq *cq);
 	int (*set_fault)(struct ry_rail *rail, const struct ry_fault *f);
 	int (*set_link)(struct ry_rail *rail, enum ry_link_state state);
 	int (*get_stats)(struct ry_rail *rail, struct ry_rail_stats *st);
@@ -347,6 +374,10 @@ struct ry_mr {
 	uint32_t lkey;
 	uint32_t rkey;
 	unsigned access;
+};
+
+struct ry_cq {
+	struct ry_rail *rail;
 };
 
 struct ry_qp {
@@ -459,6 +490,22 @@ static inline int ry__rail_post_recv(struct ry_rail *r,
 static inline int ry__rail_poll_cq(struct ry_rail *r, struct ry_wc *wc, int n)
 {
 	return r->ops->poll_cq(r, wc, n);
+}
+static inline int ry__rail_create_cq(struct ry_rail *r, struct ry_cq **cq_p)
+{
+	return r->ops->create_cq(r, cq_p);
+}
+static inline int ry__rail_destroy_cq(struct ry_cq *cq)
+{
+	return cq ? cq->rail->ops->destroy_cq(cq) : 0;
+}
+static inline int ry__rail_cq_poll(struct ry_cq *cq, struct ry_wc *wc, int n)
+{
+	return cq->rail->ops->cq_poll(cq, wc, n);
+}
+static inline int ry__rail_cq_pending(struct ry_cq *cq)
+{
+	return cq->rail->ops->cq_pending(cq);
 }
 static inline int ry__rail_set_fault(struct ry_rail *r,
 				     const struct ry_fault *f)

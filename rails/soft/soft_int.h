@@ -47,16 +47,18 @@
  *                 its ring; one that drains between bursts pays one
  *                 malloc per burst.  It was max_send_wr x 64 B (32 KiB at
  *                 the manager's 258) per QP for its whole life.
- *   CQ            one per rail, reserved per WR, not per QP: post_send
- *                 counts the send WRs whose completion is not polled yet
- *                 (cq_sends; poll_cq, destroy and RESET give them back)
- *                 and grows the CQ first if cq_sends + 2 x the SRQ (every
- *                 receive completion that can be pending, twice) would not
- *                 fit.  Every completion pushed is one of those WRs or a
- *                 receive, so ry__soft_cq_push can never find it full.
- *                 The CQ grows with the WRs outstanding at once, never
- *                 with the number of QPs (it was sum(max_send_wr): 10 to
- *                 20 KiB per QP).
+ *   CQ            the rail's own (cq0) and those of create_cq, each
+ *                 reserved per WR, not per QP: post_send counts the send
+ *                 WRs of the CQ's QPs whose completion is not polled yet
+ *                 (cq->sends; poll, destroy and RESET give them back) and
+ *                 grows that CQ first if sends + 2 x the SRQ (every
+ *                 receive completion that can be pending, twice: any of
+ *                 them may land on this CQ) would not fit.  Every
+ *                 completion pushed is one of those WRs or a receive, so
+ *                 ry__soft_cq_push can never find it full.  A CQ grows
+ *                 with the WRs outstanding at once, never with the number
+ *                 of QPs (it was sum(max_send_wr): 10 to 20 KiB per QP).
+ *                 An extra CQ costs 2 x the SRQ's completions (40 KiB).
  *   READ state    resp.rd (RY__SOFT_MAX_RD x 32 B) is allocated at the
  *                 first READ request the QP answers, and kept until RESET
  *                 or destroy.
@@ -176,8 +178,21 @@ enum ry__soft_req_state { /* for logs: what the requester waits on */
 			  RY__SOFT_REQ_ERROR,
 };
 
+/* A completion queue: the rail's own, or one of create_cq. */
+struct ry__soft_cq {
+	struct ry_cq base;
+	struct ry__list link; /* rail's cqs (not cq0) */
+	struct ry_wc *ring;
+	uint32_t size, head, tail;
+	/* send WRs posted to its QPs whose completion has not been polled
+	 * yet: its reservation (MEMORY above) */
+	uint32_t sends;
+	unsigned n_qps; /* QPs created on it, not destroyed */
+};
+
 struct ry__soft_qp {
 	struct ry_qp base;		 /* base.local: our qpn, psn, cookie */
+	struct ry__soft_cq *cq;		 /* where its completions go */
 	struct ry__hnode hnode;		 /* rail's qpns, keyed by QPN */
 	struct ry__soft_qp *next, *prev; /* rail's list of QPs */
 	struct ry__list active;		 /* rail's active list, or self */
@@ -287,14 +302,11 @@ struct ry__soft_rail {
 	struct ry__soft_qp *qps; /* all QPs */
 	struct ry__list active;	 /* QPs with work now (qp->active) */
 	struct ry__heap timers;	 /* QPs with a timer running (qp->tnode) */
-	/* send WRs posted whose completion has not been polled yet: the
-	 * CQ's reservation (MEMORY above) */
-	uint32_t cq_sends;
 	struct ry__soft_pd *pds;
 
-	/* the one CQ */
-	struct ry_wc *cq;
-	uint32_t cq_size, cq_head, cq_tail;
+	struct ry__soft_cq cq0; /* the rail's own CQ */
+	struct ry__list cqs;	/* the others (create_cq) */
+	unsigned cqs_busy;	/* CQs holding a completion: the fd's say */
 	/* the one SRQ */
 	struct ry_recv_wr srq[RY__SOFT_SRQ_SIZE];
 	uint32_t srq_head, srq_tail;
@@ -337,11 +349,16 @@ static inline struct ry__soft_rail *qp_rail(struct ry__soft_qp *qp)
 }
 
 /* soft_rail.c */
-void ry__soft_cq_push(struct ry__soft_rail *r, const struct ry_wc *wc);
-int ry__soft_cq_reserve(struct ry__soft_rail *r, uint32_t entries);
-/* n send WRs are being posted: CQ room for their completions (grown if
- * needed), given back as poll_cq hands them out; 0 or -ENOMEM. */
-int ry__soft_cq_take(struct ry__soft_rail *r, uint32_t n);
+/* A completion of qp, to its CQ. */
+void ry__soft_cq_push(struct ry__soft_qp *qp, const struct ry_wc *wc);
+/* n send WRs are being posted to qp: room on its CQ for their completions
+ * (grown if needed), given back as poll hands them out; 0 or -ENOMEM. */
+int ry__soft_cq_take(struct ry__soft_qp *qp, uint32_t n);
+int ry__soft_create_cq(struct ry_rail *rail, struct ry_cq **cq_p);
+int ry__soft_destroy_cq(struct ry_cq *cq);
+int ry__soft_cq_poll(struct ry_cq *cq, struct ry_wc *wc, int n);
+int ry__soft_cq_pending(struct ry_cq *cq);
+void ry__soft_cq_cleanup(struct ry__soft_rail *r);
 void ry__soft_event(struct ry__soft_rail *r, enum ry_rail_event_type type,
 		    uint32_t qpn);
 void ry__soft_link_update(struct ry__soft_rail *r);

@@ -52,11 +52,14 @@ int ry__soft_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	struct ry__soft_qp *qp;
 	int rc;
 
-	if (!init->max_send_wr || init->max_send_wr > RY__SOFT_MAX_QP_WR)
+	if (!init->max_send_wr || init->max_send_wr > RY__SOFT_MAX_QP_WR ||
+	    (init->cq && init->cq->rail != pd->rail))
 		return -EINVAL;
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return -ENOMEM;
+	qp->cq = init->cq ? container_of(init->cq, struct ry__soft_cq, base)
+			  : &r->cq0;
 	/* no ring and no CQ room until WRs are posted (MEMORY, soft_int.h) */
 	qp->sq = qp->sq_inline;
 	qp->sq_size = RY__SOFT_SQ_INLINE;
@@ -95,6 +98,7 @@ int ry__soft_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 		r->qps->prev = qp;
 	r->qps = qp;
 	container_of(pd, struct ry__soft_pd, base)->refs++;
+	qp->cq->n_qps++;
 	RY_DBG("soft", "rail %s: qp 0x%x created psn 0x%x", r->base.name,
 	       qp->base.qp_num, qp->base.local.psn);
 	*qp_p = &qp->base;
@@ -125,7 +129,8 @@ int ry__soft_destroy_qp(struct ry_qp *base)
 	unlink_qp(r, qp);
 	ry__soft_qp_unsched(qp);
 	/* WRs not completed never will be: their CQ room goes back */
-	r->cq_sends -= qp->sq_tail - qp->sq_head;
+	qp->cq->sends -= qp->sq_tail - qp->sq_head;
+	qp->cq->n_qps--;
 	container_of(base->pd, struct ry__soft_pd, base)->refs--;
 	qp->sq_head = qp->sq_tail;
 	ry__soft_sq_trim(qp);
@@ -205,7 +210,7 @@ void ry__soft_wqe_complete(struct ry__soft_qp *qp, struct ry__soft_wqe *w,
 	};
 
 	w->done = true;
-	ry__soft_cq_push(qp_rail(qp), &wc);
+	ry__soft_cq_push(qp, &wc);
 }
 
 void ry__soft_qp_error_at(struct ry__soft_qp *qp, uint32_t idx,
@@ -233,7 +238,7 @@ void ry__soft_qp_error_at(struct ry__soft_qp *qp, uint32_t idx,
 		    .qp_num = qp->base.qp_num,
 		};
 
-		ry__soft_cq_push(r, &wc);
+		ry__soft_cq_push(qp, &wc);
 		qp->resp.has_rwqe = false;
 	}
 	qp->resp.rd_head = qp->resp.rd_tail;
@@ -328,7 +333,7 @@ static int to_reset(struct ry__soft_qp *qp)
 	if (rc)
 		return rc;
 	/* dropped without a completion: their CQ room goes back */
-	qp_rail(qp)->cq_sends -= qp->sq_tail - qp->sq_head;
+	qp->cq->sends -= qp->sq_tail - qp->sq_head;
 	qp->sq_head = qp->sq_tail = 0;
 	ry__soft_sq_trim(qp);
 	memset(&qp->req, 0, sizeof(qp->req));
@@ -405,7 +410,7 @@ int ry__soft_post_send(struct ry_qp *base, const struct ry_send_wr *wr,
 			return -EINVAL;
 	if (base->state == RY_QPS_ERR) {
 		/* verbs: in ERR a new WR completes at once, flushed */
-		rc = ry__soft_cq_take(qp_rail(qp), n);
+		rc = ry__soft_cq_take(qp, n);
 		if (rc)
 			return rc;
 		for (unsigned i = 0; i < n; i++) {
@@ -422,7 +427,7 @@ int ry__soft_post_send(struct ry_qp *base, const struct ry_send_wr *wr,
 		return -ENOMEM;
 	if (need > qp->sq_size && (rc = sq_grow(qp, need)))
 		return rc;
-	rc = ry__soft_cq_take(qp_rail(qp), n);
+	rc = ry__soft_cq_take(qp, n);
 	if (rc)
 		return rc;
 	idle = qp->req.idx == qp->sq_tail && qp->comp.psn == qp->req.max_psn &&

@@ -55,68 +55,156 @@ static void efd_clear(struct ry__soft_rail *r)
 	r->efd_set = false;
 }
 
-void ry__soft_cq_push(struct ry__soft_rail *r, const struct ry_wc *wc)
+static struct ry__soft_cq *to_scq(struct ry_cq *cq)
 {
+	return container_of(cq, struct ry__soft_cq, base);
+}
+
+static bool cq_empty(const struct ry__soft_cq *cq)
+{
+	return cq->head == cq->tail;
+}
+
+/* Nothing for the owner to take: the fd may go calm. */
+static bool rail_calm(const struct ry__soft_rail *r)
+{
+	return !r->cqs_busy && r->ev_head == r->ev_tail;
+}
+
+void ry__soft_cq_push(struct ry__soft_qp *qp, const struct ry_wc *wc)
+{
+	struct ry__soft_cq *cq = qp->cq;
+
 	/* Never full: room for every send WR was taken when it was posted
 	 * (ry__soft_cq_take), and for twice the SRQ's receives (MEMORY in
 	 * soft_int.h). */
-	if (ry__ring_full(r->cq_head, r->cq_tail, r->cq_size)) {
+	if (ry__ring_full(cq->head, cq->tail, cq->size)) {
 		RY_ERR("soft",
 		       "rail %s: CQ overrun, completion of qp 0x%x lost",
-		       r->base.name, wc->qp_num);
+		       qp_rail(qp)->base.name, wc->qp_num);
 		return;
 	}
-	r->cq[ry__ring_slot(r->cq_tail++, r->cq_size)] = *wc;
+	if (cq_empty(cq))
+		qp_rail(qp)->cqs_busy++;
+	cq->ring[ry__ring_slot(cq->tail++, cq->size)] = *wc;
 }
 
-int ry__soft_cq_reserve(struct ry__soft_rail *r, uint32_t entries)
+static int cq_reserve(struct ry__soft_cq *cq, uint32_t entries)
 {
-	uint32_t size = r->cq_size ? r->cq_size : 1024;
-	struct ry_wc *cq;
+	uint32_t size = cq->size ? cq->size : 1024;
+	struct ry_wc *ring;
 
 	while (size < entries)
 		size *= 2;
-	if (size == r->cq_size)
+	if (size == cq->size)
 		return 0;
-	cq = calloc(size, sizeof(*cq));
-	if (!cq)
+	ring = calloc(size, sizeof(*ring));
+	if (!ring)
 		return -ENOMEM;
-	for (uint32_t i = 0; r->cq_head + i != r->cq_tail; i++)
-		cq[i] = r->cq[ry__ring_slot(r->cq_head + i, r->cq_size)];
-	r->cq_tail -= r->cq_head;
-	r->cq_head = 0;
-	free(r->cq);
-	r->cq = cq;
-	r->cq_size = size;
+	for (uint32_t i = 0; cq->head + i != cq->tail; i++)
+		ring[i] = cq->ring[ry__ring_slot(cq->head + i, cq->size)];
+	cq->tail -= cq->head;
+	cq->head = 0;
+	free(cq->ring);
+	cq->ring = ring;
+	cq->size = size;
 	return 0;
 }
 
-int ry__soft_cq_take(struct ry__soft_rail *r, uint32_t n)
+int ry__soft_cq_take(struct ry__soft_qp *qp, uint32_t n)
 {
-	int rc =
-	    ry__soft_cq_reserve(r, r->cq_sends + n + 2 * RY__SOFT_SRQ_SIZE);
+	struct ry__soft_cq *cq = qp->cq;
+	int rc = cq_reserve(cq, cq->sends + n + 2 * RY__SOFT_SRQ_SIZE);
 
 	if (!rc)
-		r->cq_sends += n;
+		cq->sends += n;
 	return rc;
+}
+
+static int cq_poll(struct ry__soft_rail *r, struct ry__soft_cq *cq,
+		   struct ry_wc *wc, int n)
+{
+	int i = 0;
+
+	if (cq_empty(cq))
+		return 0;
+	while (i < n && !cq_empty(cq)) {
+		wc[i] = cq->ring[ry__ring_slot(cq->head++, cq->size)];
+		/* a send WR's room is free once its completion is out */
+		if (wc[i].opcode != RY_WC_RECV &&
+		    wc[i].opcode != RY_WC_RECV_RDMA_IMM)
+			cq->sends--;
+		i++;
+	}
+	if (cq_empty(cq) && !--r->cqs_busy && rail_calm(r))
+		efd_clear(r);
+	return i;
 }
 
 static int soft_poll_cq(struct ry_rail *rail, struct ry_wc *wc, int n)
 {
 	struct ry__soft_rail *r = to_srail(rail);
-	int i = 0;
 
-	while (i < n && r->cq_head != r->cq_tail) {
-		wc[i] = r->cq[ry__ring_slot(r->cq_head++, r->cq_size)];
-		/* a send WR's room is free once its completion is out */
-		if (wc[i].opcode != RY_WC_RECV &&
-		    wc[i].opcode != RY_WC_RECV_RDMA_IMM)
-			r->cq_sends--;
-		i++;
+	return cq_poll(r, &r->cq0, wc, n);
+}
+
+int ry__soft_cq_poll(struct ry_cq *cq, struct ry_wc *wc, int n)
+{
+	return cq_poll(to_srail(cq->rail), to_scq(cq), wc, n);
+}
+
+int ry__soft_cq_pending(struct ry_cq *cq)
+{
+	return !cq_empty(to_scq(cq));
+}
+
+int ry__soft_create_cq(struct ry_rail *rail, struct ry_cq **cq_p)
+{
+	struct ry__soft_rail *r = to_srail(rail);
+	struct ry__soft_cq *cq = calloc(1, sizeof(*cq));
+	int rc;
+
+	if (!cq)
+		return -ENOMEM;
+	cq->base.rail = rail;
+	rc = cq_reserve(cq, 2 * RY__SOFT_SRQ_SIZE);
+	if (rc) {
+		free(cq);
+		return rc;
 	}
-	if (r->cq_head == r->cq_tail && r->ev_head == r->ev_tail)
+	ry__list_add_tail(&r->cqs, &cq->link);
+	*cq_p = &cq->base;
+	return 0;
+}
+
+static void cq_free(struct ry__soft_rail *r, struct ry__soft_cq *cq)
+{
+	/* completions never polled go with it */
+	if (!cq_empty(cq) && !--r->cqs_busy && rail_calm(r))
 		efd_clear(r);
-	return i;
+	ry__list_del(&cq->link);
+	free(cq->ring);
+	if (cq != &r->cq0)
+		free(cq);
+}
+
+int ry__soft_destroy_cq(struct ry_cq *base)
+{
+	struct ry__soft_cq *cq = to_scq(base);
+
+	if (cq->n_qps)
+		return -EBUSY;
+	cq_free(to_srail(base->rail), cq);
+	return 0;
+}
+
+/* At close, after the QPs: every CQ. */
+void ry__soft_cq_cleanup(struct ry__soft_rail *r)
+{
+	while (!ry__list_empty(&r->cqs))
+		cq_free(
+		    r, ry__list_first_entry(&r->cqs, struct ry__soft_cq, link));
+	free(r->cq0.ring);
 }
 
 static int soft_post_recv(struct ry_rail *rail, const struct ry_recv_wr *wr,
@@ -153,7 +241,7 @@ static int soft_get_event(struct ry_rail *rail, struct ry_rail_event *ev)
 	if (r->ev_head == r->ev_tail)
 		return -EAGAIN;
 	*ev = r->ev[ry__ring_slot(r->ev_head++, RY__SOFT_EVENTS)];
-	if (r->cq_head == r->cq_tail && r->ev_head == r->ev_tail)
+	if (rail_calm(r))
 		efd_clear(r);
 	return 0;
 }
@@ -304,7 +392,7 @@ static int soft_progress(struct ry_rail *rail)
 			next = t;
 	}
 	arm_timer(r, next);
-	if (r->cq_head != r->cq_tail || r->ev_head != r->ev_tail)
+	if (!rail_calm(r))
 		efd_raise(r);
 	return rc;
 }
@@ -313,7 +401,7 @@ static int soft_pending(struct ry_rail *rail)
 {
 	struct ry__soft_rail *r = to_srail(rail);
 
-	return r->cq_head != r->cq_tail || r->ev_head != r->ev_tail;
+	return !cq_empty(&r->cq0) || r->ev_head != r->ev_tail;
 }
 
 static int soft_fd(struct ry_rail *rail)
@@ -489,7 +577,9 @@ static int soft_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 	rc = ry__soft_net_init(r);
 	if (rc)
 		goto err_free;
-	rc = ry__soft_cq_reserve(r, 2 * RY__SOFT_SRQ_SIZE);
+	r->cq0.base.rail = &r->base;
+	ry__list_init(&r->cqs);
+	rc = cq_reserve(&r->cq0, 2 * RY__SOFT_SRQ_SIZE);
 	if (rc)
 		goto err_free;
 	rc = ry__soft_net_open(r, cfg);
@@ -551,7 +641,7 @@ err_close:
 err_free:
 	ry__soft_net_close(r);
 	ry__hidx_free(&r->qpns);
-	free(r->cq);
+	free(r->cq0.ring);
 	free(r);
 	return rc;
 }
@@ -565,6 +655,7 @@ static void soft_close(struct ry_rail *rail)
 	r = to_srail(rail);
 	/* Teardown in phases: QPs (nothing more goes out), regions, PDs. */
 	ry__soft_qp_cleanup(r);
+	ry__soft_cq_cleanup(r);
 	ry__soft_mr_cleanup(r);
 	ry__soft_fault_cleanup(r);
 	if (r->nlfd >= 0)
@@ -578,7 +669,6 @@ static void soft_close(struct ry_rail *rail)
 	ry__soft_net_close(r);
 	ry__heap_free(&r->timers);
 	ry__hidx_free(&r->qpns);
-	free(r->cq);
 	free(r);
 }
 
@@ -600,9 +690,13 @@ const struct ry_rail_ops ry__soft_ops = {
     .name = "soft",
     .alloc_pd = ry__soft_alloc_pd,
     .close = soft_close,
+    .create_cq = ry__soft_create_cq,
     .create_qp = ry__soft_create_qp,
+    .cq_pending = ry__soft_cq_pending,
+    .cq_poll = ry__soft_cq_poll,
     .dealloc_pd = ry__soft_dealloc_pd,
     .dereg_mr = ry__soft_dereg_mr,
+    .destroy_cq = ry__soft_destroy_cq,
     .destroy_qp = ry__soft_destroy_qp,
     .fd = soft_fd,
     .get_event = soft_get_event,

@@ -69,7 +69,7 @@ static void recv_complete(struct ry__soft_qp *qp, const struct ry_recv_wr *rw,
 		wc.flags = RY_WC_WITH_IMM;
 		wc.imm_data = p->imm;
 	}
-	ry__soft_cq_push(qp_rail(qp), &wc);
+	ry__soft_cq_push(qp, &wc);
 }
 
 static bool srq_pop(struct ry__soft_rail *r, struct ry_recv_wr *rw)

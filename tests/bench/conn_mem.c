@@ -77,7 +77,7 @@ static void die(const char *what, int rc)
 
 static size_t cq_bytes(struct ry_rail *r)
 {
-	return (size_t)to_srail(r)->cq_size * sizeof(struct ry_wc);
+	return (size_t)to_srail(r)->cq0.size * sizeof(struct ry_wc);
 }
 
 /* Outstanding WQE ring bytes of every QP of the rail. */

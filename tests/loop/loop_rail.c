@@ -718,9 +718,13 @@ static int loop_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 			  struct ry_qp **qp_p)
 {
 	struct loop_rail *lr = to_lr(pd->rail), *dummy;
-	struct loop_qp *q = calloc(1, sizeof(*q));
+	struct loop_qp *q;
 	uint32_t qpn;
 
+	/* one CQ per rail: no create_cq, so no CQ to name (rails/rail.h) */
+	if (init->cq)
+		return init->cq->rail == pd->rail ? -EOPNOTSUPP : -EINVAL;
+	q = calloc(1, sizeof(*q));
 	if (!q)
 		return -ENOMEM;
 	q->lq_base.pd = pd;

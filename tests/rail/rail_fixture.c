@@ -10,6 +10,7 @@
 #include "rail_fixture.h"
 
 const struct ry_test_provider *ry_test_provider;
+bool ry_test_own_cq;
 
 uint64_t test_now_ms(void)
 {
@@ -75,6 +76,11 @@ void pair_open(struct ry_test_pair *p)
 		if (a.mtu < p->mtu)
 			p->mtu = a.mtu;
 		ck_assert_int_eq(ry__rail_alloc_pd(p->r[i], &p->pd[i]), 0);
+		if (ry_test_own_cq) {
+			ck_assert_int_eq(ry__rail_create_cq(p->r[i], &p->cq[i]),
+					 0);
+			ck_assert_ptr_eq(p->cq[i]->rail, p->r[i]);
+		}
 	}
 }
 
@@ -85,6 +91,7 @@ void pair_create_qps(struct ry_test_pair *p)
 	};
 
 	for (int i = 0; i < 2; i++) {
+		init.cq = p->cq[i];
 		ck_assert_int_eq(ry__rail_create_qp(p->pd[i], &init, &p->qp[i]),
 				 0);
 		ck_assert_int_eq(p->qp[i]->state, RY_QPS_RESET);
@@ -160,6 +167,7 @@ void pair_close(struct ry_test_pair *p)
 	for (int i = 0; i < 2; i++)
 		pair_destroy_qp(p, i);
 	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(ry__rail_destroy_cq(p->cq[i]), 0);
 		ck_assert_int_eq(ry__rail_dealloc_pd(p->pd[i]), 0);
 		ry__rail_close(p->r[i]);
 	}
@@ -187,6 +195,18 @@ static void idle(struct ry_test_pair *p, int max_ms)
 	poll(fds, 2, ms < max_ms ? ms : max_ms);
 }
 
+int pair_poll(struct ry_test_pair *p, int i, struct ry_wc *wc, int n)
+{
+	return p->cq[i] ? ry__rail_cq_poll(p->cq[i], wc, n)
+			: ry__rail_poll_cq(p->r[i], wc, n);
+}
+
+int pair_pending(struct ry_test_pair *p, int i)
+{
+	return p->cq[i] ? ry__rail_cq_pending(p->cq[i])
+			: ry__rail_pending(p->r[i]);
+}
+
 bool pair_try_wc(struct ry_test_pair *p, int i, struct ry_wc *wc,
 		 int timeout_ms)
 {
@@ -195,10 +215,10 @@ bool pair_try_wc(struct ry_test_pair *p, int i, struct ry_wc *wc,
 	for (;;) {
 		uint64_t now;
 
-		if (ry__rail_poll_cq(p->r[i], wc, 1) == 1)
+		if (pair_poll(p, i, wc, 1) == 1)
 			return true;
 		pair_progress(p);
-		if (ry__rail_poll_cq(p->r[i], wc, 1) == 1)
+		if (pair_poll(p, i, wc, 1) == 1)
 			return true;
 		now = test_now_ms();
 		if (now >= end)

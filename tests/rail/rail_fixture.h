@@ -47,6 +47,9 @@ struct ry_test_provider {
 };
 
 extern const struct ry_test_provider *ry_test_provider;
+/* pair_open gives each rail's test QPs a CQ of their own (create_cq),
+ * not the rail's: the "own_cq" case runs the contract cases so. */
+extern bool ry_test_own_cq;
 
 /* Every access a region in these tests may need. */
 #define RY_TEST_ACCESS_ALL                                                     \
@@ -56,6 +59,8 @@ struct ry_test_pair {
 	struct ry_rail *r[2];
 	struct ry_pd *pd[2];
 	struct ry_qp *qp[2];
+	/* the CQ qp[i] reports to (ry_test_own_cq), NULL: the rail's own */
+	struct ry_cq *cq[2];
 	/* used for RTS of both sides; with mac, its keys are qp 0's and
 	 * qp 1 gets them the other way round */
 	struct ry_qp_attr attr;
@@ -80,7 +85,12 @@ void pair_connect_qps(struct ry_test_pair *p);
 void pair_destroy_qp(struct ry_test_pair *p, int i);
 void pair_close(struct ry_test_pair *p);
 void pair_progress(struct ry_test_pair *p);
-/* Progress both until rail i has a completion; fails after timeout_ms. */
+/* poll_cq of side i's CQ: cq[i], or the rail's own. */
+int pair_poll(struct ry_test_pair *p, int i, struct ry_wc *wc, int n);
+/* pending() of side i's CQ: cq[i]'s, or the rail's. */
+int pair_pending(struct ry_test_pair *p, int i);
+/* Progress both until side i's CQ has a completion; fails after
+ * timeout_ms. */
 void pair_wait_wc(struct ry_test_pair *p, int i, struct ry_wc *wc,
 		  int timeout_ms);
 /* The same, false instead of failing. */

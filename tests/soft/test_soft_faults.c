@@ -133,7 +133,7 @@ START_TEST(test_stall_past_rto)
 		test_fill(a, 64 << 10, 10 + (unsigned)i);
 		ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), 0);
 		/* each stall 4 RTOs (the RTO's cap) with the ACK queued */
-		while (ry__rail_poll_cq(p.r[0], &wc, 1) == 0) {
+		while (pair_poll(&p, 0, &wc, 1) == 0) {
 			ck_assert_int_lt(rounds++, 1000);
 			pair_progress(&p);
 			usleep(8000);
@@ -297,7 +297,7 @@ START_TEST(test_unplug_replug)
 				 .rkey = mb->rkey};
 	ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), 0);
 	pair_spin(&p, 25);
-	ck_assert_int_eq(ry__rail_poll_cq(p.r[0], &wc, 1), 0);
+	ck_assert_int_eq(pair_poll(&p, 0, &wc, 1), 0);
 	ck_assert_int_eq(ry__rail_set_fault(p.r[0], &up), 0);
 	pair_wait_wc(&p, 0, &wc, 5000);
 	ck_assert_int_eq(wc.status, RY_WC_SUCCESS);

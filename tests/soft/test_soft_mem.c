@@ -27,7 +27,7 @@ static struct ry__soft_qp *sqp(struct ry_test_pair *p, int i)
 
 static uint32_t cq_sends(struct ry_test_pair *p, int i)
 {
-	return to_srail(p->r[i])->cq_sends;
+	return to_srail(p->r[i])->cq0.sends;
 }
 
 /* Post n WRITEs of len bytes with ids from id0, one call each. */
@@ -195,7 +195,7 @@ START_TEST(test_cq_never_overruns)
 		q[0][k] = p.qp[0];
 		q[1][k] = p.qp[1];
 		post_writes(&p, &l, &r, DEPTH, 32, (uint64_t)k * DEPTH);
-		ck_assert_uint_ge(to_srail(p.r[0])->cq_size,
+		ck_assert_uint_ge(to_srail(p.r[0])->cq0.size,
 				  cq_sends(&p, 0) + 2 * RY__SOFT_SRQ_SIZE);
 	}
 	ck_assert_uint_eq(cq_sends(&p, 0), NQP * DEPTH);
@@ -216,7 +216,7 @@ START_TEST(test_cq_never_overruns)
 	}
 	for (;;) {
 		struct ry_wc wc[64];
-		int n = ry__rail_poll_cq(p.r[0], wc, 64);
+		int n = pair_poll(&p, 0, wc, 64);
 
 		if (n <= 0)
 			break;
