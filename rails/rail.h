@@ -32,8 +32,10 @@
  * verbs rail reads async events).  ry__rail_fd() returns one fd that becomes
  * readable when progress has something to do, for epoll.  A post does not
  * raise the fd: the caller runs progress() once after posting (the soft
- * rail transmits there; the verbs rail has nothing to do), and after that
- * whenever the fd is readable; a completion is then found by poll_cq.
+ * rail transmits there), unless the rail's attributes say sends_alone
+ * (verbs: post_send rang the HCA's doorbell, so that progress call
+ * would find nothing to do), and after that whenever the fd is
+ * readable; a completion is then found by poll_cq.
  * pending() says, cheaply and without consuming anything, whether
  * poll_cq or get_event has something to hand over (1) or not (0), so that
  * a thread doing a rail's protocol work takes the manager's lock only when
@@ -277,7 +279,9 @@ struct ry_rail_attr {
 	 * rail's mtu is the IP MTU (IP, UDP and its header count), verbs'
 	 * the RoCE path MTU (payload only, so 0) */
 	uint32_t mtu_hdr;
-	uint64_t rate_bps;	     /* 0 when unknown */
+	uint64_t rate_bps; /* 0 when unknown */
+	/* a post reaches the wire without a progress call (Progress above) */
+	bool sends_alone;
 	struct ry_qp_endpoint local; /* gid/lid/udp_port filled; no QP */
 	uint32_t max_qp_wr;
 	uint32_t max_msg_size;

@@ -1076,8 +1076,12 @@ int ry__conn_post(struct ry__conn *c, struct ry__wr **wrs,
 	pthread_mutex_unlock(&c->cn_lrail->lr_lock);
 	if (ret)
 		return ret;
-	atomic_store_explicit(&c->cn_lrail->lr_kick, true,
-			      memory_order_relaxed);
+	/* a rail that sends alone (an HCA) has nothing for progress to do
+	 * now: its completion will raise its fd, and waking its thread here
+	 * would only have it take m_lock for an empty CQ */
+	if (!c->cn_lrail->lr_attr.sends_alone)
+		atomic_store_explicit(&c->cn_lrail->lr_kick, true,
+				      memory_order_relaxed);
 	for (i = 0; i < n; i++) {
 		ry__list_add_tail(&c->cn_posted, &wrs[i]->wr_link);
 	}

@@ -33,7 +33,8 @@
  *   teardown can come between them.  What is still serialised by m_lock is
  *   the manager's bookkeeping per WR and per completion, not packet work.
  *
- *   Kick: whoever posts to a rail sets lr_kick; when m_lock is dropped,
+ *   Kick: whoever posts to a rail sets lr_kick (unless the rail sends
+ *   alone, rails/rail.h: verbs, the null rail); when m_lock is dropped,
  *   ry__kick() runs that rail's progress at once in the caller's thread
  *   (no rail threads) or wakes the rail's thread (rt_wake_fd, written once
  *   per wake-up: rt_woken), so a post reaches the wire without waiting for
@@ -73,9 +74,10 @@
  *   thread's completions come back to that thread.
  *
  *   So the step is a progress context (a "worker", as UCX has): its own
- *   CQ on each rail (rails/rail.h: create_cq, and create_qp naming the
- *   CQ), its peers' QPs on its CQs, its own op/WR pools, its own
- *   delivery list; a peer belongs to one context, an application thread
+ *   CQ on each rail (rails/rail.h has them since 2026-12-02: create_cq,
+ *   ry_qp_init.cq, cq_poll; soft and verbs rails, the contract suite's
+ *   own_cq case; the manager does not use them yet), its peers' QPs on
+ *   its CQs, its own op/WR pools, its own delivery list; a peer belongs to one context, an application thread
  *   posts and progresses its own context without any lock another
  *   context takes.  m_lock stays for the cold paths (connection state,
  *   control, timers, replay), which then take the contexts' locks in
@@ -83,6 +85,18 @@
  *   completion delivery is split.  The measure stays bench_core -t 2
  *   against -t 1 (target >= 1.6x); the net under it test_stress under
  *   TSan (threads, peers, rails pulled).
+ *
+ *   What is left, in order: (1) the manager makes its QPs on a context's
+ *   CQ (one context per manager first: no change in behaviour, every
+ *   suite as the net); (2) the context's lock takes over from m_lock on
+ *   the post and completion paths (ry__stripe, ry__wr_complete, the
+ *   delivery list), m_lock staying for connection state, control,
+ *   timers and replay, which take the contexts' locks in turn; (3) an
+ *   application thread gets a context (a call like ry_context_create,
+ *   or one per thread on first use) and its peers' QPs move there; (4)
+ *   a CQ polled beside the rail's other calls (the contract now
+ *   serialises it with them: the soft rail would need a lock per CQ, as
+ *   the verbs library has).
 
  * OWNERSHIP
  *

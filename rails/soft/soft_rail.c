@@ -417,6 +417,7 @@ static int soft_query(struct ry_rail *rail, struct ry_rail_attr *attr)
 	attr->link = r->eff_up ? RY_LINK_UP : RY_LINK_DOWN;
 	attr->mtu = r->mtu;
 	attr->mtu_hdr = RY__SOFT_OVERHEAD;
+	attr->sends_alone = false; /* post queues, progress transmits */
 	attr->local.gid[10] = 0xff;
 	attr->local.gid[11] = 0xff;
 	memcpy(&attr->local.gid[12], &r->addr.sin_addr, 4);

@@ -32,6 +32,13 @@
 /* Register both providers with the core; idempotent.  0 or -errno. */
 int ry_loop_register(void);
 
+/* Loop rails opened from now on say sends_alone (rails/rail.h), as the
+ * null rail always does; off by default. */
+void ry_loop_sends_alone(bool on);
+
+/* How many times the rail's progress() has been called. */
+uint64_t ry_loop_progress_calls(struct ry_rail *rail);
+
 /* Keep packets lost to a pulled cable for ry_loop_release_held(). */
 void ry_loop_hold(struct ry_rail *rail, bool on);
 

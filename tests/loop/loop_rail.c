@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -64,6 +65,7 @@ struct loop_rail {
 	bool lr_hold;
 	int lr_efd;
 	bool lr_efd_armed;
+	_Atomic uint64_t lr_progress_calls; /* ry_loop_progress_calls() */
 	enum ry_link_state lr_link;
 	struct ry_fault lr_fault;
 	struct ry_wc *lr_cq;
@@ -80,6 +82,13 @@ struct loop_rail {
 };
 
 static pthread_mutex_t loop_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool loop_sends_alone;
+
+void ry_loop_sends_alone(bool on)
+{
+	atomic_store(&loop_sends_alone, on);
+}
+
 static struct loop_rail *loop_rails;
 
 static inline struct loop_rail *to_lr(struct ry_rail *r)
@@ -601,6 +610,10 @@ static int loop_query(struct ry_rail *rail, struct ry_rail_attr *attr)
 	attr->link = lr->lr_link;
 	pthread_mutex_unlock(&loop_lock);
 	attr->mtu = 4096;
+	/* the null rail completes in post_send, like an HCA; the loop rail
+	 * too, but says it needs progress as the soft rail does, so that the
+	 * manager's kicks are exercised on it, unless a test asks */
+	attr->sends_alone = lr->lr_null || loop_sends_alone;
 	attr->max_qp_wr = 1u << 16;
 	attr->max_msg_size = 1u << 31;
 	return 0;
@@ -611,10 +624,17 @@ static int loop_fd(struct ry_rail *rail)
 	return to_lr(rail)->lr_efd;
 }
 
+uint64_t ry_loop_progress_calls(struct ry_rail *rail)
+{
+	return atomic_load(&to_lr(rail)->lr_progress_calls);
+}
+
 static int loop_progress(struct ry_rail *rail)
 {
 	struct loop_rail *lr = to_lr(rail);
 
+	atomic_fetch_add_explicit(&lr->lr_progress_calls, 1,
+				  memory_order_relaxed);
 	if (lr->lr_null)
 		return 0;
 	pthread_mutex_lock(&loop_lock);

@@ -1978,6 +1978,91 @@ START_TEST(post_from_callback_sent_by_progress_end)
 }
 END_TEST
 
+static bool wait_threads(bool (*f)(void), unsigned ms);
+static atomic_uint g_alone_ok, g_alone_bad;
+
+static void alone_cb(const struct ry_completion *c, void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(c->status == RY_OK ? &g_alone_ok : &g_alone_bad, 1);
+}
+
+static bool alone_all_done(void)
+{
+	return atomic_load(&g_alone_ok) + atomic_load(&g_alone_bad) == 20;
+}
+
+/* a's rails' progress() calls so far */
+static uint64_t a_rail_progress_calls(void)
+{
+	uint64_t n = 0;
+
+	for (unsigned i = 0; i < F.a->m_nrails; i++)
+		n += ry_loop_progress_calls(F.a->m_rails[i].lr_rail);
+	return n;
+}
+
+/* Post one 4 KiB write from the application and say whether a rail was
+ * kicked (without rail threads ry__kick runs the rail's progress in
+ * ry_write); the write is then seen through. */
+static bool post_kicks(void)
+{
+	struct fx_done d = {0};
+	uint64_t n0 = a_rail_progress_calls();
+	bool kick;
+
+	fx_fill(F.bufa, 4096, 9);
+	ck_assert_int_eq(ry_write(F.ab, F.ra, 0, F.desc_b, (size_t)F.desc_b_len,
+				  0, 4096, fx_cb, &d),
+			 0);
+	kick = a_rail_progress_calls() != n0 || a_kick_left() >= 0;
+	ck_assert(fx_until_done(&F, &d, 1, 20000));
+	ck_assert_uint_eq(d.ok, 1);
+	ck_assert(!memcmp(F.bufa, F.bufb, 4096));
+	return kick;
+}
+
+/*
+ * A rail that sends alone (rails/rail.h: verbs, the null rail) is not
+ * kicked after a post: its thread would wake only to find nothing to do.
+ * Writes still complete, self-driven and with progress threads (its fd
+ * brings the completions).  A rail that needs progress after a post is
+ * kicked, so the first assertion can fail.
+ */
+START_TEST(sends_alone_not_kicked)
+{
+	setup_opts(NULL);
+	ck_assert_int_eq(write_verify(0, 4096, 5), RY_OK);
+	ck_assert(post_kicks());
+	teardown();
+
+	ry_loop_sends_alone(true);
+	setup_opts(NULL);
+	ck_assert_int_eq(write_verify(0, 4096, 5), RY_OK);
+	ck_assert(!post_kicks());
+	/* the threads alone see these through: nobody calls ry_progress */
+	ck_assert_int_eq(ry_progress_thread_start(F.a), 0);
+	ck_assert_int_eq(ry_progress_thread_start(F.b), 0);
+	atomic_store(&g_alone_ok, 0);
+	atomic_store(&g_alone_bad, 0);
+	fx_fill(F.bufa, 20 * 65536, 12);
+	for (unsigned i = 0; i < 20; i++)
+		ck_assert_int_eq(ry_write(F.ab, F.ra, i * 65536, F.desc_b,
+					  (size_t)F.desc_b_len, i * 65536,
+					  65536, alone_cb, NULL),
+				 0);
+	ck_assert_msg(wait_threads(alone_all_done, 20000),
+		      "%u of 20 writes done by the progress threads",
+		      atomic_load(&g_alone_ok) + atomic_load(&g_alone_bad));
+	ry_progress_thread_stop(F.a);
+	ry_progress_thread_stop(F.b);
+	ck_assert_uint_eq(atomic_load(&g_alone_ok), 20);
+	ck_assert(!memcmp(F.bufa, F.bufb, 20 * 65536));
+	teardown();
+	ry_loop_sends_alone(false);
+}
+END_TEST
+
 static struct log_match g_fail_warns = {
     .level = RY_LOG_WARN, .has1 = "connection qp", .has2 = "failed"};
 
@@ -2114,6 +2199,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, detect_local_link_down);
 	tcase_add_test(tc, detect_far_unplug_idle);
 	if (fx_is_loop()) {
+		tcase_add_test(tc, sends_alone_not_kicked);
 		/* needs the loop rail's held-packet release */
 		tcase_add_test(tc, fence_stale_packet_dropped);
 		tcase_add_test(tc, no_fence_stale_packet_lands);
