@@ -65,8 +65,11 @@
  * destroy_cq refuses with -EBUSY while a QP created on it is not
  * destroyed; completions not polled by then are dropped, and a provider
  * that still owes a destroyed QP's completions keeps what it needs for
- * them itself.  A CQ of another rail in ry_qp_init is -EINVAL; a provider
- * without extra CQs (create_cq -EOPNOTSUPP) refuses any.
+ * them itself (verbs drains and drops them in progress).  Dropped means a
+ * receive from the SRQ such a QP still took is never handed back: destroy
+ * a CQ when those buffers no longer matter (the manager: at rail close).
+ * A CQ of another rail in ry_qp_init is -EINVAL; a provider without
+ * extra CQs (create_cq -EOPNOTSUPP) refuses any.
  *
  * Errors of one WR (the status says which; the manager relies only on the
  * status being an error, the QP being in ERR, every later WR of that QP

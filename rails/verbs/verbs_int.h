@@ -6,13 +6,19 @@
  *                  events and the rail's event queue
  *   verbs_mr.c     PDs (wrappers around the rail's one ibv_pd) and regions
  *   verbs_qp.c     RC QPs: create, the state machine, post_send/post_recv
- *   verbs_cq.c     poll_cq: ibv_wc -> ry_wc, per-QP send accounting and
- *                  the software flush of WRs posted in ERR
+ *   verbs_cq.c     CQs: create/destroy, poll (ibv_wc -> ry_wc, per-QP
+ *                  send accounting, the software flush of WRs posted in
+ *                  ERR), and the CQs the caller destroyed before the HCA
+ *                  was done with their QPs
  *   discover.c     ports and GIDs (shared with `railyard devices`)
  *
  * Objects of one rail: one ibv_context, one ibv_pd ("one PD per device":
  * every ry_pd of the rail wraps it, so a region of any of them is usable
- * with the SRQ and every QP), one CQ with a completion channel, one SRQ.
+ * with the SRQ and every QP), one completion channel, one SRQ, and CQs:
+ * the rail's own (embedded in the rail, for QPs created without one) and
+ * those of create_cq, every one on that channel.  A QP sends and receives
+ * on one CQ, so each of its completions, an SRQ receive's included, lands
+ * on the CQ it was created on.
  *
  * Nothing here waits for the network but one call: the async fd and the
  * completion channel fd are O_NONBLOCK and only read in progress(); a QP
@@ -38,7 +44,7 @@
 #define RY__VERBS_EVENTS 256	  /* rail event queue */
 _Static_assert((RY__VERBS_EVENTS & (RY__VERBS_EVENTS - 1)) == 0,
 	       "event ring size must be a power of two (ring.h)");
-#define RY__VERBS_CQ_MIN 4096 /* CQ entries at open; grows per QP */
+#define RY__VERBS_CQ_MIN 4096 /* entries of a new CQ; grows per QP */
 #define RY__VERBS_SRQ_WR 1024 /* receives the SRQ can hold */
 #define RY__VERBS_MAX_RD 16   /* READs outstanding per QP */
 /* A move to RTR slower than this is logged: the caller stood still. */
@@ -48,6 +54,26 @@ _Static_assert((RY__VERBS_EVENTS & (RY__VERBS_EVENTS - 1)) == 0,
 #define RY__VERBS_LAST_WQE_GRACE_NS 1000000000ull
 
 struct ry__verbs_rail;
+
+/*
+ * A CQ.  Its ibv_cq may outlive the ry_cq: destroy_cq with zombies still
+ * attached (QPs the caller destroyed, the HCA not yet) makes it dead, and
+ * progress drains it for them and destroys it with the last (verbs_cq.c).
+ */
+struct ry__verbs_cq {
+	struct ry_cq base;
+	struct ry__list link; /* rail->cqs or rail->dead_cqs; not the own */
+	struct ry__list qps;  /* QPs on the ibv_cq, zombies included */
+	struct ibv_cq *cq;    /* cq_context: this */
+	int cq_size;
+	int cq_used;	     /* entries promised to its QPs and the SRQ */
+	unsigned n_qps;	     /* QPs on it the caller has not destroyed */
+	unsigned n_sw_flush; /* software-flushed WRs poll has to report */
+	/* CQ events taken by one progress() and not yet acked */
+	unsigned n_events;
+	struct ry__verbs_cq *evnext;
+	bool dead; /* destroyed by the caller */
+};
 
 struct ry__verbs_pd {
 	struct ry_pd base;
@@ -72,6 +98,8 @@ struct ry__verbs_qp {
 	struct ry_qp base;
 	struct ry__verbs_qp *hnext; /* rail->qp_hash chain */
 	struct ry__verbs_qp *znext; /* rail->zombies */
+	struct ry__verbs_cq *cq;    /* where all its completions go */
+	struct ry__list cq_link;    /* cq->qps */
 	bool zombie;		    /* destroyed by the caller, not yet by us */
 	struct ibv_qp *qp;
 	/* Send WRs posted and not yet completed, oldest first.  RC completes
@@ -104,11 +132,14 @@ struct ry__verbs_rail {
 
 	struct ibv_pd *pd; /* the device's PD, see the top */
 	struct ibv_comp_channel *channel;
-	struct ibv_cq *cq;
-	int cq_size;
-	int cq_used; /* entries promised to QPs and the SRQ */
+	struct ry__verbs_cq cq; /* the rail's own */
+	struct ry__list cqs;	/* create_cq's, live */
+	/* destroyed by the caller, still holding zombies: progress drains
+	 * them and destroys each with its last zombie */
+	struct ry__list dead_cqs;
 	struct ibv_srq *srq;
-	int epfd; /* channel fd + async fd */
+	uint32_t srq_wr; /* receives it holds: each CQ must have room */
+	int epfd;	 /* channel fd + async fd */
 	bool device_fatal;
 	bool port_active; /* as the last port event said */
 	/* QPs the caller destroyed that the HCA still owes completions or
@@ -118,8 +149,6 @@ struct ry__verbs_rail {
 	struct ry__list pds, mrs;
 	struct ry__verbs_qp *qp_hash[RY__VERBS_QP_BUCKETS];
 	unsigned n_qps;
-	/* QPs with software-flushed WRs that poll_cq still has to report. */
-	unsigned n_sw_flush;
 
 	struct ry_rail_event events[RY__VERBS_EVENTS];
 	unsigned ev_head, ev_tail;
@@ -139,6 +168,11 @@ static inline struct ry__verbs_rail *vrail(struct ry_rail *r)
 static inline struct ry__verbs_rail *pd_vrail(struct ry_pd *pd)
 {
 	return vrail(pd->rail);
+}
+
+static inline struct ry__verbs_cq *vcq(struct ry_cq *cq)
+{
+	return container_of(cq, struct ry__verbs_cq, base);
 }
 
 /* verbs_rail.c */
@@ -170,6 +204,18 @@ void ry__verbs_qp_close_all(struct ry__verbs_rail *r);
 void ry__verbs_qp_reap(struct ry__verbs_rail *r);
 
 /* verbs_cq.c */
+/* Create c's ibv_cq on the rail's channel, armed, with room for the SRQ. */
+int ry__verbs_cq_open(struct ry__verbs_rail *r, struct ry__verbs_cq *c);
 int ry__verbs_poll_cq(struct ry_rail *rail, struct ry_wc *wc, int n);
+int ry__verbs_create_cq(struct ry_rail *rail, struct ry_cq **cq_p);
+int ry__verbs_destroy_cq(struct ry_cq *cq);
+int ry__verbs_cq_poll(struct ry_cq *cq, struct ry_wc *wc, int n);
+int ry__verbs_cq_pending(struct ry_cq *cq);
+/* Take and drop what dead CQs hold, for their zombies (from progress). */
+void ry__verbs_cq_drain_dead(struct ry__verbs_rail *r);
+/* c lost its last QP: if the caller destroyed it, destroy it now. */
+void ry__verbs_cq_put(struct ry__verbs_rail *r, struct ry__verbs_cq *c);
+/* Destroy every CQ, the rail's own included (close, after the QPs). */
+void ry__verbs_cq_close_all(struct ry__verbs_rail *r);
 
 #endif

@@ -87,13 +87,13 @@ static uint32_t pow2_at_least(uint32_t v)
 
 /* Every QP may have max_send_wr completions waiting, the SRQ all its
  * receives: the CQ must hold them all or it overruns (a fatal CQ error). */
-static int cq_reserve(struct ry__verbs_rail *r, int n)
+static int cq_reserve(struct ry__verbs_rail *r, struct ry__verbs_cq *c, int n)
 {
-	int want = r->cq_used + n;
+	int want = c->cq_used + n;
 	int rc;
 
-	if (want > r->cq_size) {
-		int size = r->cq_size;
+	if (want > c->cq_size) {
+		int size = c->cq_size;
 
 		while (size < want)
 			size *= 2;
@@ -106,16 +106,16 @@ static int cq_reserve(struct ry__verbs_rail *r, int n)
 			       r->base.name, want, r->dev_attr.max_cqe);
 			return -ENOSPC;
 		}
-		rc = ibv_resize_cq(r->cq, size);
+		rc = ibv_resize_cq(c->cq, size);
 		if (rc) {
 			errno = rc;
 			RY_ERR("verbs", "rail %s: ibv_resize_cq(%d): %m",
 			       r->base.name, size);
 			return -rc;
 		}
-		r->cq_size = r->cq->cqe;
+		c->cq_size = c->cq->cqe;
 	}
-	r->cq_used = want;
+	c->cq_used = want;
 	return 0;
 }
 
@@ -125,12 +125,21 @@ int ry__verbs_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	struct ry__verbs_rail *r = pd_vrail(pd);
 	struct ry__verbs_pd *vpd = container_of(pd, struct ry__verbs_pd, base);
 	struct ibv_qp_init_attr ia = {0};
+	struct ry__verbs_cq *c = &r->cq;
 	struct ry__verbs_qp *q;
 	uint32_t wr = init && init->max_send_wr ? init->max_send_wr : 256;
 	int rc;
 
 	if (wr > (uint32_t)r->dev_attr.max_qp_wr)
 		return -EINVAL;
+	if (init && init->cq) {
+		/* another rail's is another device's */
+		if (init->cq->rail != pd->rail)
+			return -EINVAL;
+		c = vcq(init->cq);
+		if (c->dead)
+			return -EINVAL;
+	}
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return -ENOMEM;
@@ -143,12 +152,12 @@ int ry__verbs_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	rc = random_psn(&q->base.local.psn);
 	if (rc)
 		goto err_ring;
-	rc = cq_reserve(r, (int)wr);
+	rc = cq_reserve(r, c, (int)wr);
 	if (rc)
 		goto err_ring;
 
-	ia.send_cq = r->cq;
-	ia.recv_cq = r->cq;
+	ia.send_cq = c->cq;
+	ia.recv_cq = c->cq;
 	ia.srq = r->srq;
 	ia.qp_type = IBV_QPT_RC;
 	ia.sq_sig_all = 1; /* every send WR completes: the contract */
@@ -174,6 +183,9 @@ int ry__verbs_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	q->hnext = r->qp_hash[hash_qpn(q->base.qp_num)];
 	r->qp_hash[hash_qpn(q->base.qp_num)] = q;
 	r->n_qps++;
+	q->cq = c;
+	ry__list_add_tail(&c->qps, &q->cq_link);
+	c->n_qps++;
 	vpd->refs++;
 	RY_DBG("verbs", "rail %s: qp 0x%x created, psn 0x%06x", r->base.name,
 	       q->base.qp_num, q->base.local.psn);
@@ -181,7 +193,7 @@ int ry__verbs_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	return 0;
 
 err_cq:
-	r->cq_used -= (int)wr;
+	c->cq_used -= (int)wr;
 err_ring:
 	free(q->ring);
 err_free:
@@ -484,6 +496,7 @@ static bool hw_done(struct ry__verbs_rail *r, struct ry__verbs_qp *q)
 
 static int qp_free(struct ry__verbs_rail *r, struct ry__verbs_qp *q)
 {
+	struct ry__verbs_cq *c = q->cq;
 	int rc = ibv_destroy_qp(q->qp);
 
 	if (rc) {
@@ -492,20 +505,24 @@ static int qp_free(struct ry__verbs_rail *r, struct ry__verbs_qp *q)
 		       r->base.name, q->base.qp_num);
 		return -rc;
 	}
-	r->cq_used -= (int)q->max_send_wr;
+	c->cq_used -= (int)q->max_send_wr;
+	ry__list_del(&q->cq_link);
 	qp_unhash(r, q);
 	free(q->ring);
 	free(q);
+	ry__verbs_cq_put(r, c);
 	return 0;
 }
 
 /*
  * Destroy revokes the QP at once, as the contract says: it goes to ERR and
  * no completion of its send WRs is reported any more.  The ibv_qp lingers
- * as a zombie, its completions drained and dropped by poll_cq, until the
- * HCA is done with it (hw_done); progress() then destroys it.  Receive
- * completions of a zombie are still reported: their buffers are the
- * caller's, posted to the rail's SRQ.
+ * as a zombie, its completions drained and dropped by poll of its CQ,
+ * until the HCA is done with it (hw_done); progress() then destroys it.
+ * Receive completions of a zombie are still reported: their buffers are
+ * the caller's, posted to the rail's SRQ.  Once the caller destroys the
+ * zombie's CQ too, progress drains that CQ instead and drops everything
+ * (verbs_cq.c).
  */
 int ry__verbs_destroy_qp(struct ry_qp *qp)
 {
@@ -524,9 +541,10 @@ int ry__verbs_destroy_qp(struct ry_qp *qp)
 	while (q->tail != q->head &&
 	       q->ring[(q->tail - 1) & q->ring_mask].flushed) {
 		q->tail--;
-		r->n_sw_flush--;
+		q->cq->n_sw_flush--;
 	}
 	vpd->refs--;
+	q->cq->n_qps--;
 	if (hw_done(r, q))
 		return qp_free(r, q);
 	RY_DBG("verbs", "rail %s: qp 0x%x: destroyed, %u WRs to drain%s",
@@ -574,7 +592,6 @@ void ry__verbs_qp_close_all(struct ry__verbs_rail *r)
 			free(q);
 		}
 	r->n_qps = 0;
-	r->n_sw_flush = 0;
 	r->zombies = NULL;
 }
 
@@ -620,7 +637,7 @@ int ry__verbs_post_send(struct ry_qp *qp, const struct ry_send_wr *wr,
 	if (qp->state == RY_QPS_ERR) {
 		for (unsigned i = 0; i < n; i++)
 			ring_push(q, &wr[i], true);
-		r->n_sw_flush += n;
+		q->cq->n_sw_flush += n;
 		return 0;
 	}
 	if (qp->state != RY_QPS_RTS)

@@ -4,11 +4,12 @@
  * behind the rail ops table.  This file opens and closes the rail, answers
  * query, owns the rail fd and turns async events into rail events.
  *
- * The rail fd is an epoll fd over the completion channel and the device's
- * async fd, both O_NONBLOCK: it is readable while either has something for
- * progress(), which takes the CQ event, re-arms the CQ and queues the async
- * events for get_event().  After progress() the caller polls the CQ until
- * it is empty: completions that arrived before the re-arm raise no event.
+ * The rail fd is an epoll fd over the completion channel (every CQ of the
+ * rail is on it) and the device's async fd, both O_NONBLOCK: it is
+ * readable while either has something for progress(), which takes the CQ
+ * events, re-arms each CQ that had one and queues the async events for
+ * get_event().  After progress() the caller polls its CQs until they are
+ * empty: completions that arrived before the re-arm raise no event.
  *
  * Where this rail differs from the soft rail (tests/hw shows each on rxe):
  *   - QPNs and rkeys come from the HCA, not getrandom(); only the PSN is
@@ -194,6 +195,8 @@ static int verbs_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 	r->epfd = -1;
 	ry__list_init(&r->pds);
 	ry__list_init(&r->mrs);
+	ry__list_init(&r->cqs);
+	ry__list_init(&r->dead_cqs);
 
 	rc = open_by_name(port.device, &r->ctx);
 	if (rc) {
@@ -246,24 +249,6 @@ static int verbs_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 		       cfg->name);
 		goto err_pd;
 	}
-	r->cq_size = RY__VERBS_CQ_MIN < r->dev_attr.max_cqe
-			 ? RY__VERBS_CQ_MIN
-			 : r->dev_attr.max_cqe;
-	r->cq = ibv_create_cq(r->ctx, r->cq_size, r, r->channel, 0);
-	if (!r->cq) {
-		rc = -errno;
-		RY_ERR("verbs", "rail %s: ibv_create_cq(%d): %m", cfg->name,
-		       r->cq_size);
-		goto err_channel;
-	}
-	r->cq_size = r->cq->cqe;
-	rc = ibv_req_notify_cq(r->cq, 0);
-	if (rc) {
-		errno = rc;
-		RY_ERR("verbs", "rail %s: ibv_req_notify_cq: %m", cfg->name);
-		rc = -rc;
-		goto err_cq;
-	}
 	sa.attr.max_wr = RY__VERBS_SRQ_WR < r->dev_attr.max_srq_wr
 			     ? RY__VERBS_SRQ_WR
 			     : (uint32_t)r->dev_attr.max_srq_wr;
@@ -273,9 +258,13 @@ static int verbs_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 		rc = -errno;
 		RY_ERR("verbs", "rail %s: ibv_create_srq(%u): %m", cfg->name,
 		       sa.attr.max_wr);
-		goto err_cq;
+		goto err_channel;
 	}
-	r->cq_used = (int)sa.attr.max_wr;
+	/* what the SRQ holds, which every CQ must have room for */
+	r->srq_wr = sa.attr.max_wr;
+	rc = ry__verbs_cq_open(r, &r->cq);
+	if (rc)
+		goto err_srq;
 
 	rc = set_nonblock(r->channel->fd);
 	if (!rc)
@@ -283,13 +272,13 @@ static int verbs_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 	if (rc) {
 		errno = -rc;
 		RY_ERR("verbs", "rail %s: O_NONBLOCK: %m", cfg->name);
-		goto err_srq;
+		goto err_cq;
 	}
 	r->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (r->epfd < 0) {
 		rc = -errno;
 		RY_ERR("verbs", "rail %s: epoll_create1: %m", cfg->name);
-		goto err_srq;
+		goto err_cq;
 	}
 	ev.data.fd = r->channel->fd;
 	if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->channel->fd, &ev)) {
@@ -311,10 +300,10 @@ static int verbs_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 
 err_epoll:
 	close(r->epfd);
+err_cq:
+	ibv_destroy_cq(r->cq.cq);
 err_srq:
 	ibv_destroy_srq(r->srq);
-err_cq:
-	ibv_destroy_cq(r->cq);
 err_channel:
 	ibv_destroy_comp_channel(r->channel);
 err_pd:
@@ -326,30 +315,47 @@ err_free:
 	return rc;
 }
 
-/* Take the CQ event (one-shot) and ask for the next one. */
+/*
+ * Take the CQ events (one-shot per CQ) and ask each CQ that had one for
+ * the next.  Each is acked, even when reading the channel fails: a CQ
+ * with an event taken and not acked could never be destroyed (libibverbs
+ * waits for the ack).  Dead CQs are re-armed too: their events wake
+ * progress to drain their zombies.
+ */
 static int drain_cq_events(struct ry__verbs_rail *r)
 {
+	struct ry__verbs_cq *had = NULL;
 	struct ibv_cq *cq;
 	void *cq_ctx;
-	unsigned n = 0;
-	int rc;
+	int rc = 0;
 
-	while (!ibv_get_cq_event(r->channel, &cq, &cq_ctx))
-		n++;
+	while (!ibv_get_cq_event(r->channel, &cq, &cq_ctx)) {
+		struct ry__verbs_cq *c = cq_ctx;
+
+		if (!c->n_events++) {
+			c->evnext = had;
+			had = c;
+		}
+	}
 	if (errno != EAGAIN && errno != EINTR) {
+		rc = -errno;
 		RY_ERR("verbs", "rail %s: ibv_get_cq_event: %m", r->base.name);
-		return -errno;
 	}
-	if (!n)
-		return 0;
-	ibv_ack_cq_events(r->cq, n);
-	rc = ibv_req_notify_cq(r->cq, 0);
-	if (rc) {
-		errno = rc;
-		RY_ERR("verbs", "rail %s: ibv_req_notify_cq: %m", r->base.name);
-		return -rc;
+	for (struct ry__verbs_cq *c = had; c; c = c->evnext) {
+		int e;
+
+		ibv_ack_cq_events(c->cq, c->n_events);
+		c->n_events = 0;
+		e = ibv_req_notify_cq(c->cq, 0);
+		if (e) {
+			errno = e;
+			RY_ERR("verbs", "rail %s: ibv_req_notify_cq: %m",
+			       r->base.name);
+			if (!rc)
+				rc = -e;
+		}
 	}
-	return 0;
+	return rc;
 }
 
 /* The GID we send from may have gone with the link (RoCE drops a netdev's
@@ -430,7 +436,10 @@ static void handle_async(struct ry__verbs_rail *r, struct ibv_async_event *e)
 	case IBV_EVENT_CQ_ERR:
 	case IBV_EVENT_SRQ_ERR:
 	case IBV_EVENT_DEVICE_FATAL:
-		/* The rail's one CQ or SRQ serves every QP: all are gone. */
+		/* The SRQ serves every QP: all are gone.  A CQ is sized for
+		 * all it can get, so its error (an overrun) is a sick device
+		 * too, and the caller could not recover it alone: its QPs
+		 * are in ERR and a new one on it would be as well. */
 		RY_ERR("verbs", "rail %s: %s", r->base.name,
 		       ibv_event_type_str(e->event_type));
 		r->device_fatal = true;
@@ -467,6 +476,8 @@ static int verbs_progress(struct ry_rail *rail)
 	rc = drain_async(r);
 	if (!rc)
 		rc = drain_cq_events(r);
+	if (!ry__list_empty(&r->dead_cqs))
+		ry__verbs_cq_drain_dead(r);
 	if (r->zombies)
 		ry__verbs_qp_reap(r);
 	return rc;
@@ -504,6 +515,7 @@ static int verbs_query(struct ry_rail *rail, struct ry_rail_attr *attr)
 	if ((uint32_t)mtu_bytes(pa.active_mtu) < attr->mtu)
 		attr->mtu = (uint32_t)mtu_bytes(pa.active_mtu);
 	attr->rate_bps = r->rate_bps;
+	attr->sends_alone = true; /* post_send rang the doorbell */
 	memcpy(attr->local.gid, r->gid.raw, 16);
 	attr->local.lid = pa.lid;
 	attr->local.mtu = attr->mtu;
@@ -560,12 +572,13 @@ static void verbs_close(struct ry_rail *rail)
 {
 	struct ry__verbs_rail *r = vrail(rail);
 
-	/* QPs first (they hold the CQ and SRQ), then regions, then PDs. */
+	/* QPs first (they hold the CQs and SRQ), then regions, then PDs;
+	 * the channel after its CQs. */
 	ry__verbs_qp_close_all(r);
 	ry__verbs_mr_close_all(r);
 	close(r->epfd);
 	ibv_destroy_srq(r->srq);
-	ibv_destroy_cq(r->cq);
+	ry__verbs_cq_close_all(r);
 	ibv_destroy_comp_channel(r->channel);
 	ibv_dealloc_pd(r->pd);
 	ibv_close_device(r->ctx);
@@ -586,9 +599,13 @@ const struct ry_rail_ops ry__verbs_ops = {
     .name = "verbs",
     .alloc_pd = ry__verbs_alloc_pd,
     .close = verbs_close,
+    .cq_pending = ry__verbs_cq_pending,
+    .cq_poll = ry__verbs_cq_poll,
+    .create_cq = ry__verbs_create_cq,
     .create_qp = ry__verbs_create_qp,
     .dealloc_pd = ry__verbs_dealloc_pd,
     .dereg_mr = ry__verbs_dereg_mr,
+    .destroy_cq = ry__verbs_destroy_cq,
     .destroy_qp = ry__verbs_destroy_qp,
     .fd = verbs_fd,
     .get_event = verbs_get_event,
