@@ -275,6 +275,7 @@ static int create_qp(struct ry__conn *c)
 	    /* room for a heartbeat or probe beside a full window */
 	    .max_send_wr = m->m_cfg.wr_per_qp + 2,
 	    .context = c,
+	    .cq = c->cn_lrail->lr_cq,
 	};
 	struct ry_qp_attr attr = {
 	    .access = RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE |

@@ -141,6 +141,11 @@ int ry__lrail_open(struct ry_manager *m, unsigned i,
 	ret = ry__rail_alloc_pd(lr->lr_rail, &lr->lr_pd);
 	if (ret)
 		return ret;
+	ret = ry__rail_create_cq(lr->lr_rail, &lr->lr_cq);
+	if (ret == -EOPNOTSUPP)
+		lr->lr_cq = NULL;
+	else if (ret)
+		return ret;
 	ret = ry__rail_fd(lr->lr_rail);
 	if (ret >= 0) {
 		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = lr};
@@ -149,7 +154,9 @@ int ry__lrail_open(struct ry_manager *m, unsigned i,
 			RY_ERR("mgr", "rail %s: epoll_ctl: %m",
 			       lr->lr_cfg.name);
 	}
-	lr->lr_always = ret < 0 || ry__rail_pending(lr->lr_rail) == -EOPNOTSUPP;
+	lr->lr_always =
+	    ret < 0 || ry__rail_pending(lr->lr_rail) == -EOPNOTSUPP ||
+	    (lr->lr_cq && ry__rail_cq_pending(lr->lr_cq) == -EOPNOTSUPP);
 	return ry__recv_setup(lr);
 }
 
@@ -169,6 +176,10 @@ void ry__lrail_close(struct ry__lrail *lr)
 	if (fd >= 0)
 		epoll_ctl(m->m_rail_epfd, EPOLL_CTL_DEL, fd, NULL);
 	ry__recv_teardown(lr);
+	if (ry__rail_destroy_cq(lr->lr_cq))
+		RY_ERR("mgr", "rail %s: a QP still names its CQ",
+		       lr->lr_cfg.name);
+	lr->lr_cq = NULL;
 	ry__rail_dealloc_pd(lr->lr_pd);
 	pthread_mutex_lock(&lr->lr_lock);
 	lr->lr_rail = NULL;

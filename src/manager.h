@@ -77,7 +77,8 @@
  *   CQ on each rail (rails/rail.h has them since 2026-12-02: create_cq,
  *   ry_qp_init.cq, cq_poll; soft and verbs rails, the contract suite's
  *   own_cq case; the manager does not use them yet), its peers' QPs on
- *   its CQs, its own op/WR pools, its own delivery list; a peer belongs to one context, an application thread
+ *   its CQs, its own op/WR pools, its own delivery list; a peer belongs to one
+ context, an application thread
  *   posts and progresses its own context without any lock another
  *   context takes.  m_lock stays for the cold paths (connection state,
  *   control, timers, replay), which then take the contexts' locks in
@@ -491,6 +492,10 @@ struct ry__lrail {
 	unsigned lr_idx;
 	struct ry_rail *lr_rail;
 	struct ry_pd *lr_pd;
+	/* the CQ its QPs report to: the manager's own on the rail, the first
+	 * progress context's (LOCKING, NEXT STEP); NULL: the rail's, for a
+	 * provider without create_cq */
+	struct ry_cq *lr_cq;
 	struct ry_rail_config lr_cfg;
 	struct ry_rail_attr lr_attr;
 	enum ry_link_state lr_link;

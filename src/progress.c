@@ -330,7 +330,8 @@ void ry__poll_rail(struct ry__lrail *lr, uint64_t now)
 	lr->lr_polling = true;
 	do {
 		pthread_mutex_lock(&lr->lr_lock);
-		n = ry__rail_poll_cq(lr->lr_rail, wc, 64);
+		n = lr->lr_cq ? ry__rail_cq_poll(lr->lr_cq, wc, 64)
+			      : ry__rail_poll_cq(lr->lr_rail, wc, 64);
 		pthread_mutex_unlock(&lr->lr_lock);
 		for (i = 0; i < n; i++) {
 			if (wc[i].opcode == RY_WC_RECV ||
@@ -445,8 +446,9 @@ static bool rail_run(struct ry__lrail *lr, bool ask)
 		return false;
 	}
 	ry__rail_progress(lr->lr_rail);
-	if (ask)
-		pending = ry__rail_pending(lr->lr_rail);
+	/* its events (and its own CQ), then our CQ; < 0: cannot tell */
+	if (ask && !(pending = ry__rail_pending(lr->lr_rail)) && lr->lr_cq)
+		pending = ry__rail_cq_pending(lr->lr_cq);
 	pthread_mutex_unlock(&lr->lr_lock);
 	return pending != 0;
 }
