@@ -216,6 +216,20 @@ START_TEST(test_many_outstanding)
 	pair_close(&p);
 }
 END_TEST
+/* n receives of 8 KiB on rail's SRQ, at b's start, wr_id 100 + i */
+static void post_recvs(struct ry_rail *rail, struct region *b, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct ry_recv_wr rw = {
+		    .wr_id = 100 + (uint64_t)i,
+		    .sge = {(uintptr_t)b->mr->addr + (uint64_t)i * 8192, 8192,
+			    b->mr->lkey},
+		};
+
+		ck_assert_int_eq(ry__rail_post_recv(rail, &rw, 1), 0);
+	}
+}
+
 /* Two QPs on each rail: one CQ and one SRQ per rail serve both, and each
  * completion names its QP. */
 START_TEST(test_two_qps_share_cq_srq)
@@ -232,15 +246,7 @@ START_TEST(test_two_qps_share_cq_srq)
 	pair_connect_qps(&q);
 	region_get(&p, 0, &a, 2 * 8192, 1, ALL);
 	region_get(&p, 1, &b, 4 * 8192, 2, ALL);
-	for (int i = 0; i < 4; i++) {
-		struct ry_recv_wr rw = {
-		    .wr_id = 100 + (uint64_t)i,
-		    .sge = {(uintptr_t)b.mr->addr + (uint64_t)i * 8192, 8192,
-			    b.mr->lkey},
-		};
-
-		ck_assert_int_eq(ry__rail_post_recv(p.r[1], &rw, 1), 0);
-	}
+	post_recvs(p.r[1], &b, 4);
 	for (int i = 0; i < 4; i++) {
 		struct ry_send_wr wr =
 		    wr_make(RY_WR_SEND, &a, NULL, 8192, (uint64_t)i);
@@ -1158,15 +1164,7 @@ START_TEST(test_cq_per_qp)
 	cq1[0] = z, cq1[1] = NULL;
 	region_get(&p, 0, &a, 2 * 8192, 1, ALL);
 	region_get(&p, 1, &b, 4 * 8192, 2, ALL);
-	for (int i = 0; i < 2; i++) {
-		struct ry_recv_wr rw = {
-		    .wr_id = 100 + (uint64_t)i,
-		    .sge = {(uintptr_t)b.mr->addr + (uint64_t)i * 8192, 8192,
-			    b.mr->lkey},
-		};
-
-		ck_assert_int_eq(ry__rail_post_recv(p.r[1], &rw, 1), 0);
-	}
+	post_recvs(p.r[1], &b, 2);
 	/* on each pair: a SEND (a receive completes on rail 1), a WRITE */
 	for (int k = 0; k < 2; k++) {
 		struct ry_test_pair *t = k ? &q : &p;
