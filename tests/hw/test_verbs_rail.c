@@ -116,7 +116,7 @@ START_TEST(test_link_down_reconnect)
 	ck_assert_int_eq(ry__rail_query(p.r[1], &ra), 0);
 	ck_assert_int_eq(ra.link, RY_LINK_DOWN);
 	config(&cfg, 1);
-	ck_assert_int_eq(ry_test_provider->ops->open(&cfg, &extra), -ENETDOWN);
+	ck_assert_int_eq(ry__rail_open(&cfg, &extra), -ENETDOWN);
 	ck_assert_ptr_null(extra);
 
 	region_get(&p, 0, &a, 65536, 1, ALL);
@@ -234,7 +234,7 @@ START_TEST(test_verbs_open_by_guid_and_address)
 
 	config(&cfg, 0);
 	snprintf(cfg.device, sizeof(cfg.device), "%s", guid);
-	ck_assert_int_eq(ry_test_provider->ops->open(&cfg, &r), 0);
+	ck_assert_int_eq(ry__rail_open(&cfg, &r), 0);
 	ck_assert_int_eq(ry__rail_query(r, &ra), 0);
 	/* the default GID is the routable RoCE v2 one */
 	ck_assert(!memcmp(ra.local.gid, want, 16));
@@ -242,18 +242,18 @@ START_TEST(test_verbs_open_by_guid_and_address)
 
 	config(&cfg, 0);
 	snprintf(cfg.address, sizeof(cfg.address), "%s", addr);
-	ck_assert_int_eq(ry_test_provider->ops->open(&cfg, &r), 0);
+	ck_assert_int_eq(ry__rail_open(&cfg, &r), 0);
 	ck_assert_int_eq(ry__rail_query(r, &ra), 0);
 	ck_assert(!memcmp(ra.local.gid, want, 16));
 	ry__rail_close(r);
 
 	config(&cfg, 0);
 	snprintf(cfg.address, sizeof(cfg.address), "198.19.255.254");
-	ck_assert_int_eq(ry_test_provider->ops->open(&cfg, &r), -ENOENT);
+	ck_assert_int_eq(ry__rail_open(&cfg, &r), -ENOENT);
 
 	config(&cfg, 0);
 	cfg.gid_index = 0; /* fe80:: on RoCE, the port GID on IB */
-	ck_assert_int_eq(ry_test_provider->ops->open(&cfg, &r), 0);
+	ck_assert_int_eq(ry__rail_open(&cfg, &r), 0);
 	ck_assert_int_eq(ry__rail_query(r, &ra), 0);
 	ck_assert(memcmp(ra.local.gid, want, 16));
 	ry__rail_close(r);
@@ -268,7 +268,7 @@ START_TEST(test_verbs_mtu_config)
 	struct ry_rail *r;
 
 	config(&cfg, 0);
-	ck_assert_int_eq(ry_test_provider->ops->open(&cfg, &r), 0);
+	ck_assert_int_eq(ry__rail_open(&cfg, &r), 0);
 	ck_assert_int_eq(ry__rail_query(r, &full), 0);
 	ry__rail_close(r);
 	ck_assert_uint_ge(full.mtu, 256);
@@ -276,13 +276,13 @@ START_TEST(test_verbs_mtu_config)
 	ck_assert_uint_eq(full.mtu & (full.mtu - 1), 0);
 
 	cfg.mtu = 600;
-	ck_assert_int_eq(ry_test_provider->ops->open(&cfg, &r), 0);
+	ck_assert_int_eq(ry__rail_open(&cfg, &r), 0);
 	ck_assert_int_eq(ry__rail_query(r, &ra), 0);
 	ck_assert_uint_eq(ra.mtu, full.mtu >= 512 ? 512 : full.mtu);
 	ry__rail_close(r);
 
 	cfg.mtu = 9000;
-	ck_assert_int_eq(ry_test_provider->ops->open(&cfg, &r), 0);
+	ck_assert_int_eq(ry__rail_open(&cfg, &r), 0);
 	ck_assert_int_eq(ry__rail_query(r, &ra), 0);
 	ck_assert_uint_eq(ra.mtu, full.mtu);
 	ry__rail_close(r);
