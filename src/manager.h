@@ -98,6 +98,24 @@
  *   a CQ polled beside the rail's other calls (the contract now
  *   serialises it with them: the soft rail would need a lock per CQ, as
  *   the verbs library has).
+ *
+ *   Measured (2026-12-02, branch ctxexp, not merged): the per-peer-lock
+ *   experiment with two contexts' CQs on each rail (a thread polls the
+ *   context it posts to) and the null rail's CQs locked each on their
+ *   own: bench_core -r 4 -w 1 -t 2 went from 10.7 to 21 M fragments/s
+ *   (all threads), one thread 36-37; main's one lock, same hour: 22 and
+ *   32.  So the context CQs removed the cross-thread completions, and
+ *   what is left is state every thread still writes: m_hot_lock (the op
+ *   pool, the done and delivery lists, regions' user counts: futex
+ *   waits under ry__wr_complete and op_new in perf), the WR pool behind
+ *   the per-peer caches (refill/spill, 13 %), each rail's lr_lock, and
+ *   the writer-first rwlock, whose exclusive rounds (every tick) stop
+ *   both threads.  Hence, in step 2: pools, done and delivery lists per
+ *   context, region counts atomic, and the cold path taking the
+ *   contexts' locks instead of a manager-wide rwlock.  And callbacks:
+ *   "never concurrently" (above) is manager-wide today; per context is
+ *   the most a scaling design can promise, an API change to make
+ *   explicitly.
 
  * OWNERSHIP
  *
