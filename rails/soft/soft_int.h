@@ -58,7 +58,9 @@
  *                 ry__soft_cq_push can never find it full.  A CQ grows
  *                 with the WRs outstanding at once, never with the number
  *                 of QPs (it was sum(max_send_wr): 10 to 20 KiB per QP).
- *                 An extra CQ costs 2 x the SRQ's completions (40 KiB).
+ *                 Each CQ's floor is 2 x the SRQ's completions (320 KiB); the
+ *                 rail's own gets its ring with its first QP, so an owner
+ *                 with CQs of its own (the manager) never pays for it.
  *   READ state    resp.rd (RY__SOFT_MAX_RD x 32 B) is allocated at the
  *                 first READ request the QP answers, and kept until RESET
  *                 or destroy.
@@ -349,6 +351,9 @@ static inline struct ry__soft_rail *qp_rail(struct ry__soft_qp *qp)
 }
 
 /* soft_rail.c */
+/* Give cq its ring (room for twice the SRQ) if it has none yet: before a
+ * QP is created on it; 0 or -ENOMEM. */
+int ry__soft_cq_ready(struct ry__soft_cq *cq);
 /* A completion of qp, to its CQ. */
 void ry__soft_cq_push(struct ry__soft_qp *qp, const struct ry_wc *wc);
 /* n send WRs are being posted to qp: room on its CQ for their completions

@@ -60,6 +60,11 @@ int ry__soft_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 		return -ENOMEM;
 	qp->cq = init->cq ? container_of(init->cq, struct ry__soft_cq, base)
 			  : &r->cq0;
+	rc = ry__soft_cq_ready(qp->cq);
+	if (rc) {
+		free(qp);
+		return rc;
+	}
 	/* no ring and no CQ room until WRs are posted (MEMORY, soft_int.h) */
 	qp->sq = qp->sq_inline;
 	qp->sq_size = RY__SOFT_SQ_INLINE;

@@ -111,6 +111,11 @@ static int cq_reserve(struct ry__soft_cq *cq, uint32_t entries)
 	return 0;
 }
 
+int ry__soft_cq_ready(struct ry__soft_cq *cq)
+{
+	return cq->size ? 0 : cq_reserve(cq, 2 * RY__SOFT_SRQ_SIZE);
+}
+
 int ry__soft_cq_take(struct ry__soft_qp *qp, uint32_t n)
 {
 	struct ry__soft_cq *cq = qp->cq;
@@ -578,11 +583,10 @@ static int soft_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 	rc = ry__soft_net_init(r);
 	if (rc)
 		goto err_free;
+	/* cq0's ring comes with its first QP (ry__soft_cq_ready): an owner
+	 * with CQs of its own (the manager) never pays for it */
 	r->cq0.base.rail = &r->base;
 	ry__list_init(&r->cqs);
-	rc = cq_reserve(&r->cq0, 2 * RY__SOFT_SRQ_SIZE);
-	if (rc)
-		goto err_free;
 	rc = ry__soft_net_open(r, cfg);
 	if (rc)
 		goto err_close;

@@ -80,6 +80,19 @@ static size_t cq_bytes(struct ry_rail *r)
 	return (size_t)to_srail(r)->cq0.size * sizeof(struct ry_wc);
 }
 
+/* A manager's rail: its own CQ (lr_cq) and the rail's, which the
+ * manager leaves empty (and the soft rail leaves without a ring). */
+static size_t mgr_cq_bytes(struct ry__lrail *lr)
+{
+	size_t b = cq_bytes(lr->lr_rail);
+
+	if (lr->lr_cq)
+		b += (size_t)container_of(lr->lr_cq, struct ry__soft_cq, base)
+			 ->size *
+		     sizeof(struct ry_wc);
+	return b;
+}
+
 /* Outstanding WQE ring bytes of every QP of the rail. */
 static size_t sq_bytes(struct ry_rail *r)
 {
@@ -309,13 +322,14 @@ static void mgr_part(unsigned npeers, uint32_t wr, unsigned nsess)
 	pthread_mutex_unlock(&m->m_lock);
 	s1 = snap();
 	for (k = 0; k < m->m_nrails; k++)
-		cq0 += cq_bytes(m->m_rails[k].lr_rail);
+		cq0 += mgr_cq_bytes(&m->m_rails[k]);
 	pthread_mutex_lock(&m->m_lock);
 	for (i = 0; i < npeers; i++)
 		for (k = 0; k < m->m_nrails; k++) {
 			struct ry__conn *cn = p[i]->pr_conn[k];
 			struct ry_qp_init init = {.max_send_wr = wr + 2,
-						  .context = cn};
+						  .context = cn,
+						  .cq = cn->cn_lrail->lr_cq};
 			struct ry_qp_attr at = {.access =
 						    RY_ACCESS_LOCAL_WRITE};
 
@@ -333,7 +347,7 @@ static void mgr_part(unsigned npeers, uint32_t wr, unsigned nsess)
 	pthread_mutex_unlock(&m->m_lock);
 	s2 = snap();
 	for (k = 0; k < m->m_nrails; k++)
-		cq1 += cq_bytes(m->m_rails[k].lr_rail);
+		cq1 += mgr_cq_bytes(&m->m_rails[k]);
 	printf("\n%-44s %10s %10s\n", "manager, 4 soft rails, step", "heap B",
 	       "RSS B");
 	row("peer record (ry__peer_new)", s0, s1, npeers, "peer");
