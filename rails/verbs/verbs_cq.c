@@ -150,6 +150,8 @@ static int cq_poll(struct ry__verbs_rail *r, struct ry__verbs_cq *c,
 	struct ibv_wc w[POLL_BATCH];
 	int got = 0;
 
+	if (!c->cq) /* the rail's own, no QP on it yet */
+		return 0;
 	while (got < n) {
 		int k = n - got < POLL_BATCH ? n - got : POLL_BATCH;
 		int m = ibv_poll_cq(c->cq, k, w);
@@ -211,6 +213,7 @@ int ry__verbs_cq_open(struct ry__verbs_rail *r, struct ry__verbs_cq *c)
 		errno = rc;
 		RY_ERR("verbs", "rail %s: ibv_req_notify_cq: %m", r->base.name);
 		ibv_destroy_cq(c->cq);
+		c->cq = NULL;
 		return -rc;
 	}
 	return 0;
@@ -244,7 +247,11 @@ int ry__verbs_create_cq(struct ry_rail *rail, struct ry_cq **cq_p)
 static int cq_free(struct ry__verbs_rail *r, struct ry__verbs_cq *c,
 		   bool closing)
 {
-	int rc = ibv_destroy_cq(c->cq);
+	int rc;
+
+	if (!c->cq) /* the rail's own, never made */
+		return 0;
+	rc = ibv_destroy_cq(c->cq);
 
 	if (rc) {
 		errno = rc;

@@ -15,7 +15,8 @@
  * Objects of one rail: one ibv_context, one ibv_pd ("one PD per device":
  * every ry_pd of the rail wraps it, so a region of any of them is usable
  * with the SRQ and every QP), one completion channel, one SRQ, and CQs:
- * the rail's own (embedded in the rail, for QPs created without one) and
+ * the rail's own (embedded in the rail, for QPs created without one,
+ * made with the first of them: the manager's QPs are all on its own) and
  * those of create_cq, every one on that channel.  A QP sends and receives
  * on one CQ, so each of its completions, an SRQ receive's included, lands
  * on the CQ it was created on.
@@ -132,7 +133,7 @@ struct ry__verbs_rail {
 
 	struct ibv_pd *pd; /* the device's PD, see the top */
 	struct ibv_comp_channel *channel;
-	struct ry__verbs_cq cq; /* the rail's own */
+	struct ry__verbs_cq cq; /* the rail's own; cq.cq from its first QP */
 	struct ry__list cqs;	/* create_cq's, live */
 	/* destroyed by the caller, still holding zombies: progress drains
 	 * them and destroys each with its last zombie */

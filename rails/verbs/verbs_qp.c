@@ -139,6 +139,10 @@ int ry__verbs_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 		c = vcq(init->cq);
 		if (c->dead)
 			return -EINVAL;
+	} else if (!c->cq) {
+		rc = ry__verbs_cq_open(r, c); /* the rail's own, at first use */
+		if (rc)
+			return rc;
 	}
 	q = calloc(1, sizeof(*q));
 	if (!q)

@@ -260,11 +260,10 @@ static int verbs_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 		       sa.attr.max_wr);
 		goto err_channel;
 	}
-	/* what the SRQ holds, which every CQ must have room for */
+	/* what the SRQ holds, which every CQ must have room for; the rail's
+	 * own CQ is made with its first QP (ry__verbs_create_qp): an owner
+	 * with CQs of its own (the manager) never has one */
 	r->srq_wr = sa.attr.max_wr;
-	rc = ry__verbs_cq_open(r, &r->cq);
-	if (rc)
-		goto err_srq;
 
 	rc = set_nonblock(r->channel->fd);
 	if (!rc)
@@ -272,13 +271,13 @@ static int verbs_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 	if (rc) {
 		errno = -rc;
 		RY_ERR("verbs", "rail %s: O_NONBLOCK: %m", cfg->name);
-		goto err_cq;
+		goto err_srq;
 	}
 	r->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (r->epfd < 0) {
 		rc = -errno;
 		RY_ERR("verbs", "rail %s: epoll_create1: %m", cfg->name);
-		goto err_cq;
+		goto err_srq;
 	}
 	ev.data.fd = r->channel->fd;
 	if (epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->channel->fd, &ev)) {
@@ -300,8 +299,6 @@ static int verbs_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 
 err_epoll:
 	close(r->epfd);
-err_cq:
-	ibv_destroy_cq(r->cq.cq);
 err_srq:
 	ibv_destroy_srq(r->srq);
 err_channel:
