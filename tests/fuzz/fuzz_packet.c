@@ -83,11 +83,12 @@ static void connect_qps(void)
 static void setup(void)
 {
 	for (int i = 0; i < 2; i++) {
-		struct ry_rail_config cfg = {.mtu = 1500};
+		struct ry_rail_config cfg = {.provider = RY_PROVIDER_SOFT,
+					     .mtu = 1500};
 
 		strcpy(cfg.name, i ? "fz1" : "fz0");
 		strcpy(cfg.address, "127.0.0.1:0");
-		if (ry__soft_ops.open(&cfg, &rail[i]) ||
+		if (ry__rail_open(&cfg, &rail[i]) ||
 		    ry__rail_alloc_pd(rail[i], &pd[i]))
 			abort();
 		mem[i] = calloc(1, REGION);

@@ -17,6 +17,7 @@ struct ry_rail *ry_test_soft_open_in_ns(const char *name, const char *addr,
 	struct ry_rail *r;
 	int self = -1, fd, rc;
 
+	cfg.provider = RY_PROVIDER_SOFT;
 	snprintf(cfg.name, sizeof(cfg.name), "%s", name);
 	snprintf(cfg.address, sizeof(cfg.address), "%s", addr);
 	cfg.mtu = mtu;
@@ -29,7 +30,8 @@ struct ry_rail *ry_test_soft_open_in_ns(const char *name, const char *addr,
 		}
 		close(fd);
 	}
-	rc = ry__soft_ops.open(&cfg, &r);
+	/* as the manager opens rails: every slot of the table filled */
+	rc = ry__rail_open(&cfg, &r);
 	if (rc) {
 		fprintf(stderr, "open soft rail on %s: %s\n", addr,
 			strerror(-rc));

@@ -343,11 +343,11 @@ START_TEST(test_config_fault)
 
 	ry__soft_test_config(&cfg, 0);
 	cfg.fault.down = true;
-	ck_assert_int_eq(ry__soft_ops.open(&cfg, &r), 0);
+	ck_assert_int_eq(ry__rail_open(&cfg, &r), 0);
 	ck_assert_int_eq(ry__rail_set_fault(r, &bad), -EINVAL);
 	ry__rail_close(r);
 	snprintf(cfg.address, sizeof(cfg.address), "not-an-address");
-	ck_assert_int_eq(ry__soft_ops.open(&cfg, &r), -EINVAL);
+	ck_assert_int_eq(ry__rail_open(&cfg, &r), -EINVAL);
 }
 END_TEST
 
@@ -370,10 +370,11 @@ static int netns_child(void)
 		   "ip addr add 198.18.0.1/24 dev ry0 && ip link set ry1 up && "
 		   "ip link set ry0 up"))
 		return 11;
+	cfg.provider = RY_PROVIDER_SOFT;
 	snprintf(cfg.name, sizeof(cfg.name), "nl");
 	snprintf(cfg.address, sizeof(cfg.address), "198.18.0.1:0");
 	snprintf(cfg.interface, sizeof(cfg.interface), "ry0");
-	if (ry__soft_ops.open(&cfg, &r))
+	if (ry__rail_open(&cfg, &r))
 		return 12;
 	/* The veth carrier comes up asynchronously: wait for it, then
 	 * forget the events so far. */
