@@ -74,11 +74,9 @@
  *   thread's completions come back to that thread.
  *
  *   So the step is a progress context (a "worker", as UCX has): its own
- *   CQ on each rail (rails/rail.h has them since 2026-12-02: create_cq,
- *   ry_qp_init.cq, cq_poll; soft and verbs rails, the contract suite's
- *   own_cq case; the manager does not use them yet), its peers' QPs on
- *   its CQs, its own op/WR pools, its own delivery list; a peer belongs to one
- context, an application thread
+ *   CQ on each rail (rails/rail.h: create_cq, ry_qp_init.cq, cq_poll),
+ *   its peers' QPs on its CQs, its own op/WR pools, its own delivery
+ *   list; a peer belongs to one context, an application thread
  *   posts and progresses its own context without any lock another
  *   context takes.  m_lock stays for the cold paths (connection state,
  *   control, timers, replay), which then take the contexts' locks in
@@ -87,10 +85,10 @@
  *   against -t 1 (target >= 1.6x); the net under it test_stress under
  *   TSan (threads, peers, rails pulled).
  *
- *   What is left, in order: (1) the manager makes its QPs on a context's
- *   CQ (one context per manager first: no change in behaviour, every
- *   suite as the net); (2) the context's lock takes over from m_lock on
- *   the post and completion paths (ry__stripe, ry__wr_complete, the
+ *   In order: (1) done: the manager's QPs are on a CQ of its own on
+ *   each rail (lr_cq), one context's, as the net for what follows; (2)
+ *   the context's lock takes over from m_lock on the post and
+ *   completion paths (ry__stripe, ry__wr_complete, the
  *   delivery list), m_lock staying for connection state, control,
  *   timers and replay, which take the contexts' locks in turn; (3) an
  *   application thread gets a context (a call like ry_context_create,

@@ -446,9 +446,12 @@ static bool rail_run(struct ry__lrail *lr, bool ask)
 		return false;
 	}
 	ry__rail_progress(lr->lr_rail);
-	/* its events (and its own CQ), then our CQ; < 0: cannot tell */
-	if (ask && !(pending = ry__rail_pending(lr->lr_rail)) && lr->lr_cq)
-		pending = ry__rail_cq_pending(lr->lr_cq);
+	if (ask) {
+		/* its events (and its own CQ), then ours; < 0: cannot tell */
+		pending = ry__rail_pending(lr->lr_rail);
+		if (!pending && lr->lr_cq)
+			pending = ry__rail_cq_pending(lr->lr_cq);
+	}
 	pthread_mutex_unlock(&lr->lr_lock);
 	return pending != 0;
 }

@@ -58,9 +58,10 @@
  *                 ry__soft_cq_push can never find it full.  A CQ grows
  *                 with the WRs outstanding at once, never with the number
  *                 of QPs (it was sum(max_send_wr): 10 to 20 KiB per QP).
- *                 Each CQ's floor is 2 x the SRQ's completions (320 KiB); the
- *                 rail's own gets its ring with its first QP, so an owner
- *                 with CQs of its own (the manager) never pays for it.
+ *                 Each CQ's floor is 2 x the SRQ's completions (320
+ *                 KiB); the rail's own gets its ring with its first QP,
+ *                 so an owner with CQs of its own (the manager) never
+ *                 pays for it.
  *   READ state    resp.rd (RY__SOFT_MAX_RD x 32 B) is allocated at the
  *                 first READ request the QP answers, and kept until RESET
  *                 or destroy.

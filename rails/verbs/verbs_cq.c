@@ -252,7 +252,6 @@ static int cq_free(struct ry__verbs_rail *r, struct ry__verbs_cq *c,
 	if (!c->cq) /* the rail's own, never made */
 		return 0;
 	rc = ibv_destroy_cq(c->cq);
-
 	if (rc) {
 		errno = rc;
 		RY_ERR("verbs", "rail %s: ibv_destroy_cq: %m", r->base.name);

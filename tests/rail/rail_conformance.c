@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "rail_conformance.h"
 
@@ -1121,19 +1120,6 @@ END_TEST
 
 /* ---- CQs of their own (ry_qp_init.cq) ---- */
 
-/* Progress both rails until cq has a completion. */
-static void wait_cq(struct ry_test_pair *p, struct ry_cq *cq, struct ry_wc *wc)
-{
-	for (uint64_t end = test_now_ms() + 10000;;) {
-		if (ry__rail_cq_poll(cq, wc, 1) == 1)
-			return;
-		pair_progress(p);
-		ck_assert_msg(test_now_ms() < end, "no completion on the CQ");
-		if (ry_test_provider->poll_ms > 0)
-			usleep(1000);
-	}
-}
-
 /*
  * Two QPs of rail 0 on two CQs of their own, their peers on a CQ of its
  * own and on the rail's: each completion, send or receive, is found on
@@ -1142,7 +1128,7 @@ static void wait_cq(struct ry_test_pair *p, struct ry_cq *cq, struct ry_wc *wc)
 START_TEST(test_cq_per_qp)
 {
 	struct ry_test_pair p, q;
-	struct ry_cq *x, *y, *z, *cq0[2], *cq1[2];
+	struct ry_cq *x, *y, *z;
 	struct region a, b;
 	struct ry_wc wc;
 
@@ -1160,8 +1146,6 @@ START_TEST(test_cq_per_qp)
 	q.cq[1] = NULL; /* the rail's own */
 	pair_create_qps(&q);
 	pair_connect_qps(&q);
-	cq0[0] = x, cq0[1] = y;
-	cq1[0] = z, cq1[1] = NULL;
 	region_get(&p, 0, &a, 2 * 8192, 1, ALL);
 	region_get(&p, 1, &b, 4 * 8192, 2, ALL);
 	post_recvs(p.r[1], &b, 2);
@@ -1178,19 +1162,17 @@ START_TEST(test_cq_per_qp)
 		wr.remote_addr += 2 * 8192 + (uint64_t)k * 8192;
 		ck_assert_int_eq(ry__rail_post_send(t->qp[0], &wr, 1), 0);
 	}
+	/* each pair's side i polls its cq[i] (pair_wait_wc) */
 	for (int k = 0; k < 2; k++) {
 		struct ry_test_pair *t = k ? &q : &p;
 
 		for (int j = 0; j < 2; j++) {
-			wait_cq(&p, cq0[k], &wc);
+			pair_wait_wc(t, 0, &wc, 10000);
 			ck_assert_int_eq(wc.status, RY_WC_SUCCESS);
 			ck_assert_uint_eq(wc.qp_num, t->qp[0]->qp_num);
 			ck_assert_uint_eq(wc.wr_id, (uint64_t)(10 * k + j));
 		}
-		if (cq1[k])
-			wait_cq(&p, cq1[k], &wc);
-		else
-			pair_wait_wc(&q, 1, &wc, 10000);
+		pair_wait_wc(t, 1, &wc, 10000);
 		ck_assert_int_eq(wc.status, RY_WC_SUCCESS);
 		ck_assert_int_eq(wc.opcode, RY_WC_RECV);
 		ck_assert_uint_eq(wc.qp_num, t->qp[1]->qp_num);
@@ -1203,8 +1185,8 @@ START_TEST(test_cq_per_qp)
 	/* nothing went anywhere else */
 	pair_spin(&p, 20);
 	ck_assert_int_eq(ry__rail_poll_cq(p.r[0], &wc, 1), 0);
-	for (int k = 0; k < 2; k++)
-		ck_assert_int_eq(ry__rail_cq_poll(cq0[k], &wc, 1), 0);
+	ck_assert_int_eq(ry__rail_cq_poll(x, &wc, 1), 0);
+	ck_assert_int_eq(ry__rail_cq_poll(y, &wc, 1), 0);
 	ck_assert_int_eq(ry__rail_cq_poll(z, &wc, 1), 0);
 	ck_assert_int_eq(ry__rail_poll_cq(p.r[1], &wc, 1), 0);
 	ck_assert_int_ne(ry__rail_cq_pending(x), 1);
