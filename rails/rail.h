@@ -326,6 +326,7 @@ struct ry_rail_stats {
 	uint64_t rx_bad_mac; /* data-path MAC missing or wrong (ditto) */
 	uint64_t faults_dropped, faults_duplicated, faults_reordered,
 	    faults_corrupted;
+	uint64_t tx_pad_bytes; /* zeros after a short last packet (soft) */
 };
 
 struct ry_rail_ops {

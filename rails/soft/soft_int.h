@@ -263,6 +263,7 @@ struct ry__soft_txmsg {
 	uint32_t seg; /* GSO segment size; 0: single */
 	uint32_t nseg, bytes;
 	bool closed; /* a short segment ended it */
+	bool pad_ok; /* that segment may be padded (ry__soft_may_pad) */
 	unsigned iov0, niov;
 };
 
@@ -281,7 +282,8 @@ struct ry__soft_rail {
 	struct sockaddr_in addr;
 	uint32_t mtu;
 	bool gso, gro;
-	bool mac_any; /* a QP has had data_mac on: transmit looks it up */
+	bool mac_any;	   /* a QP has had data_mac on: transmit looks it up */
+	bool version_said; /* a packet of another wire version was logged */
 	uint8_t
 	    *mac_ad; /* data_mac's scratch (soft_mac.c), from its first QP */
 	enum ry_link_state link; /* set_link */

@@ -9,6 +9,7 @@
  * anyone's; only then are its CRC (and, with data_mac, its MAC) checked and
  * the responder or the completer sees it.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/udp.h>
 #include <poll.h>
@@ -44,9 +45,40 @@ static bool same_dst(const struct sockaddr_in *a, const struct sockaddr_in *b)
 	       a->sin_port == b->sin_port;
 }
 
+/* Zero bytes to pad a short last segment with (ry__soft_may_pad); a pad
+ * is at most a sixteenth of RY__SOFT_GSO_BYTES. */
+static const uint8_t tx_zeros[4096];
+
+/*
+ * m ends in the short last packet of a message: pad it to m->seg so that
+ * a segment of seglen joins m.  A GSO datagram must have equal segments
+ * but the last, so without this every small message is a datagram of its
+ * own through the whole kernel path (4 KiB writes at MTU 1500: 3
+ * segments, the last short).  Only when the pad is at most a sixteenth of
+ * the datagram so far: a shaped link loses at most that much to zeros,
+ * and a tiny message after a big segment is never blown up to a segment.
+ */
+static void tx_pad(struct ry__soft_rail *r, struct ry__soft_txmsg *m,
+		   uint32_t seglen)
+{
+	uint32_t last = m->bytes - (m->nseg - 1) * m->seg;
+	uint32_t pad = m->seg - last;
+
+	if (!m->pad_ok || seglen > m->seg || pad * 16 > m->bytes ||
+	    pad > sizeof(tx_zeros) ||
+	    m->bytes + pad + seglen > RY__SOFT_GSO_BYTES)
+		return;
+	r->txv[r->ntxv].iov_base = (void *)tx_zeros;
+	r->txv[r->ntxv++].iov_len = pad;
+	m->niov++;
+	m->bytes += pad;
+	m->closed = false;
+	r->st.tx_pad_bytes += pad;
+}
+
 static void tx_append(struct ry__soft_rail *r, const struct sockaddr_in *dst,
 		      const void *hdr, uint32_t hlen, const void *payload,
-		      uint32_t paylen)
+		      uint32_t paylen, bool pad_ok)
 {
 	uint32_t seglen = hlen + paylen;
 	struct ry__soft_txmsg *m;
@@ -54,6 +86,9 @@ static void tx_append(struct ry__soft_rail *r, const struct sockaddr_in *dst,
 	if (ry__soft_tx_full(r))
 		ry__soft_tx_flush(r);
 	m = r->ntxm ? &r->txi[r->ntxm - 1] : NULL;
+	if (r->gso && m && m->closed && same_dst(&m->dst, dst) &&
+	    m->nseg < RY__SOFT_GSO_SEGS)
+		tx_pad(r, m, seglen);
 	if (!(r->gso && m && !m->closed && same_dst(&m->dst, dst) &&
 	      seglen <= m->seg && m->nseg < RY__SOFT_GSO_SEGS &&
 	      m->bytes + seglen <= RY__SOFT_GSO_BYTES)) {
@@ -66,8 +101,10 @@ static void tx_append(struct ry__soft_rail *r, const struct sockaddr_in *dst,
 		m->iov0 = r->ntxv;
 		m->niov = 0;
 	}
-	if (seglen < m->seg)
+	if (seglen < m->seg) {
 		m->closed = true; /* only the last GSO segment may be short */
+		m->pad_ok = pad_ok;
+	}
 	m->nseg++;
 	m->bytes += seglen;
 	r->txv[r->ntxv].iov_base = (void *)hdr;
@@ -87,7 +124,7 @@ void ry__soft_tx(struct ry__soft_rail *r, const struct sockaddr_in *dst,
 	struct ry__soft_txhdr *t;
 	struct ry__soft_pkt mp;
 	uint32_t hlen = RY__SOFT_HDR_LEN;
-	bool dup = false;
+	bool dup = false, pad;
 
 	if (!r->eff_up || r->fault.drop_all) {
 		r->st.faults_dropped++;
@@ -110,9 +147,10 @@ void ry__soft_tx(struct ry__soft_rail *r, const struct sockaddr_in *dst,
 		ry__soft_mac_sign(qp, &t->h, p, payload, t->mac);
 	if (ry__soft_fault_tx(r, dst, &t->h, hlen, payload, p->paylen, &dup))
 		return;
-	tx_append(r, dst, t, hlen, payload, p->paylen);
+	pad = ry__soft_may_pad(p->opcode, p->flags);
+	tx_append(r, dst, t, hlen, payload, p->paylen, pad);
 	if (dup)
-		tx_append(r, dst, t, hlen, payload, p->paylen);
+		tx_append(r, dst, t, hlen, payload, p->paylen, pad);
 }
 
 /* A whole prepared packet (fault release, tests): copied by the kernel at
@@ -120,7 +158,7 @@ void ry__soft_tx(struct ry__soft_rail *r, const struct sockaddr_in *dst,
 void ry__soft_tx_raw(struct ry__soft_rail *r, const struct sockaddr_in *dst,
 		     const void *pkt, uint32_t len)
 {
-	tx_append(r, dst, pkt, len, NULL, 0);
+	tx_append(r, dst, pkt, len, NULL, 0, false);
 }
 
 static void tx_reset(struct ry__soft_rail *r)
@@ -225,6 +263,21 @@ void ry__soft_rx_packet(struct ry__soft_rail *r, const uint8_t *buf,
 	rc = ry__soft_wire_parse(buf, len, &p);
 	if (rc) {
 		count_drop(r, &r->st.rx_bad_header);
+		/* Said once: an old build on the other end is a deployment
+		 * mistake to name, not noise to count silently.  A forger
+		 * can trigger the one line, nothing more. */
+		if (buf[0] != RY__SOFT_WIRE_VERSION && !r->version_said) {
+			char a[INET_ADDRSTRLEN] = "?";
+
+			inet_ntop(AF_INET, &from->sin_addr, a, sizeof(a));
+			RY_WARN("soft",
+				"rail %s: a packet of soft wire version %u "
+				"from %s:%u, this build speaks %u: upgrade "
+				"both ends to the same railyard",
+				r->base.name, buf[0], a, ntohs(from->sin_port),
+				RY__SOFT_WIRE_VERSION);
+			r->version_said = true;
+		}
 		return;
 	}
 	qp = ry__soft_qp_lookup(r, p.dqpn);

@@ -19,7 +19,8 @@
  *    36    4 reth_len    RETH: length of the whole message / READ
  *    40    4 aeth        AETH: syndrome << 24 | MSN (24 bits)
  *    44    4 imm         immediate data
- *    48    4 paylen      payload bytes following the header
+ *    48    4 paylen      payload bytes following the header; zeros
+ *                        may follow them (ry__soft_may_pad)
  *    52    4 crc         CRC32C of bytes 0..51 and the payload
  *    56   24 mac         only with flag MAC (data_mac): see soft_mac.c;
  *                        the payload follows it, paylen does not count it
@@ -47,7 +48,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RY__SOFT_WIRE_VERSION 1
+/* 2: bytes after the payload on a message's last packet (GSO padding,
+ * ry__soft_may_pad).  Version 1 receivers would drop them, so the two do
+ * not talk: the receiver says so once (soft_net.c). */
+#define RY__SOFT_WIRE_VERSION 2
 /* IPv4 (20) + UDP (8) in front of our header: subtracted from the MTU. */
 #define RY__SOFT_IP_UDP_HDR 28
 
@@ -129,6 +133,21 @@ struct ry__soft_pkt {
 };
 
 uint32_t ry__soft_crc32c(uint32_t crc, const void *buf, size_t len);
+
+/*
+ * A datagram may carry zero bytes after the payload (beyond paylen) only
+ * on the last packet of a SEND, WRITE or READ response.  The sender pads
+ * such a short last packet to the full segment size so that the next
+ * message's packets join the same UDP GSO datagram (soft_net.c): one
+ * socket buffer through the kernel for many small messages instead of
+ * one each.  The padding is outside the CRC and the MAC, and ignored.
+ */
+static inline bool ry__soft_may_pad(uint8_t op, uint8_t flags)
+{
+	return (flags & RY__SOFT_F_LAST) &&
+	       (op == RY__SOFT_OP_SEND || op == RY__SOFT_OP_WRITE ||
+		op == RY__SOFT_OP_READ_RESP);
+}
 
 /* A request (for the responder) rather than a response (the completer). */
 static inline bool ry__soft_op_is_request(uint8_t op)

@@ -10,20 +10,28 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <sys/socket.h>
 
+#include "railyard/railyard.h"
 #include "rails/soft/psn.h"
 #include "rails/soft/soft.h"
+#include "rails/soft/soft_int.h"
 #include "rails/soft/wire.h"
 #include "rail/rail_conformance.h"
 #include "soft/soft_provider.h"
 
 uint32_t ry__soft_crc32c_sw(uint32_t crc, const void *buf, size_t len);
+
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
 
 static const unsigned ALL = RY_TEST_ACCESS_ALL;
 
@@ -239,14 +247,76 @@ START_TEST(test_decode_truncated)
 	for (size_t cut = 0; cut < len; cut++)
 		ck_assert_msg(ry__soft_wire_decode(pkt, cut, &got) == -EMSGSIZE,
 			      "packet %d cut to %zu: not -EMSGSIZE", _i, cut);
-	/* and a byte too many: paylen is the payload's exact length */
-	ck_assert_int_eq(ry__soft_wire_decode(pkt, len + 1, &got), -EMSGSIZE);
+	/* and a byte too many: paylen is the payload's exact length, but
+	 * for zeros after the last packet of a SEND, WRITE or READ
+	 * response (GSO padding, wire.h), which are not payload */
+	pkt[len] = 0;
+	if (ry__soft_may_pad(p->opcode, p->flags)) {
+		ck_assert_int_eq(ry__soft_wire_decode(pkt, len + 1, &got), 0);
+		ck_assert_uint_eq(got.paylen, p->paylen);
+	} else {
+		ck_assert_int_eq(ry__soft_wire_decode(pkt, len + 1, &got),
+				 -EMSGSIZE);
+	}
+}
+END_TEST
+
+/* Padding: which packets may carry it, and that it is never payload. */
+START_TEST(test_decode_padding)
+{
+	static const struct {
+		uint8_t op, flags;
+		bool ok;
+	} c[] = {
+	    {RY__SOFT_OP_WRITE, RY__SOFT_F_LAST, true},
+	    {RY__SOFT_OP_WRITE, RY__SOFT_F_FIRST | RY__SOFT_F_LAST, true},
+	    {RY__SOFT_OP_SEND, RY__SOFT_F_LAST, true},
+	    {RY__SOFT_OP_READ_RESP, RY__SOFT_F_LAST, true},
+	    {RY__SOFT_OP_WRITE, RY__SOFT_F_FIRST, false},
+	    {RY__SOFT_OP_WRITE, 0, false},
+	    {RY__SOFT_OP_SEND, RY__SOFT_F_FIRST, false},
+	    {RY__SOFT_OP_READ_RESP, 0, false},
+	    {RY__SOFT_OP_READ_REQ, RY__SOFT_F_FIRST | RY__SOFT_F_LAST, false},
+	    {RY__SOFT_OP_ACK, 0, false},
+	    {RY__SOFT_OP_ACK, RY__SOFT_F_LAST, false},
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		struct ry__soft_pkt p = {.opcode = c[i].op,
+					 .flags = c[i].flags,
+					 .paylen = 300},
+				    got;
+		uint8_t pkt[1024];
+		size_t len;
+
+		if (p.opcode == RY__SOFT_OP_READ_REQ ||
+		    p.opcode == RY__SOFT_OP_ACK)
+			p.paylen = 0;
+		len = wire_build(pkt, &p);
+		memset(pkt + len, 0, 152);
+		ck_assert_msg(ry__soft_wire_decode(pkt, len + 152, &got) ==
+				  (c[i].ok ? 0 : -EMSGSIZE),
+			      "case %zu: padding %s", i,
+			      c[i].ok ? "refused" : "taken");
+		if (!c[i].ok)
+			continue;
+		ck_assert_uint_eq(got.paylen, p.paylen);
+		ck_assert_ptr_eq(got.payload, pkt + RY__SOFT_HDR_LEN);
+		/* the CRC is the payload's: a bit flipped in the padding
+		 * changes nothing, one in the payload is caught */
+		pkt[len + 7] ^= 0x40;
+		ck_assert_int_eq(ry__soft_wire_decode(pkt, len + 152, &got), 0);
+		pkt[len - 1] ^= 0x40;
+		ck_assert_int_eq(ry__soft_wire_decode(pkt, len + 152, &got),
+				 -EBADMSG);
+	}
 }
 END_TEST
 
 enum bad {
 	B_VERSION_0,
-	B_VERSION_2,
+	B_VERSION_1,
+	B_VERSION_3,
 	B_RSVD,
 	B_OPCODE_0,
 	B_OPCODE_MAX,
@@ -278,7 +348,8 @@ static const struct {
 	int want;
 } bad[B__N] = {
     [B_VERSION_0] = {"version 0", 0, 0, true, -EPROTO},
-    [B_VERSION_2] = {"version 2", 0, 2, true, -EPROTO},
+    [B_VERSION_1] = {"version 1 (before padding)", 0, 1, true, -EPROTO},
+    [B_VERSION_3] = {"version 3", 0, 3, true, -EPROTO},
     [B_RSVD] = {"reserved byte", 3, 1, true, -EPROTO},
     [B_OPCODE_0] = {"opcode 0", 1, 0, true, -EPROTO},
     [B_OPCODE_MAX] = {"opcode past the last", 1, RY__SOFT_OP__MAX, true,
@@ -286,7 +357,9 @@ static const struct {
     [B_OPCODE_FF] = {"opcode 0xff", 1, 0xff, true, -EPROTO},
     [B_FLAGS] = {"unknown flag", 2, RY__SOFT_F__ALL + 1, true, -EPROTO},
     [B_PAYLEN_LONG] = {"paylen one more", 51, 101, true, -EMSGSIZE},
-    [B_PAYLEN_SHORT] = {"paylen one less", 51, 99, true, -EMSGSIZE},
+    /* on a LAST WRITE the 100th byte is then padding (wire.h), so the
+     * CRC, sealed over 100 bytes, is what catches it */
+    [B_PAYLEN_SHORT] = {"paylen one less", 51, 99, true, -EBADMSG},
     [B_PAYLEN_HUGE] = {"paylen 2^31 + 100", 48, 0x80, true, -EMSGSIZE},
     [B_DQPN] = {"dest qpn over 24 bits", 4, 1, true, -EPROTO},
     [B_SQPN] = {"source qpn over 24 bits", 8, 0x80, true, -EPROTO},
@@ -536,7 +609,7 @@ START_TEST(test_forged_rejected)
 	if (_i == M_CRC)
 		F.pkt[len - 1] ^= 0x40; /* payload bit after sealing */
 	if (_i == M_VERSION)
-		F.pkt[0] = 2;
+		F.pkt[0] = RY__SOFT_WIRE_VERSION + 1;
 	if (_i == M_PAYLEN)
 		len -= 1;
 	forge_inject(&F, len, port_delta);
@@ -785,6 +858,54 @@ START_TEST(test_mac_unexpected)
 }
 END_TEST
 
+/* Log lines the soft rail wrote (ry_log_set_sink). */
+static char wlog[4][256];
+static unsigned wlog_n;
+
+static void wlog_sink(enum ry_log_level level, const char *component,
+		      const char *message, void *arg)
+{
+	(void)component;
+	(void)arg;
+	if (level <= RY_LOG_WARN && wlog_n < 4)
+		snprintf(wlog[wlog_n++], sizeof(wlog[0]), "%s", message);
+}
+
+/* A valid packet of wire version 1 (a build before GSO padding): dropped
+ * like any bad header, nothing touched, and said once per rail, naming
+ * the versions, however many arrive. */
+START_TEST(test_old_version_said_once)
+{
+	struct forge F;
+	size_t len;
+
+	forge_setup(&F);
+	wlog_n = 0;
+	ry_log_set_sink(wlog_sink, NULL);
+	len = forge_build(&F, &F.f);
+	F.pkt[0] = 1;
+	{
+		struct ry__soft_hdr h;
+
+		memcpy(&h, F.pkt, sizeof(h));
+		ry__soft_hdr_seal(&h, F.payload, F.f.paylen);
+		memcpy(F.pkt, &h, sizeof(h));
+	}
+	for (int i = 0; i < 3; i++)
+		forge_inject(&F, len, 0);
+	ry_log_set_sink(NULL, NULL);
+	ck_assert_uint_eq(STAT(F.p.r[1], rx_bad_header), 3);
+	ck_assert(!memcmp(F.buf, F.snap, sizeof(F.snap)));
+	ck_assert_uint_eq(wlog_n, 1);
+	ck_assert_msg(strstr(wlog[0], "soft wire version 1") &&
+			  strstr(wlog[0], "speaks 2"),
+		      "%s", wlog[0]);
+	/* and the connection still works */
+	xfer_check(&F.p, RY_WR_RDMA_WRITE, 5000, 1);
+	forge_teardown(&F);
+}
+END_TEST
+
 /* A QP in ERR drops a replay of a packet it would have accepted. */
 START_TEST(test_err_qp_drops_replay)
 {
@@ -839,6 +960,102 @@ START_TEST(test_new_qp_rejects_old)
 	/* and the new connection works */
 	xfer_check(&F.p, RY_WR_RDMA_WRITE, 5000, 1);
 	forge_teardown(&F);
+}
+END_TEST
+
+/*
+ * Many 4 KiB messages posted at once at MTU 1500 (three packets each, the
+ * last short): the short last packets are padded so that the next
+ * message joins the same GSO datagram (soft_net.c).  Every byte lands
+ * where it belongs, the guard bytes are untouched, and the padding is
+ * counted; with the receiver's UDP_GRO off (the kernel splits the
+ * datagram) as with it on.  WRITE and SEND pad at the requester, READ at
+ * the responder.
+ */
+enum { PAD_MSGS = 40, PAD_LEN = 4096 };
+
+START_TEST(test_small_messages_padded)
+{
+	static const enum ry_wr_opcode ops[] = {RY_WR_RDMA_WRITE, RY_WR_SEND,
+						RY_WR_RDMA_READ};
+	enum ry_wr_opcode op = ops[_i % 3];
+	bool read = op == RY_WR_RDMA_READ, send = op == RY_WR_SEND;
+	struct ry_test_pair p;
+	struct region src, dst;
+	uint8_t *ref;
+	uint32_t pmtu, last, pad;
+	uint64_t before;
+	int padder = read ? 1 : 0, sink = read ? 0 : 1, off = 0;
+
+	pair_open(&p);
+	pair_connect(&p);
+	if (_i >= 3) {
+		off = 0;
+		ck_assert_int_eq(setsockopt(to_srail(p.r[sink])->sock,
+					    IPPROTO_UDP, UDP_GRO, &off,
+					    sizeof(off)),
+				 0);
+	}
+	pmtu = to_sqp(p.qp[0])->pmtu;
+	ck_assert_uint_lt(2 * pmtu, PAD_LEN); /* three packets... */
+	ck_assert_uint_gt(3 * pmtu, PAD_LEN);
+	last = PAD_LEN - 2 * pmtu; /* ...the last one short */
+	pad = pmtu - last;
+	region_get(&p, read ? 1 : 0, &src, PAD_MSGS * PAD_LEN, 5, ALL);
+	region_get(&p, read ? 0 : 1, &dst, PAD_MSGS * PAD_LEN, 6, ALL);
+	ref = malloc(PAD_MSGS * PAD_LEN + 2 * GUARD);
+	ck_assert_ptr_nonnull(ref);
+	memcpy(ref, dst.buf, PAD_MSGS * PAD_LEN + 2 * GUARD);
+	memcpy(ref + GUARD, src.buf + GUARD, PAD_MSGS * PAD_LEN);
+	before = STAT(p.r[padder], tx_pad_bytes);
+	for (int k = 0; k < PAD_MSGS; k++) {
+		struct ry_send_wr wr;
+
+		if (send) {
+			struct ry_recv_wr rw = {
+			    .wr_id = 100 + (uint64_t)k,
+			    .sge = {.addr = (uintptr_t)dst.mr->addr +
+					    (uint64_t)k * PAD_LEN,
+				    .length = PAD_LEN,
+				    .lkey = dst.mr->lkey},
+			};
+
+			ck_assert_int_eq(ry__rail_post_recv(p.r[1], &rw, 1), 0);
+		}
+		wr = read ? wr_make(op, &dst, &src, PAD_LEN, (uint64_t)k)
+			  : wr_make(op, &src, send ? NULL : &dst, PAD_LEN,
+				    (uint64_t)k);
+		wr.sge.addr += (uint64_t)k * PAD_LEN;
+		if (!send)
+			wr.remote_addr += (uint64_t)k * PAD_LEN;
+		ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), 0);
+	}
+	for (int k = 0; k < PAD_MSGS; k++) {
+		struct ry_wc wc;
+
+		pair_wait_wc(&p, 0, &wc, 30000);
+		ck_assert_msg(wc.status == RY_WC_SUCCESS, "wr %d: %s", k,
+			      ry_wc_status_str(wc.status));
+		ck_assert_uint_eq(wc.wr_id, (uint64_t)k);
+		if (send) {
+			pair_wait_wc(&p, 1, &wc, 30000);
+			ck_assert_int_eq(wc.status, RY_WC_SUCCESS);
+			ck_assert_uint_eq(wc.wr_id, 100 + (uint64_t)k);
+			ck_assert_uint_eq(wc.byte_len, PAD_LEN);
+		}
+	}
+	ck_assert_msg(!memcmp(dst.buf, ref, PAD_MSGS * PAD_LEN + 2 * GUARD),
+		      "data or guard bytes wrong");
+	/* the messages went out in few datagrams: most were padded, each
+	 * by exactly what its last packet lacked */
+	ck_assert_uint_ge(STAT(p.r[padder], tx_pad_bytes) - before,
+			  (uint64_t)PAD_MSGS / 2 * pad);
+	ck_assert_uint_eq((STAT(p.r[padder], tx_pad_bytes) - before) % pad, 0);
+	ck_assert_uint_eq(STAT(p.r[sink], rx_dropped), 0);
+	free(ref);
+	region_put(&src);
+	region_put(&dst);
+	pair_close(&p);
 }
 END_TEST
 
@@ -932,11 +1149,13 @@ int main(void)
 	tcase_add_test(tc, test_psn_cmp_table);
 	tcase_add_test(tc, test_psn_wrap_transfers);
 	tcase_add_test(tc, test_clean_path);
+	tcase_add_loop_test(tc, test_small_messages_padded, 0, 6);
 	tcase_add_test(tc, test_crc32c);
 	tcase_add_test(tc, test_header_layout);
 	tcase_add_test(tc, test_forged_valid_lands);
 	tcase_add_loop_test(tc, test_forged_rejected, 0, M__N);
 	tcase_add_test(tc, test_err_qp_drops_replay);
+	tcase_add_test(tc, test_old_version_said_once);
 	tcase_add_test(tc, test_crc_after_lookup);
 	tcase_add_test(tc, test_empty_datagram);
 	tcase_add_test(tc, test_mac_transfers);
@@ -951,6 +1170,7 @@ int main(void)
 	tcase_add_loop_test(tc, test_decode_truncated, 0,
 			    sizeof(round_trip) / sizeof(round_trip[0]));
 	tcase_add_loop_test(tc, test_decode_bad_field, 0, B__N);
+	tcase_add_test(tc, test_decode_padding);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);
