@@ -83,6 +83,13 @@ uint64_t ry__soft_cc_rto(const struct ry__soft_qp *qp)
 	return rto;
 }
 
+bool ry__soft_cc_queued(const struct ry__soft_qp *qp)
+{
+	const struct ry__soft_cc *cc = &qp->cc;
+
+	return cc->srtt > cc->min_rtt + RY__SOFT_CC_QDELAY_NS / 4;
+}
+
 void ry__soft_cc_sent(struct ry__soft_qp *qp, uint32_t psn)
 {
 	struct ry__soft_cc *cc = &qp->cc;

@@ -282,7 +282,6 @@ struct ry__soft_rail {
 	struct sockaddr_in addr;
 	uint32_t mtu;
 	bool gso, gro;
-	bool mac_any;	   /* a QP has had data_mac on: transmit looks it up */
 	bool version_said; /* a packet of another wire version was logged */
 	uint8_t
 	    *mac_ad; /* data_mac's scratch (soft_mac.c), from its first QP */
@@ -383,9 +382,10 @@ int ry__soft_net_open(struct ry__soft_rail *r,
 void ry__soft_net_close(struct ry__soft_rail *r);
 /* Read and dispatch what waits on the socket: 0 or -errno. */
 int ry__soft_net_rx(struct ry__soft_rail *r);
-/* Queue one packet; payload is referenced until the batch is flushed. */
-void ry__soft_tx(struct ry__soft_rail *r, const struct sockaddr_in *dst,
-		 const struct ry__soft_pkt *p, const void *payload);
+/* Queue one packet of qp's to its peer; payload is referenced until the
+ * batch is flushed. */
+void ry__soft_tx(struct ry__soft_qp *qp, const struct ry__soft_pkt *p,
+		 const void *payload);
 void ry__soft_tx_raw(struct ry__soft_rail *r, const struct sockaddr_in *dst,
 		     const void *pkt, uint32_t len);
 void ry__soft_tx_flush(struct ry__soft_rail *r);
@@ -448,6 +448,10 @@ void ry__soft_cc_init(struct ry__soft_qp *qp);
 /* Packets that may be in flight now. */
 uint32_t ry__soft_cc_window(const struct ry__soft_qp *qp);
 uint64_t ry__soft_cc_rto(const struct ry__soft_qp *qp);
+/* The path holds a standing queue: the smoothed RTT is more than
+ * RY__SOFT_CC_QDELAY_NS / 4 over the base RTT, so the link, not the CPU,
+ * is what limits (the transmit path pads nothing then: soft_net.c). */
+bool ry__soft_cc_queued(const struct ry__soft_qp *qp);
 /* A PSN sent for the first time (retransmissions are not reported). */
 void ry__soft_cc_sent(struct ry__soft_qp *qp, uint32_t psn);
 /* The requester went back: samples in flight are void (Karn). */

@@ -131,7 +131,6 @@ int ry__soft_mac_rtr(struct ry__soft_qp *qp, const struct ry_qp_attr *attr)
 	/* ours start at our first PSN, the peer's at its */
 	m->tx_req = m->rx_resp = RY__SOFT_XPSN_BASE + qp->base.local.psn;
 	m->rx_req = m->tx_resp = RY__SOFT_XPSN_BASE + attr->remote.psn;
-	r->mac_any = true;
 	return 0;
 }
 

@@ -117,10 +117,11 @@ static void tx_append(struct ry__soft_rail *r, const struct sockaddr_in *dst,
 	}
 }
 
-void ry__soft_tx(struct ry__soft_rail *r, const struct sockaddr_in *dst,
-		 const struct ry__soft_pkt *p, const void *payload)
+void ry__soft_tx(struct ry__soft_qp *qp, const struct ry__soft_pkt *p,
+		 const void *payload)
 {
-	struct ry__soft_qp *qp = NULL;
+	struct ry__soft_rail *r = qp_rail(qp);
+	const struct sockaddr_in *dst = &qp->peer;
 	struct ry__soft_txhdr *t;
 	struct ry__soft_pkt mp;
 	uint32_t hlen = RY__SOFT_HDR_LEN;
@@ -130,9 +131,7 @@ void ry__soft_tx(struct ry__soft_rail *r, const struct sockaddr_in *dst,
 		r->st.faults_dropped++;
 		return;
 	}
-	/* every sender names its own QP in sqpn; the lookup only on rails
-	 * where data_mac was ever on */
-	if (r->mac_any && (qp = ry__soft_qp_lookup(r, p->sqpn)) && qp->mac.on) {
+	if (qp->mac.on) {
 		mp = *p;
 		mp.flags |= RY__SOFT_F_MAC;
 		p = &mp;
@@ -147,7 +146,9 @@ void ry__soft_tx(struct ry__soft_rail *r, const struct sockaddr_in *dst,
 		ry__soft_mac_sign(qp, &t->h, p, payload, t->mac);
 	if (ry__soft_fault_tx(r, dst, &t->h, hlen, payload, p->paylen, &dup))
 		return;
-	pad = ry__soft_may_pad(p->opcode, p->flags);
+	/* Zeros cost a link that is the bottleneck (a standing queue) more
+	 * than the datagrams they save cost the CPU. */
+	pad = ry__soft_may_pad(p->opcode, p->flags) && !ry__soft_cc_queued(qp);
 	tx_append(r, dst, t, hlen, payload, p->paylen, pad);
 	if (dup)
 		tx_append(r, dst, t, hlen, payload, p->paylen, pad);

@@ -103,7 +103,7 @@ static void send_read_req(struct ry__soft_qp *qp, struct ry__soft_wqe *w,
 	    .len = (uint32_t)len,
 	};
 
-	ry__soft_tx(qp_rail(qp), &qp->peer, &p, NULL);
+	ry__soft_tx(qp, &p, NULL);
 }
 
 static void send_data(struct ry__soft_qp *qp, struct ry__soft_wqe *w,
@@ -136,7 +136,7 @@ static void send_data(struct ry__soft_qp *qp, struct ry__soft_wqe *w,
 			p.imm = w->wr.imm_data;
 		}
 	}
-	ry__soft_tx(qp_rail(qp), &qp->peer, &p, src);
+	ry__soft_tx(qp, &p, src);
 }
 
 void ry__soft_req_run(struct ry__soft_qp *qp)

@@ -30,7 +30,7 @@ static void send_ack(struct ry__soft_qp *qp, uint8_t syn, uint32_t psn)
 	    .msn = qp->resp.msn,
 	};
 
-	ry__soft_tx(qp_rail(qp), &qp->peer, &p, NULL);
+	ry__soft_tx(qp, &p, NULL);
 }
 
 static void fatal(struct ry__soft_qp *qp, uint8_t syn, uint32_t psn)
@@ -377,8 +377,7 @@ void ry__soft_resp_run(struct ry__soft_qp *qp)
 			p.flags |= RY__SOFT_F_FIRST;
 		if (rd->pkt + 1 == rd->npkts)
 			p.flags |= RY__SOFT_F_LAST;
-		ry__soft_tx(r, &qp->peer, &p,
-			    (const void *)(uintptr_t)(rd->va + off));
+		ry__soft_tx(qp, &p, (const void *)(uintptr_t)(rd->va + off));
 		if (++rd->pkt == rd->npkts)
 			qp->resp.rd_head++;
 	}
