@@ -1008,6 +1008,15 @@ START_TEST(test_small_messages_padded)
 		ck_assert(ry__soft_cc_queued(to_sqp(p.qp[padder])));
 	}
 	pmtu = to_sqp(p.qp[0])->pmtu;
+	/* The whole window from the start, so that all the WRITEs or SENDs
+	 * leave in the first progress call, before any RTT sample: how many
+	 * are padded then depends on nothing a loaded machine changes.  A
+	 * READ's responses go four at a time (max_rd_atomic). */
+	if (_i < 6 && !read) {
+		struct ry__soft_qp *q = to_sqp(p.qp[0]);
+
+		q->cc.cwnd = q->cc.ssthresh = q->window;
+	}
 	ck_assert_uint_lt(2 * pmtu, PAD_LEN); /* three packets... */
 	ck_assert_uint_gt(3 * pmtu, PAD_LEN);
 	last = PAD_LEN - 2 * pmtu; /* ...the last one short */
@@ -1063,7 +1072,7 @@ START_TEST(test_small_messages_padded)
 		ck_assert_uint_eq(STAT(p.r[padder], tx_pad_bytes), before);
 	else
 		ck_assert_uint_ge(STAT(p.r[padder], tx_pad_bytes) - before,
-				  (uint64_t)PAD_MSGS / 2 * pad);
+				  (uint64_t)(read ? 3 : PAD_MSGS / 2) * pad);
 	ck_assert_uint_eq((STAT(p.r[padder], tx_pad_bytes) - before) % pad, 0);
 	ck_assert_uint_eq(STAT(p.r[sink], rx_dropped), 0);
 	free(ref);
