@@ -1250,12 +1250,14 @@ void cli_session_json(const struct cli_session *s, FILE *out)
 		cli_json_str(out, rt->name);
 		fprintf(out,
 			",\"state\":\"%s\",\"bytes\":%" PRIu64
-			",\"fragments\":%" PRIu64 ",\"replayed\":%" PRIu64
-			",\"failovers\":%" PRIu64 ",\"retransmits\":%" PRIu64
-			",\"fences\":%" PRIu64 ",\"reconnects\":%" PRIu64 "}",
+			",\"fragments\":%" PRIu64 ",\"work_requests\":%" PRIu64
+			",\"replayed\":%" PRIu64 ",\"failovers\":%" PRIu64
+			",\"retransmits\":%" PRIu64 ",\"fences\":%" PRIu64
+			",\"reconnects\":%" PRIu64 "}",
 			info.link_up && info.peers_active ? "up" : "down",
 			c.bytes - rt->at_start.bytes,
 			c.fragments - rt->at_start.fragments,
+			c.work_requests - rt->at_start.work_requests,
 			c.replayed_fragments - rt->at_start.replayed_fragments,
 			c.failovers - rt->at_start.failovers,
 			c.retransmits - rt->at_start.retransmits,
