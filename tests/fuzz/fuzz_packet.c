@@ -12,8 +12,9 @@
  * touched) and the completer (ACK/NAK/READ responses).  The first input
  * byte steers: which rail receives the packet, and which
  * fields are patched to the live connection's values (QPNs and cookie,
- * the expected PSN, a valid rkey and address, a correct CRC), so the
- * fuzzer gets past the outer checks into the protocol machines.  A QP
+ * the expected PSN, a valid rkey and address, a correct CRC; and with
+ * bit 5 a paylen short of the datagram, the rest padding), so the fuzzer
+ * gets past the outer checks into the protocol machines.  A QP
  * that the input kills is reconnected; one connection in four has data_mac
  * on (the MAC check, and signing what the QPs send).
  */
@@ -117,7 +118,9 @@ static void decode_stage(const uint8_t *pkt, size_t len)
 	} else if (p.mac) {
 		abort();
 	}
-	if (len < hlen || p.paylen != len - hlen || p.payload != pkt + hlen)
+	/* bytes after the payload only where padding is allowed */
+	if (len < hlen || p.paylen > len - hlen || p.payload != pkt + hlen ||
+	    (p.paylen != len - hlen && !ry__soft_may_pad(p.opcode, p.flags)))
 		abort();
 	ry__soft_hdr_encode(&h, &p);
 	ry__soft_hdr_seal(&h, p.payload, p.paylen);
@@ -156,6 +159,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			h.sqpn = htobe32(qp[1 - to]->qp_num);
 			h.cookie = htobe64(qp[to]->local.cookie);
 			h.paylen = htobe32((uint32_t)(size - hl));
+			/* the last bytes as GSO padding (wire.h): as many as
+			 * the immediate's low byte says */
+			if ((ctl & 32) && size > hl)
+				h.paylen =
+				    htobe32((uint32_t)(size - hl -
+						       be32toh(h.imm) % 256 %
+							   (size - hl + 1)));
 		}
 		if (ctl & 4)
 			h.psn = htobe32(to ? dst->resp.psn : dst->comp.psn);
@@ -165,9 +175,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					    (be64toh(h.reth_va) % REGION));
 		}
 		memcpy(pkt, &h, sizeof(h));
-		if (ctl & 16)
+		if (ctl & 16) {
+			/* over paylen (padding is outside the CRC), never
+			 * past the datagram */
+			uint32_t pl = be32toh(h.paylen);
+
+			if (pl > size - hl)
+				pl = (uint32_t)(size - hl);
 			ry__soft_hdr_seal((struct ry__soft_hdr *)(void *)pkt,
-					  pkt + hl, (uint32_t)(size - hl));
+					  pkt + hl, pl);
+		}
 	}
 	ry__soft_inject(rail[to], pkt, size, qp[1 - to]->local.gid,
 			qp[1 - to]->local.udp_port);
