@@ -85,15 +85,16 @@ static void tx_append(struct ry__soft_rail *r, const struct sockaddr_in *dst,
 {
 	uint32_t seglen = hlen + paylen;
 	struct ry__soft_txmsg *m;
+	bool joins; /* m could take another segment for dst */
 
 	if (ry__soft_tx_full(r))
 		ry__soft_tx_flush(r);
 	m = r->ntxm ? &r->txi[r->ntxm - 1] : NULL;
-	if (r->gso && m && m->closed && same_dst(&m->dst, dst) &&
-	    m->nseg < RY__SOFT_GSO_SEGS)
-		tx_pad(r, m, seglen);
-	if (!(r->gso && m && !m->closed && same_dst(&m->dst, dst) &&
-	      seglen <= m->seg && m->nseg < RY__SOFT_GSO_SEGS &&
+	joins = r->gso && m && same_dst(&m->dst, dst) &&
+		m->nseg < RY__SOFT_GSO_SEGS;
+	if (joins && m->closed)
+		tx_pad(r, m, seglen); /* opens m again if it pads */
+	if (!(joins && !m->closed && seglen <= m->seg &&
 	      m->bytes + seglen <= RY__SOFT_GSO_BYTES)) {
 		m = &r->txi[r->ntxm++];
 		m->dst = *dst;

@@ -15,7 +15,7 @@ int ry__soft_wire_parse(const void *pkt, size_t len, struct ry__soft_pkt *out)
 {
 	const uint8_t *buf = pkt;
 	struct ry__soft_hdr h;
-	uint32_t hlen = RY__SOFT_HDR_LEN;
+	uint32_t hlen = RY__SOFT_HDR_LEN, paylen;
 
 	if (len < RY__SOFT_HDR_LEN)
 		return -EMSGSIZE;
@@ -23,9 +23,10 @@ int ry__soft_wire_parse(const void *pkt, size_t len, struct ry__soft_pkt *out)
 	memcpy(&h, buf, sizeof(h));
 	if (h.flags & RY__SOFT_F_MAC)
 		hlen += RY__SOFT_MAC_LEN;
-	if (len < hlen || be32toh(h.paylen) > len - hlen ||
-	    (be32toh(h.paylen) != len - hlen &&
-	     !ry__soft_may_pad(h.opcode, h.flags)))
+	paylen = be32toh(h.paylen);
+	/* bytes after the payload: GSO padding, where it is allowed */
+	if (len < hlen || paylen > len - hlen ||
+	    (paylen != len - hlen && !ry__soft_may_pad(h.opcode, h.flags)))
 		return -EMSGSIZE;
 	if (h.version != RY__SOFT_WIRE_VERSION || h.rsvd || !h.opcode ||
 	    h.opcode >= RY__SOFT_OP__MAX || (h.flags & ~RY__SOFT_F__ALL))
@@ -42,7 +43,7 @@ int ry__soft_wire_parse(const void *pkt, size_t len, struct ry__soft_pkt *out)
 	out->syndrome = (uint8_t)(be32toh(h.aeth) >> 24);
 	out->msn = be32toh(h.aeth) & 0xffffff;
 	out->imm = be32toh(h.imm);
-	out->paylen = be32toh(h.paylen);
+	out->paylen = paylen;
 	out->payload = buf + hlen;
 	out->mac = hlen > RY__SOFT_HDR_LEN ? buf + RY__SOFT_HDR_LEN : NULL;
 	out->crc = be32toh(h.crc);

@@ -75,9 +75,14 @@ static void die(const char *what, int rc)
 	exit(1);
 }
 
+static size_t soft_cq_bytes(const struct ry__soft_cq *cq)
+{
+	return (size_t)cq->size * sizeof(struct ry_wc);
+}
+
 static size_t cq_bytes(struct ry_rail *r)
 {
-	return (size_t)to_srail(r)->cq0.size * sizeof(struct ry_wc);
+	return soft_cq_bytes(&to_srail(r)->cq0);
 }
 
 /* A manager's rail: its own CQ (lr_cq) and the rail's, which the
@@ -87,9 +92,8 @@ static size_t mgr_cq_bytes(struct ry__lrail *lr)
 	size_t b = cq_bytes(lr->lr_rail);
 
 	if (lr->lr_cq)
-		b += (size_t)container_of(lr->lr_cq, struct ry__soft_cq, base)
-			 ->size *
-		     sizeof(struct ry_wc);
+		b += soft_cq_bytes(
+		    container_of(lr->lr_cq, struct ry__soft_cq, base));
 	return b;
 }
 

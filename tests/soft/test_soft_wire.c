@@ -194,6 +194,17 @@ static const struct ry__soft_pkt round_trip[] = {
     {.opcode = RY__SOFT_OP_ACK, .syndrome = RY__SOFT_SYN_RNR | 0x1f},
 };
 
+/* Seal the header of the len-byte packet at pkt again, after a field of it
+ * was changed (pkt need not be aligned for the header's words). */
+static void reseal(uint8_t *pkt, size_t len)
+{
+	struct ry__soft_hdr h;
+
+	memcpy(&h, pkt, sizeof(h));
+	ry__soft_hdr_seal(&h, pkt + sizeof(h), (uint32_t)(len - sizeof(h)));
+	memcpy(pkt, &h, sizeof(h));
+}
+
 /* Encode and seal p with a patterned payload into pkt; the length. */
 static size_t wire_build(uint8_t *pkt, const struct ry__soft_pkt *p)
 {
@@ -386,14 +397,8 @@ START_TEST(test_decode_bad_field)
 	ck_assert_uint_eq(round_trip[1].paylen, 100);
 	len = wire_build(pkt, &round_trip[1]);
 	if (bad[_i].reseal) {
-		struct ry__soft_hdr h;
-
 		pkt[bad[_i].off] = bad[_i].val;
-		/* pkt need not be aligned for the header's words */
-		memcpy(&h, pkt, sizeof(h));
-		ry__soft_hdr_seal(&h, pkt + sizeof(h),
-				  (uint32_t)(len - sizeof(h)));
-		memcpy(pkt, &h, sizeof(h));
+		reseal(pkt, len);
 	} else {
 		pkt[bad[_i].off] ^= bad[_i].val;
 	}
@@ -884,13 +889,7 @@ START_TEST(test_old_version_said_once)
 	ry_log_set_sink(wlog_sink, NULL);
 	len = forge_build(&F, &F.f);
 	F.pkt[0] = 1;
-	{
-		struct ry__soft_hdr h;
-
-		memcpy(&h, F.pkt, sizeof(h));
-		ry__soft_hdr_seal(&h, F.payload, F.f.paylen);
-		memcpy(F.pkt, &h, sizeof(h));
-	}
+	reseal(F.pkt, len);
 	for (int i = 0; i < 3; i++)
 		forge_inject(&F, len, 0);
 	ry_log_set_sink(NULL, NULL);
@@ -992,7 +991,6 @@ START_TEST(test_small_messages_padded)
 	pair_open(&p);
 	pair_connect(&p);
 	if (_i >= 3 && _i < 6) {
-		off = 0;
 		ck_assert_int_eq(setsockopt(to_srail(p.r[sink])->sock,
 					    IPPROTO_UDP, UDP_GRO, &off,
 					    sizeof(off)),
