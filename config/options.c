@@ -58,6 +58,8 @@ const struct ry__opt ry__opts[] = {
 	"registrations ry_mr_cache_get() keeps; 0 turns the cache off"),
     TOP(progress_threads, RY__OPT_INT, "0", 0, RY_MAX_RAILS, 0, "threads",
 	"0 (one per rail, at most one per core) or 1 to 16"),
+    TOP(contexts, RY__OPT_INT, "1", 1, 16, ZD, "contexts",
+	"progress contexts; 1 is the default"),
     /* each entry is checked in validate.c */
     TOP(accept, RY__OPT_LIST, NULL, 0, 0, RY__OPT_OMIT_EMPTY,
 	"list of \"ip/len\" | \"any\"", NULL),

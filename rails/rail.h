@@ -24,8 +24,14 @@
  * used from different threads concurrently, so a provider keeps no state
  * shared between its rails unless it locks it itself (the test-only loop
  * rail's loop_lock).  A rail's CQs are part of it: calls on them are
- * serialised with the rail's other calls, as today (the step after this
- * one, issue 12, may let a CQ be polled beside the rail's other calls).
+ * serialised with the rail's other calls, unless the rail's attributes
+ * say concurrent_qps: then post_send on a QP that reports to a CQ of
+ * create_cq's, and cq_poll/cq_pending on such a CQ, may run beside any
+ * other call of the rail, and the owner serialises only the calls on one
+ * QP or one CQ (the manager: each context's own, under its lock).  The
+ * test-only null rail says so; the soft rail cannot (its progress works
+ * on the QPs' queues), nor, until its completion paths are audited for
+ * it, the verbs rail.
  *
  * Progress: ry__rail_progress() does the provider's protocol work (the soft
  * rail receives packets, sends ACKs, runs its retransmit timers there; the
@@ -285,6 +291,10 @@ struct ry_rail_attr {
 	uint64_t rate_bps; /* 0 when unknown */
 	/* a post reaches the wire without a progress call (Progress above) */
 	bool sends_alone;
+	/* post_send on a QP created with a CQ of create_cq's, and cq_poll
+	 * and cq_pending on such a CQ, need no serialising with the rail's
+	 * other calls, only with calls on the same QP or CQ (Threading) */
+	bool concurrent_qps;
 	struct ry_qp_endpoint local; /* gid/lid/udp_port filled; no QP */
 	uint32_t max_qp_wr;
 	uint32_t max_msg_size;

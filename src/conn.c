@@ -128,6 +128,7 @@ void ry__conn_init(struct ry__conn *c, struct ry_peer *p, struct ry__lrail *lr)
 	ry__conn_gone(c); /* a slot a reload reuses */
 	memset(c, 0, sizeof(*c));
 	ry__list_init(&c->cn_posted);
+	ry__list_init(&c->cn_unposted);
 	c->cn_peer = p;
 	c->cn_lrail = lr;
 	c->cn_ridx = -1;
@@ -275,7 +276,7 @@ static int create_qp(struct ry__conn *c)
 	    /* room for a heartbeat or probe beside a full window */
 	    .max_send_wr = m->m_cfg.wr_per_qp + 2,
 	    .context = c,
-	    .cq = c->cn_lrail->lr_cq,
+	    .cq = c->cn_lrail->lr_cq[c->cn_peer->pr_ctx->cx_idx],
 	};
 	struct ry_qp_attr attr = {
 	    .access = RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE |
@@ -735,7 +736,7 @@ static int post_ladder(struct ry__conn *c, uint64_t now)
 
 	memset(swr, 0, sizeof(swr));
 	for (i = 0; i < 2 * n; i++) {
-		struct ry__wr *x = ry__pool_get(&m->m_wr_pool);
+		struct ry__wr *x = ry__pool_get(&c->cn_peer->pr_ctx->cx_wr_pool);
 
 		if (!x)
 			goto err;
@@ -768,7 +769,7 @@ static int post_ladder(struct ry__conn *c, uint64_t now)
 	c->cn_out_wrs -= k;
 err:
 	while (k--)
-		ry__pool_put(&m->m_wr_pool, w[k]);
+		ry__pool_put(&c->cn_peer->pr_ctx->cx_wr_pool, w[k]);
 	return ret;
 }
 
@@ -1072,9 +1073,7 @@ int ry__conn_post(struct ry__conn *c, struct ry__wr **wrs,
 	unsigned i;
 	int ret;
 
-	pthread_mutex_lock(&c->cn_lrail->lr_lock);
-	ret = ry__rail_post_send(c->cn_qp, swr, n);
-	pthread_mutex_unlock(&c->cn_lrail->lr_lock);
+	ret = ry__lrail_post(c->cn_lrail, c->cn_qp, swr, n);
 	if (ret)
 		return ret;
 	/* a rail that sends alone (an HCA) has nothing for progress to do
@@ -1104,7 +1103,7 @@ int ry__post_ctl_msg(struct ry__conn *c, enum ry__wr_kind kind, uint64_t now)
 {
 	struct ry_manager *m = c->cn_lrail->lr_mgr;
 	struct ry_region *rg = m->m_ctl_region;
-	struct ry__wr *w = ry__pool_get(&m->m_wr_pool);
+	struct ry__wr *w = ry__pool_get(&c->cn_peer->pr_ctx->cx_wr_pool);
 	struct ry_send_wr swr = {0};
 	int ret;
 
@@ -1126,7 +1125,7 @@ int ry__post_ctl_msg(struct ry__conn *c, enum ry__wr_kind kind, uint64_t now)
 	ret = ry__conn_post(c, &w, &swr, 1, now);
 	if (ret) {
 		c->cn_out_wrs--;
-		ry__pool_put(&m->m_wr_pool, w);
+		ry__pool_put(&c->cn_peer->pr_ctx->cx_wr_pool, w);
 	}
 	return ret;
 }

@@ -49,10 +49,10 @@ static struct ry__lrail *lock_rail(struct ry_manager *m, const char *name)
 {
 	struct ry__lrail *lr;
 
-	pthread_mutex_lock(&m->m_lock);
+	ry__lock(m);
 	lr = rail_by_name(m, name);
 	if (!lr)
-		pthread_mutex_unlock(&m->m_lock);
+		ry__unlock(m);
 	return lr;
 }
 
@@ -76,7 +76,7 @@ int ry_rail_counters(struct ry_manager *m, const char *rail,
 	if (!ry__rail_get_stats(lr->lr_rail, &st))
 		sum.retransmits += st.retransmits;
 	pthread_mutex_unlock(&lr->lr_lock);
-	pthread_mutex_unlock(&m->m_lock);
+	ry__unlock(m);
 	*out = sum;
 	return 0;
 }
@@ -91,10 +91,10 @@ int ry_peer_counters(struct ry_peer *p, struct ry_counters *out)
 		return -EINVAL;
 	m = p->pr_mgr;
 	memset(&sum, 0, sizeof(sum));
-	pthread_mutex_lock(&m->m_lock);
+	ry__lock(m);
 	for (i = 0; i < m->m_nrails; i++)
 		ry__cnt_add(&sum, &p->pr_conn[i]->cn_cnt);
-	pthread_mutex_unlock(&m->m_lock);
+	ry__unlock(m);
 	*out = sum;
 	return 0;
 }
@@ -130,9 +130,9 @@ int ry_peer_info(struct ry_peer *p, struct ry_peer_info *out)
 	if (!p || !out)
 		return -EINVAL;
 	m = p->pr_mgr;
-	pthread_mutex_lock(&m->m_lock);
+	ry__lock(m);
 	peer_info(p, &pi);
-	pthread_mutex_unlock(&m->m_lock);
+	ry__unlock(m);
 	*out = pi;
 	return 0;
 }
@@ -144,7 +144,7 @@ int ry_peer_list(struct ry_manager *m, struct ry_peer_entry *out, unsigned max)
 
 	if (!m || (!out && max))
 		return -EINVAL;
-	pthread_mutex_lock(&m->m_lock);
+	ry__lock(m);
 	for (p = m->m_peers; p; p = p->pr_next, n++) {
 		struct ry_peer_entry *e;
 
@@ -180,7 +180,7 @@ int ry_peer_list(struct ry_manager *m, struct ry_peer_entry *out, unsigned max)
 			 ry__peer_state_str(PEER_NEW));
 		e->dialed = true;
 	}
-	pthread_mutex_unlock(&m->m_lock);
+	ry__unlock(m);
 	return (int)n;
 }
 
@@ -205,7 +205,7 @@ int ry_rail_info(struct ry_manager *m, const char *rail,
 		    c->cn_health < ri.health_min)
 			ri.health_min = c->cn_health;
 	}
-	pthread_mutex_unlock(&m->m_lock);
+	ry__unlock(m);
 	*out = ri;
 	return 0;
 }

@@ -141,11 +141,14 @@ int ry__lrail_open(struct ry_manager *m, unsigned i,
 	ret = ry__rail_alloc_pd(lr->lr_rail, &lr->lr_pd);
 	if (ret)
 		return ret;
-	ret = ry__rail_create_cq(lr->lr_rail, &lr->lr_cq);
-	if (ret == -EOPNOTSUPP)
-		lr->lr_cq = NULL;
-	else if (ret)
-		return ret;
+	/* a CQ per context, so that each context polls only its own */
+	for (unsigned k = 0; k < m->m_nctx; k++) {
+		ret = ry__rail_create_cq(lr->lr_rail, &lr->lr_cq[k]);
+		if (ret == -EOPNOTSUPP && !k)
+			break; /* all on the rail's own CQ */
+		if (ret)
+			return ret;
+	}
 	ret = ry__rail_fd(lr->lr_rail);
 	if (ret >= 0) {
 		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = lr};
@@ -156,7 +159,7 @@ int ry__lrail_open(struct ry_manager *m, unsigned i,
 	}
 	lr->lr_always =
 	    ret < 0 || ry__rail_pending(lr->lr_rail) == -EOPNOTSUPP ||
-	    (lr->lr_cq && ry__rail_cq_pending(lr->lr_cq) == -EOPNOTSUPP);
+	    (lr->lr_cq[0] && ry__rail_cq_pending(lr->lr_cq[0]) == -EOPNOTSUPP);
 	return ry__recv_setup(lr);
 }
 
@@ -176,10 +179,12 @@ void ry__lrail_close(struct ry__lrail *lr)
 	if (fd >= 0)
 		epoll_ctl(m->m_rail_epfd, EPOLL_CTL_DEL, fd, NULL);
 	ry__recv_teardown(lr);
-	if (ry__rail_destroy_cq(lr->lr_cq))
-		RY_ERR("mgr", "rail %s: a QP still names its CQ",
-		       lr->lr_cfg.name);
-	lr->lr_cq = NULL;
+	for (unsigned k = 0; k < RY__MAX_CTX && lr->lr_cq[k]; k++) {
+		if (ry__rail_destroy_cq(lr->lr_cq[k]))
+			RY_ERR("mgr", "rail %s: a QP still names its CQ",
+			       lr->lr_cfg.name);
+		lr->lr_cq[k] = NULL;
+	}
 	ry__rail_dealloc_pd(lr->lr_pd);
 	pthread_mutex_lock(&lr->lr_lock);
 	lr->lr_rail = NULL;
@@ -199,6 +204,38 @@ void ry__lrail_close(struct ry__lrail *lr)
 	lr->lr_qpn_n = 0;
 }
 
+static unsigned c_n(const struct ry_manager *m)
+{
+	unsigned n = m->m_cfg.contexts;
+
+	return n < 1 ? 1 : n > RY__MAX_CTX ? RY__MAX_CTX : n;
+}
+
+/* The progress contexts (LOCKING: Contexts), before any rail opens. */
+static int ctx_init(struct ry_manager *m)
+{
+	size_t sz = sizeof(struct ry__ctx) * c_n(m);
+
+	m->m_ctx = aligned_alloc(_Alignof(struct ry__ctx), sz);
+	if (!m->m_ctx)
+		return -ENOMEM;
+	memset(m->m_ctx, 0, sz);
+	m->m_nctx = c_n(m);
+	for (unsigned i = 0; i < m->m_nctx; i++) {
+		struct ry__ctx *cx = &m->m_ctx[i];
+
+		pthread_mutex_init(&cx->cx_lock, NULL);
+		pthread_mutex_init(&cx->cx_dq_lock, NULL);
+		pthread_mutex_init(&cx->cx_dl, NULL);
+		cx->cx_mgr = m;
+		cx->cx_idx = i;
+		ry__pool_init(&cx->cx_op_pool, sizeof(struct ry__op));
+		ry__pool_init(&cx->cx_wr_pool, sizeof(struct ry__wr));
+		ry__pool_init(&cx->cx_range_pool, sizeof(struct ry__range));
+	}
+	return 0;
+}
+
 static void free_cfg_peers(struct ry_config *c)
 {
 	free(c->peers);
@@ -213,10 +250,12 @@ static void teardown(struct ry_manager *m)
 	struct ry__op *op;
 	unsigned i, j;
 
-	while ((op = m->m_poll_head)) {
-		ry__sq_pop_head(m->m_poll_head, m->m_poll_tail, op_q_next);
-		ry__op_release(m, op);
-	}
+	for (i = 0; i < m->m_nctx; i++)
+		while ((op = m->m_ctx[i].cx_poll_head)) {
+			ry__sq_pop_head(m->m_ctx[i].cx_poll_head,
+					m->m_ctx[i].cx_poll_tail, op_q_next);
+			ry__op_release(m, op);
+		}
 	while ((p = m->m_peers)) { /* ry__peer_free unlinks it */
 		for (j = 0; j < m->m_nrails; j++)
 			ry__conn_destroy_qp(p->pr_conn[j]);
@@ -243,11 +282,19 @@ static void teardown(struct ry_manager *m)
 	for (i = 0; i < RY_MAX_RAILS; i++)
 		pthread_mutex_destroy(&m->m_rails[i].lr_lock);
 	/* WRs and ranges of canceled ops were revoked with their QPs */
-	m->m_wr_pool.pl_in_use = 0;
-	m->m_range_pool.pl_in_use = 0;
-	ry__pool_fini(&m->m_op_pool);
-	ry__pool_fini(&m->m_wr_pool);
-	ry__pool_fini(&m->m_range_pool);
+	for (i = 0; i < m->m_nctx; i++) {
+		struct ry__ctx *cx = &m->m_ctx[i];
+
+		cx->cx_wr_pool.pl_in_use = 0;
+		cx->cx_range_pool.pl_in_use = 0;
+		ry__pool_fini(&cx->cx_op_pool);
+		ry__pool_fini(&cx->cx_wr_pool);
+		ry__pool_fini(&cx->cx_range_pool);
+		pthread_mutex_destroy(&cx->cx_lock);
+		pthread_mutex_destroy(&cx->cx_dq_lock);
+		pthread_mutex_destroy(&cx->cx_dl);
+	}
+	free(m->m_ctx);
 	ry__heap_free(&m->m_ctimers); /* emptied by ry__peer_free */
 	ry__peer_index_fini(m);
 	ry__hidx_free(&m->m_ctl_src); /* emptied by ry__ctl_close_all */
@@ -264,6 +311,8 @@ static void teardown(struct ry_manager *m)
 	pthread_mutex_destroy(&m->m_dq_lock);
 	pthread_mutex_destroy(&m->m_deliver_lock);
 	pthread_mutex_destroy(&m->m_cb_lock);
+	pthread_mutex_destroy(&m->m_tp_lock);
+	pthread_mutex_destroy(&m->m_slot_lock);
 	free(m);
 }
 
@@ -287,6 +336,8 @@ int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 	pthread_mutex_init(&m->m_dq_lock, NULL);
 	pthread_mutex_init(&m->m_deliver_lock, NULL);
 	pthread_mutex_init(&m->m_cb_lock, NULL);
+	pthread_mutex_init(&m->m_tp_lock, NULL);
+	pthread_mutex_init(&m->m_slot_lock, NULL);
 	/* every slot's, so that a reload can add rails (reload.c) */
 	for (i = 0; i < RY_MAX_RAILS; i++)
 		pthread_mutex_init(&m->m_rails[i].lr_lock, NULL);
@@ -315,9 +366,9 @@ int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 	if (ret)
 		goto err;
 	ry__mgr_timing(m);
-	ry__pool_init(&m->m_op_pool, sizeof(struct ry__op));
-	ry__pool_init(&m->m_wr_pool, sizeof(struct ry__wr));
-	ry__pool_init(&m->m_range_pool, sizeof(struct ry__range));
+	ret = ctx_init(m);
+	if (ret)
+		goto err;
 
 	m->m_epfd = epoll_create1(EPOLL_CLOEXEC);
 	m->m_rail_epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -394,14 +445,14 @@ void ry_manager_destroy(struct ry_manager *m)
 	if (!m)
 		return;
 	ry_progress_thread_stop(m);
-	pthread_mutex_lock(&m->m_lock);
+	ry__lock(m);
 	m->m_closing = true;
 	for (p = m->m_peers; p; p = p->pr_next)
 		ry__op_cancel_all(p);
 	dv = m->m_dv_head;
 	ry__sq_init(m->m_dv_head, m->m_dv_tail);
 	ry__deliver_queue(m);
-	pthread_mutex_unlock(&m->m_lock);
+	ry__unlock(m);
 	/* canceled ops' callbacks; undelivered messages are dropped */
 	while (dv) {
 		struct ry__delivery *next = dv->dv_next;
@@ -479,7 +530,7 @@ int ry_rail_fault(struct ry_manager *m, const char *rail,
 	f.reorder = spec->reorder;
 	f.corrupt = spec->corrupt;
 	f.delay_us = spec->delay_us;
-	pthread_mutex_lock(&m->m_lock);
+	ry__lock(m);
 	lr = lrail(m, rail);
 	ret = -ENOENT;
 	if (lr) {
@@ -487,7 +538,7 @@ int ry_rail_fault(struct ry_manager *m, const char *rail,
 		ret = ry__rail_set_fault(lr->lr_rail, &f);
 		pthread_mutex_unlock(&lr->lr_lock);
 	}
-	pthread_mutex_unlock(&m->m_lock);
+	ry__unlock(m);
 	ry__kick(m);
 	return ret;
 }
@@ -499,7 +550,7 @@ int ry_rail_link(struct ry_manager *m, const char *rail, bool up)
 
 	if (!m)
 		return -EINVAL;
-	pthread_mutex_lock(&m->m_lock);
+	ry__lock(m);
 	lr = lrail(m, rail);
 	ret = -ENOENT;
 	if (lr) {
@@ -510,7 +561,7 @@ int ry_rail_link(struct ry_manager *m, const char *rail, bool up)
 		/* the rail reports the change as an event: let it run */
 		atomic_store(&lr->lr_kick, true);
 	}
-	pthread_mutex_unlock(&m->m_lock);
+	ry__unlock(m);
 	ry__kick(m);
 	return ret;
 }

@@ -185,6 +185,7 @@ _Static_assert(RY__RXWIN >= RY__TXWIN + RY__RECV_BUFS * RY_MAX_RAILS,
 	       "receive window smaller than sender window + receive buffers");
 #define RY__PAST 8	  /* earlier incarnations of a peer remembered */
 #define RY__POST_BATCH 32 /* WRs handed to one post_send call */
+#define RY__MAX_CTX 16	  /* progress contexts (config: contexts) */
 /* No more fragments for a connection holding twice what it completed in
  * the last window this long (stripe.c), unless under RY__OUT_MIN bytes. */
 #define RY__OUT_HORIZON_NS 8000000ull
@@ -246,7 +247,7 @@ struct ry_region {
 	void *rg_addr;
 	size_t rg_len;
 	unsigned rg_access; /* enum ry_mr_access */
-	unsigned rg_users;  /* ops in flight using it */
+	atomic_uint rg_users; /* ops in flight using it (any context) */
 	struct ry_mr *rg_mr[RY_MAX_RAILS];
 	struct ry_region *rg_next, *rg_prev;
 	/* registration cache (rcache.c); rg_cached false: not the cache's */
@@ -378,8 +379,11 @@ struct ry__lat {
 };
 void ry__lat_add(struct ry__lat *l, uint64_t ns);
 
+struct ry__ctx;
+
 struct ry__op {
 	struct ry_peer *op_peer;
+	struct ry__ctx *op_cx; /* its peer's context: the pool it is from */
 	enum ry__op_type op_type;
 	enum ry__op_state op_state;
 	struct ry_region *op_region;
@@ -493,6 +497,11 @@ struct ry__conn {
 	char cn_reason[160];
 	struct ry__conn *cn_hnext;     /* lr_qpn_hash */
 	struct ry__conn *cn_fnext;     /* m_failed */
+	/* a post_send that failed under the context lock alone (stripe.c):
+	 * its error and WRs, handed to the next cold round (cx_pfail) */
+	int cn_post_err;
+	struct ry__list cn_unposted;
+	struct ry__conn *cn_pfnext;
 	struct ry__heap_node cn_tnode; /* m_ctimers (timers.c) */
 	struct ry_counters cn_cnt;
 };
@@ -508,10 +517,9 @@ struct ry__lrail {
 	unsigned lr_idx;
 	struct ry_rail *lr_rail;
 	struct ry_pd *lr_pd;
-	/* the CQ its QPs report to: the manager's own on the rail, the first
-	 * progress context's (LOCKING, NEXT STEP); NULL: the rail's, for a
-	 * provider without create_cq */
-	struct ry_cq *lr_cq;
+	/* the CQ each context's QPs report to (lr_cq[c_idx]); all NULL: the
+	 * rail's own, for a provider without create_cq (LOCKING) */
+	struct ry_cq *lr_cq[RY__MAX_CTX];
 	struct ry_rail_config lr_cfg;
 	struct ry_rail_attr lr_attr;
 	enum ry_link_state lr_link;
@@ -561,6 +569,37 @@ struct ry__ip {
 	uint16_t port;
 };
 
+/* A completion the context path may not handle (LOCKING: Contexts). */
+struct ry__stash {
+	struct ry__lrail *st_lr;
+	struct ry_wc st_wc;
+};
+
+#define RY__STASH 64 /* one CQ poll batch */
+
+/*
+ * A progress context (LOCKING: Contexts): its peers' data path, under
+ * cx_lock alone.  Aligned so that two contexts share no cache line.
+ */
+struct ry__ctx {
+	pthread_mutex_t cx_lock;
+	struct ry_manager *cx_mgr;
+	unsigned cx_idx;
+	struct ry__pool cx_op_pool, cx_wr_pool, cx_range_pool;
+	struct ry_peer *cx_dirty;			/* peers to stripe */
+	struct ry__op *cx_done_head, *cx_done_tail; /* with a callback */
+	struct ry__op *cx_poll_head, *cx_poll_tail; /* ry_poll_completions */
+	/* callbacks not yet run (cx_dq_lock, a leaf), and the lock held by
+	 * the one thread running them when there are several contexts */
+	pthread_mutex_t cx_dq_lock, cx_dl;
+	struct ry__op *cx_dq_head, *cx_dq_tail;
+	/* completions left to the cold round, in CQ order; while any wait
+	 * the context's CQs are not polled by the context path */
+	unsigned cx_nstash;
+	struct ry__stash cx_stash[RY__STASH];
+	struct ry__conn *cx_pfail; /* failed posts (cn_post_err) */
+} __attribute__((aligned(64)));
+
 struct ry_peer {
 	struct ry_manager *pr_mgr;
 	/* pr_name, pr_addr, pr_node_name, pr_node and pr_dial are what the
@@ -605,9 +644,11 @@ struct ry_peer {
 	struct ry__op *pr_parked_head, *pr_parked_tail;
 	struct ry__range *pr_replay_head, *pr_replay_tail;
 	unsigned pr_inflight;
-	bool pr_dirty; /* on m_dirty: stripe me */
+	struct ry__ctx *pr_ctx; /* its context, for life (LOCKING) */
+	bool pr_dirty;		/* on cx_dirty: stripe me */
 	struct ry_peer *pr_dnext;
 	struct ry__list pr_tlink; /* m_tpeers (timers.c), or self */
+	bool pr_timed;		  /* on m_tpeers */
 	/* fencing */
 	uint64_t pr_fence_gen, pr_fence_acked;
 	/* messages */
@@ -666,6 +707,15 @@ struct ry__fdtag {
 
 struct ry_manager {
 	pthread_mutex_t m_lock;
+	/* progress contexts (LOCKING: Contexts); m_nctx fixed at create */
+	unsigned m_nctx;
+	struct ry__ctx *m_ctx; /* m_nctx of them, aligned */
+	/* the context path left work to a cold round (stash, failed post) */
+	atomic_bool m_cold_due;
+	atomic_uint m_cold_want; /* ry__lock() waits for the contexts' locks */
+	_Atomic uint64_t m_cold_ns; /* the next cold round due by time */
+	/* leaves under a context lock: peers onto m_tpeers, message slots */
+	pthread_mutex_t m_tp_lock, m_slot_lock;
 	struct ry_config m_cfg; /* copy; m_cfg.peers owned */
 	uint64_t m_node;	/* random incarnation id */
 	bool m_closing;
@@ -728,7 +778,6 @@ struct ry_manager {
 	 * by host, by incarnation; keyed with m_ix_key (peer_index.c) */
 	struct ry__hidx m_ix_name, m_ix_nname, m_ix_addr, m_ix_host, m_ix_node;
 	unsigned char m_ix_key[16];
-	struct ry_peer *m_dirty;
 	struct ry__conn *m_failed;
 	/* timers (timers.c): connections by their next deadline; peers with
 	 * operations to time out or a control redial to make */
@@ -743,13 +792,9 @@ struct ry_manager {
 	/* path MTU probe slices, one per rail, m_probe_stride apart */
 	struct ry_region *m_probe_region;
 	uint32_t m_probe_stride;
-	struct ry__pool m_op_pool, m_wr_pool, m_range_pool;
-	/* delivery */
-	struct ry__op *m_done_head, *m_done_tail; /* with a callback */
-	struct ry__op *m_poll_head, *m_poll_tail; /* for ry_poll_completions */
+	/* delivery (ops: per context, cx_done and cx_poll) */
 	struct ry__delivery *m_dv_head, *m_dv_tail;
 	pthread_mutex_t m_dq_lock; /* m_dq_*: callbacks not yet run */
-	struct ry__op *m_dq_done_head, *m_dq_done_tail;
 	struct ry__delivery *m_dq_dv_head, *m_dq_dv_tail;
 	pthread_mutex_t m_deliver_lock;
 	pthread_mutex_t m_cb_lock;
@@ -768,6 +813,29 @@ struct ry_manager {
 		struct ry_region *rc_hash[RY__RCACHE_HASH];
 	} m_rcache;
 };
+
+/*
+ * The cold lock (LOCKING: Contexts): m_lock, then every context's lock in
+ * order.  ry__lock() also hands what the context path left to the cold
+ * round (cx_stash, cx_pfail) to its handlers, so the holder never sees a
+ * WR that a context path polled but did not handle.
+ */
+void ry__lock(struct ry_manager *m);
+void ry__unlock(struct ry_manager *m);
+/* Before taking a context's lock alone: let a cold lock that is waiting
+ * for the contexts' locks have them first (ry__lock). */
+static inline void ry__ctx_gate(struct ry_manager *m)
+{
+	if (atomic_load_explicit(&m->m_cold_want, memory_order_relaxed)) {
+		pthread_mutex_lock(&m->m_lock);
+		pthread_mutex_unlock(&m->m_lock);
+	}
+}
+
+/* The context a thread holding only cx_lock runs for (NULL: none). */
+extern _Thread_local struct ry__ctx *ry__tl_hot;
+/* This thread posts to cx's peers: its ry_progress() runs cx first. */
+void ry__ctx_note(struct ry__ctx *cx);
 
 /* manager.c: create, destroy, resources */
 void ry__mgr_timing(struct ry_manager *m);
@@ -1128,6 +1196,27 @@ struct ry_rail *ry__mgr_rail(struct ry_manager *m, const char *name);
  * never names a different rail by that index.  Every loop over m_nrails
  * skips holes where it touches the rail itself.
  */
+/* A rail that takes post_send and its CQs' calls without lr_lock
+ * (rails/rail.h: concurrent_qps), for QPs on a CQ of the manager's. */
+static inline bool ry__lrail_free_qps(const struct ry__lrail *lr)
+{
+	return lr->lr_attr.concurrent_qps && lr->lr_cq[0];
+}
+
+/* post_send under lr_lock unless the rail needs none for it. */
+static inline int ry__lrail_post(struct ry__lrail *lr, struct ry_qp *qp,
+				 const struct ry_send_wr *swr, unsigned n)
+{
+	int ret;
+
+	if (ry__lrail_free_qps(lr))
+		return ry__rail_post_send(qp, swr, n);
+	pthread_mutex_lock(&lr->lr_lock);
+	ret = ry__rail_post_send(qp, swr, n);
+	pthread_mutex_unlock(&lr->lr_lock);
+	return ret;
+}
+
 static inline bool ry__lrail_live(const struct ry__lrail *lr)
 {
 	return lr->lr_rail != NULL;

@@ -448,9 +448,9 @@ int ry_metrics_render(struct ry_manager *m, char *buf, size_t len)
 
 	if (!m || (!buf && len))
 		return -EINVAL;
-	pthread_mutex_lock(&m->m_lock);
+	ry__lock(m);
 	render_locked(m, &w);
-	pthread_mutex_unlock(&m->m_lock);
+	ry__unlock(m);
 	if (w.pos > (size_t)INT32_MAX)
 		return -EOVERFLOW;
 	if (len && w.pos >= len)

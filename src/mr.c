@@ -221,10 +221,10 @@ int ry_mr_reg(struct ry_manager *m, void *addr, size_t len, unsigned access,
 	if (!m || !addr || !len || !rg_p ||
 	    access & ~(unsigned)(RY_MR_REMOTE_WRITE | RY_MR_REMOTE_READ))
 		return -EINVAL;
-	pthread_mutex_lock(&m->m_lock);
+	ry__lock(m);
 	ret = m->m_closing ? -ESHUTDOWN
 			   : ry__region_reg(m, addr, len, access, rg_p);
-	pthread_mutex_unlock(&m->m_lock);
+	ry__unlock(m);
 	return ret;
 }
 
@@ -238,11 +238,11 @@ int ry_mr_dereg(struct ry_region *rg)
 	if (rg->rg_cached)
 		return -EINVAL; /* the cache's: ry_mr_cache_put() */
 	m = rg->rg_mgr;
-	pthread_mutex_lock(&m->m_lock);
+	ry__lock(m);
 	if (rg->rg_users)
 		ret = -EBUSY;
 	else
 		ry__region_dereg(rg);
-	pthread_mutex_unlock(&m->m_lock);
+	ry__unlock(m);
 	return ret;
 }

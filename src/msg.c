@@ -264,16 +264,23 @@ int ry__msg_slots_setup(struct ry_manager *m)
 	return 0;
 }
 
+/* m_slot_lock: an op of any context takes and gives back slots */
 unsigned ry__slot_get(struct ry_manager *m)
 {
-	if (!m->m_nslot_free)
-		return ~0u;
-	return m->m_slot_free[--m->m_nslot_free];
+	unsigned s = ~0u;
+
+	pthread_mutex_lock(&m->m_slot_lock);
+	if (m->m_nslot_free)
+		s = m->m_slot_free[--m->m_nslot_free];
+	pthread_mutex_unlock(&m->m_slot_lock);
+	return s;
 }
 
 void ry__slot_put(struct ry_manager *m, unsigned slot)
 {
+	pthread_mutex_lock(&m->m_slot_lock);
 	m->m_slot_free[m->m_nslot_free++] = slot;
+	pthread_mutex_unlock(&m->m_slot_lock);
 }
 
 void *ry__slot_addr(struct ry_manager *m, unsigned slot)

@@ -136,9 +136,11 @@ static void complete(struct ry__op *op)
 			    ry__since(now, op->op_post_ns));
 	}
 	if (op->op_cb)
-		ry__sq_push_tail(m->m_done_head, m->m_done_tail, op, op_q_next);
+		ry__sq_push_tail(op->op_cx->cx_done_head,
+				 op->op_cx->cx_done_tail, op, op_q_next);
 	else
-		ry__sq_push_tail(m->m_poll_head, m->m_poll_tail, op, op_q_next);
+		ry__sq_push_tail(op->op_cx->cx_poll_head,
+				 op->op_cx->cx_poll_tail, op, op_q_next);
 	while (p->pr_inflight < m->m_cfg.ops_in_flight && p->pr_waitq_head) {
 		struct ry__op *w = p->pr_waitq_head;
 
@@ -205,7 +207,6 @@ void ry__op_msg_done(struct ry__op *op)
 void ry__op_fail(struct ry__op *op, enum ry_status st, const char *reason)
 {
 	struct ry_peer *p = op->op_peer;
-	struct ry_manager *m = p->pr_mgr;
 	struct ry__range **pp, *rn;
 
 	if (op->op_state == OPS_DONE)
@@ -233,7 +234,7 @@ void ry__op_fail(struct ry__op *op, enum ry_status st, const char *reason)
 		if (rn->rn_op == op) {
 			*pp = rn->rn_next;
 			op->op_done_frags += rn->rn_n;
-			ry__pool_put(&m->m_range_pool, rn);
+			ry__pool_put(&p->pr_ctx->cx_range_pool, rn);
 		} else {
 			p->pr_replay_tail = rn;
 			pp = &rn->rn_next;
@@ -349,23 +350,25 @@ void ry__op_cancel_all(struct ry_peer *p)
 	}
 }
 
+/* Its context's lock held (or the cold lock). */
 void ry__op_release(struct ry_manager *m, struct ry__op *op)
 {
+	(void)m;
 	free(op->op_segs);
 	op->op_segs = NULL;
 	op->op_nsegs = 0;
-	ry__pool_put(&m->m_op_pool, op);
+	ry__pool_put(&op->op_cx->cx_op_pool, op);
 }
 
 static struct ry__op *op_new(struct ry_peer *p, enum ry__op_type type,
 			     ry_complete_fn cb, void *ctx)
 {
-	struct ry_manager *m = p->pr_mgr;
-	struct ry__op *op = ry__pool_get(&m->m_op_pool);
+	struct ry__op *op = ry__pool_get(&p->pr_ctx->cx_op_pool);
 
 	if (!op)
 		return NULL;
 	memset(op, 0, offsetof(struct ry__op, op_reason));
+	op->op_cx = p->pr_ctx;
 	op->op_reason[0] = 0;
 	ry__list_init(&op->op_all);
 	op->op_q_next = NULL;
@@ -445,7 +448,46 @@ static int rdma_desc(enum ry__op_type type, const void *desc, size_t dlen,
 	return d->d_access & need ? 0 : -EACCES;
 }
 
-/* A new RDMA op with its remote side, m_lock held; NULL with *ret set. */
+/*
+ * The posting section for p: its context's lock alone while the peer is
+ * READY (all that enqueue() may then touch is the context's and the
+ * peer's: LOCKING, Contexts), the cold lock otherwise (a dial, a backoff
+ * to cut short).  True if it took the context's lock alone.
+ */
+static bool post_lock(struct ry_peer *p)
+{
+	struct ry__ctx *cx = p->pr_ctx;
+
+	ry__ctx_gate(p->pr_mgr);
+	pthread_mutex_lock(&cx->cx_lock);
+	if (p->pr_state == PEER_READY) {
+		ry__tl_hot = cx;
+		ry__ctx_note(cx);
+		return true;
+	}
+	pthread_mutex_unlock(&cx->cx_lock);
+	ry__lock(p->pr_mgr);
+	return false;
+}
+
+/* Leave the posting section: a posted op gets the rail kicked. */
+static int post_unlock(struct ry_peer *p, bool hot, int ret, uint64_t bytes)
+{
+	struct ry_manager *m = p->pr_mgr;
+
+	if (hot) {
+		ry__tl_hot = NULL;
+		pthread_mutex_unlock(&p->pr_ctx->cx_lock);
+	} else {
+		ry__unlock(m);
+	}
+	if (!ret)
+		ry__kick_post(m, bytes);
+	return ret;
+}
+
+/* A new RDMA op with its remote side, in the posting section; NULL with
+ * *ret set. */
 static struct ry__op *rdma_op_new(struct ry_peer *p, enum ry__op_type type,
 				  const struct ry__desc *d, bool notify,
 				  uint64_t nval, ry_complete_fn cb, void *ctx,
@@ -493,6 +535,7 @@ static int post_rdma(struct ry_peer *p, enum ry__op_type type,
 	struct ry_manager *m;
 	struct ry__desc d;
 	struct ry__op *op;
+	bool hot;
 	int ret = 0;
 
 	if (!p || !rg || !desc || !len || rg->rg_mgr != p->pr_mgr)
@@ -508,7 +551,7 @@ static int post_rdma(struct ry_peer *p, enum ry__op_type type,
 	if (roff > d.d_len || len > d.d_len - roff)
 		return -EINVAL;
 
-	pthread_mutex_lock(&m->m_lock);
+	hot = post_lock(p);
 	op = rdma_op_new(p, type, &d, notify, nval, cb, ctx, &ret);
 	if (!op)
 		goto out;
@@ -521,10 +564,7 @@ static int post_rdma(struct ry_peer *p, enum ry__op_type type,
 				   m->m_cfg.fragment_size);
 	enqueue(p, op);
 out:
-	pthread_mutex_unlock(&m->m_lock);
-	if (!ret)
-		ry__kick_post(m, len);
-	return ret;
+	return post_unlock(p, hot, ret, len);
 }
 
 int ry_write(struct ry_peer *p, struct ry_region *local, size_t local_off,
@@ -686,15 +726,6 @@ static struct ry__seg *build_segs(const struct ry_iov *iov, int iovcnt,
 	return segs;
 }
 
-/* Leave the posting section: a posted op gets the rail kicked. */
-static int unlock_kick(struct ry_manager *m, int ret, uint64_t bytes)
-{
-	pthread_mutex_unlock(&m->m_lock);
-	if (!ret)
-		ry__kick_post(m, bytes);
-	return ret;
-}
-
 static int post_vec(struct ry_peer *p, enum ry__op_type type,
 		    const struct ry_iov *iov, int iovcnt, const void *desc,
 		    size_t dlen, const struct ry_riov *riov, int riovcnt,
@@ -708,6 +739,7 @@ static int post_vec(struct ry_peer *p, enum ry__op_type type,
 	struct ry__op *op;
 	uint64_t total, rtotal;
 	uint32_t nsegs, nfrags, i;
+	bool hot;
 	int ret;
 
 	if (!p || !desc)
@@ -738,7 +770,7 @@ static int post_vec(struct ry_peer *p, enum ry__op_type type,
 	if (!segs)
 		return -ENOMEM;
 
-	pthread_mutex_lock(&m->m_lock);
+	hot = post_lock(p);
 	op = rdma_op_new(p, type, &d, notify, nval, cb, ctx, &ret);
 	if (!op) {
 		free(segs);
@@ -761,7 +793,7 @@ static int post_vec(struct ry_peer *p, enum ry__op_type type,
 	}
 	enqueue(p, op);
 out:
-	return unlock_kick(m, ret, total);
+	return post_unlock(p, hot, ret, total);
 }
 
 int ry_writev(struct ry_peer *p, const struct ry_iov *iov, int iovcnt,
@@ -804,6 +836,7 @@ int ry_send(struct ry_peer *p, const void *buf, size_t len, ry_complete_fn cb,
 {
 	struct ry_manager *m;
 	struct ry__op *op;
+	bool hot;
 	int ret = 0;
 
 	if (!p || (len && !buf))
@@ -811,7 +844,7 @@ int ry_send(struct ry_peer *p, const void *buf, size_t len, ry_complete_fn cb,
 	if (len > RY_MSG_MAX)
 		return -EMSGSIZE;
 	m = p->pr_mgr;
-	pthread_mutex_lock(&m->m_lock);
+	hot = post_lock(p);
 	if (m->m_closing) {
 		ret = -ESHUTDOWN;
 		goto out;
@@ -831,10 +864,7 @@ int ry_send(struct ry_peer *p, const void *buf, size_t len, ry_complete_fn cb,
 	ry__msg_prepare(op, MT_DATA, buf, len);
 	enqueue(p, op);
 out:
-	pthread_mutex_unlock(&m->m_lock);
-	if (!ret)
-		ry__kick_post(m, len);
-	return ret;
+	return post_unlock(p, hot, ret, len);
 }
 
 static void fill(struct ry_completion *c, const struct ry__op *op)
@@ -864,12 +894,17 @@ int ry_poll_completions(struct ry_manager *m, struct ry_completion *out,
 
 	if (!m || (!out && max > 0) || max < 0)
 		return -EINVAL;
-	pthread_mutex_lock(&m->m_lock);
-	while (n < max && (op = m->m_poll_head)) {
-		ry__sq_pop_head(m->m_poll_head, m->m_poll_tail, op_q_next);
-		fill(&out[n++], op);
-		ry__op_release(m, op);
+	ry__lock(m);
+	for (unsigned i = 0; i < m->m_nctx; i++) {
+		struct ry__ctx *cx = &m->m_ctx[i];
+
+		while (n < max && (op = cx->cx_poll_head)) {
+			ry__sq_pop_head(cx->cx_poll_head, cx->cx_poll_tail,
+					op_q_next);
+			fill(&out[n++], op);
+			ry__op_release(m, op);
+		}
 	}
-	pthread_mutex_unlock(&m->m_lock);
+	ry__unlock(m);
 	return n;
 }

@@ -46,6 +46,8 @@ struct ry_peer *ry__peer_new(struct ry_manager *m, const char *name,
 	ry__list_init(&p->pr_tlink);
 	ry__list_init(&p->pr_rlink);
 	p->pr_seq = ++m->m_peer_seq;
+	/* in turn: the n-th peer made is context n mod contexts's */
+	p->pr_ctx = &m->m_ctx[(p->pr_seq - 1) % m->m_nctx];
 	p->pr_nslots = m->m_nrails;
 	for (i = 0; i < m->m_nrails; i++) {
 		p->pr_conn[i] = &p->pr_slots[i];
@@ -122,15 +124,15 @@ void ry__peer_forget(struct ry_peer *p)
 
 void ry__peer_dirty(struct ry_peer *p)
 {
-	struct ry_manager *m = p->pr_mgr;
+	struct ry__ctx *cx = p->pr_ctx;
 
 	if (!ry__list_empty(&p->pr_ops))
 		ry__peer_timer(p);
 	if (p->pr_dirty)
 		return;
 	p->pr_dirty = true;
-	p->pr_dnext = m->m_dirty;
-	m->m_dirty = p;
+	p->pr_dnext = cx->cx_dirty;
+	cx->cx_dirty = p;
 }
 
 /*
@@ -436,7 +438,7 @@ int ry_peer_get(struct ry_manager *m, const char *s, struct ry_peer **peer_p)
 
 	if (!m || !s || !s[0] || !peer_p)
 		return -EINVAL;
-	pthread_mutex_lock(&m->m_lock);
+	ry__lock(m);
 	if (m->m_closing) {
 		ret = -ESHUTDOWN;
 		goto out;
@@ -473,7 +475,7 @@ int ry_peer_get(struct ry_manager *m, const char *s, struct ry_peer **peer_p)
 	p->pr_app_seen = true;
 	*peer_p = p;
 out:
-	pthread_mutex_unlock(&m->m_lock);
+	ry__unlock(m);
 	return ret;
 }
 
@@ -494,18 +496,18 @@ void ry_peer_hold(struct ry_peer *p)
 {
 	if (!p)
 		return;
-	pthread_mutex_lock(&p->pr_mgr->m_lock);
+	ry__lock(p->pr_mgr);
 	p->pr_app_refs++;
-	pthread_mutex_unlock(&p->pr_mgr->m_lock);
+	ry__unlock(p->pr_mgr);
 }
 
 void ry_peer_release(struct ry_peer *p)
 {
 	if (!p)
 		return;
-	pthread_mutex_lock(&p->pr_mgr->m_lock);
+	ry__lock(p->pr_mgr);
 	ry__peer_unref(p);
-	pthread_mutex_unlock(&p->pr_mgr->m_lock);
+	ry__unlock(p->pr_mgr);
 }
 
 const char *ry_peer_name(const struct ry_peer *p)
@@ -525,13 +527,13 @@ int ry_desc_live(struct ry_peer *p, const void *desc, size_t len)
 	if (ret)
 		return ret;
 	m = p->pr_mgr;
-	pthread_mutex_lock(&m->m_lock);
+	ry__lock(m);
 	if (ry__peer_node_stale(p, d.d_node))
 		ret = -ESTALE;
 	else if (!p->pr_node)
 		ret = -EAGAIN;
 	else if (d.d_node != p->pr_node)
 		ret = -ENXIO;
-	pthread_mutex_unlock(&m->m_lock);
+	ry__unlock(m);
 	return ret;
 }

@@ -30,6 +30,19 @@ static void drain_fd(int fd)
 
 /* ---- delivery ---- */
 
+_Thread_local struct ry__ctx *ry__tl_hot;
+/* the context this thread last posted to (ry__ctx_note), by manager and
+ * index: a pointer could outlive its manager */
+static _Thread_local struct ry_manager *tl_aff_m;
+static _Thread_local unsigned tl_aff_idx;
+
+void ry__ctx_note(struct ry__ctx *cx)
+{
+	tl_aff_m = cx->cx_mgr;
+	tl_aff_idx = cx->cx_idx;
+}
+
+
 static struct ry__delivery *dv_new(struct ry_manager *m, size_t extra)
 {
 	struct ry__delivery *dv = calloc(1, sizeof(*dv) + extra);
@@ -104,13 +117,16 @@ static int run_callbacks(struct ry_manager *m, struct ry__op *done,
 		op->op_cb(&cpl, op->op_ctx);
 		n++;
 	}
-	if (first) {
-		pthread_mutex_lock(&m->m_lock);
-		while ((op = first)) {
+	/* back to their contexts' pools, one lock per run of a context */
+	while (first) {
+		struct ry__ctx *cx = first->op_cx;
+
+		pthread_mutex_lock(&cx->cx_lock);
+		while ((op = first) && op->op_cx == cx) {
 			first = op->op_q_next;
 			ry__op_release(m, op);
 		}
-		pthread_mutex_unlock(&m->m_lock);
+		pthread_mutex_unlock(&cx->cx_lock);
 	}
 	if (!dv)
 		return n;
@@ -134,9 +150,9 @@ static int run_callbacks(struct ry_manager *m, struct ry__op *done,
 		msgs |= d->dv_kind == 0;
 	}
 	/* the messages' senders are the application's no longer (unless it
-	 * held them): one m_lock for the batch */
+	 * held them): one cold lock for the batch */
 	if (msgs)
-		pthread_mutex_lock(&m->m_lock);
+		ry__lock(m);
 	while ((d = dv)) {
 		dv = d->dv_next;
 		if (d->dv_kind == 0)
@@ -144,52 +160,86 @@ static int run_callbacks(struct ry_manager *m, struct ry__op *done,
 		free(d);
 	}
 	if (msgs)
-		pthread_mutex_unlock(&m->m_lock);
+		ry__unlock(m);
 	return n;
 }
 
 /*
- * m_lock held: move what this round queued for the application (m_done,
- * m_dv) to the end of the callback queue, in order.  True if it moved
- * anything.
+ * The lock held while cx's completion callbacks run: the manager's (with
+ * its messages and events) while it has one context, so that no two of
+ * its callbacks ever run at once; with several, each context's own
+ * (LOCKING: Contexts).
+ */
+static pthread_mutex_t *dlock(struct ry_manager *m, struct ry__ctx *cx)
+{
+	return m->m_nctx > 1 ? &cx->cx_dl : &m->m_deliver_lock;
+}
+
+/* cx_lock or the cold lock held: cx's completed ops to the end of its
+ * callback queue. */
+static void dq_add_ctx(struct ry__ctx *cx)
+{
+	if (!cx->cx_done_head)
+		return;
+	pthread_mutex_lock(&cx->cx_dq_lock);
+	if (cx->cx_dq_tail)
+		cx->cx_dq_tail->op_q_next = cx->cx_done_head;
+	else
+		cx->cx_dq_head = cx->cx_done_head;
+	cx->cx_dq_tail = cx->cx_done_tail;
+	pthread_mutex_unlock(&cx->cx_dq_lock);
+	ry__sq_init(cx->cx_done_head, cx->cx_done_tail);
+}
+
+/*
+ * The cold lock held: move what this round queued for the application
+ * (every context's cx_done, m_dv) to the end of the callback queues, in
+ * order.  True if it moved anything.
  */
 bool ry__deliver_queue(struct ry_manager *m)
 {
-	bool any = m->m_done_head || m->m_dv_head;
+	bool any = m->m_dv_head;
+	unsigned i;
 
-	if (!any)
-		return false;
+	for (i = 0; i < m->m_nctx; i++) {
+		any |= m->m_ctx[i].cx_done_head != NULL;
+		dq_add_ctx(&m->m_ctx[i]);
+	}
+	if (!m->m_dv_head)
+		return any;
 	pthread_mutex_lock(&m->m_dq_lock);
-	if (m->m_done_head) {
-		if (m->m_dq_done_tail)
-			m->m_dq_done_tail->op_q_next = m->m_done_head;
-		else
-			m->m_dq_done_head = m->m_done_head;
-		m->m_dq_done_tail = m->m_done_tail;
-	}
-	if (m->m_dv_head) {
-		if (m->m_dq_dv_tail)
-			m->m_dq_dv_tail->dv_next = m->m_dv_head;
-		else
-			m->m_dq_dv_head = m->m_dv_head;
-		m->m_dq_dv_tail = m->m_dv_tail;
-	}
+	if (m->m_dq_dv_tail)
+		m->m_dq_dv_tail->dv_next = m->m_dv_head;
+	else
+		m->m_dq_dv_head = m->m_dv_head;
+	m->m_dq_dv_tail = m->m_dv_tail;
 	pthread_mutex_unlock(&m->m_dq_lock);
-	ry__sq_init(m->m_done_head, m->m_done_tail);
 	ry__sq_init(m->m_dv_head, m->m_dv_tail);
 	return true;
 }
 
-static bool dq_take(struct ry_manager *m, struct ry__op **done,
-		    struct ry__delivery **dv)
+static struct ry__op *dq_take_ctx(struct ry__ctx *cx, bool peek)
 {
+	struct ry__op *op;
+
+	pthread_mutex_lock(&cx->cx_dq_lock);
+	op = cx->cx_dq_head;
+	if (!peek)
+		ry__sq_init(cx->cx_dq_head, cx->cx_dq_tail);
+	pthread_mutex_unlock(&cx->cx_dq_lock);
+	return op;
+}
+
+static struct ry__delivery *dq_take_dv(struct ry_manager *m, bool peek)
+{
+	struct ry__delivery *dv;
+
 	pthread_mutex_lock(&m->m_dq_lock);
-	*done = m->m_dq_done_head;
-	*dv = m->m_dq_dv_head;
-	ry__sq_init(m->m_dq_done_head, m->m_dq_done_tail);
-	ry__sq_init(m->m_dq_dv_head, m->m_dq_dv_tail);
+	dv = m->m_dq_dv_head;
+	if (!peek)
+		ry__sq_init(m->m_dq_dv_head, m->m_dq_dv_tail);
 	pthread_mutex_unlock(&m->m_dq_lock);
-	return *done || *dv;
+	return dv;
 }
 
 /* The manager whose callbacks this thread is running, and whether a post
@@ -215,12 +265,31 @@ void ry__kick_post(struct ry_manager *m, uint64_t bytes)
 	ry__kick(m);
 }
 
+/* The deliver lock held: cx's completions (cx NULL: none) and with dv
+ * the messages and events, until their queues are empty. */
+static int run_held(struct ry_manager *m, struct ry__ctx *cx, bool with_dv)
+{
+	int n = 0;
+
+	for (;;) {
+		struct ry__op *done = cx ? dq_take_ctx(cx, false) : NULL;
+		struct ry__delivery *dv = with_dv ? dq_take_dv(m, false) : NULL;
+
+		if (!done && !dv)
+			return n;
+		n += run_callbacks(m, done, dv);
+	}
+}
+
 /*
- * Run the application's callbacks; called without m_lock.  One thread at
- * a time runs them, in the order they were queued (LOCKING); a thread that
- * finds another running them leaves its share to it.  After letting go,
- * look again: work queued by a thread that found the lock held while we
- * were finishing would otherwise wait for the next call.
+ * Run the application's callbacks; called without the cold lock.  One
+ * thread at a time runs those behind one deliver lock (dlock(): the
+ * manager's, or with several contexts each context's, and the manager's
+ * for messages and events), in the order they were queued (LOCKING); a
+ * thread that finds one held leaves that share to its holder.  After
+ * letting go, look again: work queued by a thread that found the lock
+ * held while we were finishing would otherwise wait for the next call.
+ * This thread's own context first.
  */
 int ry__deliver(struct ry_manager *m)
 {
@@ -228,26 +297,38 @@ int ry__deliver(struct ry_manager *m)
 	 * that manager's, ours waits for the end of our batch */
 	struct ry_manager *outer = tl_delivering;
 	bool outer_due = tl_kick_due;
-	struct ry__delivery *dv;
-	struct ry__op *done;
+	unsigned first = tl_aff_m == m && tl_aff_idx < m->m_nctx ? tl_aff_idx
+								 : 0;
 	int n = 0;
 
 	for (;;) {
-		if (pthread_mutex_trylock(&m->m_deliver_lock))
-			break;
-		tl_delivering = m;
-		tl_kick_due = false;
-		while (dq_take(m, &done, &dv))
-			n += run_callbacks(m, done, dv);
-		tl_delivering = NULL;
-		if (tl_kick_due)
-			ry__kick(m);
-		pthread_mutex_unlock(&m->m_deliver_lock);
-		pthread_mutex_lock(&m->m_dq_lock);
-		done = m->m_dq_done_head;
-		dv = m->m_dq_dv_head;
-		pthread_mutex_unlock(&m->m_dq_lock);
-		if (!done && !dv)
+		bool more = false;
+
+		for (unsigned k = 0; k <= m->m_nctx; k++) {
+			struct ry__ctx *cx = NULL;
+			pthread_mutex_t *l = &m->m_deliver_lock;
+			bool dv = true;
+
+			if (k < m->m_nctx) {
+				cx = &m->m_ctx[(first + k) % m->m_nctx];
+				l = dlock(m, cx);
+				dv = m->m_nctx == 1;
+			} else if (m->m_nctx == 1) {
+				break; /* the messages went with context 0 */
+			}
+			if (pthread_mutex_trylock(l))
+				continue;
+			tl_delivering = m;
+			tl_kick_due = false;
+			n += run_held(m, cx, dv);
+			tl_delivering = NULL;
+			if (tl_kick_due)
+				ry__kick(m);
+			pthread_mutex_unlock(l);
+			more |= (cx && dq_take_ctx(cx, true)) ||
+				(dv && dq_take_dv(m, true));
+		}
+		if (!more)
 			break;
 	}
 	tl_delivering = outer;
@@ -320,18 +401,18 @@ static void rail_event(struct ry__lrail *lr, const struct ry_rail_event *ev,
 	}
 }
 
-void ry__poll_rail(struct ry__lrail *lr, uint64_t now)
+/* The cold lock held: what lr's CQ for context k (or its own) holds. */
+static void poll_cq(struct ry__lrail *lr, unsigned k, uint64_t now)
 {
 	struct ry_manager *m = lr->lr_mgr;
+	struct ry_cq *cq = lr->lr_cq[k];
 	struct ry_wc wc[64];
-	bool was = lr->lr_polling;
 	int n, i, rounds = 0;
 
-	lr->lr_polling = true;
 	do {
 		pthread_mutex_lock(&lr->lr_lock);
-		n = lr->lr_cq ? ry__rail_cq_poll(lr->lr_cq, wc, 64)
-			      : ry__rail_poll_cq(lr->lr_rail, wc, 64);
+		n = cq ? ry__rail_cq_poll(cq, wc, 64)
+		       : ry__rail_poll_cq(lr->lr_rail, wc, 64);
 		pthread_mutex_unlock(&lr->lr_lock);
 		for (i = 0; i < n; i++) {
 			if (wc[i].opcode == RY_WC_RECV ||
@@ -343,6 +424,17 @@ void ry__poll_rail(struct ry__lrail *lr, uint64_t now)
 				    &wc[i], now);
 		}
 	} while (n == 64 && ++rounds < 64);
+}
+
+void ry__poll_rail(struct ry__lrail *lr, uint64_t now)
+{
+	struct ry_manager *m = lr->lr_mgr;
+	bool was = lr->lr_polling;
+
+	lr->lr_polling = true;
+	poll_cq(lr, 0, now);
+	for (unsigned k = 1; k < m->m_nctx && lr->lr_cq[k]; k++)
+		poll_cq(lr, k, now);
 	lr->lr_polling = was;
 }
 
@@ -410,14 +502,197 @@ void ry__wr_complete(struct ry_manager *m, struct ry__wr *w,
 		wr_succeeded(w, now);
 	else
 		ry__wr_failed(w, wc);
-	ry__pool_put(&m->m_wr_pool, w);
+	ry__pool_put(&p->pr_ctx->cx_wr_pool, w);
 	if (c->cn_state == CONN_DRAINING)
 		ry__conn_drained_check(c, now);
 	ry__peer_dirty(p);
 }
 
-/* A rail's events and completions; m_lock held. */
-static void rail_handover(struct ry__lrail *lr, uint64_t now)
+/* ---- contexts (manager.h, LOCKING: Contexts) ---- */
+
+/*
+ * A completion the context path may handle under cx_lock alone: a
+ * successful fragment or message WR of one of cx's peers, on a connection
+ * that is ACTIVE, not part of a replay.  Everything else (errors,
+ * receives, heartbeats, probes, replayed work, draining connections)
+ * touches state beyond the context and waits for the cold round.  The WR
+ * is read before knowing it is cx's: it is not written by anyone until its
+ * completion is handled, which is now.
+ */
+static bool hot_wc(const struct ry__ctx *cx, const struct ry_wc *wc)
+{
+	const struct ry__wr *w;
+	const struct ry__conn *c;
+
+	if (wc->status != RY_WC_SUCCESS || wc->opcode == RY_WC_RECV ||
+	    wc->opcode == RY_WC_RECV_RDMA_IMM)
+		return false;
+	w = (const struct ry__wr *)(uintptr_t)wc->wr_id;
+	c = w->wr_conn;
+	if (c->cn_peer->pr_ctx != cx || c->cn_state != CONN_ACTIVE ||
+	    w->wr_replay)
+		return false;
+	return w->wr_kind == WRK_FRAG ||
+	       (w->wr_kind == WRK_MSG && !w->wr_op->op_replayed);
+}
+
+/* The cold lock held: the WRs of cx's failed posts (stripe.c, unpost):
+ * the connection fails, the WRs complete FLUSHED, as a post that fails
+ * under the cold lock does at once. */
+static void unposted(struct ry_manager *m, struct ry__ctx *cx, uint64_t now)
+{
+	struct ry_wc wc = {.status = RY_WC_FLUSHED};
+	struct ry__conn *c;
+
+	while ((c = cx->cx_pfail)) {
+		cx->cx_pfail = c->cn_pfnext;
+		RY_ERR("mgr", "qp 0x%x: post_send: %d", c->cn_qp->qp_num,
+		       c->cn_post_err);
+		c->cn_post_err = 0;
+		ry__conn_mark_failed(c, "post_send failed", now);
+		while (!ry__list_empty(&c->cn_unposted)) {
+			struct ry__wr *w = ry__list_first_entry(
+			    &c->cn_unposted, struct ry__wr, wr_link);
+
+			/* ry__wr_complete unlinks it */
+			ry__wr_complete(m, w, &wc, now);
+		}
+	}
+}
+
+/* The cold lock held: hand over what the context paths left, in order. */
+static void cold_drain(struct ry_manager *m)
+{
+	uint64_t now = 0;
+
+	for (unsigned i = 0; i < m->m_nctx; i++) {
+		struct ry__ctx *cx = &m->m_ctx[i];
+		unsigned k;
+
+		if (!cx->cx_nstash && !cx->cx_pfail)
+			continue;
+		if (!now)
+			now = ry__now_ns();
+		for (k = 0; k < cx->cx_nstash; k++) {
+			struct ry__stash *st = &cx->cx_stash[k];
+
+			if (st->st_wc.opcode == RY_WC_RECV ||
+			    st->st_wc.opcode == RY_WC_RECV_RDMA_IMM)
+				ry__on_recv(st->st_lr, &st->st_wc, now);
+			else
+				ry__wr_complete(m,
+						(struct ry__wr *)(uintptr_t)
+						    st->st_wc.wr_id,
+						&st->st_wc, now);
+		}
+		cx->cx_nstash = 0;
+		unposted(m, cx, now);
+	}
+}
+
+void ry__lock(struct ry_manager *m)
+{
+	pthread_mutex_lock(&m->m_lock);
+	/* the context paths wait at the gate (ry__ctx_gate) until we have
+	 * their locks: a mutex is not fair, and a thread that posts in a
+	 * loop would retake its context's lock ahead of us for hundreds of
+	 * microseconds */
+	atomic_fetch_add_explicit(&m->m_cold_want, 1, memory_order_relaxed);
+	for (unsigned i = 0; i < m->m_nctx; i++)
+		pthread_mutex_lock(&m->m_ctx[i].cx_lock);
+	atomic_fetch_sub_explicit(&m->m_cold_want, 1, memory_order_relaxed);
+	cold_drain(m);
+}
+
+void ry__unlock(struct ry_manager *m)
+{
+	for (unsigned i = m->m_nctx; i-- > 0;)
+		pthread_mutex_unlock(&m->m_ctx[i].cx_lock);
+	pthread_mutex_unlock(&m->m_lock);
+}
+
+/* cx_lock held: cx's completions on lr, until one the context path may
+ * not handle (it and the rest of the batch wait in cx_stash). */
+static void ctx_poll(struct ry_manager *m, struct ry__ctx *cx,
+		     struct ry__lrail *lr, uint64_t now)
+{
+	struct ry_cq *cq = lr->lr_cq[cx->cx_idx];
+	struct ry_wc wc[RY__STASH];
+	int n, i, rounds = 0;
+
+	if (!cq)
+		return; /* on the rail's own CQ: the cold round's */
+	do {
+		if (ry__lrail_free_qps(lr)) {
+			n = ry__rail_cq_poll(cq, wc, RY__STASH);
+		} else {
+			pthread_mutex_lock(&lr->lr_lock);
+			n = ry__rail_cq_poll(cq, wc, RY__STASH);
+			pthread_mutex_unlock(&lr->lr_lock);
+		}
+		for (i = 0; i < n; i++) {
+			if (!hot_wc(cx, &wc[i])) {
+				for (; i < n; i++) {
+					struct ry__stash *st =
+					    &cx->cx_stash[cx->cx_nstash++];
+
+					st->st_lr = lr;
+					st->st_wc = wc[i];
+				}
+				atomic_store_explicit(&m->m_cold_due, true,
+						      memory_order_relaxed);
+				return;
+			}
+			ry__wr_complete(
+			    m, (struct ry__wr *)(uintptr_t)wc[i].wr_id,
+			    &wc[i], now);
+		}
+	} while (n == RY__STASH && ++rounds < 64);
+}
+
+/*
+ * The context path: cx's completions on the given rails, then its dirty
+ * peers' striping, under cx_lock alone (try: not if another thread holds
+ * it).  True if it queued callbacks.
+ */
+static bool ctx_round(struct ry_manager *m, struct ry__ctx *cx,
+		      struct ry__lrail *const *rails, unsigned nr,
+		      uint64_t now, bool try)
+{
+	struct ry_peer *p;
+	bool queued = false;
+	unsigned i;
+
+	ry__ctx_gate(m);
+	if (try ? pthread_mutex_trylock(&cx->cx_lock) != 0
+		: pthread_mutex_lock(&cx->cx_lock) != 0)
+		return false;
+	ry__tl_hot = cx;
+	for (i = 0; i < nr && !cx->cx_nstash; i++)
+		if (ry__lrail_live(rails[i]))
+			ctx_poll(m, cx, rails[i], now);
+	while ((p = cx->cx_dirty)) {
+		cx->cx_dirty = p->pr_dnext;
+		p->pr_dirty = false;
+		ry__stripe(p);
+	}
+	if (cx->cx_done_head) {
+		dq_add_ctx(cx);
+		queued = true;
+	}
+	ry__tl_hot = NULL;
+	pthread_mutex_unlock(&cx->cx_lock);
+	return queued;
+}
+
+/* A rail's events and completions; the cold lock held. */
+/*
+ * With all false and several contexts, the contexts' CQs are left to the
+ * context path (ctx_round: the thread posting to the context, or the
+ * rail's thread), so that a cold round does not take their work from
+ * them under every lock.
+ */
+static void rail_handover(struct ry__lrail *lr, uint64_t now, bool all)
 {
 	struct ry_rail_event rev;
 	int ret;
@@ -430,15 +705,22 @@ static void rail_handover(struct ry__lrail *lr, uint64_t now)
 			break;
 		rail_event(lr, &rev, now);
 	}
-	ry__poll_rail(lr, now);
+	if (all || lr->lr_mgr->m_nctx == 1 || !lr->lr_cq[0])
+		ry__poll_rail(lr, now);
 }
 
-/* A rail's protocol work, under its own lock only; with ask, true when
- * the rail has completions or events for the manager (or cannot tell). */
-static bool rail_run(struct ry__lrail *lr, bool ask)
+/*
+ * A rail's protocol work, under its own lock only; with ask, true when
+ * the rail has completions or events for the manager (or cannot tell),
+ * and *own whether its events or its own CQ do (which only the cold
+ * round hands over: the contexts' CQs are the context path's).
+ */
+static bool rail_run(struct ry__lrail *lr, bool ask, bool *own)
 {
+	struct ry_manager *m = lr->lr_mgr;
 	int pending = 0;
 
+	*own = false;
 	atomic_store_explicit(&lr->lr_kick, false, memory_order_relaxed);
 	pthread_mutex_lock(&lr->lr_lock);
 	if (!lr->lr_rail) { /* a hole: the rail was removed (reload.c) */
@@ -449,8 +731,10 @@ static bool rail_run(struct ry__lrail *lr, bool ask)
 	if (ask) {
 		/* its events (and its own CQ), then ours; < 0: cannot tell */
 		pending = ry__rail_pending(lr->lr_rail);
-		if (!pending && lr->lr_cq)
-			pending = ry__rail_cq_pending(lr->lr_cq);
+		*own = pending != 0;
+		for (unsigned k = 0; !pending && k < m->m_nctx && lr->lr_cq[k];
+		     k++)
+			pending = ry__rail_cq_pending(lr->lr_cq[k]);
 	}
 	pthread_mutex_unlock(&lr->lr_lock);
 	return pending != 0;
@@ -458,7 +742,9 @@ static bool rail_run(struct ry__lrail *lr, bool ask)
 
 static bool rail_work(struct ry__lrail *lr)
 {
-	return rail_run(lr, true);
+	bool own;
+
+	return rail_run(lr, true, &own);
 }
 
 /*
@@ -473,7 +759,7 @@ void ry__rail_catch_up(struct ry__lrail *lr, uint64_t now)
 		return;
 	lr->lr_caught_up_ns = now;
 	if (rail_work(lr))
-		rail_handover(lr, now);
+		rail_handover(lr, now, true);
 }
 
 /* The manager's part of a round after the rails': m_lock held. */
@@ -487,10 +773,14 @@ static void manager_round(struct ry_manager *m, uint64_t now)
 		ry__timers_run(m, now);
 		ry__replay_run(m);
 	}
-	while ((p = m->m_dirty)) {
-		m->m_dirty = p->pr_dnext;
-		p->pr_dirty = false;
-		ry__stripe(p);
+	for (unsigned i = 0; i < m->m_nctx; i++) {
+		struct ry__ctx *cx = &m->m_ctx[i];
+
+		while ((p = cx->cx_dirty)) {
+			cx->cx_dirty = p->pr_dnext;
+			p->pr_dirty = false;
+			ry__stripe(p);
+		}
 	}
 }
 
@@ -500,7 +790,7 @@ static int unlock_and_deliver(struct ry_manager *m)
 {
 	bool queued = ry__deliver_queue(m);
 
-	pthread_mutex_unlock(&m->m_lock);
+	ry__unlock(m);
 	ry__kick(m);
 	return queued ? ry__deliver(m) : 0;
 }
@@ -529,7 +819,9 @@ void ry__kick(struct ry_manager *m)
 			/* send now; what it completes is handed over by the
 			 * next round (the rail's fd says so), so no need to
 			 * ask */
-			rail_run(lr, false);
+			bool own;
+
+			rail_run(lr, false, &own);
 			continue;
 		}
 		if (!atomic_exchange(&rt->rt_woken, true) &&
@@ -660,12 +952,17 @@ static int progress_round(struct ry_manager *m)
 		     atomic_load_explicit(&lr->lr_kick, memory_order_relaxed)))
 			pending[i] = rail_work(lr);
 	}
-	pthread_mutex_lock(&m->m_lock);
+	ry__lock(m);
 	if (m->m_closing) {
-		pthread_mutex_unlock(&m->m_lock);
+		ry__unlock(m);
 		return -ESHUTDOWN;
 	}
 	now = ry__now_ns();
+	/* this round does what the context path left to it (ry__lock()
+	 * handed over its completions): the next is due in a tick */
+	atomic_store_explicit(&m->m_cold_due, false, memory_order_relaxed);
+	atomic_store_explicit(&m->m_cold_ns, now + m->m_tick_ns,
+			      memory_order_relaxed);
 	/*
 	 * Back from a stall of our own (a starved machine, an application
 	 * busy elsewhere): the peers, starved alike, may not have answered
@@ -681,16 +978,88 @@ static int progress_round(struct ry_manager *m)
 	control_events(m);
 	for (i = 0; i < m->m_nrails; i++)
 		if (pending[i])
-			rail_handover(&m->m_rails[i], now);
+			rail_handover(&m->m_rails[i], now, false);
 	manager_round(m, now);
 	ry__ctl_reap(m);
 	return unlock_and_deliver(m);
+}
+
+/*
+ * With several contexts: the rails' protocol work (those without a thread
+ * of their own), then this thread's context (the one it last posted to),
+ * the others only when it has none or now and then (whoever holds one is
+ * running it), each under its own lock alone; a cold round (the control
+ * channel, rail events, timers, replay, what the context path left) only
+ * when one is due.
+ */
+static int ctx_progress(struct ry_manager *m)
+{
+	static _Thread_local unsigned calls;
+	struct ry__lrail *rails[RY_MAX_RAILS];
+	struct epoll_event evs[RY_MAX_RAILS];
+	bool ready[RY_MAX_RAILS] = {0}, own_any = false, queued = false;
+	bool work = false;
+	uint64_t now = ry__now_ns(), t;
+	struct ry__ctx *mine = NULL;
+	unsigned i, nr;
+	int n;
+
+	nr = atomic_load_explicit(&m->m_nslots, memory_order_acquire);
+	for (i = 0; i < nr; i++) {
+		rails[i] = &m->m_rails[i];
+		/* a rail that sends alone (an HCA, the null rail) has no
+		 * protocol work for us: its events wait for the tick's cold
+		 * round, and its completions are polled below regardless */
+		work |= !rails[i]->lr_rt && !rails[i]->lr_attr.sends_alone;
+	}
+	if (work) {
+		n = epoll_wait(m->m_rail_epfd, evs, RY_MAX_RAILS, 0);
+		for (i = 0; n > 0 && i < (unsigned)n; i++)
+			ready[((struct ry__lrail *)evs[i].data.ptr)->lr_idx] =
+			    true;
+	}
+	for (i = 0; work && i < nr; i++) {
+		struct ry__lrail *lr = rails[i];
+		bool own = false;
+
+		if (!lr->lr_rt && !lr->lr_attr.sends_alone &&
+		    (ready[i] || lr->lr_always ||
+		     atomic_load_explicit(&lr->lr_kick, memory_order_relaxed)))
+			rail_run(lr, true, &own);
+		own_any |= own;
+	}
+	if (tl_aff_m == m && tl_aff_idx < m->m_nctx)
+		mine = &m->m_ctx[tl_aff_idx];
+	if (mine)
+		queued |= ctx_round(m, mine, rails, nr, now, false);
+	if (!mine || !(++calls & 15))
+		for (i = 0; i < m->m_nctx; i++)
+			if (&m->m_ctx[i] != mine)
+				queued |= ctx_round(m, &m->m_ctx[i], rails,
+						    nr, now, true);
+	/*
+	 * One thread takes a tick's cold round, and the work the context
+	 * path left: the others go on with their contexts (a cold round
+	 * stops them all for as long as it runs).
+	 */
+	now = ry__now_ns();
+	t = atomic_load_explicit(&m->m_cold_ns, memory_order_relaxed);
+	if (own_any ||
+	    atomic_exchange_explicit(&m->m_cold_due, false,
+				     memory_order_relaxed) ||
+	    (now >= t && atomic_compare_exchange_strong(&m->m_cold_ns, &t,
+							now + m->m_tick_ns)))
+		return progress_round(m) + (queued ? ry__deliver(m) : 0);
+	ry__kick(m);
+	return queued ? ry__deliver(m) : 0;
 }
 
 int ry_progress(struct ry_manager *m)
 {
 	if (!m)
 		return -EINVAL;
+	if (m->m_nctx > 1)
+		return ctx_progress(m);
 	return progress_round(m);
 }
 
@@ -744,7 +1113,7 @@ static void *rail_main(void *arg)
 		if (ry__rail_fd(rt->rt_rails[i]->lr_rail) < 0)
 			ms = 1;
 	while (!stopping(m)) {
-		bool any = false, again = false;
+		bool any = false, again = false, own = false;
 		uint64_t t = ry__now_ns();
 
 		/*
@@ -758,15 +1127,38 @@ static void *rail_main(void *arg)
 			warn_rt_stall(m, rt, ry__since(t, prev), "was ");
 		prev = t;
 		atomic_store_explicit(&rt->rt_ran_ns, t, memory_order_relaxed);
-		for (i = 0; i < rt->rt_nrails; i++)
-			any |= pending[i] = rail_work(rt->rt_rails[i]);
+		for (i = 0; i < rt->rt_nrails; i++) {
+			bool o;
+
+			any |= pending[i] = rail_run(rt->rt_rails[i], true, &o);
+			own |= o;
+		}
+		if (any && m->m_nctx > 1 && !own) {
+			/* only the contexts' CQs: each context under its own
+			 * lock, the cold round only if that left it work */
+			uint64_t now = ry__now_ns();
+			bool queued = false;
+
+			for (i = 0; i < m->m_nctx; i++)
+				queued |= ctx_round(m, &m->m_ctx[i],
+						    rt->rt_rails, rt->rt_nrails,
+						    now, false);
+			ry__kick(m);
+			if (queued)
+				ry__deliver(m);
+			any = atomic_load_explicit(&m->m_cold_due,
+						   memory_order_relaxed);
+		}
 		if (any) {
 			uint64_t now = ry__now_ns();
 
-			pthread_mutex_lock(&m->m_lock);
+			ry__lock(m);
+			atomic_store_explicit(&m->m_cold_due, false,
+					      memory_order_relaxed);
 			for (i = 0; i < rt->rt_nrails; i++)
 				if (pending[i])
-					rail_handover(rt->rt_rails[i], now);
+					rail_handover(rt->rt_rails[i], now,
+						      false);
 			if (!m->m_closing)
 				manager_round(m, now);
 			unlock_and_deliver(m);
@@ -819,7 +1211,7 @@ static void rthreads_stop(struct ry_manager *m)
 			RY_DBG("mgr", "rail thread wake: %m");
 		pthread_join(rt->rt_thread, NULL);
 	}
-	pthread_mutex_lock(&m->m_lock);
+	ry__lock(m);
 	for (i = 0; i < m->m_nrt; i++) {
 		struct ry__rthread *rt = &m->m_rt[i];
 
@@ -843,7 +1235,7 @@ static void rthreads_stop(struct ry_manager *m)
 		memset(rt, 0, sizeof(*rt));
 	}
 	m->m_nrt = 0;
-	pthread_mutex_unlock(&m->m_lock);
+	ry__unlock(m);
 }
 
 /*
@@ -897,9 +1289,9 @@ int ry_progress_thread_start(struct ry_manager *m)
 
 	if (!m)
 		return -EINVAL;
-	pthread_mutex_lock(&m->m_lock);
+	ry__lock(m);
 	if (m->m_thread_on) {
-		pthread_mutex_unlock(&m->m_lock);
+		ry__unlock(m);
 		return -EALREADY;
 	}
 	atomic_store(&m->m_thread_stop, false);
@@ -913,7 +1305,7 @@ int ry_progress_thread_start(struct ry_manager *m)
 		ret = -pthread_create(&m->m_thread, NULL, control_main, m);
 	if (!ret)
 		m->m_thread_on = true;
-	pthread_mutex_unlock(&m->m_lock);
+	ry__unlock(m);
 	if (ret) {
 		RY_ERR("mgr", "progress threads: %s", strerror(-ret));
 		atomic_store(&m->m_thread_stop, true);
@@ -928,18 +1320,18 @@ void ry_progress_thread_stop(struct ry_manager *m)
 
 	if (!m)
 		return;
-	pthread_mutex_lock(&m->m_lock);
+	ry__lock(m);
 	if (!m->m_thread_on) {
-		pthread_mutex_unlock(&m->m_lock);
+		ry__unlock(m);
 		return;
 	}
-	pthread_mutex_unlock(&m->m_lock);
+	ry__unlock(m);
 	atomic_store(&m->m_thread_stop, true);
 	if (write(m->m_wake_fd, &one, sizeof(one)) < 0)
 		RY_DBG("mgr", "wake: %m");
 	pthread_join(m->m_thread, NULL);
 	rthreads_stop(m);
-	pthread_mutex_lock(&m->m_lock);
+	ry__lock(m);
 	m->m_thread_on = false;
-	pthread_mutex_unlock(&m->m_lock);
+	ry__unlock(m);
 }

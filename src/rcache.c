@@ -158,7 +158,7 @@ int ry_mr_cache_get(struct ry_manager *m, void *addr, size_t len,
 	    access & ~(unsigned)MR_ACCESS_ALL)
 		return -EINVAL;
 	rc = &m->m_rcache;
-	pthread_mutex_lock(&m->m_lock);
+	ry__lock(m);
 	if (m->m_closing) {
 		ret = -ESHUTDOWN;
 		goto out;
@@ -183,7 +183,7 @@ int ry_mr_cache_get(struct ry_manager *m, void *addr, size_t len,
 	*rg_p = rg;
 	*off_p = (size_t)((uintptr_t)addr - (uintptr_t)rg->rg_addr);
 out:
-	pthread_mutex_unlock(&m->m_lock);
+	ry__unlock(m);
 	return ret;
 }
 
@@ -195,7 +195,7 @@ int ry_mr_cache_put(struct ry_region *rg)
 	if (!rg || !rg->rg_cached)
 		return -EINVAL;
 	m = rg->rg_mgr;
-	pthread_mutex_lock(&m->m_lock);
+	ry__lock(m);
 	if (!rg->rg_refs) {
 		ret = -EINVAL; /* more puts than gets */
 	} else if (rg->rg_users) {
@@ -207,7 +207,7 @@ int ry_mr_cache_put(struct ry_region *rg)
 		else
 			evict(m);
 	}
-	pthread_mutex_unlock(&m->m_lock);
+	ry__unlock(m);
 	return ret;
 }
 
@@ -221,7 +221,7 @@ int ry_mr_cache_invalidate(struct ry_manager *m, void *addr, size_t len)
 	if (!m || !addr || !len || a + len < a)
 		return -EINVAL;
 	rc = &m->m_rcache;
-	pthread_mutex_lock(&m->m_lock);
+	ry__lock(m);
 	if (!rc->rc_init)
 		goto out;
 	ry__list_for_each_safe(pos, next, &rc->rc_lru) {
@@ -239,7 +239,7 @@ int ry_mr_cache_invalidate(struct ry_manager *m, void *addr, size_t len)
 			unindex(rc, rg);
 	}
 out:
-	pthread_mutex_unlock(&m->m_lock);
+	ry__unlock(m);
 	return n;
 }
 
@@ -247,10 +247,10 @@ int ry_mr_cache_stats(struct ry_manager *m, struct ry_mr_cache_stats *out)
 {
 	if (!m || !out)
 		return -EINVAL;
-	pthread_mutex_lock(&m->m_lock);
+	ry__lock(m);
 	*out = m->m_rcache.rc_st;
 	out->bytes = m->m_rcache.rc_bytes;
 	out->entries = m->m_rcache.rc_entries;
-	pthread_mutex_unlock(&m->m_lock);
+	ry__unlock(m);
 	return 0;
 }

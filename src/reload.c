@@ -169,6 +169,7 @@ static void check(struct ry_manager *m, const struct ry_config *c,
 	SAME_NUM(fragment_size, c->fragment_size)
 	SAME_NUM(max_op_size, c->max_op_size)
 	SAME_NUM(frags_per_wr, c->frags_per_wr)
+	SAME_NUM(contexts, c->contexts)
 	/* the running value may have been lowered to fit a rail (manager.c) */
 	for (i = 0; i < m->m_nrails; i++) {
 		const struct ry__lrail *lr = &m->m_rails[i];
@@ -475,14 +476,14 @@ static bool on_progress_thread(struct ry_manager *m)
 	pthread_t self = pthread_self();
 	bool on = false;
 
-	pthread_mutex_lock(&m->m_lock);
+	ry__lock(m);
 	if (m->m_thread_on) {
 		on = pthread_equal(self, m->m_thread);
 		for (unsigned i = 0; i < m->m_nrt; i++)
 			on |= m->m_rt[i].rt_running &&
 			      pthread_equal(self, m->m_rt[i].rt_thread);
 	}
-	pthread_mutex_unlock(&m->m_lock);
+	ry__unlock(m);
 	return on;
 }
 
@@ -510,7 +511,7 @@ static int reload(struct ry_manager *m, const struct ry_config *cfg,
 
 	/* the plan stays valid until the change: only a reload changes the
 	 * rails, and m_reloading lets one run at a time */
-	pthread_mutex_lock(&m->m_lock);
+	ry__lock(m);
 	threads = m->m_thread_on;
 	ret = m->m_closing ? -ESHUTDOWN : m->m_reloading ? -EBUSY : 0;
 	if (!ret) {
@@ -518,14 +519,14 @@ static int reload(struct ry_manager *m, const struct ry_config *cfg,
 		ret = r->n ? -EINVAL : 0;
 	}
 	m->m_reloading = !ret;
-	pthread_mutex_unlock(&m->m_lock);
+	ry__unlock(m);
 	if (ret)
 		return ret;
 	rails = pl.nadd || pl.ngone;
 	if (threads)
 		ry_progress_thread_stop(m);
 
-	pthread_mutex_lock(&m->m_lock);
+	ry__lock(m);
 	ret = open_new(m, &c, &pl, r);
 	if (!ret && (ret = add_conns(m, &c, &pl)))
 		RY_ERR("reload", "no memory for the new rails' connections");
@@ -548,7 +549,7 @@ static int reload(struct ry_manager *m, const struct ry_config *cfg,
 					    &m->m_rails[pl.slot[k]]);
 				}
 		}
-		pthread_mutex_unlock(&m->m_lock);
+		ry__unlock(m);
 		goto out;
 	}
 	/* from here on nothing fails */
@@ -583,7 +584,7 @@ static int reload(struct ry_manager *m, const struct ry_config *cfg,
 	RY_INFO("reload", "%s: applied (%u rails added, %u removed)", c.source,
 		pl.nadd, pl.ngone);
 	ry__deliver_queue(m);
-	pthread_mutex_unlock(&m->m_lock);
+	ry__unlock(m);
 	ry__kick(m);
 	ry__deliver(m);
 out:
@@ -593,9 +594,9 @@ out:
 		if (!ret)
 			ret = t;
 	}
-	pthread_mutex_lock(&m->m_lock);
+	ry__lock(m);
 	m->m_reloading = false;
-	pthread_mutex_unlock(&m->m_lock);
+	ry__unlock(m);
 	return ret;
 }
 

@@ -39,7 +39,6 @@ void ry__replay_run(struct ry_manager *m)
 
 static void requeue_frags(struct ry_peer *p, struct ry__wr *w)
 {
-	struct ry_manager *m = p->pr_mgr;
 	struct ry__op *op = w->wr_op;
 	struct ry__range *rn;
 
@@ -47,7 +46,7 @@ static void requeue_frags(struct ry_peer *p, struct ry__wr *w)
 		ry__op_frags_done(op, w->wr_n);
 		return;
 	}
-	rn = ry__pool_get(&m->m_range_pool);
+	rn = ry__pool_get(&p->pr_ctx->cx_range_pool);
 	if (!rn) {
 		ry__op_fail(op, RY_ELOCAL, "out of memory for replay");
 		ry__op_frags_done(op, w->wr_n);

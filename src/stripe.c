@@ -27,6 +27,7 @@
  * syscall, one clock read per call, WRs handed to the rail in batches.
  */
 #include <endian.h>
+#include <errno.h>
 #include <string.h>
 
 #include "src/manager.h"
@@ -46,6 +47,26 @@ static void unpost(struct ry_peer *p, struct batch *b, int err)
 	struct ry_wc wc = {.status = RY_WC_FLUSHED};
 	unsigned i;
 
+	if (ry__tl_hot) {
+		/*
+		 * Under the context's lock alone: failing the connection
+		 * touches the rail and the manager (lr_active, m_failed,
+		 * events), so the cold round does it (ry__unposted); until
+		 * then nothing more goes to it (cn_post_err).
+		 */
+		if (!c->cn_post_err) {
+			c->cn_post_err = err ? err : -EIO;
+			c->cn_pfnext = p->pr_ctx->cx_pfail;
+			p->pr_ctx->cx_pfail = c;
+		}
+		for (i = 0; i < b->b_n; i++)
+			ry__list_add_tail(&c->cn_unposted,
+					  &b->b_wr[i]->wr_link);
+		atomic_store_explicit(&m->m_cold_due, true,
+				      memory_order_relaxed);
+		b->b_n = 0;
+		return;
+	}
 	RY_ERR("mgr", "qp 0x%x: post_send: %d", c->cn_qp->qp_num, err);
 	ry__conn_mark_failed(c, "post_send failed", ry__now_ns());
 	for (i = 0; i < b->b_n; i++) {
@@ -105,6 +126,7 @@ int ry__stripe_pick(struct ry__conn *const *cs, unsigned n, uint32_t bytes,
 		const struct ry__conn *c = cs[i];
 
 		if (c->cn_out_wrs >= max_wrs || c->cn_state != CONN_ACTIVE ||
+		    c->cn_post_err ||
 		    !(mask & (1u << c->cn_ridx)) || backlogged(c, msg))
 			continue;
 		/* strict: a tie keeps the earlier rail */
@@ -137,7 +159,7 @@ void ry__lanes_update(struct ry__lanes *l, unsigned i)
 {
 	const struct ry__conn *c = l->ln_cs[i];
 
-	l->ln_key[i] = c->cn_state == CONN_ACTIVE &&
+	l->ln_key[i] = c->cn_state == CONN_ACTIVE && !c->cn_post_err &&
 			       c->cn_out_wrs < l->ln_max_wrs &&
 			       c->cn_out_bytes < l->ln_cap[i]
 			   ? c->cn_out_bytes
@@ -246,7 +268,7 @@ static void post_msgs(struct ry_peer *p, struct batch *bt,
 			 true);
 		if (!b)
 			return;
-		w = ry__pool_get(&m->m_wr_pool);
+		w = ry__pool_get(&p->pr_ctx->cx_wr_pool);
 		if (!w)
 			return;
 		ry__sq_pop_head(p->pr_msgq_head, p->pr_msgq_tail, op_q_next);
@@ -374,7 +396,7 @@ static enum run_end fresh_run(struct ry_peer *p, struct ry__op *op,
 		bi = lanes_pick(ln, sp.sp_bytes, op->op_rmask);
 		if (bi < 0)
 			return RUN_FULL;
-		w = ry__pool_get(&m->m_wr_pool);
+		w = ry__pool_get(&p->pr_ctx->cx_wr_pool);
 		if (!w)
 			return RUN_NOWR;
 		take_fresh(p, op, sp.sp_n);
@@ -402,7 +424,8 @@ void ry__stripe(struct ry_peer *p)
 	if (!p->pr_nactive || p->pr_state == PEER_NEW)
 		return;
 	for (i = 0; i < m->m_nrails; i++)
-		if (p->pr_conn[i]->cn_state == CONN_ACTIVE) {
+		if (p->pr_conn[i]->cn_state == CONN_ACTIVE &&
+		    !p->pr_conn[i]->cn_post_err) {
 			cs[na] = bt[na].b_conn = p->pr_conn[i];
 			bt[na++].b_n = 0;
 		}
@@ -455,12 +478,12 @@ void ry__stripe(struct ry_peer *p)
 			if (!rn->rn_n) {
 				ry__sq_pop_head(p->pr_replay_head,
 						p->pr_replay_tail, rn_next);
-				ry__pool_put(&m->m_range_pool, rn);
+				ry__pool_put(&p->pr_ctx->cx_range_pool, rn);
 			}
 		} else {
 			take_fresh(p, op, nf);
 		}
-		w = ry__pool_get(&m->m_wr_pool);
+		w = ry__pool_get(&p->pr_ctx->cx_wr_pool);
 		if (!w) {
 			ry__op_fail(op, RY_ELOCAL, "out of memory");
 			ry__op_frags_done(op, nf);

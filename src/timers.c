@@ -113,8 +113,16 @@ void ry__conn_timer_stop(struct ry__conn *c)
 
 void ry__peer_timer(struct ry_peer *p)
 {
-	if (ry__list_empty(&p->pr_tlink))
-		ry__list_add_tail(&p->pr_mgr->m_tpeers, &p->pr_tlink);
+	struct ry_manager *m = p->pr_mgr;
+
+	/* pr_timed, not the link: another context's peer joining after this
+	 * one writes this one's link (LOCKING: Contexts) */
+	if (p->pr_timed)
+		return;
+	pthread_mutex_lock(&m->m_tp_lock);
+	ry__list_add_tail(&m->m_tpeers, &p->pr_tlink);
+	pthread_mutex_unlock(&m->m_tp_lock);
+	p->pr_timed = true;
 }
 
 void ry__timers_reset(struct ry_manager *m, uint64_t now)
@@ -153,8 +161,10 @@ void ry__timers_run(struct ry_manager *m, uint64_t now)
 			}
 		}
 		ry__ops_timeouts(p, now);
-		if (!peer_watched(p))
+		if (!peer_watched(p)) {
 			ry__list_del(&p->pr_tlink);
+			p->pr_timed = false;
+		}
 	}
 	/* Each one keyed again after it ran, never at or before now (conn_due):
 	 * the loop ends. */

@@ -116,6 +116,10 @@ struct ry_config {
 	 * ry_progress_thread_start() runs; 0: one per rail, at most one per
 	 * core */
 	uint32_t progress_threads;
+	/* progress contexts: peers are spread over them (in creation
+	 * order), and threads posting to peers of different contexts share
+	 * no lock on the data path; 1 (the default) to 16 */
+	uint32_t contexts;
 	/* control sessions from nodes not named by a peer section are
 	 * admitted only from these prefixes ("ip/len", or "any") */
 	struct ry_str_list accept;

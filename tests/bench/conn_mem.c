@@ -85,15 +85,15 @@ static size_t cq_bytes(struct ry_rail *r)
 	return soft_cq_bytes(&to_srail(r)->cq0);
 }
 
-/* A manager's rail: its own CQ (lr_cq) and the rail's, which the
+/* A manager's rail: its own CQs (lr_cq, one per context) and the rail's, which the
  * manager leaves empty (and the soft rail leaves without a ring). */
 static size_t mgr_cq_bytes(struct ry__lrail *lr)
 {
 	size_t b = cq_bytes(lr->lr_rail);
 
-	if (lr->lr_cq)
+	for (unsigned k = 0; k < RY__MAX_CTX && lr->lr_cq[k]; k++)
 		b += soft_cq_bytes(
-		    container_of(lr->lr_cq, struct ry__soft_cq, base));
+		    container_of(lr->lr_cq[k], struct ry__soft_cq, base));
 	return b;
 }
 
@@ -253,7 +253,7 @@ static void ctl_part(struct ry_manager *m, unsigned n)
 	memset(&ss, 0, sizeof(ss));
 	memcpy(&ss, &sin, sizeof(sin));
 	s0 = snap();
-	pthread_mutex_lock(&m->m_lock);
+	ry__lock(m);
 	for (unsigned i = 0; i < n; i++) {
 		int sv[2];
 		struct ry__ctl *c;
@@ -269,7 +269,7 @@ static void ctl_part(struct ry_manager *m, unsigned n)
 	s1 = snap();
 	for (unsigned i = 0; i < n; i++)
 		ry__ctl_feed(cs[i], part, sizeof(part));
-	pthread_mutex_unlock(&m->m_lock);
+	ry__unlock(m);
 	s2 = snap();
 	row("control session, idle (struct)", s0, s1, n, "peer");
 	row("  + half a frame read (receive buffer)", s1, s2, n, "peer");
@@ -313,7 +313,7 @@ static void mgr_part(unsigned npeers, uint32_t wr, unsigned nsess)
 	if ((rc = ry_manager_create(&c, &m)))
 		die("ry_manager_create", rc);
 	s0 = snap();
-	pthread_mutex_lock(&m->m_lock);
+	ry__lock(m);
 	for (i = 0; i < npeers; i++) {
 		char name[64];
 
@@ -323,17 +323,19 @@ static void mgr_part(unsigned npeers, uint32_t wr, unsigned nsess)
 			die("peer_new", -ENOMEM);
 		p[i]->pr_from_hello = true;
 	}
-	pthread_mutex_unlock(&m->m_lock);
+	ry__unlock(m);
 	s1 = snap();
 	for (k = 0; k < m->m_nrails; k++)
 		cq0 += mgr_cq_bytes(&m->m_rails[k]);
-	pthread_mutex_lock(&m->m_lock);
+	ry__lock(m);
 	for (i = 0; i < npeers; i++)
 		for (k = 0; k < m->m_nrails; k++) {
 			struct ry__conn *cn = p[i]->pr_conn[k];
 			struct ry_qp_init init = {.max_send_wr = wr + 2,
 						  .context = cn,
-						  .cq = cn->cn_lrail->lr_cq};
+						  .cq = cn->cn_lrail->lr_cq
+							    [cn->cn_peer->pr_ctx
+								 ->cx_idx]};
 			struct ry_qp_attr at = {.access =
 						    RY_ACCESS_LOCAL_WRITE};
 
@@ -348,7 +350,7 @@ static void mgr_part(unsigned npeers, uint32_t wr, unsigned nsess)
 				die("conn qp", rc);
 			nconn++;
 		}
-	pthread_mutex_unlock(&m->m_lock);
+	ry__unlock(m);
 	s2 = snap();
 	for (k = 0; k < m->m_nrails; k++)
 		cq1 += mgr_cq_bytes(&m->m_rails[k]);

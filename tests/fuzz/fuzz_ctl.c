@@ -157,7 +157,7 @@ static unsigned ours_alive(void)
 	bool in[MAX_SESSIONS];
 	unsigned n, i, ours = 0, nin = 0;
 
-	pthread_mutex_lock(&F.b->m_lock);
+	ry__lock(F.b);
 	n = ry__ctl_sessions(F.b, fd, in, MAX_SESSIONS);
 	if (n > MAX_SESSIONS)
 		abort(); /* sessions pile up */
@@ -172,7 +172,7 @@ static unsigned ours_alive(void)
 	}
 	if (nin != F.b->m_nin || F.b->m_npending > F.b->m_nin)
 		abort(); /* the counters disagree with the list */
-	pthread_mutex_unlock(&F.b->m_lock);
+	ry__unlock(F.b);
 	return ours;
 }
 
@@ -286,11 +286,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	source(data[0], &ss);
 	input(&o, data[0], data + 1, size - 1);
-	pthread_mutex_lock(&F.b->m_lock);
+	ry__lock(F.b);
 	c = ry__ctl_adopt(F.b, sv[0], &ss); /* sv[0] is b's now */
 	if (c)
 		ry__ctl_feed(c, o.b, o.n);
-	pthread_mutex_unlock(&F.b->m_lock);
+	ry__unlock(F.b);
 	fx_progress(&F);
 	drain(sv[1]);
 	close(sv[1]);

@@ -98,9 +98,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(buf, &h, sizeof(h));
 
 	c = ba->pr_conn[0];
-	pthread_mutex_lock(&F.b->m_lock);
+	ry__lock(F.b);
 	ry__msg_rx(c, buf, len, ry__now_ns());
-	pthread_mutex_unlock(&F.b->m_lock);
+	ry__unlock(F.b);
 	fx_progress(&F); /* deliver, or fail and reconnect */
 	return 0;
 }

@@ -39,8 +39,20 @@ struct loop_pkt {
 	unsigned char pk_data[];
 };
 
+/* A CQ of a null rail's own making (create_cq), with a lock of its own:
+ * the contexts' QPs post and poll without the global loop_lock. */
+struct loop_cq {
+	struct ry_cq lc_base;
+	pthread_mutex_t lc_lock;
+	struct ry_wc *lc_ring;
+	unsigned lc_head, lc_count, lc_cap;
+	unsigned lc_nqps;
+	struct loop_cq *lc_next;
+};
+
 struct loop_qp {
 	struct ry_qp lq_base;
+	struct loop_cq *lq_cq;
 	struct ry_qp_attr lq_attr;
 	unsigned lq_access;
 	/* WRs posted into a pulled cable, in order, all unacknowledged */
@@ -64,7 +76,8 @@ struct loop_rail {
 	bool lr_null;
 	bool lr_hold;
 	int lr_efd;
-	bool lr_efd_armed;
+	atomic_bool lr_efd_armed;
+	struct loop_cq *lr_cqs;
 	_Atomic uint64_t lr_progress_calls; /* ry_loop_progress_calls() */
 	enum ry_link_state lr_link;
 	struct ry_fault lr_fault;
@@ -105,9 +118,9 @@ static void efd_signal(struct loop_rail *lr)
 {
 	uint64_t one = 1;
 
-	if (lr->lr_efd_armed)
+	if (atomic_load_explicit(&lr->lr_efd_armed, memory_order_relaxed) ||
+	    atomic_exchange(&lr->lr_efd_armed, true))
 		return;
-	lr->lr_efd_armed = true;
 	if (write(lr->lr_efd, &one, sizeof(one)) < 0)
 		RY_DBG("loop", "rail %s: eventfd write: %m", lr->lr_base.name);
 }
@@ -116,11 +129,45 @@ static void efd_clear(struct loop_rail *lr)
 {
 	uint64_t v;
 
-	if (!lr->lr_efd_armed)
+	if (!atomic_load(&lr->lr_efd_armed) || lr->lr_cqs)
 		return;
-	lr->lr_efd_armed = false;
+	atomic_store(&lr->lr_efd_armed, false);
 	if (read(lr->lr_efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		RY_DBG("loop", "rail %s: eventfd read: %m", lr->lr_base.name);
+}
+
+/* loop_lock held: every CQ of lr's own making empty. */
+static bool cqs_empty(struct loop_rail *lr)
+{
+	for (struct loop_cq *c = lr->lr_cqs; c; c = c->lc_next) {
+		unsigned n;
+
+		pthread_mutex_lock(&c->lc_lock);
+		n = c->lc_count;
+		pthread_mutex_unlock(&c->lc_lock);
+		if (n)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * loop_lock held, the rail's own CQ and events empty: the fd is readable
+ * while any CQ of the rail holds a completion (rails/rail.h), so it is
+ * cleared once they are all empty, then they are looked at again: a push
+ * that found it still armed (and so did not signal) is seen then.
+ */
+static void efd_settle(struct loop_rail *lr)
+{
+	uint64_t v;
+
+	if (!atomic_load(&lr->lr_efd_armed) || !cqs_empty(lr))
+		return;
+	atomic_store(&lr->lr_efd_armed, false);
+	if (read(lr->lr_efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		RY_DBG("loop", "rail %s: eventfd read: %m", lr->lr_base.name);
+	if (!cqs_empty(lr))
+		efd_signal(lr);
 }
 
 static int grow(void **arr, unsigned *cap, unsigned head, unsigned count,
@@ -157,6 +204,29 @@ static void cq_push(struct loop_rail *lr, const struct ry_wc *wc)
 	efd_signal(lr);
 }
 
+static void qcq_push(struct loop_rail *lr, struct loop_qp *q,
+		     const struct ry_wc *wc)
+{
+	struct loop_cq *c = q->lq_cq;
+
+	if (!c) {
+		cq_push(lr, wc);
+		return;
+	}
+	pthread_mutex_lock(&c->lc_lock);
+	if (c->lc_count == c->lc_cap) {
+		if (grow((void **)&c->lc_ring, &c->lc_cap, c->lc_head,
+			 c->lc_count, sizeof(*wc))) {
+			pthread_mutex_unlock(&c->lc_lock);
+			return;
+		}
+		c->lc_head = 0;
+	}
+	c->lc_ring[(c->lc_head + c->lc_count++) % c->lc_cap] = *wc;
+	pthread_mutex_unlock(&c->lc_lock);
+	efd_signal(lr);
+}
+
 static void send_wc(struct loop_rail *lr, struct loop_qp *q,
 		    const struct ry_send_wr *wr, enum ry_wc_status st)
 {
@@ -175,7 +245,7 @@ static void send_wc(struct loop_rail *lr, struct loop_qp *q,
 	    .qp_num = q->lq_base.qp_num,
 	};
 
-	cq_push(lr, &wc);
+	qcq_push(lr, q, &wc);
 }
 
 static void ev_push(struct loop_rail *lr, enum ry_rail_event_type t)
@@ -296,7 +366,7 @@ static enum ry_wc_status deliver_recv(struct loop_rail *dlr, struct loop_qp *dq,
 		wc.opcode = RY_WC_RECV;
 		if (wr->sge.length > rwr.sge.length) {
 			wc.status = RY_WC_LOC_LEN;
-			cq_push(dlr, &wc);
+			qcq_push(dlr, dq, &wc);
 			return RY_WC_REM_INVALID_REQ;
 		}
 		memcpy((void *)(uintptr_t)rwr.sge.addr, data, wr->sge.length);
@@ -310,7 +380,7 @@ static enum ry_wc_status deliver_recv(struct loop_rail *dlr, struct loop_qp *dq,
 		wc.flags = RY_WC_WITH_IMM;
 		wc.imm_data = wr->imm_data;
 	}
-	cq_push(dlr, &wc);
+	qcq_push(dlr, dq, &wc);
 	dlr->lr_stats.rx_packets++;
 	dlr->lr_stats.rx_bytes += wr->sge.length;
 	return RY_WC_SUCCESS;
@@ -464,14 +534,48 @@ static int null_post_send(struct ry_qp *qp, const struct ry_send_wr *wr,
 				return ret;
 			continue;
 		}
+		if (q->lq_cq) { /* the CQ's lock once per run */
+			struct loop_cq *c = q->lq_cq;
+			struct ry_wc w = {0};
+
+			st = qp->state == RY_QPS_ERR ? RY_WC_FLUSHED
+						     : RY_WC_SUCCESS;
+			pthread_mutex_lock(&c->lc_lock);
+			for (; i < n && wr[i].opcode != RY_WR_SEND &&
+			       wr[i].opcode != RY_WR_SEND_IMM;
+			     i++) {
+				if (c->lc_count == c->lc_cap) {
+					if (grow((void **)&c->lc_ring,
+						 &c->lc_cap, c->lc_head,
+						 c->lc_count, sizeof(w)))
+						break;
+					c->lc_head = 0; /* grown: from 0 */
+				}
+				w.wr_id = wr[i].wr_id;
+				w.status = st;
+				w.opcode = wr[i].opcode == RY_WR_RDMA_READ
+					       ? RY_WC_RDMA_READ
+					       : RY_WC_RDMA_WRITE;
+				w.byte_len = wr[i].sge.length;
+				w.qp_num = qp->qp_num;
+				c->lc_ring[(c->lc_head + c->lc_count++) %
+					   c->lc_cap] = w;
+			}
+			pthread_mutex_unlock(&c->lc_lock);
+			efd_signal(lr);
+			i--;
+			continue;
+		}
 		/* one lock for the run of RDMA WRs, as a doorbell would */
-		pthread_mutex_lock(&loop_lock);
+		if (!q->lq_cq)
+			pthread_mutex_lock(&loop_lock);
 		st = qp->state == RY_QPS_ERR ? RY_WC_FLUSHED : RY_WC_SUCCESS;
 		for (; i < n && wr[i].opcode != RY_WR_SEND &&
 		       wr[i].opcode != RY_WR_SEND_IMM;
 		     i++)
 			send_wc(lr, q, &wr[i], st);
-		pthread_mutex_unlock(&loop_lock);
+		if (!q->lq_cq)
+			pthread_mutex_unlock(&loop_lock);
 		i--;
 	}
 	return 0;
@@ -598,6 +702,13 @@ static void loop_close(struct ry_rail *rail)
 	free(lr->lr_cq);
 	free(lr->lr_srq);
 	close(lr->lr_efd);
+	while (lr->lr_cqs) {
+		struct loop_cq *c = lr->lr_cqs;
+
+		lr->lr_cqs = c->lc_next;
+		free(c->lc_ring);
+		free(c);
+	}
 	free(lr);
 }
 
@@ -614,6 +725,9 @@ static int loop_query(struct ry_rail *rail, struct ry_rail_attr *attr)
 	 * too, but says it needs progress as the soft rail does, so that the
 	 * manager's kicks are exercised on it, unless a test asks */
 	attr->sends_alone = lr->lr_null || loop_sends_alone;
+	/* its CQs of create_cq's have locks of their own, and a post on a QP
+	 * reporting there takes only that one (or loop_lock, for a SEND) */
+	attr->concurrent_qps = lr->lr_null;
 	attr->max_qp_wr = 1u << 16;
 	attr->max_msg_size = 1u << 31;
 	return 0;
@@ -651,6 +765,8 @@ static int loop_pending(struct ry_rail *rail)
 	pthread_mutex_lock(&loop_lock);
 	check_deadlines(lr);
 	ret = lr->lr_cq_count || lr->lr_ev_count;
+	if (!ret && lr->lr_cqs)
+		efd_settle(lr); /* where the owner asks: nothing of its own */
 	pthread_mutex_unlock(&loop_lock);
 	return ret;
 }
@@ -741,12 +857,18 @@ static int loop_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	struct loop_qp *q;
 	uint32_t qpn;
 
-	/* one CQ per rail: no create_cq, so no CQ to name (rails/rail.h) */
-	if (init->cq)
-		return init->cq->rail == pd->rail ? -EOPNOTSUPP : -EINVAL;
+	/* one CQ per loop rail: no create_cq, so no CQ to name */
+	if (init->cq && (init->cq->rail != pd->rail))
+		return -EINVAL;
+	if (init->cq && !lr->lr_null)
+		return -EOPNOTSUPP;
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return -ENOMEM;
+	if (init->cq) {
+		q->lq_cq = container_of(init->cq, struct loop_cq, lc_base);
+		q->lq_cq->lc_nqps++;
+	}
 	q->lq_base.pd = pd;
 	q->lq_base.context = init->context;
 	q->lq_base.state = RY_QPS_RESET;
@@ -823,8 +945,73 @@ static int loop_destroy_qp(struct ry_qp *qp)
 			break;
 		}
 	pthread_mutex_unlock(&loop_lock);
+	if (q->lq_cq)
+		q->lq_cq->lc_nqps--;
 	free_qp(q);
 	return 0;
+}
+
+static int null_create_cq(struct ry_rail *rail, struct ry_cq **cq_p)
+{
+	struct loop_rail *lr = to_lr(rail);
+	struct loop_cq *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	c->lc_base.rail = rail;
+	pthread_mutex_init(&c->lc_lock, NULL);
+	pthread_mutex_lock(&loop_lock);
+	c->lc_next = lr->lr_cqs;
+	lr->lr_cqs = c;
+	pthread_mutex_unlock(&loop_lock);
+	*cq_p = &c->lc_base;
+	return 0;
+}
+
+static int null_destroy_cq(struct ry_cq *cq)
+{
+	struct loop_rail *lr = to_lr(cq->rail);
+	struct loop_cq *c = container_of(cq, struct loop_cq, lc_base), **pp;
+
+	if (c->lc_nqps)
+		return -EBUSY;
+	pthread_mutex_lock(&loop_lock);
+	for (pp = &lr->lr_cqs; *pp; pp = &(*pp)->lc_next)
+		if (*pp == c) {
+			*pp = c->lc_next;
+			break;
+		}
+	pthread_mutex_unlock(&loop_lock);
+	free(c->lc_ring);
+	free(c);
+	return 0;
+}
+
+static int null_cq_poll(struct ry_cq *cq, struct ry_wc *wc, int n)
+{
+	struct loop_cq *c = container_of(cq, struct loop_cq, lc_base);
+	int i = 0;
+
+	pthread_mutex_lock(&c->lc_lock);
+	while (i < n && c->lc_count) {
+		wc[i++] = c->lc_ring[c->lc_head];
+		if (++c->lc_head == c->lc_cap)
+			c->lc_head = 0;
+		c->lc_count--;
+	}
+	pthread_mutex_unlock(&c->lc_lock);
+	return i;
+}
+
+static int null_cq_pending(struct ry_cq *cq)
+{
+	struct loop_cq *c = container_of(cq, struct loop_cq, lc_base);
+	unsigned n;
+
+	pthread_mutex_lock(&c->lc_lock);
+	n = c->lc_count;
+	pthread_mutex_unlock(&c->lc_lock);
+	return n != 0;
 }
 
 static int loop_set_fault(struct ry_rail *rail, const struct ry_fault *f)
@@ -935,6 +1122,10 @@ static const struct ry_rail_ops null_ops = {
     .get_stats = loop_get_stats,
     .modify_qp = loop_modify_qp,
     .name = "null",
+    .create_cq = null_create_cq,
+    .destroy_cq = null_destroy_cq,
+    .cq_poll = null_cq_poll,
+    .cq_pending = null_cq_pending,
     .open = null_open,
     .poll_cq = loop_poll_cq,
     .post_recv = loop_post_recv,

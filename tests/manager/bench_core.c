@@ -8,13 +8,17 @@
  * threads together is fragments per second per core.
  *
  *   bench_core [-r rails] [-s seconds] [-w frags_per_wr] [-n ops]
- *              [-b op_bytes] [-t threads [-S]] [-P]
+ *              [-b op_bytes] [-t threads [-S]] [-P] [-c contexts]
  *
  * -t T: T application threads post through one manager, each to a peer of
  * its own (a manager each, progressed by that thread now and then), or with
  * -S all to the same peer; the line then also gives the threads and the
  * fragments per wall-clock second of all of them together (compare -t 2
  * with -t 1 for how posting scales across threads).
+ *
+ * -c C: the posting side's manager has C progress contexts (config
+ * contexts); the threads' peers are made in turn, so with -c T each
+ * thread's peer is in a context of its own.
  *
  * -P: the managers' progress threads (ry_progress_thread_start) do the
  * progress, as in a storage server; the posting threads only post and
@@ -85,6 +89,7 @@ static unsigned long nops;
 static double secs = 2, w_start;
 static pthread_barrier_t go;
 static bool threaded; /* -P */
+static unsigned contexts = 1; /* -c, manager a's */
 
 static void on_done(const struct ry_completion *c, void *arg)
 {
@@ -161,6 +166,7 @@ static void config(struct ry_config *c, const char *node, unsigned rails,
 	c->max_op_size = obytes > MiB ? obytes : MiB;
 	c->wr_per_qp = 256;
 	c->frags_per_wr = fpw;
+	c->contexts = node[0] == 'a' ? contexts : 1;
 	c->failover.fence = true;
 	c->n_rails = rails;
 	for (i = 0; i < rails; i++) {
@@ -237,7 +243,7 @@ int main(int argc, char **argv)
 	int opt, ret;
 	struct ry_config ca, cb;
 
-	while ((opt = getopt(argc, argv, "r:s:w:n:b:t:SP")) != -1) {
+	while ((opt = getopt(argc, argv, "r:s:w:n:b:t:SPc:")) != -1) {
 		switch (opt) {
 		case 'r':
 			rails = (unsigned)atoi(optarg);
@@ -263,11 +269,14 @@ int main(int argc, char **argv)
 		case 'P':
 			threaded = true;
 			break;
+		case 'c':
+			contexts = (unsigned)atoi(optarg);
+			break;
 		default:
 			fprintf(stderr,
 				"usage: %s [-r rails] [-s seconds] [-w "
 				"frags_per_wr] [-n ops] [-b op_bytes] [-t "
-				"threads [-S]] [-P]\n",
+				"threads [-S]] [-P] [-c contexts]\n",
 				argv[0]);
 			return 2;
 		}
@@ -371,6 +380,8 @@ int main(int argc, char **argv)
 	if (nthreads > 1)
 		printf("threads %u (%s) ", nthreads,
 		       same ? "same peer" : "one peer each");
+	if (contexts > 1)
+		printf("contexts %u ", contexts);
 	if (op_bytes != MiB)
 		printf("op_bytes %zu ", op_bytes);
 	printf("rails %u frags_per_wr %u: %lu ops, %.0f fragments, %.3f s cpu, "

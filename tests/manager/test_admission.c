@@ -216,7 +216,7 @@ static unsigned keepalive_set(struct ry_manager *m, unsigned *n_out)
 	unsigned n, i, nin = 0;
 	socklen_t l;
 
-	pthread_mutex_lock(&m->m_lock);
+	ry__lock(m);
 	n = ry__ctl_sessions(m, fd, in, 16);
 	ck_assert_uint_le(n, 16);
 	for (i = 0; i < n; i++) {
@@ -243,7 +243,7 @@ static unsigned keepalive_set(struct ry_manager *m, unsigned *n_out)
 		ck_assert_int_eq(v, 15000);
 		nin += in[i];
 	}
-	pthread_mutex_unlock(&m->m_lock);
+	ry__unlock(m);
 	*n_out = n;
 	return nin;
 }

@@ -359,11 +359,11 @@ static unsigned out_wrs(struct ry_peer *p, const char *rail)
 	struct ry_manager *m = p->pr_mgr;
 	unsigned n = 0;
 
-	pthread_mutex_lock(&m->m_lock);
+	ry__lock(m);
 	for (unsigned i = 0; i < m->m_nrails; i++)
 		if (!strcmp(m->m_rails[i].lr_rail->name, rail))
 			n = p->pr_conn[i]->cn_out_wrs;
-	pthread_mutex_unlock(&m->m_lock);
+	ry__unlock(m);
 	return n;
 }
 
@@ -759,10 +759,10 @@ static unsigned b_knows_a(void)
 {
 	unsigned n = 0;
 
-	pthread_mutex_lock(&F.b->m_lock);
+	ry__lock(F.b);
 	for (struct ry_peer *p = F.b->m_peers; p; p = p->pr_next)
 		n += !strcmp(p->pr_node_name, "a");
-	pthread_mutex_unlock(&F.b->m_lock);
+	ry__unlock(F.b);
 	return n;
 }
 
@@ -779,7 +779,7 @@ static bool b_done_with_a(void *arg)
 	bool done = false;
 
 	(void)arg;
-	pthread_mutex_lock(&F.b->m_lock);
+	ry__lock(F.b);
 	for (struct ry_peer *p = F.b->m_peers; p; p = p->pr_next) {
 		if (strcmp(p->pr_node_name, "a"))
 			continue;
@@ -789,7 +789,7 @@ static bool b_done_with_a(void *arg)
 			       p->pr_conn[i]->cn_state == CONN_BACKOFF ||
 			       p->pr_conn[i]->cn_state == CONN_UNPAIRED;
 	}
-	pthread_mutex_unlock(&F.b->m_lock);
+	ry__unlock(F.b);
 	return done;
 }
 
