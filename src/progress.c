@@ -923,7 +923,7 @@ static void note_stalls(struct ry_manager *m, uint64_t now, uint64_t gap)
  * channel, the rails' completions and events, replay, timers and striping;
  * then the kick and the callbacks, without m_lock.
  */
-static int progress_round(struct ry_manager *m)
+static int progress_round(struct ry_manager *m, bool all)
 {
 	bool pending[RY_MAX_RAILS] = {0}, ready[RY_MAX_RAILS] = {0}, sweep;
 	struct epoll_event evs[RY_MAX_RAILS];
@@ -978,7 +978,7 @@ static int progress_round(struct ry_manager *m)
 	control_events(m);
 	for (i = 0; i < m->m_nrails; i++)
 		if (pending[i])
-			rail_handover(&m->m_rails[i], now, false);
+			rail_handover(&m->m_rails[i], now, all);
 	manager_round(m, now);
 	ry__ctl_reap(m);
 	return unlock_and_deliver(m);
@@ -998,7 +998,7 @@ static int ctx_progress(struct ry_manager *m)
 	struct ry__lrail *rails[RY_MAX_RAILS];
 	struct epoll_event evs[RY_MAX_RAILS];
 	bool ready[RY_MAX_RAILS] = {0}, own_any = false, queued = false;
-	bool work = false;
+	bool work = false, left;
 	uint64_t now = ry__now_ns(), t;
 	struct ry__ctx *mine = NULL;
 	unsigned i, nr;
@@ -1044,12 +1044,15 @@ static int ctx_progress(struct ry_manager *m)
 	 */
 	now = ry__now_ns();
 	t = atomic_load_explicit(&m->m_cold_ns, memory_order_relaxed);
-	if (own_any ||
-	    atomic_exchange_explicit(&m->m_cold_due, false,
-				     memory_order_relaxed) ||
+	left = atomic_exchange_explicit(&m->m_cold_due, false,
+					memory_order_relaxed);
+	/* what the context path left (it stopped polling a context's CQs
+	 * at it): this round polls them all, as it would with one context,
+	 * so that what came after is handed over with it */
+	if (own_any || left ||
 	    (now >= t && atomic_compare_exchange_strong(&m->m_cold_ns, &t,
 							now + m->m_tick_ns)))
-		return progress_round(m) + (queued ? ry__deliver(m) : 0);
+		return progress_round(m, left) + (queued ? ry__deliver(m) : 0);
 	ry__kick(m);
 	return queued ? ry__deliver(m) : 0;
 }
@@ -1060,7 +1063,7 @@ int ry_progress(struct ry_manager *m)
 		return -EINVAL;
 	if (m->m_nctx > 1)
 		return ctx_progress(m);
-	return progress_round(m);
+	return progress_round(m, true);
 }
 
 int ry_event_fd(struct ry_manager *m)
@@ -1082,7 +1085,9 @@ static void *control_main(void *arg)
 
 	while (!stopping(m)) {
 		epoll_wait(m->m_epfd, &ev, 1, ms);
-		progress_round(m);
+		progress_round(m, m->m_nctx == 1 ||
+				      atomic_load_explicit(&m->m_cold_due,
+							   memory_order_relaxed));
 	}
 	return NULL;
 }
@@ -1158,7 +1163,7 @@ static void *rail_main(void *arg)
 			for (i = 0; i < rt->rt_nrails; i++)
 				if (pending[i])
 					rail_handover(rt->rt_rails[i], now,
-						      false);
+						      true);
 			if (!m->m_closing)
 				manager_round(m, now);
 			unlock_and_deliver(m);

@@ -36,6 +36,10 @@ void fx_config(struct ry_config *c, const struct fx_opts *o, bool is_b)
 		 is_b && o->b_control[0] ? o->b_control : "127.0.0.1:0");
 	c->fragment_size = 4096;
 	c->max_op_size = o->max_op_size ? o->max_op_size : 8u << 20;
+	/* the suites again with several progress contexts (ctest's *_ctx
+	 * entries): every peer record made in turn goes to the next one */
+	if (getenv("RY_FX_CONTEXTS"))
+		c->contexts = (uint32_t)atoi(getenv("RY_FX_CONTEXTS"));
 #define FX_SET(field, v)                                                       \
 	do {                                                                   \
 		if (v)                                                         \
