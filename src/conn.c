@@ -736,7 +736,8 @@ static int post_ladder(struct ry__conn *c, uint64_t now)
 
 	memset(swr, 0, sizeof(swr));
 	for (i = 0; i < 2 * n; i++) {
-		struct ry__wr *x = ry__pool_get(&c->cn_peer->pr_ctx->cx_wr_pool);
+		struct ry__wr *x =
+		    ry__pool_get(&c->cn_peer->pr_ctx->cx_wr_pool);
 
 		if (!x)
 			goto err;

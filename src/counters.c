@@ -44,7 +44,7 @@ static struct ry__lrail *rail_by_name(struct ry_manager *m, const char *name)
 	return NULL;
 }
 
-/* The rail by that name with m_lock held, or NULL with it not held. */
+/* The rail by that name with the cold lock held, or NULL with it not held. */
 static struct ry__lrail *lock_rail(struct ry_manager *m, const char *name)
 {
 	struct ry__lrail *lr;
@@ -99,7 +99,7 @@ int ry_peer_counters(struct ry_peer *p, struct ry_counters *out)
 	return 0;
 }
 
-/* Called with m_lock held. */
+/* Called with the cold lock held. */
 static void peer_info(const struct ry_peer *p, struct ry_peer_info *out)
 {
 	const struct ry_manager *m = p->pr_mgr;

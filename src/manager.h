@@ -4,37 +4,98 @@
  *
  * LOCKING
  *
- *   m_lock (struct ry_manager)  protects every structure in this file: local
- *                               rails' manager-side state, peers,
- *                               connections, operations, pools, control
- *                               sockets, counters.
- *   lr_lock (struct ry__lrail)  serialises every call into one rail
- *                               (rails/rail.h asks its owner to).  Held
- *                               only across the call itself, never across
- *                               code that could call into a rail again.
- *   m_dq_lock                   the queue of callbacks waiting to run
- *                               (taken inside m_lock, or alone).
- *   m_deliver_lock              held by the one thread running callbacks.
+ *   The cold lock               m_lock, then every context's cx_lock in
+ *   (ry__lock, ry__unlock)      order: protects every structure in this
+ *                               file, and is what every path takes except
+ *                               the context path below.  Connection state,
+ *                               the control channel, timers, replay,
+ *                               fences, rails, peers' records, regions,
+ *                               counters are written only under it.
+ *   cx_lock (struct ry__ctx)    the context path: its own peers' operation
+ *                               queues and posted WRs, its pools (ops, WRs,
+ *                               replay ranges), its dirty, done and stash
+ *                               lists, its CQ on each rail.  Everything
+ *                               else it may only read (the cold lock's
+ *                               holder holds it too, so nothing it reads
+ *                               changes under it).
+ *   lr_lock (struct ry__lrail)  serialises calls into one rail
+ *                               (rails/rail.h asks its owner to), except
+ *                               post_send and the calls on the contexts'
+ *                               CQs on a rail whose attributes say
+ *                               concurrent_qps (ry__lrail_free_qps).  Held
+ *                               only across the call itself.
+ *   m_tp_lock, m_slot_lock      leaves: peers joining m_tpeers, message
+ *                               slots (taken by a context path).
+ *   cx_dq_lock, m_dq_lock       leaves: the callbacks waiting to run, a
+ *                               context's completions and the manager's
+ *                               messages and events.
+ *   cx_dl, m_deliver_lock       held by the one thread running a
+ *                               context's completion callbacks (cx_dl; with
+ *                               one context m_deliver_lock) or the
+ *                               messages and events (m_deliver_lock).
  *   m_cb_lock                   the application's callbacks (recv, event)
  *                               registration against delivery.
  *
- *   Lock order: m_deliver_lock -> m_lock -> lr_lock -> provider-internal
- *   locks (the loop rail's loop_lock) -> the log sink lock.  m_dq_lock and
- *   m_cb_lock are leaves: nothing of ours is taken while holding them.
+ *   Lock order: the deliver locks -> m_lock -> cx_lock[0..n) -> lr_lock ->
+ *   provider-internal locks (the loop rail's loop_lock, a null CQ's lock)
+ *   -> the log sink lock.  The leaves take nothing of ours.
  *
- *   Why two levels: a rail's protocol work (the soft rail's packets, ACKs,
- *   retransmits: most of a soft rail's CPU) needs only its lr_lock, so each
- *   rail's progress runs on its own thread (progress_threads) in parallel
- *   with the others and with application threads posting under m_lock.  A
- *   rail thread takes m_lock only when the rail says it has completions or
- *   events (ry__rail_pending), and then polls the CQ under m_lock + lr_lock:
- *   a WR named by a completion is the manager's until that completion is
- *   handled, so polling and handling happen under one m_lock hold and no
- *   teardown can come between them.  What is still serialised by m_lock is
- *   the manager's bookkeeping per WR and per completion, not packet work.
+ * Contexts
+ *
+ *   A manager has m_nctx progress contexts (config contexts, default 1);
+ *   a peer belongs to one for life (pr_ctx: the n-th record made to
+ *   context n mod m_nctx), and each context has a CQ of its own on every
+ *   rail (lr_cq[cx_idx]) that its peers' QPs report to.  With one
+ *   context everything takes the cold lock, as the single m_lock was
+ *   before.  With several, the data path takes only its context's lock:
+ *
+ *   - a post (op.c, post_lock) to a READY peer: the op from the
+ *     context's pool, queued on the peer, striped (stripe.c), its WRs
+ *     posted; a peer in any other state (a dial to make, a backoff to cut
+ *     short) takes the cold lock;
+ *   - ctx_round (progress.c): the context's CQs polled and what they hold
+ *     handled, while it is a successful fragment or message WR of one of
+ *     its peers on an ACTIVE connection, not part of a replay (hot_wc);
+ *     then its dirty peers striped, its done ops queued for callbacks.
+ *
+ *   What the context path may not do it leaves to a cold round: the first
+ *   completion it may not handle and the rest of that poll batch wait in
+ *   cx_stash, in CQ order, and the context's CQs are not polled again
+ *   until they are handed over; a post_send that fails leaves its WRs on
+ *   the connection's cn_unposted and the connection on cx_pfail (nothing
+ *   more is striped to it: cn_post_err).  Either sets m_cold_due.
+ *   ry__lock() hands both to their handlers (cold_drain) before it
+ *   returns, so the cold lock's holder never sees a WR that a context
+ *   path polled but did not handle: teardown, replay and fencing see the
+ *   same states they did with one lock, in the same order per QP.
+ *
+ *   Who runs what: an application thread's ry_progress() runs the
+ *   context it last posted to (ry__ctx_note), the others now and then
+ *   with trylock, and a cold round (control channel, rail events, timers,
+ *   replay, what the context paths left) when m_cold_due is set or a
+ *   tick has passed; one thread claims each (m_cold_ns).  A rail thread
+ *   runs every context's CQ on its rails, and a cold round only for rail
+ *   events or m_cold_due; the control thread runs the ticks.  A cold
+ *   round's rail hand-over leaves the contexts' CQs to the context paths
+ *   unless they left it work.
+ *
+ *   Fairness: a mutex is not fair, and a thread posting in a loop retook
+ *   its context's lock ahead of a waiting cold lock for 300+ us at a
+ *   time; ry__lock() raises m_cold_want while it collects the contexts'
+ *   locks, and the context paths wait at the gate (ry__ctx_gate, which
+ *   takes and drops m_lock) meanwhile.
+ *
+ *   Callbacks: with several contexts each context's completions run under
+ *   its own deliver lock, so "never concurrently" (include/railyard/
+ *   railyard.h) holds per context; messages and events under
+ *   m_deliver_lock.  With one context, all of them under m_deliver_lock.
+ *
+ *   Measured (bench_core -r 4 -w 1, null rails, 2026-12-02): one thread
+ *   44-45 M fragments/s; two threads with contexts 2: 71-75 M (1.6-1.7x);
+ *   two threads with one context: 32 M (0.7x).
  *
  *   Kick: whoever posts to a rail sets lr_kick (unless the rail sends
- *   alone, rails/rail.h: verbs, the null rail); when m_lock is dropped,
+ *   alone, rails/rail.h: verbs, the null rail); when the lock is dropped,
  *   ry__kick() runs that rail's progress at once in the caller's thread
  *   (no rail threads) or wakes the rail's thread (rt_wake_fd, written once
  *   per wake-up: rt_woken), so a post reaches the wire without waiting for
@@ -42,79 +103,16 @@
  *   of the manager's own callbacks is kicked once at the end of that
  *   callback batch (ry__kick_post), so the batch's reposts share a send.
  *
- *   No application callback runs with m_lock held: completions, messages
- *   and events are moved to a delivery list under m_lock and handed out
- *   after it is dropped (ry__deliver() in progress.c).  Callbacks never run
- *   concurrently, even with several progress threads: ry__deliver() queues
- *   them (m_dq_lock) and whichever thread holds m_deliver_lock runs them in
- *   queue order; a thread that finds it held leaves its share to the holder
- *   (so a callback may call ry_progress() without deadlock).
+ *   A rail's protocol work (the soft rail's packets, ACKs, retransmits)
+ *   needs only its lr_lock, so each rail's progress runs on its own thread
+ *   (progress_threads) beside the others and beside posting threads.
  *
- * LOCKING, NEXT STEP (issue 12: not built yet)
+ *   No application callback runs with a manager lock held: completions,
+ *   messages and events are queued and handed out after it is dropped
+ *   (ry__deliver() in progress.c); a thread that finds a deliver lock held
+ *   leaves that share to its holder (so a callback may call ry_progress()
+ *   without deadlock).
  *
- *   Today two application threads posting to different peers serialise
- *   on m_lock for all of a fragment's bookkeeping (enqueue, stripe,
- *   completion: ~30 ns a fragment on the null rail), so bench_core -t 2
- *   is slower than -t 1 (0.69x: the lock's hand-offs).
- *
- *   Tried and measured (2026-12-02, not merged): m_lock a writer-first
- *   rwlock; posts (enqueue + stripe) and fragment completions under it
- *   shared plus a per-peer pr_lock; everything cold exclusive, as now;
- *   the shared path leaving what it may not do (messages, replay,
- *   fences, failed posts, receives, rail events) to the exclusive round
- *   (the peer on m_dirty, or a per-rail stash of the rest of the CQ
- *   batch, in order); manager-wide lists under a leaf m_hot_lock; WRs
- *   from a per-peer cache.  Correct by the unit and soft suites, but
- *   slower: bench_core -r 4 -w 1 -t 2, 10.7 M fragments/s against 23.5
- *   with the one lock.  The cause is the CQ: one per rail, shared by all
- *   the rail's QPs, so every thread polls every rail and handles the
- *   other threads' peers' completions under their pr_locks; the threads
- *   trade pr_locks, lr_locks and the cache lines of each other's WRs
- *   and ops on every batch.  Locks finer than m_lock only pay when a
- *   thread's completions come back to that thread.
- *
- *   So the step is a progress context (a "worker", as UCX has): its own
- *   CQ on each rail (rails/rail.h: create_cq, ry_qp_init.cq, cq_poll),
- *   its peers' QPs on its CQs, its own op/WR pools, its own delivery
- *   list; a peer belongs to one context, an application thread
- *   posts and progresses its own context without any lock another
- *   context takes.  m_lock stays for the cold paths (connection state,
- *   control, timers, replay), which then take the contexts' locks in
- *   turn.  The soft rail's packet work stays per rail (its socket); only
- *   completion delivery is split.  The measure stays bench_core -t 2
- *   against -t 1 (target >= 1.6x); the net under it test_stress under
- *   TSan (threads, peers, rails pulled).
- *
- *   In order: (1) done: the manager's QPs are on a CQ of its own on
- *   each rail (lr_cq), one context's, as the net for what follows; (2)
- *   the context's lock takes over from m_lock on the post and
- *   completion paths (ry__stripe, ry__wr_complete, the
- *   delivery list), m_lock staying for connection state, control,
- *   timers and replay, which take the contexts' locks in turn; (3) an
- *   application thread gets a context (a call like ry_context_create,
- *   or one per thread on first use) and its peers' QPs move there; (4)
- *   a CQ polled beside the rail's other calls (the contract now
- *   serialises it with them: the soft rail would need a lock per CQ, as
- *   the verbs library has).
- *
- *   Measured (2026-12-02, branch ctxexp, not merged): the per-peer-lock
- *   experiment with two contexts' CQs on each rail (a thread polls the
- *   context it posts to) and the null rail's CQs locked each on their
- *   own: bench_core -r 4 -w 1 -t 2 went from 10.7 to 21 M fragments/s
- *   (all threads), one thread 36-37; main's one lock, same hour: 22 and
- *   32.  So the context CQs removed the cross-thread completions, and
- *   what is left is state every thread still writes: m_hot_lock (the op
- *   pool, the done and delivery lists, regions' user counts: futex
- *   waits under ry__wr_complete and op_new in perf), the WR pool behind
- *   the per-peer caches (refill/spill, 13 %), each rail's lr_lock, and
- *   the writer-first rwlock, whose exclusive rounds (every tick) stop
- *   both threads.  Hence, in step 2: pools, done and delivery lists per
- *   context, region counts atomic, and the cold path taking the
- *   contexts' locks instead of a manager-wide rwlock.  And callbacks:
- *   "never concurrently" (above) is manager-wide today; per context is
- *   the most a scaling design can promise, an API change to make
- *   explicitly.
-
  * OWNERSHIP
  *
  *   A fragment is in exactly one place: queued (an op's fresh range
@@ -246,7 +244,7 @@ struct ry_region {
 	struct ry_manager *rg_mgr;
 	void *rg_addr;
 	size_t rg_len;
-	unsigned rg_access; /* enum ry_mr_access */
+	unsigned rg_access;   /* enum ry_mr_access */
 	atomic_uint rg_users; /* ops in flight using it (any context) */
 	struct ry_mr *rg_mr[RY_MAX_RAILS];
 	struct ry_region *rg_next, *rg_prev;
@@ -495,8 +493,8 @@ struct ry__conn {
 	uint64_t cn_fence_gen;	    /* fence to request for this failure */
 	uint32_t cn_dead_qpn, cn_dead_rqpn;
 	char cn_reason[160];
-	struct ry__conn *cn_hnext;     /* lr_qpn_hash */
-	struct ry__conn *cn_fnext;     /* m_failed */
+	struct ry__conn *cn_hnext; /* lr_qpn_hash */
+	struct ry__conn *cn_fnext; /* m_failed */
 	/* a post_send that failed under the context lock alone (stripe.c):
 	 * its error and WRs, handed to the next cold round (cx_pfail) */
 	int cn_post_err;
@@ -586,7 +584,7 @@ struct ry__ctx {
 	struct ry_manager *cx_mgr;
 	unsigned cx_idx;
 	struct ry__pool cx_op_pool, cx_wr_pool, cx_range_pool;
-	struct ry_peer *cx_dirty;			/* peers to stripe */
+	struct ry_peer *cx_dirty;		    /* peers to stripe */
 	struct ry__op *cx_done_head, *cx_done_tail; /* with a callback */
 	struct ry__op *cx_poll_head, *cx_poll_tail; /* ry_poll_completions */
 	/* callbacks not yet run (cx_dq_lock, a leaf), and the lock held by
@@ -853,10 +851,11 @@ void ry__queue_message(struct ry_manager *m, struct ry_peer *p,
 		       enum ry_msg_type t, const void *data, size_t len,
 		       uint64_t notify);
 int ry__deliver(struct ry_manager *m);
-/* m_lock held: queue m_done and m_dv for ry__deliver(); true if any. */
+/* The cold lock held: queue the contexts' done ops and m_dv for ry__deliver();
+ * true if any. */
 bool ry__deliver_queue(struct ry_manager *m);
 void ry__poll_rail(struct ry__lrail *lr, uint64_t now);
-/* m_lock held: run a rail with a thread of its own now (heartbeat.c). */
+/* The cold lock held: run a rail with a thread of its own now (heartbeat.c). */
 void ry__rail_catch_up(struct ry__lrail *lr, uint64_t now);
 /* After dropping m_lock: send what was posted (LOCKING: Kick). */
 void ry__kick(struct ry_manager *m);
@@ -1087,7 +1086,7 @@ void ry__msg_prepare(struct ry__op *op, enum ry__mtype type, const void *data,
  * violation; the window is unchanged).  Constant time in seq.
  */
 int ry__rxwin_accept(uint64_t *base, uint64_t *bits, uint64_t seq);
-/* One received rail message of len bytes on c (m_lock held): checks,
+/* One received rail message of len bytes on c (the cold lock held): checks,
  * dedupes and queues it for delivery; a protocol violation fails c. */
 void ry__msg_rx(struct ry__conn *c, const unsigned char *buf, uint32_t len,
 		uint64_t now);
@@ -1221,7 +1220,8 @@ static inline bool ry__lrail_live(const struct ry__lrail *lr)
 {
 	return lr->lr_rail != NULL;
 }
-/* manager.c: open slot i with rc / close it (m_lock held for a reload) */
+/* manager.c: open slot i with rc / close it (the cold lock held for a reload)
+ */
 int ry__lrail_open(struct ry_manager *m, unsigned i,
 		   const struct ry_rail_config *rc);
 void ry__lrail_close(struct ry__lrail *lr);

@@ -4,7 +4,7 @@
  * names that also pass as OpenMetrics (counters end in _total, units are
  * in the names, seconds and ratios rather than nanoseconds and permille).
  *
- * The whole text is written with m_lock held so that every family comes
+ * The whole text is written with the cold lock held so that every family comes
  * from one instant: a scrape never sees a rail's bytes from before a
  * failover next to its failovers from after it.  Only memory is touched
  * under the lock (plus the rails' get_stats, which m_lock serialises like

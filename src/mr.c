@@ -124,7 +124,7 @@ int ry_mr_pack(const struct ry_region *rg, void *buf, size_t len)
 	return (int)(need + 4);
 }
 
-/* Called with m_lock held. */
+/* Called with the cold lock held. */
 static void dereg_one(struct ry__lrail *lr, struct ry_mr *mr)
 {
 	pthread_mutex_lock(&lr->lr_lock);
@@ -152,7 +152,7 @@ int ry__region_reg_rail(struct ry_region *rg, struct ry__lrail *lr)
 	return ret;
 }
 
-/* Called with m_lock held. */
+/* Called with the cold lock held. */
 void ry__region_dereg_rail(struct ry_region *rg, struct ry__lrail *lr)
 {
 	if (!rg->rg_mr[lr->lr_idx])
@@ -196,7 +196,7 @@ err_dereg:
 	return ret;
 }
 
-/* Called with m_lock held. */
+/* Called with the cold lock held. */
 void ry__region_dereg(struct ry_region *rg)
 {
 	struct ry_manager *m = rg->rg_mgr;

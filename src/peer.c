@@ -479,7 +479,7 @@ out:
 	return ret;
 }
 
-/* m_lock held: one reference of the application's gone; at the last, a
+/* The cold lock held: one reference of the application's gone; at the last, a
  * record the reaper is waiting for (on m_reapq) is looked at again. */
 void ry__peer_unref(struct ry_peer *p)
 {

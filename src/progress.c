@@ -4,9 +4,9 @@
  * progress thread; each rail's events (link up and down, QP fatal) and its
  * completion queue; the completion of a work request, whose success path
  * is here and whose error path is replay's (ry__wr_failed); and delivery:
- * completions, messages and events are queued under m_lock and handed to
- * the application's callbacks only after it is dropped, so a callback may
- * call back into the manager.
+ * completions, messages and events are queued under the cold lock (or a
+ * context's) and handed to the application's callbacks only after it is
+ * dropped, so a callback may call back into the manager.
  *
  * The lock order and ownership rules are in src/manager.h (LOCKING).
  */
@@ -41,7 +41,6 @@ void ry__ctx_note(struct ry__ctx *cx)
 	tl_aff_m = cx->cx_mgr;
 	tl_aff_idx = cx->cx_idx;
 }
-
 
 static struct ry__delivery *dv_new(struct ry_manager *m, size_t extra)
 {
@@ -297,8 +296,8 @@ int ry__deliver(struct ry_manager *m)
 	 * that manager's, ours waits for the end of our batch */
 	struct ry_manager *outer = tl_delivering;
 	bool outer_due = tl_kick_due;
-	unsigned first = tl_aff_m == m && tl_aff_idx < m->m_nctx ? tl_aff_idx
-								 : 0;
+	unsigned first =
+	    tl_aff_m == m && tl_aff_idx < m->m_nctx ? tl_aff_idx : 0;
 	int n = 0;
 
 	for (;;) {
@@ -580,10 +579,10 @@ static void cold_drain(struct ry_manager *m)
 			    st->st_wc.opcode == RY_WC_RECV_RDMA_IMM)
 				ry__on_recv(st->st_lr, &st->st_wc, now);
 			else
-				ry__wr_complete(m,
-						(struct ry__wr *)(uintptr_t)
-						    st->st_wc.wr_id,
-						&st->st_wc, now);
+				ry__wr_complete(
+				    m,
+				    (struct ry__wr *)(uintptr_t)st->st_wc.wr_id,
+				    &st->st_wc, now);
 		}
 		cx->cx_nstash = 0;
 		unposted(m, cx, now);
@@ -643,9 +642,9 @@ static void ctx_poll(struct ry_manager *m, struct ry__ctx *cx,
 						      memory_order_relaxed);
 				return;
 			}
-			ry__wr_complete(
-			    m, (struct ry__wr *)(uintptr_t)wc[i].wr_id,
-			    &wc[i], now);
+			ry__wr_complete(m,
+					(struct ry__wr *)(uintptr_t)wc[i].wr_id,
+					&wc[i], now);
 		}
 	} while (n == RY__STASH && ++rounds < 64);
 }
@@ -656,8 +655,8 @@ static void ctx_poll(struct ry_manager *m, struct ry__ctx *cx,
  * it).  True if it queued callbacks.
  */
 static bool ctx_round(struct ry_manager *m, struct ry__ctx *cx,
-		      struct ry__lrail *const *rails, unsigned nr,
-		      uint64_t now, bool try)
+		      struct ry__lrail *const *rails, unsigned nr, uint64_t now,
+		      bool try)
 {
 	struct ry_peer *p;
 	bool queued = false;
@@ -748,8 +747,8 @@ static bool rail_work(struct ry__lrail *lr)
 }
 
 /*
- * m_lock held: before a connection is judged silent, run its rail here and
- * hand over what it has, so that a rail thread that has not had the CPU
+ * The cold lock held: before a connection is judged silent, run its rail here
+ * and hand over what it has, so that a rail thread that has not had the CPU
  * lately (a loaded machine) is not taken for a silent peer: packets that
  * arrived are counted before the verdict.  Once per rail per timer pass.
  */
@@ -762,7 +761,7 @@ void ry__rail_catch_up(struct ry__lrail *lr, uint64_t now)
 		rail_handover(lr, now, true);
 }
 
-/* The manager's part of a round after the rails': m_lock held. */
+/* The manager's part of a round after the rails': the cold lock held. */
 static void manager_round(struct ry_manager *m, uint64_t now)
 {
 	struct ry_peer *p;
@@ -919,7 +918,7 @@ static void note_stalls(struct ry_manager *m, uint64_t now, uint64_t gap)
 
 /*
  * One round: the rails' protocol work (only rails without a thread of
- * their own: the others run on theirs), then under m_lock the control
+ * their own: the others run on theirs), then under the cold lock the control
  * channel, the rails' completions and events, replay, timers and striping;
  * then the kick and the callbacks, without m_lock.
  */
@@ -1035,8 +1034,8 @@ static int ctx_progress(struct ry_manager *m)
 	if (!mine || !(++calls & 15))
 		for (i = 0; i < m->m_nctx; i++)
 			if (&m->m_ctx[i] != mine)
-				queued |= ctx_round(m, &m->m_ctx[i], rails,
-						    nr, now, true);
+				queued |= ctx_round(m, &m->m_ctx[i], rails, nr,
+						    now, true);
 	/*
 	 * One thread takes a tick's cold round, and the work the context
 	 * path left: the others go on with their contexts (a cold round
@@ -1085,9 +1084,9 @@ static void *control_main(void *arg)
 
 	while (!stopping(m)) {
 		epoll_wait(m->m_epfd, &ev, 1, ms);
-		progress_round(m, m->m_nctx == 1 ||
-				      atomic_load_explicit(&m->m_cold_due,
-							   memory_order_relaxed));
+		progress_round(m, m->m_nctx == 1 || atomic_load_explicit(
+							&m->m_cold_due,
+							memory_order_relaxed));
 	}
 	return NULL;
 }
@@ -1145,9 +1144,9 @@ static void *rail_main(void *arg)
 			bool queued = false;
 
 			for (i = 0; i < m->m_nctx; i++)
-				queued |= ctx_round(m, &m->m_ctx[i],
-						    rt->rt_rails, rt->rt_nrails,
-						    now, false);
+				queued |=
+				    ctx_round(m, &m->m_ctx[i], rt->rt_rails,
+					      rt->rt_nrails, now, false);
 			ry__kick(m);
 			if (queued)
 				ry__deliver(m);
@@ -1245,7 +1244,7 @@ static void rthreads_stop(struct ry_manager *m)
 
 /*
  * Set up the rail threads' epoll sets and hand them their rails (rail i to
- * thread i mod n); m_lock held.  A rail's fd moves from the manager's
+ * thread i mod n); the cold lock held.  A rail's fd moves from the manager's
  * epoll set (the control thread must not wake for packets) to its
  * thread's.  The threads are created by the caller.
  */

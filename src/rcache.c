@@ -114,7 +114,7 @@ static struct ry_region *lookup(struct ry__rcache *rc, uintptr_t a, size_t len,
 	return NULL;
 }
 
-/* A new entry for the pages around [a, a + len); m_lock held. */
+/* A new entry for the pages around [a, a + len); the cold lock held. */
 static int miss(struct ry_manager *m, uintptr_t a, size_t len, unsigned access,
 		struct ry_region **rg_p)
 {

@@ -8,7 +8,7 @@
  * max_op_size, wr_per_qp, frags_per_wr, key_file) or needs more rail slots
  * than are left.  New rails are opened and every region is registered on
  * them next; if any of that fails it is undone and nothing else has
- * changed.  Only then is the change made, under m_lock with the progress
+ * changed.  Only then is the change made, under the cold lock with the progress
  * threads stopped (LOCKING: a removed rail's thread must not run while its
  * rail closes, and the threads get their rails anew when they restart):
  *
@@ -308,7 +308,7 @@ static bool slot_busy(struct ry_manager *m, unsigned s)
 /*
  * Take a rail out of service the way a link-down would, wait for its
  * flushed work to come back (replayed on the other rails once the
- * threads run again), then close it.  m_lock held, threads stopped.
+ * threads run again), then close it.  the cold lock held, threads stopped.
  */
 static void remove_rail(struct ry_manager *m, struct ry__lrail *lr)
 {

@@ -126,8 +126,8 @@ int ry__stripe_pick(struct ry__conn *const *cs, unsigned n, uint32_t bytes,
 		const struct ry__conn *c = cs[i];
 
 		if (c->cn_out_wrs >= max_wrs || c->cn_state != CONN_ACTIVE ||
-		    c->cn_post_err ||
-		    !(mask & (1u << c->cn_ridx)) || backlogged(c, msg))
+		    c->cn_post_err || !(mask & (1u << c->cn_ridx)) ||
+		    backlogged(c, msg))
 			continue;
 		/* strict: a tie keeps the earlier rail */
 		if (!best ||

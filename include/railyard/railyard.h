@@ -40,6 +40,17 @@
  * other, and run in the order their events happened, whichever thread
  * runs them.  A post sends at once: it does not wait for a progress call.
  *
+ * Contexts (config contexts, default 1): with more than one, the peers
+ * are spread over that many progress contexts, in the order their
+ * records are made (the n-th to context n mod contexts), each with its
+ * own lock and completion queues, so threads posting to peers of
+ * different contexts do not wait for each other.  The promise above then
+ * holds per context: completion callbacks of one context never run
+ * concurrently with each other, and run in order; those of different
+ * contexts may run at the same time, in different threads.  Receive and
+ * event callbacks never run concurrently with each other, but may run
+ * beside completion callbacks.
+ *
  * Errors: functions return 0 (or a count) or a negative errno; output
  * arguments are set only on success.  The errnos each function returns are
  * listed with it; in addition any call may return -ENOMEM.  Operation
@@ -216,7 +227,12 @@ RY_API int ry_manager_reload_file(struct ry_manager *mgr, const char *path,
  * Do pending work: rail protocol work, completions, replay, heartbeats,
  * reconnects, timeouts; then run callbacks.  Never blocks.  Returns the
  * number of operation completions and messages delivered, or -ESHUTDOWN
- * while the manager is being destroyed.
+ * while the manager is being destroyed.  With several contexts a call
+ * runs the context of the peer this thread last posted to (the others
+ * now and then, and all of them from a thread that has not posted), and
+ * the control channel, heartbeats and timeouts once a tick, in one of
+ * the calling threads: so each application thread can progress its own
+ * peers without a lock another thread's peers take.
  */
 RY_API int ry_progress(struct ry_manager *mgr);
 

@@ -85,8 +85,8 @@ static size_t cq_bytes(struct ry_rail *r)
 	return soft_cq_bytes(&to_srail(r)->cq0);
 }
 
-/* A manager's rail: its own CQs (lr_cq, one per context) and the rail's, which the
- * manager leaves empty (and the soft rail leaves without a ring). */
+/* A manager's rail: its own CQs (lr_cq, one per context) and the rail's, which
+ * the manager leaves empty (and the soft rail leaves without a ring). */
 static size_t mgr_cq_bytes(struct ry__lrail *lr)
 {
 	size_t b = cq_bytes(lr->lr_rail);
@@ -331,11 +331,11 @@ static void mgr_part(unsigned npeers, uint32_t wr, unsigned nsess)
 	for (i = 0; i < npeers; i++)
 		for (k = 0; k < m->m_nrails; k++) {
 			struct ry__conn *cn = p[i]->pr_conn[k];
-			struct ry_qp_init init = {.max_send_wr = wr + 2,
-						  .context = cn,
-						  .cq = cn->cn_lrail->lr_cq
-							    [cn->cn_peer->pr_ctx
-								 ->cx_idx]};
+			struct ry_qp_init init = {
+			    .max_send_wr = wr + 2,
+			    .context = cn,
+			    .cq = cn->cn_lrail
+				      ->lr_cq[cn->cn_peer->pr_ctx->cx_idx]};
 			struct ry_qp_attr at = {.access =
 						    RY_ACCESS_LOCAL_WRITE};
 

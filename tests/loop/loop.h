@@ -39,6 +39,10 @@ void ry_loop_sends_alone(bool on);
 /* How many times the rail's progress() has been called. */
 uint64_t ry_loop_progress_calls(struct ry_rail *rail);
 
+/* The rail's next n post_send calls fail with -EIO, taking nothing (a
+ * provider out of send queue memory, say). */
+void ry_loop_fail_posts(struct ry_rail *rail, unsigned n);
+
 /* Keep packets lost to a pulled cable for ry_loop_release_held(). */
 void ry_loop_hold(struct ry_rail *rail, bool on);
 

@@ -79,6 +79,7 @@ struct loop_rail {
 	atomic_bool lr_efd_armed;
 	struct loop_cq *lr_cqs;
 	_Atomic uint64_t lr_progress_calls; /* ry_loop_progress_calls() */
+	atomic_uint lr_fail_posts;	    /* ry_loop_fail_posts() */
 	enum ry_link_state lr_link;
 	struct ry_fault lr_fault;
 	struct ry_wc *lr_cq;
@@ -466,7 +467,23 @@ static int pend(struct loop_rail *lr, struct loop_qp *q,
 	return 0;
 }
 
-static int loop_post_send(struct ry_qp *qp, const struct ry_send_wr *wr,
+void ry_loop_fail_posts(struct ry_rail *rail, unsigned n)
+{
+	atomic_store(&to_lr(rail)->lr_fail_posts, n);
+}
+
+/* One of the posts ry_loop_fail_posts() asked to fail. */
+static bool fail_post(struct loop_rail *lr)
+{
+	unsigned n = atomic_load(&lr->lr_fail_posts);
+
+	while (n &&
+	       !atomic_compare_exchange_weak(&lr->lr_fail_posts, &n, n - 1))
+		;
+	return n != 0;
+}
+
+static int post_send_loop(struct ry_qp *qp, const struct ry_send_wr *wr,
 			  unsigned n)
 {
 	struct loop_qp *q = to_lq(qp);
@@ -510,6 +527,14 @@ static int loop_post_send(struct ry_qp *qp, const struct ry_send_wr *wr,
 	return ret;
 }
 
+static int loop_post_send(struct ry_qp *qp, const struct ry_send_wr *wr,
+			  unsigned n)
+{
+	if (fail_post(to_lr(qp->pd->rail)))
+		return -EIO;
+	return post_send_loop(qp, wr, n);
+}
+
 /*
  * Null mode: RDMA WRITE and READ complete at once and move nothing.  SENDs
  * still go through the loop path, so probes and heartbeats arrive and
@@ -526,10 +551,12 @@ static int null_post_send(struct ry_qp *qp, const struct ry_send_wr *wr,
 
 	if (qp->state != RY_QPS_RTS && qp->state != RY_QPS_ERR)
 		return -EINVAL;
+	if (fail_post(lr))
+		return -EIO;
 	for (i = 0; i < n; i++) {
 		if (wr[i].opcode == RY_WR_SEND ||
 		    wr[i].opcode == RY_WR_SEND_IMM) {
-			ret = loop_post_send(qp, &wr[i], 1);
+			ret = post_send_loop(qp, &wr[i], 1);
 			if (ret)
 				return ret;
 			continue;

@@ -88,7 +88,7 @@ static size_t op_bytes = MiB;
 static unsigned long nops;
 static double secs = 2, w_start;
 static pthread_barrier_t go;
-static bool threaded; /* -P */
+static bool threaded;	      /* -P */
 static unsigned contexts = 1; /* -c, manager a's */
 
 static void on_done(const struct ry_completion *c, void *arg)

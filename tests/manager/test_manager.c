@@ -1223,6 +1223,36 @@ static bool both_rails_active(void *arg)
 }
 
 /*
+ * A post_send that fails (a provider out of send queue memory, say) fails
+ * its connection as a broken link would: the op completes RY_OK on the
+ * other rail, every byte in place, the failure is counted, and the rail
+ * comes back.  In the _ctx runs (two progress contexts) the post fails
+ * under the context's lock alone and the cold round fails the connection
+ * (src/progress.c, unposted); the loop rail only: the soft rail has no
+ * way to make a post fail.
+ */
+START_TEST(post_send_fails)
+{
+	struct ry_counters c0;
+
+	if (!fx_is_loop())
+		return;
+	setup_opts(NULL);
+	ck_assert_int_eq(write_verify(0, 1 << 20, 1), RY_OK);
+	ck_assert(fx_until(&F, both_rails_active, NULL, 20000));
+	ck_assert_int_eq(ry_rail_counters(F.a, "r0", &c0), 0);
+	ck_assert_uint_eq(c0.failovers, 0);
+	ry_loop_fail_posts(F.a->m_rails[0].lr_rail, 1);
+	ck_assert_int_eq(write_verify(0, 1 << 20, 2), RY_OK);
+	ck_assert_int_eq(ry_rail_counters(F.a, "r0", &c0), 0);
+	ck_assert_uint_eq(c0.failovers, 1);
+	ck_assert(fx_until(&F, both_rails_active, NULL, 20000));
+	ck_assert_int_eq(write_verify(0, 1 << 20, 3), RY_OK);
+	teardown();
+}
+END_TEST
+
+/*
  * A message whose sequence lies far past the receive window (a peer that
  * breaks the protocol, or a hostile one) is dropped and fails the
  * connection it came on, at once; it used to slide the window one step at
@@ -2187,6 +2217,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, post_from_callback_sent_by_progress_end);
 	tcase_add_test(tc, all_sizes);
 	tcase_add_test(tc, unequal_rates);
+	tcase_add_test(tc, post_send_fails);
 	tcase_add_test(tc, ops_in_flight_limit);
 	tcase_add_test(tc, kill_rail_mid_write);
 	tcase_add_test(tc, kill_rail_mid_read);
