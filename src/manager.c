@@ -179,12 +179,16 @@ void ry__lrail_close(struct ry__lrail *lr)
 	if (fd >= 0)
 		epoll_ctl(m->m_rail_epfd, EPOLL_CTL_DEL, fd, NULL);
 	ry__recv_teardown(lr);
+	/* under lr_lock: an application thread's ry_progress() may be
+	 * asking this rail's CQs whether they hold anything (rail_run) */
+	pthread_mutex_lock(&lr->lr_lock);
 	for (unsigned k = 0; k < RY__MAX_CTX && lr->lr_cq[k]; k++) {
 		if (ry__rail_destroy_cq(lr->lr_cq[k]))
 			RY_ERR("mgr", "rail %s: a QP still names its CQ",
 			       lr->lr_cfg.name);
 		lr->lr_cq[k] = NULL;
 	}
+	pthread_mutex_unlock(&lr->lr_lock);
 	ry__rail_dealloc_pd(lr->lr_pd);
 	pthread_mutex_lock(&lr->lr_lock);
 	lr->lr_rail = NULL;

@@ -1050,10 +1050,15 @@ static int ctx_progress(struct ry_manager *m)
 	 * so that what came after is handed over with it */
 	if (own_any || left ||
 	    (now >= t && atomic_compare_exchange_strong(&m->m_cold_ns, &t,
-							now + m->m_tick_ns)))
-		return progress_round(m, left) + (queued ? ry__deliver(m) : 0);
-	ry__kick(m);
-	return queued ? ry__deliver(m) : 0;
+							now + m->m_tick_ns))) {
+		n = progress_round(m, left);
+		if (n < 0)
+			return n;
+	} else {
+		n = 0;
+		ry__kick(m);
+	}
+	return n + (queued ? ry__deliver(m) : 0);
 }
 
 int ry_progress(struct ry_manager *m)

@@ -22,6 +22,10 @@
 #                                                round trip; sockperf prints
 #                                                half of one
 #   null4     bench_core -r 4 -w 1: M fragments/s/core (ratio = x/25)
+#   thr2      bench_core -r 4 -w 1 -t 2 -c 2:    bench_core -r 4 -w 1 -t 1
+#             two threads, a peer each, each     (one thread), run just
+#             peer in a context of its own:      before: M fragments/s
+#             M fragments/s of both (wall clock)
 #
 # Topology: tests/netns/topo.sh (two hosts, a switch namespace, one bridge
 # per rail); serve runs in b, bench and the peer clients in a.  Shaping is
@@ -41,7 +45,7 @@ ry=$build/src/cli/railyard
 core=$build/tests/manager/bench_core
 RUNS=${RUNS:-3}
 T=${T:-4}
-ROWS=${ROWS:-4x2g 1r1500 1r9000 cpu4x1g 4k_d64 lat_d1 null4}
+ROWS=${ROWS:-4x2g 1r1500 1r9000 cpu4x1g 4k_d64 lat_d1 null4 thr2}
 
 if [[ $(id -u) -ne 0 ]]; then
 	echo "ratio.sh: needs root (network namespaces, tc)" >&2
@@ -298,6 +302,18 @@ row_null() {
 	add $row "$(div "${m:-0}" 25)" "${m:-0}" 25
 }
 
+# two posting threads, a context each, against one thread, back to back
+row_threads() {
+	local row=thr2 one two
+	if [[ ! -x $core ]]; then
+		NOTE[$row]="no $core"
+		return
+	fi
+	one=$("$core" -r 4 -w 1 -s "$T" | sed -n 's/.* \([0-9.]*\) M fragments\/s\/core.*/\1/p')
+	two=$("$core" -r 4 -w 1 -s "$T" -t 2 -c 2 | sed -n 's/.* \([0-9.]*\) M fragments\/s all threads.*/\1/p')
+	add $row "$(div "${two:-0}" "${one:-1}")" "${two:-0}" "${one:-0}"
+}
+
 echo "# $(date -u +%FT%TZ) $(uname -r), $(nproc) cpus, RUNS=$RUNS T=$T s," \
 	"load $(cut -d' ' -f1-3 /proc/loadavg), $(git -C "$root" rev-parse --short HEAD 2>/dev/null)"
 for run in $(seq "$RUNS"); do
@@ -311,6 +327,7 @@ for run in $(seq "$RUNS"); do
 		4k_d64) row_4k ;;
 		lat_d1) row_lat ;;
 		null4) row_null ;;
+		thr2) row_threads ;;
 		*) echo "ratio.sh: unknown row $row" >&2; exit 2 ;;
 		esac
 	done
@@ -329,9 +346,10 @@ declare -A LABEL=(
 	[4k_d64]="4K writes depth 64, k ops/s vs 300k target"
 	[lat_d1]="4K depth 1 p50 us vs sockperf pp RTT (lower=better)"
 	[null4]="null rail -r 4 -w 1, M frag/s/core vs 25"
+	[thr2]="null rail, 2 threads (contexts 2) vs 1, M frag/s"
 )
 declare -A TARGET=([4x2g]=">=0.97" [1r1500]=">=1.0" [1r9000]=">=1.0"
-	[cpu4x1g]="<=1.2" [cpuproc]="<=1.2" [4k_d64]=">=1.0" [lat_d1]="<=1.2" [null4]=">=1.0")
+	[cpu4x1g]="<=1.2" [cpuproc]="<=1.2" [4k_d64]=">=1.0" [lat_d1]="<=1.2" [null4]=">=1.0" [thr2]=">=1.6")
 printf "%-48s %-20s %-22s %-22s %-7s %s\n" row "ratio min/med/max" \
 	"railyard min/med/max" "peer min/med/max" target extra
 json="{\"runs\":$RUNS,\"seconds\":$T"
