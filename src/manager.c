@@ -315,7 +315,7 @@ static void teardown(struct ry_manager *m)
 	pthread_mutex_destroy(&m->m_dq_lock);
 	pthread_mutex_destroy(&m->m_deliver_lock);
 	pthread_mutex_destroy(&m->m_cb_lock);
-	pthread_mutex_destroy(&m->m_tp_lock);
+	pthread_mutex_destroy(&m->m_timer_lock);
 	pthread_mutex_destroy(&m->m_slot_lock);
 	free(m);
 }
@@ -340,7 +340,7 @@ int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 	pthread_mutex_init(&m->m_dq_lock, NULL);
 	pthread_mutex_init(&m->m_deliver_lock, NULL);
 	pthread_mutex_init(&m->m_cb_lock, NULL);
-	pthread_mutex_init(&m->m_tp_lock, NULL);
+	pthread_mutex_init(&m->m_timer_lock, NULL);
 	pthread_mutex_init(&m->m_slot_lock, NULL);
 	/* every slot's, so that a reload can add rails (reload.c) */
 	for (i = 0; i < RY_MAX_RAILS; i++)

@@ -24,7 +24,7 @@
  *                               CQs on a rail whose attributes say
  *                               concurrent_qps (ry__lrail_free_qps).  Held
  *                               only across the call itself.
- *   m_tp_lock, m_slot_lock      leaves: peers joining m_tpeers, message
+ *   m_timer_lock, m_slot_lock      leaves: peers joining m_tpeers, message
  *                               slots (taken by a context path).
  *   cx_dq_lock, m_dq_lock       leaves: the callbacks waiting to run, a
  *                               context's completions and the manager's
@@ -501,6 +501,9 @@ struct ry__conn {
 	struct ry__list cn_unposted;
 	struct ry__conn *cn_pfnext;
 	struct ry__heap_node cn_tnode; /* m_ctimers (timers.c) */
+	/* cn_tnode's key while it is in m_ctimers, else 0: what a context
+	 * path reads (the node's slot moves with other contexts' timers) */
+	uint64_t cn_timer_at;
 	struct ry_counters cn_cnt;
 };
 
@@ -712,8 +715,9 @@ struct ry_manager {
 	atomic_bool m_cold_due;
 	atomic_uint m_cold_want; /* ry__lock() waits for the contexts' locks */
 	_Atomic uint64_t m_cold_ns; /* the next cold round due by time */
-	/* leaves under a context lock: peers onto m_tpeers, message slots */
-	pthread_mutex_t m_tp_lock, m_slot_lock;
+	/* leaves under a context lock: timers (peers onto m_tpeers,
+	 * connections' m_ctimers keys), message slots */
+	pthread_mutex_t m_timer_lock, m_slot_lock;
 	struct ry_config m_cfg; /* copy; m_cfg.peers owned */
 	uint64_t m_node;	/* random incarnation id */
 	bool m_closing;

@@ -93,22 +93,31 @@ void ry__conn_timer(struct ry__conn *c, uint64_t now)
 	else if (ry__heap_set(&m->m_ctimers, &c->cn_tnode, t))
 		RY_ERR("mgr", "peer %s rail %s: no memory for a timer",
 		       c->cn_peer->pr_name, c->cn_lrail->lr_cfg.name);
+	c->cn_timer_at = ry__heap_linked(&c->cn_tnode) ? c->cn_tnode.at : 0;
 }
 
+/* From the context path too (ry__conn_post): the heap is the manager's,
+ * so a change to it takes m_timer_lock; the common case, a timer that is
+ * that early already, reads only the connection's own cn_timer_at. */
 void ry__conn_timer_by(struct ry__conn *c, uint64_t at)
 {
 	struct ry_manager *m = c->cn_lrail->lr_mgr;
 
-	if (ry__heap_linked(&c->cn_tnode) && c->cn_tnode.at <= at)
+	if (c->cn_timer_at && c->cn_timer_at <= at)
 		return;
+	pthread_mutex_lock(&m->m_timer_lock);
 	if (ry__heap_set(&m->m_ctimers, &c->cn_tnode, at))
 		RY_ERR("mgr", "peer %s rail %s: no memory for a timer",
 		       c->cn_peer->pr_name, c->cn_lrail->lr_cfg.name);
+	else
+		c->cn_timer_at = at;
+	pthread_mutex_unlock(&m->m_timer_lock);
 }
 
 void ry__conn_timer_stop(struct ry__conn *c)
 {
 	ry__heap_del(&c->cn_lrail->lr_mgr->m_ctimers, &c->cn_tnode);
+	c->cn_timer_at = 0;
 }
 
 void ry__peer_timer(struct ry_peer *p)
@@ -119,9 +128,9 @@ void ry__peer_timer(struct ry_peer *p)
 	 * one writes this one's link (LOCKING: Contexts) */
 	if (p->pr_timed)
 		return;
-	pthread_mutex_lock(&m->m_tp_lock);
+	pthread_mutex_lock(&m->m_timer_lock);
 	ry__list_add_tail(&m->m_tpeers, &p->pr_tlink);
-	pthread_mutex_unlock(&m->m_tp_lock);
+	pthread_mutex_unlock(&m->m_timer_lock);
 	p->pr_timed = true;
 }
 
@@ -172,6 +181,7 @@ void ry__timers_run(struct ry_manager *m, uint64_t now)
 		struct ry__conn *c = container_of(x, struct ry__conn, cn_tnode);
 
 		ry__heap_del(&m->m_ctimers, x);
+		c->cn_timer_at = 0;
 		ry__conn_timers(c, now);
 		ry__conn_timer(c, now);
 	}
