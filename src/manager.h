@@ -594,6 +594,9 @@ struct ry__ctx {
 	 * the one thread running them when there are several contexts */
 	pthread_mutex_t cx_dq_lock, cx_dl;
 	struct ry__op *cx_dq_head, *cx_dq_tail;
+	/* cx_dq_head is not NULL: read first, so that a thread delivering
+	 * does not write another context's locks to find its queue empty */
+	atomic_bool cx_dq_any;
 	/* completions left to the cold round, in CQ order; while any wait
 	 * the context's CQs are not polled by the context path */
 	unsigned cx_nstash;
@@ -797,6 +800,7 @@ struct ry_manager {
 	/* delivery (ops: per context, cx_done and cx_poll) */
 	struct ry__delivery *m_dv_head, *m_dv_tail;
 	pthread_mutex_t m_dq_lock; /* m_dq_*: callbacks not yet run */
+	atomic_bool m_dq_dv_any;   /* m_dq_dv_head is not NULL */
 	struct ry__delivery *m_dq_dv_head, *m_dq_dv_tail;
 	pthread_mutex_t m_deliver_lock;
 	pthread_mutex_t m_cb_lock;

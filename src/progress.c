@@ -186,6 +186,7 @@ static void dq_add_ctx(struct ry__ctx *cx)
 	else
 		cx->cx_dq_head = cx->cx_done_head;
 	cx->cx_dq_tail = cx->cx_done_tail;
+	atomic_store_explicit(&cx->cx_dq_any, true, memory_order_relaxed);
 	pthread_mutex_unlock(&cx->cx_dq_lock);
 	ry__sq_init(cx->cx_done_head, cx->cx_done_tail);
 }
@@ -212,31 +213,48 @@ bool ry__deliver_queue(struct ry_manager *m)
 	else
 		m->m_dq_dv_head = m->m_dv_head;
 	m->m_dq_dv_tail = m->m_dv_tail;
+	atomic_store_explicit(&m->m_dq_dv_any, true, memory_order_relaxed);
 	pthread_mutex_unlock(&m->m_dq_lock);
 	ry__sq_init(m->m_dv_head, m->m_dv_tail);
 	return true;
 }
 
-static struct ry__op *dq_take_ctx(struct ry__ctx *cx, bool peek)
+/* The queues' flags are set under their locks after the queue is, so a
+ * false one may only be a moment late: whoever queued delivers after. */
+static bool dq_any_ctx(struct ry__ctx *cx)
+{
+	return atomic_load_explicit(&cx->cx_dq_any, memory_order_relaxed);
+}
+
+static bool dq_any_dv(struct ry_manager *m)
+{
+	return atomic_load_explicit(&m->m_dq_dv_any, memory_order_relaxed);
+}
+
+static struct ry__op *dq_take_ctx(struct ry__ctx *cx)
 {
 	struct ry__op *op;
 
+	if (!dq_any_ctx(cx))
+		return NULL;
 	pthread_mutex_lock(&cx->cx_dq_lock);
 	op = cx->cx_dq_head;
-	if (!peek)
-		ry__sq_init(cx->cx_dq_head, cx->cx_dq_tail);
+	ry__sq_init(cx->cx_dq_head, cx->cx_dq_tail);
+	atomic_store_explicit(&cx->cx_dq_any, false, memory_order_relaxed);
 	pthread_mutex_unlock(&cx->cx_dq_lock);
 	return op;
 }
 
-static struct ry__delivery *dq_take_dv(struct ry_manager *m, bool peek)
+static struct ry__delivery *dq_take_dv(struct ry_manager *m)
 {
 	struct ry__delivery *dv;
 
+	if (!dq_any_dv(m))
+		return NULL;
 	pthread_mutex_lock(&m->m_dq_lock);
 	dv = m->m_dq_dv_head;
-	if (!peek)
-		ry__sq_init(m->m_dq_dv_head, m->m_dq_dv_tail);
+	ry__sq_init(m->m_dq_dv_head, m->m_dq_dv_tail);
+	atomic_store_explicit(&m->m_dq_dv_any, false, memory_order_relaxed);
 	pthread_mutex_unlock(&m->m_dq_lock);
 	return dv;
 }
@@ -271,8 +289,8 @@ static int run_held(struct ry_manager *m, struct ry__ctx *cx, bool with_dv)
 	int n = 0;
 
 	for (;;) {
-		struct ry__op *done = cx ? dq_take_ctx(cx, false) : NULL;
-		struct ry__delivery *dv = with_dv ? dq_take_dv(m, false) : NULL;
+		struct ry__op *done = cx ? dq_take_ctx(cx) : NULL;
+		struct ry__delivery *dv = with_dv ? dq_take_dv(m) : NULL;
 
 		if (!done && !dv)
 			return n;
@@ -315,6 +333,9 @@ int ry__deliver(struct ry_manager *m)
 			} else if (m->m_nctx == 1) {
 				break; /* the messages went with context 0 */
 			}
+			/* nothing queued: not even a look at its lock */
+			if (!(cx && dq_any_ctx(cx)) && !(dv && dq_any_dv(m)))
+				continue;
 			if (pthread_mutex_trylock(l))
 				continue;
 			tl_delivering = m;
@@ -324,8 +345,7 @@ int ry__deliver(struct ry_manager *m)
 			if (tl_kick_due)
 				ry__kick(m);
 			pthread_mutex_unlock(l);
-			more |= (cx && dq_take_ctx(cx, true)) ||
-				(dv && dq_take_dv(m, true));
+			more |= (cx && dq_any_ctx(cx)) || (dv && dq_any_dv(m));
 		}
 		if (!more)
 			break;

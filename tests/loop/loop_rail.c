@@ -48,7 +48,7 @@ struct loop_cq {
 	unsigned lc_head, lc_count, lc_cap;
 	unsigned lc_nqps;
 	struct loop_cq *lc_next;
-};
+} __attribute__((aligned(64))); /* two contexts' CQs share no line */
 
 struct loop_qp {
 	struct ry_qp lq_base;
@@ -981,10 +981,11 @@ static int loop_destroy_qp(struct ry_qp *qp)
 static int null_create_cq(struct ry_rail *rail, struct ry_cq **cq_p)
 {
 	struct loop_rail *lr = to_lr(rail);
-	struct loop_cq *c = calloc(1, sizeof(*c));
+	struct loop_cq *c = aligned_alloc(_Alignof(struct loop_cq), sizeof(*c));
 
 	if (!c)
 		return -ENOMEM;
+	memset(c, 0, sizeof(*c));
 	c->lc_base.rail = rail;
 	pthread_mutex_init(&c->lc_lock, NULL);
 	pthread_mutex_lock(&loop_lock);
