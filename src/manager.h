@@ -840,6 +840,8 @@ static inline void ry__ctx_gate(struct ry_manager *m)
 
 /* The context a thread holding only cx_lock runs for (NULL: none). */
 extern _Thread_local struct ry__ctx *ry__tl_hot;
+/* Work for the cold round, asked from a post (LOCKING: Contexts). */
+void ry__cold_ask(struct ry_manager *m);
 /* This thread posts to cx's peers: its ry_progress() runs cx first. */
 void ry__ctx_note(struct ry__ctx *cx);
 

@@ -579,6 +579,20 @@ static void unposted(struct ry_manager *m, struct ry__ctx *cx, uint64_t now)
 	}
 }
 
+/*
+ * A post left work to the cold round (a failed post_send): with progress
+ * threads the control thread runs it now rather than at its next tick;
+ * self-driven, the next ry_progress() call (the wake fd is drained by it).
+ */
+void ry__cold_ask(struct ry_manager *m)
+{
+	static const uint64_t one = 1;
+
+	atomic_store_explicit(&m->m_cold_due, true, memory_order_relaxed);
+	if (write(m->m_wake_fd, &one, sizeof(one)) < 0)
+		RY_DBG("mgr", "wake: %m");
+}
+
 /* The cold lock held: hand over what the context paths left, in order. */
 static void cold_drain(struct ry_manager *m)
 {

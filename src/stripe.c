@@ -62,8 +62,7 @@ static void unpost(struct ry_peer *p, struct batch *b, int err)
 		for (i = 0; i < b->b_n; i++)
 			ry__list_add_tail(&c->cn_unposted,
 					  &b->b_wr[i]->wr_link);
-		atomic_store_explicit(&m->m_cold_due, true,
-				      memory_order_relaxed);
+		ry__cold_ask(m);
 		b->b_n = 0;
 		return;
 	}
