@@ -50,11 +50,11 @@ static enum ry_wc_status status_of(enum ibv_wc_status s)
 }
 
 /* Returns false for a completion nobody may see: a send WR of a QP the
- * caller destroyed. */
-static bool translate(struct ry__verbs_rail *r, const struct ibv_wc *w,
-		      struct ry_wc *o)
+ * caller destroyed.  Under c->lock. */
+static bool translate(struct ry__verbs_rail *r, struct ry__verbs_cq *c,
+		      const struct ibv_wc *w, struct ry_wc *o)
 {
-	struct ry__verbs_qp *q = ry__verbs_qp_find(r, w->qp_num);
+	struct ry__verbs_qp *q = ry__verbs_qp_find(c, w->qp_num);
 	bool send;
 
 	o->wr_id = w->wr_id;
@@ -144,14 +144,12 @@ static int poll_sw_flushed(struct ry__verbs_cq *c, struct ry_wc *wc, int n)
 	return got;
 }
 
-static int cq_poll(struct ry__verbs_rail *r, struct ry__verbs_cq *c,
-		   struct ry_wc *wc, int n)
+static int cq_poll_locked(struct ry__verbs_rail *r, struct ry__verbs_cq *c,
+			  struct ry_wc *wc, int n)
 {
 	struct ibv_wc w[POLL_BATCH];
 	int got = 0;
 
-	if (!c->cq) /* the rail's own, no QP on it yet */
-		return 0;
 	while (got < n) {
 		int k = n - got < POLL_BATCH ? n - got : POLL_BATCH;
 		int m = ibv_poll_cq(c->cq, k, w);
@@ -162,13 +160,26 @@ static int cq_poll(struct ry__verbs_rail *r, struct ry__verbs_cq *c,
 			return got ? got : -EIO;
 		}
 		for (int i = 0; i < m; i++)
-			if (translate(r, &w[i], &wc[got]))
+			if (translate(r, c, &w[i], &wc[got]))
 				got++;
 		if (m < k)
 			break;
 	}
 	if (c->n_sw_flush && got < n)
 		got += poll_sw_flushed(c, wc + got, n - got);
+	return got;
+}
+
+static int cq_poll(struct ry__verbs_rail *r, struct ry__verbs_cq *c,
+		   struct ry_wc *wc, int n)
+{
+	int got;
+
+	if (!c->cq) /* the rail's own, no QP on it yet */
+		return 0;
+	pthread_mutex_lock(&c->lock);
+	got = cq_poll_locked(r, c, wc, n);
+	pthread_mutex_unlock(&c->lock);
 	return got;
 }
 
@@ -190,15 +201,24 @@ int ry__verbs_cq_pending(struct ry_cq *cq)
 	return -EOPNOTSUPP;
 }
 
+int ry__verbs_cq_init(struct ry__verbs_rail *r, struct ry__verbs_cq *c)
+{
+	int rc = pthread_mutex_init(&c->lock, NULL);
+
+	if (rc)
+		return -rc;
+	c->base.rail = &r->base;
+	ry__list_init(&c->link);
+	ry__list_init(&c->qps);
+	return 0;
+}
+
 int ry__verbs_cq_open(struct ry__verbs_rail *r, struct ry__verbs_cq *c)
 {
 	int size = RY__VERBS_CQ_MIN < r->dev_attr.max_cqe ? RY__VERBS_CQ_MIN
 							  : r->dev_attr.max_cqe;
 	int rc;
 
-	c->base.rail = &r->base;
-	ry__list_init(&c->link);
-	ry__list_init(&c->qps);
 	c->cq = ibv_create_cq(r->ctx, size, c, r->channel, 0);
 	if (!c->cq) {
 		rc = -errno;
@@ -227,8 +247,14 @@ int ry__verbs_create_cq(struct ry_rail *rail, struct ry_cq **cq_p)
 
 	if (!c)
 		return -ENOMEM;
+	rc = ry__verbs_cq_init(r, c);
+	if (rc) {
+		free(c);
+		return rc;
+	}
 	rc = ry__verbs_cq_open(r, c);
 	if (rc) {
+		pthread_mutex_destroy(&c->lock);
 		free(c);
 		return rc;
 	}
@@ -259,8 +285,10 @@ static int cq_free(struct ry__verbs_rail *r, struct ry__verbs_cq *c,
 			return -rc;
 	}
 	ry__list_del(&c->link);
-	if (c != &r->cq)
+	if (c != &r->cq) {
+		pthread_mutex_destroy(&c->lock);
 		free(c);
+	}
 	return 0;
 }
 
@@ -301,11 +329,15 @@ void ry__verbs_cq_drain_dead(struct ry__verbs_rail *r)
 		struct ry_wc o;
 		int m;
 
+		/* nobody polls a dead CQ but this: the lock is translate's
+		 * rule, taken for it */
+		pthread_mutex_lock(&c->lock);
 		do {
 			m = ibv_poll_cq(c->cq, POLL_BATCH, w);
 			for (int i = 0; i < m; i++)
-				translate(r, &w[i], &o);
+				translate(r, c, &w[i], &o);
 		} while (m == POLL_BATCH);
+		pthread_mutex_unlock(&c->lock);
 		if (m < 0)
 			RY_ERR("verbs", "rail %s: ibv_poll_cq failed (%d)",
 			       r->base.name, m);

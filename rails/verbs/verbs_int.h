@@ -21,6 +21,20 @@
  * on one CQ, so each of its completions, an SRQ receive's included, lands
  * on the CQ it was created on.
  *
+ * Threading (rails/rail.h: concurrent_qps).  The owner serialises the
+ * rail's calls except post_send on a QP of a create_cq CQ and cq_poll and
+ * cq_pending on such a CQ: those run beside each other on other QPs and
+ * CQs and beside progress() (the manager makes them under a context's
+ * lock, not the rail's).  libibverbs is thread-safe; what is ours and
+ * shared is guarded by the CQ's lock: its QP hash and list, n_sw_flush,
+ * and of each of its QPs the send ring (head, tail, ring,
+ * hw_outstanding), base.state, err_ns, last_wqe and zombie.  Whoever
+ * writes one of those holds the lock, and so does whoever reads one
+ * outside the owner's serialising: post_send, poll, and progress, which
+ * sets a QP to ERR on its async event and reaps zombies.  A rail-wide
+ * field (zombies, port_active, the CQ lists) is progress's and the
+ * serialised calls'.  Lock order: a CQ's lock is taken alone.
+ *
  * Nothing here waits for the network but one call: the async fd and the
  * completion channel fd are O_NONBLOCK and only read in progress(); a QP
  * that stalls without an error is the manager's heartbeat's to catch.
@@ -30,6 +44,7 @@
 #ifndef RAILYARD_VERBS_INT_H
 #define RAILYARD_VERBS_INT_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -41,7 +56,7 @@
 #include "src/util/compiler.h"
 #include "src/util/list.h"
 
-#define RY__VERBS_QP_BUCKETS 1024 /* qpn -> QP, for completions */
+#define RY__VERBS_QP_BUCKETS 1024 /* qpn -> QP per CQ, for completions */
 #define RY__VERBS_EVENTS 256	  /* rail event queue */
 _Static_assert((RY__VERBS_EVENTS & (RY__VERBS_EVENTS - 1)) == 0,
 	       "event ring size must be a power of two (ring.h)");
@@ -63,9 +78,13 @@ struct ry__verbs_rail;
  */
 struct ry__verbs_cq {
 	struct ry_cq base;
+	/* guards what a poll shares with posts and progress (Threading) */
+	pthread_mutex_t lock;
 	struct ry__list link; /* rail->cqs or rail->dead_cqs; not the own */
 	struct ry__list qps;  /* QPs on the ibv_cq, zombies included */
 	struct ibv_cq *cq;    /* cq_context: this */
+	/* qpn -> QP of qps, zombies included: a completion's QP */
+	struct ry__verbs_qp *qp_hash[RY__VERBS_QP_BUCKETS];
 	int cq_size;
 	int cq_used;	     /* entries promised to its QPs and the SRQ */
 	unsigned n_qps;	     /* QPs on it the caller has not destroyed */
@@ -97,7 +116,7 @@ struct ry__verbs_swr {
 
 struct ry__verbs_qp {
 	struct ry_qp base;
-	struct ry__verbs_qp *hnext; /* rail->qp_hash chain */
+	struct ry__verbs_qp *hnext; /* cq->qp_hash chain */
 	struct ry__verbs_qp *znext; /* rail->zombies */
 	struct ry__verbs_cq *cq;    /* where all its completions go */
 	struct ry__list cq_link;    /* cq->qps */
@@ -144,12 +163,10 @@ struct ry__verbs_rail {
 	bool device_fatal;
 	bool port_active; /* as the last port event said */
 	/* QPs the caller destroyed that the HCA still owes completions or
-	 * a "last WQE reached"; they stay in qp_hash until reaped. */
+	 * a "last WQE reached"; they stay on their CQ until reaped. */
 	struct ry__verbs_qp *zombies;
 
 	struct ry__list pds, mrs;
-	struct ry__verbs_qp *qp_hash[RY__VERBS_QP_BUCKETS];
-	unsigned n_qps;
 
 	struct ry_rail_event events[RY__VERBS_EVENTS];
 	unsigned ev_head, ev_tail;
@@ -198,13 +215,17 @@ int ry__verbs_post_send(struct ry_qp *qp, const struct ry_send_wr *wr,
 			unsigned n);
 int ry__verbs_post_recv(struct ry_rail *rail, const struct ry_recv_wr *wr,
 			unsigned n);
-struct ry__verbs_qp *ry__verbs_qp_find(struct ry__verbs_rail *r, uint32_t qpn);
-/* The QP is in ERR (we moved it, or the HCA did and told us). */
+/* c's QP of that number, a zombie included (under c->lock) */
+struct ry__verbs_qp *ry__verbs_qp_find(struct ry__verbs_cq *c, uint32_t qpn);
+/* The QP is in ERR (we moved it, or the HCA did and told us); under its
+ * CQ's lock. */
 void ry__verbs_qp_set_err(struct ry__verbs_qp *q);
 void ry__verbs_qp_close_all(struct ry__verbs_rail *r);
 void ry__verbs_qp_reap(struct ry__verbs_rail *r);
 
 /* verbs_cq.c */
+/* c's lock and lists (before anything else of c, the rail's own too) */
+int ry__verbs_cq_init(struct ry__verbs_rail *r, struct ry__verbs_cq *c);
 /* Create c's ibv_cq on the rail's channel, armed, with room for the SRQ. */
 int ry__verbs_cq_open(struct ry__verbs_rail *r, struct ry__verbs_cq *c);
 int ry__verbs_poll_cq(struct ry_rail *rail, struct ry_wc *wc, int n);

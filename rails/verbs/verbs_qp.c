@@ -32,9 +32,9 @@ static unsigned hash_qpn(uint32_t qpn)
 	return (qpn ^ (qpn >> 10)) % RY__VERBS_QP_BUCKETS;
 }
 
-struct ry__verbs_qp *ry__verbs_qp_find(struct ry__verbs_rail *r, uint32_t qpn)
+struct ry__verbs_qp *ry__verbs_qp_find(struct ry__verbs_cq *c, uint32_t qpn)
 {
-	struct ry__verbs_qp *q = r->qp_hash[hash_qpn(qpn)];
+	struct ry__verbs_qp *q = c->qp_hash[hash_qpn(qpn)];
 
 	while (q && q->base.qp_num != qpn)
 		q = q->hnext;
@@ -49,14 +49,17 @@ void ry__verbs_qp_set_err(struct ry__verbs_qp *q)
 	q->err_ns = ry__now_ns();
 }
 
-static void qp_unhash(struct ry__verbs_rail *r, struct ry__verbs_qp *q)
+/* Off its CQ, under the CQ's lock. */
+static void qp_unlink(struct ry__verbs_qp *q)
 {
-	struct ry__verbs_qp **pp = &r->qp_hash[hash_qpn(q->base.qp_num)];
+	struct ry__verbs_cq *c = q->cq;
+	struct ry__verbs_qp **pp = &c->qp_hash[hash_qpn(q->base.qp_num)];
 
 	while (*pp != q)
 		pp = &(*pp)->hnext;
 	*pp = q->hnext;
-	r->n_qps--;
+	ry__list_del(&q->cq_link);
+	c->cq_used -= (int)q->max_send_wr;
 }
 
 /* A random nonzero 24-bit PSN: a packet of an old connection must not be
@@ -165,6 +168,7 @@ int ry__verbs_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	ia.srq = r->srq;
 	ia.qp_type = IBV_QPT_RC;
 	ia.sq_sig_all = 1; /* every send WR completes: the contract */
+	ia.qp_context = q; /* its async events name it (verbs_rail.c) */
 	ia.cap.max_send_wr = wr;
 	ia.cap.max_send_sge = 1;
 	q->qp = ibv_create_qp(r->pd, &ia);
@@ -184,12 +188,13 @@ int ry__verbs_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	memcpy(q->base.local.gid, r->gid.raw, 16);
 	q->base.local.lid = r->lid;
 	q->base.local.mtu = r->mtu;
-	q->hnext = r->qp_hash[hash_qpn(q->base.qp_num)];
-	r->qp_hash[hash_qpn(q->base.qp_num)] = q;
-	r->n_qps++;
 	q->cq = c;
+	pthread_mutex_lock(&c->lock);
+	q->hnext = c->qp_hash[hash_qpn(q->base.qp_num)];
+	c->qp_hash[hash_qpn(q->base.qp_num)] = q;
 	ry__list_add_tail(&c->qps, &q->cq_link);
 	c->n_qps++;
+	pthread_mutex_unlock(&c->lock);
 	vpd->refs++;
 	RY_DBG("verbs", "rail %s: qp 0x%x created, psn 0x%06x", r->base.name,
 	       q->base.qp_num, q->base.local.psn);
@@ -461,21 +466,25 @@ int ry__verbs_modify_qp(struct ry_qp *qp, enum ry_qp_state state,
 			       ry_qp_state_str(state));
 		return -rc;
 	}
+	pthread_mutex_lock(&q->cq->lock);
 	switch (state) {
 	case RY_QPS_RESET:
 		qp->local.psn = psn; /* a new connection: a new PSN */
 		q->rq_live = q->last_wqe = false;
+		qp->state = state;
 		break;
 	case RY_QPS_RTR:
 		q->rq_live = true;
+		qp->state = state;
 		break;
 	case RY_QPS_ERR:
 		ry__verbs_qp_set_err(q);
-		return 0;
+		break;
 	default:
+		qp->state = state;
 		break;
 	}
-	qp->state = state;
+	pthread_mutex_unlock(&q->cq->lock);
 	return 0;
 }
 
@@ -498,6 +507,9 @@ static bool hw_done(struct ry__verbs_rail *r, struct ry__verbs_qp *q)
 		ry__now_ns() - q->err_ns >= RY__VERBS_LAST_WQE_GRACE_NS);
 }
 
+/* The HCA is done with q (hw_done): destroy it.  Once the ibv_qp is
+ * gone nothing names it any more, so it leaves its CQ under the lock (a
+ * poll may be looking it up) and is freed after. */
 static int qp_free(struct ry__verbs_rail *r, struct ry__verbs_qp *q)
 {
 	struct ry__verbs_cq *c = q->cq;
@@ -509,9 +521,9 @@ static int qp_free(struct ry__verbs_rail *r, struct ry__verbs_qp *q)
 		       r->base.name, q->base.qp_num);
 		return -rc;
 	}
-	c->cq_used -= (int)q->max_send_wr;
-	ry__list_del(&q->cq_link);
-	qp_unhash(r, q);
+	pthread_mutex_lock(&c->lock);
+	qp_unlink(q);
+	pthread_mutex_unlock(&c->lock);
 	free(q->ring);
 	free(q);
 	ry__verbs_cq_put(r, c);
@@ -534,27 +546,38 @@ int ry__verbs_destroy_qp(struct ry_qp *qp)
 	struct ry__verbs_rail *r = pd_vrail(qp->pd);
 	struct ry__verbs_pd *vpd =
 	    container_of(qp->pd, struct ry__verbs_pd, base);
+	struct ry__verbs_cq *c = q->cq;
+	bool done;
 	int rc;
 
-	if (!hw_done(r, q) && qp->state != RY_QPS_ERR) {
+	pthread_mutex_lock(&c->lock);
+	done = hw_done(r, q);
+	pthread_mutex_unlock(&c->lock);
+	if (!done && qp->state != RY_QPS_ERR) {
 		rc = ry__verbs_modify_qp(qp, RY_QPS_ERR, NULL);
 		if (rc)
 			return rc;
 	}
+	pthread_mutex_lock(&c->lock);
 	/* WRs posted in ERR never reached the HCA: forget them now */
 	while (q->tail != q->head &&
 	       q->ring[(q->tail - 1) & q->ring_mask].flushed) {
 		q->tail--;
-		q->cq->n_sw_flush--;
+		c->n_sw_flush--;
 	}
 	vpd->refs--;
-	q->cq->n_qps--;
-	if (hw_done(r, q))
+	c->n_qps--;
+	done = hw_done(r, q);
+	if (!done) {
+		RY_DBG("verbs",
+		       "rail %s: qp 0x%x: destroyed, %u WRs to drain%s",
+		       r->base.name, qp->qp_num, q->hw_outstanding,
+		       q->last_wqe ? "" : ", last WQE not reached");
+		q->zombie = true;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (done)
 		return qp_free(r, q);
-	RY_DBG("verbs", "rail %s: qp 0x%x: destroyed, %u WRs to drain%s",
-	       r->base.name, qp->qp_num, q->hw_outstanding,
-	       q->last_wqe ? "" : ", last WQE not reached");
-	q->zombie = true;
 	q->znext = r->zombies;
 	r->zombies = q;
 	return 0;
@@ -567,8 +590,13 @@ void ry__verbs_qp_reap(struct ry__verbs_rail *r)
 
 	while (*pp) {
 		struct ry__verbs_qp *q = *pp;
+		bool done;
 
-		if (!hw_done(r, q)) {
+		/* a poll of its CQ may be taking its last completions */
+		pthread_mutex_lock(&q->cq->lock);
+		done = hw_done(r, q);
+		pthread_mutex_unlock(&q->cq->lock);
+		if (!done) {
 			pp = &q->znext;
 			continue;
 		}
@@ -584,18 +612,32 @@ void ry__verbs_qp_reap(struct ry__verbs_rail *r)
 	}
 }
 
+static void cq_close_qps(struct ry__verbs_cq *c)
+{
+	struct ry__list *pos, *tmp;
+
+	ry__list_for_each_safe(pos, tmp, &c->qps) {
+		struct ry__verbs_qp *q =
+		    ry__list_entry(pos, struct ry__verbs_qp, cq_link);
+
+		qp_unlink(q);
+		ibv_destroy_qp(q->qp);
+		free(q->ring);
+		free(q);
+	}
+}
+
+/* At close, when nothing else can run: every QP, zombies too, on every
+ * CQ, live or dead. */
 void ry__verbs_qp_close_all(struct ry__verbs_rail *r)
 {
-	for (unsigned b = 0; b < RY__VERBS_QP_BUCKETS; b++)
-		while (r->qp_hash[b]) {
-			struct ry__verbs_qp *q = r->qp_hash[b];
+	struct ry__list *pos;
 
-			r->qp_hash[b] = q->hnext;
-			ibv_destroy_qp(q->qp);
-			free(q->ring);
-			free(q);
-		}
-	r->n_qps = 0;
+	cq_close_qps(&r->cq);
+	ry__list_for_each(pos, &r->cqs)
+		cq_close_qps(ry__list_entry(pos, struct ry__verbs_cq, link));
+	ry__list_for_each(pos, &r->dead_cqs)
+		cq_close_qps(ry__list_entry(pos, struct ry__verbs_cq, link));
 	r->zombies = NULL;
 }
 
@@ -625,26 +667,21 @@ static void ring_push(struct ry__verbs_qp *q, const struct ry_send_wr *wr,
 	s->flushed = flushed;
 }
 
-int ry__verbs_post_send(struct ry_qp *qp, const struct ry_send_wr *wr,
-			unsigned n)
+static int post_send_locked(struct ry__verbs_qp *q, struct ry__verbs_rail *r,
+			    const struct ry_send_wr *wr, unsigned n)
 {
-	struct ry__verbs_qp *q = container_of(qp, struct ry__verbs_qp, base);
-	struct ry__verbs_rail *r = pd_vrail(qp->pd);
 	struct ibv_send_wr w[POST_BATCH], *bad;
 	struct ibv_sge sg[POST_BATCH];
 
-	for (unsigned i = 0; i < n; i++)
-		if ((unsigned)wr[i].opcode > RY_WR_SEND_IMM)
-			return -EINVAL;
 	if (q->tail - q->head + n > q->max_send_wr)
 		return -ENOMEM; /* the send queue is full, as verbs says */
-	if (qp->state == RY_QPS_ERR) {
+	if (q->base.state == RY_QPS_ERR) {
 		for (unsigned i = 0; i < n; i++)
 			ring_push(q, &wr[i], true);
 		q->cq->n_sw_flush += n;
 		return 0;
 	}
-	if (qp->state != RY_QPS_RTS)
+	if (q->base.state != RY_QPS_RTS)
 		return -EINVAL;
 
 	while (n) {
@@ -679,13 +716,30 @@ int ry__verbs_post_send(struct ry_qp *qp, const struct ry_send_wr *wr,
 		if (rc) {
 			errno = rc;
 			RY_ERR("verbs", "rail %s: qp 0x%x: ibv_post_send: %m",
-			       r->base.name, qp->qp_num);
+			       r->base.name, q->base.qp_num);
 			return -rc;
 		}
 		wr += k;
 		n -= k;
 	}
 	return 0;
+}
+
+int ry__verbs_post_send(struct ry_qp *qp, const struct ry_send_wr *wr,
+			unsigned n)
+{
+	struct ry__verbs_qp *q = container_of(qp, struct ry__verbs_qp, base);
+	struct ry__verbs_rail *r = pd_vrail(qp->pd);
+	int rc;
+
+	for (unsigned i = 0; i < n; i++)
+		if ((unsigned)wr[i].opcode > RY_WR_SEND_IMM)
+			return -EINVAL;
+	/* progress may move the QP to ERR, a poll takes from the ring */
+	pthread_mutex_lock(&q->cq->lock);
+	rc = post_send_locked(q, r, wr, n);
+	pthread_mutex_unlock(&q->cq->lock);
+	return rc;
 }
 
 int ry__verbs_post_recv(struct ry_rail *rail, const struct ry_recv_wr *wr,

@@ -197,6 +197,11 @@ static int verbs_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 	ry__list_init(&r->mrs);
 	ry__list_init(&r->cqs);
 	ry__list_init(&r->dead_cqs);
+	rc = ry__verbs_cq_init(r, &r->cq);
+	if (rc) {
+		free(r);
+		return rc;
+	}
 
 	rc = open_by_name(port.device, &r->ctx);
 	if (rc) {
@@ -308,6 +313,7 @@ err_pd:
 err_close:
 	ibv_close_device(r->ctx);
 err_free:
+	pthread_mutex_destroy(&r->cq.lock);
 	free(r);
 	return rc;
 }
@@ -389,6 +395,7 @@ static void handle_async(struct ry__verbs_rail *r, struct ibv_async_event *e)
 {
 	struct ry__verbs_qp *q;
 	uint32_t qpn;
+	bool zombie;
 
 	switch (e->event_type) {
 	case IBV_EVENT_PORT_ERR:
@@ -415,20 +422,27 @@ static void handle_async(struct ry__verbs_rail *r, struct ibv_async_event *e)
 	case IBV_EVENT_QP_FATAL:
 	case IBV_EVENT_QP_REQ_ERR:
 	case IBV_EVENT_QP_ACCESS_ERR:
+		/* ours (create_qp's qp_context), and alive: libibverbs'
+		 * destroy waits for its events' acks */
+		q = e->element.qp->qp_context;
 		qpn = e->element.qp->qp_num;
-		q = ry__verbs_qp_find(r, qpn);
-		if (q && q->zombie)
-			break; /* the caller destroyed it already */
-		if (q)
+		/* a post or a poll on another thread may be looking at it */
+		pthread_mutex_lock(&q->cq->lock);
+		zombie = q->zombie;
+		if (!zombie)
 			ry__verbs_qp_set_err(q);
+		pthread_mutex_unlock(&q->cq->lock);
+		if (zombie)
+			break; /* the caller destroyed it already */
 		RY_WARN("verbs", "rail %s: qp 0x%x: %s", r->base.name, qpn,
 			ibv_event_type_str(e->event_type));
 		ry__verbs_push_event(r, RY_RAIL_EV_QP_FATAL, qpn);
 		break;
 	case IBV_EVENT_QP_LAST_WQE_REACHED:
-		q = ry__verbs_qp_find(r, e->element.qp->qp_num);
-		if (q)
-			q->last_wqe = true;
+		q = e->element.qp->qp_context;
+		pthread_mutex_lock(&q->cq->lock);
+		q->last_wqe = true;
+		pthread_mutex_unlock(&q->cq->lock);
 		break;
 	case IBV_EVENT_CQ_ERR:
 	case IBV_EVENT_SRQ_ERR:
@@ -513,6 +527,8 @@ static int verbs_query(struct ry_rail *rail, struct ry_rail_attr *attr)
 		attr->mtu = (uint32_t)mtu_bytes(pa.active_mtu);
 	attr->rate_bps = r->rate_bps;
 	attr->sends_alone = true; /* post_send rang the doorbell */
+	/* libibverbs is thread-safe, our state per CQ (verbs_int.h) */
+	attr->concurrent_qps = true;
 	memcpy(attr->local.gid, r->gid.raw, 16);
 	attr->local.lid = pa.lid;
 	attr->local.mtu = attr->mtu;
@@ -579,6 +595,7 @@ static void verbs_close(struct ry_rail *rail)
 	ibv_destroy_comp_channel(r->channel);
 	ibv_dealloc_pd(r->pd);
 	ibv_close_device(r->ctx);
+	pthread_mutex_destroy(&r->cq.lock);
 	free(r);
 }
 

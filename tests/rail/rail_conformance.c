@@ -10,6 +10,9 @@
 #include <check.h>
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1199,6 +1202,148 @@ START_TEST(test_cq_per_qp)
 }
 END_TEST
 
+/*
+ * concurrent_qps (rails/rail.h: Threading): two threads each post to a QP
+ * of its own on a CQ of its own and poll that CQ, with no lock between
+ * them, while a third runs both rails' progress (the calls the owner
+ * serialises).  Every WRITE completes once, successfully, in posting
+ * order, on its own CQ, and every byte lands.  A rail that does not
+ * declare it (the soft rail) has nothing to show here.
+ */
+#define CQP_THREADS 2
+#define CQP_OPS 600
+#define CQP_DEPTH 16
+#define CQP_LEN 4096
+
+struct cqp_thread {
+	pthread_t tid;
+	struct ry_qp *qp;
+	struct ry_cq *cq;
+	struct region *src, *dst;
+	size_t off; /* of this thread's slots in src and dst */
+	char err[160];
+	atomic_bool finished;
+};
+
+static void *cqp_main(void *arg)
+{
+	struct cqp_thread *t = arg;
+	uint64_t posted = 0, done = 0, deadline = test_now_ms() + 60000;
+
+	while (done < CQP_OPS && !t->err[0]) {
+		struct ry_wc wc[8];
+		int n;
+
+		while (posted < CQP_OPS && posted - done < CQP_DEPTH) {
+			size_t slot = t->off + (posted % CQP_DEPTH) * CQP_LEN;
+			struct ry_send_wr wr = wr_make(RY_WR_RDMA_WRITE, t->src,
+						       t->dst, CQP_LEN, posted);
+			int rc;
+
+			wr.sge.addr += slot;
+			wr.remote_addr += slot;
+			rc = ry__rail_post_send(t->qp, &wr, 1);
+			if (rc) {
+				snprintf(t->err, sizeof(t->err),
+					 "post %llu: %d",
+					 (unsigned long long)posted, rc);
+				break;
+			}
+			posted++;
+		}
+		n = ry__rail_cq_poll(t->cq, wc, 8);
+		for (int i = 0; i < n && !t->err[0]; i++) {
+			if (wc[i].status != RY_WC_SUCCESS ||
+			    wc[i].wr_id != done ||
+			    wc[i].qp_num != t->qp->qp_num ||
+			    wc[i].opcode != RY_WC_RDMA_WRITE)
+				snprintf(t->err, sizeof(t->err),
+					 "completion %llu: wr_id %llu qp 0x%x "
+					 "opcode %d: %s",
+					 (unsigned long long)done,
+					 (unsigned long long)wc[i].wr_id,
+					 wc[i].qp_num, (int)wc[i].opcode,
+					 ry_wc_status_str(wc[i].status));
+			done++;
+		}
+		if (n < 0)
+			snprintf(t->err, sizeof(t->err), "cq_poll: %d", n);
+		if (!n && test_now_ms() > deadline)
+			snprintf(t->err, sizeof(t->err),
+				 "%llu of %d completions in 60 s",
+				 (unsigned long long)done, CQP_OPS);
+		if (!n)
+			sched_yield();
+	}
+	atomic_store(&t->finished, true);
+	return NULL;
+}
+
+START_TEST(test_concurrent_qps)
+{
+	struct ry_test_pair p, q[CQP_THREADS];
+	struct cqp_thread t[CQP_THREADS];
+	struct ry_rail_attr attr;
+	struct region src, dst;
+	size_t area = (size_t)CQP_DEPTH * CQP_LEN;
+
+	pair_open(&p);
+	ck_assert_int_eq(ry__rail_query(p.r[0], &attr), 0);
+	if (!attr.concurrent_qps) {
+		fprintf(stderr, "concurrent_qps: not declared by this rail, "
+				"nothing to check\n");
+		pair_close(&p);
+		return;
+	}
+	region_get(&p, 0, &src, CQP_THREADS * area, 5, ALL);
+	region_get(&p, 1, &dst, CQP_THREADS * area, 6, ALL);
+	for (int i = 0; i < CQP_THREADS; i++) {
+		q[i] = p;
+		ck_assert_int_eq(ry__rail_create_cq(p.r[0], &q[i].cq[0]), 0);
+		ck_assert_int_eq(ry__rail_create_cq(p.r[1], &q[i].cq[1]), 0);
+		q[i].max_send_wr = CQP_DEPTH;
+		pair_create_qps(&q[i]);
+		pair_connect_qps(&q[i]);
+		t[i] = (struct cqp_thread){.qp = q[i].qp[0],
+					   .cq = q[i].cq[0],
+					   .src = &src,
+					   .dst = &dst,
+					   .off = (size_t)i * area};
+		atomic_init(&t[i].finished, false);
+	}
+	for (int i = 0; i < CQP_THREADS; i++)
+		ck_assert_int_eq(
+		    pthread_create(&t[i].tid, NULL, cqp_main, &t[i]), 0);
+	/* the owner's serialised calls, beside the threads' */
+	for (int live = CQP_THREADS; live;) {
+		struct ry_rail_attr a;
+
+		pair_progress(&p);
+		ck_assert_int_eq(ry__rail_query(p.r[0], &a), 0);
+		live = 0;
+		for (int i = 0; i < CQP_THREADS; i++)
+			live += !atomic_load(&t[i].finished);
+		if (live)
+			sched_yield();
+	}
+	for (int i = 0; i < CQP_THREADS; i++)
+		pthread_join(t[i].tid, NULL);
+	for (int i = 0; i < CQP_THREADS; i++)
+		ck_assert_msg(!t[i].err[0], "thread %d: %s", i, t[i].err);
+	ck_assert(!memcmp(dst.mr->addr, src.mr->addr, CQP_THREADS * area));
+	for (int i = 0; i < CQP_THREADS; i++) {
+		struct ry_wc wc;
+
+		ck_assert_int_eq(ry__rail_cq_poll(q[i].cq[0], &wc, 1), 0);
+		ck_assert_int_eq(ry__rail_destroy_qp(q[i].qp[0]), 0);
+		ck_assert_int_eq(ry__rail_destroy_qp(q[i].qp[1]), 0);
+	}
+	region_put(&src);
+	region_put(&dst);
+	pair_close(&p); /* and the CQs */
+}
+END_TEST
+
 /* A CQ lives while a QP names it; a CQ of another rail is refused; the
  * rail goes on after a CQ whose QP died with WRs in flight is gone; and
  * closing a rail takes the CQs still there with it. */
@@ -1299,6 +1444,7 @@ void rail_conformance_add(Suite *s)
 	tcase_add_test(tc, test_fd_readable);
 	tcase_add_test(tc, test_cq_per_qp);
 	tcase_add_test(tc, test_cq_lifetime);
+	tcase_add_test(tc, test_concurrent_qps);
 	suite_add_tcase(s, tc);
 
 	/* the same contract when the test QPs report to CQs of their own */
