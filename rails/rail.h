@@ -29,9 +29,10 @@
  * create_cq's, and cq_poll/cq_pending on such a CQ, may run beside any
  * other call of the rail, and the owner serialises only the calls on one
  * QP or one CQ (the manager: each context's own, under its lock).  The
- * test-only null rail says so; the soft rail cannot (its progress works
- * on the QPs' queues), nor, until its completion paths are audited for
- * it, the verbs rail.
+ * verbs rail says so (libibverbs is thread-safe; its own state of a QP
+ * is guarded by the QP's CQ's lock, see verbs_int.h) and the test-only
+ * null rail; the soft rail cannot (its progress works on the QPs'
+ * queues).
  *
  * Progress: ry__rail_progress() does the provider's protocol work (the soft
  * rail receives packets, sends ACKs, runs its retransmit timers there; the

@@ -20,6 +20,7 @@
 #        RY_HW_CACHE       where the .deb and the guest image live
 #                          (default BUILD_DIR/tests/hw/guest)
 #        RY_HW_SMP, RY_HW_MEM (MiB), RY_HW_TIMEOUT (s), RY_HW_SHELL=1
+#        TSAN_OPTIONS      passed on to the guest's tests (a TSan build)
 # exit:  the guest's status; 77 when QEMU or a kernel cannot be had here.
 set -uo pipefail
 SRC=$(readlink -f "$1") BUILD=$(readlink -f "$2")
@@ -122,6 +123,8 @@ echo "HOST: guest image ready after $(elapsed) s (kernel $(cat "$CACHE/kver"))"
 APPEND="console=ttyS0 quiet loglevel=4 panic=-1 ry_src=$SRC ry_build=$BUILD"
 APPEND+=" ry_run=$HERE/guest-run.sh"
 [ "${RY_HW_SHELL:-}" = 1 ] && APPEND+=" ry_shell=1"
+# a TSan build's options (no spaces: one word of the command line)
+[ -n "${TSAN_OPTIONS:-}" ] && APPEND+=" ry_tsan=$TSAN_OPTIONS"
 # shellcheck disable=SC2054 # commas belong to QEMU's option syntax
 args=(-accel tcg -cpu max -m "${RY_HW_MEM:-1024}" -smp "${RY_HW_SMP:-2}"
       -nographic -nic none -no-reboot -monitor none -serial stdio

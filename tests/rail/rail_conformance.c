@@ -1205,15 +1205,22 @@ END_TEST
 /*
  * concurrent_qps (rails/rail.h: Threading): two threads each post to a QP
  * of its own on a CQ of its own and poll that CQ, with no lock between
- * them, while a third runs both rails' progress (the calls the owner
- * serialises).  Every WRITE completes once, successfully, in posting
- * order, on its own CQ, and every byte lands.  A rail that does not
- * declare it (the soft rail) has nothing to show here.
+ * them, while a third makes the calls the owner serialises: both rails'
+ * progress, and churn on the threads' CQs as a manager's reconnects make
+ * it: a QP created on a thread's CQ, connected, given WRITEs and
+ * destroyed with them in flight (a zombie its thread's polls drain while
+ * progress reaps it).  Every WRITE of a thread completes once,
+ * successfully, in posting order, on its own CQ, and every byte lands; a
+ * churn QP's completions, where they come before its destroy has
+ * returned, are WRITEs of its own, done or flushed (destroy moves it to
+ * ERR first).  A rail that does not declare it (the
+ * soft rail) has nothing to show here.
  */
 #define CQP_THREADS 2
-#define CQP_OPS 600
+#define CQP_OPS 2000
 #define CQP_DEPTH 16
 #define CQP_LEN 4096
+#define CQP_CHURN_ID 1000000 /* wr_ids of the churn QPs' WRITEs */
 
 struct cqp_thread {
 	pthread_t tid;
@@ -1222,6 +1229,7 @@ struct cqp_thread {
 	struct region *src, *dst;
 	size_t off; /* of this thread's slots in src and dst */
 	char err[160];
+	unsigned churn_wcs; /* completions of churn QPs it polled */
 	atomic_bool finished;
 };
 
@@ -1253,6 +1261,15 @@ static void *cqp_main(void *arg)
 		}
 		n = ry__rail_cq_poll(t->cq, wc, 8);
 		for (int i = 0; i < n && !t->err[0]; i++) {
+			if (wc[i].qp_num != t->qp->qp_num &&
+			    wc[i].wr_id >= CQP_CHURN_ID &&
+			    (wc[i].status == RY_WC_SUCCESS ||
+			     wc[i].status == RY_WC_FLUSHED) &&
+			    wc[i].opcode == RY_WC_RDMA_WRITE) {
+				t->churn_wcs++; /* a churn QP's, before its
+						   destroy */
+				continue;
+			}
 			if (wc[i].status != RY_WC_SUCCESS ||
 			    wc[i].wr_id != done ||
 			    wc[i].qp_num != t->qp->qp_num ||
@@ -1286,6 +1303,7 @@ START_TEST(test_concurrent_qps)
 	struct ry_rail_attr attr;
 	struct region src, dst;
 	size_t area = (size_t)CQP_DEPTH * CQP_LEN;
+	int k = 0; /* churn QPs */
 
 	pair_open(&p);
 	ck_assert_int_eq(ry__rail_query(p.r[0], &attr), 0);
@@ -1315,11 +1333,33 @@ START_TEST(test_concurrent_qps)
 		ck_assert_int_eq(
 		    pthread_create(&t[i].tid, NULL, cqp_main, &t[i]), 0);
 	/* the owner's serialised calls, beside the threads' */
-	for (int live = CQP_THREADS; live;) {
+	for (int live = CQP_THREADS; live; k++) {
 		struct ry_rail_attr a;
+		struct ry_test_pair z = p;
 
 		pair_progress(&p);
 		ck_assert_int_eq(ry__rail_query(p.r[0], &a), 0);
+		z.cq[0] = q[k % CQP_THREADS].cq[0];
+		z.cq[1] = NULL; /* rail 1's own */
+		z.max_send_wr = 4;
+		pair_create_qps(&z);
+		pair_connect_qps(&z);
+		for (int j = 0; j < 4; j++) {
+			/* into the slots of the thread whose CQ it is: the
+			 * same bytes as the thread's WRITEs */
+			struct ry_send_wr wr =
+			    wr_make(RY_WR_RDMA_WRITE, &src, &dst, CQP_LEN,
+				    CQP_CHURN_ID + (uint64_t)j);
+			size_t slot =
+			    t[k % CQP_THREADS].off + (size_t)j * CQP_LEN;
+
+			wr.sge.addr += slot;
+			wr.remote_addr += slot;
+			ck_assert_int_eq(ry__rail_post_send(z.qp[0], &wr, 1),
+					 0);
+		}
+		pair_destroy_qp(&z, 0);
+		pair_destroy_qp(&z, 1);
 		live = 0;
 		for (int i = 0; i < CQP_THREADS; i++)
 			live += !atomic_load(&t[i].finished);
@@ -1328,6 +1368,10 @@ START_TEST(test_concurrent_qps)
 	}
 	for (int i = 0; i < CQP_THREADS; i++)
 		pthread_join(t[i].tid, NULL);
+	fprintf(stderr,
+		"concurrent_qps: %d churn QPs, %u and %u of their "
+		"completions polled by the threads\n",
+		k, t[0].churn_wcs, t[1].churn_wcs);
 	for (int i = 0; i < CQP_THREADS; i++)
 		ck_assert_msg(!t[i].err[0], "thread %d: %s", i, t[i].err);
 	ck_assert(!memcmp(dst.mr->addr, src.mr->addr, CQP_THREADS * area));

@@ -7,9 +7,12 @@
 #   control  TCP 198.18.0.1 -> 198.18.0.2:7470 (one namespace: over lo)
 #
 # Configs: tests/hw/etc/rxe-a.conf and rxe-b.conf (rails paired by network
-# name n0/n1).  Two checks:
+# name n0/n1).  Three checks:
 #   1. serve + bench --verify --json: no failed operation, no verify error,
-#      ops_ok > 0, both rails carried bytes.
+#      ops_ok > 0, both rails carried bytes; again with node a's manager
+#      on two progress contexts (`contexts = 2`: its data path in the
+#      context paths, posting and polling the verbs rails' CQs without
+#      the rail's lock).
 #   2. drill --json with rail r1's cable pulled mid-transfer (veth1a down,
 #      then up): no failed operation, no verify error, fragments replayed,
 #      an "up" event for r1 after the link came back and r1 moving bytes
@@ -66,9 +69,9 @@ mgr_jq() { jq -r "$1" "$mgr_out"; }
 # jq 1.6 accepts an empty file as valid JSON
 mgr_json_ok() { [ -s "$mgr_out" ] && jq -e 'type == "object"' "$mgr_out" >/dev/null; }
 
-mgr_bench() {
+mgr_bench() { # mgr_bench [CONFIG]
 	mgr_out=$mgr_dir/bench.json
-	"$mgr_ry" bench -c "$mgr_etc/rxe-a.conf" --peer b --verify --json \
+	"$mgr_ry" bench -c "${1:-$mgr_etc/rxe-a.conf}" --peer b --verify --json \
 		--duration 6 --size 256K --depth 4 >$mgr_out 2>$mgr_dir/bench.log
 	rc=$?
 	cat $mgr_dir/bench.log
@@ -138,6 +141,9 @@ mgr_all() {
 	mgr_routes 1
 	if mgr_serve_start; then
 		check "manager: serve + bench --verify over two rxe rails" mgr_bench
+		{ cat "$mgr_etc/rxe-a.conf"; echo "contexts = 2"; } >$mgr_dir/a-ctx.conf
+		check "manager: bench --verify, node a on two contexts" \
+			mgr_bench $mgr_dir/a-ctx.conf
 		check "manager: drill, r1's cable pulled and restored" mgr_drill
 		mgr_serve_stop || fail=1
 	else
