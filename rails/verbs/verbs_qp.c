@@ -404,6 +404,7 @@ int ry__verbs_modify_qp(struct ry_qp *qp, enum ry_qp_state state,
 	struct ry__verbs_rail *r = pd_vrail(qp->pd);
 	struct ibv_qp_attr a = {0};
 	uint32_t psn = 0;
+	bool busy;
 	int rc;
 
 	switch (state) {
@@ -412,7 +413,10 @@ int ry__verbs_modify_qp(struct ry_qp *qp, enum ry_qp_state state,
 		 * (It does not wait for "last WQE reached" as destroy does:
 		 * the manager reconnects with new QPs, and RESET right after
 		 * ERR must work at once, as on the soft rail.) */
-		if (q->tail != q->head)
+		pthread_mutex_lock(&q->cq->lock); /* a poll moves head */
+		busy = q->tail != q->head;
+		pthread_mutex_unlock(&q->cq->lock);
+		if (busy)
 			return -EBUSY;
 		rc = random_psn(&psn);
 		if (rc)
