@@ -77,18 +77,17 @@ echo "== build 3: clang, ThreadSanitizer"
 CC=clang cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	-DRY_TSAN=ON >/dev/null
 cmake --build build/tsan -j"$jobs" >/dev/null
-(cd build/tsan &&
-	TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:intercept_send=0:suppressions=$PWD/../../tests/tsan.supp" \
+tsan_opts="halt_on_error=1:second_deadlock_stack=1:intercept_send=0:suppressions=$PWD/tests/tsan.supp"
+(cd build/tsan && TSAN_OPTIONS=$tsan_opts \
 	ctest -j"$jobs" --output-on-failure -L 'unit|soft' \
 		-E '^(test_soft_cc|test_cli|install_consumer)$') || status=1
 # and the verbs rail on rxe in the QEMU guest (tests/hw), its contract
 # suite (test_concurrent_qps: posts and polls beside progress, no rail
 # lock) and the manager's drills, with build 1's kernel package
 deb=$(ls build/gcc/tests/hw/guest/linux-image-*.deb 2>/dev/null | head -1)
-(cd build/tsan &&
-	RY_HW_KERNEL_DEB=${deb:+$PWD/../../$deb} \
-	TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:intercept_send=0:suppressions=$PWD/../../tests/tsan.supp" \
-	ctest --output-on-failure -R '^hw_qemu_rxe$') || status=1
+(cd build/tsan && RY_HW_KERNEL_DEB=${deb:+$PWD/../../$deb} \
+	TSAN_OPTIONS=$tsan_opts ctest --output-on-failure -R '^hw_qemu_rxe$') ||
+	status=1
 
 echo "== whole suite: $(( $(date +%s) - start )) s, $([[ $status -eq 0 ]] && echo passed || echo FAILED)"
 exit $status

@@ -471,23 +471,16 @@ int ry__verbs_modify_qp(struct ry_qp *qp, enum ry_qp_state state,
 		return -rc;
 	}
 	pthread_mutex_lock(&q->cq->lock);
-	switch (state) {
-	case RY_QPS_RESET:
+	if (state == RY_QPS_RESET) {
 		qp->local.psn = psn; /* a new connection: a new PSN */
 		q->rq_live = q->last_wqe = false;
-		qp->state = state;
-		break;
-	case RY_QPS_RTR:
+	} else if (state == RY_QPS_RTR) {
 		q->rq_live = true;
-		qp->state = state;
-		break;
-	case RY_QPS_ERR:
-		ry__verbs_qp_set_err(q);
-		break;
-	default:
-		qp->state = state;
-		break;
 	}
+	if (state == RY_QPS_ERR)
+		ry__verbs_qp_set_err(q);
+	else
+		qp->state = state;
 	pthread_mutex_unlock(&q->cq->lock);
 	return 0;
 }
@@ -514,6 +507,18 @@ static bool hw_done(struct ry__verbs_rail *r, struct ry__verbs_qp *q)
 /* The HCA is done with q (hw_done): destroy it.  Once the ibv_qp is
  * gone nothing names it any more, so it leaves its CQ under the lock (a
  * poll may be looking it up) and is freed after. */
+/* hw_done() from outside the CQ's lock: a poll of the CQ may be taking
+ * the QP's last completions. */
+static bool hw_done_now(struct ry__verbs_rail *r, struct ry__verbs_qp *q)
+{
+	bool done;
+
+	pthread_mutex_lock(&q->cq->lock);
+	done = hw_done(r, q);
+	pthread_mutex_unlock(&q->cq->lock);
+	return done;
+}
+
 static int qp_free(struct ry__verbs_rail *r, struct ry__verbs_qp *q)
 {
 	struct ry__verbs_cq *c = q->cq;
@@ -554,10 +559,7 @@ int ry__verbs_destroy_qp(struct ry_qp *qp)
 	bool done;
 	int rc;
 
-	pthread_mutex_lock(&c->lock);
-	done = hw_done(r, q);
-	pthread_mutex_unlock(&c->lock);
-	if (!done && qp->state != RY_QPS_ERR) {
+	if (qp->state != RY_QPS_ERR && !hw_done_now(r, q)) {
 		rc = ry__verbs_modify_qp(qp, RY_QPS_ERR, NULL);
 		if (rc)
 			return rc;
@@ -594,13 +596,8 @@ void ry__verbs_qp_reap(struct ry__verbs_rail *r)
 
 	while (*pp) {
 		struct ry__verbs_qp *q = *pp;
-		bool done;
 
-		/* a poll of its CQ may be taking its last completions */
-		pthread_mutex_lock(&q->cq->lock);
-		done = hw_done(r, q);
-		pthread_mutex_unlock(&q->cq->lock);
-		if (!done) {
+		if (!hw_done_now(r, q)) {
 			pp = &q->znext;
 			continue;
 		}

@@ -1336,10 +1336,11 @@ START_TEST(test_concurrent_qps)
 	for (int live = CQP_THREADS; live; k++) {
 		struct ry_rail_attr a;
 		struct ry_test_pair z = p;
+		struct cqp_thread *owner = &t[k % CQP_THREADS];
 
 		pair_progress(&p);
 		ck_assert_int_eq(ry__rail_query(p.r[0], &a), 0);
-		z.cq[0] = q[k % CQP_THREADS].cq[0];
+		z.cq[0] = owner->cq;
 		z.cq[1] = NULL; /* rail 1's own */
 		z.max_send_wr = 4;
 		pair_create_qps(&z);
@@ -1350,8 +1351,7 @@ START_TEST(test_concurrent_qps)
 			struct ry_send_wr wr =
 			    wr_make(RY_WR_RDMA_WRITE, &src, &dst, CQP_LEN,
 				    CQP_CHURN_ID + (uint64_t)j);
-			size_t slot =
-			    t[k % CQP_THREADS].off + (size_t)j * CQP_LEN;
+			size_t slot = owner->off + (size_t)j * CQP_LEN;
 
 			wr.sge.addr += slot;
 			wr.remote_addr += slot;
