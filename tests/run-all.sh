@@ -58,7 +58,7 @@ cmake --build build/asan -j"$jobs" >/dev/null
 (cd build/asan &&
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	ctest -j"$jobs" --output-on-failure -LE "hw|scale") || status=1
+	ctest -j"$jobs" --output-on-failure -LE "hw|scale|pkg") || status=1
 
 # TSan: the unit and soft labels, less what cannot run under it:
 #   test_soft_cc      root + tc-shaped veth; a resend-percentage bound for
