@@ -120,8 +120,13 @@ int cli_node_connect(const char *cmd, const char *sock_arg, const char *file,
 void cli_status_path(const char *node, char *buf, size_t len)
 {
 	const char *dir = getenv("XDG_RUNTIME_DIR");
+	/* under systemd (RuntimeDirectory=railyard) as its own user: the
+	 * directory root's `railyard status` looks in */
+	const char *rt = getenv("RUNTIME_DIRECTORY");
 
-	if (geteuid() == 0) {
+	if (rt && *rt && !strchr(rt, ':')) {
+		snprintf(buf, len, "%s/%s.sock", rt, node);
+	} else if (geteuid() == 0) {
 		mkdir("/run/railyard", 0755);
 		snprintf(buf, len, "/run/railyard/%s.sock", node);
 	} else {
