@@ -510,9 +510,15 @@ void ry__conn_activate(struct ry__conn *c, uint64_t now)
 	c->cn_cnt.reconnects++;
 	ry__conn_timer(c, now);
 	ry__peer_update_paths(p);
-	RY_INFO("mgr", "peer %s rail %s: connected, qp 0x%x -> 0x%x",
-		p->pr_name, c->cn_lrail->lr_cfg.name, c->cn_qp->qp_num,
-		c->cn_remote.qpn);
+	ry__log_event(RY_LOG_INFO, "mgr",
+		      (&(struct ry__log_ev){.event = "up",
+					    .rail = c->cn_lrail->lr_cfg.name,
+					    .peer = p->pr_name,
+					    .has_qpn = true,
+					    .qpn = c->cn_qp->qp_num}),
+		      "peer %s rail %s: connected, qp 0x%x -> 0x%x", p->pr_name,
+		      c->cn_lrail->lr_cfg.name, c->cn_qp->qp_num,
+		      c->cn_remote.qpn);
 	path_mtu_note(c, why, sizeof(why));
 	ry__queue_event(c->cn_lrail->lr_mgr, RY_EV_CONN_UP, c->cn_lrail, p, why,
 			now);
@@ -659,8 +665,19 @@ static void mark_failed(struct ry__conn *c, const char *reason,
 	}
 	c->cn_fnext = m->m_failed;
 	m->m_failed = c;
-	RY_WARN("mgr", "peer %s rail %s: connection qp 0x%x failed: %s",
-		p->pr_name, c->cn_lrail->lr_cfg.name, c->cn_dead_qpn, reason);
+	ry__fo_add(&c->cn_lrail->lr_fo[RY__FO_DETECT], now - fail_ns);
+	ry__log_event(RY_LOG_WARN, "mgr",
+		      (&(struct ry__log_ev){.event = "down",
+					    .rail = c->cn_lrail->lr_cfg.name,
+					    .peer = p->pr_name,
+					    .reason = reason,
+					    .has_detect = true,
+					    .detect_ns = now - fail_ns,
+					    .has_qpn = true,
+					    .qpn = c->cn_dead_qpn}),
+		      "peer %s rail %s: connection qp 0x%x failed: %s",
+		      p->pr_name, c->cn_lrail->lr_cfg.name, c->cn_dead_qpn,
+		      reason);
 	ev = ry__queue_event(m, RY_EV_CONN_DOWN, c->cn_lrail, p, reason, now);
 	if (ev) {
 		ev->fail_ns = fail_ns;
@@ -895,6 +912,22 @@ void ry__conn_resumed(struct ry__wr *w, uint64_t now)
 		if (!x->cn_resume_wait || x->cn_detect_ns > w->wr_post_ns)
 			continue;
 		x->cn_resume_wait = false;
+		ry__log_event(
+		    RY_LOG_INFO, "mgr",
+		    (&(struct ry__log_ev){.event = "resume",
+					  .rail = x->cn_lrail->lr_cfg.name,
+					  .peer = p->pr_name,
+					  .has_detect = true,
+					  .detect_ns =
+					      x->cn_detect_ns - x->cn_fail_ns,
+					  .has_resume = true,
+					  .resume_ns = now - x->cn_detect_ns,
+					  .has_qpn = true,
+					  .qpn = x->cn_dead_qpn}),
+		    "peer %s rail %s: traffic of qp 0x%x resumed %.3f ms after "
+		    "detection",
+		    p->pr_name, x->cn_lrail->lr_cfg.name, x->cn_dead_qpn,
+		    (double)(now - x->cn_detect_ns) / 1e6);
 		ev = ry__queue_event(m, RY_EV_CONN_RESUMED, x->cn_lrail, p, "",
 				     now);
 		if (ev) {

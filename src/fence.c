@@ -73,10 +73,28 @@ void ry__fence_on_req(struct ry_peer *p, struct ry__ctl *ctl, uint64_t gen,
 	ry__ctl_send_fence(ctl, true, gen, 0, 0, 0, 0);
 }
 
+/* The peer fenced c's dead pair: time it from c's detection. */
+static void fenced(struct ry__conn *c, uint64_t now)
+{
+	uint64_t ns = ry__since(now, c->cn_detect_ns);
+
+	ry__fo_add(&c->cn_lrail->lr_fo[RY__FO_FENCE], ns);
+	ry__log_event(RY_LOG_DEBUG, "mgr",
+		      (&(struct ry__log_ev){.event = "fence",
+					    .rail = c->cn_lrail->lr_cfg.name,
+					    .peer = c->cn_peer->pr_name,
+					    .has_qpn = true,
+					    .qpn = c->cn_dead_qpn}),
+		      "peer %s rail %s: qp 0x%x fenced %.3f ms after detection",
+		      c->cn_peer->pr_name, c->cn_lrail->lr_cfg.name,
+		      c->cn_dead_qpn, (double)ns / 1e6);
+}
+
 int ry__fence_on_ack(struct ry_peer *p, uint64_t gen)
 {
 	struct ry_manager *m = p->pr_mgr;
 	struct ry__list *pos, *next;
+	uint64_t now = ry__now_ns();
 	unsigned i;
 
 	/* a generation we never asked for would acknowledge fences not yet
@@ -98,8 +116,10 @@ int ry__fence_on_ack(struct ry_peer *p, uint64_t gen)
 		struct ry__conn *c = p->pr_conn[i];
 
 		if (c->cn_fence_gen > p->pr_fence_acked &&
-		    c->cn_fence_gen <= gen)
+		    c->cn_fence_gen <= gen) {
 			c->cn_cnt.fences++;
+			fenced(c, now);
+		}
 	}
 	p->pr_fence_acked = gen;
 	ry__list_for_each_safe(pos, next, &p->pr_ops) {

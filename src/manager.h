@@ -376,6 +376,13 @@ struct ry__lat {
 	uint64_t lt_sum_ns, lt_count;
 };
 void ry__lat_add(struct ry__lat *l, uint64_t ns);
+/* Failover times per local rail, as histograms of their own bounds
+ * (ry__fo_le_ns, 50 us .. 10 s): detection (failure to declared down),
+ * resume (detection to replayed traffic completing) and fence (detection to
+ * the peer's acknowledgement).  metrics.c renders them. */
+enum { RY__FO_DETECT, RY__FO_RESUME, RY__FO_FENCE, RY__FO_N };
+extern const uint64_t ry__fo_le_ns[RY__LAT_BUCKETS];
+void ry__fo_add(struct ry__lat *l, uint64_t ns);
 
 struct ry__ctx;
 
@@ -539,7 +546,8 @@ struct ry__lrail {
 	 * completion): 2^lr_qpn_bits buckets, lr_qpn_n entries */
 	struct ry__conn **lr_qpn_hash;
 	unsigned lr_qpn_bits, lr_qpn_n;
-	struct ry_counters lr_gone; /* counters of peers forgotten */
+	struct ry_counters lr_gone;	/* counters of peers forgotten */
+	struct ry__lat lr_fo[RY__FO_N]; /* failover times (metrics.c) */
 };
 
 /* A thread doing the protocol work of some rails (progress.c). */

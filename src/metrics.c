@@ -284,6 +284,8 @@ static const struct sfield sfields[] = {
 #undef SF
 
 static void latency_histograms(struct mw *w, struct ry_manager *m);
+static void failover_histograms(struct mw *w, struct ry_manager *m,
+				const unsigned *slot, unsigned nr);
 
 static void render_locked(struct ry_manager *m, struct mw *w)
 {
@@ -350,6 +352,7 @@ static void render_locked(struct ry_manager *m, struct mw *w)
 			 hmin[i] / 1000.0);
 	rows = (struct rows){m, true, nr, rnames, rcnt};
 	counter_families(w, &rows);
+	failover_histograms(w, m, slot, nr);
 	for (size_t k = 0; k < sizeof(sfields) / sizeof(sfields[0]); k++) {
 		family(w, sfields[k].name, "counter", sfields[k].help);
 		for (i = 0; i < nr; i++)
@@ -403,6 +406,89 @@ static void render_locked(struct ry_manager *m, struct mw *w)
 	latency_histograms(w, m);
 }
 
+/*
+ * Failover times bucketed from 50 us (a local link event seen at once) to
+ * 10 s (heartbeat timeouts): the demo on loopback detects in ~0.3 ms and
+ * resumes ~5 ms later, a heartbeat-detected failure takes its timeout.
+ */
+const uint64_t ry__fo_le_ns[RY__LAT_BUCKETS] = {
+    50000,     100000,	   250000,     500000,	    1000000,   2500000,
+    5000000,   10000000,   25000000,   50000000,    100000000, 250000000,
+    500000000, 1000000000, 2500000000, 10000000000,
+};
+
+void ry__fo_add(struct ry__lat *l, uint64_t ns)
+{
+	unsigned i = 0;
+
+	while (i < RY__LAT_BUCKETS && ns > ry__fo_le_ns[i])
+		i++;
+	l->lt_bucket[i]++;
+	l->lt_sum_ns += ns;
+	l->lt_count++;
+}
+
+/* One histogram's samples; label is e.g. rail="r1" or peer="b",op="read". */
+static void histogram_rows(struct mw *w, const char *fam, const char *lname,
+			   const char *lval, const char *extra,
+			   const struct ry__lat *l, const uint64_t *le)
+{
+	uint64_t cum = 0;
+
+	for (unsigned b = 0; b <= RY__LAT_BUCKETS; b++) {
+		cum += l->lt_bucket[b];
+		put(w, "%s_bucket{", fam);
+		put_label(w, lname, lval);
+		put(w, "%s,le=", extra);
+		if (b < RY__LAT_BUCKETS)
+			put(w, "\"%g\"} %llu\n", le[b] / 1e9,
+			    (unsigned long long)cum);
+		else
+			put(w, "\"+Inf\"} %llu\n", (unsigned long long)cum);
+	}
+	put(w, "%s_sum{", fam);
+	put_label(w, lname, lval);
+	put(w, "%s} %.9f\n", extra, l->lt_sum_ns / 1e9);
+	put(w, "%s_count{", fam);
+	put_label(w, lname, lval);
+	put(w, "%s} %llu\n", extra, (unsigned long long)l->lt_count);
+}
+
+/*
+ * Failover times per local rail as histograms, which Prometheus can sum
+ * across nodes (histogram_quantile over sum by (le)); the per-rail and
+ * per-peer summaries and max gauges above stay for existing dashboards.
+ */
+static void failover_histograms(struct mw *w, struct ry_manager *m,
+				const unsigned *slot, unsigned nr)
+{
+	static const struct {
+		const char *fam, *help;
+	} h[RY__FO_N] = {
+	    [RY__FO_DETECT] =
+		{"railyard_rail_failover_detection_duration_seconds",
+		 "Failure (last sign of life or link event) to "
+		 "detection, per failed connection on the rail."},
+	    [RY__FO_RESUME] = {"railyard_rail_failover_resume_duration_seconds",
+			       "Detection to the first replayed traffic "
+			       "completing elsewhere, per failover from the "
+			       "rail."},
+	    [RY__FO_FENCE] = {"railyard_rail_fence_duration_seconds",
+			      "Detection to the peer's acknowledgement of the "
+			      "fence of a failed connection on the rail."},
+	};
+
+	for (unsigned k = 0; k < RY__FO_N; k++) {
+		family(w, h[k].fam, "histogram", h[k].help);
+		for (unsigned i = 0; i < nr; i++) {
+			const struct ry__lrail *lr = &m->m_rails[slot[i]];
+
+			histogram_rows(w, h[k].fam, "rail", lr->lr_cfg.name, "",
+				       &lr->lr_fo[k], ry__fo_le_ns);
+		}
+	}
+}
+
 /* Operation latency: one Prometheus histogram per peer and kind. */
 static void latency_histograms(struct mw *w, struct ry_manager *m)
 {
@@ -415,30 +501,11 @@ static void latency_histograms(struct mw *w, struct ry_manager *m)
 	       "callback, by kind (write includes write_notify).");
 	for (p = m->m_peers; p; p = p->pr_next)
 		for (unsigned k = 0; k < 3; k++) {
-			const struct ry__lat *l = &p->pr_lat[k];
-			uint64_t cum = 0;
+			char op[32];
 
-			for (unsigned b = 0; b <= RY__LAT_BUCKETS; b++) {
-				cum += l->lt_bucket[b];
-				put(w, "%s_bucket{", fam);
-				put_label(w, "peer", p->pr_name);
-				put(w, ",op=\"%s\",le=", kinds[k]);
-				if (b < RY__LAT_BUCKETS)
-					put(w, "\"%g\"} %llu\n",
-					    ry__lat_le_ns[b] / 1e9,
-					    (unsigned long long)cum);
-				else
-					put(w, "\"+Inf\"} %llu\n",
-					    (unsigned long long)cum);
-			}
-			put(w, "%s_sum{", fam);
-			put_label(w, "peer", p->pr_name);
-			put(w, ",op=\"%s\"} %.9f\n", kinds[k],
-			    l->lt_sum_ns / 1e9);
-			put(w, "%s_count{", fam);
-			put_label(w, "peer", p->pr_name);
-			put(w, ",op=\"%s\"} %llu\n", kinds[k],
-			    (unsigned long long)l->lt_count);
+			snprintf(op, sizeof(op), ",op=\"%s\"", kinds[k]);
+			histogram_rows(w, fam, "peer", p->pr_name, op,
+				       &p->pr_lat[k], ry__lat_le_ns);
 		}
 }
 

@@ -390,7 +390,11 @@ static void rail_event(struct ry__lrail *lr, const struct ry_rail_event *ev,
 		if (lr->lr_link == RY_LINK_DOWN)
 			break;
 		lr->lr_link = RY_LINK_DOWN;
-		RY_WARN("mgr", "rail %s: link down", lr->lr_cfg.name);
+		ry__log_event(RY_LOG_WARN, "mgr",
+			      (&(struct ry__log_ev){.event = "down",
+						    .rail = lr->lr_cfg.name,
+						    .reason = "link down"}),
+			      "rail %s: link down", lr->lr_cfg.name);
 		for (p = m->m_peers; p; p = p->pr_next)
 			ry__conn_link_failed(p->pr_conn[lr->lr_idx],
 					     "local link down", ev->time_ns);
@@ -401,7 +405,10 @@ static void rail_event(struct ry__lrail *lr, const struct ry_rail_event *ev,
 		if (lr->lr_link == RY_LINK_UP)
 			break;
 		lr->lr_link = RY_LINK_UP;
-		RY_INFO("mgr", "rail %s: link up", lr->lr_cfg.name);
+		ry__log_event(RY_LOG_INFO, "mgr",
+			      (&(struct ry__log_ev){.event = "up",
+						    .rail = lr->lr_cfg.name}),
+			      "rail %s: link up", lr->lr_cfg.name);
 		for (p = m->m_peers; p; p = p->pr_next) {
 			c = p->pr_conn[lr->lr_idx];
 			if (c->cn_state == CONN_BACKOFF)
@@ -477,6 +484,9 @@ static void wr_succeeded(struct ry__wr *w, uint64_t now)
 
 			rc->resume_count++;
 			rc->resume_ns_total += d;
+			ry__fo_add(
+			    &p->pr_resume_conn->cn_lrail->lr_fo[RY__FO_RESUME],
+			    d);
 			if (d > rc->resume_ns_max)
 				rc->resume_ns_max = d;
 			p->pr_resume_from_ns = 0;

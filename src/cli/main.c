@@ -60,6 +60,8 @@ int main(int argc, char **argv)
 		printf("railyard %s\n", ry_version());
 		return RY_EXIT_OK;
 	}
+	if (cli_log_init())
+		return RY_EXIT_USAGE;
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].fn(argc - 1, argv + 1);

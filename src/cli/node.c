@@ -34,9 +34,10 @@ int cli_start_inflight(const char *path, unsigned min_inflight,
 	}
 	if (cfg->ops_in_flight < min_inflight)
 		cfg->ops_in_flight = min_inflight;
-	ry_log_set_level(cfg->log.level);
 	ry_log_use_syslog(cfg->log.syslog);
-	ret = ry_manager_create(cfg, mgr_p);
+	ret = cli_log_apply(cfg);
+	if (!ret)
+		ret = ry_manager_create(cfg, mgr_p);
 	if (ret) {
 		fprintf(
 		    stderr, "railyard: cannot start node %s from %s: %s\n",

@@ -62,7 +62,7 @@ static int sd_watchdog_enabled(int unset, uint64_t *usec)
 static const char usage_text[] =
     "usage: railyard serve -c FILE [--socket PATH] [--region SIZE]\n"
     "                      [--targets N] [--metrics ADDR:PORT]\n"
-    "                      [--metrics ADDR:PORT]\n"
+    "                      [--log-level LEVEL]\n"
     "\n"
     "Run a node: bind the rails of FILE, accept peers, and give each peer\n"
     "that asks (`railyard bench` and `railyard drill`) a target region of\n"
@@ -73,6 +73,9 @@ static const char usage_text[] =
     "else $XDG_RUNTIME_DIR/railyard-NODE.sock) for `railyard status`.\n"
     "--metrics ADDR:PORT serves Prometheus metrics at\n"
     "http://ADDR:PORT/metrics (127.0.0.1:9470; 0.0.0.0:9470 for all).\n"
+    "--log-level error|warn|info|debug|trace.  Each of these two, when not\n"
+    "given, comes from the environment, RY_METRICS and RY_LOG_LEVEL, and\n"
+    "the level then from the config (log { level }).\n"
     "Under systemd (Type=notify) it reports readiness, status, watchdog.\n"
     "SIGHUP (or `railyard reload`) reads FILE again and applies it; a file\n"
     "with a problem changes nothing.\n"
@@ -365,7 +368,7 @@ static int serve_reload(struct server *sv, FILE *out)
 		ret = ry_manager_reload(sv->mgr, cfg, cli_print_config_error,
 					mem);
 	if (!ret) {
-		ry_log_set_level(cfg->log.level);
+		cli_log_apply(cfg); /* RY_LOG_LEVEL was good at start */
 		ry_log_use_syslog(cfg->log.syslog);
 		ry_config_free(sv->cfg);
 		sv->cfg = cfg;
@@ -439,6 +442,18 @@ int cli_serve(int argc, char **argv)
 			sock_arg = argv[++i];
 		} else if (!strcmp(argv[i], "--metrics") && i + 1 < argc) {
 			metrics_arg = argv[++i];
+		} else if (!strcmp(argv[i], "--log-level") && i + 1 < argc) {
+			enum ry_log_level l;
+
+			if (cli_log_level_parse(argv[++i], &l)) {
+				fprintf(stderr,
+					"railyard serve: --log-level '%s' is "
+					"not error, warn, info, debug or "
+					"trace\n",
+					argv[i]);
+				return RY_EXIT_USAGE;
+			}
+			cli_log_cmdline_level(l);
 		} else if (!strcmp(argv[i], "--targets") && i + 1 < argc) {
 			char *end;
 
@@ -468,6 +483,9 @@ int cli_serve(int argc, char **argv)
 		fputs(usage_text, stderr);
 		return RY_EXIT_USAGE;
 	}
+	/* the command line, else the environment (empty: none) */
+	if (!metrics_arg && getenv("RY_METRICS") && *getenv("RY_METRICS"))
+		metrics_arg = getenv("RY_METRICS");
 	if (metrics_arg) {
 #ifdef RY_WITH_MICROHTTPD
 		struct sockaddr_storage ss;

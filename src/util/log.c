@@ -16,6 +16,7 @@ static pthread_mutex_t sink_lock = PTHREAD_MUTEX_INITIALIZER;
 static ry_log_fn sink_fn;
 static void *sink_arg;
 static bool use_syslog;
+static ry__log_fields_fn fields_fn;
 
 static const char *const level_names[] = {
     [RY_LOG_ERROR] = "error", [RY_LOG_WARN] = "warn",	[RY_LOG_INFO] = "info",
@@ -42,6 +43,13 @@ void ry_log_set_sink(ry_log_fn fn, void *arg)
 	pthread_mutex_unlock(&sink_lock);
 }
 
+void ry__log_set_fields_sink(ry__log_fields_fn fn)
+{
+	pthread_mutex_lock(&sink_lock);
+	fields_fn = fn;
+	pthread_mutex_unlock(&sink_lock);
+}
+
 void ry_log_use_syslog(bool on)
 {
 	pthread_mutex_lock(&sink_lock);
@@ -51,22 +59,21 @@ void ry_log_use_syslog(bool on)
 	pthread_mutex_unlock(&sink_lock);
 }
 
-void ry__log_emit(enum ry_log_level level, const char *comp, const char *fmt,
-		  ...)
+static void vemit(enum ry_log_level level, const char *comp,
+		  const struct ry__log_ev *ev, const char *fmt, va_list ap)
 {
 	static const int prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG,
 				   LOG_DEBUG};
 	int saved = errno; /* keep %m and the caller's errno intact */
 	char msg[512];
-	va_list ap;
 
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 
 	pthread_mutex_lock(&sink_lock);
 	if (sink_fn) {
 		sink_fn(level, comp, msg, sink_arg);
+	} else if (fields_fn) {
+		fields_fn(level, comp, msg, ev);
 	} else if (use_syslog) {
 		syslog(prio[level], "%s: %s", comp, msg);
 	} else {
@@ -79,4 +86,24 @@ void ry__log_emit(enum ry_log_level level, const char *comp, const char *fmt,
 	}
 	pthread_mutex_unlock(&sink_lock);
 	errno = saved;
+}
+
+void ry__log_emit(enum ry_log_level level, const char *comp, const char *fmt,
+		  ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vemit(level, comp, NULL, fmt, ap);
+	va_end(ap);
+}
+
+void ry__log_emit_ev(enum ry_log_level level, const char *comp,
+		     const struct ry__log_ev *ev, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vemit(level, comp, ev, fmt, ap);
+	va_end(ap);
 }

@@ -11,6 +11,9 @@
 #include <railyard/config.h>
 
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 /* Set by ry_log_set_level() from any thread while our threads log: an
  * atomic, read relaxed (a level change need not order anything else). */
@@ -24,6 +27,40 @@ void ry__log_emit(enum ry_log_level level, const char *comp, const char *fmt,
 		if ((int)(level) <= atomic_load_explicit(                      \
 					&ry__log_level, memory_order_relaxed)) \
 			ry__log_emit((level), (comp), __VA_ARGS__);            \
+	} while (0)
+
+/*
+ * An event as structured fields, beside the text of its log line: the
+ * journal sink (railyard tool built with libsystemd) sends them as
+ * RAILYARD_EVENT=, RAIL=, PEER=, REASON=, DETECT_MS=, RESUME_MS=, QPN=, so
+ * `journalctl RAILYARD_EVENT=down RAIL=r1` selects them.  NULL strings and
+ * unset has_* flags are fields left out.  Log one where the event is
+ * decided, with ry__log_event().
+ */
+struct ry__log_ev {
+	const char *event; /* down, up, resume, fence */
+	const char *rail, *peer, *reason;
+	bool has_detect, has_resume, has_qpn;
+	uint64_t detect_ns, resume_ns;
+	uint32_t qpn;
+};
+
+/*
+ * Internal: where the railyard tool sends every log line with its fields
+ * (src/cli/journal.c).  An application's sink (ry_log_set_sink) comes first;
+ * then this one; then syslog or stderr.  ev is NULL on a plain line.
+ */
+typedef void (*ry__log_fields_fn)(enum ry_log_level level, const char *comp,
+				  const char *msg, const struct ry__log_ev *ev);
+void ry__log_set_fields_sink(ry__log_fields_fn fn);
+void ry__log_emit_ev(enum ry_log_level level, const char *comp,
+		     const struct ry__log_ev *ev, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+#define ry__log_event(level, comp, ev, ...)                                    \
+	do {                                                                   \
+		if ((int)(level) <= atomic_load_explicit(                      \
+					&ry__log_level, memory_order_relaxed)) \
+			ry__log_emit_ev((level), (comp), (ev), __VA_ARGS__);   \
 	} while (0)
 
 #define RY_ERR(comp, ...) ry__log(RY_LOG_ERROR, comp, __VA_ARGS__)

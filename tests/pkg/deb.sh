@@ -59,9 +59,11 @@ for p in "${pkgs[@]}"; do
 	[[ -f $(ls "$work"/build/"${p}"_*.deb) ]] || fail "no package $p"
 done
 lib=$(ls "$work"/build/librailyard0_*.deb)
-dpkg-deb -c "$lib" | grep -q 'librailyard\.so\.0$' ||
+# (listed to a file: grep -q closing the pipe early fails under pipefail)
+dpkg-deb -c "$lib" >"$work/lib.list"
+grep -q 'librailyard\.so\.0 ' "$work/lib.list" ||
 	fail "librailyard0 does not hold librailyard.so.0"
-dpkg-deb -c "$lib" | grep -q 'librailyard\.a$\|/include/' &&
+! grep -q 'librailyard\.a$\|/include/\|librailyard\.so$' "$work/lib.list" ||
 	fail "librailyard0 holds development files"
 shlibs=$(dpkg-deb --ctrl-tarfile "$lib" | tar xO ./shlibs)
 ver=$(dpkg-deb -f "$lib" Version)
@@ -107,12 +109,12 @@ tail -n 1 "$work/demo.txt"
 echo "== consumer with pkg-config (installed railyard.pc)"
 (
 	unset PKG_CONFIG_PATH
-	[[ $(pkg-config --variable=libdir railyard) == "$libdir" ]] ||
+	[[ $(realpath -m "$(pkg-config --variable=libdir railyard)") == "$libdir" ]] ||
 		fail "pkg-config finds railyard.pc elsewhere: $(pkg-config --variable=libdir railyard)"
 	${CC:-gcc} -o "$work/consumer_pc" "$src/tests/install/consumer.c" \
 		$(pkg-config --cflags --libs railyard)
 )
-ldd "$work/consumer_pc" | grep -q "librailyard.so.0 => $libdir/" ||
+grep -q "librailyard.so.0 => $libdir/" <<<"$(ldd "$work/consumer_pc")" ||
 	fail "consumer_pc does not load $libdir/librailyard.so.0: $(ldd "$work/consumer_pc" | grep railyard)"
 "$work/consumer_pc"
 
@@ -123,8 +125,8 @@ dir=$(sed -n 's/^railyard_DIR:[A-Z]*=//p' "$work/consumer/CMakeCache.txt")
 [[ $dir == "$libdir/cmake/railyard" ]] ||
 	fail "find_package found railyard in $dir, not $libdir/cmake/railyard"
 cmake --build "$work/consumer" >/dev/null
-ldd "$work/consumer/consumer_shared" |
-	grep -q "librailyard.so.0 => $libdir/" || fail "consumer_shared links elsewhere"
+grep -q "librailyard.so.0 => $libdir/" <<<"$(ldd "$work/consumer/consumer_shared")" ||
+	fail "consumer_shared links elsewhere"
 "$work/consumer/consumer_shared"
 "$work/consumer/consumer_static"
 

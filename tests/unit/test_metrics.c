@@ -94,6 +94,38 @@ static void check_shape(void)
 	ck_assert_uint_gt(nf, 30);
 }
 
+/*
+ * A rail's histogram `fam`: cumulative buckets that never fall, le bounds
+ * that rise, +Inf equal to _count.  Returns _count.
+ */
+static double rail_histogram(const char *fam, const char *rail)
+{
+	char pre[200], series[200];
+	double last = 0, last_le = 0, count;
+	const char *s = text;
+	unsigned n = 0;
+
+	snprintf(pre, sizeof(pre), "%s_bucket{rail=\"%s\",le=\"", fam, rail);
+	while ((s = strstr(s, pre))) {
+		double le, v;
+
+		s += strlen(pre);
+		le = strncmp(s, "+Inf", 4) ? strtod(s, NULL) : 1e300;
+		v = strtod(strchr(s, ' ') + 1, NULL);
+		ck_assert_double_gt(le, last_le);
+		ck_assert_double_ge(v, last);
+		last_le = le;
+		last = v;
+		n++;
+	}
+	ck_assert_uint_eq(n, 17); /* 16 bounds and +Inf */
+	ck_assert_double_eq(last_le, 1e300);
+	snprintf(series, sizeof(series), "%s_count{rail=\"%s\"}", fam, rail);
+	count = value(series);
+	ck_assert_double_eq(count, last);
+	return count;
+}
+
 static enum ry_status write_once(size_t len)
 {
 	struct fx_done d = {0};
@@ -231,6 +263,39 @@ START_TEST(test_metrics_two_managers)
 		 "railyard_connection_up{rail=\"r1\",peer=\"%s\"}", peer);
 	ck_assert_double_eq(value(series), 0);
 	ck_assert_int_eq(write_once(1u << 20), RY_OK);
+
+	/* the failover times as histograms: one per failure, as the summaries
+	 * count them; their sums agree */
+	render(F.a);
+	check_shape();
+	ck_assert_ptr_nonnull(strstr(
+	    text, "# TYPE railyard_rail_failover_detection_duration_seconds "
+		  "histogram\n"));
+	ck_assert_double_eq(
+	    rail_histogram("railyard_rail_failover_detection_duration_seconds",
+			   "r1"),
+	    value(
+		"railyard_rail_failure_detection_seconds_count{rail=\"r1\"}"));
+	ck_assert_double_ge(
+	    value("railyard_rail_failover_detection_duration_seconds_count{"
+		  "rail=\"r1\"}"),
+	    1);
+	ck_assert_double_eq_tol(
+	    value("railyard_rail_failover_detection_duration_seconds_sum{"
+		  "rail=\"r1\"}"),
+	    value("railyard_rail_failure_detection_seconds_sum{rail=\"r1\"}"),
+	    1e-6);
+	ck_assert_double_eq(
+	    rail_histogram("railyard_rail_failover_resume_duration_seconds",
+			   "r1"),
+	    value("railyard_rail_failover_resume_seconds_count{rail=\"r1\"}"));
+	ck_assert_double_eq(
+	    rail_histogram("railyard_rail_fence_duration_seconds", "r1"),
+	    value("railyard_rail_fences_total{rail=\"r1\"}"));
+	ck_assert_double_eq(
+	    rail_histogram("railyard_rail_failover_detection_duration_seconds",
+			   "r0"),
+	    0);
 
 	/* snprintf-style sizing: NULL/0 asks, a short buffer is cut */
 	n = ry_metrics_render(F.a, NULL, 0);
