@@ -23,6 +23,8 @@
 #ifdef RY_WITH_SYSTEMD
 #include <sys/uio.h>
 #include <syslog.h>
+/* the location would be this file's, not the caller's */
+#define SD_JOURNAL_SUPPRESS_LOCATION
 #include <systemd/sd-journal.h>
 #endif
 
