@@ -79,7 +79,7 @@ static struct fio_option options[] = {
 struct ry_fio {
 	/* lock: desc, desc_len, refused, done, ndone (callbacks write them) */
 	pthread_mutex_t lock;
-	pthread_cond_t cond;  /* a completion, or serve's answer */
+	pthread_cond_t cond; /* a completion, or serve's answer */
 	struct ry_manager *mgr;
 	struct ry_peer *peer;
 	struct ry_region *mr; /* fio's buffers, td->orig_buffer */
@@ -178,6 +178,15 @@ static int fetch_target(struct ry_fio *rf, unsigned timeout_ms)
 	return ret;
 }
 
+/* A problem of the config file, FILE:LINE first, into fio's error log. */
+static void config_problem(const struct ry_config_error *e, void *arg)
+{
+	if (e->line > 0)
+		log_err("railyard: %s:%d: %s\n", e->file, e->line, e->message);
+	else
+		log_err("railyard: %s: %s\n", e->file, e->message);
+}
+
 static void ry_fio_cleanup(struct thread_data *td)
 {
 	struct ry_fio *rf = td->io_ops_data;
@@ -237,11 +246,10 @@ static int ry_fio_init(struct thread_data *td)
 	pthread_cond_init(&rf->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	td->io_ops_data = rf;
-	ret = ry_config_load(o->config, &cfg, NULL, NULL);
+	ret = ry_config_load(o->config, &cfg, config_problem, NULL);
 	if (ret) {
-		log_err("railyard: %s: %s (railyard check-config %s says "
-			"why)\n",
-			o->config, strerror(-ret), o->config);
+		log_err("railyard: %s is not usable: %s\n", o->config,
+			strerror(-ret));
 		return 1;
 	}
 	/* one node per job: serve gives each its own region */
@@ -347,6 +355,12 @@ static enum fio_q_status ry_fio_queue(struct thread_data *td, struct io_u *io_u)
 		return FIO_Q_COMPLETED;
 	}
 	if (ret) {
+		/* the region's bounds are serve's: a job larger than it
+		 * fails at its first operation past the end */
+		if (ret == -EINVAL)
+			log_err("railyard: %llu bytes at offset %llu refused: "
+				"is size= larger than serve's --region?\n",
+				io_u->xfer_buflen, io_u->offset);
 		io_u->error = -ret;
 		return FIO_Q_COMPLETED;
 	}

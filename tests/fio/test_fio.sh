@@ -8,6 +8,7 @@
 #   2. the same job throttled (rate=) while a's cable of rail r1 is pulled
 #      and plugged back: serve sees the connections fail, fio sees nothing
 #      but its verify passing
+#   then a job larger than serve's region: it fails, saying so
 #   3. the same write job through fio and through `railyard bench`
 #      (--size 64K --depth 8, 3 s each): both figures are printed side by
 #      side (not asserted: the machine is shared)
@@ -112,6 +113,15 @@ fails=$(grep -c "rail r1: connection qp" "$work/serve.log" || true)
 ((fails > fails_before)) ||
 	fail "serve saw no connection on r1 fail: the cable pull missed the run"
 echo "failover under fio: $((fails - fails_before)) connection(s) failed on r1, verify passed"
+
+echo "== a job larger than serve's region fails, and says why"
+if in_a fio --name=big --ioengine=external:"$engine" \
+	--ry_config="$work/a.conf" --ry_target=198.18.0.2:7470 --rw=write \
+	--bs=1m --iodepth=4 --size=65m >"$work/big.log" 2>&1; then
+	fail "fio wrote 65 MiB into serve's 64 MiB region"
+fi
+grep -q "is size= larger than serve's --region" "$work/big.log" ||
+	fail "no hint at the region's size: $(tail -5 "$work/big.log")"
 
 echo "== 3. the same write job: fio beside railyard bench"
 fio_json "$work/cmp.json" --name=cmp --ioengine=external:"$engine" \
