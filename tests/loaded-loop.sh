@@ -7,7 +7,7 @@
 #   clang ASan/UBSan + fuzz) once, then runs ctest in both build trees N
 #   times; prints one line per round and "N passed, M failed" at the end.
 #   Root runs the netns and hw labels too (as CI does); the ASan tree
-#   leaves out hw and scale, as CI's ASan stage does (scale starts a
+#   leaves out hw, scale and pkg, as CI's ASan stage does (scale starts a
 #   hundred client processes: the gcc tree runs it).
 #   RY_LOOP_BUILDS="gcc" limits the rounds to one build tree.
 set -euo pipefail
@@ -59,7 +59,7 @@ for ((i = 1; i <= n; i++)); do
 	ok=1 t0=$(date +%s)
 	for b in $builds; do
 		args=(-j"$(nproc)" --output-on-failure)
-		[[ $b == asan ]] && args+=(-LE "hw|scale")
+		[[ $b == asan ]] && args+=(-LE "hw|scale|pkg")
 		if ! (cd "build/$b" &&
 			ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 			UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

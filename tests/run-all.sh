@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Install what is missing, build twice and run the whole test suite:
-#   1. gcc, optimised with debug info: every label (unit, soft, netns, hw)
+#   1. gcc, optimised with debug info: every label (unit, soft, netns, hw,
+#      pkg: the Debian packages built, installed, used, purged), and the
+#      fio engine
 #   2. clang with AddressSanitizer + UBSan and the libFuzzer targets
 #   3. clang with ThreadSanitizer: labels unit and soft (see below)
 # Suites that cannot run here (no root for namespaces, no QEMU) skip with
