@@ -146,6 +146,14 @@ static bool failed_over(void *arg)
 	       c.detect_count >= 1;
 }
 
+/* every failed connection is fenced; the peer's acknowledgement counts */
+static bool fenced(void *arg)
+{
+	struct ry_counters c;
+
+	return !ry_rail_counters(F.a, "r1", &c) && c.fences >= 1;
+}
+
 START_TEST(test_metrics_two_managers)
 {
 	char series[256], peer[128];
@@ -266,6 +274,7 @@ START_TEST(test_metrics_two_managers)
 
 	/* the failover times as histograms: one per failure, as the summaries
 	 * count them; their sums agree */
+	ck_assert(fx_until(&F, fenced, NULL, 5000));
 	render(F.a);
 	check_shape();
 	ck_assert_ptr_nonnull(strstr(
@@ -292,6 +301,9 @@ START_TEST(test_metrics_two_managers)
 	ck_assert_double_eq(
 	    rail_histogram("railyard_rail_fence_duration_seconds", "r1"),
 	    value("railyard_rail_fences_total{rail=\"r1\"}"));
+	ck_assert_double_ge(
+	    value("railyard_rail_fence_duration_seconds_count{rail=\"r1\"}"),
+	    1);
 	ck_assert_double_eq(
 	    rail_histogram("railyard_rail_failover_detection_duration_seconds",
 			   "r0"),
