@@ -76,6 +76,7 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 
+cd "$work" # whatever fio leaves behind goes with the rest
 export RY_FIO_ENGINE=$engine RY_FIO_CONFIG=$work/a.conf \
 	RY_FIO_TARGET=198.18.0.2:7470
 # fio's JSON: one entry (group_reporting); bytes in KiB-free units
