@@ -185,6 +185,8 @@ static void config_problem(const struct ry_config_error *e, void *arg)
 		log_err("railyard: %s:%d: %s\n", e->file, e->line, e->message);
 	else
 		log_err("railyard: %s: %s\n", e->file, e->message);
+	if (e->hint && *e->hint)
+		log_err("railyard:     hint: %s\n", e->hint);
 }
 
 static void ry_fio_cleanup(struct thread_data *td)
