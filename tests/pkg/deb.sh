@@ -58,6 +58,17 @@ debs=("$work"/build/*.deb)
 for p in "${pkgs[@]}"; do
 	[[ -f $(ls "$work"/build/"${p}"_*.deb) ]] || fail "no package $p"
 done
+# every file the build installs is in one of the packages: an install()
+# rule without a COMPONENT (lib, dev, railyard) would be left out silently
+DESTDIR=$work/all cmake --install "$work/build" >/dev/null
+(cd "$work/all" && find . ! -type d | sed 's|^\./|/|' | sort) >"$work/installed"
+for d in "${debs[@]}"; do
+	dpkg-deb -c "$d" | awk '$1 !~ /^d/ { sub(/^\./, "", $6); print $6 }'
+done | sort >"$work/packaged"
+missing=$(comm -23 "$work/installed" "$work/packaged")
+[[ -z $missing ]] ||
+	fail "installed but in no package (give the install() a COMPONENT):
+$missing"
 lib=$(ls "$work"/build/librailyard0_*.deb)
 # (listed to a file: grep -q closing the pipe early fails under pipefail)
 dpkg-deb -c "$lib" >"$work/lib.list"
