@@ -24,6 +24,8 @@ if [[ ${RY_JOURNAL_INNER:-} != 1 ]]; then
 	[[ -n $journald ]] && command -v journalctl >/dev/null ||
 		{ echo "SKIP: no systemd-journald/journalctl (Debian: systemd)"; exit 77; }
 	command -v unshare >/dev/null || { echo "SKIP: no unshare"; exit 77; }
+	unshare --mount --propagation private true 2>/dev/null ||
+		{ echo "SKIP: no mount namespace here (unshare --mount fails)"; exit 77; }
 	command -v jq >/dev/null || { echo "SKIP: no jq"; exit 77; }
 	exec env RY_JOURNAL_INNER=1 RY_JOURNALD="$journald" \
 		unshare --mount --propagation private bash "$0" "$cli"
@@ -31,8 +33,11 @@ fi
 
 # ---- inside the private mount namespace ----
 fail() { echo "FAIL: $*"; exit 1; }
-mount -t tmpfs tmpfs /run
-[[ -d /var/log/journal ]] && mount -t tmpfs tmpfs /var/log/journal
+mount -t tmpfs tmpfs /run ||
+	{ echo "SKIP: cannot mount a tmpfs in a mount namespace here"; exit 77; }
+if [[ -d /var/log/journal ]]; then
+	mount -t tmpfs tmpfs /var/log/journal
+fi
 mkdir -p /run/systemd/journal /run/log/journal
 dir=$(mktemp -d /run/ry-journal-XXXXXX)
 "$RY_JOURNALD" >"$dir/journald.log" 2>&1 &
