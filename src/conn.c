@@ -73,7 +73,16 @@
 
 #include <sodium.h>
 
+#include "src/conn.h"
+#include "src/control.h"
+#include "src/lrail.h"
 #include "src/manager.h"
+#include "src/op.h"
+#include "src/peer.h"
+#include "src/pool.h"
+#include "src/progress.h"
+#include "src/region.h"
+#include "src/tunables.h"
 
 static const char *const conn_state_names[CONN__MAX] = {
     [CONN_UNPAIRED] = "unpaired",     [CONN_IDLE] = "idle",

@@ -9,7 +9,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "src/conn.h"
+#include "src/lrail.h"
 #include "src/manager.h"
+#include "src/peer.h"
 
 void ry__cnt_add(struct ry_counters *d, const struct ry_counters *s)
 {

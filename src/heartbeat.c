@@ -63,7 +63,12 @@
  */
 #include <stdio.h>
 
+#include "src/conn.h"
+#include "src/lrail.h"
 #include "src/manager.h"
+#include "src/peer.h"
+#include "src/progress.h"
+#include "src/tunables.h"
 
 #define RY__HB_LINGER_NS 1000000000ull
 

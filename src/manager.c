@@ -22,7 +22,17 @@
 #include <sys/timerfd.h>
 
 #include "config/config_int.h"
+#include "src/conn.h"
+#include "src/control.h"
+#include "src/lrail.h"
 #include "src/manager.h"
+#include "src/msg.h"
+#include "src/op.h"
+#include "src/peer.h"
+#include "src/pool.h"
+#include "src/progress.h"
+#include "src/region.h"
+#include "src/tunables.h"
 
 _Static_assert(sizeof(struct ry__mhdr) == RY__MSG_HDR, "message header");
 

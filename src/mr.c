@@ -28,7 +28,9 @@
 #include <string.h>
 
 #include "src/util/le.h"
+#include "src/lrail.h"
 #include "src/manager.h"
+#include "src/region.h"
 
 #define DESC_MAGIC 0x444d5952u
 #define DESC_VERSION 1

@@ -29,6 +29,13 @@
 #include <string.h>
 
 #include "src/manager.h"
+#include "src/msg.h"
+#include "src/op.h"
+#include "src/peer.h"
+#include "src/pool.h"
+#include "src/progress.h"
+#include "src/region.h"
+#include "src/tunables.h"
 
 static const char *const op_state_names[] = {
     [OPS_WAITING] = "waiting", [OPS_RUNNING] = "running",

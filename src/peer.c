@@ -10,7 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/conn.h"
+#include "src/control.h"
+#include "src/lrail.h"
 #include "src/manager.h"
+#include "src/msg.h"
+#include "src/op.h"
+#include "src/peer.h"
+#include "src/progress.h"
+#include "src/region.h"
+#include "src/tunables.h"
 
 static const char *const peer_state_names[PEER__MAX] = {
     [PEER_NEW] = "new",		[PEER_CONNECTING] = "connecting",

@@ -18,7 +18,16 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 
+#include "src/conn.h"
+#include "src/control.h"
+#include "src/lrail.h"
 #include "src/manager.h"
+#include "src/msg.h"
+#include "src/op.h"
+#include "src/peer.h"
+#include "src/pool.h"
+#include "src/progress.h"
+#include "src/tunables.h"
 
 static void drain_fd(int fd)
 {

@@ -29,6 +29,8 @@
 #include <unistd.h>
 
 #include "src/manager.h"
+#include "src/region.h"
+#include "src/tunables.h"
 
 #define MR_ACCESS_ALL (RY_MR_REMOTE_WRITE | RY_MR_REMOTE_READ)
 

@@ -51,7 +51,14 @@
 #include <time.h>
 
 #include "config/config_int.h"
+#include "src/conn.h"
+#include "src/control.h"
+#include "src/lrail.h"
 #include "src/manager.h"
+#include "src/op.h"
+#include "src/peer.h"
+#include "src/progress.h"
+#include "src/region.h"
 
 /* How long a removed rail's flushed work may take to come back. */
 #define DRAIN_NS 2000000000ull

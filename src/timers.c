@@ -41,7 +41,11 @@
  * The transport's own timers (ack timeout, retry count, RNR) live in the
  * rail provider; the manager only configures them at RTS.
  */
+#include "src/conn.h"
+#include "src/control.h"
+#include "src/lrail.h"
 #include "src/manager.h"
+#include "src/peer.h"
 
 #define HEALTH_STEP_NS 100000000ull /* conn.c: health += 50 per 100 ms */
 #define BACKOFF_RESET_NS 1000000000ull
