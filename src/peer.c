@@ -32,6 +32,14 @@ const char *ry__peer_state_str(enum ry__peer_state s)
 	return (unsigned)s < PEER__MAX ? peer_state_names[s] : "?";
 }
 
+void ry__peer_set_state(struct ry_peer *p, enum ry__peer_state s)
+{
+	if (p->pr_state != s)
+		RY_DBG("peer", "%s: %s -> %s", p->pr_name,
+		       ry__peer_state_str(p->pr_state), ry__peer_state_str(s));
+	p->pr_state = s;
+}
+
 struct ry_peer *ry__peer_new(struct ry_manager *m, const char *name,
 			     const char *addr, bool dial)
 {
@@ -46,7 +54,7 @@ struct ry_peer *ry__peer_new(struct ry_manager *m, const char *name,
 	snprintf(p->pr_name, sizeof(p->pr_name), "%s", name);
 	snprintf(p->pr_addr, sizeof(p->pr_addr), "%s", addr ? addr : "");
 	p->pr_dial = dial && addr && addr[0];
-	p->pr_state = PEER_NEW;
+	ry__peer_set_state(p, PEER_NEW);
 	p->pr_ctl_backoff_ms = m->m_cfg.failover.reconnect_min_ms;
 	p->pr_rx_base = 1;
 	ry__tx_seq_reset(p);
@@ -159,7 +167,7 @@ static void ctl_backoff(struct ry_peer *p, uint64_t now)
 
 	if (!ry__list_empty(&p->pr_ops) && ms > busy_max)
 		ms = busy_max;
-	p->pr_state = PEER_BACKOFF;
+	ry__peer_set_state(p, PEER_BACKOFF);
 	p->pr_ctl = NULL;
 	ry__peer_timer(p); /* the redial */
 	p->pr_ctl_retry_ns =
@@ -372,7 +380,7 @@ void ry__peer_ready(struct ry_peer *p, uint64_t old_node, bool dialer)
 
 	if (old_node)
 		restarted(p, old_node, now);
-	p->pr_state = PEER_READY;
+	ry__peer_set_state(p, PEER_READY);
 	if (!was_ready || old_node)
 		peer_event(p, RY_EV_PEER_UP, "", 0, p->pr_node);
 	ry__op_unpark_all(p);

@@ -48,6 +48,8 @@ enum ry__peer_state {
 	PEER__MAX
 };
 const char *ry__peer_state_str(enum ry__peer_state s);
+/* Every change of a peer's state goes through here (peer.c). */
+void ry__peer_set_state(struct ry_peer *p, enum ry__peer_state s);
 
 /*
  * Operation latency, post to completion, per peer and kind: Prometheus

@@ -447,7 +447,7 @@ static int apply_peers(struct ry_manager *m, const struct ry_config *c)
 				snprintf(p->pr_addr, sizeof(p->pr_addr), "%s",
 					 np[i].address);
 				p->pr_dial = true;
-				p->pr_state = PEER_NEW;
+				ry__peer_set_state(p, PEER_NEW);
 				ry__peer_index(p);
 			}
 	}

@@ -169,7 +169,7 @@ void ry__timers_run(struct ry_manager *m, uint64_t now)
 		if (p->pr_state == PEER_BACKOFF && p->pr_dial &&
 		    now >= p->pr_ctl_retry_ns) {
 			if (ry__ctl_dial(p)) {
-				p->pr_state = PEER_NEW;
+				ry__peer_set_state(p, PEER_NEW);
 				ry__peer_use(p); /* back to backoff */
 			}
 		}
