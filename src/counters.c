@@ -52,7 +52,7 @@ static struct ry__lrail *lock_rail(struct ry_manager *m, const char *name)
 {
 	struct ry__lrail *lr;
 
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	lr = rail_by_name(m, name);
 	if (!lr)
 		ry__unlock(m);
@@ -94,7 +94,7 @@ int ry_peer_counters(struct ry_peer *p, struct ry_counters *out)
 		return -EINVAL;
 	m = p->pr_mgr;
 	memset(&sum, 0, sizeof(sum));
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	for (i = 0; i < m->m_nrails; i++)
 		ry__cnt_add(&sum, &p->pr_conn[i]->cn_cnt);
 	ry__unlock(m);
@@ -133,7 +133,7 @@ int ry_peer_info(struct ry_peer *p, struct ry_peer_info *out)
 	if (!p || !out)
 		return -EINVAL;
 	m = p->pr_mgr;
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	peer_info(p, &pi);
 	ry__unlock(m);
 	*out = pi;
@@ -147,7 +147,7 @@ int ry_peer_list(struct ry_manager *m, struct ry_peer_entry *out, unsigned max)
 
 	if (!m || (!out && max))
 		return -EINVAL;
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	for (p = m->m_peers; p; p = p->pr_next, n++) {
 		struct ry_peer_entry *e;
 

@@ -53,7 +53,7 @@
  *     context's pool, queued on the peer, striped (stripe.c), its WRs
  *     posted; a peer in any other state (a dial to make, a backoff to cut
  *     short) takes the cold lock;
- *   - ctx_round (progress.c): the context's CQs polled and what they hold
+ *   - ry__ctx_round (ctx.c): the context's CQs polled and what they hold
  *     handled, while it is a successful fragment or message WR of one of
  *     its peers on an ACTIVE connection, not part of a replay (hot_wc);
  *     then its dirty peers striped, its done ops queued for callbacks.
@@ -92,7 +92,7 @@
  *
  *   No application callback runs with a manager lock held: completions,
  *   messages and events are queued and handed out after it is dropped
- *   (ry__deliver() in progress.c); a thread that finds a deliver lock held
+ *   (ry__deliver() in deliver.c); a thread that finds a deliver lock held
  *   leaves that share to its holder (so a callback may call ry_progress()
  *   without deadlock).
  */
@@ -304,13 +304,19 @@ struct ry_manager {
 };
 
 /*
- * The cold lock (LOCKING: Contexts): m_lock, then every context's lock in
- * order.  ry__lock() also hands what the context path left to the cold
- * round (cx_stash, cx_pfail) to its handlers, so the holder never sees a
- * WR that a context path polled but did not handle.
+ * The cold lock (LOCKING: Contexts), ctx.c: m_lock, then every context's
+ * lock in order; then, before it returns, the completions and failed posts
+ * the context paths left (cx_stash, cx_pfail) are run through their
+ * handlers (receive, WR completion, replay), so the holder never sees a WR
+ * that a context path polled but did not handle.
  */
-void ry__lock(struct ry_manager *m);
+void ry__lock_and_run_leftovers(struct ry_manager *m);
 void ry__unlock(struct ry_manager *m);
+/* The cold lock under the name the test programs use. */
+static inline void ry__lock(struct ry_manager *m)
+{
+	ry__lock_and_run_leftovers(m);
+}
 /* Before taking a context's lock alone: let a cold lock that is waiting
  * for the contexts' locks have them first (ry__lock). */
 static inline void ry__ctx_gate(struct ry_manager *m)
@@ -327,6 +333,14 @@ extern _Thread_local struct ry__ctx *ry__tl_hot;
 void ry__cold_ask(struct ry_manager *m);
 /* This thread posts to cx's peers: its ry_progress() runs cx first. */
 void ry__ctx_note(struct ry__ctx *cx);
+/* The index of the context this thread last posted to on m; m_nctx: none. */
+unsigned ry__ctx_noted(const struct ry_manager *m);
+/* The context path (ctx.c): cx's completions on the given rails, then its
+ * dirty peers' striping, under cx_lock alone (try: not if another thread
+ * holds it).  True if it queued callbacks. */
+bool ry__ctx_round(struct ry_manager *m, struct ry__ctx *cx,
+		   struct ry__lrail *const *rails, unsigned nr, uint64_t now,
+		   bool try);
 
 /* manager.c: create, destroy, resources */
 void ry__mgr_timing(struct ry_manager *m);

@@ -223,7 +223,7 @@ int ry_mr_reg(struct ry_manager *m, void *addr, size_t len, unsigned access,
 	if (!m || !addr || !len || !rg_p ||
 	    access & ~(unsigned)(RY_MR_REMOTE_WRITE | RY_MR_REMOTE_READ))
 		return -EINVAL;
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	ret = m->m_closing ? -ESHUTDOWN
 			   : ry__region_reg(m, addr, len, access, rg_p);
 	ry__unlock(m);
@@ -240,7 +240,7 @@ int ry_mr_dereg(struct ry_region *rg)
 	if (rg->rg_cached)
 		return -EINVAL; /* the cache's: ry_mr_cache_put() */
 	m = rg->rg_mgr;
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	if (rg->rg_users)
 		ret = -EBUSY;
 	else

@@ -471,7 +471,7 @@ static bool post_lock(struct ry_peer *p)
 	 * gate would be two (progress threads: 5.5 against 10 M fragments/s
 	 * in bench_core -P) */
 	if (p->pr_mgr->m_nctx == 1) {
-		ry__lock(p->pr_mgr);
+		ry__lock_and_run_leftovers(p->pr_mgr);
 		return false;
 	}
 	ry__ctx_gate(p->pr_mgr);
@@ -482,7 +482,7 @@ static bool post_lock(struct ry_peer *p)
 		return true;
 	}
 	pthread_mutex_unlock(&cx->cx_lock);
-	ry__lock(p->pr_mgr);
+	ry__lock_and_run_leftovers(p->pr_mgr);
 	return false;
 }
 
@@ -910,7 +910,7 @@ int ry_poll_completions(struct ry_manager *m, struct ry_completion *out,
 
 	if (!m || (!out && max > 0) || max < 0)
 		return -EINVAL;
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	for (unsigned i = 0; i < m->m_nctx; i++) {
 		struct ry__ctx *cx = &m->m_ctx[i];
 

@@ -455,7 +455,7 @@ int ry_peer_get(struct ry_manager *m, const char *s, struct ry_peer **peer_p)
 
 	if (!m || !s || !s[0] || !peer_p)
 		return -EINVAL;
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	if (m->m_closing) {
 		ret = -ESHUTDOWN;
 		goto out;
@@ -513,7 +513,7 @@ void ry_peer_hold(struct ry_peer *p)
 {
 	if (!p)
 		return;
-	ry__lock(p->pr_mgr);
+	ry__lock_and_run_leftovers(p->pr_mgr);
 	p->pr_app_refs++;
 	ry__unlock(p->pr_mgr);
 }
@@ -522,7 +522,7 @@ void ry_peer_release(struct ry_peer *p)
 {
 	if (!p)
 		return;
-	ry__lock(p->pr_mgr);
+	ry__lock_and_run_leftovers(p->pr_mgr);
 	ry__peer_unref(p);
 	ry__unlock(p->pr_mgr);
 }
@@ -544,7 +544,7 @@ int ry_desc_live(struct ry_peer *p, const void *desc, size_t len)
 	if (ret)
 		return ret;
 	m = p->pr_mgr;
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	if (ry__peer_node_stale(p, d.d_node))
 		ret = -ESTALE;
 	else if (!p->pr_node)

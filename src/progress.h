@@ -25,10 +25,11 @@
 
 struct ry_manager;
 struct ry_peer;
+struct ry__ctx;
 struct ry__lrail;
 struct ry__wr;
 
-/* Handed to the application after m_lock is dropped (progress.c). */
+/* Handed to the application after m_lock is dropped (deliver.c). */
 struct ry__delivery {
 	struct ry__delivery *dv_next;
 	int dv_kind; /* 0 message, 1 event */
@@ -41,7 +42,7 @@ struct ry__delivery {
 	unsigned char dv_data[];
 };
 
-/* progress.c: the progress loop, completions, delivery */
+/* deliver.c */
 /* The queued event, for the caller to add fields; NULL if not queued. */
 struct ry_event *ry__queue_event(struct ry_manager *m, enum ry_event_type t,
 				 struct ry__lrail *lr, struct ry_peer *p,
@@ -53,18 +54,25 @@ int ry__deliver(struct ry_manager *m);
 /* The cold lock held: queue the contexts' done ops and m_dv for ry__deliver();
  * true if any. */
 bool ry__deliver_queue(struct ry_manager *m);
-void ry__poll_rail(struct ry__lrail *lr, uint64_t now);
-/* The cold lock held: run a rail with a thread of its own now (heartbeat.c). */
-void ry__rail_catch_up(struct ry__lrail *lr, uint64_t now);
-/* After dropping m_lock: send what was posted (LOCKING: Kick). */
-void ry__kick(struct ry_manager *m);
-/* The same after posting an op of `bytes`: a small one posted from inside
- * one of m's callbacks is left to the end of the callback batch
+/* cx_lock or the cold lock held: cx's completed ops to the end of its
+ * callback queue. */
+void ry__deliver_queue_ctx(struct ry__ctx *cx);
+/* After posting an op of `bytes` (ry__kick otherwise): a small one posted
+ * from inside one of m's callbacks is left to the end of the callback batch
  * (ry__deliver), so that the small operations the callbacks post leave in
  * one batch per rail. */
 #define RY__KICK_BATCH_BYTES (64u << 10)
 void ry__kick_post(struct ry_manager *m, uint64_t bytes);
+
+/* completion.c */
+void ry__poll_rail(struct ry__lrail *lr, uint64_t now);
 void ry__wr_complete(struct ry_manager *m, struct ry__wr *w,
 		     const struct ry_wc *wc, uint64_t now);
+
+/* progress.c */
+/* The cold lock held: run a rail with a thread of its own now (heartbeat.c). */
+void ry__rail_catch_up(struct ry__lrail *lr, uint64_t now);
+/* After dropping m_lock: send what was posted (LOCKING: Kick). */
+void ry__kick(struct ry_manager *m);
 
 #endif /* RAILYARD_PROGRESS_H */

@@ -483,7 +483,7 @@ static bool on_progress_thread(struct ry_manager *m)
 	pthread_t self = pthread_self();
 	bool on = false;
 
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	if (m->m_thread_on) {
 		on = pthread_equal(self, m->m_thread);
 		for (unsigned i = 0; i < m->m_nrt; i++)
@@ -518,7 +518,7 @@ static int reload(struct ry_manager *m, const struct ry_config *cfg,
 
 	/* the plan stays valid until the change: only a reload changes the
 	 * rails, and m_reloading lets one run at a time */
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	threads = m->m_thread_on;
 	ret = m->m_closing ? -ESHUTDOWN : m->m_reloading ? -EBUSY : 0;
 	if (!ret) {
@@ -533,7 +533,7 @@ static int reload(struct ry_manager *m, const struct ry_config *cfg,
 	if (threads)
 		ry_progress_thread_stop(m);
 
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	ret = open_new(m, &c, &pl, r);
 	if (!ret && (ret = add_conns(m, &c, &pl)))
 		RY_ERR("reload", "no memory for the new rails' connections");
@@ -601,7 +601,7 @@ out:
 		if (!ret)
 			ret = t;
 	}
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	m->m_reloading = false;
 	ry__unlock(m);
 	return ret;
