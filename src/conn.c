@@ -74,6 +74,7 @@
 #include <sodium.h>
 
 #include "src/conn.h"
+#include "src/events.h"
 #include "src/control.h"
 #include "src/lrail.h"
 #include "src/manager.h"

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "src/conn.h"
+#include "src/events.h"
 #include "src/lrail.h"
 #include "src/manager.h"
 #include "src/msg.h"

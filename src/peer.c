@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "src/conn.h"
+#include "src/events.h"
 #include "src/control.h"
 #include "src/lrail.h"
 #include "src/manager.h"
@@ -108,7 +109,7 @@ void ry__peer_free(struct ry_peer *p)
 	free(p);
 }
 
-/* The rule is in manager.h (OWNERSHIP); live sessions are control.c's. */
+/* The rule is in peer.h; live sessions are control.c's. */
 bool ry__peer_disposable(const struct ry_peer *p)
 {
 	unsigned i;

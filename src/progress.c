@@ -17,6 +17,7 @@
 #include <sys/eventfd.h>
 
 #include "src/conn.h"
+#include "src/events.h"
 #include "src/control.h"
 #include "src/lrail.h"
 #include "src/manager.h"

@@ -22,6 +22,7 @@
 #include <railyard/railyard.h>
 
 #include "rails/rail.h"
+#include "src/events.h"
 
 struct ry_manager;
 struct ry_peer;
@@ -29,27 +30,7 @@ struct ry__ctx;
 struct ry__lrail;
 struct ry__wr;
 
-/* Handed to the application after m_lock is dropped (deliver.c). */
-struct ry__delivery {
-	struct ry__delivery *dv_next;
-	int dv_kind; /* 0 message, 1 event */
-	struct ry_peer *dv_peer;
-	struct ry_message dv_msg;
-	struct ry_event dv_ev;
-	char dv_rail[RY_NAME_MAX];
-	char dv_peer_name[RY_ADDR_MAX];
-	char dv_reason[128];
-	unsigned char dv_data[];
-};
-
 /* deliver.c */
-/* The queued event, for the caller to add fields; NULL if not queued. */
-struct ry_event *ry__queue_event(struct ry_manager *m, enum ry_event_type t,
-				 struct ry__lrail *lr, struct ry_peer *p,
-				 const char *reason, uint64_t time_ns);
-void ry__queue_message(struct ry_manager *m, struct ry_peer *p,
-		       enum ry_msg_type t, const void *data, size_t len,
-		       uint64_t notify);
 int ry__deliver(struct ry_manager *m);
 /* The cold lock held: queue the contexts' done ops and m_dv for ry__deliver();
  * true if any. */
