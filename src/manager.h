@@ -108,6 +108,7 @@
 
 #include "rails/rail.h"
 #include "src/util/clock.h"
+#include "src/util/cnt.h"
 #include "src/util/compiler.h"
 #include "src/util/heap.h"
 #include "src/util/hidx.h"
@@ -377,9 +378,6 @@ enum ry__ctl_type {
 void ry__timers_run(struct ry_manager *m, uint64_t now);
 /* Every connection's timer from its fields again (timing reloaded). */
 void ry__timers_reset(struct ry_manager *m, uint64_t now);
-
-/* counters.c */
-void ry__cnt_add(struct ry_counters *dst, const struct ry_counters *src);
 
 /* msg.c takes the rail message types above */
 #include "src/msg.h"

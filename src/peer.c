@@ -21,6 +21,7 @@
 #include "src/progress.h"
 #include "src/region.h"
 #include "src/tunables.h"
+#include "src/util/cnt.h"
 
 static const char *const peer_state_names[PEER__MAX] = {
     [PEER_NEW] = "new",		[PEER_CONNECTING] = "connecting",
@@ -448,55 +449,6 @@ void ry__peer_path_reason(struct ry_peer *p, uint64_t waited_ns, char *buf,
 	}
 }
 
-int ry_peer_get(struct ry_manager *m, const char *s, struct ry_peer **peer_p)
-{
-	struct ry_peer *p;
-	unsigned i;
-	int ret = 0;
-
-	if (!m || !s || !s[0] || !peer_p)
-		return -EINVAL;
-	ry__lock_and_run_leftovers(m);
-	if (m->m_closing) {
-		ret = -ESHUTDOWN;
-		goto out;
-	}
-	p = ry__peer_find(m, s, s);
-	if (p && p->pr_retired) {
-		ret = -ENOENT; /* a reload removed its peer section */
-		goto out;
-	}
-	if (!p) {
-		for (i = 0; i < m->m_cfg.n_peers; i++)
-			if (!strcmp(m->m_cfg.peers[i].name, s))
-				break;
-		if (i < m->m_cfg.n_peers)
-			p = ry__peer_find(m, NULL, m->m_cfg.peers[i].address);
-		if (!p && i < m->m_cfg.n_peers)
-			p = ry__peer_new(m, s, m->m_cfg.peers[i].address, true);
-		else if (!p && strchr(s, ':'))
-			p = ry__peer_new(m, s, s, true);
-		else if (!p) {
-			ret = -ENOENT;
-			goto out;
-		}
-		if (!p) {
-			ret = -ENOMEM;
-			goto out;
-		}
-	}
-	/* named by the application with this address: ours to dial */
-	if (!p->pr_dial && p->pr_addr[0] && !strcmp(p->pr_addr, s)) {
-		p->pr_dial = true;
-		ry__peer_index(p);
-	}
-	p->pr_app_seen = true;
-	*peer_p = p;
-out:
-	ry__unlock(m);
-	return ret;
-}
-
 /* The cold lock held: one reference of the application's gone; at the last, a
  * record the reaper is waiting for (on m_reapq) is looked at again. */
 void ry__peer_unref(struct ry_peer *p)
@@ -508,50 +460,4 @@ void ry__peer_unref(struct ry_peer *p)
 	}
 	if (!--p->pr_app_refs && !ry__list_empty(&p->pr_rlink))
 		p->pr_mgr->m_reap_peers = true;
-}
-
-void ry_peer_hold(struct ry_peer *p)
-{
-	if (!p)
-		return;
-	ry__lock_and_run_leftovers(p->pr_mgr);
-	p->pr_app_refs++;
-	ry__unlock(p->pr_mgr);
-}
-
-void ry_peer_release(struct ry_peer *p)
-{
-	if (!p)
-		return;
-	ry__lock_and_run_leftovers(p->pr_mgr);
-	ry__peer_unref(p);
-	ry__unlock(p->pr_mgr);
-}
-
-const char *ry_peer_name(const struct ry_peer *p)
-{
-	return p ? p->pr_name : "";
-}
-
-int ry_desc_live(struct ry_peer *p, const void *desc, size_t len)
-{
-	struct ry_manager *m;
-	struct ry__desc d;
-	int ret;
-
-	if (!p || !desc)
-		return -EINVAL;
-	ret = ry__desc_unpack(desc, len, &d);
-	if (ret)
-		return ret;
-	m = p->pr_mgr;
-	ry__lock_and_run_leftovers(m);
-	if (ry__peer_node_stale(p, d.d_node))
-		ret = -ESTALE;
-	else if (!p->pr_node)
-		ret = -EAGAIN;
-	else if (d.d_node != p->pr_node)
-		ret = -ENXIO;
-	ry__unlock(m);
-	return ret;
 }
