@@ -7,6 +7,7 @@
 #define RAILYARD_CONN_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <railyard/railyard.h>
@@ -177,6 +178,16 @@ void ry__conn_on_rep(struct ry_peer *p, unsigned src, unsigned dst,
 int ry__probe_setup(struct ry_manager *m);
 void ry__probe_mr_of(struct ry_manager *m, unsigned rail,
 		     struct ry__probe_mr *pm);
+/* pmtu.c: path MTU probing */
+/* Our probe: the small SEND, then the MTU ladder when the peer takes one. */
+int ry__conn_post_probes(struct ry__conn *c, uint64_t now);
+/* The path MTU c comes up at, in buf for its up event when below the
+ * interface's (logged when it changed). */
+void ry__conn_mtu_note(struct ry__conn *c, char *buf, size_t len);
+/* A failed attempt that lost only the larger probes: the reason in buf and
+ * the next attempt's MTU set; false if that is not why it failed. */
+bool ry__conn_mtu_reason(struct ry__conn *c, const char *what, char *buf,
+			 size_t len);
 void ry__conn_probed(struct ry__conn *c, uint64_t now);
 void ry__conn_probe_done(struct ry__wr *w, uint64_t now);
 void ry__conn_on_rej(struct ry_peer *p, unsigned src, unsigned dst,
