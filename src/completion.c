@@ -20,6 +20,7 @@
 #include "src/progress.h"
 #include "src/tunables.h"
 
+/* The cold lock held: what lr's CQ for context k (or its own) holds. */
 static void poll_cq(struct ry__lrail *lr, unsigned k, uint64_t now)
 {
 	struct ry_manager *m = lr->lr_mgr;

@@ -81,7 +81,7 @@ static void rail_event(struct ry__lrail *lr, const struct ry_rail_event *ev,
 	}
 }
 
-/* The cold lock held: what lr's CQ for context k (or its own) holds. */
+/* A rail's events and completions; the cold lock held. */
 /*
  * With all false and several contexts, the contexts' CQs are left to the
  * context path (ctx_round: the thread posting to the context, or the
