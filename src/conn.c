@@ -816,8 +816,7 @@ void ry__conn_timers(struct ry__conn *c, uint64_t now)
 		}
 		if (ry__since(now, c->cn_active_ns) > 1000000000ull)
 			c->cn_backoff_ms = m->m_cfg.failover.reconnect_min_ms;
-		ry__heartbeat(c, now);
-		break;
+		break; /* then its heartbeat (ry__timers_run) */
 	default:
 		break;
 	}

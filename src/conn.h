@@ -194,11 +194,16 @@ void ry__conn_on_rej(struct ry_peer *p, unsigned src, unsigned dst,
 		     uint32_t attempt, int err);
 int ry__post_ctl_msg(struct ry__conn *c, enum ry__wr_kind kind, uint64_t now);
 
-/* heartbeat.c */
+/* heartbeat.c: judge c's silence, send its heartbeat (ry__timers_run) */
 void ry__heartbeat(struct ry__conn *c, uint64_t now);
+/* timers.c: heartbeat timing */
 /* When ry__heartbeat has something to do for ACTIVE c next (send or judge
  * silence); never later than that; 0: nothing until c's state changes. */
 uint64_t ry__heartbeat_due(const struct ry__conn *c, uint64_t now);
+/* How long c may be quiet before this end sends a heartbeat; 0: never. */
+uint64_t ry__hb_interval(const struct ry__conn *c, uint64_t now);
+/* Where c's silence starts. */
+uint64_t ry__hb_silence_from(const struct ry__conn *c);
 
 /* timers.c */
 /* c's state or deadline changed: its timer is due again from its fields. */

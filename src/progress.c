@@ -81,6 +81,52 @@ static void rail_event(struct ry__lrail *lr, const struct ry_rail_event *ev,
 	}
 }
 
+/* The cold lock held: what is due by now (timers.c keeps the times). */
+static bool peer_watched(const struct ry_peer *p)
+{
+	return !ry__list_empty(&p->pr_ops) ||
+	       (p->pr_state == PEER_BACKOFF && p->pr_dial);
+}
+
+void ry__timers_run(struct ry_manager *m, uint64_t now)
+{
+	struct ry__list *pos, *next;
+	struct ry__heap_node *x;
+
+	if (m->m_hb_defer) /* back from a stall of our own (progress.c) */
+		m->m_resumed_ns = now;
+	ry__ctl_timers(m, now);
+	ry__list_for_each_safe(pos, next, &m->m_tpeers) {
+		struct ry_peer *p =
+		    ry__list_entry(pos, struct ry_peer, pr_tlink);
+
+		if (p->pr_state == PEER_BACKOFF && p->pr_dial &&
+		    now >= p->pr_ctl_retry_ns) {
+			if (ry__ctl_dial(p)) {
+				ry__peer_set_state(p, PEER_NEW);
+				ry__peer_use(p); /* back to backoff */
+			}
+		}
+		ry__ops_timeouts(p, now);
+		if (!peer_watched(p)) {
+			ry__list_del(&p->pr_tlink);
+			p->pr_timed = false;
+		}
+	}
+	/* Each one keyed again after it ran, never at or before now (conn_due):
+	 * the loop ends. */
+	while ((x = ry__heap_top(&m->m_ctimers)) && x->at <= now) {
+		struct ry__conn *c = container_of(x, struct ry__conn, cn_tnode);
+
+		ry__heap_del(&m->m_ctimers, x);
+		c->cn_timer_at = 0;
+		ry__conn_timers(c, now);
+		if (c->cn_state == CONN_ACTIVE)
+			ry__heartbeat(c, now);
+		ry__conn_timer(c, now);
+	}
+}
+
 /* A rail's events and completions; the cold lock held. */
 /*
  * With all false and several contexts, the contexts' CQs are left to the
