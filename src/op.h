@@ -121,6 +121,11 @@ struct ry__span {
 
 /* op.c */
 void ry__op_check(struct ry__op *op);
+/* A fresh op from p's context pool (NULL: out of memory). */
+struct ry__op *ry__op_new(struct ry_peer *p, enum ry__op_type type,
+			  ry_complete_fn cb, void *ctx);
+/* op onto p's lists: started, or waiting for a slot among ops_in_flight. */
+void ry__op_enqueue(struct ry_peer *p, struct ry__op *op);
 /* n fragments of op are done; inline, as most are not its last (for
  * those ry__op_check() would return at once). */
 static inline void ry__op_frags_done(struct ry__op *op, uint32_t n)
