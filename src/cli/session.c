@@ -51,14 +51,6 @@
 static bool paired(const struct cli_session *s);
 static void pair_kick(struct cli_session *s, unsigned pair);
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* xorshift64*, seeded by the operation: cheap enough for line rate. */
 static void fill_pattern(uint8_t *p, size_t len, uint64_t seed)
 {
@@ -106,7 +98,7 @@ static bool running(struct cli_session *s)
 		return false;
 	if (s->o.count && s->posted >= s->o.count)
 		return false;
-	if (s->o.duration > 0 && now_s() >= s->t_end)
+	if (s->o.duration > 0 && cli__now_s() >= s->t_end)
 		return false;
 	return true;
 }
@@ -121,7 +113,7 @@ static double rate_due(const struct cli_session *s)
 
 static bool may_post(struct cli_session *s)
 {
-	if (s->o.rate > 0 && now_s() < rate_due(s))
+	if (s->o.rate > 0 && cli__now_s() < rate_due(s))
 		return false;
 	return s->have_target && running(s);
 }
@@ -147,7 +139,7 @@ static void post_write(struct slot *sl)
 		fill_pattern(src_of(sl), s->o.size, sl->seq);
 	sl->filled = true;
 	sl->phase = WRITING;
-	sl->t_post = now_s();
+	sl->t_post = cli__now_s();
 	sl->gen = s->gen;
 	ret = ry_write(s->peer, s->local, off, s->desc, s->desc_len,
 		       (size_t)sl->idx * s->o.size, s->o.size, on_done, sl);
@@ -177,7 +169,7 @@ static void post_read(struct slot *sl, bool new_seq)
 		sl->seq = ++s->posted;
 	memset(dst_of(sl), 0, s->o.size);
 	sl->phase = READING;
-	sl->t_post = now_s();
+	sl->t_post = cli__now_s();
 	ret = ry_read(s->peer, s->local, off, s->desc, s->desc_len,
 		      (size_t)sl->idx * s->o.size, s->o.size, on_done, sl);
 	if (ret == -ESTALE) {
@@ -205,7 +197,7 @@ static void next(struct slot *sl)
 
 static void record_latency(struct cli_session *s, double t_post)
 {
-	double us = (now_s() - t_post) * 1e6;
+	double us = (cli__now_s() - t_post) * 1e6;
 
 	s->lat[s->n_lat % LAT_SAMPLES] = us;
 	s->n_lat++;
@@ -238,7 +230,7 @@ static void note_resumed(struct cli_session *s)
 		return;
 	r = &s->restarts[s->n_restarts - 1];
 	s->resume_wait = false;
-	r->t_resumed = now_s() - s->t0;
+	r->t_resumed = cli__now_s() - s->t0;
 	if (s->o.live)
 		fprintf(s->o.live,
 			"%s%8.3f s  traffic resumed on the restarted peer's "
@@ -341,7 +333,7 @@ static int stream_post(struct slot *sl, unsigned i)
 	sl->seq = ++s->posted;
 	sl->slice = i;
 	sl->gen = s->gen;
-	sl->t_post = now_s();
+	sl->t_post = cli__now_s();
 	if (w) {
 		fill_pattern(local, s->o.size, sl->seq);
 		x->seq = sl->seq;
@@ -542,209 +534,6 @@ static void pair_kick(struct cli_session *s, unsigned pair)
 	}
 }
 
-static const char *event_name(enum ry_event_type t, struct rail_track *rt)
-{
-	switch (t) {
-	case RY_EV_RAIL_DOWN:
-		return "link-down";
-	case RY_EV_RAIL_UP:
-		return "link-up";
-	case RY_EV_CONN_DOWN:
-		return "down";
-	case RY_EV_CONN_UP:
-		if (!rt || !rt->connected_once)
-			return "connect";
-		return "up";
-	case RY_EV_CONN_RESUMED:
-		return "resume";
-	case RY_EV_PEER_UP:
-		return "peer-up";
-	case RY_EV_PEER_DOWN:
-		return "peer-down";
-	case RY_EV_PEER_RESTARTED:
-		return "peer-restarted";
-	}
-	return "?";
-}
-
-static struct rail_track *track_of(struct cli_session *s, const char *rail)
-{
-	for (unsigned i = 0; i < s->n_rails; i++)
-		if (rail && !strcmp(s->rails[i].name, rail))
-			return &s->rails[i];
-	return NULL;
-}
-
-static struct cli_report_event *add_event(struct cli_session *s, double t,
-					  const char *rail, const char *what)
-{
-	struct cli_report_event e = {
-	    .t = t, .detect_ms = -1, .resume_ms = -1, .fail_t = -1};
-
-	snprintf(e.rail, sizeof(e.rail), "%s", rail ? rail : "");
-	snprintf(e.event, sizeof(e.event), "%s", what);
-	if (s->report.n_events >= MAX_EVENTS ||
-	    cli_report_add_event(&s->report, &e))
-		return NULL;
-	return &s->report.events[s->report.n_events - 1];
-}
-
-/* A CLOCK_MONOTONIC stamp as seconds since the run's start. */
-static double rel_t(const struct cli_session *s, uint64_t ns)
-{
-	return s->t0 == 0 ? 0 : (double)ns / 1e9 - s->t0;
-}
-
-/* The down event a RY_EV_CONN_RESUMED belongs to. */
-static struct cli_report_event *down_of(struct cli_session *s,
-					const struct ry_event *ev)
-{
-	for (unsigned i = s->report.n_events; i-- > 0;) {
-		struct cli_report_event *e = &s->report.events[i];
-
-		if (!strcmp(e->event, "down") && !strcmp(e->rail, ev->rail) &&
-		    e->detect_ns == ev->detect_ns)
-			return e;
-	}
-	return NULL;
-}
-
-/*
- * The peer's lifecycle.  A restart took the target region with it: ask
- * the new incarnation for its own at once (cli_session_run() asks again
- * every second until it comes), post nothing meanwhile, and forget slices
- * written to the old one.
- */
-static void on_peer_event(struct cli_session *s, const struct ry_event *ev,
-			  double t, const char *name)
-{
-	struct restart *r;
-
-	if (!ev->peer || strcmp(ev->peer, ry_peer_name(s->peer)))
-		return;
-	add_event(s, t, "", name);
-	if (ev->type == RY_EV_PEER_RESTARTED) {
-		if (s->n_restarts < MAX_RESTARTS) {
-			r = &s->restarts[s->n_restarts++];
-			r->t = t;
-			r->t_resumed = -1;
-			r->old_inc = ev->old_incarnation;
-			r->new_inc = ev->new_incarnation;
-			r->stale_ops = s->stale_early;
-			s->stale_early = 0;
-		}
-		s->gen++;
-		s->have_target = false;
-		s->resume_wait = true;
-		s->next_hello = 0;
-		s->refetch_since = now_s();
-		for (unsigned i = 0; i < s->o.depth; i++)
-			if (s->slots[i].phase == FULL)
-				s->slots[i].phase = IDLE;
-	}
-	if (!s->o.live || ev->type == RY_EV_PEER_UP)
-		return;
-	if (ev->type == RY_EV_PEER_DOWN)
-		fprintf(s->o.live, "%s%8.3f s  peer %s: %s\n",
-			s->o.live_tty ? "\r\033[K" : "", t, ev->peer,
-			ev->reason);
-	else
-		fprintf(s->o.live,
-			"%s%8.3f s  peer %s restarted (incarnation %016" PRIx64
-			" -> %016" PRIx64 "): operations aimed at its old "
-			"memory fail; asking for its new target\n",
-			s->o.live_tty ? "\r\033[K" : "", t, ev->peer,
-			ev->old_incarnation, ev->new_incarnation);
-}
-
-/*
- * Each down event carries its own times from the library: detection from
- * the failure's start (the link event, or the last sign of life), resume
- * from the declaration to the first replayed work completing.
- */
-static void on_event(const struct ry_event *ev, void *arg)
-{
-	struct cli_session *s = arg;
-	struct rail_track *rt = track_of(s, ev->rail);
-	const char *name = event_name(ev->type, rt);
-	struct cli_report_event *e, *d = NULL;
-	double t = rel_t(s, ev->time_ns);
-	char extra[96] = "";
-
-	if (ev->type == RY_EV_PEER_UP || ev->type == RY_EV_PEER_DOWN ||
-	    ev->type == RY_EV_PEER_RESTARTED) {
-		on_peer_event(s, ev, t, name);
-		return;
-	}
-	e = add_event(s, t, ev->rail, name);
-	/* after add_event: it may move the events (realloc) */
-	if (ev->type == RY_EV_CONN_RESUMED)
-		d = down_of(s, ev);
-	if (e && ev->reason)
-		snprintf(e->reason, sizeof(e->reason), "%s", ev->reason);
-	if (e && ev->type == RY_EV_CONN_DOWN && ev->detect_ns) {
-		e->detect_ns = ev->detect_ns;
-		e->fail_t = rel_t(s, ev->fail_ns);
-		e->detect_ms = (double)(ev->detect_ns - ev->fail_ns) / 1e6;
-		snprintf(extra, sizeof(extra), " (detected in %.1f ms)",
-			 e->detect_ms);
-	}
-	if (e && ev->type == RY_EV_CONN_RESUMED) {
-		e->detect_ns = ev->detect_ns;
-		e->resume_ms = (double)(ev->time_ns - ev->detect_ns) / 1e6;
-		if (d)
-			d->resume_ms = e->resume_ms;
-		snprintf(extra, sizeof(extra),
-			 " %.1f ms after the down was detected", e->resume_ms);
-	}
-	if (rt && ev->type == RY_EV_CONN_UP) {
-		rt->connected_once = true;
-		/* the same region, packed again by the peer after a reload
-		 * that added the rail; same answer otherwise, at the cost of
-		 * one message per connection up */
-		if (ev->peer && !strcmp(ev->peer, ry_peer_name(s->peer)) &&
-		    s->t0 > 0)
-			s->refresh = true;
-	}
-	/* a rail's first connection is the start, not news */
-	if (s->o.live && strcmp(name, "connect"))
-		fprintf(s->o.live, "%s%8.3f s  %s %s%s%s%s\n",
-			s->o.live_tty ? "\r\033[K" : "", t, ev->rail,
-			ev->type == RY_EV_CONN_RESUMED ? "traffic resumed"
-						       : name,
-			ev->reason && *ev->reason ? ": " : "",
-			ev->reason ? ev->reason : "", extra);
-}
-
-static void on_recv(struct ry_peer *from, const struct ry_message *m, void *arg)
-{
-	struct cli_session *s = arg;
-	size_t tag = strlen(CLI_SESSION_DESC_TAG);
-	size_t rtag = strlen(CLI_SESSION_REFUSED_TAG);
-
-	if (m->type == RY_MSG_DATA && m->len > rtag &&
-	    !memcmp(m->data, CLI_SESSION_REFUSED_TAG, rtag)) {
-		size_t n = m->len - rtag;
-
-		if (n >= sizeof(s->refused))
-			n = sizeof(s->refused) - 1;
-		memcpy(s->refused, (const char *)m->data + rtag, n);
-		s->refused[n] = 0;
-		return;
-	}
-	if (m->type != RY_MSG_DATA || m->len <= tag ||
-	    memcmp(m->data, CLI_SESSION_DESC_TAG, tag) ||
-	    m->len - tag > sizeof(s->desc))
-		return;
-	if (ry_desc_check((const uint8_t *)m->data + tag, m->len - tag) ||
-	    ry_desc_live(s->peer, (const uint8_t *)m->data + tag,
-			 m->len - tag) == -ESTALE)
-		return;
-	memcpy(s->desc, (const uint8_t *)m->data + tag, m->len - tag);
-	s->desc_len = m->len - tag;
-	s->have_target = true;
-}
-
 int cli_session_create(struct ry_manager *mgr, struct ry_peer *peer,
 		       const struct cli_session_opts *opts,
 		       struct cli_session **s_p)
@@ -794,8 +583,8 @@ int cli_session_create(struct ry_manager *mgr, struct ry_peer *peer,
 		memcpy(s->report.rails[i], s->rails[i].name,
 		       sizeof(s->rails[i].name));
 	}
-	ry_set_recv_cb(mgr, on_recv, s);
-	ry_set_event_cb(mgr, on_event, s);
+	ry_set_recv_cb(mgr, cli__session_on_recv, s);
+	ry_set_event_cb(mgr, cli__session_on_event, s);
 	*s_p = s;
 	return 0;
 err:
@@ -842,11 +631,11 @@ static void hello_done(const struct ry_completion *c, void *arg)
 
 int cli_session_fetch_target(struct cli_session *s, int timeout_ms)
 {
-	double end = now_s() + timeout_ms / 1e3, next_hello = 0;
+	double end = cli__now_s() + timeout_ms / 1e3, next_hello = 0;
 
 	s->refused[0] = 0;
-	while (!s->have_target && !s->refused[0] && now_s() < end) {
-		if (now_s() >= next_hello) {
+	while (!s->have_target && !s->refused[0] && cli__now_s() < end) {
+		if (cli__now_s() >= next_hello) {
 			int ret = ry_send(s->peer, CLI_SESSION_HELLO,
 					  strlen(CLI_SESSION_HELLO), hello_done,
 					  NULL);
@@ -857,7 +646,7 @@ int cli_session_fetch_target(struct cli_session *s, int timeout_ms)
 					ry_peer_name(s->peer), strerror(-ret));
 				return ret;
 			}
-			next_hello = now_s() + 1;
+			next_hello = cli__now_s() + 1;
 		}
 		pump(s, 10);
 	}
@@ -881,13 +670,13 @@ int cli_session_fetch_target(struct cli_session *s, int timeout_ms)
 
 int cli_session_wait_rails(struct cli_session *s, int timeout_ms)
 {
-	double end = now_s() + timeout_ms / 1e3;
+	double end = cli__now_s() + timeout_ms / 1e3;
 	struct ry_peer_info pi = {0};
 
 	for (;;) {
 		ry_peer_info(s->peer, &pi);
 		if ((pi.ready && pi.rails_active >= pi.rails_usable) ||
-		    now_s() >= end)
+		    cli__now_s() >= end)
 			break;
 		pump(s, 10);
 	}
@@ -935,9 +724,9 @@ static void tick(struct cli_session *s, double now)
 		smp.mbyte_s[i] = (double)(c.bytes - rt->last.bytes) / dt / 1e6;
 		total += smp.mbyte_s[i];
 		if (c.replayed_fragments > rt->last.replayed_fragments)
-			add_event(s, smp.t, rt->name, "replay");
+			cli__session_add_event(s, smp.t, rt->name, "replay");
 		if (c.fences > rt->last.fences)
-			add_event(s, smp.t, rt->name, "fence");
+			cli__session_add_event(s, smp.t, rt->name, "fence");
 		if (n < sizeof(line))
 			n += (size_t)snprintf(
 			    line + n, sizeof(line) - n, " %s %7.1f%s", rt->name,
@@ -1008,7 +797,7 @@ static int wait_ms(const struct cli_session *s)
 
 	if (s->o.rate <= 0 || !s->have_target)
 		return 1;
-	ms = (rate_due(s) - now_s()) * 1e3;
+	ms = (rate_due(s) - cli__now_s()) * 1e3;
 	return ms < 1 ? 1 : ms > 50 ? 50 : (int)ms;
 }
 
@@ -1018,7 +807,7 @@ int cli_session_run(struct cli_session *s)
 
 	if (!s->have_target)
 		return -EINVAL;
-	s->t0 = now_s();
+	s->t0 = cli__now_s();
 	clock_gettime(CLOCK_REALTIME, &ts);
 	s->t0_unix = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 	s->t_last_tick = s->t0;
@@ -1029,7 +818,7 @@ int cli_session_run(struct cli_session *s)
 	}
 	kick_all(s);
 	while (busy(s) || running(s)) {
-		double now = now_s();
+		double now = cli__now_s();
 
 		if (now - s->t_last_tick >= 1.0)
 			tick(s, now);
@@ -1057,7 +846,7 @@ int cli_session_run(struct cli_session *s)
 			break;
 		pump(s, wait_ms(s));
 	}
-	s->t_stop = now_s();
+	s->t_stop = cli__now_s();
 	if (s->t_stop - s->t_last_tick > 0.05)
 		tick(s, s->t_stop);
 	if (s->o.live && s->o.live_tty)

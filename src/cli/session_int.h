@@ -9,11 +9,21 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <railyard/railyard.h>
 
 #include "src/cli/report.h"
 #include "src/cli/session.h"
+
+/* Monotonic seconds. */
+static inline double cli__now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 #define LAT_SAMPLES 65536
 #define MAX_EVENTS 4096
@@ -102,5 +112,14 @@ struct cli_session {
 	struct rail_track rails[CLI_REPORT_MAX_RAILS];
 	struct cli_report report;
 };
+
+/* session_events.c: the manager's callbacks (arg: the session) */
+struct cli_report_event *cli__session_add_event(struct cli_session *s, double t,
+						const char *rail,
+						const char *what);
+
+void cli__session_on_event(const struct ry_event *ev, void *arg);
+void cli__session_on_recv(struct ry_peer *from, const struct ry_message *m,
+			  void *arg);
 
 #endif /* RAILYARD_CLI_SESSION_INT_H */
