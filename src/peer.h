@@ -108,8 +108,8 @@ struct ry_peer {
 	bool pr_retired;	  /* its peer section was removed by a reload */
 	unsigned pr_nctl;	  /* live control sessions speaking for it */
 	struct ry__list pr_rlink; /* m_reapq, or self */
-	/* its rails, from its HELLO: pr_nrrails of them (malloc'd to fit: a
-	 * four-rail peer's are 672 bytes where 16 were 2,688) */
+	/* its rails, from its HELLO: pr_nrrails of them (malloc'd to fit:
+	 * a four-rail peer's are 672 bytes, RY_MAX_RAILS of them 2,688) */
 	unsigned pr_nrrails;
 	struct ry__rrail *pr_rrails;
 	unsigned pr_nactive;
@@ -147,9 +147,8 @@ struct ry_peer {
 	 * are pr_slots[0, pr_nslots), in the record's own allocation; a
 	 * reload that adds rails allocates theirs for every record before it
 	 * changes anything (reload.c).  A connection never moves: WRs, the
-	 * QPN hash, the timer heap and m_failed point at it.  (It was
-	 * RY_MAX_RAILS connections in every record, 10 KiB, whatever the
-	 * rails: see the README's scale section for what a peer costs.)
+	 * QPN hash, the timer heap and m_failed point at it.  (The
+	 * README's scale section says what a peer costs.)
 	 */
 	struct ry__conn *pr_conn[RY_MAX_RAILS];
 	unsigned pr_nslots;

@@ -75,9 +75,9 @@ uint64_t ry__hb_interval(const struct ry__conn *c, uint64_t now)
  * it was idle, and never before the end of a stall of our own.  A peer
  * that is alive answers work within timeout_ms of our coming back;
  * before, it had nothing to answer (we sent nothing) or we could not read
- * it.  Idle peers used to hide this by heartbeating every heartbeat_ms
- * (any message counts as life); now that they mostly do not, the stall
- * itself must not be counted.
+ * it.  Idle peers mostly send no heartbeats (idle_heartbeat_ms, one end
+ * only), so no message shows life across the stall: the stall itself
+ * must not be counted.
  */
 uint64_t ry__hb_silence_from(const struct ry__conn *c)
 {
