@@ -5,7 +5,7 @@
  * LOCKING
  *
  *   The cold lock               m_lock, then every context's cx_lock in
- *   (ry__lock, ry__unlock)      order: protects every structure in this
+ *   (ctx.c)                     order: protects every structure in this
  *                               file, and is what every path takes except
  *                               the context path below.  Connection state,
  *                               the control channel, timers, replay,
@@ -64,7 +64,7 @@
  *   until they are handed over; a post_send that fails leaves its WRs on
  *   the connection's cn_unposted and the connection on cx_pfail (nothing
  *   more is striped to it: cn_post_err).  Either sets m_cold_due.
- *   ry__lock() hands both to their handlers (cold_drain) before it
+ *   ry__lock_and_run_leftovers() hands both to their handlers before it
  *   returns, so the cold lock's holder never sees a WR that a context
  *   path polled but did not handle: teardown, replay and fencing see the
  *   same states they did with one lock, in the same order per QP.
@@ -81,7 +81,7 @@
  *
  *   Fairness: a mutex is not fair, and a thread posting in a loop retook
  *   its context's lock ahead of a waiting cold lock for 300+ us at a
- *   time; ry__lock() raises m_cold_want while it collects the contexts'
+ *   time; the cold lock raises m_cold_want while it collects the contexts'
  *   locks, and the context paths wait at the gate (ry__ctx_gate, which
  *   takes and drops m_lock) meanwhile.
  *
@@ -200,7 +200,8 @@ struct ry_manager {
 	struct ry__ctx *m_ctx; /* m_nctx of them, aligned */
 	/* the context path left work to a cold round (stash, failed post) */
 	atomic_bool m_cold_due;
-	atomic_uint m_cold_want; /* ry__lock() waits for the contexts' locks */
+	atomic_uint
+	    m_cold_want; /* the cold lock waits for the contexts' locks */
 	_Atomic uint64_t m_cold_ns; /* the next cold round due by time */
 	/* leaves under a context lock: timers (peers onto m_tpeers,
 	 * connections' m_ctimers keys), message slots */
@@ -319,7 +320,7 @@ static inline void ry__lock(struct ry_manager *m)
 	ry__lock_and_run_leftovers(m);
 }
 /* Before taking a context's lock alone: let a cold lock that is waiting
- * for the contexts' locks have them first (ry__lock). */
+ * for the contexts' locks have them first. */
 static inline void ry__ctx_gate(struct ry_manager *m)
 {
 	if (atomic_load_explicit(&m->m_cold_want, memory_order_relaxed)) {
