@@ -200,8 +200,7 @@ struct ry_manager {
 	struct ry__ctx *m_ctx; /* m_nctx of them, aligned */
 	/* the context path left work to a cold round (stash, failed post) */
 	atomic_bool m_cold_due;
-	atomic_uint
-	    m_cold_want; /* the cold lock waits for the contexts' locks */
+	atomic_uint m_cold_want;    /* the cold lock waits for the cx_locks */
 	_Atomic uint64_t m_cold_ns; /* the next cold round due by time */
 	/* leaves under a context lock: timers (peers onto m_tpeers,
 	 * connections' m_ctimers keys), message slots */
