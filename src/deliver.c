@@ -104,11 +104,8 @@ void ry__deliver_queue_ctx(struct ry__ctx *cx)
 	if (!cx->cx_done_head)
 		return;
 	pthread_mutex_lock(&cx->cx_dq_lock);
-	if (cx->cx_dq_tail)
-		cx->cx_dq_tail->op_q_next = cx->cx_done_head;
-	else
-		cx->cx_dq_head = cx->cx_done_head;
-	cx->cx_dq_tail = cx->cx_done_tail;
+	ry__sq_append(cx->cx_dq_head, cx->cx_dq_tail, cx->cx_done_head,
+		      cx->cx_done_tail, op_q_next);
 	atomic_store_explicit(&cx->cx_dq_any, true, memory_order_relaxed);
 	pthread_mutex_unlock(&cx->cx_dq_lock);
 	ry__sq_init(cx->cx_done_head, cx->cx_done_tail);
@@ -131,11 +128,8 @@ bool ry__deliver_queue(struct ry_manager *m)
 	if (!m->m_dv_head)
 		return any;
 	pthread_mutex_lock(&m->m_dq_lock);
-	if (m->m_dq_dv_tail)
-		m->m_dq_dv_tail->dv_next = m->m_dv_head;
-	else
-		m->m_dq_dv_head = m->m_dv_head;
-	m->m_dq_dv_tail = m->m_dv_tail;
+	ry__sq_append(m->m_dq_dv_head, m->m_dq_dv_tail, m->m_dv_head,
+		      m->m_dv_tail, dv_next);
 	atomic_store_explicit(&m->m_dq_dv_any, true, memory_order_relaxed);
 	pthread_mutex_unlock(&m->m_dq_lock);
 	ry__sq_init(m->m_dv_head, m->m_dv_tail);
