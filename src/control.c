@@ -5,34 +5,12 @@
  * by ry_progress(); a socket that misbehaves (short frame, unknown type,
  * oversized frame) is closed, and the peer redials with backoff.
  *
- * Framing: u32 body length, u16 type, u16 version (2), body; little-endian.
- * A frame of another version is refused with a message naming both.
- *
- *   HELLO / HELLO_ACK  u64 node incarnation, str node name, str control
- *                      address, u8 n, n x { str rail, str network,
- *                      endpoint }, u8 auth (bit 0: key_file, bit 1:
- *                      data_mac, only with bit 0), and with a key:
- *                      32-byte nonce, and in HELLO_ACK the listener's
- *                      32-byte proof   -- the dialer sends HELLO, the
- *                      listener answers HELLO_ACK: rail lists exchanged
- *   AUTH               32-byte proof: the dialer's, after HELLO_ACK
- *   REFUSE             u8 why (enum refusal): sent before closing a
- *                      session refused for authentication, so both ends
- *                      can say why
- *   CONN_REQ / REP     u8 sender's rail, u8 receiver's rail, u32 attempt,
- *                      endpoint     -- QPN, PSN, cookie, GID, LID, port, MTU
- *                      u64 addr, u32 rkey, u32 len -- the sender rail's
- *                      path MTU probe slice (conn.c; absent: no probes)
- *   CONN_REJ           u8, u8, u32 attempt, i32 -errno: -ENETDOWN our
- *                      link of that rail is down (we connect when it is
- *                      back), -EBUSY too many attempts in flight on it,
- *                      -EINVAL no such rail, -EAGAIN, -EIO (conn.c)
- *   FENCE_REQ          u64 gen, u8 sender's rail, u8 receiver's rail,
- *                      u32 sender's dead QPN, u32 receiver's QPN on it
- *   FENCE_ACK          u64 gen  -- sent after that QP is in ERR
- *
- *   str = u16 length + bytes; endpoint = u32 qpn, u32 psn, u64 cookie,
- *   16 bytes gid, u16 lid, u16 udp_port, u32 mtu.
+ * The frames and their encoding are src/ctl/wire.h's.  A frame of another
+ * protocol version is refused with a message naming both.  CONN_REJ's
+ * -errno: -ENETDOWN our link of that rail is down (we connect when it is
+ * back), -EBUSY too many attempts in flight on it, -EINVAL no such rail,
+ * -EAGAIN, -EIO (conn.c).  REFUSE is sent before closing a session
+ * refused for authentication, so both ends can say why.
  *
  * Admission (admit_source, admit_hello): an inbound session is refused at
  * accept() unless its source may speak at all (a configured or app-named
@@ -86,16 +64,10 @@
 #include "src/util/le.h"
 #include "src/manager.h"
 
-#define CTL_VERSION 2
-#define CTL_EP_LEN 40 /* endpoint on the wire */
-/* The largest legitimate frame body: a HELLO with every rail, names and
- * addresses at their longest (r_str refuses cap - 1 and more). */
-#define CTL_STR_MAX(cap) (2 + (cap)-1)
-#define CTL_MAX_FRAME                                                          \
-	(8 + CTL_STR_MAX(RY_NAME_MAX) + CTL_STR_MAX(RY_ADDR_MAX) + 1 +         \
-	 RY_MAX_RAILS * (2 * CTL_STR_MAX(RY_NAME_MAX) + CTL_EP_LEN) + 1 +      \
-	 RY__NONCE + 2 * RY__MAC)
-#define CTL_RBUF (2 * (8 + CTL_MAX_FRAME))
+_Static_assert(RY__MAC == RY__CTL_MAC && RY__NONCE == RY__CTL_NONCE,
+	       "auth.c's sizes are the wire's");
+#define CTL_MAX_FRAME RY__CTL_MAX_FRAME
+#define CTL_RBUF (2 * (RY__CTL_HDR + CTL_MAX_FRAME))
 /* Replies pile up here when the other end does not read. */
 #define CTL_WBUF_MAX (256u << 10)
 #define CTL_REFUSE_SLOTS 64
@@ -213,173 +185,16 @@ static void ctl_bind(struct ry__ctl *c, struct ry_peer *p)
 	}
 }
 
-/* What a HELLO or HELLO_ACK says. */
-struct hello {
-	uint64_t node;
-	char name[RY_NAME_MAX], addr[RY_ADDR_MAX];
-	unsigned n;
-	struct ry__rrail rr[RY_MAX_RAILS];
-	bool auth, data_mac;
-	unsigned char nonce[RY__NONCE], proof[RY__MAC];
-};
-
 /* A session's handshake and frame keys; wiped when it is freed. */
 struct ry__ctl_auth {
 	unsigned char a_nonce[RY__NONCE]; /* ours */
 	unsigned char a_hello[RY__MAC];	  /* hash of the HELLO body */
 	unsigned char a_t[RY__MAC];	  /* transcript */
 	unsigned char a_ktx[RY__MAC], a_krx[RY__MAC];
-	unsigned char a_kdata[RY__MAC]; /* data_mac keys come from it */
-	uint64_t a_tx, a_rx;		/* frame counters */
-	struct hello *a_pending;	/* listener: the HELLO, until AUTH */
+	unsigned char a_kdata[RY__MAC];	  /* data_mac keys come from it */
+	uint64_t a_tx, a_rx;		  /* frame counters */
+	struct ry__wire_hello *a_pending; /* listener: the HELLO, until AUTH */
 };
-
-enum refusal {
-	REF_KEY_DIFFERS = 1, /* a proof did not verify */
-	REF_KEY_REQUIRED,    /* the sender has a key; the other end sent none */
-	REF_NO_KEY,	     /* the sender has no key; the other end has one */
-	REF_DATA_MAC,	     /* the two ends' data_mac settings differ */
-};
-
-/* ---- encoding ---- */
-
-struct wbuf {
-	unsigned char b[CTL_MAX_FRAME];
-	size_t n;
-	bool bad;
-};
-
-static void w_bytes(struct wbuf *w, const void *p, size_t n)
-{
-	if (w->n + n > sizeof(w->b)) {
-		w->bad = true;
-		return;
-	}
-	memcpy(w->b + w->n, p, n);
-	w->n += n;
-}
-
-static void w_u8(struct wbuf *w, uint8_t v)
-{
-	w_bytes(w, &v, 1);
-}
-
-static void w_u16(struct wbuf *w, uint16_t v)
-{
-	unsigned char b[2];
-
-	ry__put_le16(b, v);
-	w_bytes(w, b, 2);
-}
-
-static void w_u32(struct wbuf *w, uint32_t v)
-{
-	unsigned char b[4];
-
-	ry__put_le32(b, v);
-	w_bytes(w, b, 4);
-}
-
-static void w_u64(struct wbuf *w, uint64_t v)
-{
-	unsigned char b[8];
-
-	ry__put_le64(b, v);
-	w_bytes(w, b, 8);
-}
-
-static void w_str(struct wbuf *w, const char *s)
-{
-	size_t n = strlen(s);
-
-	w_u16(w, (uint16_t)n);
-	w_bytes(w, s, n);
-}
-
-static void w_ep(struct wbuf *w, const struct ry_qp_endpoint *ep)
-{
-	w_u32(w, ep->qpn);
-	w_u32(w, ep->psn);
-	w_u64(w, ep->cookie);
-	w_bytes(w, ep->gid, 16);
-	w_u16(w, ep->lid);
-	w_u16(w, ep->udp_port);
-	w_u32(w, ep->mtu);
-}
-
-struct rbuf {
-	const unsigned char *p;
-	size_t n;
-	bool bad;
-};
-
-static void r_bytes(struct rbuf *r, void *out, size_t n)
-{
-	if (r->n < n) {
-		r->bad = true;
-		memset(out, 0, n);
-		return;
-	}
-	memcpy(out, r->p, n);
-	r->p += n;
-	r->n -= n;
-}
-
-static uint8_t r_u8(struct rbuf *r)
-{
-	uint8_t v;
-
-	r_bytes(r, &v, 1);
-	return v;
-}
-
-static uint16_t r_u16(struct rbuf *r)
-{
-	unsigned char b[2];
-
-	r_bytes(r, b, 2);
-	return ry__get_le16(b);
-}
-
-static uint32_t r_u32(struct rbuf *r)
-{
-	unsigned char b[4];
-
-	r_bytes(r, b, 4);
-	return ry__get_le32(b);
-}
-
-static uint64_t r_u64(struct rbuf *r)
-{
-	unsigned char b[8];
-
-	r_bytes(r, b, 8);
-	return ry__get_le64(b);
-}
-
-static void r_str(struct rbuf *r, char *out, size_t cap)
-{
-	size_t n = r_u16(r);
-
-	if (n >= cap || r->n < n) {
-		r->bad = true;
-		out[0] = 0;
-		return;
-	}
-	r_bytes(r, out, n);
-	out[n] = 0;
-}
-
-static void r_ep(struct rbuf *r, struct ry_qp_endpoint *ep)
-{
-	ep->qpn = r_u32(r);
-	ep->psn = r_u32(r);
-	ep->cookie = r_u64(r);
-	r_bytes(r, ep->gid, 16);
-	ep->lid = r_u16(r);
-	ep->udp_port = r_u16(r);
-	ep->mtu = r_u32(r);
-}
 
 /* ---- sockets ---- */
 
@@ -473,17 +288,14 @@ static void ctl_flush(struct ry__ctl *c)
 	}
 }
 
-static void ctl_send(struct ry__ctl *c, uint16_t type, const struct wbuf *w)
+static void ctl_send(struct ry__ctl *c, uint16_t type, const struct ry__wbuf *w)
 {
-	unsigned char hdr[8];
 	size_t tag = c && c->c_mac_on ? RY__MAC : 0;
-	uint32_t len = htole32((uint32_t)(w->n + tag));
-	uint16_t t = htole16(type), v = htole16(CTL_VERSION);
 	size_t need;
 
 	if (!c || c->c_dead || w->bad)
 		return;
-	need = c->c_wlen + sizeof(hdr) + w->n + tag;
+	need = c->c_wlen + RY__CTL_HDR + w->n + tag;
 	if (need > c->c_wcap) {
 		size_t cap = c->c_wcap ? c->c_wcap : 4096;
 		unsigned char *nb;
@@ -502,16 +314,13 @@ static void ctl_send(struct ry__ctl *c, uint16_t type, const struct wbuf *w)
 		c->c_wbuf = nb;
 		c->c_wcap = cap;
 	}
-	memcpy(hdr, &len, 4);
-	memcpy(hdr + 4, &t, 2);
-	memcpy(hdr + 6, &v, 2);
-	memcpy(c->c_wbuf + c->c_wlen, hdr, sizeof(hdr));
-	memcpy(c->c_wbuf + c->c_wlen + sizeof(hdr), w->b, w->n);
+	ry__ctl_hdr_put(c->c_wbuf + c->c_wlen, (uint32_t)(w->n + tag), type);
+	memcpy(c->c_wbuf + c->c_wlen + RY__CTL_HDR, w->b, w->n);
 	if (tag)
 		ry__auth_frame_mac(c->c_auth->a_ktx, c->c_auth->a_tx++, type,
-				   CTL_VERSION, w->b, w->n,
-				   c->c_wbuf + c->c_wlen + sizeof(hdr) + w->n);
-	c->c_wlen += sizeof(hdr) + w->n + tag;
+				   RY__CTL_VERSION, w->b, w->n,
+				   c->c_wbuf + c->c_wlen + RY__CTL_HDR + w->n);
+	c->c_wlen += RY__CTL_HDR + w->n + tag;
 	if (!c->c_connecting)
 		ctl_flush(c);
 }
@@ -1215,40 +1024,49 @@ void ry__ctl_send_hello(struct ry__ctl *c, bool reply)
 {
 	struct ry_manager *m = c->c_mgr;
 	struct ry__ctl_auth *a = c->c_auth;
-	struct wbuf *w = malloc(sizeof(*w));
+	struct {
+		struct ry__wire_hello h;
+		unsigned char b[CTL_MAX_FRAME];
+	} *x = calloc(1, sizeof(*x));
+	struct ry__wbuf w;
 	unsigned i;
 
-	if (!w)
+	if (!x)
 		return;
-	w->n = 0;
-	w->bad = false;
-	w_u64(w, m->m_node);
-	w_str(w, m->m_cfg.node);
-	w_str(w, m->m_listen_addr);
-	w_u8(w, (uint8_t)m->m_nrails);
+	x->h.wh_node = m->m_node;
+	snprintf(x->h.wh_name, sizeof(x->h.wh_name), "%s", m->m_cfg.node);
+	snprintf(x->h.wh_addr, sizeof(x->h.wh_addr), "%s", m->m_listen_addr);
+	x->h.wh_n = m->m_nrails;
 	for (i = 0; i < m->m_nrails; i++) {
-		w_str(w, m->m_rails[i].lr_cfg.name);
-		w_str(w, m->m_rails[i].lr_cfg.network);
-		w_ep(w, &m->m_rails[i].lr_attr.local);
+		struct ry__wire_rail *wr = &x->h.wh_rail[i];
+
+		snprintf(wr->wr_name, sizeof(wr->wr_name), "%s",
+			 m->m_rails[i].lr_cfg.name);
+		snprintf(wr->wr_network, sizeof(wr->wr_network), "%s",
+			 m->m_rails[i].lr_cfg.network);
+		wr->wr_ep = m->m_rails[i].lr_attr.local;
 	}
-	w_u8(w, a ? 1 | (m->m_cfg.data_mac ? 2 : 0) : 0);
+	x->h.wh_auth = a != NULL;
+	x->h.wh_data_mac = a && m->m_cfg.data_mac;
 	if (a) {
 		ry__auth_nonce(a->a_nonce);
-		w_bytes(w, a->a_nonce, RY__NONCE);
-		if (!reply) {
-			ry__auth_hash_hello(w->b, w->n, a->a_hello);
-		} else if (!w->bad) {
-			unsigned char proof[RY__MAC];
-
-			ry__auth_transcript(a->a_hello, w->b, w->n, a->a_t);
-			ry__auth_proof(m, false, a->a_t, proof);
-			w_bytes(w, proof, RY__MAC);
-			ry__auth_session_keys(m, false, a->a_t, a->a_ktx,
-					      a->a_krx, a->a_kdata);
-		}
+		memcpy(x->h.wh_nonce, a->a_nonce, RY__NONCE);
 	}
-	ctl_send(c, reply ? CTL_HELLO_ACK : CTL_HELLO, w);
-	free(w);
+	ry__wbuf_init(&w, x->b, sizeof(x->b));
+	ry__wire_hello_put(&w, &x->h, false);
+	if (a && !reply) {
+		ry__auth_hash_hello(w.b, w.n, a->a_hello);
+	} else if (a && !w.bad) {
+		unsigned char proof[RY__MAC];
+
+		ry__auth_transcript(a->a_hello, w.b, w.n, a->a_t);
+		ry__auth_proof(m, false, a->a_t, proof);
+		ry__w_bytes(&w, proof, RY__MAC);
+		ry__auth_session_keys(m, false, a->a_t, a->a_ktx, a->a_krx,
+				      a->a_kdata);
+	}
+	ctl_send(c, reply ? CTL_HELLO_ACK : CTL_HELLO, &w);
+	free(x);
 }
 
 /*
@@ -1286,49 +1104,46 @@ void ry__ctl_send_conn(struct ry__ctl *c, int type, unsigned src, unsigned dst,
 		       uint32_t attempt, const struct ry_qp_endpoint *ep,
 		       int err)
 {
-	struct wbuf *w = malloc(sizeof(*w));
+	struct ry__wire_conn wc = {
+	    .wc_src = (uint8_t)src,
+	    .wc_dst = (uint8_t)dst,
+	    .wc_attempt = attempt,
+	    .wc_err = err,
+	};
+	unsigned char b[64];
+	struct ry__wbuf w;
 
-	if (!w)
-		return;
-	w->n = 0;
-	w->bad = false;
-	w_u8(w, (uint8_t)src);
-	w_u8(w, (uint8_t)dst);
-	w_u32(w, attempt);
-	if (type == CTL_CONN_REJ) {
-		w_u32(w, (uint32_t)err);
-	} else {
+	if (type != CTL_CONN_REJ) {
 		struct ry__probe_mr pm;
 
-		w_ep(w, ep);
+		wc.wc_ep = *ep;
 		/* where this rail takes path MTU probes (conn.c) */
 		ry__probe_mr_of(c->c_mgr, src, &pm);
-		w_u64(w, pm.pm_addr);
-		w_u32(w, pm.pm_rkey);
-		w_u32(w, pm.pm_len);
+		wc.wc_pm_addr = pm.pm_addr;
+		wc.wc_pm_rkey = pm.pm_rkey;
+		wc.wc_pm_len = pm.pm_len;
 	}
-	ctl_send(c, (uint16_t)type, w);
-	free(w);
+	ry__wbuf_init(&w, b, sizeof(b));
+	ry__wire_conn_put(&w, (uint16_t)type, &wc);
+	ctl_send(c, (uint16_t)type, &w);
 }
 
 void ry__ctl_send_fence(struct ry__ctl *c, bool ack, uint64_t gen, unsigned src,
 			unsigned dst, uint32_t src_qpn, uint32_t dst_qpn)
 {
-	struct wbuf *w = malloc(sizeof(*w));
+	struct ry__wire_fence wf = {
+	    .wf_gen = gen,
+	    .wf_src = (uint8_t)src,
+	    .wf_dst = (uint8_t)dst,
+	    .wf_src_qpn = src_qpn,
+	    .wf_dst_qpn = dst_qpn,
+	};
+	unsigned char b[32];
+	struct ry__wbuf w;
 
-	if (!w)
-		return;
-	w->n = 0;
-	w->bad = false;
-	w_u64(w, gen);
-	if (!ack) {
-		w_u8(w, (uint8_t)src);
-		w_u8(w, (uint8_t)dst);
-		w_u32(w, src_qpn);
-		w_u32(w, dst_qpn);
-	}
-	ctl_send(c, ack ? CTL_FENCE_ACK : CTL_FENCE_REQ, w);
-	free(w);
+	ry__wbuf_init(&w, b, sizeof(b));
+	ry__wire_fence_put(&w, ack, &wf);
+	ctl_send(c, ack ? CTL_FENCE_ACK : CTL_FENCE_REQ, &w);
 }
 
 /* Printable, no spaces: it goes into logs and status output. */
@@ -1351,46 +1166,17 @@ static bool name_taken(struct ry_manager *m, const struct ry_peer *p,
 
 /* Tell the other end why before closing (unauthenticated: an on-path
  * attacker could forge it, but such a one can close the session anyway). */
-static int auth_refuse(struct ry__ctl *c, enum refusal code, const char *why)
+static int auth_refuse(struct ry__ctl *c, enum ry__ctl_refusal code,
+		       const char *why)
 {
-	struct wbuf w = {.n = 0};
+	unsigned char b[1];
+	struct ry__wbuf w;
 
 	ctl_refuse_log(c, why);
-	w_u8(&w, (uint8_t)code);
+	ry__wbuf_init(&w, b, sizeof(b));
+	ry__wire_refuse_put(&w, (uint8_t)code);
 	ctl_send(c, CTL_REFUSE, &w);
 	return -EACCES;
-}
-
-static int parse_hello(struct rbuf *r, bool reply, struct hello *h)
-{
-	unsigned i;
-	uint8_t auth;
-
-	h->node = r_u64(r);
-	r_str(r, h->name, sizeof(h->name));
-	r_str(r, h->addr, sizeof(h->addr));
-	h->n = r_u8(r);
-	if (h->n > RY_MAX_RAILS || !h->node)
-		return -EBADMSG;
-	for (i = 0; i < h->n; i++) {
-		r_str(r, h->rr[i].rr_name, sizeof(h->rr[i].rr_name));
-		r_str(r, h->rr[i].rr_network, sizeof(h->rr[i].rr_network));
-		r_ep(r, &h->rr[i].rr_ep);
-	}
-	auth = r_u8(r);
-	if (auth > 3 || auth == 2)
-		return -EBADMSG;
-	h->auth = auth & 1;
-	h->data_mac = auth & 2;
-	if (h->auth) {
-		r_bytes(r, h->nonce, RY__NONCE);
-		if (reply)
-			r_bytes(r, h->proof, RY__MAC);
-		/* the proof must be the last RY__MAC bytes: nothing after */
-		if (r->n)
-			return -EBADMSG;
-	}
-	return r->bad ? -EBADMSG : 0;
 }
 
 /*
@@ -1438,7 +1224,8 @@ static int admit_restart(struct ry__ctl *c, struct ry_peer *p, uint64_t node)
 }
 
 /* Act on a HELLO or HELLO_ACK that admission (and the key) allowed. */
-static int hello_apply(struct ry__ctl *c, const struct hello *h, bool reply)
+static int hello_apply(struct ry__ctl *c, const struct ry__wire_hello *h,
+		       bool reply)
 {
 	struct ry_manager *m = c->c_mgr;
 	char why[320];
@@ -1449,13 +1236,13 @@ static int hello_apply(struct ry__ctl *c, const struct hello *h, bool reply)
 
 	if (!c->c_admitted) {
 		if (c->c_inbound) {
-			ret = admit_hello(c, h->name, h->addr, false, &p, why,
-					  sizeof(why));
+			ret = admit_hello(c, h->wh_name, h->wh_addr, false, &p,
+					  why, sizeof(why));
 			if (ret == -EACCES)
 				refuse_log(m, &c->c_src, why);
 			if (ret)
 				return ret;
-			ret = admit_restart(c, p, h->node);
+			ret = admit_restart(c, p, h->wh_node);
 			if (ret)
 				return ret;
 			ctl_bind(c, p);
@@ -1464,33 +1251,34 @@ static int hello_apply(struct ry__ctl *c, const struct hello *h, bool reply)
 		}
 		/* a session we dialed: we chose the address */
 		c->c_admitted = true;
-		snprintf(c->c_claim, sizeof(c->c_claim), "%s", h->addr);
+		snprintf(c->c_claim, sizeof(c->c_claim), "%s", h->wh_addr);
 		p = c->c_peer;
 		if (!ry__ctl_alive(p->pr_ctl))
 			p->pr_ctl = c;
-	} else if (strcmp(h->addr, c->c_claim)) {
+	} else if (strcmp(h->wh_addr, c->c_claim)) {
 		return -EPROTO; /* one session speaks for one node */
 	}
 	p = c->c_peer;
-	if (h->n != p->pr_nrrails) {
+	if (h->wh_n != p->pr_nrrails) {
 		/* before anything changes: a refusal leaves the record as
 		 * it was */
 		struct ry__rrail *rr =
-		    h->n ? realloc(p->pr_rrails, h->n * sizeof(*rr)) : NULL;
+		    h->wh_n ? realloc(p->pr_rrails, h->wh_n * sizeof(*rr))
+			    : NULL;
 
-		if (h->n && !rr)
+		if (h->wh_n && !rr)
 			return -ENOMEM;
-		if (!h->n)
+		if (!h->wh_n)
 			free(p->pr_rrails);
 		p->pr_rrails = rr;
-		p->pr_nrrails = h->n;
+		p->pr_nrrails = h->wh_n;
 	}
-	if (!name_taken(m, p, h->name)) {
+	if (!name_taken(m, p, h->wh_name)) {
 		snprintf(p->pr_node_name, sizeof(p->pr_node_name), "%s",
-			 h->name);
+			 h->wh_name);
 		ry__peer_index(p);
 	}
-	old_node = p->pr_node && p->pr_node != h->node ? p->pr_node : 0;
+	old_node = p->pr_node && p->pr_node != h->wh_node ? p->pr_node : 0;
 	fresh = old_node != 0;
 	if (fresh && p->pr_ctl != c) {
 		/* the old incarnation's session speaks for nobody now */
@@ -1500,10 +1288,16 @@ static int hello_apply(struct ry__ctl *c, const struct hello *h, bool reply)
 		if (old)
 			ctl_kill(old, "the peer restarted");
 	}
-	p->pr_node = h->node;
+	p->pr_node = h->wh_node;
 	ry__peer_index(p);
-	if (h->n)
-		memcpy(p->pr_rrails, h->rr, h->n * sizeof(h->rr[0]));
+	for (unsigned i = 0; i < h->wh_n; i++) {
+		struct ry__rrail *rr = &p->pr_rrails[i];
+
+		memcpy(rr->rr_name, h->wh_rail[i].wr_name, sizeof(rr->rr_name));
+		memcpy(rr->rr_network, h->wh_rail[i].wr_network,
+		       sizeof(rr->rr_network));
+		rr->rr_ep = h->wh_rail[i].wr_ep;
+	}
 	/* with a key the listener's HELLO_ACK went out before AUTH */
 	if (!reply && !c->c_auth)
 		ry__ctl_send_hello(c, true);
@@ -1511,46 +1305,45 @@ static int hello_apply(struct ry__ctl *c, const struct hello *h, bool reply)
 	return 0;
 }
 
-static int on_hello(struct ry__ctl *c, struct rbuf *r, bool reply)
+static int on_hello(struct ry__ctl *c, const unsigned char *body, size_t blen,
+		    bool reply)
 {
 	struct ry_manager *m = c->c_mgr;
 	struct ry__ctl_auth *a = c->c_auth;
-	const unsigned char *body = r->p;
-	size_t blen = r->n;
-	struct hello *h = malloc(sizeof(*h));
+	struct ry__wire_hello *h = malloc(sizeof(*h));
 	struct ry_peer *p;
 	char why[320];
 	int ret;
 
 	if (!h)
 		return -ENOMEM;
-	ret = parse_hello(r, reply, h);
+	ret = ry__wire_hello_get(body, blen, reply, h);
 	if (ret)
 		goto out;
 	ret = -EPROTO;
 	/* the dialer says HELLO, the listener answers HELLO_ACK */
-	if (reply == c->c_inbound || !valid_name(h->name))
+	if (reply == c->c_inbound || !valid_name(h->wh_name))
 		goto out;
 	/* with a key, the handshake is once per session */
 	if (a && (c->c_admitted || a->a_pending))
 		goto out;
 	ret = -ELOOP;
-	if (h->node == m->m_node)
+	if (h->wh_node == m->m_node)
 		goto out; /* dialed ourselves */
-	if (!a && h->auth) {
+	if (!a && h->wh_auth) {
 		ret = auth_refuse(c, REF_NO_KEY,
 				  "the peer uses key_file; this node has "
 				  "none (give both the same key_file)");
 		goto out;
 	}
-	if (a && !h->auth) {
+	if (a && !h->wh_auth) {
 		ret = auth_refuse(c, REF_KEY_REQUIRED,
 				  "peer sent no authentication; this node "
 				  "requires key_file");
 		goto out;
 	}
 	/* the two would connect, and every data packet would be dropped */
-	if (a && h->data_mac != m->m_cfg.data_mac) {
+	if (a && h->wh_data_mac != m->m_cfg.data_mac) {
 		ret = auth_refuse(c, REF_DATA_MAC,
 				  m->m_cfg.data_mac
 				      ? "the peer has data_mac off; this node "
@@ -1566,12 +1359,12 @@ static int on_hello(struct ry__ctl *c, struct rbuf *r, bool reply)
 	}
 	if (c->c_inbound) {
 		/* decide nothing yet; refuse early what could never pass */
-		ret = admit_hello(c, h->name, h->addr, true, &p, why,
+		ret = admit_hello(c, h->wh_name, h->wh_addr, true, &p, why,
 				  sizeof(why));
 		if (ret == -EACCES)
 			refuse_log(m, &c->c_src, why);
 		if (!ret)
-			ret = admit_restart(c, p, h->node);
+			ret = admit_restart(c, p, h->wh_node);
 		if (ret)
 			goto out;
 		ry__auth_hash_hello(body, blen, a->a_hello);
@@ -1581,18 +1374,19 @@ static int on_hello(struct ry__ctl *c, struct rbuf *r, bool reply)
 		return 0;
 	}
 	ry__auth_transcript(a->a_hello, body, blen - RY__MAC, a->a_t);
-	if (!ry__auth_proof_ok(m, false, a->a_t, h->proof)) {
+	if (!ry__auth_proof_ok(m, false, a->a_t, h->wh_proof)) {
 		ret = auth_refuse(c, REF_KEY_DIFFERS,
 				  "authentication failed: the peer's key "
 				  "differs");
 		goto out;
 	}
 	{
-		struct wbuf w = {.n = 0};
-		unsigned char proof[RY__MAC];
+		unsigned char proof[RY__MAC], b[RY__MAC];
+		struct ry__wbuf w;
 
 		ry__auth_proof(m, true, a->a_t, proof);
-		w_bytes(&w, proof, RY__MAC);
+		ry__wbuf_init(&w, b, sizeof(b));
+		ry__wire_auth_put(&w, proof);
 		ctl_send(c, CTL_AUTH, &w);
 	}
 	ry__auth_session_keys(m, true, a->a_t, a->a_ktx, a->a_krx, a->a_kdata);
@@ -1604,17 +1398,16 @@ out:
 }
 
 /* The listener's last handshake step: the dialer's proof. */
-static int on_auth(struct ry__ctl *c, struct rbuf *r)
+static int on_auth(struct ry__ctl *c, const unsigned char *body, size_t n)
 {
 	struct ry__ctl_auth *a = c->c_auth;
 	unsigned char proof[RY__MAC];
-	struct hello *h;
+	struct ry__wire_hello *h;
 	int ret;
 
 	if (!a || !c->c_inbound || c->c_admitted || !a->a_pending)
 		return -EPROTO;
-	r_bytes(r, proof, RY__MAC);
-	if (r->bad || r->n)
+	if (ry__wire_auth_get(body, n, proof))
 		return -EBADMSG;
 	if (!ry__auth_proof_ok(c->c_mgr, true, a->a_t, proof))
 		return auth_refuse(c, REF_KEY_DIFFERS,
@@ -1629,9 +1422,9 @@ static int on_auth(struct ry__ctl *c, struct rbuf *r)
 }
 
 /* The other end refused us and says why. */
-static int on_refuse(struct ry__ctl *c, struct rbuf *r)
+static int on_refuse(struct ry__ctl *c, const unsigned char *body, size_t n)
 {
-	uint8_t code = r_u8(r);
+	uint8_t code = ry__wire_refuse_get(body, n);
 
 	if (c->c_admitted)
 		return -EPROTO;
@@ -1658,22 +1451,20 @@ static int on_refuse(struct ry__ctl *c, struct rbuf *r)
 	return -EACCES;
 }
 
-static int dispatch(struct ry__ctl *c, uint16_t type, struct rbuf *r)
+static int dispatch(struct ry__ctl *c, uint16_t type, const unsigned char *body,
+		    size_t n)
 {
-	struct ry_qp_endpoint ep;
-	struct ry__probe_mr pm;
 	struct ry_peer *p = c->c_peer;
-	unsigned src, dst;
-	uint32_t attempt, q1, q2;
-	uint64_t gen;
-	int err = 0;
+	struct ry__wire_fence wf;
+	struct ry__wire_conn wc;
+	struct ry__probe_mr pm;
 
 	if (type == CTL_HELLO || type == CTL_HELLO_ACK)
-		return on_hello(c, r, type == CTL_HELLO_ACK);
+		return on_hello(c, body, n, type == CTL_HELLO_ACK);
 	if (type == CTL_AUTH)
-		return on_auth(c, r);
+		return on_auth(c, body, n);
 	if (type == CTL_REFUSE)
-		return on_refuse(c, r);
+		return on_refuse(c, body, n);
 	/* only an admitted session acts, and for its own peer only */
 	if (!p || !c->c_admitted || !p->pr_node)
 		return -EPROTO;
@@ -1681,45 +1472,30 @@ static int dispatch(struct ry__ctl *c, uint16_t type, struct rbuf *r)
 	case CTL_CONN_REQ:
 	case CTL_CONN_REP:
 	case CTL_CONN_REJ:
-		src = r_u8(r);
-		dst = r_u8(r);
-		attempt = r_u32(r);
-		memset(&pm, 0, sizeof(pm));
-		if (type == CTL_CONN_REJ) {
-			err = (int)r_u32(r);
-		} else {
-			r_ep(r, &ep);
-			/* a peer that does not probe the MTU sends none */
-			if (r->n >= 16) {
-				pm.pm_addr = r_u64(r);
-				pm.pm_rkey = r_u32(r);
-				pm.pm_len = r_u32(r);
-			}
-		}
-		if (r->bad || src >= RY_MAX_RAILS || dst >= RY_MAX_RAILS)
+		if (ry__wire_conn_get(body, n, type, &wc))
 			return -EBADMSG;
+		pm.pm_addr = wc.wc_pm_addr;
+		pm.pm_rkey = wc.wc_pm_rkey;
+		pm.pm_len = wc.wc_pm_len;
 		if (type == CTL_CONN_REQ)
-			ry__conn_on_req(p, src, dst, attempt, &ep, &pm, c);
+			ry__conn_on_req(p, wc.wc_src, wc.wc_dst, wc.wc_attempt,
+					&wc.wc_ep, &pm, c);
 		else if (type == CTL_CONN_REP)
-			ry__conn_on_rep(p, src, dst, attempt, &ep, &pm, c);
+			ry__conn_on_rep(p, wc.wc_src, wc.wc_dst, wc.wc_attempt,
+					&wc.wc_ep, &pm, c);
 		else
-			ry__conn_on_rej(p, src, dst, attempt, err);
+			ry__conn_on_rej(p, wc.wc_src, wc.wc_dst, wc.wc_attempt,
+					wc.wc_err);
 		return 0;
 	case CTL_FENCE_REQ:
-		gen = r_u64(r);
-		src = r_u8(r);
-		dst = r_u8(r);
-		q1 = r_u32(r);
-		q2 = r_u32(r);
-		if (r->bad || src >= RY_MAX_RAILS || dst >= RY_MAX_RAILS)
-			return -EBADMSG;
-		ry__fence_on_req(p, c, gen, src, dst, q1, q2);
-		return 0;
 	case CTL_FENCE_ACK:
-		gen = r_u64(r);
-		if (r->bad)
+		if (ry__wire_fence_get(body, n, type == CTL_FENCE_ACK, &wf))
 			return -EBADMSG;
-		return ry__fence_on_ack(p, gen);
+		if (type == CTL_FENCE_ACK)
+			return ry__fence_on_ack(p, wf.wf_gen);
+		ry__fence_on_req(p, c, wf.wf_gen, wf.wf_src, wf.wf_dst,
+				 wf.wf_src_qpn, wf.wf_dst_qpn);
+		return 0;
 	}
 	return -EPROTO;
 }
@@ -1741,7 +1517,7 @@ static bool ctl_rbuf(struct ry__ctl *c)
 static size_t ctl_room(struct ry__ctl *c)
 {
 	/* before admission: one HELLO, and nothing after it */
-	size_t cap = c->c_admitted ? c->c_rcap : 8 + CTL_MAX_FRAME;
+	size_t cap = c->c_admitted ? c->c_rcap : RY__CTL_HDR + CTL_MAX_FRAME;
 
 	if (c->c_rlen >= cap) {
 		ctl_kill(c, "receive buffer full");
@@ -1753,26 +1529,26 @@ static size_t ctl_room(struct ry__ctl *c)
 /* Handle the whole frames in the receive buffer (ctl_read, ry__ctl_feed). */
 static void ctl_frames(struct ry__ctl *c)
 {
-	while (c->c_rlen >= 8 && !c->c_dead) {
+	while (c->c_rlen >= RY__CTL_HDR && !c->c_dead) {
+		struct ry__ctl_hdr h;
+		const unsigned char *body;
 		uint32_t len;
 		uint16_t type, ver;
-		struct rbuf r;
+		size_t n;
 		int ret;
 
-		memcpy(&len, c->c_rbuf, 4);
-		memcpy(&type, c->c_rbuf + 4, 2);
-		memcpy(&ver, c->c_rbuf + 6, 2);
-		len = le32toh(len);
-		type = le16toh(type);
-		ver = le16toh(ver);
-		if (ver != CTL_VERSION) {
+		ry__ctl_hdr_get(c->c_rbuf, &h);
+		len = h.h_len;
+		type = h.h_type;
+		ver = h.h_ver;
+		if (ver != RY__CTL_VERSION) {
 			char why[160];
 
 			snprintf(why, sizeof(why),
 				 "control protocol version %u, this "
 				 "node speaks %u: run the same "
 				 "railyard version on both",
-				 ver, CTL_VERSION);
+				 ver, RY__CTL_VERSION);
 			ctl_refuse_log(c, why);
 			ctl_kill(c, "protocol version mismatch");
 			return;
@@ -1788,17 +1564,16 @@ static void ctl_frames(struct ry__ctl *c)
 			ctl_kill(c, "bad frame");
 			return;
 		}
-		if (c->c_rlen < 8 + len)
+		if (c->c_rlen < RY__CTL_HDR + len)
 			break;
-		r.p = c->c_rbuf + 8;
-		r.n = len;
-		r.bad = false;
+		body = c->c_rbuf + RY__CTL_HDR;
+		n = len;
 		if (c->c_mac_on) {
 			struct ry__ctl_auth *a = c->c_auth;
 
-			r.n -= RY__MAC;
+			n -= RY__MAC;
 			if (!ry__auth_frame_ok(a->a_krx, a->a_rx++, type, ver,
-					       r.p, r.n, r.p + r.n)) {
+					       body, n, body + n)) {
 				/* forged, replayed or reordered */
 				RY_WARN("mgr",
 					"control frame type %u with a "
@@ -1809,7 +1584,7 @@ static void ctl_frames(struct ry__ctl *c)
 				return;
 			}
 		}
-		ret = dispatch(c, type, &r);
+		ret = dispatch(c, type, body, n);
 		if (ret == -EACCES) { /* logged by admission */
 			ctl_kill(c, "refused");
 			return;
@@ -1820,8 +1595,9 @@ static void ctl_frames(struct ry__ctl *c)
 			ctl_kill(c, "protocol error");
 			return;
 		}
-		memmove(c->c_rbuf, c->c_rbuf + 8 + len, c->c_rlen - 8 - len);
-		c->c_rlen -= 8 + len;
+		memmove(c->c_rbuf, c->c_rbuf + RY__CTL_HDR + len,
+			c->c_rlen - RY__CTL_HDR - len);
+		c->c_rlen -= RY__CTL_HDR + len;
 	}
 }
 

@@ -322,25 +322,7 @@ enum ry__wr_kind {
 	WRK_PMTU, /* a path MTU probe step (conn.c); wr_first: its size */
 };
 
-/* Rail message types (struct ry__mhdr.mh_type). */
-enum ry__mtype {
-	MT_HEARTBEAT = 1,
-	MT_PROBE,
-	MT_DATA,
-	MT_NOTIFY,
-};
-
-struct ry__mhdr {
-	uint32_t mh_magic;
-	uint16_t mh_type;
-	uint16_t mh_flags;
-	uint64_t mh_seq;
-	uint64_t mh_node;
-	uint64_t mh_notify;
-	uint32_t mh_len;
-	uint32_t mh_rsvd;
-};
-#define RY__MH_MAGIC 0x52594d47u /* "RYMG" */
+#include "src/ctl/wire.h"
 
 struct ry__conn;
 struct ry__op;
@@ -1132,18 +1114,6 @@ struct ry__ctl *ry__ctl_adopt(struct ry_manager *m, int fd,
 void ry__ctl_feed(struct ry__ctl *c, const void *buf, size_t len);
 unsigned ry__ctl_sessions(const struct ry_manager *m, int *fd, bool *inbound,
 			  unsigned max);
-/* Control frame types (control.c), one list: the numbers are the wire's. */
-enum ry__ctl_type {
-	CTL_HELLO = 1,
-	CTL_HELLO_ACK = 2,
-	CTL_CONN_REQ = 3,
-	CTL_CONN_REP = 4,
-	CTL_CONN_REJ = 5,
-	CTL_FENCE_REQ = 6,
-	CTL_FENCE_ACK = 7,
-	CTL_AUTH = 8,
-	CTL_REFUSE = 9,
-};
 
 /*
  * auth.c: the control channel's pre-shared key.  The handshake and frame
