@@ -160,7 +160,10 @@ void ry__r_str(struct ry__rbuf *r, char *out, size_t cap)
 		return;
 	}
 	ry__r_bytes(r, out, n);
-	out[n] = 0;
+	/* a C string: an embedded NUL ends it, and what follows is not
+	 * kept (so a decoded string encodes back to itself) */
+	n = strnlen(out, n);
+	memset(out + n, 0, cap - n);
 }
 
 void ry__r_ep(struct ry__rbuf *r, struct ry_qp_endpoint *ep)
@@ -338,15 +341,14 @@ uint8_t ry__wire_refuse_get(const void *body, size_t n)
 	return n ? *(const uint8_t *)body : 0;
 }
 
-int ry__wire_frame(void *out, size_t cap, uint16_t type,
-		   const struct ry__wbuf *w)
+int ry__wire_frame(void *out, size_t cap, uint16_t type, const void *body,
+		   size_t n)
 {
-	if (w->bad || cap < RY__CTL_HDR || w->n > cap - RY__CTL_HDR ||
-	    w->n > UINT32_MAX)
+	if (cap < RY__CTL_HDR || n > cap - RY__CTL_HDR || n > UINT32_MAX)
 		return -EMSGSIZE;
-	ry__ctl_hdr_put(out, (uint32_t)w->n, type);
-	memcpy((unsigned char *)out + RY__CTL_HDR, w->b, w->n);
-	return (int)(RY__CTL_HDR + w->n);
+	ry__ctl_hdr_put(out, (uint32_t)n, type);
+	memcpy((unsigned char *)out + RY__CTL_HDR, body, n);
+	return (int)(RY__CTL_HDR + n);
 }
 
 void ry__mhdr_put(void *b, uint16_t type, uint64_t node, uint64_t notify,

@@ -118,7 +118,8 @@ uint8_t ry__r_u8(struct ry__rbuf *r);
 uint16_t ry__r_u16(struct ry__rbuf *r);
 uint32_t ry__r_u32(struct ry__rbuf *r);
 uint64_t ry__r_u64(struct ry__rbuf *r);
-/* A str of fewer than cap bytes, NUL-terminated into out[cap]. */
+/* A str of fewer than cap bytes into out[cap] as a C string (up to its
+ * first NUL), the rest of out zeroed. */
 void ry__r_str(struct ry__rbuf *r, char *out, size_t cap);
 void ry__r_ep(struct ry__rbuf *r, struct ry_qp_endpoint *ep);
 
@@ -191,11 +192,11 @@ void ry__wire_refuse_put(struct ry__wbuf *w, uint8_t why);
 uint8_t ry__wire_refuse_get(const void *body, size_t n);
 
 /*
- * Header and body as one frame into out[cap] (no MAC): its length, or
- * -EMSGSIZE if w is bad or it does not fit.
+ * A header and body[n] as one frame into out[cap] (no MAC): its length, or
+ * -EMSGSIZE if it does not fit.
  */
-int ry__wire_frame(void *out, size_t cap, uint16_t type,
-		   const struct ry__wbuf *w);
+int ry__wire_frame(void *out, size_t cap, uint16_t type, const void *body,
+		   size_t n);
 
 /* ---- rail messages: the header in front of every message a rail
  * carries between managers (msg.c, heartbeat.c, conn.c's probes) ---- */
