@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * railyard swarm: emulate many client nodes against one `railyard serve`,
+ * ry-swarm: emulate many client nodes against one `railyard serve`,
  * from one process, to see what the server does with thousands of peers.
  *
  * Each emulated node is what the server sees of a real one: its own
@@ -38,15 +38,17 @@
 #include <sys/socket.h>
 
 #include "rails/rail.h"
-#include "src/cli/cli.h"
 #include "src/ctl/wire.h"
 
+/* Exit codes, as the railyard tool's. */
+enum { RY_EXIT_OK = 0, RY_EXIT_FAIL = 1, RY_EXIT_USAGE = 2 };
+
 static const char usage_text[] =
-    "usage: railyard swarm --server ADDR:PORT --rail NETWORK=IP [--rail ...]\n"
-    "                      [--nodes N] [--source IP] [--rate N]\n"
-    "                      [--heartbeat-ms MS] [--idle-heartbeat-ms MS]\n"
-    "                      [--group N] [--duration S] [--kill N]\n"
-    "                      [--status-file PATH] [--json]\n"
+    "usage: ry-swarm --server ADDR:PORT --rail NETWORK=IP [--rail ...]\n"
+    "                [--nodes N] [--source IP] [--rate N]\n"
+    "                [--heartbeat-ms MS] [--idle-heartbeat-ms MS]\n"
+    "                [--group N] [--duration S] [--kill N]\n"
+    "                [--status-file PATH] [--json]\n"
     "\n"
     "Emulate N client nodes against one `railyard serve` at ADDR:PORT\n"
     "(its control address).  Each node has its own control session, name\n"
@@ -817,7 +819,7 @@ static int rails_open(struct swarm *sw)
 			ret = ry__rail_open(&rc, &sr->r);
 			if (ret) {
 				fprintf(stderr,
-					"railyard swarm: cannot open a soft "
+					"ry-swarm: cannot open a soft "
 					"rail on %s: %s\n",
 					sw->ip[ri], strerror(-ret));
 				return ret;
@@ -837,7 +839,7 @@ static int rails_open(struct swarm *sw)
 						   RY_ACCESS_LOCAL_WRITE,
 						   &sr->mr))) {
 				fprintf(stderr,
-					"railyard swarm: soft rail setup: "
+					"ry-swarm: soft rail setup: "
 					"%s\n",
 					strerror(-ret));
 				return ret;
@@ -1086,13 +1088,12 @@ static int parse_args(struct swarm *sw, int argc, char **argv)
 		}
 		continue;
 	badv:
-		fprintf(stderr, "railyard swarm: bad value for %s: '%s'\n", a,
-			v);
+		fprintf(stderr, "ry-swarm: bad value for %s: '%s'\n", a, v);
 		return -1;
 	}
 	if (!sw->srv.sin_family || !sw->nr) {
 		fprintf(stderr,
-			"railyard swarm: --server and at least one --rail are "
+			"ry-swarm: --server and at least one --rail are "
 			"required\n");
 		return -1;
 	}
@@ -1108,12 +1109,12 @@ static int parse_args(struct swarm *sw, int argc, char **argv)
 		sw->kill = sw->n / 10 ? sw->n / 10 : 1;
 	return 0;
 bad:
-	fprintf(stderr, "railyard swarm: unknown option or missing value: %s\n",
+	fprintf(stderr, "ry-swarm: unknown option or missing value: %s\n",
 		argv[i]);
 	return -1;
 }
 
-int cli_swarm(int argc, char **argv)
+int main(int argc, char **argv)
 {
 	struct swarm sw = {0};
 	struct epoll_event evs[256];
