@@ -26,6 +26,19 @@
 
 _Static_assert(sizeof(struct ry__mhdr) == RY__MSG_HDR, "message header");
 
+/* What the control plane reports goes to the peer, connection and fence
+ * state machines (src/ctl/ctl.h). */
+static const struct ry__ctl_ops ctl_ops = {
+    .co_conn_rej = ry__conn_on_rej,
+    .co_conn_rep = ry__conn_on_rep,
+    .co_conn_req = ry__conn_on_req,
+    .co_fence_ack = ry__fence_on_ack,
+    .co_fence_req = ry__fence_on_req,
+    .co_peer_lost = ry__peer_ctl_lost,
+    .co_peer_ready = ry__peer_ready,
+    .co_probe_mr = ry__probe_mr_of,
+};
+
 /* ---- fds ---- */
 
 void ry__fd_watch(struct ry_manager *m, int fd, struct ry__fdtag *tag, bool out)
@@ -404,7 +417,7 @@ int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 		ret = ry__probe_setup(m);
 	if (ret)
 		goto err;
-	ret = ry__ctl_listen(m);
+	ret = ry__ctl_listen(m, &ctl_ops);
 	if (ret)
 		goto err;
 	ry__timer_arm(m);

@@ -1086,34 +1086,7 @@ uint64_t ry__tx_seq_take(struct ry_peer *p);
 void ry__tx_seq_done(struct ry_peer *p, uint64_t seq);
 void ry__tx_seq_reset(struct ry_peer *p);
 
-/* control.c */
-int ry__ctl_listen(struct ry_manager *m);
-void ry__ctl_accept(struct ry_manager *m);
-int ry__ctl_dial(struct ry_peer *p);
-void ry__ctl_io(struct ry__ctl *c, uint32_t events);
-void ry__ctl_reap(struct ry_manager *m);
-void ry__ctl_timers(struct ry_manager *m, uint64_t now);
-void ry__ctl_close_all(struct ry_manager *m);
-void ry__ctl_send_hello(struct ry__ctl *c, bool reply);
-void ry__ctl_send_conn(struct ry__ctl *c, int type, unsigned src, unsigned dst,
-		       uint32_t attempt, const struct ry_qp_endpoint *ep,
-		       int err);
-void ry__ctl_send_fence(struct ry__ctl *c, bool ack, uint64_t gen, unsigned src,
-			unsigned dst, uint32_t src_qpn, uint32_t dst_qpn);
-bool ry__ctl_alive(const struct ry__ctl *c);
-/* data_mac: set attr->mac and the connection's keys (loc: our endpoint,
- * rem: the peer's) from c, the authenticated session the CONN_REQ/REP
- * went over, so both ends derive the same; -EPERM without one. */
-int ry__ctl_conn_keys(const struct ry__ctl *c, const struct ry_qp_endpoint *loc,
-		      const struct ry_qp_endpoint *rem,
-		      struct ry_qp_attr *attr);
-/* Internal entry points for tests and the fuzz target (fuzz_ctl.c). */
-struct sockaddr_storage;
-struct ry__ctl *ry__ctl_adopt(struct ry_manager *m, int fd,
-			      const struct sockaddr_storage *ss);
-void ry__ctl_feed(struct ry__ctl *c, const void *buf, size_t len);
-unsigned ry__ctl_sessions(const struct ry_manager *m, int *fd, bool *inbound,
-			  unsigned max);
+#include "src/ctl/ctl.h"
 
 /*
  * auth.c: the control channel's pre-shared key.  The handshake and frame
@@ -1207,13 +1180,6 @@ int ry__lrail_open(struct ry_manager *m, unsigned i,
 void ry__lrail_close(struct ry__lrail *lr);
 /* peer.c: pair our rails with the peer's again (rails added or removed) */
 void ry__peer_pair(struct ry_peer *p);
-/* control.c: tell every admitted session our rail list again; parse the
- * accept list again after a reload */
-void ry__ctl_announce(struct ry_manager *m);
-int ry__ctl_admit_reload(struct ry_manager *m);
-/* control.c: close every session speaking for p */
-void ry__ctl_drop_peer(struct ry_manager *m, struct ry_peer *p,
-		       const char *why);
 
 /* counters.c */
 void ry__cnt_add(struct ry_counters *dst, const struct ry_counters *src);

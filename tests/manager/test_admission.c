@@ -3,8 +3,9 @@
  * Admission on the control channel (issue 11): who may open a session,
  * what a session may do, and the bounds on sessions and frames.  Managers
  * a and b over the loop rail (fixture.c); an intruder is a raw TCP client
- * that encodes frames by hand, by the rules at the top of src/control.c,
- * from another loopback address where it must look like another host.
+ * that encodes frames with the protocol's codec (src/ctl/wire.h), some of
+ * them deliberately wrong, from another loopback address where it must look
+ * like another host.
  */
 #include <check.h>
 #include <errno.h>
@@ -224,7 +225,7 @@ START_TEST(hello_records_freed)
 END_TEST
 
 /* Every live control session of m has the dead-peer settings of
- * src/control.c (ctl_keepalive); returns how many were inbound. */
+ * src/ctl/session.c (ctl_keepalive); returns how many were inbound. */
 static unsigned keepalive_set(struct ry_manager *m, unsigned *n_out)
 {
 	int fd[16], v;

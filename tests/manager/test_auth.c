@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * key_file authentication of the control channel (issue 11).  Managers a
- * and b over the loop rail (fixture.c); a raw TCP client encodes frames by
- * hand, by the rules at the top of src/control.c, as test_admission.c
- * does.  Refusals are asserted on the log lines both sides write.
+ * and b over the loop rail (fixture.c); a raw TCP client encodes frames
+ * with the protocol's codec (src/ctl/wire.h), as test_admission.c does.
+ * Refusals are asserted on the log lines both sides write.
  */
 #include <check.h>
 #include <errno.h>
