@@ -288,7 +288,8 @@ int ry__ctl_admit_hello(struct ry__ctl *c, const char *name, const char *addr,
 		}
 		p = ra;
 		if (!p)
-			p = ry__peer_new(m, e->name, e->address, true);
+			p = m->m_admit->as_ops->co_peer_new(m, e->name,
+							    e->address, true);
 		if (!p)
 			return -ENOMEM;
 		*p_out = p;
@@ -332,7 +333,7 @@ int ry__ctl_admit_hello(struct ry__ctl *c, const char *name, const char *addr,
 	}
 	p = rn;
 	if (!p) {
-		p = ry__peer_new(m, name, addr, false);
+		p = m->m_admit->as_ops->co_peer_new(m, name, addr, false);
 		if (!p)
 			return -ENOMEM;
 		p->pr_from_hello = true;

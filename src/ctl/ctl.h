@@ -8,8 +8,9 @@
  * manager hands it a struct ry__ctl_ops when it starts listening, and the
  * module reports through it what the other managers said (a peer's HELLO
  * admitted, a session lost, CONN and FENCE frames) instead of calling up
- * into conn.c, fence.c or peer.c.  It looks up and creates peer records
- * itself (peer_index.c, peer.c's ry__peer_new) to decide admission.
+ * into conn.c, fence.c or peer.c.  It looks peer records up itself
+ * (peer_index.c) to decide admission; it has them made and freed through
+ * the ops.
  *
  * Everything runs under the manager's cold lock, driven by ry_progress().
  */
@@ -28,8 +29,19 @@ struct ry__ctl;
 struct ry__probe_mr;
 struct sockaddr_storage;
 
-/* What the control plane reports to the layers above it. */
+/* What the control plane reports to the layers above it, and the peer
+ * records it asks them for. */
 struct ry__ctl_ops {
+	/* a record for a node admission let in (dial: we may dial it, a
+	 * configured peer); NULL if out of memory */
+	struct ry_peer *(*co_peer_new)(struct ry_manager *m, const char *name,
+				       const char *addr, bool dial);
+	/* p, made from a HELLO, has no live session left: free it if
+	 * nothing else holds it.  0 freed (unlinked from m_reapq), -EAGAIN
+	 * not yet (its connections still drain: ask again later), -EBUSY
+	 * the application holds it (ry__peer_unref() puts it back on
+	 * m_reapq when it lets go) */
+	int (*co_peer_release)(struct ry_peer *p);
 	/* p's HELLO (dialer: the HELLO_ACK to ours) was admitted and its
 	 * rails and incarnation recorded; old_node: the incarnation it
 	 * replaces, 0 if none */

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* Freeing closed control sessions and the peer records HELLOs made. */
+#include <errno.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -51,6 +52,7 @@ void ry__ctl_reap(struct ry_manager *m)
 	struct ry__ctl *c;
 	bool again = false;
 	unsigned freed = 0;
+	int ret;
 
 	while ((c = m->m_ctl_dead)) {
 		m->m_ctl_dead = c->c_dnext;
@@ -73,15 +75,11 @@ void ry__ctl_reap(struct ry_manager *m)
 	m->m_reap_next_ns = ry__now_ns() + 100000000ull;
 	ry__list_for_each_safe(pos, next, &m->m_reapq) {
 		p = ry__list_entry(pos, struct ry_peer, pr_rlink);
-		if (ry__peer_disposable(p)) {
-			ry__peer_forget(p); /* unlinks it */
+		ret = m->m_admit->as_ops->co_peer_release(p); /* unlinks it */
+		if (!ret)
 			freed++;
-		} else if (!p->pr_app_seen && !p->pr_app_refs) {
-			/* it may become disposable: look again (not while
-			 * the application holds it: ry__peer_unref() says
-			 * when it lets go) */
+		else if (ret == -EAGAIN)
 			again = true;
-		}
 	}
 	m->m_reap_peers = again;
 	reaped(m, freed, again);
