@@ -61,6 +61,27 @@ void frame_end(struct frame *f)
 	ry__ctl_hdr_put(f->b, (uint32_t)(f->n - RY__CTL_HDR), f->type);
 }
 
+void raw_hello(struct frame *f, uint64_t node, const char *name,
+	       const char *addr, bool auth)
+{
+	static struct ry__wire_hello h;
+	unsigned char body[512];
+	struct ry__wbuf w;
+
+	memset(&h, 0, sizeof(h));
+	h.wh_node = node;
+	snprintf(h.wh_name, sizeof(h.wh_name), "%s", name);
+	snprintf(h.wh_addr, sizeof(h.wh_addr), "%s", addr);
+	h.wh_auth = auth;
+	if (auth)
+		ry__auth_nonce(h.wh_nonce);
+	ry__wbuf_init(&w, body, sizeof(body));
+	ry__wire_hello_put(&w, &h, false);
+	frame_start(f, CTL_HELLO);
+	put_body(f, &w);
+	frame_end(f);
+}
+
 bool frame_hdr(const struct frame *in, struct ry__ctl_hdr *h)
 {
 	if (in->n < RY__CTL_HDR)

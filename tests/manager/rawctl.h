@@ -29,6 +29,11 @@ void frame_start(struct frame *f, uint16_t type);
 /* w's body (checked not bad) onto the frame. */
 void put_body(struct frame *f, const struct ry__wbuf *w);
 void frame_end(struct frame *f);
+/* A HELLO with no rails as node (name, claimed control address addr);
+ * with auth, the key flag and a fresh nonce.  Its body is f->b after the
+ * header. */
+void raw_hello(struct frame *f, uint64_t node, const char *name,
+	       const char *addr, bool auth);
 /* The header of the frame at in->b; false if fewer bytes than one. */
 bool frame_hdr(const struct frame *in, struct ry__ctl_hdr *h);
 

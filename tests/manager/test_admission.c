@@ -38,19 +38,7 @@ static void setup_opts(const struct fx_opts *o)
 static void hello(struct frame *f, uint64_t node, const char *name,
 		  const char *addr)
 {
-	static struct ry__wire_hello h;
-	unsigned char body[512];
-	struct ry__wbuf w;
-
-	memset(&h, 0, sizeof(h));
-	h.wh_node = node;
-	snprintf(h.wh_name, sizeof(h.wh_name), "%s", name);
-	snprintf(h.wh_addr, sizeof(h.wh_addr), "%s", addr);
-	ry__wbuf_init(&w, body, sizeof(body));
-	ry__wire_hello_put(&w, &h, false);
-	frame_start(f, CTL_HELLO);
-	put_body(f, &w);
-	frame_end(f);
+	raw_hello(f, node, name, addr, false);
 }
 
 /* ---- tests ---- */

@@ -87,24 +87,10 @@ static void teardown(void)
 static void hello(struct frame *f, uint64_t node, const char *name,
 		  const char *addr, bool auth, unsigned char hello_h[RY__MAC])
 {
-	static struct ry__wire_hello h;
-	unsigned char body[512];
-	struct ry__wbuf w;
-
-	memset(&h, 0, sizeof(h));
-	h.wh_node = node;
-	snprintf(h.wh_name, sizeof(h.wh_name), "%s", name);
-	snprintf(h.wh_addr, sizeof(h.wh_addr), "%s", addr);
-	h.wh_auth = auth;
-	if (auth)
-		ry__auth_nonce(h.wh_nonce);
-	ry__wbuf_init(&w, body, sizeof(body));
-	ry__wire_hello_put(&w, &h, false);
-	frame_start(f, CTL_HELLO);
-	put_body(f, &w);
-	frame_end(f);
+	raw_hello(f, node, name, addr, auth);
 	if (hello_h)
-		ry__auth_hash_hello(w.b, w.n, hello_h);
+		ry__auth_hash_hello(f->b + RY__CTL_HDR, f->n - RY__CTL_HDR,
+				    hello_h);
 }
 
 /*
