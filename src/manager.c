@@ -38,6 +38,11 @@ static int ctl_peer_release(struct ry_peer *p)
 	return p->pr_app_seen || p->pr_app_refs ? -EBUSY : -EAGAIN;
 }
 
+static void ctl_peer_state(struct ry_peer *p, int state)
+{
+	p->pr_state = (enum ry__peer_state)state;
+}
+
 /* What the control plane reports goes to the peer, connection and fence
  * state machines (src/ctl/ctl.h). */
 static const struct ry__ctl_ops ctl_ops = {
@@ -50,6 +55,7 @@ static const struct ry__ctl_ops ctl_ops = {
     .co_peer_new = ry__peer_new,
     .co_peer_ready = ry__peer_ready,
     .co_peer_release = ctl_peer_release,
+    .co_peer_state = ctl_peer_state,
     .co_probe_mr = ry__probe_mr_of,
 };
 

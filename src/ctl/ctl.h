@@ -47,6 +47,9 @@ struct ry__ctl_ops {
 	 * replaces, 0 if none */
 	void (*co_peer_ready)(struct ry_peer *p, uint64_t old_node,
 			      bool dialer);
+	/* p's control session moved on: PEER_CONNECTING (we are dialing
+	 * it), PEER_HELLO (connected, our HELLO sent) */
+	void (*co_peer_state)(struct ry_peer *p, int state);
 	/* session c, which spoke for p, is closed */
 	void (*co_peer_lost)(struct ry_peer *p, struct ry__ctl *c);
 	/* CONN_REQ / CONN_REP from p over c: its rail src, our rail dst */

@@ -452,7 +452,7 @@ int ry__ctl_dial(struct ry_peer *p)
 	}
 	ry__ctl_bind(c, p);
 	p->pr_ctl = c;
-	p->pr_state = PEER_CONNECTING;
+	m->m_admit->as_ops->co_peer_state(p, PEER_CONNECTING);
 	return 0;
 }
 
@@ -573,7 +573,7 @@ void ry__ctl_io(struct ry__ctl *c, uint32_t events)
 				ry__ip_from_sa(&ss, &c->c_src);
 		}
 		if (c->c_peer) {
-			c->c_peer->pr_state = PEER_HELLO;
+			ry__ctl_ops(c)->co_peer_state(c->c_peer, PEER_HELLO);
 			ry__ctl_send_hello(c, false);
 		}
 		ctl_flush(c);
