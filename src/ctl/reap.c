@@ -68,7 +68,7 @@ void ry__ctl_reap(struct ry_manager *m)
 	 * whose sessions are gone may not be disposable yet (its connections
 	 * still failing over, draining): look again, at most every 100 ms,
 	 * until every such record is gone.  Only the records on m_reapq
-	 * (their last session closed; ctl_bind) are looked at, whatever the
+	 * (their last session closed; ry__ctl_bind) are looked at, whatever the
 	 * number of sessions and peers.
 	 */
 	m->m_reap_peers = false;
