@@ -406,28 +406,6 @@ static void render_locked(struct ry_manager *m, struct mw *w)
 	latency_histograms(w, m);
 }
 
-/*
- * Failover times bucketed from 50 us (a local link event seen at once) to
- * 10 s (heartbeat timeouts): the demo on loopback detects in ~0.3 ms and
- * resumes ~5 ms later, a heartbeat-detected failure takes its timeout.
- */
-const uint64_t ry__fo_le_ns[RY__LAT_BUCKETS] = {
-    50000,     100000,	   250000,     500000,	    1000000,   2500000,
-    5000000,   10000000,   25000000,   50000000,    100000000, 250000000,
-    500000000, 1000000000, 2500000000, 10000000000,
-};
-
-void ry__fo_add(struct ry__lat *l, uint64_t ns)
-{
-	unsigned i = 0;
-
-	while (i < RY__LAT_BUCKETS && ns > ry__fo_le_ns[i])
-		i++;
-	l->lt_bucket[i]++;
-	l->lt_sum_ns += ns;
-	l->lt_count++;
-}
-
 /* One histogram's samples; label is e.g. rail="r1" or peer="b",op="read". */
 static void histogram_rows(struct mw *w, const char *fam, const char *lname,
 			   const char *lval, const char *extra,
@@ -515,7 +493,7 @@ int ry_metrics_render(struct ry_manager *m, char *buf, size_t len)
 
 	if (!m || (!buf && len))
 		return -EINVAL;
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	render_locked(m, &w);
 	ry__unlock(m);
 	if (w.pos > (size_t)INT32_MAX)
