@@ -221,6 +221,8 @@ int ry__opt_parse(const struct ry__opt *o, const char *text, void *field)
 			*(enum ry_provider *)p = RY_PROVIDER_SOFT;
 		else if (!strcmp(text, "verbs"))
 			*(enum ry_provider *)p = RY_PROVIDER_VERBS;
+		else if (!strcmp(text, "tcp"))
+			*(enum ry_provider *)p = RY_PROVIDER_TCP;
 		else
 			return -EINVAL;
 		return 0;

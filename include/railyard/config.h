@@ -34,6 +34,7 @@ extern "C" {
 enum ry_provider {
 	RY_PROVIDER_SOFT = 0, /* userspace RC over UDP (rails/soft) */
 	RY_PROVIDER_VERBS,    /* libibverbs HCA port (rails/verbs) */
+	RY_PROVIDER_TCP,      /* RC over kernel TCP (rails/tcp) */
 };
 
 /* Fault injection for a soft rail, from the config's rail { fault { } }. */
