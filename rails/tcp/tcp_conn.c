@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -95,9 +96,9 @@ void ry__tcp_accept(struct ry__tcp_rail *r)
 			return;
 		/* bounded: the oldest parked socket makes room */
 		if (r->n_pend >= RY__TCP_PEND_MAX)
-			ry__tcp_pend_close(
-			    r, container_of(r->pend.next, struct ry__tcp_pend,
-					    link));
+			ry__tcp_pend_close(r, container_of(r->pend.next,
+							   struct ry__tcp_pend,
+							   link));
 		p = calloc(1, sizeof(*p));
 		if (!p) {
 			abort_fd(fd);
@@ -111,6 +112,8 @@ void ry__tcp_accept(struct ry__tcp_rail *r)
 		r->n_pend++;
 		if (ry__tcp_epoll(r, EPOLL_CTL_ADD, fd, EPOLLIN, &p->ep))
 			ry__tcp_pend_close(r, p);
+		else
+			ry__tcp_pend_rx(r, p); /* its HELLO may be there */
 	}
 }
 
@@ -210,6 +213,23 @@ static void txq_alloc(struct ry__tcp_qp *qp)
 		qp->c.txq = calloc(RY__TCP_TXQ, sizeof(*qp->c.txq));
 }
 
+/* A connect finished (state UP), failed (-errno) or not yet (1). */
+static int connect_done(struct ry__tcp_qp *qp)
+{
+	struct pollfd pfd = {.fd = qp->c.fd, .events = POLLOUT};
+	socklen_t len = sizeof(int);
+	int err = 0;
+
+	if (poll(&pfd, 1, 0) != 1)
+		return 1;
+	if (getsockopt(qp->c.fd, SOL_SOCKET, SO_ERROR, &err, &len))
+		err = errno;
+	if (err)
+		return -err;
+	qp->c.state = RY__TCP_C_UP;
+	return 0;
+}
+
 static int connect_active(struct ry__tcp_qp *qp)
 {
 	struct ry__tcp_rail *r = tqp_rail(qp);
@@ -259,6 +279,10 @@ static int connect_active(struct ry__tcp_qp *qp)
 	ry__tcp_wire_encode(t->hdr, &m);
 	t->kind = RY__TCP_TX_HELLO;
 	ry__tcp_txq_commit(qp);
+	/* on a near path (loopback) the handshake is done already: HELLO
+	 * goes now, so the peer finds it at its next progress */
+	if (!connect_done(qp))
+		ry__tcp_conn_tx(qp);
 	return 0;
 }
 
@@ -278,10 +302,12 @@ int ry__tcp_conn_start(struct ry__tcp_qp *qp)
 	qp->c.state = RY__TCP_C_WAIT;
 	/* the peer may have been quicker: its HELLO waits parked */
 	for (n = r->pend.next; n != &r->pend; n = n->next) {
-		struct ry__tcp_pend *p = container_of(n, struct ry__tcp_pend, link);
+		struct ry__tcp_pend *p =
+		    container_of(n, struct ry__tcp_pend, link);
 		bool drop;
 
-		if (p->got == RY__TCP_HDR_LEN && hello_match(r, p, &drop) == qp) {
+		if (p->got == RY__TCP_HDR_LEN &&
+		    hello_match(r, p, &drop) == qp) {
 			pend_attach(r, p, qp);
 			break;
 		}
@@ -405,8 +431,7 @@ static void *tx_payload(struct ry__tcp_qp *qp, const struct ry__tcp_txe *t)
 		return NULL;
 	m = t->rkey ? ry__tcp_mr_rkey(r, qp->base.pd, t->key, t->va, t->len,
 				      RY_ACCESS_REMOTE_READ)
-		    : ry__tcp_mr_lkey(r, qp->base.pd, t->key, t->va, t->len,
-				      0);
+		    : ry__tcp_mr_lkey(r, qp->base.pd, t->key, t->va, t->len, 0);
 	return m ? (void *)(uintptr_t)t->va : NULL;
 }
 
@@ -565,14 +590,12 @@ static uint8_t *rx_target(struct ry__tcp_qp *qp)
 	struct ry__tcp_rail *r = tqp_rail(qp);
 	struct ry__tcp_mr *m;
 
-	m = qp->c.rx.rkey ? ry__tcp_mr_rkey(r, qp->base.pd, qp->c.rx.key,
-					    qp->c.rx.va, qp->c.rx.left +
-							     qp->c.rx.off,
-					    qp->c.rx.access)
-			  : ry__tcp_mr_lkey(r, qp->base.pd, qp->c.rx.key,
-					    qp->c.rx.va, qp->c.rx.left +
-							     qp->c.rx.off,
-					    qp->c.rx.access);
+	m = qp->c.rx.rkey
+		? ry__tcp_mr_rkey(r, qp->base.pd, qp->c.rx.key, qp->c.rx.va,
+				  qp->c.rx.left + qp->c.rx.off, qp->c.rx.access)
+		: ry__tcp_mr_lkey(r, qp->base.pd, qp->c.rx.key, qp->c.rx.va,
+				  qp->c.rx.left + qp->c.rx.off,
+				  qp->c.rx.access);
 	return m ? (uint8_t *)(uintptr_t)qp->c.rx.va : NULL;
 }
 
@@ -617,8 +640,8 @@ static void conn_rx(struct ry__tcp_qp *qp)
 			if (n < 0 && (errno == EAGAIN || errno == EINTR))
 				return;
 			if (n <= 0) {
-				ry__tcp_qp_conn_lost(qp, n ? errno
-							   : ECONNRESET);
+				ry__tcp_qp_conn_lost(qp,
+						     n ? errno : ECONNRESET);
 				return;
 			}
 			r->st.rx_bytes += (uint64_t)n;
@@ -657,15 +680,12 @@ void ry__tcp_conn_event(struct ry__tcp_qp *qp, uint32_t events)
 	}
 	if (qp->c.state == RY__TCP_C_CONNECTING &&
 	    (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
-		int err = 0;
-		socklen_t len = sizeof(err);
+		int rc = connect_done(qp);
 
-		if (getsockopt(qp->c.fd, SOL_SOCKET, SO_ERROR, &err, &len) ||
-		    err) {
-			ry__tcp_qp_conn_lost(qp, err ? err : errno);
+		if (rc < 0) {
+			ry__tcp_qp_conn_lost(qp, -rc);
 			return;
 		}
-		qp->c.state = RY__TCP_C_UP;
 	}
 	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
 		conn_rx(qp);

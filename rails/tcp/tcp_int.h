@@ -28,9 +28,11 @@
  * deregistered in the middle of a message is never written after.
  *
  * Timers (one timerfd armed to the earliest): qp->rnr_until (resend after
- * an RNR NAK), the parked sockets' deadlines, and a QP whose connection
- * closes after its last NAK went out (qp->c.closing, checked every
- * RY__TCP_LINGER_TICK_NS until RY__TCP_LINGER_NS).
+ * an RNR NAK), qp->conn_by (a QP in RTS whose connection is not up by
+ * then fails as after its retries: user_timeout_ms), the parked sockets'
+ * deadlines, and a QP whose connection closes after its last NAK went out
+ * (qp->c.closing, checked every RY__TCP_LINGER_TICK_NS until
+ * RY__TCP_LINGER_NS).
  */
 #ifndef RAILYARD_TCP_INT_H
 #define RAILYARD_TCP_INT_H
@@ -130,9 +132,9 @@ enum ry__tcp_txkind {
  * found by key (looked up again before every sendmsg). */
 struct ry__tcp_txe {
 	uint8_t hdr[RY__TCP_HDR_LEN];
-	uint8_t kind;	/* enum ry__tcp_txkind */
-	bool rkey;	/* key is an rkey (READ response), else an lkey */
-	bool cancel;	/* a request rewound before it started: skipped */
+	uint8_t kind; /* enum ry__tcp_txkind */
+	bool rkey;    /* key is an rkey (READ response), else an lkey */
+	bool cancel;  /* a request rewound before it started: skipped */
 	uint32_t key;
 	uint64_t va;
 	uint32_t len;
@@ -165,10 +167,10 @@ struct ry__tcp_conn {
 	struct ry__tcp_ep ep;
 	int fd;
 	enum ry__tcp_conn_state state;
-	bool active;	/* we connect; else we are connected to */
-	bool want_out;	/* EPOLLOUT armed: the socket was full */
-	bool closing;	/* ERR after a NAK: close once it went out */
-	bool in_off;	/* EPOLLIN dropped (closing) */
+	bool active;   /* we connect; else we are connected to */
+	bool want_out; /* EPOLLOUT armed: the socket was full */
+	bool closing;  /* ERR after a NAK: close once it went out */
+	bool in_off;   /* EPOLLIN dropped (closing) */
 	uint64_t close_by;
 	/* transmit queue: free-running counters, & (RY__TCP_TXQ - 1) */
 	struct ry__tcp_txe *txq;
@@ -222,6 +224,8 @@ struct ry__tcp_qp {
 	uint32_t post_psn;
 	uint32_t rd_out; /* READs sent, not answered */
 	uint64_t rnr_until;
+	/* RTS without a connection yet: given up (RETRY_EXCEEDED) then */
+	uint64_t conn_by;
 
 	uint32_t exp_psn;  /* responder: the PSN it takes next */
 	bool rnr_dropping; /* after an RNR NAK: drop until exp_psn */
@@ -360,6 +364,8 @@ bool ry__tcp_rx_header(struct ry__tcp_qp *qp);
 /* The payload of the current message is in (or drained). */
 void ry__tcp_rx_done(struct ry__tcp_qp *qp);
 void ry__tcp_qp_timers(struct ry__tcp_qp *qp);
+/* The QP's earliest deadline, 0 for none. */
+uint64_t ry__tcp_qp_next_timer(const struct ry__tcp_qp *qp);
 void ry__tcp_qp_cleanup(struct ry__tcp_rail *r);
 
 #endif

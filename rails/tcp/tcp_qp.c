@@ -105,6 +105,19 @@ static void timed_off(struct ry__tcp_qp *qp)
 		qp->flags &= ~RY__TCP_QF_RNR;
 	}
 	qp->rnr_until = 0;
+	qp->conn_by = 0;
+}
+
+uint64_t ry__tcp_qp_next_timer(const struct ry__tcp_qp *qp)
+{
+	uint64_t t = qp->rnr_until;
+
+	if (qp->c.closing)
+		return tqp_rail((struct ry__tcp_qp *)qp)->now +
+		       RY__TCP_LINGER_TICK_NS;
+	if (qp->conn_by && (!t || qp->conn_by < t))
+		t = qp->conn_by;
+	return t;
 }
 
 void ry__tcp_qp_error(struct ry__tcp_qp *qp, enum ry_wc_status head_status,
@@ -232,7 +245,7 @@ static bool we_connect(const struct ry__tcp_qp *qp)
 
 static int to_rtr(struct ry__tcp_qp *qp, const struct ry_qp_attr *attr)
 {
-	static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0,
+	static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0,    0,
 					     0, 0, 0, 0, 0xff, 0xff};
 	const struct ry_qp_endpoint *rem = &attr->remote;
 	int rc;
@@ -275,12 +288,18 @@ static void to_rts(struct ry__tcp_qp *qp, const struct ry_qp_attr *attr)
 	 * tries; the manager's heartbeats see a silent path sooner.
 	 */
 	ut = (uint64_t)attr->ack_timeout_us * (attr->retry_cnt + 1) * 4 / 1000;
-	qp->user_timeout_ms = ut < 1000 ? 1000 : ut > 60000 ? 60000
-							     : (uint32_t)ut;
+	qp->user_timeout_ms = ut < 1000	   ? 1000
+			      : ut > 60000 ? 60000
+					   : (uint32_t)ut;
 	if (qp->c.fd >= 0)
 		setsockopt(qp->c.fd, IPPROTO_TCP, 18 /* TCP_USER_TIMEOUT */,
 			   &qp->user_timeout_ms, sizeof(qp->user_timeout_ms));
 	qp->post_psn = qp->base.local.psn;
+	if (qp->c.state != RY__TCP_C_UP) {
+		qp->conn_by =
+		    tqp_rail(qp)->now + (uint64_t)qp->user_timeout_ms * 1000000;
+		ry__tcp_timed(qp);
+	}
 	ry__tcp_kick(qp);
 }
 
@@ -544,8 +563,8 @@ static bool rx_request(struct ry__tcp_qp *qp)
 	const struct ry__tcp_msg *m = &qp->c.rx.m;
 	bool imm = m->opcode == RY__TCP_OP_WRITE_IMM ||
 		   m->opcode == RY__TCP_OP_SEND_IMM;
-	bool send = m->opcode == RY__TCP_OP_SEND ||
-		    m->opcode == RY__TCP_OP_SEND_IMM;
+	bool send =
+	    m->opcode == RY__TCP_OP_SEND || m->opcode == RY__TCP_OP_SEND_IMM;
 
 	if (m->psn != qp->exp_psn) {
 		if (!qp->rnr_dropping) {
@@ -564,9 +583,9 @@ static bool rx_request(struct ry__tcp_qp *qp)
 		struct ry__tcp_msg rm = {0};
 
 		if (!(qp->access & RY_ACCESS_REMOTE_READ) ||
-		    (m->rlen && !ry__tcp_mr_rkey(r, qp->base.pd, m->rkey, m->va,
-						 m->rlen,
-						 RY_ACCESS_REMOTE_READ))) {
+		    (m->rlen &&
+		     !ry__tcp_mr_rkey(r, qp->base.pd, m->rkey, m->va, m->rlen,
+				      RY_ACCESS_REMOTE_READ))) {
 			r->st.rx_access_err++;
 			return resp_fatal(qp, RY__TCP_SYN_ACCESS);
 		}
@@ -589,10 +608,10 @@ static bool rx_request(struct ry__tcp_qp *qp)
 		qp->exp_psn = ry__tcp_psn_add(qp->exp_psn, 1);
 		return true;
 	}
-	if (!send && (!(qp->access & RY_ACCESS_REMOTE_WRITE) ||
-		      (m->len && !ry__tcp_mr_rkey(r, qp->base.pd, m->rkey,
-						  m->va, m->len,
-						  RY_ACCESS_REMOTE_WRITE)))) {
+	if (!send &&
+	    (!(qp->access & RY_ACCESS_REMOTE_WRITE) ||
+	     (m->len && !ry__tcp_mr_rkey(r, qp->base.pd, m->rkey, m->va, m->len,
+					 RY_ACCESS_REMOTE_WRITE)))) {
 		r->st.rx_access_err++;
 		return resp_fatal(qp, RY__TCP_SYN_ACCESS);
 	}
@@ -615,9 +634,9 @@ static bool rx_request(struct ry__tcp_qp *qp)
 				      false, 0);
 			return resp_fatal(qp, RY__TCP_SYN_INVALID);
 		}
-		if (m->len && !ry__tcp_mr_lkey(r, qp->base.pd, rw->sge.lkey,
-					       rw->sge.addr, m->len,
-					       RY_ACCESS_LOCAL_WRITE)) {
+		if (m->len &&
+		    !ry__tcp_mr_lkey(r, qp->base.pd, rw->sge.lkey, rw->sge.addr,
+				     m->len, RY_ACCESS_LOCAL_WRITE)) {
 			qp->c.rx.has_rwqe = false;
 			recv_complete(qp, rw, RY_WC_LOC_PROT, RY_WC_RECV, 0,
 				      false, 0);
@@ -724,9 +743,9 @@ static bool rx_read_resp(struct ry__tcp_qp *qp)
 	if (w->wr.opcode != RY_WR_RDMA_READ || w->psn != m->psn ||
 	    m->len != w->wr.sge.length)
 		return rx_broken(qp);
-	if (m->len && !ry__tcp_mr_lkey(r, qp->base.pd, w->wr.sge.lkey,
-				       w->wr.sge.addr, m->len,
-				       RY_ACCESS_LOCAL_WRITE)) {
+	if (m->len &&
+	    !ry__tcp_mr_lkey(r, qp->base.pd, w->wr.sge.lkey, w->wr.sge.addr,
+			     m->len, RY_ACCESS_LOCAL_WRITE)) {
 		rx_drain(qp, RY__TCP_DONE_FAIL, RY_WC_LOC_PROT);
 		return true;
 	}
@@ -830,7 +849,18 @@ void ry__tcp_qp_timers(struct ry__tcp_qp *qp)
 		return;
 	}
 	if (qp->rnr_until && qp->rnr_until <= r->now) {
-		timed_off(qp);
+		qp->rnr_until = 0;
 		ry__tcp_kick(qp);
 	}
+	if (qp->conn_by &&
+	    (qp->c.state == RY__TCP_C_UP || qp->base.state != RY_QPS_RTS))
+		qp->conn_by = 0;
+	if (qp->conn_by && qp->conn_by <= r->now) {
+		qp->conn_by = 0;
+		RY_DBG("tcp", "rail %s: qp 0x%x: no connection in %u ms",
+		       r->base.name, qp->base.qp_num, qp->user_timeout_ms);
+		ry__tcp_qp_conn_lost(qp, ETIMEDOUT);
+	}
+	if (!ry__tcp_qp_next_timer(qp))
+		timed_off(qp);
 }

@@ -285,8 +285,8 @@ static int tcp_dealloc_pd(struct ry_pd *base)
 static struct ry__tcp_mr *find_key(struct ry__tcp_rail *r, uint32_t key,
 				   bool rkey)
 {
-	struct ry__tcp_mr *m = rkey ? r->rkeys[bucket(key)]
-				    : r->lkeys[bucket(key)];
+	struct ry__tcp_mr *m =
+	    rkey ? r->rkeys[bucket(key)] : r->lkeys[bucket(key)];
 
 	while (m && (rkey ? m->base.rkey : m->base.lkey) != key)
 		m = rkey ? m->rnext : m->lnext;
@@ -413,15 +413,16 @@ static void arm_timer(struct ry__tcp_rail *r)
 	struct itimerspec its = {0};
 
 	for (n = r->timed.next; n != &r->timed; n = n->next) {
-		struct ry__tcp_qp *qp = container_of(n, struct ry__tcp_qp, timed);
-		uint64_t t = qp->c.closing ? r->now + RY__TCP_LINGER_TICK_NS
-					   : qp->rnr_until;
+		struct ry__tcp_qp *qp =
+		    container_of(n, struct ry__tcp_qp, timed);
+		uint64_t t = ry__tcp_qp_next_timer(qp);
 
 		if (t && (!next || t < next))
 			next = t;
 	}
 	for (n = r->pend.next; n != &r->pend; n = n->next) {
-		struct ry__tcp_pend *p = container_of(n, struct ry__tcp_pend, link);
+		struct ry__tcp_pend *p =
+		    container_of(n, struct ry__tcp_pend, link);
 
 		if (!next || p->deadline < next)
 			next = p->deadline;
@@ -441,13 +442,15 @@ static void run_timers(struct ry__tcp_rail *r)
 	struct ry__list *n, *nx;
 
 	for (n = r->timed.next; n != &r->timed; n = nx) {
-		struct ry__tcp_qp *qp = container_of(n, struct ry__tcp_qp, timed);
+		struct ry__tcp_qp *qp =
+		    container_of(n, struct ry__tcp_qp, timed);
 
 		nx = n->next;
 		ry__tcp_qp_timers(qp);
 	}
 	for (n = r->pend.next; n != &r->pend; n = nx) {
-		struct ry__tcp_pend *p = container_of(n, struct ry__tcp_pend, link);
+		struct ry__tcp_pend *p =
+		    container_of(n, struct ry__tcp_pend, link);
 
 		nx = n->next;
 		if (p->deadline <= r->now)
@@ -667,7 +670,8 @@ static void tcp_close(struct ry_rail *rail)
 	 * parked sockets, CQs, regions, PDs */
 	ry__tcp_qp_cleanup(r);
 	while ((n = r->pend.next) != &r->pend)
-		ry__tcp_pend_close(r, container_of(n, struct ry__tcp_pend, link));
+		ry__tcp_pend_close(r,
+				   container_of(n, struct ry__tcp_pend, link));
 	while ((n = r->cqs.next) != &r->cqs)
 		cq_free(r, container_of(n, struct ry__tcp_cq, link));
 	cq_free(r, &r->cq0);

@@ -3,14 +3,10 @@
 #include "rails/tcp/tcp_wire.h"
 
 const char *const ry__tcp_bad_names[RY__TCP_BAD__MAX] = {
-    [RY__TCP_BAD_NONE] = "ok",
-    [RY__TCP_BAD_VERSION] = "wire version",
-    [RY__TCP_BAD_OPCODE] = "opcode",
-    [RY__TCP_BAD_RSVD] = "reserved bits",
-    [RY__TCP_BAD_QPN] = "qpn",
-    [RY__TCP_BAD_PSN] = "psn",
-    [RY__TCP_BAD_LEN] = "length",
-    [RY__TCP_BAD_SYNDROME] = "syndrome",
+    [RY__TCP_BAD_NONE] = "ok",	     [RY__TCP_BAD_VERSION] = "wire version",
+    [RY__TCP_BAD_OPCODE] = "opcode", [RY__TCP_BAD_RSVD] = "reserved bits",
+    [RY__TCP_BAD_QPN] = "qpn",	     [RY__TCP_BAD_PSN] = "psn",
+    [RY__TCP_BAD_LEN] = "length",    [RY__TCP_BAD_SYNDROME] = "syndrome",
 };
 
 enum ry__tcp_bad ry__tcp_wire_decode(const uint8_t *h, struct ry__tcp_msg *m)

@@ -61,10 +61,10 @@ enum ry__tcp_op {
 
 enum ry__tcp_syn {
 	RY__TCP_SYN_OK = 0,
-	RY__TCP_SYN_RNR,	 /* no receive posted: retry later */
-	RY__TCP_SYN_ACCESS,	 /* rkey, bounds or access refused */
-	RY__TCP_SYN_INVALID,	 /* request the responder cannot take */
-	RY__TCP_SYN_REM_OP,	 /* responder failed executing it */
+	RY__TCP_SYN_RNR,     /* no receive posted: retry later */
+	RY__TCP_SYN_ACCESS,  /* rkey, bounds or access refused */
+	RY__TCP_SYN_INVALID, /* request the responder cannot take */
+	RY__TCP_SYN_REM_OP,  /* responder failed executing it */
 	RY__TCP_SYN__MAX
 };
 
