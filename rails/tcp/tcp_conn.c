@@ -169,6 +169,7 @@ static void pend_attach(struct ry__tcp_rail *r, struct ry__tcp_pend *p,
 		ry__tcp_qp_conn_lost(qp, EIO);
 		return;
 	}
+	ry__tcp_conn_interest(qp);
 	ry__tcp_kick(qp);
 }
 
@@ -435,14 +436,23 @@ static void *tx_payload(struct ry__tcp_qp *qp, const struct ry__tcp_txe *t)
 	return m ? (void *)(uintptr_t)t->va : NULL;
 }
 
+void ry__tcp_conn_interest(struct ry__tcp_qp *qp)
+{
+	bool up = tqp_rail(qp)->link == RY_LINK_UP;
+	uint32_t ev = (up && !qp->c.in_off ? EPOLLIN : 0) |
+		      (up && qp->c.want_out ? EPOLLOUT : 0);
+
+	if (qp->c.fd >= 0)
+		ry__tcp_epoll(tqp_rail(qp), EPOLL_CTL_MOD, qp->c.fd, ev,
+			      &qp->c.ep);
+}
+
 static void set_out(struct ry__tcp_qp *qp, bool on)
 {
-	uint32_t ev = (qp->c.in_off ? 0 : EPOLLIN) | (on ? EPOLLOUT : 0);
-
 	if (qp->c.want_out == on)
 		return;
 	qp->c.want_out = on;
-	ry__tcp_epoll(tqp_rail(qp), EPOLL_CTL_MOD, qp->c.fd, ev, &qp->c.ep);
+	ry__tcp_conn_interest(qp);
 }
 
 /* Entries fully sent: popped, requests reported to the requester. */
@@ -474,7 +484,8 @@ void ry__tcp_conn_tx(struct ry__tcp_qp *qp)
 	struct ry__tcp_rail *r = tqp_rail(qp);
 	size_t budget = RY__TCP_BUDGET;
 
-	if (qp->c.fd < 0 || qp->c.state == RY__TCP_C_CONNECTING)
+	if (qp->c.fd < 0 || qp->c.state == RY__TCP_C_CONNECTING ||
+	    r->link != RY_LINK_UP)
 		return;
 	if (!qp->c.closing) {
 		if (qp->c.state != RY__TCP_C_UP)

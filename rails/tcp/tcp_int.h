@@ -250,6 +250,7 @@ struct ry__tcp_rail {
 	struct sockaddr_in addr;
 	char ifname[RY_NAME_MAX];
 	uint32_t mtu;
+	enum ry_link_state link; /* set_link: an unplugged cable when DOWN */
 	bool efd_set;
 	uint64_t timer_armed;
 	uint64_t now;
@@ -325,6 +326,8 @@ int ry__tcp_conn_start(struct ry__tcp_qp *qp);
 /* Close abortively, drop the queue; the QP keeps its state. */
 void ry__tcp_conn_abort(struct ry__tcp_qp *qp);
 void ry__tcp_conn_event(struct ry__tcp_qp *qp, uint32_t events);
+/* What epoll watches on qp's socket now (link, closing, a full socket). */
+void ry__tcp_conn_interest(struct ry__tcp_qp *qp);
 /* Queue what the QP has to send and send what the socket takes. */
 void ry__tcp_conn_tx(struct ry__tcp_qp *qp);
 /* The next free transmit entry (the caller fills and commits it), NULL

@@ -148,8 +148,8 @@ void ry__tcp_qp_error(struct ry__tcp_qp *qp, enum ry_wc_status head_status,
 		qp->c.closing = true;
 		qp->c.in_off = true;
 		qp->c.close_by = r->now + RY__TCP_LINGER_NS;
-		ry__tcp_epoll(r, EPOLL_CTL_MOD, qp->c.fd, EPOLLOUT, &qp->c.ep);
 		qp->c.want_out = true;
+		ry__tcp_conn_interest(qp);
 		ry__tcp_txq_cancel_reqs(qp);
 		ry__tcp_kick(qp);
 		ry__tcp_timed(qp);
@@ -263,9 +263,13 @@ static int to_rtr(struct ry__tcp_qp *qp, const struct ry_qp_attr *attr)
 	qp->exp_psn = rem->psn;
 	qp->rnr_dropping = false;
 	qp->c.active = we_connect(qp);
+	/* in RTR already while connecting: a HELLO parked before now
+	 * (tcp_conn.c) matches only a QP in RTR */
+	qp->base.state = RY_QPS_RTR;
 	rc = ry__tcp_conn_start(qp);
 	if (rc) {
 		ry__tcp_conn_abort(qp);
+		qp->base.state = RY_QPS_INIT;
 		return rc;
 	}
 	return 0;

@@ -525,7 +525,7 @@ static int tcp_query(struct ry_rail *rail, struct ry_rail_attr *attr)
 	struct ry__tcp_rail *r = to_trail(rail);
 
 	memset(attr, 0, sizeof(*attr));
-	attr->link = RY_LINK_UP;
+	attr->link = r->link;
 	attr->mtu = r->mtu;
 	attr->mtu_hdr = 0; /* TCP segments; a message has no MTU limit */
 	attr->sends_alone = false; /* post queues, progress transmits */
@@ -536,6 +536,37 @@ static int tcp_query(struct ry_rail *rail, struct ry_rail_attr *attr)
 	attr->local.mtu = r->mtu;
 	attr->max_qp_wr = RY__TCP_MAX_QP_WR;
 	attr->max_msg_size = RY__TCP_MAX_MSG;
+	return 0;
+}
+
+/*
+ * A pulled cable, for drills without namespaces (railyard demo): nothing
+ * goes in or out of the rail's sockets while it is DOWN (they stay open,
+ * as the kernel's would); the manager hears it as a link event.
+ */
+static int tcp_set_link(struct ry_rail *rail, enum ry_link_state state)
+{
+	struct ry__tcp_rail *r = to_trail(rail);
+	struct ry__list *n;
+
+	if (state != RY_LINK_UP && state != RY_LINK_DOWN)
+		return -EINVAL;
+	if (state == r->link)
+		return 0;
+	r->link = state;
+	ry__tcp_epoll(r, EPOLL_CTL_MOD, r->lfd,
+		      state == RY_LINK_UP ? EPOLLIN : 0, &r->lep);
+	for (n = r->qps.next; n != &r->qps; n = n->next) {
+		struct ry__tcp_qp *qp =
+		    container_of(n, struct ry__tcp_qp, link);
+
+		ry__tcp_conn_interest(qp);
+		if (state == RY_LINK_UP)
+			ry__tcp_kick(qp);
+	}
+	ry__tcp_event(
+	    r, state == RY_LINK_UP ? RY_RAIL_EV_LINK_UP : RY_RAIL_EV_LINK_DOWN,
+	    0);
 	return 0;
 }
 
@@ -613,6 +644,7 @@ static int tcp_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 	r->tep.kind = RY__TCP_EP_TIMER;
 	r->eep.kind = RY__TCP_EP_EVENT;
 	r->mtu = cfg->mtu ? cfg->mtu : 1500;
+	r->link = RY_LINK_UP;
 	ry__list_init(&r->qps);
 	ry__list_init(&r->active);
 	ry__list_init(&r->timed);
@@ -721,4 +753,5 @@ const struct ry_rail_ops ry__tcp_ops = {
     .pending = tcp_pending,
     .query = tcp_query,
     .reg_mr = tcp_reg_mr,
+    .set_link = tcp_set_link,
 };
