@@ -438,7 +438,7 @@ static void *tx_payload(struct ry__tcp_qp *qp, const struct ry__tcp_txe *t)
 
 void ry__tcp_conn_interest(struct ry__tcp_qp *qp)
 {
-	bool up = tqp_rail(qp)->link == RY_LINK_UP;
+	bool up = !ry__tcp_io_off(tqp_rail(qp));
 	uint32_t ev = (up && !qp->c.in_off ? EPOLLIN : 0) |
 		      (up && qp->c.want_out ? EPOLLOUT : 0);
 
@@ -485,7 +485,7 @@ void ry__tcp_conn_tx(struct ry__tcp_qp *qp)
 	size_t budget = RY__TCP_BUDGET;
 
 	if (qp->c.fd < 0 || qp->c.state == RY__TCP_C_CONNECTING ||
-	    r->link != RY_LINK_UP)
+	    ry__tcp_io_off(r))
 		return;
 	if (!qp->c.closing) {
 		if (qp->c.state != RY__TCP_C_UP)
@@ -657,6 +657,9 @@ static void conn_rx(struct ry__tcp_qp *qp)
 			}
 			r->st.rx_bytes += (uint64_t)n;
 			budget = (size_t)n < budget ? budget - (size_t)n : 0;
+			/* a sign of life: the answer timer starts over */
+			if (qp->ack_since)
+				qp->ack_since = r->lclock ? r->lclock : 1;
 		} else
 			n = 0;
 		if (qp->c.rx.state == RY__TCP_RX_HDR) {

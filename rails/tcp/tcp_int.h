@@ -28,11 +28,13 @@
  * deregistered in the middle of a message is never written after.
  *
  * Timers (one timerfd armed to the earliest): qp->rnr_until (resend after
- * an RNR NAK), qp->conn_by (a QP in RTS whose connection is not up by
- * then fails as after its retries: user_timeout_ms), the parked sockets'
- * deadlines, and a QP whose connection closes after its last NAK went out
- * (qp->c.closing, checked every RY__TCP_LINGER_TICK_NS until
- * RY__TCP_LINGER_NS).
+ * an RNR NAK), qp->ack_since (no answer to requests sent for
+ * ack_timeout x (retry_cnt + 1): RETRY_EXCEEDED, as an RC QP whose peer
+ * went silent; a cut cable behind a live TCP window shows this way),
+ * qp->conn_by (a QP in RTS whose connection is not up by then fails as after
+ * its retries: user_timeout_ms), the parked sockets' deadlines, and a QP whose
+ * connection closes after its last NAK went out (qp->c.closing, checked every
+ * RY__TCP_LINGER_TICK_NS until RY__TCP_LINGER_NS).
  */
 #ifndef RAILYARD_TCP_INT_H
 #define RAILYARD_TCP_INT_H
@@ -69,6 +71,7 @@
 #define RY__TCP_LINGER_TICK_NS (5ull * 1000000)
 #define RY__TCP_SCRATCH (64u << 10)
 #define RY__TCP_EVENTS 64
+#define RY__TCP_STALL_NS (10ull * 1000000)
 
 _Static_assert((RY__TCP_TXQ & (RY__TCP_TXQ - 1)) == 0, "TXQ power of two");
 _Static_assert((RY__TCP_SRQ_SIZE & (RY__TCP_SRQ_SIZE - 1)) == 0,
@@ -226,6 +229,10 @@ struct ry__tcp_qp {
 	uint64_t rnr_until;
 	/* RTS without a connection yet: given up (RETRY_EXCEEDED) then */
 	uint64_t conn_by;
+	/* the answer timer: running while requests are out unanswered, in
+	 * the rail's listening clock (rail->lclock), restarted by every
+	 * answer; past ack_budget_ns the peer is taken for gone */
+	uint64_t ack_since, ack_budget_ns;
 
 	uint32_t exp_psn;  /* responder: the PSN it takes next */
 	bool rnr_dropping; /* after an RNR NAK: drop until exp_psn */
@@ -251,9 +258,13 @@ struct ry__tcp_rail {
 	char ifname[RY_NAME_MAX];
 	uint32_t mtu;
 	enum ry_link_state link; /* set_link: an unplugged cable when DOWN */
+	bool cut; /* set_fault drop_all: a cable cut, no link event */
 	bool efd_set;
 	uint64_t timer_armed;
 	uint64_t now;
+	/* time this rail could listen: progress gaps count at most
+	 * RY__TCP_STALL_NS, so a starved node does not judge its peers */
+	uint64_t lclock, last_progress;
 
 	struct ry_rail_stats st;
 	struct ry__tcp_mr *rkeys[RY__TCP_KEY_BUCKETS];
@@ -274,6 +285,12 @@ struct ry__tcp_rail {
 	uint8_t *scratch;
 	struct iovec iov[RY__TCP_IOV];
 };
+
+/* No socket I/O: link down or cable cut (set_link, set_fault). */
+static inline bool ry__tcp_io_off(const struct ry__tcp_rail *r)
+{
+	return r->link != RY_LINK_UP || r->cut;
+}
 
 static inline struct ry__tcp_rail *to_trail(struct ry_rail *r)
 {

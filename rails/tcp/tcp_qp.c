@@ -106,6 +106,7 @@ static void timed_off(struct ry__tcp_qp *qp)
 	}
 	qp->rnr_until = 0;
 	qp->conn_by = 0;
+	qp->ack_since = 0;
 }
 
 uint64_t ry__tcp_qp_next_timer(const struct ry__tcp_qp *qp)
@@ -117,6 +118,18 @@ uint64_t ry__tcp_qp_next_timer(const struct ry__tcp_qp *qp)
 		       RY__TCP_LINGER_TICK_NS;
 	if (qp->conn_by && (!t || qp->conn_by < t))
 		t = qp->conn_by;
+	if (qp->ack_since) {
+		const struct ry__tcp_rail *r =
+		    tqp_rail((struct ry__tcp_qp *)qp);
+		uint64_t used = r->lclock - qp->ack_since;
+		uint64_t a =
+		    r->now +
+		    (used < qp->ack_budget_ns ? qp->ack_budget_ns - used : 0) +
+		    1;
+
+		if (!t || a < t)
+			t = a;
+	}
 	return t;
 }
 
@@ -280,6 +293,8 @@ static void to_rts(struct ry__tcp_qp *qp, const struct ry_qp_attr *attr)
 	uint64_t ut;
 
 	qp->min_rnr_ns = (uint64_t)attr->min_rnr_timer_us * 1000;
+	qp->ack_budget_ns =
+	    (uint64_t)attr->ack_timeout_us * 1000 * (attr->retry_cnt + 1);
 	qp->rnr_retry = attr->rnr_retry;
 	qp->rnr_left = attr->rnr_retry;
 	qp->max_rd = attr->max_rd_atomic ? attr->max_rd_atomic : 1;
@@ -513,6 +528,10 @@ void ry__tcp_req_fill(struct ry__tcp_qp *qp)
 			t->len = m.len;
 		}
 		ry__tcp_txq_commit(qp);
+		if (!qp->ack_since && qp->ack_budget_ns) {
+			qp->ack_since = r->lclock ? r->lclock : 1;
+			ry__tcp_timed(qp);
+		}
 		w->sent = true;
 		if (read)
 			qp->rd_out++;

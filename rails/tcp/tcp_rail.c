@@ -230,7 +230,8 @@ void ry__tcp_event(struct ry__tcp_rail *r, enum ry_rail_event_type type,
 	e = &r->ev[ry__ring_slot(r->ev_tail++, RY__TCP_EVENTS)];
 	e->type = type;
 	e->qpn = qpn;
-	e->time_ns = r->now ? r->now : ry__now_ns();
+	/* now, not the last progress's time: set_link runs outside it */
+	e->time_ns = ry__now_ns();
 	efd_raise(r);
 }
 
@@ -465,6 +466,12 @@ static int tcp_progress(struct ry_rail *rail)
 	int n;
 
 	r->now = ry__now_ns();
+	if (r->last_progress) {
+		uint64_t d = r->now - r->last_progress;
+
+		r->lclock += d < RY__TCP_STALL_NS ? d : RY__TCP_STALL_NS;
+	}
+	r->last_progress = r->now;
 	n = epoll_wait(r->epfd, evs, 64, 0);
 	for (int i = 0; i < n; i++) {
 		struct ry__tcp_ep *ep = evs[i].data.ptr;
@@ -539,6 +546,42 @@ static int tcp_query(struct ry_rail *rail, struct ry_rail_attr *attr)
 	return 0;
 }
 
+/* Socket I/O on or off as link and cut say. */
+static void io_switch(struct ry__tcp_rail *r)
+{
+	bool on = !ry__tcp_io_off(r);
+	struct ry__list *n;
+
+	ry__tcp_epoll(r, EPOLL_CTL_MOD, r->lfd, on ? EPOLLIN : 0, &r->lep);
+	for (n = r->qps.next; n != &r->qps; n = n->next) {
+		struct ry__tcp_qp *qp =
+		    container_of(n, struct ry__tcp_qp, link);
+
+		ry__tcp_conn_interest(qp);
+		if (on)
+			ry__tcp_kick(qp);
+	}
+}
+
+/*
+ * Fault injection is the soft rail's; the tcp rail knows one fault, a cut
+ * cable (drop_all): nothing in or out, and no link event, so the manager
+ * must notice the silence itself.  Anything else is -EOPNOTSUPP.
+ */
+static int tcp_set_fault(struct ry_rail *rail, const struct ry_fault *f)
+{
+	struct ry__tcp_rail *r = to_trail(rail);
+
+	if (f->drop > 0 || f->duplicate > 0 || f->reorder > 0 ||
+	    f->corrupt > 0 || f->delay_us)
+		return -EOPNOTSUPP;
+	if (r->cut != f->drop_all) {
+		r->cut = f->drop_all;
+		io_switch(r);
+	}
+	return 0;
+}
+
 /*
  * A pulled cable, for drills without namespaces (railyard demo): nothing
  * goes in or out of the rail's sockets while it is DOWN (they stay open,
@@ -547,23 +590,13 @@ static int tcp_query(struct ry_rail *rail, struct ry_rail_attr *attr)
 static int tcp_set_link(struct ry_rail *rail, enum ry_link_state state)
 {
 	struct ry__tcp_rail *r = to_trail(rail);
-	struct ry__list *n;
 
 	if (state != RY_LINK_UP && state != RY_LINK_DOWN)
 		return -EINVAL;
 	if (state == r->link)
 		return 0;
 	r->link = state;
-	ry__tcp_epoll(r, EPOLL_CTL_MOD, r->lfd,
-		      state == RY_LINK_UP ? EPOLLIN : 0, &r->lep);
-	for (n = r->qps.next; n != &r->qps; n = n->next) {
-		struct ry__tcp_qp *qp =
-		    container_of(n, struct ry__tcp_qp, link);
-
-		ry__tcp_conn_interest(qp);
-		if (state == RY_LINK_UP)
-			ry__tcp_kick(qp);
-	}
+	io_switch(r);
 	ry__tcp_event(
 	    r, state == RY_LINK_UP ? RY_RAIL_EV_LINK_UP : RY_RAIL_EV_LINK_DOWN,
 	    0);
@@ -753,5 +786,6 @@ const struct ry_rail_ops ry__tcp_ops = {
     .pending = tcp_pending,
     .query = tcp_query,
     .reg_mr = tcp_reg_mr,
+    .set_fault = tcp_set_fault,
     .set_link = tcp_set_link,
 };

@@ -85,7 +85,8 @@ void fx_config(struct ry_config *c, const struct fx_opts *o, bool is_b)
 			snprintf(r->network, sizeof(r->network), "%s", net);
 		else
 			snprintf(r->network, sizeof(r->network), "net%u", i);
-		if (r->provider == RY_PROVIDER_SOFT)
+		if (r->provider == RY_PROVIDER_SOFT ||
+		    r->provider == RY_PROVIDER_TCP)
 			snprintf(r->address, sizeof(r->address), "127.0.0.1:0");
 		else
 			snprintf(r->address, sizeof(r->address), "%s-r%u",
