@@ -8,6 +8,7 @@
  *                transmit queue and sendmsg, the receive state machine
  *   tcp_qp.c     QPs: state machine, post_send, requester and responder
  *                decisions, completions, flush on ERR
+ *   tcp_link.c   rtnetlink watch of the rail's interface
  *   tcp_wire.[ch] the header: layout, one accessor per field, decoder
  *
  * A QP owns at most one TCP connection (qp->c), made when it reaches RTR
@@ -90,6 +91,7 @@ enum ry__tcp_ep_kind {
 	RY__TCP_EP_EVENT,
 	RY__TCP_EP_PEND,
 	RY__TCP_EP_CONN,
+	RY__TCP_EP_LINK,
 };
 
 struct ry__tcp_ep {
@@ -252,8 +254,11 @@ struct ry__tcp_pend { /* an accepted socket waiting for its HELLO */
 
 struct ry__tcp_rail {
 	struct ry_rail base;
-	int lfd, epfd, tfd, efd;
-	struct ry__tcp_ep lep, tep, eep;
+	int lfd, epfd, tfd, efd, nlfd;
+	struct ry__tcp_ep lep, tep, eep, nep;
+	int ifindex;
+	bool nl_up;  /* the interface, from rtnetlink (tcp_link.c) */
+	bool eff_up; /* set_link and the interface: what query says */
 	struct sockaddr_in addr;
 	char ifname[RY_NAME_MAX];
 	uint32_t mtu;
@@ -332,6 +337,13 @@ void ry__tcp_kick(struct ry__tcp_qp *qp);
 void ry__tcp_timed(struct ry__tcp_qp *qp);
 int ry__tcp_epoll(struct ry__tcp_rail *r, int op, int fd, uint32_t events,
 		  struct ry__tcp_ep *ep);
+
+/* tcp_link.c */
+/* Watch the rail's interface (none: no watch); 0 or -errno. */
+int ry__tcp_link_open(struct ry__tcp_rail *r);
+void ry__tcp_link_run(struct ry__tcp_rail *r);
+/* set_link or the interface changed: an event when the sum did. */
+void ry__tcp_link_update(struct ry__tcp_rail *r);
 
 /* tcp_conn.c */
 int ry__tcp_listen(struct ry__tcp_rail *r);

@@ -489,6 +489,9 @@ static int tcp_progress(struct ry_rail *rail)
 			break;
 		case RY__TCP_EP_EVENT:
 			break; /* the owner's: poll_cq and get_event clear it */
+		case RY__TCP_EP_LINK:
+			ry__tcp_link_run(r);
+			break;
 		case RY__TCP_EP_PEND:
 			ry__tcp_pend_rx(
 			    r, container_of(ep, struct ry__tcp_pend, ep));
@@ -532,7 +535,7 @@ static int tcp_query(struct ry_rail *rail, struct ry_rail_attr *attr)
 	struct ry__tcp_rail *r = to_trail(rail);
 
 	memset(attr, 0, sizeof(*attr));
-	attr->link = r->link;
+	attr->link = r->eff_up ? RY_LINK_UP : RY_LINK_DOWN;
 	attr->mtu = r->mtu;
 	attr->mtu_hdr = 0; /* TCP segments; a message has no MTU limit */
 	attr->sends_alone = false; /* post queues, progress transmits */
@@ -597,9 +600,7 @@ static int tcp_set_link(struct ry_rail *rail, enum ry_link_state state)
 		return 0;
 	r->link = state;
 	io_switch(r);
-	ry__tcp_event(
-	    r, state == RY_LINK_UP ? RY_RAIL_EV_LINK_UP : RY_RAIL_EV_LINK_DOWN,
-	    0);
+	ry__tcp_link_update(r);
 	return 0;
 }
 
@@ -672,8 +673,9 @@ static int tcp_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 	r->base.ops = &ry__tcp_ops;
 	snprintf(r->base.name, sizeof(r->base.name), "%s", cfg->name);
 	snprintf(r->ifname, sizeof(r->ifname), "%s", cfg->interface);
-	r->lfd = r->epfd = r->tfd = r->efd = -1;
+	r->lfd = r->epfd = r->tfd = r->efd = r->nlfd = -1;
 	r->lep.kind = RY__TCP_EP_LISTEN;
+	r->nep.kind = RY__TCP_EP_LINK;
 	r->tep.kind = RY__TCP_EP_TIMER;
 	r->eep.kind = RY__TCP_EP_EVENT;
 	r->mtu = cfg->mtu ? cfg->mtu : 1500;
@@ -712,8 +714,11 @@ static int tcp_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 		rc = ry__tcp_epoll(r, EPOLL_CTL_ADD, r->tfd, EPOLLIN, &r->tep);
 	if (!rc)
 		rc = ry__tcp_epoll(r, EPOLL_CTL_ADD, r->efd, EPOLLIN, &r->eep);
+	if (!rc)
+		rc = ry__tcp_link_open(r);
 	if (rc)
 		goto err;
+	r->eff_up = r->nl_up;
 	RY_DBG("tcp", "rail %s: listening on %s:%u", r->base.name,
 	       inet_ntoa(r->addr.sin_addr), ntohs(r->addr.sin_port));
 	*rail_p = &r->base;
@@ -751,6 +756,8 @@ static void tcp_close(struct ry_rail *rail)
 	}
 	if (r->lfd >= 0)
 		close(r->lfd);
+	if (r->nlfd >= 0)
+		close(r->nlfd);
 	if (r->efd >= 0)
 		close(r->efd);
 	if (r->tfd >= 0)
