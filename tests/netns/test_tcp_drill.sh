@@ -7,6 +7,9 @@
 #             etc/examples/netns-drill-{a,b}.conf a tcp rail (same
 #             asserts: 0 failed, 0 corrupt, detection and resume times,
 #             one fence per failure, back within 1 s of the repair)
+#   bench     railyard bench --verify, 1 MiB writes then reads at depth 8
+#             over the four tcp rails (tbf 100mbit each): every byte read
+#             back matches, 0 failed, every rail carried a share
 #   standby   mixed rails: r0..r2 soft (UDP), r3 a tcp rail with
 #             standby = yes on both hosts.  While a primary is up r3
 #             carries nothing; a's three primary cables pulled, traffic
@@ -35,12 +38,12 @@ local | remote | silent | restart)
 	RY_DRILL_CONF_DIR=$confs bash "$here/test_drill.sh" "$ry" "$scenario"
 	exit $?
 	;;
-standby) ;;
+standby | bench) ;;
 *) echo "FAIL: unknown scenario $scenario"; exit 1 ;;
 esac
 
 # ---- standby: r0..r2 soft primaries, r3 a tcp standby ----
-for h in a b; do
+[[ $scenario == standby ]] && for h in a b; do
 	sed -e 's/^\(rail r3 {\) provider = soft /\1 provider = tcp  standby = yes /' \
 		"$examples/netns-drill-$h.conf" >"$confs/netns-drill-$h.conf"
 	grep -q "provider = tcp  standby = yes" "$confs/netns-drill-$h.conf" ||
@@ -76,6 +79,21 @@ for _ in $(seq 50); do grep -q "railyard serve: node" "$work/serve.log" && break
 grep -q "railyard serve: node" "$work/serve.log" || { cat "$work/serve.log"; fail "serve did not start"; }
 
 out=$work/run.json
+if [[ $scenario == bench ]]; then
+	for op in write read; do
+		ip netns exec "$p-a" "$ry" bench -c "$confs/netns-drill-a.conf" \
+			--peer b --op $op --size 1M --depth 8 --duration 4 \
+			--verify --json >"$out" 2>"$out.log" || true
+		jq -e 'type == "object"' "$out" >/dev/null || { cat "$out.log"; fail "no JSON from bench"; }
+		[[ $(jq -r .ops_failed "$out") == 0 ]] || fail "bench $op: $(jq -r .ops_failed "$out") failed"
+		[[ $(jq -r .verify_errors "$out") == 0 ]] || fail "bench $op: $(jq -r .verify_errors "$out") verify errors"
+		[[ $(jq -r .ops_ok "$out") -gt 0 ]] || fail "bench $op: nothing completed"
+		jq -e '[.rails[]?.bytes] | length == 4 and min > 0' "$out" >/dev/null ||
+			fail "bench $op: a rail carried nothing: $(jq -c '[.rails[]? | {name, bytes}]' "$out")"
+		echo "bench $op --verify over 4 tcp rails: $(jq -r .ops_ok "$out") ops, $(jq -r .gbit_per_s "$out") Gbit/s, 0 failed, 0 verify errors"
+	done
+	exit 0
+fi
 ip netns exec "$p-a" "$ry" drill -c "$confs/netns-drill-a.conf" --peer b \
 	--duration 15 --load streams --json >"$out" 2>"$out.log" &
 drill_pid=$!
