@@ -78,9 +78,34 @@ int ry__tcp_listen(struct ry__tcp_rail *r)
 void ry__tcp_pend_close(struct ry__tcp_rail *r, struct ry__tcp_pend *p)
 {
 	ry__list_del(&p->link);
-	r->n_pend--;
-	abort_fd(p->fd);
+	if (p->fd >= 0) {
+		r->n_pend--;
+		abort_fd(p->fd);
+	}
 	free(p);
+}
+
+/*
+ * Close the oldest parked socket that is still open.  Its struct stays on
+ * the list until the timers run (after this progress call's events: one
+ * of them may name it), with fd -1, which nothing reads.
+ */
+static void pend_evict(struct ry__tcp_rail *r)
+{
+	struct ry__list *n;
+
+	for (n = r->pend.next; n != &r->pend; n = n->next) {
+		struct ry__tcp_pend *p =
+		    container_of(n, struct ry__tcp_pend, link);
+
+		if (p->fd < 0)
+			continue;
+		abort_fd(p->fd);
+		p->fd = -1;
+		p->deadline = 0;
+		r->n_pend--;
+		return;
+	}
 }
 
 void ry__tcp_accept(struct ry__tcp_rail *r)
@@ -96,9 +121,7 @@ void ry__tcp_accept(struct ry__tcp_rail *r)
 			return;
 		/* bounded: the oldest parked socket makes room */
 		if (r->n_pend >= RY__TCP_PEND_MAX)
-			ry__tcp_pend_close(r, container_of(r->pend.next,
-							   struct ry__tcp_pend,
-							   link));
+			pend_evict(r);
 		p = calloc(1, sizeof(*p));
 		if (!p) {
 			abort_fd(fd);
@@ -179,6 +202,8 @@ void ry__tcp_pend_rx(struct ry__tcp_rail *r, struct ry__tcp_pend *p)
 	bool drop;
 	ssize_t n;
 
+	if (p->fd < 0)
+		return; /* evicted: freed when the timers run */
 	if (p->got < RY__TCP_HDR_LEN) {
 		n = recv(p->fd, p->hdr + p->got, RY__TCP_HDR_LEN - p->got,
 			 MSG_DONTWAIT);
@@ -307,7 +332,7 @@ int ry__tcp_conn_start(struct ry__tcp_qp *qp)
 		    container_of(n, struct ry__tcp_pend, link);
 		bool drop;
 
-		if (p->got == RY__TCP_HDR_LEN &&
+		if (p->fd >= 0 && p->got == RY__TCP_HDR_LEN &&
 		    hello_match(r, p, &drop) == qp) {
 			pend_attach(r, p, qp);
 			break;

@@ -14,6 +14,9 @@
  *                      HELLO replayed is refused
  *   garbage            a connection that sends no HELLO but bytes is
  *                      closed, and nothing lands
+ *   pend_flood         more silent connections than the listener parks:
+ *                      the oldest are closed, and a QP pair connecting
+ *                      through the same listener still comes up
  *   err_closes         a QP moved to ERR resets its connection: the peer
  *                      QP's next WR fails (RETRY_EXCEEDED) at once, not
  *                      after a timeout
@@ -228,6 +231,32 @@ START_TEST(test_garbage)
 }
 END_TEST
 
+START_TEST(test_pend_flood)
+{
+	enum { N = 300 }; /* above the listener's 256 parked sockets */
+	struct ry_test_pair p;
+	int fd[N];
+
+	pair_open(&p);
+	for (int i = 0; i < N; i++) {
+		fd[i] = raw_connect(&p, 0);
+		if (i % 32 == 31)
+			pair_progress(&p);
+	}
+	pair_spin(&p, 20);
+	/* the first ones were pushed out: closed by the rail */
+	expect_closed(&p, fd[0]);
+	pair_connect(&p);
+	xfer_check(&p, RY_WR_RDMA_WRITE, 65536, 1);
+	xfer_check(&p, RY_WR_RDMA_READ, 65536, 2);
+	for (int i = 1; i < N; i++)
+		close(fd[i]);
+	pair_spin(&p, 20);
+	xfer_check(&p, RY_WR_SEND, 4096, 3);
+	pair_close(&p);
+}
+END_TEST
+
 START_TEST(test_err_closes)
 {
 	struct ry_test_pair p;
@@ -286,6 +315,7 @@ int main(void)
 	tcase_add_test(tc, test_forged_hello);
 	tcase_add_test(tc, test_stale_hello);
 	tcase_add_test(tc, test_garbage);
+	tcase_add_test(tc, test_pend_flood);
 	tcase_add_test(tc, test_err_closes);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
