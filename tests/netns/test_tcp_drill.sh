@@ -95,12 +95,12 @@ if [[ $scenario == bench ]]; then
 	exit 0
 fi
 ip netns exec "$p-a" "$ry" drill -c "$confs/netns-drill-a.conf" --peer b \
-	--duration 15 --load streams --json >"$out" 2>"$out.log" &
+	--duration 12 --load streams --json >"$out" 2>"$out.log" &
 drill_pid=$!
-sleep 4
+sleep 3.5
 t_pull=$(date +%s.%N)
 for r in 0 1 2; do bash "$here/topo.sh" unplug $p a $r; done
-sleep 5
+sleep 4
 t_plug=$(date +%s.%N)
 for r in 0 1 2; do bash "$here/topo.sh" plug $p a $r; done
 drill_rc=0
