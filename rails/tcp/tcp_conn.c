@@ -287,6 +287,8 @@ static int connect_active(struct ry__tcp_qp *qp)
 	qp->c.fd = fd;
 	qp->c.state = RY__TCP_C_CONNECTING;
 	qp->c.want_out = true;
+	qp->c.syn_by = r->now + RY__TCP_SYN_NS;
+	ry__tcp_timed(qp);
 	if (ry__tcp_epoll(r, EPOLL_CTL_ADD, fd, EPOLLIN | EPOLLOUT,
 			  &qp->c.ep)) {
 		abort_fd(fd);

@@ -73,6 +73,10 @@
 #define RY__TCP_SCRATCH (64u << 10)
 #define RY__TCP_EVENTS 64
 #define RY__TCP_STALL_NS (10ull * 1000000)
+/* A connect not done by then starts over with a new socket: a SYN lost
+ * to a path that has just come back is sent again now, not after TCP's
+ * own 1, 3, 7 s. */
+#define RY__TCP_SYN_NS (200ull * 1000000)
 
 _Static_assert((RY__TCP_TXQ & (RY__TCP_TXQ - 1)) == 0, "TXQ power of two");
 _Static_assert((RY__TCP_SRQ_SIZE & (RY__TCP_SRQ_SIZE - 1)) == 0,
@@ -177,6 +181,7 @@ struct ry__tcp_conn {
 	bool closing;  /* ERR after a NAK: close once it went out */
 	bool in_off;   /* EPOLLIN dropped (closing) */
 	uint64_t close_by;
+	uint64_t syn_by; /* CONNECTING: a new socket then (RY__TCP_SYN_NS) */
 	/* transmit queue: free-running counters, & (RY__TCP_TXQ - 1) */
 	struct ry__tcp_txe *txq;
 	uint32_t tx_head, tx_tail, tx_off;

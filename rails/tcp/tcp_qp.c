@@ -118,6 +118,8 @@ uint64_t ry__tcp_qp_next_timer(const struct ry__tcp_qp *qp)
 		       RY__TCP_LINGER_TICK_NS;
 	if (qp->conn_by && (!t || qp->conn_by < t))
 		t = qp->conn_by;
+	if (qp->c.state == RY__TCP_C_CONNECTING && (!t || qp->c.syn_by < t))
+		t = qp->c.syn_by;
 	if (qp->ack_since) {
 		const struct ry__tcp_rail *r =
 		    tqp_rail((struct ry__tcp_qp *)qp);
@@ -874,6 +876,13 @@ void ry__tcp_qp_timers(struct ry__tcp_qp *qp)
 	if (qp->rnr_until && qp->rnr_until <= r->now) {
 		qp->rnr_until = 0;
 		ry__tcp_kick(qp);
+	}
+	if (qp->c.state == RY__TCP_C_CONNECTING && qp->c.syn_by <= r->now &&
+	    (qp->base.state == RY_QPS_RTR || qp->base.state == RY_QPS_RTS)) {
+		/* only HELLO is queued before the connection is up */
+		ry__tcp_conn_abort(qp);
+		if (ry__tcp_conn_start(qp))
+			ry__tcp_qp_conn_lost(qp, EHOSTUNREACH);
 	}
 	if (qp->conn_by &&
 	    (qp->c.state == RY__TCP_C_UP || qp->base.state != RY_QPS_RTS))
