@@ -19,29 +19,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "rails/rail_addr.h"
 #include "rails/tcp/tcp_int.h"
 #include "src/util/log.h"
 
 /* linux/if.h's IFF_LOWER_UP (that header clashes with net/if.h) */
 #define LOWER_UP 0x10000u
-
-/* The interface that owns addr, "" when none (a wildcard bind). */
-static void owner(const struct sockaddr_in *addr, char *name, size_t len)
-{
-	struct ifaddrs *ifa, *i;
-
-	name[0] = '\0';
-	if (getifaddrs(&ifa))
-		return;
-	for (i = ifa; i; i = i->ifa_next)
-		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
-		    ((struct sockaddr_in *)(void *)i->ifa_addr)
-			    ->sin_addr.s_addr == addr->sin_addr.s_addr) {
-			snprintf(name, len, "%s", i->ifa_name);
-			break;
-		}
-	freeifaddrs(ifa);
-}
 
 static bool ioctl_up(int fd, int ifindex)
 {
@@ -64,7 +47,7 @@ int ry__tcp_link_open(struct ry__tcp_rail *r)
 	if (r->ifname[0])
 		memcpy(name, r->ifname, sizeof(name));
 	else
-		owner(&r->addr, name, sizeof(name));
+		ry__rail_addr_owner(&r->addr, name, sizeof(name));
 	if (!name[0])
 		return 0;
 	r->ifindex = (int)if_nametoindex(name);

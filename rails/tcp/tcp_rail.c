@@ -22,6 +22,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "rails/rail_addr.h"
 #include "rails/tcp/tcp_int.h"
 #include "src/util/clock.h"
 #include "src/util/log.h"
@@ -612,49 +613,6 @@ static int tcp_get_stats(struct ry_rail *rail, struct ry_rail_stats *st)
 
 /* ---- open / close ---- */
 
-static int parse_address(const struct ry_rail_config *cfg,
-			 struct sockaddr_in *sa)
-{
-	char host[RY_ADDR_MAX];
-	char *colon;
-
-	memset(sa, 0, sizeof(*sa));
-	sa->sin_family = AF_INET;
-	snprintf(host, sizeof(host), "%s", cfg->address);
-	colon = strrchr(host, ':');
-	if (colon) {
-		char *end;
-		unsigned long port = strtoul(colon + 1, &end, 10);
-
-		if (*end || port > 65535)
-			return -EINVAL;
-		sa->sin_port = htons((uint16_t)port);
-		*colon = '\0';
-	}
-	if (host[0])
-		return inet_pton(AF_INET, host, &sa->sin_addr) == 1 ? 0
-								    : -EINVAL;
-	if (cfg->interface[0]) {
-		struct ifaddrs *ifa, *i;
-		int rc = -EADDRNOTAVAIL;
-
-		if (getifaddrs(&ifa))
-			return -errno;
-		for (i = ifa; i; i = i->ifa_next)
-			if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
-			    !strcmp(i->ifa_name, cfg->interface)) {
-				sa->sin_addr =
-				    ((struct sockaddr_in *)(void *)i->ifa_addr)
-					->sin_addr;
-				rc = 0;
-				break;
-			}
-		freeifaddrs(ifa);
-		return rc;
-	}
-	return -EINVAL;
-}
-
 static void tcp_close(struct ry_rail *rail);
 
 static int tcp_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
@@ -690,7 +648,7 @@ static int tcp_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 		free(r);
 		return -ENOMEM;
 	}
-	rc = parse_address(cfg, &r->addr);
+	rc = ry__rail_parse_addr(cfg, &r->addr);
 	if (rc) {
 		RY_ERR("tcp", "rail %s: bad address \"%s\" (want ip[:port])",
 		       cfg->name, cfg->address);
