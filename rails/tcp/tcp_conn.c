@@ -511,6 +511,10 @@ void ry__tcp_conn_tx(struct ry__tcp_qp *qp)
 	struct ry__tcp_rail *r = tqp_rail(qp);
 	size_t budget = RY__TCP_BUDGET;
 
+	if (qp->lost) { /* no connection: WRs fail as after their retries */
+		ry__tcp_req_fill(qp);
+		return;
+	}
 	if (qp->c.fd < 0 || qp->c.state == RY__TCP_C_CONNECTING ||
 	    ry__tcp_io_off(r))
 		return;

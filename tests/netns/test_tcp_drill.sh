@@ -2,7 +2,7 @@
 # Drills on tcp rails (rails/tcp), between the namespace hosts of topo.sh.
 #
 # usage: test_tcp_drill.sh RAILYARD_BINARY SCENARIO
-#   local | remote | silent | restart
+#   local | remote | silent | restart | two | all | flap | oneway
 #             test_drill.sh's scenario of that name, with every rail of
 #             etc/examples/netns-drill-{a,b}.conf a tcp rail (same
 #             asserts: 0 failed, 0 corrupt, detection and resume times,
@@ -34,7 +34,7 @@ for h in a b; do
 		{ echo "FAIL: cannot make tcp rails of netns-drill-$h.conf"; exit 1; }
 done
 case $scenario in
-local | remote | silent | restart)
+local | remote | silent | restart | two | all | flap | oneway)
 	RY_DRILL_CONF_DIR=$confs bash "$here/test_drill.sh" "$ry" "$scenario"
 	exit $?
 	;;

@@ -17,9 +17,9 @@
  *   pend_flood         more silent connections than the listener parks:
  *                      the oldest are closed, and a QP pair connecting
  *                      through the same listener still comes up
- *   err_closes         a QP moved to ERR resets its connection: the peer
- *                      QP's next WR fails (RETRY_EXCEEDED) at once, not
- *                      after a timeout
+ *   err_closes         a QP moved to ERR resets its connection: the idle
+ *                      peer QP's next WR fails (RETRY_EXCEEDED) at once,
+ *                      not after a timeout
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -276,6 +276,8 @@ START_TEST(test_err_closes)
 	region_get(&p, 1, &b, 4096, 2, ALL);
 	xfer_check(&p, RY_WR_RDMA_WRITE, 4096, 1);
 	ck_assert_int_eq(ry__rail_modify_qp(p.qp[0], RY_QPS_ERR, NULL), 0);
+	/* the reset reaches an idle QP first: its next WR fails */
+	pair_spin(&p, 50);
 	t = test_now_ms();
 	wr = wr_make(RY_WR_RDMA_WRITE, &b, &a, 4096, 5);
 	ck_assert_int_eq(ry__rail_post_send(p.qp[1], &wr, 1), 0);
