@@ -245,7 +245,8 @@ static void check_rail(struct vctx *v, const struct ry_rail_config *r, int i)
 	}
 	check_opts(v, "rail", r, r, i, line);
 	check_opts(v, "rail.fault", r, r, i, line);
-	if (r->provider != RY_PROVIDER_SOFT &&
+	if ((r->provider == RY_PROVIDER_VERBS ||
+	     r->provider == RY_PROVIDER_TCP) &&
 	    (r->fault.down || r->fault.drop > 0 || r->fault.duplicate > 0 ||
 	     r->fault.reorder > 0 || r->fault.corrupt > 0 || r->fault.delay_us))
 		REPORT(v, line_of(v, "rail.fault", i, "", line),
@@ -318,7 +319,8 @@ int ry__cfg_validate(const struct ry_config *cfg, struct ry__loader *ld)
 		       "data_mac needs key_file");
 	for (unsigned i = 0;
 	     cfg->data_mac && i < cfg->n_rails && i < RY_MAX_RAILS; i++)
-		if (cfg->rails[i].provider != RY_PROVIDER_SOFT)
+		if (cfg->rails[i].provider == RY_PROVIDER_VERBS ||
+		    cfg->rails[i].provider == RY_PROVIDER_TCP)
 			REPORT(&v,
 			       line_of(&v, "rail", (int)i, "provider",
 				       cfg->rails[i].line),
