@@ -92,6 +92,7 @@ void fx_config(struct ry_config *c, const struct fx_opts *o, bool is_b)
 			snprintf(r->address, sizeof(r->address), "%s-r%u",
 				 is_b ? "b" : "a", i);
 		r->weight = !is_b && o->weight_a[i] ? o->weight_a[i] : 1;
+		r->standby = o->standby[i];
 		r->gid_index = -1;
 	}
 #undef FX_SET

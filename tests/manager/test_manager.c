@@ -666,6 +666,46 @@ START_TEST(all_rails_killed_then_restored)
 }
 END_TEST
 
+/*
+ * A standby rail (r2) carries nothing while a primary is up; with both
+ * primaries pulled the operations go on over it alone, none failed; with
+ * them back it idles again.
+ */
+START_TEST(standby_rail)
+{
+	struct ry_counters c, d;
+	int i;
+
+	setup_opts(&(struct fx_opts){
+	    .nrails_a = 3, .nrails_b = 3, .standby = {false, false, true}});
+	/* the first operation connects the rails; whichever came up first
+	 * took it (a standby too, while no primary was up yet) */
+	ck_assert_int_eq(write_verify(0, MiB, 1), RY_OK);
+	ck_assert(fx_until(&F, all_active, NULL, 5000));
+	ck_assert_int_eq(ry_rail_counters(F.a, "r2", &d), 0);
+	for (i = 0; i < 8; i++)
+		ck_assert_int_eq(write_verify(0, MiB, 10 + i), RY_OK);
+	ck_assert_int_eq(ry_rail_counters(F.a, "r2", &c), 0);
+	ck_assert_uint_eq(c.bytes, d.bytes);
+	ck_assert_int_eq(ry_rail_link(F.a, "r0", false), 0);
+	ck_assert_int_eq(ry_rail_link(F.a, "r1", false), 0);
+	for (i = 0; i < 8; i++) {
+		ck_assert_int_eq(write_verify(0, MiB, 20 + i), RY_OK);
+		ck_assert_int_eq(read_verify(0, MiB, 20 + i), RY_OK);
+	}
+	ck_assert_int_eq(ry_rail_counters(F.a, "r2", &c), 0);
+	ck_assert_uint_ge(c.bytes, d.bytes + 16 * MiB);
+	ck_assert_int_eq(ry_rail_link(F.a, "r0", true), 0);
+	ck_assert_int_eq(ry_rail_link(F.a, "r1", true), 0);
+	ck_assert(fx_until(&F, all_active, NULL, 5000));
+	for (i = 0; i < 8; i++)
+		ck_assert_int_eq(write_verify(0, MiB, 30 + i), RY_OK);
+	ck_assert_int_eq(ry_rail_counters(F.a, "r2", &d), 0);
+	ck_assert_uint_eq(d.bytes, c.bytes);
+	teardown();
+}
+END_TEST
+
 static bool a_r1_active(void *arg)
 {
 	(void)arg;
@@ -2241,6 +2281,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, own_stall_is_not_silence);
 	tcase_add_test(tc, down_times_silent);
 	tcase_add_test(tc, all_rails_killed_then_restored);
+	tcase_add_test(tc, standby_rail);
 	tcase_add_test(tc, flapping_rail);
 	tcase_add_test(tc, detect_local_link_down);
 	tcase_add_test(tc, detect_far_unplug_idle);
