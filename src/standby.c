@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* Standby rails: see standby.h. */
+#include "src/manager.h"
 #include "src/standby.h"
 
 bool ry__standby_primary_up(const struct ry_peer *p)

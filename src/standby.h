@@ -13,7 +13,9 @@
 
 #include <stdbool.h>
 
-#include "src/manager.h"
+#include "src/conn.h"
+#include "src/lrail.h"
+#include "src/peer.h"
 
 /* Whether a primary connection of p can take work now. */
 bool ry__standby_primary_up(const struct ry_peer *p);
