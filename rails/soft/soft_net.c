@@ -433,8 +433,9 @@ int ry__soft_net_open(struct ry__soft_rail *r, const struct ry_rail_config *cfg)
 	r->gso =
 	    !setsockopt(r->sock, SOL_UDP, UDP_SEGMENT, &zero, sizeof(zero));
 	r->gro = !setsockopt(r->sock, SOL_UDP, UDP_GRO, &one, sizeof(one));
-	/* SO_BINDTODEVICE wants CAP_NET_RAW: root has it, so has the systemd
-	 * unit's user; anyone else keeps the socket unbound, as routing says */
+	/* SO_BINDTODEVICE wants CAP_NET_RAW before Linux 5.7 (since, only to
+	 * change a binding): a user refused it keeps the socket unbound, as
+	 * routing says; root is never refused */
 	if (cfg->interface[0] &&
 	    setsockopt(r->sock, SOL_SOCKET, SO_BINDTODEVICE, cfg->interface,
 		       (socklen_t)strlen(cfg->interface)) &&
