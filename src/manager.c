@@ -116,16 +116,13 @@ int ry__lrail_open(struct ry_manager *m, unsigned i,
 	lr->lr_mgr = m;
 	lr->lr_idx = i;
 	lr->lr_cfg = *rc;
-	ret = ry__rail_open(&lr->lr_cfg, &rail);
+	ret = ry__rail_life_open(lr, &rail); /* logs why it failed */
 	/* lr_rail is read under lr_lock by whoever kicks the rail */
 	pthread_mutex_lock(&lr->lr_lock);
 	lr->lr_rail = rail;
 	pthread_mutex_unlock(&lr->lr_lock);
-	if (ret) {
-		RY_ERR("mgr", "rail %s: open: %s", lr->lr_cfg.name,
-		       strerror(-ret));
+	if (ret)
 		return ret;
-	}
 	ret = ry__rail_query(lr->lr_rail, &lr->lr_attr);
 	if (ret)
 		return ret;
@@ -152,8 +149,10 @@ int ry__lrail_open(struct ry_manager *m, unsigned i,
 	ret = ry__rail_fd(lr->lr_rail);
 	if (ret >= 0) {
 		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = lr};
+		/* reopened (rail_life.c) in a slot a rail thread runs */
+		int epfd = lr->lr_rt ? lr->lr_rt->rt_epfd : m->m_rail_epfd;
 
-		if (epoll_ctl(m->m_rail_epfd, EPOLL_CTL_ADD, ret, &ev))
+		if (epoll_ctl(epfd, EPOLL_CTL_ADD, ret, &ev))
 			RY_ERR("mgr", "rail %s: epoll_ctl: %m",
 			       lr->lr_cfg.name);
 	}
@@ -394,7 +393,7 @@ int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 
 	m->m_nrails = m->m_cfg.n_rails;
 	for (i = 0; i < m->m_nrails; i++) {
-		ret = ry__lrail_open(m, i, &m->m_cfg.rails[i]);
+		ret = ry__rail_life_create(m, i, &m->m_cfg.rails[i]);
 		if (ret)
 			goto err;
 	}
@@ -408,8 +407,11 @@ int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 	if (ret)
 		goto err;
 	ry__timer_arm(m);
-	RY_INFO("mgr", "node %s: %u rails, control %s", m->m_cfg.node,
-		m->m_nrails, m->m_listen_addr);
+	RY_INFO("mgr", "node %s: %d of %u rails open, control %s",
+		m->m_cfg.node, ry_rail_count(m), m->m_nrails, m->m_listen_addr);
+	if (!ry_rail_count(m))
+		RY_WARN("mgr", "node %s: no rail is open; waiting for one",
+			m->m_cfg.node);
 	*mgr_p = m;
 	return 0;
 

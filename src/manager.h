@@ -170,6 +170,7 @@
 #include "src/util/log.h"
 #include "src/util/queue.h"
 #include "src/util/random.h"
+#include "src/rail_life.h"
 
 #define RY__RECV_BUFS 256 /* receive buffers per rail (the SRQ) */
 #define RY__MSG_SLOTS 256 /* send slots for messages per manager */
@@ -264,6 +265,7 @@ struct ry__desc {
 	unsigned d_access;
 	uint32_t d_mask; /* which of the owner's rails have an rkey */
 	uint32_t d_rkey[RY_MAX_RAILS];
+	uint32_t d_gen[RY_MAX_RAILS]; /* of the rail the rkey is on */
 };
 
 int ry__desc_unpack(const void *buf, size_t len, struct ry__desc *d);
@@ -540,6 +542,7 @@ struct ry__lrail {
 	struct ry__conn **lr_qpn_hash;
 	unsigned lr_qpn_bits, lr_qpn_n;
 	struct ry_counters lr_gone; /* counters of peers forgotten */
+	struct ry__rlife lr_life;   /* absent, present, gone (rail_life.c) */
 };
 
 /* A thread doing the protocol work of some rails (progress.c). */
@@ -1235,6 +1238,9 @@ static inline bool ry__lrail_live(const struct ry__lrail *lr)
 int ry__lrail_open(struct ry_manager *m, unsigned i,
 		   const struct ry_rail_config *rc);
 void ry__lrail_close(struct ry__lrail *lr);
+/* reload.c: fail a rail's connections over, then close it (rail_life.c) */
+void ry__rail_remove(struct ry_manager *m, struct ry__lrail *lr,
+		     uint64_t drain_ns, const char *why);
 /* peer.c: pair our rails with the peer's again (rails added or removed) */
 void ry__peer_pair(struct ry_peer *p);
 /* control.c: tell every admitted session our rail list again; parse the

@@ -530,7 +530,7 @@ static struct ry__op *rdma_op_new(struct ry_peer *p, enum ry__op_type type,
 		op->op_notify_val = nval;
 	}
 	op->op_raddr = d->d_addr;
-	op->op_rmask = d->d_mask;
+	op->op_rmask = ry__rail_life_keys(p, d); /* a rail back: not its */
 	memcpy(op->op_rkey, d->d_rkey, sizeof(op->op_rkey));
 	op->op_rnode = d->d_node;
 	return op;

@@ -163,6 +163,8 @@ static void on_event(const struct ry_event *ev, void *arg)
 		: ev->type == RY_EV_RAIL_UP	 ? "link up"
 		: ev->type == RY_EV_CONN_DOWN	 ? "connection down"
 		: ev->type == RY_EV_CONN_RESUMED ? "replayed traffic resumed"
+		: ev->type == RY_EV_RAIL_GONE	 ? "gone"
+		: ev->type == RY_EV_RAIL_BACK	 ? "back"
 						 : "connection up",
 		ev->reason && *ev->reason ? ": " : "",
 		ev->reason ? ev->reason : "");

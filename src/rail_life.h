@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * A configured rail's life (rail_life.c): present (open), absent (it
+ * could not open: device, port, interface, address or GID not there), or
+ * gone (it was open and its device went away).  Absent and gone rails
+ * are "missing": their slot is a hole (ry__lrail_live() false) that
+ * keeps what the config named, and the manager tries to open it again.
+ */
+#ifndef RAILYARD_RAIL_LIFE_H
+#define RAILYARD_RAIL_LIFE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <railyard/config.h>
+
+struct ry_manager;
+struct ry__lrail;
+struct ry_rail;
+
+struct ry__rlife {
+	bool rl_missing;  /* configured, not open: retried */
+	bool rl_was_open; /* opened once: its return is "back" */
+	bool rl_dying;	  /* the device went away: close it */
+	bool rl_quiet;	  /* an open failure is ours to report */
+	/* an open or close is under way without the rail's lock held: the
+	 * rail threads keep off it (lr_lock) */
+	bool rl_busy;
+	uint32_t rl_gen; /* times it came back, 24 bits (descriptors, HELLO) */
+	int rl_err;	 /* the last open's error */
+	uint64_t rl_next_ns;	      /* the next attempt */
+	uint64_t rl_since_ns;	      /* missing since */
+	char rl_why[256];	      /* the last open's cause, for status */
+	struct ry_rail_config rl_cfg; /* what to open */
+};
+
+/* ry_manager_create(): open slot i, or note it missing (0), or fail. */
+int ry__rail_life_create(struct ry_manager *m, unsigned i,
+			 const struct ry_rail_config *rc);
+/* ry__lrail_open(): the provider's open, its log kept as the cause. */
+int ry__rail_life_open(struct ry__lrail *lr, struct ry_rail **rail_p);
+/* A rail event said the device is gone: closed at the next round. */
+void ry__rail_life_gone(struct ry__lrail *lr, const char *why);
+/* The cold lock held, every round: close the gone, retry the missing. */
+void ry__rail_life_run(struct ry_manager *m, uint64_t now);
+/* The owner's rails whose rkey in d is of the rail open now. */
+struct ry_peer;
+struct ry__desc;
+uint32_t ry__rail_life_keys(const struct ry_peer *p, const struct ry__desc *d);
+/* Whether slot lr is missing (and so keeps a config to open). */
+static inline bool ry__rail_life_missing(const struct ry__rlife *rl)
+{
+	return rl->rl_missing;
+}
+
+#endif
