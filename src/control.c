@@ -1472,6 +1472,7 @@ static int hello_apply(struct ry__ctl *c, const struct hello *h, bool reply)
 		return -EPROTO; /* one session speaks for one node */
 	}
 	p = c->c_peer;
+	ry__rail_life_peer_rails(p, h->rr, h->n); /* its rails came back */
 	if (h->n != p->pr_nrrails) {
 		/* before anything changes: a refusal leaves the record as
 		 * it was */

@@ -286,6 +286,23 @@ uint32_t ry__rail_life_keys(const struct ry_peer *p, const struct ry__desc *d)
 	return mask;
 }
 
+void ry__rail_life_peer_rails(struct ry_peer *p, const struct ry__rrail *rr,
+			      unsigned n)
+{
+	uint32_t stale = 0;
+	struct ry__list *pos;
+
+	for (unsigned j = 0; j < n && j < p->pr_nrrails && j < RY_MAX_RAILS;
+	     j++)
+		if (rr[j].rr_ep.cookie != p->pr_rrails[j].rr_ep.cookie)
+			stale |= 1u << j;
+	if (!stale)
+		return;
+	/* every op of the peer got its keys before the rail came back */
+	ry__list_for_each(pos, &p->pr_ops)
+		ry__list_entry(pos, struct ry__op, op_all)->op_rmask &= ~stale;
+}
+
 int ry_rail_missing(struct ry_manager *m, unsigned index, char *name,
 		    size_t name_len, char *reason, size_t reason_len)
 {

@@ -47,6 +47,11 @@ void ry__rail_life_run(struct ry_manager *m, uint64_t now);
 struct ry_peer;
 struct ry__desc;
 uint32_t ry__rail_life_keys(const struct ry_peer *p, const struct ry__desc *d);
+/* A peer's new rail list (HELLO, the cold lock held): its operations
+ * stop using the keys of a rail of the peer that came back since. */
+struct ry__rrail;
+void ry__rail_life_peer_rails(struct ry_peer *p, const struct ry__rrail *rr,
+			      unsigned n);
 /* Whether slot lr is missing (and so keeps a config to open). */
 static inline bool ry__rail_life_missing(const struct ry__rlife *rl)
 {

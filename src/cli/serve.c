@@ -62,7 +62,7 @@ static int sd_watchdog_enabled(int unset, uint64_t *usec)
 static const char usage_text[] =
     "usage: railyard serve -c FILE [--socket PATH] [--region SIZE]\n"
     "                      [--targets N] [--metrics ADDR:PORT]\n"
-    "                      [--metrics ADDR:PORT]\n"
+    "                      [--require-all-rails]\n"
     "\n"
     "Run a node: bind the rails of FILE, accept peers, and give each peer\n"
     "that asks (`railyard bench` and `railyard drill`) a target region of\n"
@@ -73,6 +73,10 @@ static const char usage_text[] =
     "else $XDG_RUNTIME_DIR/railyard-NODE.sock) for `railyard status`.\n"
     "--metrics ADDR:PORT serves Prometheus metrics at\n"
     "http://ADDR:PORT/metrics (127.0.0.1:9470; 0.0.0.0:9470 for all).\n"
+    "A rail whose device, port, interface or address is not there does not\n"
+    "stop it: it starts without the rail (`railyard status` shows it\n"
+    "missing, and why) and opens it when it appears; --require-all-rails\n"
+    "(or require_all_rails = yes) refuses to start instead.\n"
     "Under systemd (Type=notify) it reports readiness, status, watchdog.\n"
     "SIGHUP (or `railyard reload`) reads FILE again and applies it; a file\n"
     "with a problem changes nothing.\n"
@@ -439,6 +443,8 @@ int cli_serve(int argc, char **argv)
 			file = argv[++i];
 		} else if (!strcmp(argv[i], "--socket") && i + 1 < argc) {
 			sock_arg = argv[++i];
+		} else if (!strcmp(argv[i], "--require-all-rails")) {
+			cli_require_all_rails = true;
 		} else if (!strcmp(argv[i], "--metrics") && i + 1 < argc) {
 			metrics_arg = argv[++i];
 		} else if (!strcmp(argv[i], "--targets") && i + 1 < argc) {
