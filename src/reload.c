@@ -183,17 +183,21 @@ static void check(struct ry_manager *m, const struct ry_config *c,
 #undef SAME_NUM
 
 	memset(pl, 0, sizeof(*pl));
+	/* a missing rail (rail_life.c) is the config's as an open one is */
 	for (i = 0; i < m->m_nrails; i++)
-		pl->gone[i] = ry__lrail_live(&m->m_rails[i]);
+		pl->gone[i] = ry__lrail_live(&m->m_rails[i]) ||
+			      ry__rail_life_missing(&m->m_rails[i].lr_life);
 	for (k = 0; k < c->n_rails; k++) {
 		pl->keep[k] = -1;
 		for (i = 0; i < m->m_nrails; i++) {
 			const struct ry__lrail *lr = &m->m_rails[i];
+			const struct ry_rail_config *rc =
+			    ry__lrail_live(lr) ? &lr->lr_cfg
+					       : &lr->lr_life.rl_cfg;
 
-			if (!ry__lrail_live(lr) ||
-			    strcmp(lr->lr_cfg.name, c->rails[k].name))
+			if (!pl->gone[i] || strcmp(rc->name, c->rails[k].name))
 				continue;
-			if (same_rail(&lr->lr_cfg, &c->rails[k])) {
+			if (same_rail(rc, &c->rails[k])) {
 				pl->keep[k] = (int)i;
 				pl->gone[i] = false;
 			}
@@ -570,7 +574,12 @@ static int reload(struct ry_manager *m, const struct ry_config *cfg,
 					c.rails[k].name);
 	}
 	for (i = 0; i < m->m_nrails; i++)
-		if (pl.gone[i]) {
+		if (pl.gone[i] &&
+		    ry__rail_life_missing(&m->m_rails[i].lr_life)) {
+			RY_INFO("reload", "rail %s: removed (it was missing)",
+				m->m_rails[i].lr_life.rl_cfg.name);
+			m->m_rails[i].lr_life.rl_missing = false;
+		} else if (pl.gone[i]) {
 			RY_INFO("reload",
 				"rail %s: removed; draining its connections",
 				m->m_rails[i].lr_cfg.name);

@@ -165,6 +165,17 @@ START_TEST(absent_at_create_opens_when_it_appears)
 		      "reason: %s", why);
 	ck_assert_int_eq(ry_rail_missing(F.a, 1, name, sizeof(name), NULL, 0),
 			 -ENOENT);
+	{
+		static char text[1 << 18];
+
+		ck_assert_int_gt(ry_metrics_render(F.a, text, sizeof(text)), 0);
+		ck_assert_msg(
+		    strstr(text, "railyard_rail_up{rail=\"r0\"} 1\n") &&
+			strstr(text, "railyard_rail_up{rail=\"r1\","
+				     "reason=\"loop device a-r1 not "
+				     "found\"} 0\n"),
+		    "%s", text);
+	}
 	/* the rail it has works, and nothing fails for the missing one */
 	stream_run(&s, 300);
 	ck_assert_uint_gt(s.done_ok, 0);
@@ -230,6 +241,40 @@ START_TEST(no_rail_starts_and_waits)
 	ck_assert(fx_until(&F, count_is, &(struct count_arg){F.a, 2}, BACK_MS));
 	stream_run(&s, 200);
 	stream_finish(&s);
+}
+END_TEST
+
+/* A reload of the same file keeps a missing rail missing (and retried),
+ * one without it stops trying it. */
+START_TEST(reload_keeps_missing_rail)
+{
+	struct fx_opts o = {.nrails_a = 2};
+	struct ry_config c;
+	char name[32];
+
+	ry_loop_absent("a-r1", true);
+	setup_opts(&o);
+	fx_config(&c, &F.o, false);
+	ck_assert_int_eq(ry_manager_reload(F.a, &c, NULL, NULL), 0);
+	ck_assert_int_eq(ry_rail_missing(F.a, 0, name, sizeof(name), NULL, 0),
+			 0);
+	ck_assert_str_eq(name, "r1");
+	ry_loop_absent("a-r1", false);
+	ck_assert(fx_until(&F, count_is, &(struct count_arg){F.a, 2}, BACK_MS));
+	fx_sleep_progress(&F, 500);
+	ck_assert_int_eq(ry_rail_count(F.a), 2); /* opened once */
+
+	fx_fini(&F);
+	ry_loop_absent("a-r1", true);
+	setup_opts(&o);
+	o.nrails_a = 1;
+	fx_config(&c, &o, false);
+	ck_assert_int_eq(ry_manager_reload(F.a, &c, NULL, NULL), 0);
+	ck_assert_int_eq(ry_rail_missing(F.a, 0, name, sizeof(name), NULL, 0),
+			 -ENOENT);
+	ry_loop_absent("a-r1", false);
+	fx_sleep_progress(&F, 600);
+	ck_assert_int_eq(ry_rail_count(F.a), 1);
 }
 END_TEST
 
@@ -355,6 +400,7 @@ int main(void)
 	    absent_at_create_opens_when_it_appears,
 	    require_all_rails_refuses,
 	    no_rail_starts_and_waits,
+	    reload_keeps_missing_rail,
 	    device_gone_and_back_initiator,
 	    device_gone_and_back_target,
 	    device_gone_and_back_threads,
