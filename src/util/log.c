@@ -78,9 +78,9 @@ void ry__log_emit(enum ry_log_level level, const char *comp, const char *fmt,
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 
-	if (capture) {
+	if (capture && level <= RY_LOG_WARN) {
 		/* the first error is the cause; later ones its consequences */
-		if (level <= RY_LOG_WARN && !capture->msg[0]) {
+		if (!capture->msg[0]) {
 			size_t n = strnlen(msg, sizeof(capture->msg) - 1);
 
 			memcpy(capture->msg, msg, n);

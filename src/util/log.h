@@ -20,9 +20,10 @@ void ry__log_emit(enum ry_log_level level, const char *comp, const char *fmt,
 		  ...) __attribute__((format(printf, 3, 4)));
 
 /*
- * Between begin and end, this thread's messages are not logged: the first
- * error or warning is kept in c->msg ("" if none), for a caller that
- * retries something quietly and reports its cause once (rail_life.c).
+ * Between begin and end, this thread's errors and warnings are not logged:
+ * the first is kept in c->msg ("" if none), for a caller that retries
+ * something quietly and reports its cause once (rail_life.c).  Lower
+ * levels are logged as usual.
  */
 struct ry__log_capture {
 	char msg[256];
