@@ -54,9 +54,22 @@ life_drill() {
 	echo "guest: rail life: r1 open in b after $((i / 10)).$((i % 10)) s"
 	sleep 5
 	echo "guest: rail life: rdma link delete rxe_b1 at $(now) s"
-	timeout 10 rdma link delete rxe_b1 ||
-		echo "guest: rail life: rdma link delete rxe_b1 did not return"
-	echo "guest: rail life: rxe_b1 deleted at $(now) s"
+	# rxe's removal waits (unkillable) until every user closed the
+	# device: serve must notice and close its rail for it to finish
+	rdma link delete rxe_b1 &
+	del_pid=$!
+	i=0
+	while [ $i -lt 100 ] && [ -e /sys/class/infiniband/rxe_b1 ]; do
+		i=$((i + 1))
+		sleep 0.1
+	done
+	if [ -e /sys/class/infiniband/rxe_b1 ]; then
+		life_gone_stuck=1
+		echo "guest: rail life: rxe_b1 still there 10 s after its delete"
+	else
+		wait $del_pid
+		echo "guest: rail life: rxe_b1 deleted at $(now) s"
+	fi
 	sleep 2
 	echo "guest: rail life: rdma link add rxe_b1 at $(now) s"
 	rdma link add rxe_b1 type rxe netdev veth1b
@@ -68,6 +81,8 @@ life_drill() {
 	echo "guest: rail life: drill: $(mgr_jq '"\(.ops_ok) ops ok, \(.ops_failed) failed, \(.verify_errors) verify errors"')"
 	echo "guest: rail life: events: $(mgr_jq '[.events[] | "\(.t) \(.rail) \(.event)"] | join("; ")')"
 	echo "guest: rail life: r1 MB/s per second: $(mgr_jq '[.samples[] | "\(.t):\(.rails.r1)"] | join(" ")')"
+	[ -z "${life_gone_stuck:-}" ] ||
+		life_fail "serve did not let go of rxe_b1 when it was deleted" || return 1
 	[ "$(mgr_jq .ops_failed)" = 0 ] || life_fail "$(mgr_jq .ops_failed) operations failed: $(mgr_jq .first_error)" || return 1
 	[ "$(mgr_jq .verify_errors)" = 0 ] || life_fail "$(mgr_jq .verify_errors) verify errors" || return 1
 	# r1 connected after the first add, went down with the device, and
@@ -88,10 +103,12 @@ life_drill() {
 }
 
 life_all() {
+	life_gone_stuck=
 	life_fail_before=$fail
 	fail=0
 	check "rail life: serve without rxe_b1, added, deleted and added mid-drill" life_drill
 	mgr_serve_stop || fail=1
+	[ -n "$life_gone_stuck" ] && wait
 	# the next scripts find rxe_b1 as guest-run.sh left it
 	[ -e /sys/class/infiniband/rxe_b1 ] ||
 		rdma link add rxe_b1 type rxe netdev veth1b || fail=1
