@@ -499,24 +499,33 @@ struct ry_rail *ry__mgr_rail(struct ry_manager *m, const char *name)
 	return lr ? lr->lr_rail : NULL;
 }
 
-/* The application sees the live rails only, numbered without holes. */
+/* The application sees the live rails only, numbered without holes;
+ * under the lock: rails come and go by themselves (rail_life.c). */
 int ry_rail_count(struct ry_manager *m)
 {
 	int n = 0;
 
 	if (!m)
 		return -EINVAL;
+	ry__lock(m);
 	for (unsigned i = 0; i < m->m_nrails; i++)
 		n += ry__lrail_live(&m->m_rails[i]);
+	ry__unlock(m);
 	return n;
 }
 
 const char *ry_rail_name(struct ry_manager *m, unsigned index)
 {
-	for (unsigned i = 0; m && i < m->m_nrails; i++)
+	const char *name = NULL;
+
+	if (!m)
+		return NULL;
+	ry__lock(m);
+	for (unsigned i = 0; !name && i < m->m_nrails; i++)
 		if (ry__lrail_live(&m->m_rails[i]) && !index--)
-			return m->m_rails[i].lr_cfg.name;
-	return NULL;
+			name = m->m_rails[i].lr_cfg.name;
+	ry__unlock(m);
+	return name;
 }
 
 int ry_rail_fault(struct ry_manager *m, const char *rail,

@@ -681,7 +681,9 @@ RY_API int ry_peer_list(struct ry_manager *mgr, struct ry_peer_entry *out,
 
 /* ---- rails: state and fault injection (drills, tests) ---- */
 
-/* Names of the local rails, in config order; returns the count. */
+/* Names of the local rails open now (missing ones: ry_rail_missing), in
+ * config order; returns the count.  The name lives as long as the
+ * manager; it reads "" once its rail is gone. */
 RY_API int ry_rail_count(struct ry_manager *mgr);
 RY_API const char *ry_rail_name(struct ry_manager *mgr, unsigned index);
 
