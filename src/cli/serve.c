@@ -181,11 +181,12 @@ static void on_event(const struct ry_event *ev, void *arg)
 	pthread_mutex_unlock(&sv->lock);
 }
 
-/* "4 rails, 3 up, 12 peers" for systemctl status. */
+/* "4 rails, 3 up, 12 peers" (", 1 missing") for systemctl status. */
 static void notify_status(struct server *sv, const char *prefix)
 {
 	int n = ry_rail_count(sv->mgr), up = 0;
-	unsigned peers = 0;
+	unsigned peers = 0, missing = 0;
+	char more[32] = "";
 
 	for (int i = 0; i < n; i++) {
 		struct ry_rail_info ri;
@@ -200,8 +201,12 @@ static void notify_status(struct server *sv, const char *prefix)
 		peers += sv->conns[i].up > 0;
 	sv->status_dirty = false;
 	pthread_mutex_unlock(&sv->lock);
-	sd_notifyf(0, "%sSTATUS=%d rails, %d up, %u peers", prefix, n, up,
-		   peers);
+	while (!ry_rail_missing(sv->mgr, missing, NULL, 0, NULL, 0))
+		missing++;
+	if (missing)
+		snprintf(more, sizeof(more), ", %u missing", missing);
+	sd_notifyf(0, "%sSTATUS=%d rails, %d up, %u peers%s", prefix, n, up,
+		   peers, more);
 }
 
 #ifdef RY_WITH_MICROHTTPD
