@@ -10,6 +10,7 @@ for a in $(cat /proc/cmdline); do
 	case $a in
 	ry_role=*) ROLE=${a#ry_role=} ;;
 	ry_work=*) W=${a#ry_work=} ;;
+	ry_slack=*) SLACK=${a#ry_slack=} ;;
 	esac
 done
 H=1
@@ -124,6 +125,15 @@ n=$(j '[.events[] | select(.rail == "r0" and .event == "up")] | length')
 last=$(j '[.events[] | select(.rail == "r1" and .event == "up") | .t] | max')
 moved=$(j "[.samples[] | select(.t > $last + 1) | .rails.r1] | add // 0")
 awk -v m="$moved" 'BEGIN { exit !(m > 0) }' || die "r1 up since $last s but carried nothing after"
+# each cable plugged back (the host's times, in the drill's clock): its
+# rail's connection up within 1 s, plus TCG's slack
+while read -r t r; do
+	up=$(j "[.events[] | select(.rail == \"$r\" and (.event == \"up\" or .event == \"connect\") and .t >= $t - 0.2) | .t] | min")
+	[ "$up" != null ] || die "$r: no connection up after its cable came back at $t s"
+	ms=$(awk -v u="$up" -v t="$t" 'BEGIN { printf "%d", (u - t) * 1000 }')
+	say "$r: cable back at $t s, up $ms ms later"
+	[ "$ms" -le $((1000 + ${SLACK:-1500})) ] || die "$r up $ms ms after its cable came back"
+done <"$W/returns"
 [ "$(cat /tmp/drill.rc)" = 0 ] || die "drill exited $(cat /tmp/drill.rc)"
 say "PASS"
 exit 0

@@ -21,7 +21,9 @@
 #                serve) and adds it again 2 s later (guest-2node.sh)
 # guest-2node.sh asserts on the drill's JSON: 0 failed operations, 0
 # verify errors, r1 up again after each return with bytes after the
-# last, detect/resume times per event; the serve log: absent, back, gone.
+# last, each cable's rail up within 1 s (+ RY_HW_SLACK_MS, default 1500
+# for TCG) of its plug, detect/resume times per event; the serve log:
+# absent, back, gone.
 #
 # usage: hw_qemu_2node.sh SOURCE_DIR BUILD_DIR
 # env:   as hw_qemu_rxe.sh (which builds the shared guest image);
@@ -65,7 +67,7 @@ boot() {
 	      -nographic -no-reboot -serial stdio
 	      -monitor "tcp:127.0.0.1:$(mport "$role"),server,nowait"
 	      -kernel "$CACHE/vmlinuz" -initrd "$CACHE/initramfs.cpio.gz"
-	      -append "console=ttyS0 quiet loglevel=4 panic=-1 ry_src=$SRC ry_build=$BUILD ry_run=$HERE/guest-2node.sh ry_role=$role ry_work=$W"
+	      -append "console=ttyS0 quiet loglevel=4 panic=-1 ry_src=$SRC ry_build=$BUILD ry_run=$HERE/guest-2node.sh ry_role=$role ry_work=$W ry_slack=${RY_HW_SLACK_MS:-1500}"
 	      -device isa-debug-exit,iobase=0xf4,iosize=4
 	      -virtfs "local,path=$SRC,mount_tag=src,security_model=none,readonly=on,id=src"
 	      -virtfs "local,path=$BUILD,mount_tag=build,security_model=none,id=build")
@@ -121,13 +123,17 @@ if wait_line a "^drill to" 150; then
 		d=$(awk -v t="$t" -v s="$1" -v n="$(date +%s.%N)" 'BEGIN { d = t + s - n; print (d > 0 ? d : 0) }')
 		sleep "$d"
 	}
-	at 1; monitor b "set_link r1 on"
+	# back RAIL: when a cable came back, in the drill's time (its
+	# start is when a printed "drill to"), for guest a's check
+	back() { awk -v t="$t" -v n="$(date +%s.%N)" -v r="$1" \
+		'BEGIN { printf "%.3f %s\n", n - t, r }' >>"$W/returns"; }
+	at 1; monitor b "set_link r1 on"; back r1
 	at 4; monitor a "set_link r1 off"
-	at 6; monitor a "set_link r1 on"
+	at 6; monitor a "set_link r1 on"; back r1
 	at 9; monitor b "set_link r1 off"
-	at 11; monitor b "set_link r1 on"
+	at 11; monitor b "set_link r1 on"; back r1
 	at 14; monitor a "set_link r0 off"; monitor a "set_link r1 off"
-	at 16; monitor a "set_link r0 on"; monitor a "set_link r1 on"
+	at 16; monitor a "set_link r0 on"; monitor a "set_link r1 on"; back r0; back r1
 	at 20; echo "HOST: $(elapsed) s: b: rdma link delete rxe1"; : >"$W/delete"
 else
 	echo "HOST: a's drill never started"
