@@ -252,7 +252,12 @@ static void try_open(struct ry_manager *m, struct ry__lrail *lr, uint64_t now)
 	conns_renew(m, lr);
 	for (p = m->m_peers; p; p = p->pr_next)
 		ry__peer_pair(p);
-	ry__ctl_announce(m);
+	/* a peer that dials a rail whose link is not up yet (a netdev
+	 * created, its address added, then set up) is refused and backs
+	 * off, doubling: it hears of the rail once the link is up */
+	rl->rl_announce = lr->lr_link != RY_LINK_UP;
+	if (!rl->rl_announce)
+		ry__ctl_announce(m);
 	for (p = m->m_peers; p; p = p->pr_next)
 		ry__peer_dirty(p);
 	RY_INFO("mgr", "rail %s: %s after %llu ms missing", lr->lr_cfg.name,
@@ -269,8 +274,12 @@ void ry__rail_life_run(struct ry_manager *m, uint64_t now)
 
 		if (lr->lr_life.rl_dying && lr->lr_rail)
 			close_gone(m, lr, now);
-		else if (lr->lr_life.rl_missing &&
-			 now >= lr->lr_life.rl_next_ns && !m->m_closing)
+		else if (lr->lr_life.rl_announce && lr->lr_rail &&
+			 lr->lr_link == RY_LINK_UP) {
+			lr->lr_life.rl_announce = false;
+			ry__ctl_announce(m);
+		} else if (lr->lr_life.rl_missing &&
+			   now >= lr->lr_life.rl_next_ns && !m->m_closing)
 			try_open(m, lr, now);
 	}
 }

@@ -23,6 +23,7 @@ struct ry__rlife {
 	bool rl_was_open; /* opened once: its return is "back" */
 	bool rl_dying;	  /* the device went away: close it */
 	bool rl_quiet;	  /* an open failure is ours to report */
+	bool rl_announce; /* open with its link down: tell peers once up */
 	/* an open or close is under way without the rail's lock held: the
 	 * rail threads keep off it (lr_lock) */
 	bool rl_busy;
