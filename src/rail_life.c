@@ -38,7 +38,15 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "src/conn.h"
+#include "src/ctl/ctl.h"
+#include "src/events.h"
+#include "src/lrail.h"
 #include "src/manager.h"
+#include "src/op.h"
+#include "src/peer.h"
+#include "src/progress.h"
+#include "src/region.h"
 
 #define RETRY_NS (RY_RAIL_RETRY_MS * 1000000ull)
 
@@ -295,15 +303,15 @@ uint32_t ry__rail_life_keys(const struct ry_peer *p, const struct ry__desc *d)
 	return mask;
 }
 
-void ry__rail_life_peer_rails(struct ry_peer *p, const struct ry__rrail *rr,
-			      unsigned n)
+void ry__rail_life_peer_rails(struct ry_peer *p,
+			      const struct ry_qp_endpoint *ep, unsigned n)
 {
 	uint32_t stale = 0;
 	struct ry__list *pos;
 
 	for (unsigned j = 0; j < n && j < p->pr_nrrails && j < RY_MAX_RAILS;
 	     j++)
-		if (rr[j].rr_ep.cookie != p->pr_rrails[j].rr_ep.cookie)
+		if (ep[j].cookie != p->pr_rrails[j].rr_ep.cookie)
 			stale |= 1u << j;
 	if (!stale)
 		return;

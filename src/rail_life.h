@@ -17,6 +17,7 @@
 struct ry_manager;
 struct ry__lrail;
 struct ry_rail;
+struct ry_qp_endpoint;
 
 struct ry__rlife {
 	bool rl_missing;  /* configured, not open: retried */
@@ -50,9 +51,8 @@ struct ry__desc;
 uint32_t ry__rail_life_keys(const struct ry_peer *p, const struct ry__desc *d);
 /* A peer's new rail list (HELLO, the cold lock held): its operations
  * stop using the keys of a rail of the peer that came back since. */
-struct ry__rrail;
-void ry__rail_life_peer_rails(struct ry_peer *p, const struct ry__rrail *rr,
-			      unsigned n);
+void ry__rail_life_peer_rails(struct ry_peer *p,
+			      const struct ry_qp_endpoint *ep, unsigned n);
 /* Whether slot lr is missing (and so keeps a config to open). */
 static inline bool ry__rail_life_missing(const struct ry__rlife *rl)
 {
