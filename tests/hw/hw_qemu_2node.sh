@@ -91,6 +91,7 @@ monitor() {
 	for try in 1 2 3 4 5 6 7 8 9 10; do
 		if exec 3<>"/dev/tcp/127.0.0.1/$port"; then
 			printf '%s\n' "$2" >&3
+			sent=$(date +%s.%N)
 			sleep 0.2
 			exec 3>&-
 			echo "HOST: $(elapsed) s: $1: $2"
@@ -123,9 +124,9 @@ if wait_line a "^drill to" 150; then
 		d=$(awk -v t="$t" -v s="$1" -v n="$(date +%s.%N)" 'BEGIN { d = t + s - n; print (d > 0 ? d : 0) }')
 		sleep "$d"
 	}
-	# back RAIL: when a cable came back, in the drill's time (its
-	# start is when a printed "drill to"), for guest a's check
-	back() { awk -v t="$t" -v n="$(date +%s.%N)" -v r="$1" \
+	# back RAIL: when the last cable command went, in the drill's time
+	# (its start is when a printed "drill to"), for guest a's check
+	back() { awk -v t="$t" -v n="$sent" -v r="$1" \
 		'BEGIN { printf "%.3f %s\n", n - t, r }' >>"$W/returns"; }
 	at 1; monitor b "set_link r1 on"; back r1
 	at 4; monitor a "set_link r1 off"
@@ -133,7 +134,8 @@ if wait_line a "^drill to" 150; then
 	at 9; monitor b "set_link r1 off"
 	at 11; monitor b "set_link r1 on"; back r1
 	at 14; monitor a "set_link r0 off"; monitor a "set_link r1 off"
-	at 16; monitor a "set_link r0 on"; monitor a "set_link r1 on"; back r0; back r1
+	at 16; monitor a "set_link r0 on"; back r0
+	monitor a "set_link r1 on"; back r1
 	at 20; echo "HOST: $(elapsed) s: b: rdma link delete rxe1"; : >"$W/delete"
 else
 	echo "HOST: a's drill never started"
