@@ -417,6 +417,7 @@ int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 	ry__fd_watch(m, m->m_rail_epfd, &m->m_rails_tag, false);
 
 	m->m_nrails = m->m_cfg.n_rails;
+	m->m_rail_life = ry__rail_life_run;
 	for (i = 0; i < m->m_nrails; i++) {
 		ret = ry__rail_life_create(m, i, &m->m_cfg.rails[i]);
 		if (ret)

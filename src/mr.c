@@ -110,8 +110,9 @@ int ry_mr_pack(const struct ry_region *rg, void *buf, size_t len)
 	need = DESC_HDR + DESC_ENT * m->m_nrails + 4;
 	if (len < need)
 		return -ENOSPC;
-	/* a rail may close or open meanwhile (rail_life.c) */
-	ry__lock(m);
+	/* a rail may close or open meanwhile (rail_life.c): whoever changes
+	 * one holds the cold lock, m_lock first */
+	pthread_mutex_lock(&m->m_lock);
 	memset(p, 0, need);
 	ry__put_le32(p, DESC_MAGIC);
 	p[4] = DESC_VERSION;
@@ -131,7 +132,7 @@ int ry_mr_pack(const struct ry_region *rg, void *buf, size_t len)
 		e[3] = (unsigned char)(m->m_rails[i].lr_life.rl_gen >> 16);
 		ry__put_le32(e + 4, rg->rg_mr[i]->rkey);
 	}
-	ry__unlock(m);
+	pthread_mutex_unlock(&m->m_lock);
 	p[5] = (unsigned char)n;
 	need = DESC_HDR + DESC_ENT * n;
 	ry__put_le32(p + need, fnv1a(p, need));

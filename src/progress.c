@@ -49,7 +49,7 @@ static void rail_event(struct ry__lrail *lr, const struct ry_rail_event *ev,
 	case RY_RAIL_EV_LINK_DOWN:
 	case RY_RAIL_EV_DEVICE_FATAL:
 		if (ev->type == RY_RAIL_EV_DEVICE_FATAL)
-			ry__rail_life_gone(lr, NULL); /* closed, reopened */
+			lr->lr_life.rl_dying = true; /* rail_life.c closes it */
 		if (lr->lr_link == RY_LINK_DOWN)
 			break;
 		lr->lr_link = RY_LINK_DOWN;
@@ -214,7 +214,8 @@ static void manager_round(struct ry_manager *m, uint64_t now)
 {
 	struct ry_peer *p;
 
-	ry__rail_life_run(m, now);
+	if (m->m_rail_life)
+		m->m_rail_life(m, now);
 	ry__replay_run(m);
 	if (now >= m->m_next_tick_ns) {
 		m->m_next_tick_ns = now + m->m_tick_ns;

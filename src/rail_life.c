@@ -161,17 +161,13 @@ int ry__rail_life_create(struct ry_manager *m, unsigned i,
 	return 0;
 }
 
-void ry__rail_life_gone(struct ry__lrail *lr, const char *why)
+/* Why the device went, from what the config names. */
+static void gone_why(struct ry__lrail *lr)
 {
 	struct ry__rlife *rl = &lr->lr_life;
 	const struct ry_rail_config *c = &lr->lr_cfg;
 
-	if (rl->rl_dying || !lr->lr_rail)
-		return;
-	rl->rl_dying = true;
-	if (why)
-		snprintf(rl->rl_why, sizeof(rl->rl_why), "%s", why);
-	else if (c->provider == RY_PROVIDER_VERBS)
+	if (c->provider == RY_PROVIDER_VERBS)
 		snprintf(rl->rl_why, sizeof(rl->rl_why),
 			 "device %s: fatal error or removed", c->device);
 	else if (c->provider != RY_PROVIDER_SOFT)
@@ -209,6 +205,7 @@ static void close_gone(struct ry_manager *m, struct ry__lrail *lr, uint64_t now)
 	struct ry__rlife *rl = &lr->lr_life;
 	struct ry_rail_config rc = lr->lr_cfg;
 
+	gone_why(lr);
 	RY_WARN("mgr",
 		"rail %s: gone: %s; closed, its connections fail over; it "
 		"opens again when it returns",
@@ -290,17 +287,6 @@ void ry__rail_life_run(struct ry_manager *m, uint64_t now)
 			   now >= lr->lr_life.rl_next_ns && !m->m_closing)
 			try_open(m, lr, now);
 	}
-}
-
-uint32_t ry__rail_life_keys(const struct ry_peer *p, const struct ry__desc *d)
-{
-	uint32_t mask = d->d_mask;
-
-	for (unsigned j = 0; j < p->pr_nrrails && j < RY_MAX_RAILS; j++)
-		if (mask & (1u << j) &&
-		    p->pr_rrails[j].rr_ep.cookie != d->d_gen[j])
-			mask &= ~(1u << j);
-	return mask;
 }
 
 void ry__rail_life_peer_rails(struct ry_peer *p,

@@ -22,7 +22,7 @@ struct ry_qp_endpoint;
 struct ry__rlife {
 	bool rl_missing;  /* configured, not open: retried */
 	bool rl_was_open; /* opened once: its return is "back" */
-	bool rl_dying;	  /* the device went away: close it */
+	bool rl_dying;	  /* the device went away (progress.c): close it */
 	bool rl_quiet;	  /* an open failure is ours to report */
 	bool rl_announce; /* open with its link down: tell peers once up */
 	/* an open or close is under way without the rail's lock held: the
@@ -41,14 +41,9 @@ int ry__rail_life_create(struct ry_manager *m, unsigned i,
 			 const struct ry_rail_config *rc);
 /* ry__lrail_open(): the provider's open, its log kept as the cause. */
 int ry__rail_life_open(struct ry__lrail *lr, struct ry_rail **rail_p);
-/* A rail event said the device is gone: closed at the next round. */
-void ry__rail_life_gone(struct ry__lrail *lr, const char *why);
 /* The cold lock held, every round: close the gone, retry the missing. */
 void ry__rail_life_run(struct ry_manager *m, uint64_t now);
-/* The owner's rails whose rkey in d is of the rail open now. */
 struct ry_peer;
-struct ry__desc;
-uint32_t ry__rail_life_keys(const struct ry_peer *p, const struct ry__desc *d);
 /* A peer's new rail list (HELLO, the cold lock held): its operations
  * stop using the keys of a rail of the peer that came back since. */
 void ry__rail_life_peer_rails(struct ry_peer *p,
