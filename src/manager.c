@@ -21,6 +21,8 @@
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
 
+#include <railyard/testing.h>
+
 #include "config/config_int.h"
 #include "src/manager.h"
 
@@ -327,9 +329,14 @@ int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 	unsigned i;
 	int ret;
 
+	const char *why = "no config";
+
 	if (!cfg || !mgr_p)
 		return -EINVAL;
-	c = *cfg;
+	if (ry__config_adopt(cfg, &c, &why)) {
+		RY_ERR("mgr", "%s", why);
+		return -EINVAL;
+	}
 	ret = adopt_config(&c);
 	if (ret)
 		return ret;

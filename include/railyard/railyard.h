@@ -653,7 +653,7 @@ struct ry_peer_entry {
 RY_API int ry_peer_list(struct ry_manager *mgr, struct ry_peer_entry *out,
 			unsigned max);
 
-/* ---- rails: state and fault injection (drills, tests) ---- */
+/* ---- rails ---- */
 
 /* Names of the local rails, in config order; returns the count. */
 RY_API int ry_rail_count(struct ry_manager *mgr);
@@ -667,31 +667,6 @@ struct ry_rail_info {
 };
 RY_API int ry_rail_info(struct ry_manager *mgr, const char *rail,
 			struct ry_rail_info *out);
-
-/* What to do to a rail's packets; all zero clears every fault. */
-struct ry_fault_spec {
-	bool drop_all; /* an unplugged cable: nothing in or out, silently */
-	double drop;   /* probabilities 0..1 */
-	double duplicate;
-	double reorder;
-	double corrupt;
-	uint32_t delay_us; /* added one-way delay */
-};
-
-/*
- * Inject a fault on a local rail by name; it replaces the previous one.
- * Errors: -ENOENT (no such rail), -EINVAL (a probability outside 0..1),
- * -EOPNOTSUPP (the provider cannot inject that fault: the verbs rail none,
- * the test-only loop rail only drop_all).
- */
-RY_API int ry_rail_fault(struct ry_manager *mgr, const char *rail,
-			 const struct ry_fault_spec *spec);
-
-/*
- * Take a local rail's link down or up, as pulling a cable would; the rail
- * reports it as a link event.  Errors: -ENOENT, -EOPNOTSUPP.
- */
-RY_API int ry_rail_link(struct ry_manager *mgr, const char *rail, bool up);
 
 /* ---- metrics ---- */
 
