@@ -101,7 +101,7 @@ struct ry_failover_config {
 	uint32_t reconnect_min_ms; /* first reconnect backoff */
 	uint32_t reconnect_max_ms; /* backoff ceiling */
 	uint32_t op_timeout_ms;	   /* an operation with no path fails after */
-	bool fence;		   /* fence replayed operations (see README) */
+	bool fence; /* fence replayed operations: railyard.conf(5) */
 };
 
 enum ry_log_level {

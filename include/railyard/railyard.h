@@ -116,19 +116,22 @@ RY_API void ry_log_use_syslog(bool on);
 
 /*
  * Create a manager from a config (copied; the caller keeps ownership of
- * cfg).  Opens every rail, registers receive buffers and starts the control
- * channel listener on cfg->control ("host:port"; port 0 picks one, see
+ * cfg): one from ry_config_load(), or a struct set up by
+ * ry_config_init_defaults() (any other is refused: config.h).  Opens
+ * every rail, registers receive buffers and starts the control channel
+ * listener on cfg->control ("host:port"; port 0 picks one, see
  * ry_manager_control_addr; empty means "127.0.0.1:0").  Zero sizes and
  * failover times take the defaults of ry_config_init_defaults() (heartbeat
  * 10 ms, timeout 100 ms, ack timeout 20 ms, retry 5, reconnect
  * 100..5000 ms, op timeout 10 s); an empty node gets a random name.
  * failover.fence is taken as given (false: no fencing).  The result must
  * then pass ry_config_validate(); its problems are logged at error level.
- * Errors: -EINVAL (the config does not validate: no rails, fragment_size
- * not a power of two in 512..1 MiB, two rails with one name, a value out
- * of range such as a retry count above 6), -EADDRINUSE/-EADDRNOTAVAIL
- * (control address), a rail's open error (-ENOSYS: provider not
- * implemented, -EPROTONOSUPPORT: provider not built), -ENOMEM.
+ * Errors: -EINVAL (a struct of another layout, or a config that does not
+ * validate: no rails, fragment_size not a power of two in 512..1 MiB, two
+ * rails with one name, a value out of range such as a retry count above
+ * 6), -EADDRINUSE/-EADDRNOTAVAIL (control address), a rail's open error
+ * (-ENOSYS: provider not implemented, -EPROTONOSUPPORT: provider not
+ * built), -ENOMEM.
  */
 RY_API int ry_manager_create(const struct ry_config *cfg,
 			     struct ry_manager **mgr_p);
@@ -323,7 +326,7 @@ RY_API int ry_desc_live(struct ry_peer *peer, const void *desc, size_t len);
  * realloc, mremap).  Without it a later buffer at the same address hits
  * the old registration; if the old pages were unmapped meanwhile, verbs
  * RDMA then reads and writes the old (pinned) physical pages, not the new
- * buffer, and reports success (README: Registration cache).  Invalidation
+ * buffer, and reports success (ry_mr_cache_get(3)).  Invalidation
  * removes every cached region overlapping the range: idle ones are
  * deregistered at once, ones in use when their last put comes.
  *
@@ -677,7 +680,7 @@ RY_API int ry_rail_info(struct ry_manager *mgr, const char *rail,
  * lowest health, failure detection and failover resume times (summaries
  * plus a max gauge) and the transport's packet counters; per connection
  * health and state labelled {rail, peer}; per peer the same counters
- * labelled {peer}.  The README lists every family.
+ * labelled {peer}.  ry_metrics_render(3) lists every family.
  *
  * Works like snprintf: writes at most len bytes into buf (NUL-terminated
  * when len > 0; buf may be NULL when len is 0) and returns the length the
