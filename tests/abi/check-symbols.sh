@@ -2,7 +2,8 @@
 # librailyard.so exports the public API and nothing else, every symbol
 # under a version node: the functions its dynamic symbol table defines,
 # the RY_API declarations of the installed headers and the global list of
-# src/librailyard.map are one and the same set.
+# src/librailyard.map are one and the same set, each named by a manual
+# page of src/man/.
 # usage: check-symbols.sh LIBRARY.so SOURCE_DIR
 set -euo pipefail
 so=$1 src=$2
@@ -42,6 +43,13 @@ for pair in "lib hdr library headers" "map hdr src/librailyard.map headers"; do
 		bad=1
 	fi
 done
+# and each has a manual page: a .Nm of src/man/*.3
+grep -h '^\.Nm ry_' "$src"/src/man/*.3 | awk '{print $2}' | sort -u >"$tmp/man"
+undoc=$(comm -23 "$tmp/lib" "$tmp/man")
+if [[ -n $undoc ]]; then
+	echo "exported without a manual page (src/man/*.3):" $undoc
+	bad=1
+fi
 if grep -qE '^RY_API ' "$src/include/railyard/testing.h"; then
 	echo "testing.h marks a test hook RY_API: it would be exported"
 	bad=1
