@@ -92,8 +92,8 @@ static void log_config_error(const struct ry_config_error *e, void *arg)
 }
 
 /*
- * A program may hand over a struct it zeroed: railyard.h promises defaults
- * for zero sizes and times, a node name and a loopback control address.
+ * A program may leave fields zero: railyard.h promises defaults for zero
+ * sizes and times, a node name and a loopback control address.
  * The rest is the loader's own validation, so a config passes one set of
  * rules whether it came from a file or was built by hand.
  */
