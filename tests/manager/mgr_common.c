@@ -132,8 +132,6 @@ void stream_finish(struct stream *s)
 		}
 }
 
-/* Stream until a's rail has completed fragments within the last 50 ms. */
-
 void count_lines(enum ry_log_level level, const char *comp, const char *msg,
 		 void *arg)
 {
@@ -176,9 +174,9 @@ int mgr_main(const char *area, const struct mgr_case *cases, unsigned n)
 		for (j = 0; j < nt && strcmp(names[j], cases[i].tcase); j++)
 			;
 		if (j == nt) {
+			/* more tcases in one suite: raise MAX_TCASES */
 			if (nt == MAX_TCASES)
-				abort(); /* a suite with more tcases: raise it
-					  */
+				abort();
 			names[nt] = cases[i].tcase;
 			tcs[nt] = tcase_create(cases[i].tcase);
 			tcase_set_timeout(tcs[nt], 120);

@@ -29,6 +29,7 @@
 
 /* ---- failover ---- */
 
+/* Stream until a's rail has completed fragments within the last 50 ms. */
 static bool rail_busy(struct stream *s, const char *rail, unsigned ms)
 {
 	uint64_t end = fx_now_ns() + (uint64_t)ms * 1000000;
