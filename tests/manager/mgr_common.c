@@ -144,6 +144,28 @@ void count_lines(enum ry_log_level level, const char *comp, const char *msg,
 		atomic_fetch_add(&lm->n, 1);
 }
 
+bool both_rails_active(void *arg)
+{
+	(void)arg;
+	return fx_active(F.a, "r0") && fx_active(F.a, "r1") &&
+	       fx_active(F.b, "r0") && fx_active(F.b, "r1");
+}
+
+bool all_active(void *arg)
+{
+	unsigned i;
+
+	(void)arg;
+	for (i = 0; i < F.o.nrails_a; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "r%u", i);
+		if (fx_active(F.a, name) != 1)
+			return false;
+	}
+	return true;
+}
+
 #define MAX_TCASES 8
 
 int mgr_main(const char *area, const struct mgr_case *cases, unsigned n)
@@ -161,11 +183,15 @@ int mgr_main(const char *area, const struct mgr_case *cases, unsigned n)
 		ry_log_set_level(RY_LOG_ERROR);
 	fx_skip_if_unavailable();
 	snprintf(name, sizeof(name), "manager-%s%s", area,
-		 fx_is_loop() ? "" : "-soft");
+		 FX_PROVIDER == RY_PROVIDER_SOFT  ? "-soft"
+		 : FX_PROVIDER == RY_PROVIDER_TCP ? "-tcp"
+						  : "");
 	s = suite_create(name);
 	for (unsigned i = 0; i < n; i++) {
-		bool here = cases[i].rail == MGR_ANY ||
-			    (cases[i].rail == MGR_LOOP) == fx_is_loop();
+		enum mgr_rail r = cases[i].rail;
+		bool here = r == MGR_ANY || (r == MGR_LOOP && fx_is_loop()) ||
+			    (r == MGR_NOT_LOOP && !fx_is_loop()) ||
+			    (r == MGR_SOFT && FX_PROVIDER == RY_PROVIDER_SOFT);
 		unsigned j;
 
 		if (!here)

@@ -56,8 +56,14 @@ struct log_match {
 void count_lines(enum ry_log_level level, const char *comp, const char *msg,
 		 void *arg);
 
-/* A case of an area's suite, in a tcase by name, on either rail or one. */
-enum mgr_rail { MGR_ANY, MGR_LOOP, MGR_SOFT };
+/* fx_until() predicates: r0 and r1 ACTIVE on both ends; every rail of
+ * a ACTIVE. */
+bool both_rails_active(void *arg);
+bool all_active(void *arg);
+
+/* A case of an area's suite, in a tcase by name, on the rails it needs:
+ * any, the loop rail only, any but the loop rail, the soft rail only. */
+enum mgr_rail { MGR_ANY, MGR_LOOP, MGR_NOT_LOOP, MGR_SOFT };
 struct mgr_case {
 	const char *tcase;
 	const TTest *test;
@@ -65,9 +71,9 @@ struct mgr_case {
 };
 
 /*
- * Run an area's cases as suite "manager-AREA" ("manager-AREA-soft" over
- * soft rails), each tcase with a 120 s timeout; skips (77) where the
- * provider cannot run.  Returns main's exit status.
+ * Run an area's cases as suite "manager-AREA" ("manager-AREA-soft",
+ * "-tcp" over those rails), each tcase with a 120 s timeout; skips (77) where
+ * the provider cannot run.  Returns main's exit status.
  */
 int mgr_main(const char *area, const struct mgr_case *cases, unsigned n);
 

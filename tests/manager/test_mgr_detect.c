@@ -59,6 +59,9 @@ START_TEST(detect_far_unplug_idle)
 
 	setup_opts(NULL); /* failover defaults */
 	ck_assert_int_eq(write_verify(0, 4096, 1), RY_OK);
+	/* r0 ACTIVE before the cut: one still probing fails without an
+	 * event (a loaded machine, or a tcp rail's round more to connect) */
+	ck_assert(fx_until(&F, all_active, NULL, 5000));
 	fx_sleep_progress(&F, 150);
 	t0 = fx_now_ns();
 	ck_assert_int_eq(ry_rail_fault(F.b, "r0", &cut), 0);

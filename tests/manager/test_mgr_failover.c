@@ -294,21 +294,6 @@ struct active_wait {
 	unsigned n;
 };
 
-static bool all_active(void *arg)
-{
-	unsigned i;
-
-	(void)arg;
-	for (i = 0; i < F.o.nrails_a; i++) {
-		char name[16];
-
-		snprintf(name, sizeof(name), "r%u", i);
-		if (fx_active(F.a, name) != 1)
-			return false;
-	}
-	return true;
-}
-
 START_TEST(all_rails_killed_then_restored)
 {
 	struct fx_done d = {0};
@@ -344,6 +329,46 @@ START_TEST(all_rails_killed_then_restored)
 	ck_assert_int_eq(read_verify(MiB, MiB, 4), RY_OK);
 	ck_assert_uint_ge(F.ev_a.n_rail_down, 2);
 	ck_assert_uint_ge(F.ev_a.n_rail_up, 2);
+	teardown();
+}
+END_TEST
+
+/*
+ * A standby rail (r2) carries nothing while a primary is up; with both
+ * primaries pulled the operations go on over it alone, none failed; with
+ * them back it idles again.
+ */
+START_TEST(standby_rail)
+{
+	struct ry_counters c, d;
+	int i;
+
+	setup_opts(&(struct fx_opts){
+	    .nrails_a = 3, .nrails_b = 3, .standby = {false, false, true}});
+	/* the first operation connects the rails; whichever came up first
+	 * took it (a standby too, while no primary was up yet) */
+	ck_assert_int_eq(write_verify(0, MiB, 1), RY_OK);
+	ck_assert(fx_until(&F, all_active, NULL, 5000));
+	ck_assert_int_eq(ry_rail_counters(F.a, "r2", &d), 0);
+	for (i = 0; i < 8; i++)
+		ck_assert_int_eq(write_verify(0, MiB, 10 + i), RY_OK);
+	ck_assert_int_eq(ry_rail_counters(F.a, "r2", &c), 0);
+	ck_assert_uint_eq(c.bytes, d.bytes);
+	ck_assert_int_eq(ry_rail_link(F.a, "r0", false), 0);
+	ck_assert_int_eq(ry_rail_link(F.a, "r1", false), 0);
+	for (i = 0; i < 8; i++) {
+		ck_assert_int_eq(write_verify(0, MiB, 20 + i), RY_OK);
+		ck_assert_int_eq(read_verify(0, MiB, 20 + i), RY_OK);
+	}
+	ck_assert_int_eq(ry_rail_counters(F.a, "r2", &c), 0);
+	ck_assert_uint_ge(c.bytes, d.bytes + 16 * MiB);
+	ck_assert_int_eq(ry_rail_link(F.a, "r0", true), 0);
+	ck_assert_int_eq(ry_rail_link(F.a, "r1", true), 0);
+	ck_assert(fx_until(&F, all_active, NULL, 5000));
+	for (i = 0; i < 8; i++)
+		ck_assert_int_eq(write_verify(0, MiB, 30 + i), RY_OK);
+	ck_assert_int_eq(ry_rail_counters(F.a, "r2", &d), 0);
+	ck_assert_uint_eq(d.bytes, c.bytes);
 	teardown();
 }
 END_TEST
@@ -506,6 +531,7 @@ int main(void)
 	    {"manager", own_stall_is_not_silence, MGR_ANY},
 	    {"manager", down_times_silent, MGR_ANY},
 	    {"manager", all_rails_killed_then_restored, MGR_ANY},
+	    {"manager", standby_rail, MGR_ANY},
 	    {"manager", flapping_rail, MGR_ANY},
 	    {"manager", far_link_down_waits_for_peer, MGR_ANY},
 	    {"manager", far_link_down_first_connect, MGR_ANY},

@@ -138,6 +138,8 @@ int main(void)
 	const struct mgr_case cases[] = {
 	    {"manager", fence_stale_packet_dropped, MGR_LOOP},
 	    {"manager", no_fence_stale_packet_lands, MGR_LOOP},
+	    /* needs a rail that can delay packets (a tcp rail cannot: a
+	     * reset connection delivers nothing more) */
 	    {"manager", fence_delayed_packet_dropped, MGR_SOFT},
 	    {"manager", no_fence_delayed_packet_lands, MGR_SOFT},
 	};

@@ -130,13 +130,6 @@ static bool b_refused(void *arg)
 	return BEV.window > *(unsigned *)arg;
 }
 
-static bool both_rails_active(void *arg)
-{
-	(void)arg;
-	return fx_active(F.a, "r0") && fx_active(F.a, "r1") &&
-	       fx_active(F.b, "r0") && fx_active(F.b, "r1");
-}
-
 /*
  * A post_send that fails (a provider out of send queue memory, say) fails
  * its connection as a broken link would: the op completes RY_OK on the

@@ -574,7 +574,7 @@ int main(void)
 	    {"manager", both_sides_connect_at_once, MGR_ANY},
 	    {"manager", peer_by_config_name, MGR_ANY},
 	    {"manager", control_garbage, MGR_ANY},
-	    {"manager", log_section_of_a_file, MGR_SOFT},
+	    {"manager", log_section_of_a_file, MGR_NOT_LOOP},
 	    {"manager", destroy_cancels_in_flight, MGR_ANY},
 	    {"manager", sender_forgotten_after_leaving, MGR_ANY},
 	    {"manager", held_sender_kept_until_released, MGR_ANY},
