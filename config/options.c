@@ -93,6 +93,12 @@ const struct ry__opt ry__opts[] = {
 	 "weights are relative: 1 for equal rails"),
     ROW("rail", struct ry_rail_config, rate_bps, "rate", RY__OPT_RATE, "0", 0,
 	0, 0, "bits/s", NULL),
+    /* set on a soft rail: refused in validate.c */
+    RAIL(traffic_class, RY__OPT_INT, "0", 0, 255,
+	 RY__OPT_VERBS | RY__OPT_VERBS_CHECK, "DSCP << 2 | ECN",
+	 "DSCP << 2 | ECN bits, 0 to 255: DSCP 26 (AF31) is 104"),
+    RAIL(sl, RY__OPT_INT, "0", 0, 15, RY__OPT_VERBS | RY__OPT_VERBS_CHECK,
+	 "service level", "InfiniBand service levels are 0 to 15"),
 
     FAULT(down, RY__OPT_BOOL, "no", 0, 0, 0, "yes | no", NULL),
     FAULT(drop, RY__OPT_PROB, "0", 0, 1, 0, "probability", PROB_HINT),

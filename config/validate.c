@@ -231,6 +231,12 @@ static void check_rail(struct vctx *v, const struct ry_rail_config *r, int i)
 			       "device is for verbs rails; remove it or set "
 			       "provider = verbs",
 			       "soft rail '%s' does not use a device", r->name);
+		if (r->traffic_class || r->sl)
+			REPORT(v, RL(r->sl ? "sl" : "traffic_class"),
+			       "traffic_class and sl are set on verbs rails' "
+			       "QPs; remove them or set provider = verbs",
+			       "soft rail '%s' cannot set %s", r->name,
+			       r->sl ? "sl" : "traffic_class");
 	} else if (r->provider == RY_PROVIDER_VERBS) {
 		if (!r->device[0])
 			REPORT(v, line,

@@ -60,6 +60,11 @@ struct ry_rail_config {
 	uint32_t mtu;	   /* bytes; 0: the device's / interface's */
 	uint32_t weight;   /* relative share when rate is unknown */
 	uint64_t rate_bps; /* bits per second; 0: measure */
+	/* verbs: on every QP of the rail, the RoCE v2 packets' IP traffic
+	 * class (DSCP << 2 | ECN, 0..255) and the InfiniBand service level
+	 * (0..15), which fabrics map to a lossless priority */
+	uint32_t traffic_class;
+	uint32_t sl;
 	struct ry_fault_config fault;
 	int line; /* where it was defined, for messages */
 };

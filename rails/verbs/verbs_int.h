@@ -146,6 +146,10 @@ struct ry__verbs_rail {
 	uint16_t lid;
 	bool ethernet; /* RoCE: GRH always */
 	uint32_t mtu;  /* bytes: min(cfg->mtu, port active) */
+	/* every QP's: the GRH's traffic class (RoCE: the IP header's
+	 * DSCP/ECN byte) and the address vector's service level */
+	uint8_t traffic_class;
+	uint8_t sl;
 	uint64_t rate_bps;
 	struct ibv_device_attr dev_attr;
 	uint32_t max_msg_size;

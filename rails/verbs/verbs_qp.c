@@ -345,12 +345,16 @@ static int to_rtr(struct ry__verbs_qp *q, const struct ry_qp_attr *attr)
 	a.min_rnr_timer = rnr_timer_code(attr->min_rnr_timer_us);
 	a.ah_attr.port_num = r->port;
 	a.ah_attr.dlid = attr->remote.lid;
+	/* the fabric's lossless class: SL on InfiniBand (RoCE HCAs map it
+	 * to the VLAN priority), the IP DSCP/ECN byte on RoCE v2 */
+	a.ah_attr.sl = r->sl;
 	if (r->ethernet) {
 		/* RoCE addresses by GID only: the GRH is the IP header */
 		a.ah_attr.is_global = 1;
 		memcpy(a.ah_attr.grh.dgid.raw, attr->remote.gid, 16);
 		a.ah_attr.grh.sgid_index = (uint8_t)r->gid_index;
 		a.ah_attr.grh.hop_limit = 64;
+		a.ah_attr.grh.traffic_class = r->traffic_class;
 	}
 	t = ry__now_ns();
 	rc =

@@ -191,6 +191,8 @@ static int verbs_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 	r->base.ops = &ry__verbs_ops;
 	snprintf(r->base.name, sizeof(r->base.name), "%s", cfg->name);
 	r->port = (uint8_t)port.port;
+	r->traffic_class = (uint8_t)cfg->traffic_class;
+	r->sl = (uint8_t)cfg->sl;
 	r->rate_bps = (uint64_t)port.rate_gbps * 1000000000u;
 	r->epfd = -1;
 	ry__list_init(&r->pds);

@@ -46,7 +46,8 @@ apt_update() { # once, and only when we may install
 
 # --- tools: command -> Debian package ---
 need=(qemu-system-x86_64:qemu-system-x86 busybox:busybox-static
-      depmod:kmod modprobe:kmod cpio:cpio dpkg:dpkg xz:xz-utils jq:jq)
+      depmod:kmod modprobe:kmod cpio:cpio dpkg:dpkg xz:xz-utils jq:jq
+      tcpdump:tcpdump)
 missing=() pkgs=()
 for n in "${need[@]}"; do
 	command -v "${n%%:*}" >/dev/null 2>&1 ||

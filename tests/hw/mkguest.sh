@@ -1,7 +1,7 @@
 #!/bin/bash
 # Build the hw test guest: a Debian kernel (vmlinuz) and a small initramfs
 # holding that kernel's RDMA modules (rdma_rxe and what it needs), busybox,
-# iproute2 (ip, rdma), jq, the rxe libibverbs provider and every shared library
+# iproute2 (ip, rdma), jq, tcpdump, the rxe libibverbs provider and every shared library
 # the project's binaries link.  The project's build and source trees are
 # not copied: the guest mounts them over 9p at their host paths.
 #
@@ -67,8 +67,10 @@ cp "$BB" "$R/usr/bin/busybox"
 for b in /usr/sbin/ip /usr/bin/rdma /usr/sbin/tc /usr/bin/ibv_devinfo; do
 	[ -x "$b" ] && copy "$b"
 done
-# the drills in guest.d assert on the CLI's JSON with jq
+# the drills in guest.d assert on the CLI's JSON with jq, and on the
+# packets' IP header with tcpdump
 copy "$(command -v jq)"
+copy "$(command -v tcpdump)"
 prov=$(ls /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so | head -1)
 copy "$prov"
 mkdir -p "$R/etc/libibverbs.d"
