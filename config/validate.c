@@ -231,6 +231,11 @@ static void check_rail(struct vctx *v, const struct ry_rail_config *r, int i)
 			       "device is for verbs rails; remove it or set "
 			       "provider = verbs",
 			       "soft rail '%s' does not use a device", r->name);
+		if (r->cm != RY_CM_AUTO)
+			REPORT(v, RL("cm"),
+			       "cm is how a verbs rail connects; remove it or "
+			       "set provider = verbs",
+			       "soft rail '%s' does not use cm", r->name);
 		if (r->traffic_class || r->sl)
 			REPORT(v, RL(r->sl ? "sl" : "traffic_class"),
 			       "traffic_class and sl are set on verbs rails' "

@@ -122,7 +122,7 @@ static bool same_rail(const struct ry_rail_config *a,
 	       a->gid_index == b->gid_index && a->mtu == b->mtu &&
 	       a->weight == b->weight && a->rate_bps == b->rate_bps &&
 	       a->traffic_class == b->traffic_class && a->sl == b->sl &&
-	       fa->down == fb->down && fa->drop == fb->drop &&
+	       a->cm == b->cm && fa->down == fb->down && fa->drop == fb->drop &&
 	       fa->duplicate == fb->duplicate && fa->reorder == fb->reorder &&
 	       fa->corrupt == fb->corrupt && fa->delay_us == fb->delay_us;
 }

@@ -298,6 +298,9 @@ static int verbs_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 		RY_ERR("verbs", "rail %s: epoll_ctl: %m", cfg->name);
 		goto err_epoll;
 	}
+	rc = ry__verbs_cm_open(r, cfg); /* rdma_cm mode: listen */
+	if (rc)
+		goto err_epoll;
 	RY_DBG("verbs", "rail %s: %s port %u, gid index %d, mtu %u, %s",
 	       cfg->name, port.device, r->port, r->gid_index, r->mtu,
 	       r->ethernet ? "RoCE" : "InfiniBand");
@@ -587,8 +590,9 @@ static void verbs_close(struct ry_rail *rail)
 {
 	struct ry__verbs_rail *r = vrail(rail);
 
-	/* QPs first (they hold the CQs and SRQ), then regions, then PDs;
-	 * the channel after its CQs. */
+	/* the CM's thread and connections first, then QPs (they hold the
+	 * CQs and SRQ), then regions, then PDs; the channel after its CQs. */
+	ry__verbs_cm_close(r);
 	ry__verbs_qp_close_all(r);
 	ry__verbs_mr_close_all(r);
 	close(r->epfd);

@@ -90,8 +90,8 @@ devices_lists_rxe() {
 	echo "$json" | grep -q '"device":"rxe_a0"' || { echo "$json"; return 1; }
 }
 
-verbs_suite() { # verbs_suite EXECUTABLE
-	RY_HW_DEV_A=rxe_a0 RY_HW_DEV_B=rxe_b0 CK_DEFAULT_TIMEOUT=120 \
+verbs_suite() { # verbs_suite EXECUTABLE [CM]
+	RY_HW_CM=${2:-} RY_HW_DEV_A=rxe_a0 RY_HW_DEV_B=rxe_b0 CK_DEFAULT_TIMEOUT=120 \
 		RY_HW_NETDEV_A=veth0a RY_HW_NETDEV_B=veth0b RY_HW_ADDR_A=198.18.0.1 \
 		RY_HW_GUID_A=$(cat /sys/class/infiniband/rxe_a0/node_guid) \
 		CK_VERBOSITY=${CK_VERBOSITY:-verbose} "$BUILD/tests/hw/$1"
@@ -108,6 +108,9 @@ check "railyard devices lists the rxe ports" devices_lists_rxe
 check "rail contract suite on verbs (tests/hw/test_verbs_conformance)" \
 	verbs_suite test_verbs_conformance
 check "verbs-only cases (tests/hw/test_verbs_rail)" verbs_suite test_verbs_rail
+# the contract again with librdmacm connecting the QPs (cm = rdma_cm)
+check "rail contract suite on verbs with cm = rdma_cm" \
+	verbs_suite test_verbs_conformance rdma_cm
 for t in "$SRC"/tests/hw/guest.d/*.sh; do
 	[ -f "$t" ] && check "${t#"$SRC"/}" . "$t"
 done

@@ -31,7 +31,7 @@ ln -s usr/lib "$R/lib"; ln -s usr/lib64 "$R/lib64"
 # --- kernel modules and their dependencies ---
 # crc32_generic: rxe asks the crypto API for "crc32"; without a provider
 # 'rdma link add' fails with ENOENT (busybox modprobe ignores softdeps).
-MODS="crc32_generic crc32-pclmul rdma_rxe ib_uverbs ib_umad veth sch_netem
+MODS="crc32_generic crc32-pclmul rdma_rxe ib_uverbs ib_umad rdma_ucm veth sch_netem
       9p 9pnet_virtio virtio_pci"
 for m in $MODS; do
 	modprobe -d "$work/kernel" -S "$KVER" --show-depends "$m" 2>/dev/null |
