@@ -15,7 +15,10 @@
  *     the peer's QPN (learnt over the control channel) and its own, and
  *     waits (at most RY__VERBS_CM_WAIT_MS) for the REP; its QP then goes
  *     to RTR with the attributes the CM gives (path, PSNs) and it sends the
- *     RTU.  On iWARP the CM itself moves the QP to RTS.
+ *     RTU.  On iWARP the CM itself moves the QP to RTS.  When the wait
+ *     ends without an answer, the rail's next connects fail at once for
+ *     RY__VERBS_CM_HOLDOFF_NS, so that a fabric losing CM MADs does not
+ *     hold the caller's thread (the manager's progress) most of the time.
  *   - the other side's rail thread takes the REQ, finds the QP it names
  *     (in INIT, not yet connected), moves it to RTR and accepts; that QP's
  *     own modify_qp(RTR) later checks that the REQ came from the QPN the
@@ -47,6 +50,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +88,8 @@ struct ry__verbs_cm {
 	int stop_fd;		      /* eventfd: the thread's end */
 	pthread_t thread;
 	struct ry__verbs_qp *qps; /* registered, cm_next */
+	/* connects (the owner's calls) fail at once until then */
+	uint64_t holdoff_ns;
 };
 
 static const char *addr_str(const struct sockaddr *sa, char *buf, size_t len)
@@ -198,6 +204,8 @@ static bool on_request(struct ry__verbs_rail *r, struct rdma_cm_event *ev)
 	addr_str(rdma_get_peer_addr(ev->id), peer, sizeof(peer));
 	if (ev->param.conn.private_data_len >= sizeof(pd))
 		memcpy(&pd, ev->param.conn.private_data, sizeof(pd));
+	RY_DBG("verbs", "rail %s: REQ from %s for qp 0x%x", r->base.name, peer,
+	       ntohl(pd.dst_qpn));
 	pthread_mutex_lock(&cm->lock);
 	if (ntohl(pd.magic) != CM_MAGIC)
 		why = "not railyard's";
@@ -307,10 +315,12 @@ static int rail_addr(struct ry__verbs_rail *r, const struct ry_rail_config *cfg,
 		return -EINVAL;
 	}
 	memcpy(gid, r->gid.raw, 16);
-	if (!r->ethernet || gid[0] == 0xfe) {
+	/* RoCE: the GID is the address; IB and iWARP have none in it */
+	if (!r->ethernet || gid[0] == 0xfe ||
+	    r->ctx->device->transport_type == IBV_TRANSPORT_IWARP) {
 		RY_ERR("verbs",
-		       "rail %s: cm = rdma_cm needs the rail's IP address: "
-		       "set address",
+		       "rail %s: rdma_cm needs the rail's IP address (its "
+		       "netdev's, or IPoIB's): set address",
 		       r->base.name);
 		return -EINVAL;
 	}
@@ -324,6 +334,7 @@ int ry__verbs_cm_open(struct ry__verbs_rail *r,
 	bool iwarp = r->ctx->device->transport_type == IBV_TRANSPORT_IWARP;
 	enum ry_cm_mode mode = cfg->cm;
 	struct ry__verbs_cm *cm;
+	sigset_t all, old;
 	const char *dev;
 	char a[INET6_ADDRSTRLEN];
 	int rc;
@@ -385,7 +396,12 @@ int ry__verbs_cm_open(struct ry__verbs_rail *r,
 		goto err;
 	}
 	r->cm = cm;
+	/* a library's thread takes no signal: the application's threads
+	 * (serve's signalfd) are the ones that block and take them */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	rc = pthread_create(&cm->thread, NULL, cm_thread, r);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc) {
 		r->cm = NULL;
 		errno = rc;
@@ -570,6 +586,8 @@ static int cm_connect(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
 
 	if (!attr->remote.udp_port)
 		return EINVAL; /* the peer's rail does not use rdma_cm */
+	if (ry__now_ns() < cm->holdoff_ns)
+		return EHOSTUNREACH; /* the last one timed out a moment ago */
 	gid_sockaddr(attr->remote.gid, attr->remote.udp_port, &dst);
 	ch = rdma_create_event_channel();
 	if (!ch)
@@ -638,8 +656,12 @@ static int cm_connect(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
 	q->cm_rqpn = attr->remote.qpn & 0xffffff;
 	q->cm_state = CMQ_CONNECTED;
 	pthread_mutex_unlock(&cm->lock);
+	RY_DBG("verbs", "rail %s: qp 0x%x: connected to qp 0x%x port %u",
+	       r->base.name, q->base.qp_num, q->cm_rqpn, attr->remote.udp_port);
 	id = NULL;
 out:
+	if (rc == ETIMEDOUT)
+		cm->holdoff_ns = ry__now_ns() + RY__VERBS_CM_HOLDOFF_NS;
 	if (id)
 		rdma_destroy_id(id);
 	rdma_destroy_event_channel(ch);

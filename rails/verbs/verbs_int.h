@@ -67,7 +67,10 @@ _Static_assert((RY__VERBS_EVENTS & (RY__VERBS_EVENTS - 1)) == 0,
 #define RY__VERBS_SLOW_RTR_NS 100000000ull
 /* rdma_cm mode: how long a connecting modify_qp(RTR) waits for the
  * peer's CM (address, route, REP) before it gives up. */
-#define RY__VERBS_CM_WAIT_MS 3000
+#define RY__VERBS_CM_WAIT_MS 1000
+/* After one gave up, connects of the rail fail at once for this long: a
+ * fabric that drops CM MADs must not keep the caller's thread waiting. */
+#define RY__VERBS_CM_HOLDOFF_NS 1000000000ull
 /* How long a destroyed QP waits for "last WQE reached" from an HCA that
  * may not send it (rxe and mlx5 do). */
 #define RY__VERBS_LAST_WQE_GRACE_NS 1000000000ull

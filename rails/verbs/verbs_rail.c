@@ -163,6 +163,10 @@ static int pick_gid(struct ry__verbs_rail *r, const struct ry_rail_config *cfg)
 	uint32_t idx;
 	int rc;
 
+	/* iWARP connects by IP through rdma_cm (verbs_cm.c): its GID is
+	 * the netdev's MAC, nothing to choose */
+	if (r->ctx->device->transport_type == IBV_TRANSPORT_IWARP)
+		return ibv_query_gid(r->ctx, r->port, 0, &r->gid) ? -EIO : 0;
 	rc = ry__verbs_pick_gid(r->ctx, r->port, cfg->gid_index, cfg->address,
 				&idx, r->gid.raw, why, sizeof(why));
 	if (rc) {

@@ -10,6 +10,8 @@
 #               installed on the host)
 #   OUT_DIR     gets vmlinuz, initramfs.cpio.gz, kver
 #   BINARY      project executables whose libraries the guest needs
+# env: RY_HW_SIW_KO  a siw.ko built for that kernel (mksiw.sh): added with
+#                    what it needs and the siw libibverbs provider
 set -euo pipefail
 DEB=$1 OUT=$2
 shift 2
@@ -33,6 +35,8 @@ ln -s usr/lib "$R/lib"; ln -s usr/lib64 "$R/lib64"
 # 'rdma link add' fails with ENOENT (busybox modprobe ignores softdeps).
 MODS="crc32_generic crc32-pclmul rdma_rxe ib_uverbs ib_umad rdma_ucm veth sch_netem
       9p 9pnet_virtio virtio_pci"
+# siw takes crc32c from the crypto API, and iw_cm from rdma_ucm's deps
+[ -n "${RY_HW_SIW_KO:-}" ] && MODS="$MODS crc32c_generic libcrc32c"
 for m in $MODS; do
 	modprobe -d "$work/kernel" -S "$KVER" --show-depends "$m" 2>/dev/null |
 		awk '$1 == "insmod" { print $2 }' ||
@@ -46,6 +50,10 @@ done
 find "$R/usr/lib/modules" -name '*.ko.xz' -exec xz -d {} +
 find "$R/usr/lib/modules" -name '*.ko.zst' -exec zstd -q -d --rm {} +
 cp "$work/kernel/lib/modules/$KVER"/modules.builtin* "$R/usr/lib/modules/$KVER/"
+if [ -n "${RY_HW_SIW_KO:-}" ]; then
+	mkdir -p "$R/usr/lib/modules/$KVER/extra"
+	cp "$RY_HW_SIW_KO" "$R/usr/lib/modules/$KVER/extra/siw.ko"
+fi
 depmod -b "$R/usr" "$KVER"
 
 # --- userspace ---
@@ -75,6 +83,10 @@ prov=$(ls /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so | head -1)
 copy "$prov"
 mkdir -p "$R/etc/libibverbs.d"
 cp /etc/libibverbs.d/rxe.driver "$R/etc/libibverbs.d/"
+if [ -n "${RY_HW_SIW_KO:-}" ]; then
+	copy "$(ls /usr/lib/x86_64-linux-gnu/libibverbs/libsiw-rdmav*.so | head -1)"
+	cp /etc/libibverbs.d/siw.driver "$R/etc/libibverbs.d/"
+fi
 for b in "$@"; do copy "$b"; done
 for a in $("$R/usr/bin/busybox" --list); do
 	[ -e "$R/usr/bin/$a" ] || [ -e "$R/usr/sbin/$a" ] ||

@@ -32,6 +32,8 @@ static enum ry_cm_mode cm_mode(void)
 
 static void verbs_config(struct ry_rail_config *cfg, int idx)
 {
+	const char *ip;
+
 	memset(cfg, 0, sizeof(*cfg));
 	snprintf(cfg->name, sizeof(cfg->name), "hw%d", idx);
 	cfg->provider = RY_PROVIDER_VERBS;
@@ -42,6 +44,10 @@ static void verbs_config(struct ry_rail_config *cfg, int idx)
 	cfg->weight = 1;
 	/* RY_HW_CM=rdma_cm: the suites again with librdmacm connecting */
 	cfg->cm = cm_mode();
+	/* the rail's IP address: iWARP devices (siw) need it for rdma_cm */
+	ip = getenv(idx ? "RY_HW_IP_B" : "RY_HW_IP_A");
+	if (ip)
+		snprintf(cfg->address, sizeof(cfg->address), "%s", ip);
 }
 
 /* No such device, no such port, no such GID. */
