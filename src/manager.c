@@ -22,7 +22,17 @@
 #include <sys/timerfd.h>
 
 #include "config/config_int.h"
+#include "src/conn.h"
+#include "src/control.h"
+#include "src/lrail.h"
 #include "src/manager.h"
+#include "src/msg.h"
+#include "src/op.h"
+#include "src/peer.h"
+#include "src/pool.h"
+#include "src/progress.h"
+#include "src/region.h"
+#include "src/tunables.h"
 
 _Static_assert(sizeof(struct ry__mhdr) == RY__MSG_HDR, "message header");
 
@@ -449,7 +459,7 @@ void ry_manager_destroy(struct ry_manager *m)
 	if (!m)
 		return;
 	ry_progress_thread_stop(m);
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	m->m_closing = true;
 	for (p = m->m_peers; p; p = p->pr_next)
 		ry__op_cancel_all(p);
@@ -534,7 +544,7 @@ int ry_rail_fault(struct ry_manager *m, const char *rail,
 	f.reorder = spec->reorder;
 	f.corrupt = spec->corrupt;
 	f.delay_us = spec->delay_us;
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	lr = lrail(m, rail);
 	ret = -ENOENT;
 	if (lr) {
@@ -554,7 +564,7 @@ int ry_rail_link(struct ry_manager *m, const char *rail, bool up)
 
 	if (!m)
 		return -EINVAL;
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	lr = lrail(m, rail);
 	ret = -ENOENT;
 	if (lr) {
