@@ -350,6 +350,9 @@ struct ry_rail_stats {
 	uint64_t faults_dropped, faults_duplicated, faults_reordered,
 	    faults_corrupted;
 	uint64_t tx_pad_bytes; /* zeros after a short last packet (soft) */
+	/* errors the port itself counted (symbol, link, receive, buffer
+	 * overrun, discards: verbs, rails/verbs/verbs_health.c); 0 on soft */
+	uint64_t port_errors;
 };
 
 struct ry_rail_ops {

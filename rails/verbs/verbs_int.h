@@ -243,6 +243,11 @@ void ry__verbs_qp_set_err(struct ry__verbs_qp *q);
 void ry__verbs_qp_close_all(struct ry__verbs_rail *r);
 void ry__verbs_qp_reap(struct ry__verbs_rail *r);
 
+/* verbs_health.c: the sum of the port's error counters under root
+ * ("/sys/class/infiniband"), -ENOENT when it has none of them */
+int ry__verbs_port_errors(const char *root, const char *dev, unsigned port,
+			  uint64_t *sum_p);
+
 /* verbs_cm.c: rdma_cm mode (NULL r->cm: manual, each a no-op) */
 /* Decide the rail's mode (cfg->cm, the device's transport); listen. */
 int ry__verbs_cm_open(struct ry__verbs_rail *r,

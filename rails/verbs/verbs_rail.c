@@ -587,6 +587,9 @@ static int verbs_get_stats(struct ry_rail *rail, struct ry_rail_stats *st)
 	st->naks_rcvd = read_counter(r, "hw_counters", "rcvd_seq_err");
 	st->dup_rcvd = read_counter(r, "hw_counters", "duplicate_request");
 	st->rx_bad_psn = read_counter(r, "hw_counters", "out_of_seq_request");
+	ry__verbs_port_errors("/sys/class/infiniband",
+			      ibv_get_device_name(r->ctx->device), r->port,
+			      &st->port_errors);
 	return 0;
 }
 

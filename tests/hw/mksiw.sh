@@ -7,8 +7,10 @@
 # usage: mksiw.sh KVER OUT_KO
 #   KVER    the guest kernel's release, e.g. 6.12.118+deb12-amd64
 #   OUT_KO  where siw.ko goes (hw_qemu_rxe.sh keeps it beside the image)
-# env:     RY_HW_INSTALL=1 (as root) installs linux-source-X.Y and
-#          linux-headers-KVER with apt-get when they are missing
+# env:     RY_HW_SIW=1 and RY_HW_INSTALL=1 (as root) install
+#          linux-source-X.Y and linux-headers-KVER with apt-get when they
+#          are missing (a download of ~200 MB, and the headers package pulls
+#          the kernel's linux-image package onto the host: opt-in)
 # exit:    0 built; 77 the source or headers are not here (says which)
 set -uo pipefail
 KVER=$1 OUT=$2
@@ -19,13 +21,14 @@ pkgs=()
 [ -d "$HDR" ] || pkgs+=("linux-headers-$KVER")
 [ -f "$TARBALL" ] || pkgs+=("linux-source-$XY")
 if [ ${#pkgs[@]} -gt 0 ]; then
-	if [ "$(id -u)" = 0 ] && [ "${RY_HW_INSTALL:-}" = 1 ]; then
+	if [ "$(id -u)" = 0 ] && [ "${RY_HW_INSTALL:-}" = 1 ] &&
+	   [ "${RY_HW_SIW:-}" = 1 ]; then
 		echo "mksiw: installing ${pkgs[*]}"
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 			--no-install-recommends "${pkgs[@]}" >/dev/null 2>&1 ||
 			{ echo "mksiw: apt-get install ${pkgs[*]} failed"; exit 77; }
 	else
-		echo "mksiw: no ${pkgs[*]}: 'apt-get install ${pkgs[*]}' (or run as root with RY_HW_INSTALL=1)"
+		echo "mksiw: no ${pkgs[*]}: 'apt-get install ${pkgs[*]}' (or run as root with RY_HW_SIW=1 RY_HW_INSTALL=1)"
 		exit 77
 	fi
 fi

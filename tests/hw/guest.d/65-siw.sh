@@ -79,7 +79,7 @@ if [ -n "${TSAN_OPTIONS:-}" ]; then
 	# the CM thread is exercised on rxe there (60-cm.sh, the cm suite)
 	echo "guest: siw: not in the TSan run"
 elif [ ! -f /lib/modules/$(uname -r)/extra/siw.ko ]; then
-	echo "guest: siw: SKIP: no siw.ko in the guest image (on the host: apt-get install linux-source-6.12 linux-headers-$(uname -r), or run as root with RY_HW_INSTALL=1)"
+	echo "guest: siw: SKIP: no siw.ko in the guest image (on the host: apt-get install linux-source-6.12 linux-headers-$(uname -r), or run as root with RY_HW_SIW=1 RY_HW_INSTALL=1)"
 # busybox modprobe skips softdeps: libcrc32c's crc32c comes first
 elif ! siw_err=$(modprobe crc32c_generic 2>&1 && modprobe siw 2>&1); then
 	echo "guest: siw: modprobe siw: $siw_err"
