@@ -72,10 +72,12 @@ struct cm_priv {
 };
 
 enum cm_qp_state {
-	CMQ_NONE = 0, /* RESET: not to be connected yet */
-	CMQ_INIT,     /* in INIT: a REQ naming it may be accepted */
-	CMQ_ACCEPTED, /* the peer's REQ accepted: at RTR (RTS on iWARP) */
-	CMQ_CONNECTED /* we connected: the peer accepted */
+	CMQ_NONE = 0,	/* RESET: not to be connected yet */
+	CMQ_INIT,	/* in INIT: a REQ naming it may be accepted */
+	CMQ_CONNECTING, /* its own REQ is out: a REQ naming it is refused
+			 * (both sides at once: both fail, and retry) */
+	CMQ_ACCEPTED,	/* the peer's REQ accepted: at RTR (RTS on iWARP) */
+	CMQ_CONNECTED	/* we connected: the peer accepted */
 };
 
 struct ry__verbs_cm {
@@ -588,6 +590,15 @@ static int cm_connect(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
 		return EINVAL; /* the peer's rail does not use rdma_cm */
 	if (ry__now_ns() < cm->holdoff_ns)
 		return EHOSTUNREACH; /* the last one timed out a moment ago */
+	pthread_mutex_lock(&cm->lock);
+	/* the thread may have accepted the peer's REQ a moment ago: then
+	 * the next call finds it accepted */
+	rc = q->cm_state == CMQ_INIT ? 0 : EAGAIN;
+	if (!rc)
+		q->cm_state = CMQ_CONNECTING;
+	pthread_mutex_unlock(&cm->lock);
+	if (rc)
+		return rc;
 	gid_sockaddr(attr->remote.gid, attr->remote.udp_port, &dst);
 	ch = rdma_create_event_channel();
 	if (!ch)
@@ -660,6 +671,12 @@ static int cm_connect(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
 	       r->base.name, q->base.qp_num, q->cm_rqpn, attr->remote.udp_port);
 	id = NULL;
 out:
+	if (rc) {
+		pthread_mutex_lock(&cm->lock);
+		if (q->cm_state == CMQ_CONNECTING)
+			q->cm_state = CMQ_INIT;
+		pthread_mutex_unlock(&cm->lock);
+	}
 	if (rc == ETIMEDOUT)
 		cm->holdoff_ns = ry__now_ns() + RY__VERBS_CM_HOLDOFF_NS;
 	if (id)
@@ -700,6 +717,9 @@ int ry__verbs_cm_rtr(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
 bool ry__verbs_cm_rts_done(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
 			   uint32_t *sq_psn)
 {
+	/* the rail thread wrote it when it accepted */
+	pthread_mutex_lock(&r->cm->lock);
 	*sq_psn = q->cm_sq_psn;
+	pthread_mutex_unlock(&r->cm->lock);
 	return r->cm->iwarp;
 }
