@@ -42,9 +42,10 @@
  * Threading: the rail thread runs beside the owner's calls.  It touches
  * only QPs registered here (create_qp registers, destroy_qp and close
  * unregister), their cm_* fields and their ibv_qp's RTR move, all under
- * cm->lock.  A cm_id is destroyed outside that lock: rdma_destroy_id
- * waits for the thread to ack the id's events, and the thread takes the
- * lock before it acks.
+ * cm->lock.  The thread also destroys the cm_ids the owner is done with
+ * (destroy_qp, RESET, a failed connect): rdma_destroy_id waits for the
+ * kernel (a DREQ to send, the id's events to be acked) and destroy_qp
+ * must return at once; the owner hands them over (bury) and wakes it.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -87,8 +88,11 @@ struct ry__verbs_cm {
 	struct sockaddr_storage addr; /* the rail's, port 0 */
 	uint16_t port;		      /* the listener's, host order */
 	bool iwarp;		      /* the CM moves the QP to RTS */
-	int stop_fd;		      /* eventfd: the thread's end */
+	int wake_fd;		      /* eventfd: ids to destroy, or stop */
 	pthread_t thread;
+	bool stopping;		  /* under lock */
+	struct rdma_cm_id **dead; /* to destroy, under lock */
+	unsigned n_dead, cap_dead;
 	struct ry__verbs_qp *qps; /* registered, cm_next */
 	/* connects (the owner's calls) fail at once until then */
 	uint64_t holdoff_ns;
@@ -249,12 +253,62 @@ static bool on_request(struct ry__verbs_rail *r, struct rdma_cm_event *ev)
 	return false;
 }
 
+/* Hand a cm_id to the rail thread to destroy (the owner's calls). */
+static void bury(struct ry__verbs_cm *cm, struct rdma_cm_id *id)
+{
+	uint64_t one = 1;
+	bool queued = false;
+
+	pthread_mutex_lock(&cm->lock);
+	if (cm->n_dead == cm->cap_dead) {
+		unsigned cap = cm->cap_dead ? 2 * cm->cap_dead : 16;
+		void *v = realloc(cm->dead, cap * sizeof(*cm->dead));
+
+		if (v) {
+			cm->dead = v;
+			cm->cap_dead = cap;
+		}
+	}
+	if (cm->n_dead < cm->cap_dead) {
+		cm->dead[cm->n_dead++] = id;
+		queued = true;
+	}
+	pthread_mutex_unlock(&cm->lock);
+	if (!queued) /* out of memory: here, then */
+		rdma_destroy_id(id);
+	else if (write(cm->wake_fd, &one, sizeof(one)) != sizeof(one))
+		RY_ERR("verbs", "waking the rdma_cm thread: %m");
+}
+
+/* Destroy what was buried; true when the thread is to stop. */
+static bool reap_dead(struct ry__verbs_cm *cm)
+{
+	struct rdma_cm_id *ids[64];
+	unsigned n;
+	bool stop;
+	uint64_t v;
+
+	if (read(cm->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		return true;
+	do {
+		pthread_mutex_lock(&cm->lock);
+		n = cm->n_dead < 64 ? cm->n_dead : 64;
+		cm->n_dead -= n;
+		memcpy(ids, cm->dead + cm->n_dead, n * sizeof(*ids));
+		stop = cm->stopping;
+		pthread_mutex_unlock(&cm->lock);
+		for (unsigned i = 0; i < n; i++)
+			rdma_destroy_id(ids[i]);
+	} while (n);
+	return stop;
+}
+
 static void *cm_thread(void *arg)
 {
 	struct ry__verbs_rail *r = arg;
 	struct ry__verbs_cm *cm = r->cm;
 	struct pollfd pf[2] = {{.fd = cm->ch->fd, .events = POLLIN},
-			       {.fd = cm->stop_fd, .events = POLLIN}};
+			       {.fd = cm->wake_fd, .events = POLLIN}};
 
 	for (;;) {
 		struct rdma_cm_event *ev;
@@ -262,7 +316,9 @@ static void *cm_thread(void *arg)
 
 		if (poll(pf, 2, -1) < 0 && errno != EINTR)
 			break;
-		if (pf[1].revents)
+		/* every event taken is acked by now: destroying waits for
+		 * nothing of ours */
+		if (pf[1].revents && reap_dead(cm))
 			break;
 		while (!rdma_get_cm_event(cm->ch, &ev)) {
 			if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
@@ -356,7 +412,7 @@ int ry__verbs_cm_open(struct ry__verbs_rail *r,
 	if (!cm)
 		return -ENOMEM;
 	cm->iwarp = iwarp;
-	cm->stop_fd = -1;
+	cm->wake_fd = -1;
 	pthread_mutex_init(&cm->lock, NULL);
 	rc = rail_addr(r, cfg, &cm->addr);
 	if (rc)
@@ -392,8 +448,8 @@ int ry__verbs_cm_open(struct ry__verbs_rail *r,
 		goto err;
 	}
 	cm->port = ntohs(rdma_get_src_port(cm->listen));
-	cm->stop_fd = eventfd(0, EFD_CLOEXEC);
-	if (cm->stop_fd < 0) {
+	cm->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (cm->wake_fd < 0) {
 		rc = cm_fail(r, "eventfd");
 		goto err;
 	}
@@ -414,8 +470,8 @@ int ry__verbs_cm_open(struct ry__verbs_rail *r,
 	       r->base.name, a, cm->port, iwarp ? " (iWARP)" : "");
 	return 0;
 err:
-	if (cm->stop_fd >= 0)
-		close(cm->stop_fd);
+	if (cm->wake_fd >= 0)
+		close(cm->wake_fd);
 	if (cm->listen)
 		rdma_destroy_id(cm->listen);
 	if (cm->ch)
@@ -432,10 +488,16 @@ void ry__verbs_cm_close(struct ry__verbs_rail *r)
 
 	if (!cm)
 		return;
-	if (write(cm->stop_fd, &one, sizeof(one)) != sizeof(one))
+	pthread_mutex_lock(&cm->lock);
+	cm->stopping = true;
+	pthread_mutex_unlock(&cm->lock);
+	if (write(cm->wake_fd, &one, sizeof(one)) != sizeof(one))
 		RY_ERR("verbs", "rail %s: stopping the rdma_cm thread: %m",
 		       r->base.name);
 	pthread_join(cm->thread, NULL);
+	while (cm->n_dead) /* buried after it stopped */
+		rdma_destroy_id(cm->dead[--cm->n_dead]);
+	free(cm->dead);
 	while (cm->qps) {
 		struct ry__verbs_qp *q = cm->qps;
 
@@ -447,7 +509,7 @@ void ry__verbs_cm_close(struct ry__verbs_rail *r)
 	}
 	rdma_destroy_id(cm->listen);
 	rdma_destroy_event_channel(cm->ch);
-	close(cm->stop_fd);
+	close(cm->wake_fd);
 	pthread_mutex_destroy(&cm->lock);
 	free(cm);
 	r->cm = NULL;
@@ -486,7 +548,7 @@ void ry__verbs_cm_del(struct ry__verbs_rail *r, struct ry__verbs_qp *q)
 	q->cm_state = CMQ_NONE;
 	pthread_mutex_unlock(&cm->lock);
 	if (id)
-		rdma_destroy_id(id);
+		bury(cm, id);
 }
 
 /* The QP's state moved (modify_qp): INIT opens it to a REQ, RESET ends
@@ -509,7 +571,7 @@ void ry__verbs_cm_state(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
 	}
 	pthread_mutex_unlock(&cm->lock);
 	if (id)
-		rdma_destroy_id(id);
+		bury(cm, id);
 }
 
 /* Wait for the next event of a private channel, at most until deadline. */
@@ -679,7 +741,10 @@ out:
 	}
 	if (rc == ETIMEDOUT)
 		cm->holdoff_ns = ry__now_ns() + RY__VERBS_CM_HOLDOFF_NS;
-	if (id)
+	/* a connect given up on ends in the rail thread too */
+	if (id && !rdma_migrate_id(id, cm->ch))
+		bury(cm, id);
+	else if (id)
 		rdma_destroy_id(id);
 	rdma_destroy_event_channel(ch);
 	return rc;
