@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The control channel (control.c) and its pre-shared key (auth.c).
+ * Control addresses (ctl/addr.c) and the control channel's pre-shared
+ * key (auth.c); the control plane itself is src/ctl/ctl.h.
  *
  *   With a key_file, m_auth (sodium_malloc: locked, wiped by
  *   ry__auth_fini) holds the keys derived from it from ry__ctl_listen()
@@ -24,44 +25,15 @@ struct ry_peer;
 struct ry__ctl;
 struct ry__ip;
 
-/* control.c: addresses */
+/* ctl/addr.c: addresses */
 int ry__ip_parse(const char *s, struct ry__ip *ip);
 bool ry__ip_same_host(const struct ry__ip *a, const struct ry__ip *b);
 /* The same control address however it is written. */
 bool ry__addr_same(const char *x, const char *y);
 
-/* control.c */
-int ry__ctl_listen(struct ry_manager *m);
-void ry__ctl_accept(struct ry_manager *m);
-int ry__ctl_dial(struct ry_peer *p);
-void ry__ctl_io(struct ry__ctl *c, uint32_t events);
-void ry__ctl_reap(struct ry_manager *m);
-void ry__ctl_timers(struct ry_manager *m, uint64_t now);
-void ry__ctl_close_all(struct ry_manager *m);
-void ry__ctl_send_hello(struct ry__ctl *c, bool reply);
-void ry__ctl_send_conn(struct ry__ctl *c, int type, unsigned src, unsigned dst,
-		       uint32_t attempt, const struct ry_qp_endpoint *ep,
-		       int err);
-void ry__ctl_send_fence(struct ry__ctl *c, bool ack, uint64_t gen, unsigned src,
-			unsigned dst, uint32_t src_qpn, uint32_t dst_qpn);
-bool ry__ctl_alive(const struct ry__ctl *c);
-/* data_mac: set attr->mac and the connection's keys (loc: our endpoint,
- * rem: the peer's) from c, the authenticated session the CONN_REQ/REP
- * went over, so both ends derive the same; -EPERM without one. */
-int ry__ctl_conn_keys(const struct ry__ctl *c, const struct ry_qp_endpoint *loc,
-		      const struct ry_qp_endpoint *rem,
-		      struct ry_qp_attr *attr);
-/* Internal entry points for tests and the fuzz target (fuzz_ctl.c). */
-struct sockaddr_storage;
-struct ry__ctl *ry__ctl_adopt(struct ry_manager *m, int fd,
-			      const struct sockaddr_storage *ss);
-void ry__ctl_feed(struct ry__ctl *c, const void *buf, size_t len);
-unsigned ry__ctl_sessions(const struct ry_manager *m, int *fd, bool *inbound,
-			  unsigned max);
-
 /*
  * auth.c: the control channel's pre-shared key.  The handshake and frame
- * MACs are described there and at the top of control.c.
+ * MACs are described there and in src/ctl/hello.c.
  */
 #define RY__NONCE 32
 #define RY__MAC 32
@@ -95,13 +67,5 @@ void ry__auth_frame_mac(const unsigned char k[RY__MAC], uint64_t ctr,
 bool ry__auth_frame_ok(const unsigned char k[RY__MAC], uint64_t ctr,
 		       uint16_t type, uint16_t ver, const void *body, size_t n,
 		       const unsigned char mac[RY__MAC]);
-
-/* control.c: tell every admitted session our rail list again; parse the
- * accept list again after a reload */
-void ry__ctl_announce(struct ry_manager *m);
-int ry__ctl_admit_reload(struct ry_manager *m);
-/* control.c: close every session speaking for p */
-void ry__ctl_drop_peer(struct ry_manager *m, struct ry_peer *p,
-		       const char *why);
 
 #endif /* RAILYARD_CONTROL_H */

@@ -36,24 +36,38 @@
 
 _Static_assert(sizeof(struct ry__mhdr) == RY__MSG_HDR, "message header");
 
-/* ---- fds ---- */
-
-void ry__fd_watch(struct ry_manager *m, int fd, struct ry__fdtag *tag, bool out)
+/* A HELLO-made record that lost its last control session (ctl_ops). */
+static int ctl_peer_release(struct ry_peer *p)
 {
-	struct epoll_event ev = {
-	    .events = EPOLLIN | (out ? EPOLLOUT : 0),
-	    .data.ptr = tag,
-	};
-
-	if (epoll_ctl(m->m_epfd, EPOLL_CTL_MOD, fd, &ev) && errno == ENOENT &&
-	    epoll_ctl(m->m_epfd, EPOLL_CTL_ADD, fd, &ev))
-		RY_ERR("mgr", "epoll_ctl add fd %d: %m", fd);
+	if (ry__peer_disposable(p)) {
+		ry__peer_forget(p);
+		return 0;
+	}
+	/* it may become disposable (its connections still failing over,
+	 * draining): look again, unless the application holds it */
+	return p->pr_app_seen || p->pr_app_refs ? -EBUSY : -EAGAIN;
 }
 
-void ry__fd_unwatch(struct ry_manager *m, int fd)
+static void ctl_peer_state(struct ry_peer *p, int state)
 {
-	epoll_ctl(m->m_epfd, EPOLL_CTL_DEL, fd, NULL);
+	ry__peer_set_state(p, (enum ry__peer_state)state);
 }
+
+/* What the control plane reports goes to the peer, connection and fence
+ * state machines (src/ctl/ctl.h). */
+static const struct ry__ctl_ops ctl_ops = {
+    .co_conn_rej = ry__conn_on_rej,
+    .co_conn_rep = ry__conn_on_rep,
+    .co_conn_req = ry__conn_on_req,
+    .co_fence_ack = ry__fence_on_ack,
+    .co_fence_req = ry__fence_on_req,
+    .co_peer_lost = ry__peer_ctl_lost,
+    .co_peer_new = ry__peer_new,
+    .co_peer_ready = ry__peer_ready,
+    .co_peer_release = ctl_peer_release,
+    .co_peer_state = ctl_peer_state,
+    .co_probe_mr = ry__probe_mr_of,
+};
 
 void ry__timer_arm(struct ry_manager *m)
 {
@@ -414,7 +428,7 @@ int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 		ret = ry__probe_setup(m);
 	if (ret)
 		goto err;
-	ret = ry__ctl_listen(m);
+	ret = ry__ctl_listen(m, &ctl_ops);
 	if (ret)
 		goto err;
 	ry__timer_arm(m);

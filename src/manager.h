@@ -128,25 +128,7 @@
 
 #define RY__MSG_HDR 40 /* struct ry__mhdr on the wire */
 
-/* Rail message types (struct ry__mhdr.mh_type). */
-enum ry__mtype {
-	MT_HEARTBEAT = 1,
-	MT_PROBE,
-	MT_DATA,
-	MT_NOTIFY,
-};
-
-struct ry__mhdr {
-	uint32_t mh_magic;
-	uint16_t mh_type;
-	uint16_t mh_flags;
-	uint64_t mh_seq;
-	uint64_t mh_node;
-	uint64_t mh_notify;
-	uint32_t mh_len;
-	uint32_t mh_rsvd;
-};
-#define RY__MH_MAGIC 0x52594d47u /* "RYMG" */
+#include "src/ctl/wire.h"
 
 /* A completion the context path may not handle (LOCKING: Contexts). */
 struct ry__stash {
@@ -361,18 +343,7 @@ static inline void ry__op_span(const struct ry__op *op, uint32_t first,
 				 first, n, sp);
 }
 
-/* Control frame types (control.c), one list: the numbers are the wire's. */
-enum ry__ctl_type {
-	CTL_HELLO = 1,
-	CTL_HELLO_ACK = 2,
-	CTL_CONN_REQ = 3,
-	CTL_CONN_REP = 4,
-	CTL_CONN_REJ = 5,
-	CTL_FENCE_REQ = 6,
-	CTL_FENCE_ACK = 7,
-	CTL_AUTH = 8,
-	CTL_REFUSE = 9,
-};
+#include "src/ctl/ctl.h"
 
 /* timers.c */
 void ry__timers_run(struct ry_manager *m, uint64_t now);

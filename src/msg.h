@@ -5,7 +5,14 @@
 
 #include <stdint.h>
 
-#include "src/manager.h"
+#include "src/ctl/wire.h"
+
+struct ry__conn;
+struct ry__lrail;
+struct ry__op;
+struct ry_manager;
+struct ry_peer;
+struct ry_wc;
 
 /* msg.c */
 int ry__recv_setup(struct ry__lrail *lr);

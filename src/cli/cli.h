@@ -10,7 +10,6 @@ int cli_check_config(int argc, char **argv);
 int cli_demo(int argc, char **argv);
 int cli_devices(int argc, char **argv);
 int cli_serve(int argc, char **argv);
-int cli_swarm(int argc, char **argv);
 int cli_status(int argc, char **argv);
 int cli_reload(int argc, char **argv);
 int cli_bench(int argc, char **argv);

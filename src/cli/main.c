@@ -19,8 +19,6 @@ static const struct {
     {"bench", cli_bench,
      "bandwidth and latency against a serving peer, per rail"},
     {"drill", cli_drill, "continuous verified transfers while you pull cables"},
-    {"swarm", cli_swarm,
-     "emulate many client nodes against one serve (scale testing)"},
     {"status", cli_status,
      "rails, peers, health and counters of a running serve"},
     {"reload", cli_reload,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Little-endian fields at any alignment, for what the manager puts on the
- * wire itself: memory descriptors (mr.c) and control frames (control.c).
+ * wire itself: memory descriptors (mr.c) and control frames (src/ctl/wire.c).
  */
 #ifndef RAILYARD_UTIL_LE_H
 #define RAILYARD_UTIL_LE_H

@@ -233,8 +233,8 @@ static void rail_part(unsigned n, uint32_t wr)
 }
 
 /*
- * Control sessions (one per peer node, src/control.c): adopted as an
- * accepted one is, idle (no buffer: control.c frees them when empty),
+ * Control sessions (one per peer node, src/ctl/): adopted as an
+ * accepted one is, idle (no buffer: src/ctl/session.c frees them when empty),
  * then with the first bytes of a frame fed (its receive buffer is
  * allocated until the frame is whole).
  */

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Scale benchmark: one `railyard serve` (4 soft rails, namespace b of
-# tests/netns/topo.sh) against N client nodes emulated by `railyard swarm`
+# tests/netns/topo.sh) against N client nodes emulated by ry-swarm
 # from namespace a, plus real client nodes (`railyard bench`, also in a)
 # that move verified data: one for the latency steps, RY_SCALE_ACTIVE more
 # during the rail pull.
@@ -8,6 +8,8 @@
 # usage (root): scale.sh [--check] N
 #   RAILYARD=path/to/railyard   (default: build/src/cli/railyard, then
 #                                build/gcc/src/cli/railyard)
+#   RY_SWARM=path/to/ry-swarm   (default: tests/swarm/ry-swarm of the
+#                                same build tree)
 #   RY_SCALE_HB_MS=1000         heartbeat_ms of serve and the swarm
 #   RY_SCALE_IDLE_HB_MS=30000   idle_heartbeat_ms of serve and the swarm
 #   RY_SCALE_IDLE_S=30          idle measuring window (default: one idle
@@ -68,6 +70,8 @@ if [[ -z $ry ]]; then
 	done
 fi
 [[ -x ${ry:-} ]] || { echo "no railyard binary (build first, or set RAILYARD)" >&2; exit 1; }
+swarm=${RY_SWARM:-$(dirname "$ry")/../../tests/swarm/ry-swarm}
+[[ -x $swarm ]] || { echo "no ry-swarm binary (build the tests, or set RY_SWARM)" >&2; exit 1; }
 HB=${RY_SCALE_HB_MS:-1000}
 IDLE_HB=${RY_SCALE_IDLE_HB_MS:-30000}
 # the window holds one idle heartbeat period, so every connection beats
@@ -195,7 +199,7 @@ rss0=$(rss)
 
 # not through in_a: a function in the background is a subshell, and its
 # PID is not the swarm's
-ip netns exec "$p-a" "$ry" swarm --server 198.18.0.2:7470 --source 198.18.0.1 --nodes "$N" \
+ip netns exec "$p-a" "$swarm" --server 198.18.0.2:7470 --source 198.18.0.1 --nodes "$N" \
 	--heartbeat-ms "$HB" --idle-heartbeat-ms "$IDLE_HB" --status-file "$work/swarm.st" --json \
 	--rail n0=198.18.1.1 --rail n1=198.18.2.1 --rail n2=198.18.3.1 \
 	--rail n3=198.18.4.1 >"$work/swarm.json" 2>"$work/swarm.log" &

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * libFuzzer target for control-frame streams (src/control.c): the input is
+ * libFuzzer target for control-frame streams (src/ctl/): the input is
  * fed, as if read from the socket, into a fresh inbound control session of
  * b, a live manager of the fixture's pair over the loop rail.  The session
  * is one end of a socketpair wrapped by ry__ctl_adopt(), so what b writes
@@ -58,43 +58,16 @@ static void put(struct out *o, const void *p, size_t n)
 	o->n += n;
 }
 
-static void put_le(struct out *o, uint64_t v, unsigned bytes)
+/* A frame with body[len] appended (the codec's header: right length and
+ * version); nothing if it does not fit. */
+static void put_frame(struct out *o, uint16_t type, const void *body,
+		      size_t len)
 {
-	for (unsigned i = 0; i < bytes; i++) {
-		unsigned char c = (unsigned char)(v >> (8 * i));
+	int n =
+	    ry__wire_frame(o->b + o->n, sizeof(o->b) - o->n, type, body, len);
 
-		put(o, &c, 1);
-	}
-}
-
-static void put_str(struct out *o, const char *s)
-{
-	put_le(o, strlen(s), 2);
-	put(o, s, strlen(s));
-}
-
-/* A frame header; the length is patched by frame_end(). */
-static size_t frame_start(struct out *o, uint16_t type)
-{
-	size_t at = o->n;
-
-	put_le(o, 0, 4);
-	put_le(o, type, 2);
-	put_le(o, 2, 2); /* CTL_VERSION */
-	return at;
-}
-
-static void frame_end(struct out *o, size_t at)
-{
-	uint32_t len;
-
-	/* a header put() cut off at the end of the buffer has nothing to
-	 * patch (the fuzzer found the write past it) */
-	if (o->n < at + 8)
-		return;
-	len = (uint32_t)(o->n - at - 8);
-	for (unsigned i = 0; i < 4; i++)
-		o->b[at + i] = (unsigned char)(len >> (8 * i));
+	if (n > 0)
+		o->n += (size_t)n;
 }
 
 static struct ry_peer *b_rec_a(void)
@@ -117,28 +90,28 @@ static bool a_known(void *arg)
 static void hello(struct out *o, uint64_t node, const char *name,
 		  const char *addr)
 {
+	static struct ry__wire_hello h;
+	static unsigned char body[RY__CTL_MAX_FRAME];
 	struct ry_peer *pa = b_rec_a();
-	size_t at = frame_start(o, 1);
+	struct ry__wbuf w;
 
-	put_le(o, node, 8);
-	put_str(o, name);
-	put_str(o, addr);
-	put_le(o, pa->pr_nrrails, 1);
+	memset(&h, 0, sizeof(h));
+	h.wh_node = node;
+	snprintf(h.wh_name, sizeof(h.wh_name), "%s", name);
+	snprintf(h.wh_addr, sizeof(h.wh_addr), "%s", addr);
+	h.wh_n = pa->pr_nrrails;
 	for (unsigned i = 0; i < pa->pr_nrrails; i++) {
 		const struct ry__rrail *r = &pa->pr_rrails[i];
 
-		put_str(o, r->rr_name);
-		put_str(o, r->rr_network);
-		put_le(o, r->rr_ep.qpn, 4);
-		put_le(o, r->rr_ep.psn, 4);
-		put_le(o, r->rr_ep.cookie, 8);
-		put(o, r->rr_ep.gid, 16);
-		put_le(o, r->rr_ep.lid, 2);
-		put_le(o, r->rr_ep.udp_port, 2);
-		put_le(o, r->rr_ep.mtu, 4);
+		memcpy(h.wh_rail[i].wr_name, r->rr_name, RY_NAME_MAX);
+		memcpy(h.wh_rail[i].wr_network, r->rr_network, RY_NAME_MAX);
+		h.wh_rail[i].wr_ep = r->rr_ep;
 	}
-	put_le(o, 0, 1); /* no key */
-	frame_end(o, at);
+	ry__wbuf_init(&w, body, sizeof(body));
+	ry__wire_hello_put(&w, &h, false); /* no key */
+	if (w.bad)
+		abort();
+	put_frame(o, CTL_HELLO, w.b, w.n);
 }
 
 static unsigned npeers(void)
@@ -245,10 +218,8 @@ static void input(struct out *o, uint8_t steer, const uint8_t *d, size_t n)
 	}
 	while (n >= 2) {
 		size_t len = d[1] < n - 2 ? d[1] : n - 2;
-		size_t at = frame_start(o, d[0]);
 
-		put(o, d + 2, len);
-		frame_end(o, at);
+		put_frame(o, d[0], d + 2, len);
 		d += 2 + len;
 		n -= 2 + len;
 	}

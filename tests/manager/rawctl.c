@@ -43,35 +43,51 @@ void put(struct frame *f, const void *p, size_t n)
 	f->n += n;
 }
 
-void put_le(struct frame *f, uint64_t v, unsigned bytes)
-{
-	for (unsigned i = 0; i < bytes; i++) {
-		unsigned char c = (unsigned char)(v >> (8 * i));
-
-		put(f, &c, 1);
-	}
-}
-
-void put_str(struct frame *f, const char *s)
-{
-	put_le(f, strlen(s), 2);
-	put(f, s, strlen(s));
-}
-
 void frame_start(struct frame *f, uint16_t type)
 {
-	f->n = 0;
-	put_le(f, 0, 4);
-	put_le(f, type, 2);
-	put_le(f, 2, 2); /* CTL_VERSION */
+	f->type = type;
+	f->n = RY__CTL_HDR;
+	ry__ctl_hdr_put(f->b, 0, type);
+}
+
+void put_body(struct frame *f, const struct ry__wbuf *w)
+{
+	ck_assert(!w->bad);
+	put(f, w->b, w->n);
 }
 
 void frame_end(struct frame *f)
 {
-	uint32_t len = (uint32_t)(f->n - 8);
+	ry__ctl_hdr_put(f->b, (uint32_t)(f->n - RY__CTL_HDR), f->type);
+}
 
-	for (unsigned i = 0; i < 4; i++)
-		f->b[i] = (unsigned char)(len >> (8 * i));
+void raw_hello(struct frame *f, uint64_t node, const char *name,
+	       const char *addr, bool auth)
+{
+	static struct ry__wire_hello h;
+	unsigned char body[512];
+	struct ry__wbuf w;
+
+	memset(&h, 0, sizeof(h));
+	h.wh_node = node;
+	snprintf(h.wh_name, sizeof(h.wh_name), "%s", name);
+	snprintf(h.wh_addr, sizeof(h.wh_addr), "%s", addr);
+	h.wh_auth = auth;
+	if (auth)
+		ry__auth_nonce(h.wh_nonce);
+	ry__wbuf_init(&w, body, sizeof(body));
+	ry__wire_hello_put(&w, &h, false);
+	frame_start(f, CTL_HELLO);
+	put_body(f, &w);
+	frame_end(f);
+}
+
+bool frame_hdr(const struct frame *in, struct ry__ctl_hdr *h)
+{
+	if (in->n < RY__CTL_HDR)
+		return false;
+	ry__ctl_hdr_get(in->b, h);
+	return true;
 }
 
 int raw_connect(struct fx *fx, const char *src)

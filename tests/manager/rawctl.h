@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * A raw control-channel client for the admission and authentication
- * suites: frames encoded by hand (the format at the top of
- * src/control.c), a TCP connection to the fixture's b from a chosen
+ * suites: frames encoded by the codec (src/ctl/wire.h), some of them
+ * deliberately wrong, a TCP connection to the fixture's b from a chosen
  * loopback address, and a wait for b to close it.
  */
 #ifndef RY_TEST_RAWCTL_H
@@ -12,19 +12,30 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "src/ctl/wire.h"
 #include "tests/manager/fixture.h"
 
 struct frame {
 	unsigned char b[4096];
 	size_t n;
+	uint16_t type;
 };
 
+/* Bytes onto the frame (a body the codec encoded, a MAC, or what the
+ * other end sent). */
 void put(struct frame *f, const void *p, size_t n);
-void put_le(struct frame *f, uint64_t v, unsigned bytes);
-void put_str(struct frame *f, const char *s);
-/* Header with a length that frame_end fills; version 2 (CTL_VERSION). */
+/* A header (src/ctl/wire.h) whose length frame_end fills. */
 void frame_start(struct frame *f, uint16_t type);
+/* w's body (checked not bad) onto the frame. */
+void put_body(struct frame *f, const struct ry__wbuf *w);
 void frame_end(struct frame *f);
+/* A HELLO with no rails as node (name, claimed control address addr);
+ * with auth, the key flag and a fresh nonce.  Its body is f->b after the
+ * header. */
+void raw_hello(struct frame *f, uint64_t node, const char *name,
+	       const char *addr, bool auth);
+/* The header of the frame at in->b; false if fewer bytes than one. */
+bool frame_hdr(const struct frame *in, struct ry__ctl_hdr *h);
 
 /* Peer records the manager holds. */
 unsigned npeers(struct ry_manager *m);

@@ -3,8 +3,9 @@
  * Admission on the control channel (issue 11): who may open a session,
  * what a session may do, and the bounds on sessions and frames.  Managers
  * a and b over the loop rail (fixture.c); an intruder is a raw TCP client
- * that encodes frames by hand, by the rules at the top of src/control.c,
- * from another loopback address where it must look like another host.
+ * that encodes frames with the protocol's codec (src/ctl/wire.h), some of
+ * them deliberately wrong, from another loopback address where it must look
+ * like another host.
  */
 #include <check.h>
 #include <errno.h>
@@ -33,16 +34,11 @@ static void setup_opts(const struct fx_opts *o)
 
 /* ---- a raw client ---- */
 
+/* HELLO with no rails and no authentication. */
 static void hello(struct frame *f, uint64_t node, const char *name,
 		  const char *addr)
 {
-	frame_start(f, 1);
-	put_le(f, node, 8);
-	put_str(f, name);
-	put_str(f, addr);
-	put_le(f, 0, 1); /* no rails */
-	put_le(f, 0, 1); /* no authentication */
-	frame_end(f);
+	raw_hello(f, node, name, addr, false);
 }
 
 /* ---- tests ---- */
@@ -114,9 +110,17 @@ START_TEST(fence_ack_forged)
 	setup_opts(NULL);
 	fd = raw_connect(&F, "127.0.0.1");
 	hello(&f, 0x777, "raw", "127.0.0.1:9");
-	frame_start(&ack, 7);
-	put_le(&ack, UINT64_MAX, 8);
-	frame_end(&ack);
+	{
+		struct ry__wire_fence wf = {.wf_gen = UINT64_MAX};
+		unsigned char body[8];
+		struct ry__wbuf w;
+
+		ry__wbuf_init(&w, body, sizeof(body));
+		ry__wire_fence_put(&w, true, &wf);
+		frame_start(&ack, CTL_FENCE_ACK);
+		put_body(&ack, &w);
+		frame_end(&ack);
+	}
 	raw_send(fd, f.b, f.n);
 	/* admitted first: b answers HELLO_ACK */
 	ck_assert(!closed_within(&F, fd, 1000, &in));
@@ -132,9 +136,10 @@ END_TEST
  * that announces a 65,535-byte frame is closed at once. */
 START_TEST(handshake_deadline_and_frame_limit)
 {
-	unsigned char hdr[8 + 1000] = {0xff, 0xff, 0, 0, 1, 0, 2, 0};
+	unsigned char hdr[RY__CTL_HDR + 1000] = {0};
 	int fd;
 
+	ry__ctl_hdr_put(hdr, 0xffff, CTL_HELLO);
 	setup_opts(&(struct fx_opts){.b_handshake_timeout_ms = 300});
 	fd = raw_connect(&F, "127.0.0.1");
 	ck_assert(closed_within(&F, fd, 15000, NULL));
@@ -208,7 +213,7 @@ START_TEST(hello_records_freed)
 END_TEST
 
 /* Every live control session of m has the dead-peer settings of
- * src/control.c (ctl_keepalive); returns how many were inbound. */
+ * src/ctl/session.c (ctl_keepalive); returns how many were inbound. */
 static unsigned keepalive_set(struct ry_manager *m, unsigned *n_out)
 {
 	int fd[16], v;

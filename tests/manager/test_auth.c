@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * key_file authentication of the control channel (issue 11).  Managers a
- * and b over the loop rail (fixture.c); a raw TCP client encodes frames by
- * hand, by the rules at the top of src/control.c, as test_admission.c
- * does.  Refusals are asserted on the log lines both sides write.
+ * and b over the loop rail (fixture.c); a raw TCP client encodes frames
+ * with the protocol's codec (src/ctl/wire.h), as test_admission.c does.
+ * Refusals are asserted on the log lines both sides write.
  */
 #include <check.h>
 #include <errno.h>
@@ -87,21 +87,10 @@ static void teardown(void)
 static void hello(struct frame *f, uint64_t node, const char *name,
 		  const char *addr, bool auth, unsigned char hello_h[RY__MAC])
 {
-	unsigned char nonce[RY__NONCE];
-
-	frame_start(f, 1);
-	put_le(f, node, 8);
-	put_str(f, name);
-	put_str(f, addr);
-	put_le(f, 0, 1); /* no rails */
-	put_le(f, auth, 1);
-	if (auth) {
-		ry__auth_nonce(nonce);
-		put(f, nonce, sizeof(nonce));
-	}
-	frame_end(f);
+	raw_hello(f, node, name, addr, auth);
 	if (hello_h)
-		ry__auth_hash_hello(f->b + 8, f->n - 8, hello_h);
+		ry__auth_hash_hello(f->b + RY__CTL_HDR, f->n - RY__CTL_HDR,
+				    hello_h);
 }
 
 /*
@@ -112,7 +101,9 @@ static void hello(struct frame *f, uint64_t node, const char *name,
 static void keyed_handshake(int fd, uint64_t node, const char *name,
 			    const char *addr, unsigned char t[RY__MAC])
 {
-	unsigned char hello_h[RY__MAC], proof[RY__MAC];
+	unsigned char hello_h[RY__MAC], proof[RY__MAC], body[RY__MAC];
+	struct ry__ctl_hdr h;
+	struct ry__wbuf w;
 	struct frame f, in;
 	uint32_t len;
 
@@ -120,15 +111,18 @@ static void keyed_handshake(int fd, uint64_t node, const char *name,
 	raw_send(fd, f.b, f.n);
 	in.n = 0;
 	ck_assert(!closed_within(&F, fd, 500, &in));
-	ck_assert_uint_ge(in.n, 8);
-	len = in.b[0] | in.b[1] << 8 | in.b[2] << 16 | (uint32_t)in.b[3] << 24;
-	ck_assert_uint_eq(in.n, 8 + len);
-	ck_assert_uint_eq(in.b[4], 2); /* HELLO_ACK */
-	ry__auth_transcript(hello_h, in.b + 8, len - RY__MAC, t);
-	ck_assert(ry__auth_proof_ok(F.a, false, t, in.b + 8 + len - RY__MAC));
+	ck_assert(frame_hdr(&in, &h));
+	len = h.h_len;
+	ck_assert_uint_eq(in.n, RY__CTL_HDR + len);
+	ck_assert_uint_eq(h.h_type, CTL_HELLO_ACK);
+	ry__auth_transcript(hello_h, in.b + RY__CTL_HDR, len - RY__MAC, t);
+	ck_assert(ry__auth_proof_ok(F.a, false, t,
+				    in.b + RY__CTL_HDR + len - RY__MAC));
 	ry__auth_proof(F.a, true, t, proof);
-	frame_start(&f, 8);
-	put(&f, proof, sizeof(proof));
+	ry__wbuf_init(&w, body, sizeof(body));
+	ry__wire_auth_put(&w, proof);
+	frame_start(&f, CTL_AUTH);
+	put_body(&f, &w);
 	frame_end(&f);
 	raw_send(fd, f.b, f.n);
 }
@@ -257,10 +251,17 @@ START_TEST(impersonation_without_key)
 	ck_assert_uint_eq(npeers(F.b), 0); /* nothing decided yet */
 	/* the real a connects, proves the key and works meanwhile */
 	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
-	frame_start(&auth, 8);
-	for (i = 0; i < RY__MAC; i++)
-		put_le(&auth, 0xa5, 1);
-	frame_end(&auth);
+	{
+		unsigned char proof[RY__MAC], body[RY__MAC];
+		struct ry__wbuf w;
+
+		memset(proof, 0xa5, sizeof(proof));
+		ry__wbuf_init(&w, body, sizeof(body));
+		ry__wire_auth_put(&w, proof);
+		frame_start(&auth, CTL_AUTH);
+		put_body(&auth, &w);
+		frame_end(&auth);
+	}
 	for (i = 0; i < 4; i++) {
 		fd = raw_connect(&F, "127.0.0.1");
 		hello(&f, 0x6161 + i, "a", a_addr, i % 2, NULL);
@@ -307,15 +308,17 @@ START_TEST(flipped_mac_closes_session)
 	ry__auth_session_keys(F.a, true, t, ktx, krx, kdata);
 	/* CONN_REJ for a rail b does not have: harmless, if authentic */
 	for (i = 0; i < 2; i++) {
-		unsigned char mac[RY__MAC];
+		struct ry__wire_conn wc = {.wc_dst = RY_MAX_RAILS - 1,
+					   .wc_attempt = 1};
+		unsigned char mac[RY__MAC], body[64];
+		struct ry__wbuf w;
 
-		frame_start(&rej, 5);
-		put_le(&rej, 0, 1);
-		put_le(&rej, RY_MAX_RAILS - 1, 1);
-		put_le(&rej, 1, 4);
-		put_le(&rej, 0, 4);
-		ry__auth_frame_mac(ktx, (uint64_t)i, 5, 2, rej.b + 8, rej.n - 8,
-				   mac);
+		ry__wbuf_init(&w, body, sizeof(body));
+		ry__wire_conn_put(&w, CTL_CONN_REJ, &wc);
+		frame_start(&rej, CTL_CONN_REJ);
+		put_body(&rej, &w);
+		ry__auth_frame_mac(ktx, (uint64_t)i, CTL_CONN_REJ,
+				   RY__CTL_VERSION, w.b, w.n, mac);
 		if (i == 1)
 			mac[7] ^= 0x40;
 		put(&rej, mac, sizeof(mac));

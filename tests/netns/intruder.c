@@ -2,16 +2,9 @@
 /*
  * intruder: a hostile client of railyard's control channel for the
  * namespace drills (tests/netns/test_intruder.sh).  It links with nothing
- * but libc and encodes frames by hand, by the rules at the top of
- * src/control.c:
- *
- *   frame  u32 body length, u16 type, u16 version (2), body; little-endian
- *   HELLO  (type 1) u64 incarnation, str name, str control address,
- *          u8 nrails (0 here), u8 auth (bit 0 key, bit 1 data_mac), and
- *          with a key a 32-byte nonce
- *   AUTH   (type 8) 32-byte proof
- *   FENCE_ACK (type 7) u64 generation
- *   str    u16 length + bytes
+ * but libc and the control protocol's codec (src/ctl/wire.c, compiled in),
+ * and sends HELLO (no rails), AUTH and FENCE_ACK frames, some of them
+ * deliberately incomplete.
  *
  * It opens --conns connections to ADDR (from --from, if given), sends on
  * each what the options say, keeps them --hold-ms and reports, as one JSON
@@ -56,11 +49,8 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
-#define T_HELLO 1
-#define T_HELLO_ACK 2
-#define T_FENCE_ACK 7
-#define T_AUTH 8
-#define T_REFUSE 9
+#include "src/ctl/wire.h"
+
 #define NTYPES 16
 
 enum state { S_CONNECTING, S_OPEN, S_CLOSED, S_REFUSED, S_TIMEOUT };
@@ -69,7 +59,7 @@ struct conn {
 	int fd;
 	enum state st;
 	uint64_t t0_ns;
-	unsigned char hdr[8];
+	unsigned char hdr[RY__CTL_HDR];
 	unsigned hdr_got;
 	uint32_t body_left;
 	uint16_t type;	    /* of the frame being read */
@@ -130,21 +120,6 @@ static void put(struct buf *b, const void *p, size_t n)
 	b->n += n;
 }
 
-static void put_le(struct buf *b, uint64_t v, unsigned bytes)
-{
-	for (unsigned i = 0; i < bytes; i++) {
-		unsigned char c = (unsigned char)(v >> (8 * i));
-
-		put(b, &c, 1);
-	}
-}
-
-static void put_str(struct buf *b, const char *s)
-{
-	put_le(b, strlen(s), 2);
-	put(b, s, strlen(s));
-}
-
 static void put_random(struct buf *b, size_t n)
 {
 	static int fd = -1;
@@ -162,52 +137,64 @@ static void put_random(struct buf *b, size_t n)
 	}
 }
 
-/* Frame header with the length patched in by frame_end(). */
-static size_t frame_start(struct buf *b, uint16_t type)
+/* A frame with w's body onto b. */
+static void put_frame(struct buf *b, uint16_t type, const struct ry__wbuf *w)
 {
-	size_t at = b->n;
+	unsigned char hdr[RY__CTL_HDR];
 
-	put_le(b, 0, 4);
-	put_le(b, type, 2);
-	put_le(b, 2, 2); /* CTL_VERSION */
-	return at;
+	if (w->bad) {
+		errno = EMSGSIZE;
+		die("frame");
+	}
+	ry__ctl_hdr_put(hdr, (uint32_t)w->n, type);
+	put(b, hdr, sizeof(hdr));
+	put(b, w->b, w->n);
 }
 
-static void frame_end(struct buf *b, size_t at)
+static void random_bytes(void *p, size_t n)
 {
-	uint32_t len = (uint32_t)(b->n - at - 8);
+	struct buf b = {0};
 
-	for (unsigned i = 0; i < 4; i++)
-		b->p[at + i] = (unsigned char)(len >> (8 * i));
+	put_random(&b, n);
+	memcpy(p, b.p, n);
+	free(b.p);
 }
 
 /* What every connection sends right after connecting. */
 static void build_payload(struct buf *b)
 {
-	size_t at;
+	static unsigned char body[RY__CTL_MAX_FRAME];
+	struct ry__wbuf w;
 
 	if (o.hello) {
-		at = frame_start(b, T_HELLO);
-		put_le(b, o.node, 8);
-		put_str(b, o.hello);
-		put_str(b, o.claim);
-		put_le(b, 0, 1); /* no rails */
-		put_le(b, o.auth ? 1u | (o.data_mac ? 2u : 0u) : 0u, 1);
+		static struct ry__wire_hello h;
+
+		h.wh_node = o.node;
+		snprintf(h.wh_name, sizeof(h.wh_name), "%s", o.hello);
+		snprintf(h.wh_addr, sizeof(h.wh_addr), "%s", o.claim);
+		h.wh_auth = o.auth;
+		h.wh_data_mac = o.auth && o.data_mac;
 		if (o.auth)
-			put_random(b, 32);
-		frame_end(b, at);
+			random_bytes(h.wh_nonce, sizeof(h.wh_nonce));
+		ry__wbuf_init(&w, body, sizeof(body));
+		ry__wire_hello_put(&w, &h, false);
+		put_frame(b, CTL_HELLO, &w);
 	}
 	if (o.fence) {
-		at = frame_start(b, T_FENCE_ACK);
-		put_le(b, o.fence_gen, 8);
-		frame_end(b, at);
+		struct ry__wire_fence f = {.wf_gen = o.fence_gen};
+
+		ry__wbuf_init(&w, body, sizeof(body));
+		ry__wire_fence_put(&w, true, &f);
+		put_frame(b, CTL_FENCE_ACK, &w);
 	}
-	if (o.partial >= 8) {
+	if (o.partial >= RY__CTL_HDR) {
+		unsigned char hdr[RY__CTL_HDR];
+
 		/* announce one byte more than will ever come */
-		put_le(b, o.partial - 8 + 1, 4);
-		put_le(b, T_HELLO, 2);
-		put_le(b, 2, 2);
-		put_random(b, o.partial - 8);
+		ry__ctl_hdr_put(hdr, (uint32_t)(o.partial - RY__CTL_HDR + 1),
+				CTL_HELLO);
+		put(b, hdr, sizeof(hdr));
+		put_random(b, o.partial - RY__CTL_HDR);
 	} else if (o.partial) {
 		put_random(b, o.partial); /* not even a header */
 	}
@@ -265,12 +252,15 @@ static void on_frame_start(struct conn *c)
 		r.frames[c->type]++;
 	else
 		r.frames_other++;
-	if (c->type == T_HELLO_ACK && o.fake_proof && !c->proof_sent) {
+	if (c->type == CTL_HELLO_ACK && o.fake_proof && !c->proof_sent) {
+		unsigned char proof[RY__CTL_MAC], body[RY__CTL_MAC];
 		struct buf b = {0};
-		size_t at = frame_start(&b, T_AUTH);
+		struct ry__wbuf w;
 
-		put_random(&b, 32);
-		frame_end(&b, at);
+		random_bytes(proof, sizeof(proof));
+		ry__wbuf_init(&w, body, sizeof(body));
+		ry__wire_auth_put(&w, proof);
+		put_frame(&b, CTL_AUTH, &w);
 		queue(c, b.p, b.n);
 		free(b.p);
 		c->proof_sent = true;
@@ -283,24 +273,24 @@ static void parse(struct conn *c, const unsigned char *p, size_t n)
 	size_t k;
 
 	while (n) {
-		if (c->hdr_got < 8) {
+		if (c->hdr_got < RY__CTL_HDR) {
+			struct ry__ctl_hdr h;
+
 			c->hdr[c->hdr_got++] = *p++;
 			n--;
-			if (c->hdr_got < 8)
+			if (c->hdr_got < RY__CTL_HDR)
 				continue;
-			c->body_left = (uint32_t)c->hdr[0] |
-				       (uint32_t)c->hdr[1] << 8 |
-				       (uint32_t)c->hdr[2] << 16 |
-				       (uint32_t)c->hdr[3] << 24;
-			c->type = (uint16_t)(c->hdr[4] | c->hdr[5] << 8);
+			ry__ctl_hdr_get(c->hdr, &h);
+			c->body_left = h.h_len;
+			c->type = h.h_type;
 			c->first_body = true;
 			on_frame_start(c);
 			if (!c->body_left)
 				c->hdr_got = 0;
 			continue;
 		}
-		if (c->first_body && c->type == T_REFUSE)
-			r.refuse_code[*p]++;
+		if (c->first_body && c->type == CTL_REFUSE)
+			r.refuse_code[ry__wire_refuse_get(p, 1)]++;
 		c->first_body = false;
 		k = n < c->body_left ? n : c->body_left;
 

@@ -108,6 +108,9 @@ START_TEST(test_usage)
 	ck_assert_int_eq(run("check-config", out, sizeof(out)), 2);
 	ck_assert_int_eq(run("--help", out, sizeof(out)), 0);
 	ck_assert_ptr_nonnull(strstr(out, "check-config"));
+	/* test tools (tests/swarm's ry-swarm) are not the product's */
+	ck_assert_ptr_null(strstr(out, "swarm"));
+	ck_assert_int_eq(run("swarm --help", out, sizeof(out)), 2);
 	ck_assert_int_eq(run("check-config --help", out, sizeof(out)), 0);
 	ck_assert_ptr_nonnull(strstr(out, "Exit codes"));
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * railyard swarm: emulate many client nodes against one `railyard serve`,
+ * ry-swarm: emulate many client nodes against one `railyard serve`,
  * from one process, to see what the server does with thousands of peers.
  *
  * Each emulated node is what the server sees of a real one: its own
@@ -17,9 +17,9 @@
  * 5 MiB and 24 fds.  The node moves no data of its own: run `railyard bench
  * --verify` beside it for that (tests/bench/scale.sh does).
  *
- * The control frames are encoded here by hand, as in src/control.c's
- * header comment (version 2, no key_file).  Only the QP verbs come from
- * the library (rails/rail.h over the soft provider).
+ * The control frames go through the protocol's codec (src/ctl/wire.h; no
+ * key_file).  Only the QP verbs come from the library (rails/rail.h over
+ * the soft provider).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,15 +38,17 @@
 #include <sys/socket.h>
 
 #include "rails/rail.h"
-#include "src/cli/cli.h"
-#include "src/util/le.h"
+#include "src/ctl/wire.h"
+
+/* Exit codes, as the railyard tool's. */
+enum { RY_EXIT_OK = 0, RY_EXIT_FAIL = 1, RY_EXIT_USAGE = 2 };
 
 static const char usage_text[] =
-    "usage: railyard swarm --server ADDR:PORT --rail NETWORK=IP [--rail ...]\n"
-    "                      [--nodes N] [--source IP] [--rate N]\n"
-    "                      [--heartbeat-ms MS] [--idle-heartbeat-ms MS]\n"
-    "                      [--group N] [--duration S] [--kill N]\n"
-    "                      [--status-file PATH] [--json]\n"
+    "usage: ry-swarm --server ADDR:PORT --rail NETWORK=IP [--rail ...]\n"
+    "                [--nodes N] [--source IP] [--rate N]\n"
+    "                [--heartbeat-ms MS] [--idle-heartbeat-ms MS]\n"
+    "                [--group N] [--duration S] [--kill N]\n"
+    "                [--status-file PATH] [--json]\n"
     "\n"
     "Emulate N client nodes against one `railyard serve` at ADDR:PORT\n"
     "(its control address).  Each node has its own control session, name\n"
@@ -88,23 +90,7 @@ static const char usage_text[] =
 #define RECV_BUFS 1024
 #define RECV_LEN 256
 #define QP_WR 4
-#define CTL_VERSION 2
-enum {
-	CTL_HELLO = 1,
-	CTL_HELLO_ACK,
-	CTL_CONN_REQ,
-	CTL_CONN_REP,
-	CTL_CONN_REJ,
-	CTL_FENCE_REQ,
-	CTL_FENCE_ACK,
-	CTL_AUTH,
-	CTL_REFUSE,
-};
-/* struct ry__mhdr (src/manager.h): magic, type, flags, seq, node, ... */
-#define MH_LEN 40
-#define MH_MAGIC 0x52594d47u
-#define MT_HEARTBEAT 1
-#define MT_PROBE 2
+#define MH_LEN sizeof(struct ry__mhdr)
 
 enum cstate { C_IDLE = 0, C_REQ, C_PROBING, C_ACTIVE, C_BACKOFF };
 /* N_DEAD: killed by SIGUSR1, never dialed again */
@@ -205,109 +191,6 @@ static uint64_t rnd64(void)
 	return v;
 }
 
-/* ---- frames ---- */
-
-struct fb {
-	unsigned char b[768];
-	size_t n;
-};
-
-static void f_bytes(struct fb *f, const void *p, size_t n)
-{
-	if (f->n + n <= sizeof(f->b))
-		memcpy(f->b + f->n, p, n);
-	f->n += n;
-}
-
-static void f_le(struct fb *f, uint64_t v, unsigned bytes)
-{
-	unsigned char b[8];
-
-	for (unsigned i = 0; i < bytes; i++)
-		b[i] = (unsigned char)(v >> (8 * i));
-	f_bytes(f, b, bytes);
-}
-
-static void f_str(struct fb *f, const char *s)
-{
-	f_le(f, strlen(s), 2);
-	f_bytes(f, s, strlen(s));
-}
-
-static void f_ep(struct fb *f, const struct ry_qp_endpoint *ep)
-{
-	f_le(f, ep->qpn, 4);
-	f_le(f, ep->psn, 4);
-	f_le(f, ep->cookie, 8);
-	f_bytes(f, ep->gid, 16);
-	f_le(f, ep->lid, 2);
-	f_le(f, ep->udp_port, 2);
-	f_le(f, ep->mtu, 4);
-}
-
-static void f_start(struct fb *f, uint16_t type)
-{
-	f->n = 0;
-	f_le(f, 0, 4);
-	f_le(f, type, 2);
-	f_le(f, CTL_VERSION, 2);
-}
-
-struct rd {
-	const unsigned char *p;
-	size_t n;
-	bool bad;
-};
-
-static uint64_t r_le(struct rd *r, unsigned bytes)
-{
-	uint64_t v = 0;
-
-	if (r->n < bytes) {
-		r->bad = true;
-		r->n = 0;
-		return 0;
-	}
-	for (unsigned i = 0; i < bytes; i++)
-		v |= (uint64_t)r->p[i] << (8 * i);
-	r->p += bytes;
-	r->n -= bytes;
-	return v;
-}
-
-static void r_str(struct rd *r, char *out, size_t cap)
-{
-	size_t len = (size_t)r_le(r, 2);
-
-	if (r->bad || len > r->n || len >= cap) {
-		r->bad = true;
-		out[0] = 0;
-		return;
-	}
-	memcpy(out, r->p, len);
-	out[len] = 0;
-	r->p += len;
-	r->n -= len;
-}
-
-static void r_ep(struct rd *r, struct ry_qp_endpoint *ep)
-{
-	memset(ep, 0, sizeof(*ep));
-	ep->qpn = (uint32_t)r_le(r, 4);
-	ep->psn = (uint32_t)r_le(r, 4);
-	ep->cookie = r_le(r, 8);
-	if (r->n < 16) {
-		r->bad = true;
-		return;
-	}
-	memcpy(ep->gid, r->p, 16);
-	r->p += 16;
-	r->n -= 16;
-	ep->lid = (uint16_t)r_le(r, 2);
-	ep->udp_port = (uint16_t)r_le(r, 2);
-	ep->mtu = (uint32_t)r_le(r, 4);
-}
-
 /* ---- nodes and connections ---- */
 
 static struct srail *rail_of(struct swarm *sw, const struct node *nd,
@@ -332,7 +215,8 @@ static unsigned hbucket(uint32_t qpn)
 	return (qpn * 2654435761u) >> 22 & 1023;
 }
 
-static void send_frame(struct swarm *sw, struct node *nd, struct fb *f);
+static void send_conn(struct swarm *sw, struct node *nd, uint16_t type,
+		      const struct ry__wire_conn *wc);
 
 static void conn_drop(struct swarm *sw, struct node *nd, unsigned ri,
 		      uint64_t now, bool failed)
@@ -442,8 +326,7 @@ static void conn_start(struct swarm *sw, struct node *nd, unsigned ri,
 		       uint64_t now)
 {
 	struct conn *c = &nd->c[ri];
-	struct ry_qp_endpoint ep;
-	struct fb f;
+	struct ry__wire_conn wc = {.wc_src = (uint8_t)ri};
 
 	if (c->ridx == 0xff)
 		return;
@@ -451,17 +334,14 @@ static void conn_start(struct swarm *sw, struct node *nd, unsigned ri,
 		conn_drop(sw, nd, ri, now, false);
 		return;
 	}
-	local_ep(rail_of(sw, nd, ri), c, &ep);
+	local_ep(rail_of(sw, nd, ri), c, &wc.wc_ep);
 	c->attempt++;
 	c->st = C_REQ;
 	c->passive = false;
 	c->deadline = now + 2000000000ull;
-	f_start(&f, CTL_CONN_REQ);
-	f_le(&f, ri, 1);
-	f_le(&f, c->ridx, 1);
-	f_le(&f, c->attempt, 4);
-	f_ep(&f, &ep);
-	send_frame(sw, nd, &f);
+	wc.wc_dst = c->ridx;
+	wc.wc_attempt = c->attempt;
+	send_conn(sw, nd, CTL_CONN_REQ, &wc);
 }
 
 static void conn_activate(struct swarm *sw, struct node *nd, unsigned ri,
@@ -542,72 +422,78 @@ static void kill_nodes(struct swarm *sw, uint64_t now)
 		sw->killed);
 }
 
-static void send_frame(struct swarm *sw, struct node *nd, struct fb *f)
+static void send_frame(struct swarm *sw, struct node *nd, uint16_t type,
+		       const struct ry__wbuf *w)
 {
-	uint32_t len = (uint32_t)(f->n - 8);
-	ssize_t w;
+	unsigned char f[RY__CTL_HDR + RY__CTL_MAX_FRAME];
+	int n =
+	    w->bad ? -EMSGSIZE : ry__wire_frame(f, sizeof(f), type, w->b, w->n);
+	ssize_t sent;
 
-	ry__put_le32(f->b, len);
-	if (nd->fd < 0)
+	if (nd->fd < 0 || n < 0)
 		return;
 	/* frames are small and rare: a full socket buffer is a dead server */
-	w = send(nd->fd, f->b, f->n, MSG_NOSIGNAL | MSG_DONTWAIT);
-	if (w != (ssize_t)f->n)
+	sent = send(nd->fd, f, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (sent != n)
 		node_close(sw, nd, now_ns());
+}
+
+static void send_conn(struct swarm *sw, struct node *nd, uint16_t type,
+		      const struct ry__wire_conn *wc)
+{
+	unsigned char b[64];
+	struct ry__wbuf w;
+
+	ry__wbuf_init(&w, b, sizeof(b));
+	ry__wire_conn_put(&w, type, wc);
+	send_frame(sw, nd, type, &w);
 }
 
 static void send_hello(struct swarm *sw, struct node *nd)
 {
-	struct fb f;
-	char name[64], addr[80];
+	static struct ry__wire_hello h;
+	static unsigned char b[RY__CTL_MAX_FRAME];
+	struct ry__wbuf w;
 	unsigned ri;
 
-	snprintf(name, sizeof(name), "swarm-%d-%u", (int)getpid(), nd->idx);
-	snprintf(addr, sizeof(addr), "%s:%u", sw->source,
+	memset(&h, 0, sizeof(h));
+	h.wh_node = nd->inc;
+	snprintf(h.wh_name, sizeof(h.wh_name), "swarm-%d-%u", (int)getpid(),
+		 nd->idx);
+	snprintf(h.wh_addr, sizeof(h.wh_addr), "%s:%u", sw->source,
 		 20000 + nd->idx % 40000);
-	f_start(&f, CTL_HELLO);
-	f_le(&f, nd->inc, 8);
-	f_str(&f, name);
-	f_str(&f, addr);
-	f_le(&f, sw->nr, 1);
+	h.wh_n = sw->nr;
 	for (ri = 0; ri < sw->nr; ri++) {
-		char rn[16];
+		struct ry__wire_rail *wr = &h.wh_rail[ri];
 
-		snprintf(rn, sizeof(rn), "s%u", ri);
-		f_str(&f, rn);
-		f_str(&f, sw->net[ri]);
-		f_ep(&f, &rail_of(sw, nd, ri)->attr.local);
+		snprintf(wr->wr_name, sizeof(wr->wr_name), "s%u", ri);
+		snprintf(wr->wr_network, sizeof(wr->wr_network), "%s",
+			 sw->net[ri]);
+		wr->wr_ep = rail_of(sw, nd, ri)->attr.local;
 	}
-	f_le(&f, 0, 1); /* no key */
+	/* no key */
+	ry__wbuf_init(&w, b, sizeof(b));
+	ry__wire_hello_put(&w, &h, false);
 	nd->st = N_HELLO;
-	send_frame(sw, nd, &f);
+	send_frame(sw, nd, CTL_HELLO, &w);
 }
 
-static int on_hello_ack(struct swarm *sw, struct node *nd, struct rd *r,
-			uint64_t now)
+static int on_hello_ack(struct swarm *sw, struct node *nd,
+			const unsigned char *body, size_t n, uint64_t now)
 {
-	char name[256], addr[256], rn[256], net[256];
-	struct ry_qp_endpoint ep;
-	unsigned n, i, ri;
+	static struct ry__wire_hello h;
+	unsigned i, ri;
 
-	if (nd->st != N_HELLO)
+	if (nd->st != N_HELLO || ry__wire_hello_get(body, n, true, &h))
 		return -1;
-	nd->srv_inc = r_le(r, 8);
-	r_str(r, name, sizeof(name));
-	r_str(r, addr, sizeof(addr));
-	n = (unsigned)r_le(r, 1);
+	nd->srv_inc = h.wh_node;
 	for (ri = 0; ri < sw->nr; ri++)
 		nd->c[ri].ridx = 0xff;
-	for (i = 0; i < n && !r->bad; i++) {
-		r_str(r, rn, sizeof(rn));
-		r_str(r, net, sizeof(net));
-		r_ep(r, &ep);
+	for (i = 0; i < h.wh_n; i++)
 		for (ri = 0; ri < sw->nr; ri++)
-			if (!strcmp(net, sw->net[ri]) && nd->c[ri].ridx == 0xff)
+			if (!strcmp(h.wh_rail[i].wr_network, sw->net[ri]) &&
+			    nd->c[ri].ridx == 0xff)
 				nd->c[ri].ridx = (uint8_t)i;
-	}
-	if (r->bad)
-		return -1;
 	nd->st = N_READY;
 	sw->ready++;
 	for (ri = 0; ri < sw->nr; ri++)
@@ -622,8 +508,9 @@ static void on_conn_req(struct swarm *sw, struct node *nd, unsigned src,
 {
 	struct conn *c = &nd->c[ri];
 	struct srail *sr = rail_of(sw, nd, ri);
-	struct ry_qp_endpoint ep;
-	struct fb f;
+	struct ry__wire_conn wc = {.wc_src = (uint8_t)ri,
+				   .wc_dst = (uint8_t)src,
+				   .wc_attempt = attempt};
 	int err = 0;
 
 	if (ri >= sw->nr || c->ridx != src) {
@@ -639,57 +526,45 @@ static void on_conn_req(struct swarm *sw, struct node *nd, unsigned src,
 		}
 	}
 	if (err) {
-		f_start(&f, CTL_CONN_REJ);
-		f_le(&f, ri, 1);
-		f_le(&f, src, 1);
-		f_le(&f, attempt, 4);
-		f_le(&f, (uint32_t)err, 4);
-		send_frame(sw, nd, &f);
+		wc.wc_err = err;
+		send_conn(sw, nd, CTL_CONN_REJ, &wc);
 		return;
 	}
-	local_ep(sr, c, &ep);
+	local_ep(sr, c, &wc.wc_ep);
 	c->st = C_PROBING;
 	c->passive = true;
 	c->probe_out = false;
 	c->deadline = now + 2000000000ull;
-	f_start(&f, CTL_CONN_REP);
-	f_le(&f, ri, 1);
-	f_le(&f, src, 1);
-	f_le(&f, attempt, 4);
-	f_ep(&f, &ep);
-	send_frame(sw, nd, &f);
+	send_conn(sw, nd, CTL_CONN_REP, &wc);
 }
 
 static int dispatch(struct swarm *sw, struct node *nd, unsigned type,
-		    struct rd *r, uint64_t now)
+		    const unsigned char *body, size_t n, uint64_t now)
 {
-	struct ry_qp_endpoint ep;
+	struct ry__wire_fence wf;
+	struct ry__wire_conn wc;
 	unsigned src, dst;
-	uint32_t attempt, q2, err = 0;
-	uint64_t gen;
+	uint32_t attempt, err;
 	struct conn *c;
-	struct fb f;
 
 	if (type == CTL_HELLO_ACK)
-		return on_hello_ack(sw, nd, r, now);
+		return on_hello_ack(sw, nd, body, n, now);
 	if (nd->st != N_READY)
 		return -1;
 	switch (type) {
 	case CTL_CONN_REQ:
 	case CTL_CONN_REP:
 	case CTL_CONN_REJ:
-		src = (unsigned)r_le(r, 1);
-		dst = (unsigned)r_le(r, 1);
-		attempt = (uint32_t)r_le(r, 4);
-		if (type == CTL_CONN_REJ)
-			err = (uint32_t)r_le(r, 4);
-		else
-			r_ep(r, &ep);
-		if (r->bad || dst >= sw->nr)
+		if (ry__wire_conn_get(body, n, (uint16_t)type, &wc) ||
+		    wc.wc_dst >= sw->nr)
 			return -1;
+		src = wc.wc_src;
+		dst = wc.wc_dst;
+		attempt = wc.wc_attempt;
+		err = (uint32_t)wc.wc_err;
 		c = &nd->c[dst];
 		if (type == CTL_CONN_REQ) {
-			on_conn_req(sw, nd, src, dst, attempt, &ep, now);
+			on_conn_req(sw, nd, src, dst, attempt, &wc.wc_ep, now);
 			return 0;
 		}
 		if (c->st != C_REQ || c->attempt != attempt || c->ridx != src)
@@ -711,7 +586,7 @@ static int dispatch(struct swarm *sw, struct node *nd, unsigned type,
 				    (uint64_t)random() % 1000000000ull;
 			return 0;
 		}
-		if (to_rts(rail_of(sw, nd, dst), c, &ep) ||
+		if (to_rts(rail_of(sw, nd, dst), c, &wc.wc_ep) ||
 		    post_ctl(sw, nd, dst, MT_PROBE, now)) {
 			conn_drop(sw, nd, dst, now, false);
 			return 0;
@@ -721,23 +596,24 @@ static int dispatch(struct swarm *sw, struct node *nd, unsigned type,
 		c->deadline = now + 2000000000ull;
 		return 0;
 	case CTL_FENCE_REQ:
-		gen = r_le(r, 8);
-		src = (unsigned)r_le(r, 1);
-		dst = (unsigned)r_le(r, 1);
-		r_le(r, 4);
-		q2 = (uint32_t)r_le(r, 4);
-		if (r->bad)
+		if (ry__wire_fence_get(body, n, false, &wf))
 			return -1;
+		dst = wf.wf_dst;
 		sw->fences++;
 		/* our QP of that connection goes to ERR before the ack */
 		if (dst < sw->nr && nd->c[dst].qp &&
-		    nd->c[dst].qp->qp_num == q2) {
+		    nd->c[dst].qp->qp_num == wf.wf_dst_qpn) {
 			ry__rail_modify_qp(nd->c[dst].qp, RY_QPS_ERR, NULL);
 			conn_drop(sw, nd, dst, now, true);
 		}
-		f_start(&f, CTL_FENCE_ACK);
-		f_le(&f, gen, 8);
-		send_frame(sw, nd, &f);
+		{
+			unsigned char b[8];
+			struct ry__wbuf w;
+
+			ry__wbuf_init(&w, b, sizeof(b));
+			ry__wire_fence_put(&w, true, &wf);
+			send_frame(sw, nd, CTL_FENCE_ACK, &w);
+		}
 		return 0;
 	case CTL_FENCE_ACK:
 		return 0;
@@ -760,25 +636,27 @@ static void node_read(struct swarm *sw, struct node *nd, uint64_t now)
 		if (got < 0)
 			return;
 		nd->rlen = (uint16_t)(nd->rlen + got);
-		while (nd->rlen - off >= 8) {
-			const unsigned char *h = nd->rbuf + off;
-			uint32_t len = ry__get_le32(h);
-			unsigned type = ry__get_le16(h + 4);
-			struct rd r = {.p = h + 8, .n = len};
+		while (nd->rlen - off >= RY__CTL_HDR) {
+			const unsigned char *f = nd->rbuf + off;
+			struct ry__ctl_hdr h;
+			uint32_t len;
 
-			if (len > RBUF - 8) {
+			ry__ctl_hdr_get(f, &h);
+			len = h.h_len;
+			if (len > RBUF - RY__CTL_HDR) {
 				node_close(sw, nd, now);
 				return;
 			}
-			if (nd->rlen - off < 8 + len)
+			if (nd->rlen - off < RY__CTL_HDR + len)
 				break;
-			if (dispatch(sw, nd, type, &r, now)) {
+			if (dispatch(sw, nd, h.h_type, f + RY__CTL_HDR, len,
+				     now)) {
 				node_close(sw, nd, now);
 				return;
 			}
 			if (nd->fd < 0)
 				return;
-			off += 8 + len;
+			off += RY__CTL_HDR + len;
 		}
 		memmove(nd->rbuf, nd->rbuf + off, nd->rlen - off);
 		nd->rlen = (uint16_t)(nd->rlen - off);
@@ -941,7 +819,7 @@ static int rails_open(struct swarm *sw)
 			ret = ry__rail_open(&rc, &sr->r);
 			if (ret) {
 				fprintf(stderr,
-					"railyard swarm: cannot open a soft "
+					"ry-swarm: cannot open a soft "
 					"rail on %s: %s\n",
 					sw->ip[ri], strerror(-ret));
 				return ret;
@@ -952,9 +830,8 @@ static int rails_open(struct swarm *sw)
 			for (unsigned t = 0; t < 2; t++) {
 				unsigned char *h = sr->buf + t * MH_LEN;
 
-				ry__put_le32(h, MH_MAGIC);
-				ry__put_le16(h + 4,
-					     t ? MT_PROBE : MT_HEARTBEAT);
+				ry__mhdr_put(h, t ? MT_PROBE : MT_HEARTBEAT, 0,
+					     0, 0);
 			}
 			if ((ret = ry__rail_query(sr->r, &sr->attr)) ||
 			    (ret = ry__rail_alloc_pd(sr->r, &sr->pd)) ||
@@ -962,7 +839,7 @@ static int rails_open(struct swarm *sw)
 						   RY_ACCESS_LOCAL_WRITE,
 						   &sr->mr))) {
 				fprintf(stderr,
-					"railyard swarm: soft rail setup: "
+					"ry-swarm: soft rail setup: "
 					"%s\n",
 					strerror(-ret));
 				return ret;
@@ -1211,13 +1088,12 @@ static int parse_args(struct swarm *sw, int argc, char **argv)
 		}
 		continue;
 	badv:
-		fprintf(stderr, "railyard swarm: bad value for %s: '%s'\n", a,
-			v);
+		fprintf(stderr, "ry-swarm: bad value for %s: '%s'\n", a, v);
 		return -1;
 	}
 	if (!sw->srv.sin_family || !sw->nr) {
 		fprintf(stderr,
-			"railyard swarm: --server and at least one --rail are "
+			"ry-swarm: --server and at least one --rail are "
 			"required\n");
 		return -1;
 	}
@@ -1233,12 +1109,12 @@ static int parse_args(struct swarm *sw, int argc, char **argv)
 		sw->kill = sw->n / 10 ? sw->n / 10 : 1;
 	return 0;
 bad:
-	fprintf(stderr, "railyard swarm: unknown option or missing value: %s\n",
+	fprintf(stderr, "ry-swarm: unknown option or missing value: %s\n",
 		argv[i]);
 	return -1;
 }
 
-int cli_swarm(int argc, char **argv)
+int main(int argc, char **argv)
 {
 	struct swarm sw = {0};
 	struct epoll_event evs[256];
