@@ -75,7 +75,7 @@ const struct ry__opt ry__opts[] = {
     TOP(data_mac, RY__OPT_BOOL, "no", 0, 0, 0, "yes | no", NULL),
 
     /* provider and the soft/verbs address rules are checked in code */
-    RAIL(provider, RY__OPT_PROVIDER, NULL, 0, 0, 0, "soft | verbs", NULL),
+    RAIL(provider, RY__OPT_PROVIDER, NULL, 0, 0, 0, "soft | verbs | tcp", NULL),
     RAIL(network, RY__OPT_STR, "default", 0, 0, 0, "name", NULL),
     RAIL(address, RY__OPT_STR, NULL, 0, 0, RY__OPT_OMIT_EMPTY, "ip[:port]",
 	 NULL),
@@ -101,6 +101,8 @@ const struct ry__opt ry__opts[] = {
 	 NULL),
     RAIL(sl, RY__OPT_INT, "0", 0, 15, RY__OPT_VERBS | RY__OPT_VERBS_CHECK,
 	 "service level", "InfiniBand service levels are 0 to 15"),
+    /* carries traffic only while no primary rail to the peer is up */
+    RAIL(standby, RY__OPT_BOOL, "no", 0, 0, 0, "yes | no", NULL),
 
     FAULT(down, RY__OPT_BOOL, "no", 0, 0, 0, "yes | no", NULL),
     FAULT(drop, RY__OPT_PROB, "0", 0, 1, 0, "probability", PROB_HINT),
@@ -229,6 +231,8 @@ int ry__opt_parse(const struct ry__opt *o, const char *text, void *field)
 			*(enum ry_provider *)p = RY_PROVIDER_SOFT;
 		else if (!strcmp(text, "verbs"))
 			*(enum ry_provider *)p = RY_PROVIDER_VERBS;
+		else if (!strcmp(text, "tcp"))
+			*(enum ry_provider *)p = RY_PROVIDER_TCP;
 		else
 			return -EINVAL;
 		return 0;
