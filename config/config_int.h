@@ -107,6 +107,7 @@ enum ry__opt_type {
 	RY__OPT_PROVIDER, /* enum ry_provider; converted by load.c */
 	RY__OPT_LEVEL,	  /* enum ry_log_level; converted by load.c */
 	RY__OPT_LIST,	  /* struct ry_str_list; checked by validate.c */
+	RY__OPT_CM,	  /* enum ry_cm_mode */
 };
 
 enum {
@@ -167,6 +168,14 @@ int ry__opt_parse(const struct ry__opt *o, const char *text, void *field);
 /* Checks shared by ry_config_validate() and the loader; ld may be NULL
  * for a config built by hand (then lines are the structs' own). */
 int ry__cfg_validate(const struct ry_config *cfg, struct ry__loader *ld);
+
+/*
+ * Copy an application's config into *out, a struct of this library's
+ * layout: fields its program did not have take their defaults.  Returns 0,
+ * or -EINVAL with *why_p saying what is wrong with its layout (layout.c).
+ */
+int ry__config_adopt(const struct ry_config *in, struct ry_config *out,
+		     const char **why_p);
 
 /* Parsers shared with validation and the CLI. */
 int ry__parse_size(const char *s, uint64_t *out);

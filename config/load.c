@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <railyard/testing.h>
+
 #include "config/config_int.h"
 
 #define MAX_FILE_SIZE (1 << 20)
@@ -174,6 +176,9 @@ static void convert_sec(cfg_t *s, const char *sec, void *base)
 			break;
 		case RY__OPT_LIST:
 			convert_list(s, o, p);
+			break;
+		case RY__OPT_CM: /* checked by cm_cb already */
+			ry__opt_parse(o, cfg_getstr(s, o->name), p);
 			break;
 		case RY__OPT_PROVIDER:
 		case RY__OPT_LEVEL:
@@ -406,6 +411,19 @@ void ry_config_free(struct ry_config *cfg)
 	free(cfg);
 }
 
+const char *ry_cm_mode_name(enum ry_cm_mode m)
+{
+	switch (m) {
+	case RY_CM_AUTO:
+		return "auto";
+	case RY_CM_MANUAL:
+		return "manual";
+	case RY_CM_RDMA_CM:
+		return "rdma_cm";
+	}
+	return "?";
+}
+
 const char *ry_provider_name(enum ry_provider p)
 {
 	/* a default branch on purpose: test-only providers exist too */
@@ -419,21 +437,6 @@ const char *ry_provider_name(enum ry_provider p)
 	default:
 		return "?";
 	}
-}
-
-void ry_config_init_defaults(struct ry_config *cfg)
-{
-	char host[RY_NAME_MAX] = "railyard";
-
-	memset(cfg, 0, sizeof(*cfg));
-	snprintf(cfg->source, sizeof(cfg->source), "<defaults>");
-	if (gethostname(host, sizeof(host) - 1) || !host[0])
-		snprintf(host, sizeof(host), "railyard");
-	host[sizeof(host) - 1] = 0;
-	snprintf(cfg->node, sizeof(cfg->node), "%s", host);
-	ry__opt_defaults("", cfg);
-	ry__opt_defaults("failover", cfg);
-	ry__opt_defaults("log", cfg);
 }
 
 int ry_config_demo(struct ry_config **cfg_p)

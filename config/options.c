@@ -6,8 +6,8 @@
  * is added here and in the code that consumes its value.  Checks that
  * involve more than one option stay as code in validate.c.
  *
- * tests/unit/test_options.c keeps etc/railyard.conf and the README's
- * option table in step with this one.
+ * tests/unit/test_options.c keeps etc/railyard.conf and the manual page
+ * config/railyard.conf.5 in step with this one.
  */
 #include <errno.h>
 #include <limits.h>
@@ -73,6 +73,7 @@ const struct ry__opt ry__opts[] = {
     TOP(key_file, RY__OPT_STR, NULL, 0, 0, RY__OPT_OMIT_EMPTY, "path", NULL),
     /* needs key_file and soft rails only: checked in validate.c */
     TOP(data_mac, RY__OPT_BOOL, "no", 0, 0, 0, "yes | no", NULL),
+    TOP(require_all_rails, RY__OPT_BOOL, "no", 0, 0, 0, "yes | no", NULL),
 
     /* provider and the soft/verbs address rules are checked in code */
     RAIL(provider, RY__OPT_PROVIDER, NULL, 0, 0, 0, "soft | verbs | tcp", NULL),
@@ -93,6 +94,14 @@ const struct ry__opt ry__opts[] = {
 	 "weights are relative: 1 for equal rails"),
     ROW("rail", struct ry_rail_config, rate_bps, "rate", RY__OPT_RATE, "0", 0,
 	0, 0, "bits/s", NULL),
+    /* set on a soft rail: refused in validate.c */
+    RAIL(traffic_class, RY__OPT_INT, "0", 0, 255,
+	 RY__OPT_VERBS | RY__OPT_VERBS_CHECK, "DSCP << 2 | ECN",
+	 "DSCP << 2 | ECN bits, 0 to 255: DSCP 26 (AF31) is 104"),
+    RAIL(cm, RY__OPT_CM, "auto", 0, 0, RY__OPT_VERBS, "rdma_cm | manual | auto",
+	 NULL),
+    RAIL(sl, RY__OPT_INT, "0", 0, 15, RY__OPT_VERBS | RY__OPT_VERBS_CHECK,
+	 "service level", "InfiniBand service levels are 0 to 15"),
     /* carries traffic only while no primary rail to the peer is up */
     RAIL(standby, RY__OPT_BOOL, "no", 0, 0, 0, "yes | no", NULL),
 
@@ -238,6 +247,14 @@ int ry__opt_parse(const struct ry__opt *o, const char *text, void *field)
 		strcpy(l->s[l->n++], text);
 		return 0;
 	}
+	case RY__OPT_CM:
+		for (int i = RY_CM_AUTO; i <= RY_CM_RDMA_CM; i++)
+			if (!strcmp(text,
+				    ry_cm_mode_name((enum ry_cm_mode)i))) {
+				*(enum ry_cm_mode *)p = (enum ry_cm_mode)i;
+				return 0;
+			}
+		return -EINVAL;
 	case RY__OPT_LEVEL:
 		for (int i = RY_LOG_ERROR; i <= RY_LOG_TRACE; i++)
 			if (!strcmp(text,

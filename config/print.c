@@ -46,6 +46,10 @@ static void print_opt(FILE *out, const struct ry__opt *o, const void *base,
 		fprintf(out, "%s",
 			ry_provider_name(*(const enum ry_provider *)p));
 		break;
+	case RY__OPT_CM:
+		fprintf(out, "%s",
+			ry_cm_mode_name(*(const enum ry_cm_mode *)p));
+		break;
 	case RY__OPT_LEVEL:
 		fprintf(out, "%s",
 			ry_log_level_name(*(const enum ry_log_level *)p));
@@ -94,8 +98,16 @@ static bool sec_is_zero(const char *sec, const void *base)
 	return true;
 }
 
-void ry_config_print(const struct ry_config *cfg, FILE *out)
+void ry_config_print(const struct ry_config *in, FILE *out)
 {
+	const char *why = "no config";
+	struct ry_config c;
+	const struct ry_config *cfg = &c;
+
+	if (ry__config_adopt(in, &c, &why)) {
+		fprintf(out, "# %s\n", why);
+		return;
+	}
 	fprintf(out, "# effective configuration of %s\n", cfg->source);
 	print_sec(out, "", cfg, "", false);
 	for (unsigned i = 0; i < cfg->n_rails; i++) {

@@ -116,22 +116,38 @@ RY_API void ry_log_use_syslog(bool on);
 
 /*
  * Create a manager from a config (copied; the caller keeps ownership of
- * cfg).  Opens every rail, registers receive buffers and starts the control
- * channel listener on cfg->control ("host:port"; port 0 picks one, see
+ * cfg): one from ry_config_load(), or a struct set up by
+ * ry_config_init_defaults() (any other is refused: config.h).  Opens
+ * every rail, registers receive buffers and starts the control channel
+ * listener on cfg->control ("host:port"; port 0 picks one, see
  * ry_manager_control_addr; empty means "127.0.0.1:0").  Zero sizes and
  * failover times take the defaults of ry_config_init_defaults() (heartbeat
  * 10 ms, timeout 100 ms, ack timeout 20 ms, retry 5, reconnect
  * 100..5000 ms, op timeout 10 s); an empty node gets a random name.
  * failover.fence is taken as given (false: no fencing).  The result must
  * then pass ry_config_validate(); its problems are logged at error level.
- * Errors: -EINVAL (the config does not validate: no rails, fragment_size
+ *
+ * A rail whose device, port, interface, address or GID is not there
+ * (its open fails with -ENODEV, -ENXIO, -ENETDOWN, -EADDRNOTAVAIL,
+ * -ENOENT or -EAGAIN) does not stop it: the manager starts without it,
+ * logs one warning naming the rail and the cause, lists it with
+ * ry_rail_missing(), tries again every RY_RAIL_RETRY_MS and sends
+ * RY_EV_RAIL_BACK once it is open (also with no rail open at all).
+ * cfg->require_all_rails makes such a rail an error instead.
+ *
+ * Errors: -EINVAL (a struct of another layout, or a config that does not
+ * validate: no rails, fragment_size
  * not a power of two in 512..1 MiB, two rails with one name, a value out
  * of range such as a retry count above 6), -EADDRINUSE/-EADDRNOTAVAIL
- * (control address), a rail's open error (-ENOSYS: provider not
- * implemented, -EPROTONOSUPPORT: provider not built), -ENOMEM.
+ * (control address), a rail's open error (any with require_all_rails;
+ * else the others: -ENOSYS: provider not implemented, -EPROTONOSUPPORT:
+ * provider not built, -EINVAL: a bad address), -ENOMEM.
  */
 RY_API int ry_manager_create(const struct ry_config *cfg,
 			     struct ry_manager **mgr_p);
+
+/* How often a missing rail is tried again (milliseconds). */
+#define RY_RAIL_RETRY_MS 200
 
 /*
  * Load the file with ry_config_load() (problems logged at error level) and
@@ -323,7 +339,7 @@ RY_API int ry_desc_live(struct ry_peer *peer, const void *desc, size_t len);
  * realloc, mremap).  Without it a later buffer at the same address hits
  * the old registration; if the old pages were unmapped meanwhile, verbs
  * RDMA then reads and writes the old (pinned) physical pages, not the new
- * buffer, and reports success (README: Registration cache).  Invalidation
+ * buffer, and reports success (ry_mr_cache_get(3)).  Invalidation
  * removes every cached region overlapping the range: idle ones are
  * deregistered at once, ones in use when their last put comes.
  *
@@ -571,6 +587,19 @@ enum ry_event_type {
 	RY_EV_PEER_UP,
 	RY_EV_PEER_DOWN,
 	RY_EV_PEER_RESTARTED,
+	/*
+	 * A local rail's device or interface went away (an HCA reset,
+	 * IBV_EVENT_DEVICE_FATAL, the device removed, the netdev deleted):
+	 * its connections failed over as for a pulled cable, and the rail
+	 * is closed.  reason says what happened.  The manager opens it again
+	 * by what the config names (device or GUID and port, interface,
+	 * address) when it returns, and then sends RY_EV_RAIL_BACK: also
+	 * for a rail that could not open when the manager was created.
+	 * Until then the rail is missing: ry_rail_missing() lists it and
+	 * ry_rail_count() does not count it.
+	 */
+	RY_EV_RAIL_GONE,
+	RY_EV_RAIL_BACK,
 };
 
 struct ry_event {
@@ -653,9 +682,11 @@ struct ry_peer_entry {
 RY_API int ry_peer_list(struct ry_manager *mgr, struct ry_peer_entry *out,
 			unsigned max);
 
-/* ---- rails: state and fault injection (drills, tests) ---- */
+/* ---- rails ---- */
 
-/* Names of the local rails, in config order; returns the count. */
+/* Names of the local rails open now (missing ones: ry_rail_missing), in
+ * config order; returns the count.  The name lives as long as the
+ * manager; it reads "" once its rail is gone. */
 RY_API int ry_rail_count(struct ry_manager *mgr);
 RY_API const char *ry_rail_name(struct ry_manager *mgr, unsigned index);
 
@@ -668,30 +699,14 @@ struct ry_rail_info {
 RY_API int ry_rail_info(struct ry_manager *mgr, const char *rail,
 			struct ry_rail_info *out);
 
-/* What to do to a rail's packets; all zero clears every fault. */
-struct ry_fault_spec {
-	bool drop_all; /* an unplugged cable: nothing in or out, silently */
-	double drop;   /* probabilities 0..1 */
-	double duplicate;
-	double reorder;
-	double corrupt;
-	uint32_t delay_us; /* added one-way delay */
-};
-
 /*
- * Inject a fault on a local rail by name; it replaces the previous one.
- * Errors: -ENOENT (no such rail), -EINVAL (a probability outside 0..1),
- * -EOPNOTSUPP (the provider cannot inject that fault: the verbs rail none,
- * the test-only loop rail only drop_all).
+ * Configured rails that are not open (rail_life: absent at start, or
+ * gone since): the index-th one's name and why, as "interface eth2 not
+ * found" (with reason_len 0 reason may be NULL).  0, or -ENOENT past the
+ * last one; the list changes as rails come and go.  Thread-safe.
  */
-RY_API int ry_rail_fault(struct ry_manager *mgr, const char *rail,
-			 const struct ry_fault_spec *spec);
-
-/*
- * Take a local rail's link down or up, as pulling a cable would; the rail
- * reports it as a link event.  Errors: -ENOENT, -EOPNOTSUPP.
- */
-RY_API int ry_rail_link(struct ry_manager *mgr, const char *rail, bool up);
+RY_API int ry_rail_missing(struct ry_manager *mgr, unsigned index, char *name,
+			   size_t name_len, char *reason, size_t reason_len);
 
 /* ---- metrics ---- */
 
@@ -702,7 +717,7 @@ RY_API int ry_rail_link(struct ry_manager *mgr, const char *rail, bool up);
  * lowest health, failure detection and failover resume times (summaries
  * plus a max gauge) and the transport's packet counters; per connection
  * health and state labelled {rail, peer}; per peer the same counters
- * labelled {peer}.  The README lists every family.
+ * labelled {peer}.  ry_metrics_render(3) lists every family.
  *
  * Works like snprintf: writes at most len bytes into buf (NUL-terminated
  * when len > 0; buf may be NULL when len is 0) and returns the length the

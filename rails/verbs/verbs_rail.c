@@ -163,6 +163,10 @@ static int pick_gid(struct ry__verbs_rail *r, const struct ry_rail_config *cfg)
 	uint32_t idx;
 	int rc;
 
+	/* iWARP connects by IP through rdma_cm (verbs_cm.c): its GID is
+	 * the netdev's MAC, nothing to choose */
+	if (r->ctx->device->transport_type == IBV_TRANSPORT_IWARP)
+		return ibv_query_gid(r->ctx, r->port, 0, &r->gid) ? -EIO : 0;
 	rc = ry__verbs_pick_gid(r->ctx, r->port, cfg->gid_index, cfg->address,
 				&idx, r->gid.raw, why, sizeof(why));
 	if (rc) {
@@ -191,6 +195,8 @@ static int verbs_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 	r->base.ops = &ry__verbs_ops;
 	snprintf(r->base.name, sizeof(r->base.name), "%s", cfg->name);
 	r->port = (uint8_t)port.port;
+	r->traffic_class = (uint8_t)cfg->traffic_class;
+	r->sl = (uint8_t)cfg->sl;
 	r->rate_bps = (uint64_t)port.rate_gbps * 1000000000u;
 	r->epfd = -1;
 	ry__list_init(&r->pds);
@@ -296,6 +302,9 @@ static int verbs_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 		RY_ERR("verbs", "rail %s: epoll_ctl: %m", cfg->name);
 		goto err_epoll;
 	}
+	rc = ry__verbs_cm_open(r, cfg); /* rdma_cm mode: listen */
+	if (rc)
+		goto err_epoll;
 	RY_DBG("verbs", "rail %s: %s port %u, gid index %d, mtu %u, %s",
 	       cfg->name, port.device, r->port, r->gid_index, r->mtu,
 	       r->ethernet ? "RoCE" : "InfiniBand");
@@ -450,7 +459,9 @@ static void handle_async(struct ry__verbs_rail *r, struct ibv_async_event *e)
 		/* The SRQ serves every QP: all are gone.  A CQ is sized for
 		 * all it can get, so its error (an overrun) is a sick device
 		 * too, and the caller could not recover it alone: its QPs
-		 * are in ERR and a new one on it would be as well. */
+		 * are in ERR and a new one on it would be as well.  The
+		 * manager closes the rail and opens the device again by its
+		 * configured name or GUID (src/rail_life.c). */
 		RY_ERR("verbs", "rail %s: %s", r->base.name,
 		       ibv_event_type_str(e->event_type));
 		r->device_fatal = true;
@@ -461,6 +472,29 @@ static void handle_async(struct ry__verbs_rail *r, struct ibv_async_event *e)
 		       ibv_event_type_str(e->event_type));
 		break;
 	}
+}
+
+/*
+ * A device being removed (`rdma link delete`, a driver unbound) whose
+ * driver cannot disassociate a user context (rxe, among others) sends no
+ * event: the kernel deletes its uverbs node at once and then waits for
+ * every user to close it.  So its node vanishing is our DEVICE_FATAL:
+ * the manager closes the rail (which lets the removal finish) and opens
+ * the device again by name when it returns.  Checked every 100 ms.
+ */
+static void check_removed(struct ry__verbs_rail *r)
+{
+	uint64_t now = ry__now_ns();
+
+	if (r->device_fatal || now - r->dev_checked < 100000000ull)
+		return;
+	r->dev_checked = now;
+	if (!access(r->ctx->device->dev_path, F_OK) || errno != ENOENT)
+		return;
+	RY_ERR("verbs", "rail %s: device %s removed (%s is gone)", r->base.name,
+	       ibv_get_device_name(r->ctx->device), r->ctx->device->dev_path);
+	r->device_fatal = true;
+	ry__verbs_push_event(r, RY_RAIL_EV_DEVICE_FATAL, 0);
 }
 
 static int drain_async(struct ry__verbs_rail *r)
@@ -485,6 +519,7 @@ static int verbs_progress(struct ry_rail *rail)
 	int rc;
 
 	rc = drain_async(r);
+	check_removed(r);
 	if (!rc)
 		rc = drain_cq_events(r);
 	if (!ry__list_empty(&r->dead_cqs))
@@ -578,6 +613,9 @@ static int verbs_get_stats(struct ry_rail *rail, struct ry_rail_stats *st)
 	st->naks_rcvd = read_counter(r, "hw_counters", "rcvd_seq_err");
 	st->dup_rcvd = read_counter(r, "hw_counters", "duplicate_request");
 	st->rx_bad_psn = read_counter(r, "hw_counters", "out_of_seq_request");
+	ry__verbs_port_errors("/sys/class/infiniband",
+			      ibv_get_device_name(r->ctx->device), r->port,
+			      &st->port_errors);
 	return 0;
 }
 
@@ -585,8 +623,9 @@ static void verbs_close(struct ry_rail *rail)
 {
 	struct ry__verbs_rail *r = vrail(rail);
 
-	/* QPs first (they hold the CQs and SRQ), then regions, then PDs;
-	 * the channel after its CQs. */
+	/* the CM's thread and connections first, then QPs (they hold the
+	 * CQs and SRQ), then regions, then PDs; the channel after its CQs. */
+	ry__verbs_cm_close(r);
 	ry__verbs_qp_close_all(r);
 	ry__verbs_mr_close_all(r);
 	close(r->epfd);

@@ -12,6 +12,8 @@
 #include "src/cli/json.h"
 #include "src/cli/node.h"
 
+bool cli_require_all_rails;
+
 int cli_start(const char *path, struct ry_config **cfg_p,
 	      struct ry_manager **mgr_p)
 {
@@ -34,6 +36,8 @@ int cli_start_inflight(const char *path, unsigned min_inflight,
 	}
 	if (cfg->ops_in_flight < min_inflight)
 		cfg->ops_in_flight = min_inflight;
+	if (cli_require_all_rails)
+		cfg->require_all_rails = true;
 	ry_log_use_syslog(cfg->log.syslog);
 	ret = cli_log_apply(cfg);
 	if (!ret)
@@ -46,9 +50,10 @@ int cli_start_inflight(const char *path, unsigned min_inflight,
 			? "a rail's provider is not implemented in this build"
 		    : ret == -EADDRINUSE
 			? "the control address is already in use"
-		    : ret == -ENODEV ? "a configured RDMA device or port is "
-				       "missing (see railyard devices)"
-				     : strerror(-ret));
+		    : ret == -ENODEV
+			? "a configured device, port or interface is missing "
+			  "(require_all_rails; see railyard devices)"
+			: strerror(-ret));
 		ry_config_free(cfg);
 		return ret;
 	}
@@ -174,6 +179,39 @@ static struct ry_peer_entry *peer_list(struct ry_manager *mgr, unsigned *n)
 	return NULL;
 }
 
+/* Configured rails not open (absent, or gone): up 0 and why. */
+static void missing_write(struct ry_manager *mgr, int json, bool comma,
+			  FILE *out)
+{
+	char name[64], why[256];
+
+	for (unsigned i = 0;
+	     !ry_rail_missing(mgr, i, name, sizeof(name), why, sizeof(why));
+	     i++) {
+		if (json) {
+			fprintf(out, "%s{\"name\":", comma || i ? "," : "");
+			cli_json_str(out, name);
+			fprintf(out, ",\"link\":\"down\",\"up\":0,\"reason\":");
+			cli_json_str(out, why);
+			fprintf(out, "}");
+		} else {
+			fprintf(out, "  %-8s missing: %s\n", name, why);
+		}
+	}
+}
+
+/* A verbs rail's traffic class and SL, as its QPs carry them. */
+static const struct ry_rail_config *verbs_rail_cfg(const struct ry_config *cfg,
+						   const char *name)
+{
+	for (unsigned i = 0; i < cfg->n_rails; i++)
+		if (!strcmp(cfg->rails[i].name, name))
+			return cfg->rails[i].provider == RY_PROVIDER_VERBS
+				   ? &cfg->rails[i]
+				   : NULL;
+	return NULL;
+}
+
 void cli_status_write(struct ry_manager *mgr, const struct ry_config *cfg,
 		      int json, FILE *out)
 {
@@ -194,6 +232,7 @@ void cli_status_write(struct ry_manager *mgr, const struct ry_config *cfg,
 	}
 	for (int i = 0; i < n; i++) {
 		const char *name = ry_rail_name(mgr, (unsigned)i);
+		const struct ry_rail_config *vc = verbs_rail_cfg(cfg, name);
 		struct ry_rail_info info = {0};
 		struct ry_counters c = {0};
 
@@ -203,10 +242,13 @@ void cli_status_write(struct ry_manager *mgr, const struct ry_config *cfg,
 			fprintf(out, "%s{\"name\":", i ? "," : "");
 			cli_json_str(out, name);
 			fprintf(out,
-				",\"link\":\"%s\",\"peers_active\":%u,"
+				",\"link\":\"%s\",\"up\":1,\"peers_active\":%u,"
 				"\"health\":%u,",
 				info.link_up ? "up" : "down", info.peers_active,
 				info.health_min);
+			if (vc)
+				fprintf(out, "\"traffic_class\":%u,\"sl\":%u,",
+					vc->traffic_class, vc->sl);
 			counters_json(out, &c);
 			fprintf(out, "}");
 		} else {
@@ -218,8 +260,16 @@ void cli_status_write(struct ry_manager *mgr, const struct ry_config *cfg,
 			    name, info.link_up ? "up" : "down",
 			    info.peers_active, info.health_min, c.bytes,
 			    c.replayed_fragments, c.failovers, c.reconnects);
+			if (vc)
+				fprintf(out,
+					"           traffic_class %u (DSCP %u, "
+					"ECN %u), sl %u\n",
+					vc->traffic_class,
+					vc->traffic_class >> 2,
+					vc->traffic_class & 3, vc->sl);
 		}
 	}
+	missing_write(mgr, json, n > 0, out);
 	if (json)
 		fprintf(out, "],\"peers\":[");
 	else

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <railyard/config.h>
+#include <railyard/testing.h>
 
 #define MAX_ERRS 16
 
@@ -182,6 +183,30 @@ static const struct bad_case bad[] = {
     {"missing title", "rail {\n provider = soft\n}\n", 1,
      "missing title for section 'rail'", 1},
     {"bad node name", "node = \"a b\"\n" RAIL, 1, "node name 'a b'", 1},
+    {"traffic_class above 255",
+     "rail h {\n provider = verbs\n device = mlx5_0\n traffic_class = 256\n}\n",
+     4, "rail 'h': traffic_class must be from 0 to 255", 1},
+    {"negative traffic_class",
+     "rail h {\n provider = verbs\n device = mlx5_0\n\n traffic_class = "
+     "-4\n}\n",
+     5, "rail 'h': traffic_class must be from 0 to 255", 1},
+    {"sl above 15",
+     "rail h {\n provider = verbs\n device = mlx5_0\n sl = 16\n}\n", 4,
+     "rail 'h': sl must be from 0 to 15", 1},
+    {"traffic_class on a soft rail",
+     "rail r0 {\n provider = soft\n address = \"127.0.0.1\"\n traffic_class "
+     "= 104\n}\n",
+     4, "soft rail 'r0' cannot set traffic_class", 1},
+    {"sl on a soft rail",
+     "rail r0 {\n provider = soft\n address = \"127.0.0.1\"\n\n sl = 3\n}\n", 5,
+     "soft rail 'r0' cannot set sl", 1},
+    {"unknown cm mode",
+     "rail h {\n provider = verbs\n device = mlx5_0\n\n cm = ucx\n}\n", 5,
+     "cm: 'ucx' is not a connection mode", 1},
+    {"cm on a soft rail",
+     "rail r0 {\n provider = soft\n address = \"127.0.0.1\"\n cm = "
+     "rdma_cm\n}\n",
+     4, "soft rail 'r0' does not use cm", 1},
     {"problems sorted by line",
      "rail r0 {\n provider = soft\n}\nops_in_flight = 0\n", 1,
      "neither address nor interface", 2},
@@ -437,6 +462,66 @@ START_TEST(test_validate_hand_built)
 }
 END_TEST
 
+/*
+ * struct ry_config records its layout (include/railyard/config.h): a
+ * struct the library cannot read is refused with the reason, by every
+ * function that takes one, before a field is read.
+ */
+START_TEST(test_config_layout)
+{
+	static union {
+		struct ry_config c;
+		unsigned char b[sizeof(struct ry_config) + 64];
+	} u;
+	struct ry_config *c = &u.c;
+	struct ry_manager *m = NULL;
+	struct errs e = {0};
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	ck_assert_int_eq(ry_config_init_defaults(c), 0);
+	ck_assert_uint_eq(c->rc_size, sizeof(*c));
+	ck_assert_uint_eq(c->rc_rail_size, sizeof(c->rails[0]));
+	ck_assert_uint_eq(c->rc_peer_size, sizeof(c->peers[0]));
+	ck_assert_uint_eq(c->fragment_size, 4096);
+
+	/* built against a newer header: defaults where it can, then refused */
+	ck_assert_int_eq(ry_config_init(c, sizeof(u.b), sizeof(c->rails[0]),
+					sizeof(c->peers[0])),
+			 -EINVAL);
+	ck_assert_uint_eq(c->rc_size, sizeof(u.b));
+	ck_assert_int_eq(ry_config_validate(c, collect, &e), 1);
+	ck_assert_ptr_nonnull(strstr(e.msg[0], "newer"));
+	ck_assert_int_eq(ry_manager_create(c, &m), -EINVAL);
+	ck_assert_ptr_null(m);
+
+	/* another layout of a rail section */
+	ck_assert_int_eq(ry_config_init(c, sizeof(*c), sizeof(c->rails[0]) + 8,
+					sizeof(c->peers[0])),
+			 -EINVAL);
+	e.n = 0;
+	ck_assert_int_eq(ry_config_validate(c, collect, &e), 1);
+	ck_assert_ptr_nonnull(strstr(e.msg[0], "rail or peer sections"));
+
+	/* zeroed by hand, never set up */
+	memset(&u, 0, sizeof(u));
+	c->n_rails = 1;
+	snprintf(c->rails[0].name, sizeof(c->rails[0].name), "r0");
+	e.n = 0;
+	ck_assert_int_eq(ry_config_validate(c, collect, &e), 1);
+	ck_assert_ptr_nonnull(strstr(e.msg[0], "ry_config_init_defaults"));
+	ck_assert_int_eq(ry_manager_create(c, &m), -EINVAL);
+	ck_assert_ptr_null(m);
+	f = open_memstream(&text, &len);
+	ry_config_print(c, f);
+	fclose(f);
+	ck_assert_ptr_nonnull(
+	    strstr(text, "# struct ry_config was not set up"));
+	free(text);
+}
+END_TEST
+
 static void put_file(const char *path, const void *p, size_t n, int mode)
 {
 	FILE *f = fopen(path, "w");
@@ -449,6 +534,48 @@ static void put_file(const char *path, const void *p, size_t n, int mode)
 
 /* key_file: each problem with the file is reported at the option's line
  * with a hint; a good key, raw or hex, loads. */
+/* A verbs rail's class of service and connection mode: parsed, defaults
+ * 0 and auto, printed and loaded back. */
+START_TEST(test_traffic_class_sl)
+{
+	struct ry_config *cfg = NULL, *back = NULL;
+	const char *text =
+	    "rail a { provider = verbs device = mlx5_0 traffic_class = 106 "
+	    "sl = 15 }\n"
+	    "rail b { provider = verbs device = mlx5_1 cm = rdma_cm }\n"
+	    "rail c { provider = verbs device = mlx5_2 cm = manual }\n";
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	ck_assert_int_eq(ry_config_parse(text, "tc.conf", &cfg, NULL, NULL), 0);
+	ck_assert_uint_eq(cfg->rails[0].traffic_class, 106);
+	ck_assert_uint_eq(cfg->rails[0].sl, 15);
+	ck_assert_uint_eq(cfg->rails[1].traffic_class, 0);
+	ck_assert_uint_eq(cfg->rails[1].sl, 0);
+	ck_assert_int_eq(cfg->rails[0].cm, RY_CM_AUTO);
+	ck_assert_int_eq(cfg->rails[1].cm, RY_CM_RDMA_CM);
+	ck_assert_int_eq(cfg->rails[2].cm, RY_CM_MANUAL);
+	f = open_memstream(&buf, &len);
+	ck_assert_ptr_nonnull(f);
+	ry_config_print(cfg, f);
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(buf, "traffic_class = 106"));
+	ck_assert_int_eq(ry_config_parse(buf, "back.conf", &back, NULL, NULL),
+			 0);
+	ck_assert_uint_eq(back->rails[0].traffic_class, 106);
+	ck_assert_uint_eq(back->rails[0].sl, 15);
+	ck_assert_int_eq(back->rails[1].cm, RY_CM_RDMA_CM);
+	ck_assert_int_eq(back->rails[2].cm, RY_CM_MANUAL);
+	/* a hand-built config is checked the same way */
+	back->rails[1].sl = 16;
+	ck_assert_int_eq(ry_config_validate(back, NULL, NULL), 1);
+	free(buf);
+	ry_config_free(back);
+	ry_config_free(cfg);
+}
+END_TEST
+
 START_TEST(test_key_file)
 {
 	static const char hex[] = "00112233445566778899aabbccddeeff001122334455"
@@ -529,7 +656,9 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_print_round_trip);
 	tcase_add_test(tc, test_unreadable);
 	tcase_add_test(tc, test_validate_hand_built);
+	tcase_add_test(tc, test_config_layout);
 	tcase_add_test(tc, test_key_file);
+	tcase_add_test(tc, test_traffic_class_sl);
 	suite_add_tcase(s, tc);
 	return s;
 }
