@@ -114,6 +114,8 @@ static const struct cfield cfields[] = {
        false),
     CF(retransmits, "Transport retransmits.", true),
     CF(failovers, "Connection failures handled.", false),
+    CF(goodbyes, "Connections closed by the peer's goodbye (not failures).",
+       false),
     CF(fences, "Fences acknowledged by the peer.", false),
     CF(reconnects, "Connections (re)established.", false),
     CF(heartbeats, "Keepalives sent.", false),

@@ -364,6 +364,7 @@ void ry__peer_ready(struct ry_peer *p, uint64_t old_node, bool dialer)
 	if (old_node)
 		restarted(p, old_node, now);
 	p->pr_state = PEER_READY;
+	p->pr_gone = false;
 	if (!was_ready || old_node)
 		peer_event(p, RY_EV_PEER_UP, "", 0, p->pr_node);
 	ry__op_unpark_all(p);
@@ -399,6 +400,24 @@ void ry__peer_ctl_lost(struct ry_peer *p, struct ry__ctl *c)
 	if (was_ready)
 		peer_event(p, RY_EV_PEER_DOWN, "control session lost",
 			   p->pr_node, 0);
+}
+
+void ry__peer_goodbye(struct ry_peer *p, int why)
+{
+	struct ry_manager *m = p->pr_mgr;
+	uint64_t now = ry__now_ns();
+	unsigned i;
+
+	RY_INFO("mgr", "peer %s: said goodbye (%s): its connections close",
+		p->pr_name,
+		why == BYE_CLOSING ? "its manager is closing"
+				   : "it dropped this node");
+	p->pr_gone = true;
+	for (i = 0; i < m->m_nrails; i++)
+		ry__conn_mark_failed(p->pr_conn[i],
+				     "closed by the peer (goodbye)", now);
+	/* QPs to ERR now: nothing more is posted to a peer that left */
+	ry__replay_run(m);
 }
 
 void ry__peer_path_reason(struct ry_peer *p, uint64_t waited_ns, char *buf,

@@ -50,6 +50,9 @@ struct ry__ctl_ops {
 	/* p's control session moved on: PEER_CONNECTING (we are dialing
 	 * it), PEER_HELLO (connected, our HELLO sent) */
 	void (*co_peer_state)(struct ry_peer *p, int state);
+	/* p's manager said GOODBYE (why: enum ry__ctl_goodbye): it leaves on
+	 * purpose; its session closes next */
+	void (*co_peer_goodbye)(struct ry_peer *p, int why);
 	/* session c, which spoke for p, is closed */
 	void (*co_peer_lost)(struct ry_peer *p, struct ry__ctl *c);
 	/* CONN_REQ / CONN_REP from p over c: its rail src, our rail dst */
@@ -82,7 +85,10 @@ void ry__ctl_io(struct ry__ctl *c, uint32_t events);
 /* Sessions that never said HELLO; the listening fd after EMFILE. */
 void ry__ctl_timers(struct ry_manager *m, uint64_t now);
 bool ry__ctl_alive(const struct ry__ctl *c);
-/* close every session speaking for p */
+/* GOODBYE on every admitted session, before the manager closes them
+ * (ry_manager_destroy) */
+void ry__ctl_goodbye_all(struct ry_manager *m);
+/* close every session speaking for p, with a GOODBYE first */
 void ry__ctl_drop_peer(struct ry_manager *m, struct ry_peer *p,
 		       const char *why);
 

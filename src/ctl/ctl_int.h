@@ -182,6 +182,8 @@ int ry__ctl_on_refuse(struct ry__ctl *c, const unsigned char *body, size_t n);
 
 /* dispatch.c: handle the whole frames in c's receive buffer */
 void ry__ctl_frames(struct ry__ctl *c);
+/* GOODBYE on c if it is admitted (why: enum ry__ctl_goodbye) */
+void ry__ctl_goodbye(struct ry__ctl *c, int why);
 
 /* reap.c */
 void ry__ctl_free(struct ry__ctl *c);
