@@ -195,6 +195,8 @@ const char *ry__ctl_admit_source(struct ry_manager *m, const struct ry__ip *ip)
 		return "max_sessions reached";
 	if (sn && sn->sn_n >= m->m_cfg.max_sessions_per_source)
 		return "max_sessions_per_source reached";
+	if (ry__ctl_penalized(m, ip))
+		return ry__ctl_penalized(m, ip);
 	if (accept_match(m, ip))
 		return NULL;
 	for (i = 0; i < m->m_cfg.n_peers; i++)

@@ -108,6 +108,10 @@ int ry__ctl_conn_keys(const struct ry__ctl *c, const struct ry_qp_endpoint *loc,
 		      const struct ry_qp_endpoint *rem,
 		      struct ry_qp_attr *attr);
 
+/* rate.c: control frames dropped over the rate, sessions closed for it */
+void ry__ctl_pressure(const struct ry_manager *m, uint64_t *frames,
+		      uint64_t *sessions);
+
 /* admit.c: parse the accept list again after a reload */
 int ry__ctl_admit_reload(struct ry_manager *m);
 

@@ -124,7 +124,12 @@ void ry__ctl_frames(struct ry__ctl *c)
 				return;
 			}
 		}
-		ret = dispatch(c, type, body, n);
+		if (!c->c_admitted || ry__ctl_rate_ok(c, type))
+			ret = dispatch(c, type, body, n);
+		else if (c->c_dead) /* closed for flooding */
+			return;
+		else /* over its rate: dropped before it acts */
+			ret = 0;
 		if (ret == -EACCES) { /* logged by admission */
 			ry__ctl_kill(c, "refused");
 			return;

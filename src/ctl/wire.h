@@ -73,6 +73,7 @@ enum ry__ctl_type {
 	CTL_AUTH = 8,
 	CTL_REFUSE = 9,
 	CTL_GOODBYE = 10,
+	CTL_NTYPES /* one past the last */
 };
 
 /* Why a GOODBYE was sent. */

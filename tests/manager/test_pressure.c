@@ -124,11 +124,122 @@ START_TEST(vanish_is_failure)
 }
 END_TEST
 
+/* ---- an admitted peer flooding the control channel ---- */
+
+/* n CONN_REQ and FENCE_REQ frames, alternating, into buf. */
+static size_t flood_frames(unsigned char *buf, size_t cap, unsigned n)
+{
+	size_t len = 0;
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		unsigned char body[96];
+		struct ry__wbuf w;
+		struct frame f;
+
+		ry__wbuf_init(&w, body, sizeof(body));
+		if (i % 2) {
+			struct ry__wire_fence wf = {.wf_gen = i, .wf_dst = 0};
+
+			ry__wire_fence_put(&w, false, &wf);
+			frame_start(&f, CTL_FENCE_REQ);
+		} else {
+			struct ry__wire_conn wc = {.wc_attempt = i};
+
+			ry__wire_conn_put(&w, CTL_CONN_REQ, &wc);
+			frame_start(&f, CTL_CONN_REQ);
+		}
+		put_body(&f, &w);
+		frame_end(&f);
+		ck_assert_uint_le(len + f.n, cap);
+		memcpy(buf + len, f.b, f.n);
+		len += f.n;
+	}
+	return len;
+}
+
+/* Send what the socket takes and read what b answers, so that b never
+ * closes it for not reading; false once b has closed it. */
+static bool flood_some(int fd, const unsigned char *buf, size_t len)
+{
+	unsigned char in[16384];
+	size_t off = 0;
+	ssize_t n;
+
+	while (off < len) {
+		n = send(fd, buf + off, len - off, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0 && errno != EAGAIN)
+			return false;
+		if (n > 0)
+			off += (size_t)n;
+		n = recv(fd, in, sizeof(in), MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN))
+			return false;
+		if (n < 0 && off < len) {
+			fx_progress(&F);
+			usleep(100);
+		}
+	}
+	while ((n = recv(fd, in, sizeof(in), MSG_DONTWAIT)) > 0)
+		;
+	return n < 0 && errno == EAGAIN;
+}
+
+/*
+ * An admitted raw client floods CONN_REQ and FENCE_REQ while a writes to
+ * b: b drops what is over control_frame_rate, closes the flooder's session
+ * and refuses its address for a while; a's connections never go down and
+ * every write lands.
+ */
+START_TEST(flood_bounded)
+{
+	static unsigned char buf[400 * 96];
+	struct frame hello, in = {.n = 0};
+	struct fx_done d;
+	uint64_t over, closed;
+	size_t len = flood_frames(buf, sizeof(buf), 400);
+	bool open = true;
+	unsigned i;
+	int fd;
+
+	ck_assert_int_eq(fx_init(&F, NULL), 0);
+	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
+	fd = raw_connect(&F, "127.0.0.2");
+	raw_hello(&hello, 0x51ee, "flooder", "127.0.0.2:9", false);
+	raw_send(fd, hello.b, hello.n);
+	ck_assert(!closed_within(&F, fd, 500, &in)); /* HELLO_ACK */
+	ck_assert_uint_gt(in.n, RY__CTL_HDR);
+	for (i = 0; i < 40; i++) {
+		if (open)
+			open = flood_some(fd, buf, len);
+		ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
+	}
+	ck_assert_msg(!open, "the flooding session is still open");
+	close(fd);
+	ry__ctl_pressure(F.b, &over, &closed);
+	ck_assert_uint_gt(over, 0);
+	ck_assert_uint_eq(closed, 1);
+	ck_assert_uint_eq(F.ev_a.n_conn_down + F.ev_b.n_conn_down, 0);
+	/* its address is backed off: refused at accept, no HELLO_ACK */
+	fd = raw_connect(&F, "127.0.0.2");
+	raw_send(fd, hello.b, hello.n);
+	in.n = 0;
+	ck_assert(closed_within(&F, fd, 500, &in));
+	ck_assert_uint_eq(in.n, 0);
+	close(fd);
+	/* and a's own sessions were never touched */
+	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
+	ck_assert_uint_eq(F.ev_a.n_conn_down + F.ev_b.n_conn_down, 0);
+	fx_fini(&F);
+}
+END_TEST
+
 int main(void)
 {
 	const TTest *const tests[] = {
 	    goodbye_not_failure,
 	    vanish_is_failure,
+	    flood_bounded,
 	};
 
 	return fx_run_suite("pressure", 120, tests,
