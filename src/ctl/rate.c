@@ -7,7 +7,7 @@
  * every 10 s a session.  A session that drops another burst's worth within
  * those 10 s is flooding, not bursting: it is closed with the reason named,
  * and an inbound one's address is refused at accept for a back-off that
- * doubles at each repeat (1 s to 60 s) and is forgotten after a quiet
+ * doubles at each repeat (2 s to 60 s) and is forgotten after a quiet
  * minute.  A legitimate peer sends a few frames a connection attempt, so
  * the defaults (100/s, 200) never touch it; a dropped CONN_REQ or
  * FENCE_REQ is sent again by its sender anyway.
@@ -17,7 +17,7 @@
 #include "src/ctl/ctl_int.h"
 
 #define RATE_LOG_NS 10000000000ull
-#define PEN_MIN_MS 1000u
+#define PEN_MIN_MS 2000u
 #define PEN_MAX_MS 60000u
 #define PEN_FORGET_NS 60000000000ull
 

@@ -210,23 +210,25 @@ START_TEST(flood_bounded)
 	ck_assert(!closed_within(&F, fd, 500, &in)); /* HELLO_ACK */
 	ck_assert_uint_gt(in.n, RY__CTL_HDR);
 	for (i = 0; i < 40; i++) {
-		if (open)
-			open = flood_some(fd, buf, len);
+		if (open && !flood_some(fd, buf, len)) {
+			open = false;
+			close(fd);
+			/* its address is backed off (at least 2 s from now):
+			 * refused at accept, no HELLO_ACK */
+			fd = raw_connect(&F, "127.0.0.2");
+			raw_send(fd, hello.b, hello.n);
+			in.n = 0;
+			ck_assert(closed_within(&F, fd, 500, &in));
+			ck_assert_uint_eq(in.n, 0);
+			close(fd);
+		}
 		ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
 	}
 	ck_assert_msg(!open, "the flooding session is still open");
-	close(fd);
 	ry__ctl_pressure(F.b, &over, &closed);
 	ck_assert_uint_gt(over, 0);
 	ck_assert_uint_eq(closed, 1);
 	ck_assert_uint_eq(F.ev_a.n_conn_down + F.ev_b.n_conn_down, 0);
-	/* its address is backed off: refused at accept, no HELLO_ACK */
-	fd = raw_connect(&F, "127.0.0.2");
-	raw_send(fd, hello.b, hello.n);
-	in.n = 0;
-	ck_assert(closed_within(&F, fd, 500, &in));
-	ck_assert_uint_eq(in.n, 0);
-	close(fd);
 	/* and a's own sessions were never touched */
 	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
 	ck_assert_uint_eq(F.ev_a.n_conn_down + F.ev_b.n_conn_down, 0);
