@@ -53,6 +53,7 @@ static const struct ry__ctl_ops ctl_ops = {
     .co_fence_req = ry__fence_on_req,
     .co_peer_goodbye = ry__peer_goodbye,
     .co_peer_lost = ry__peer_ctl_lost,
+    .co_peer_revoked = ry__peer_revoked,
     .co_peer_new = ry__peer_new,
     .co_peer_ready = ry__peer_ready,
     .co_peer_release = ctl_peer_release,

@@ -905,6 +905,8 @@ void ry__peer_path_reason(struct ry_peer *p, uint64_t waited_ns, char *buf,
 void ry__peer_ctl_lost(struct ry_peer *p, struct ry__ctl *c);
 /* p said GOODBYE: its connections close as closed, not failed */
 void ry__peer_goodbye(struct ry_peer *p, int why);
+/* p is no longer admitted (reload): its connections fail, fenced */
+void ry__peer_revoked(struct ry_peer *p);
 void ry__peer_dirty(struct ry_peer *p);
 void ry__peer_update_paths(struct ry_peer *p);
 void ry__peer_free(struct ry_peer *p);

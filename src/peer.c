@@ -420,6 +420,20 @@ void ry__peer_goodbye(struct ry_peer *p, int why)
 	ry__replay_run(m);
 }
 
+void ry__peer_revoked(struct ry_peer *p)
+{
+	struct ry_manager *m = p->pr_mgr;
+	uint64_t now = ry__now_ns();
+	unsigned i;
+
+	for (i = 0; i < m->m_nrails; i++)
+		ry__conn_mark_failed(p->pr_conn[i],
+				     "its admission was revoked by a reload",
+				     now);
+	/* QPs to ERR and the fences out while its session is still up */
+	ry__replay_run(m);
+}
+
 void ry__peer_path_reason(struct ry_peer *p, uint64_t waited_ns, char *buf,
 			  size_t len)
 {

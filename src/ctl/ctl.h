@@ -53,6 +53,10 @@ struct ry__ctl_ops {
 	/* p's manager said GOODBYE (why: enum ry__ctl_goodbye): it leaves on
 	 * purpose; its session closes next */
 	void (*co_peer_goodbye)(struct ry_peer *p, int why);
+	/* p's admission was withdrawn (a reload removed the accept prefix
+	 * its session came in through): its connections fail now, fenced
+	 * over the session before it closes */
+	void (*co_peer_revoked)(struct ry_peer *p);
 	/* session c, which spoke for p, is closed */
 	void (*co_peer_lost)(struct ry_peer *p, struct ry__ctl *c);
 	/* CONN_REQ / CONN_REP from p over c: its rail src, our rail dst */

@@ -124,6 +124,40 @@ START_TEST(vanish_is_failure)
 }
 END_TEST
 
+/* ---- revocation ---- */
+
+static bool b_forgot_a(void *arg)
+{
+	(void)arg;
+	return npeers(F.b) == 0;
+}
+
+/*
+ * b admits a through its accept prefix; a reload of b without it closes
+ * a's session and connections at once, and a cannot come back.
+ */
+START_TEST(reload_revokes_prefix)
+{
+	struct ry_config c;
+	struct fx_opts o;
+	struct fx_done d;
+
+	ck_assert_int_eq(fx_init(&F, &(struct fx_opts){.op_timeout_ms = 1500}),
+			 0);
+	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
+	o = F.o;
+	o.b_strict = true; /* no accept list */
+	fx_config(&c, &o, true);
+	ck_assert_int_eq(ry_manager_reload(F.b, &c, NULL, NULL), 0);
+	ck_assert_msg(fx_until(&F, a_has_no_active, NULL, 2000),
+		      "a's connections outlived its admission");
+	ck_assert_int_eq(write_one(&F, false, 20000, &d), -1);
+	ck_assert_msg(fx_until(&F, b_forgot_a, NULL, 5000),
+		      "b still holds a record of a");
+	fx_fini(&F);
+}
+END_TEST
+
 /* ---- an admitted peer flooding the control channel ---- */
 
 /* n CONN_REQ and FENCE_REQ frames, alternating, into buf. */
@@ -242,6 +276,7 @@ int main(void)
 	    goodbye_not_failure,
 	    vanish_is_failure,
 	    flood_bounded,
+	    reload_revokes_prefix,
 	};
 
 	return fx_run_suite("pressure", 120, tests,
