@@ -29,6 +29,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -71,7 +72,10 @@ static const char usage_text[] =
     "at most N of them at once (--targets, default 64).  A peer that\n"
     "restarts gets a new one; a peer lost for 30 s gives its back.  Status is\n"
     "served on a UNIX socket (default /run/railyard/NODE.sock as root,\n"
-    "else $XDG_RUNTIME_DIR/railyard-NODE.sock) for `railyard status`.\n"
+    "else $XDG_RUNTIME_DIR/railyard-NODE.sock, without it\n"
+    "/tmp/railyard-UID/NODE.sock) for `railyard status`; a name there\n"
+    "that is not a socket of this user's, or a directory others may\n"
+    "write, is refused.\n"
     "--metrics ADDR:PORT serves Prometheus metrics at\n"
     "http://ADDR:PORT/metrics (127.0.0.1:9470; 0.0.0.0:9470 for all):\n"
     "at most 64 connections, 4 per source address, idle ones closed\n"
@@ -306,13 +310,64 @@ static uint64_t now_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+/*
+ * The status socket answers `railyard reload` and `status`: it must be
+ * ours.  Its directory may be written only by us or root (or be sticky,
+ * as /tmp, where nobody else can remove our name); a name there already
+ * is replaced only if it is a socket of ours (a previous run's).  The
+ * default without XDG_RUNTIME_DIR, /tmp/railyard-UID/, is made 0700.
+ */
+static int status_path_ok(const char *path)
+{
+	char dir[108], *slash;
+	struct stat st;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = 0;
+	else if (slash)
+		*slash = 0;
+	else
+		snprintf(dir, sizeof(dir), ".");
+	if (!strncmp(dir, "/tmp/railyard-", 14))
+		mkdir(dir, 0700);
+	if (stat(dir, &st))
+		return -errno;
+	if ((st.st_uid != geteuid() && st.st_uid != 0) ||
+	    ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))) {
+		fprintf(stderr,
+			"railyard serve: status socket %s: directory %s is "
+			"owned by uid %u, mode %04o: others could replace "
+			"the socket; use --socket in a directory of yours\n",
+			path, dir, (unsigned)st.st_uid,
+			(unsigned)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	if (lstat(path, &st)) /* ENOENT: free */
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) {
+		fprintf(stderr,
+			"railyard serve: status socket %s: the name is taken "
+			"(%s of uid %u), not replacing it\n",
+			path,
+			S_ISSOCK(st.st_mode) ? "a socket" : "not a socket",
+			(unsigned)st.st_uid);
+		return -EEXIST;
+	}
+	return 0;
+}
+
 static int listen_unix(const char *path)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd;
+	int fd, ret;
 
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
+	ret = status_path_ok(path);
+	if (ret)
+		return ret;
 	strcpy(sa.sun_path, path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)

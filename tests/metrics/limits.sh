@@ -9,6 +9,8 @@
 #   - the open-file limit: a soft limit below what max_sessions needs is
 #     raised to the hard one; a hard limit it cannot fit under is refused
 #     at start with the numbers
+#   - the status socket: a name taken by a file, or by a socket of another
+#     user, and a directory others may write, are refused at start
 # Everything listens on 127.0.0.1; the processes started here are stopped
 # by their PIDs.
 # usage: limits.sh PATH/TO/railyard
@@ -126,5 +128,26 @@ rc=0
 "$cli" serve -c "$dir/a.conf" --socket "$dir/c.sock" --metrics 127.0.0.1:0 \
 	--metrics-token "$dir/token" 2>"$dir/err" || rc=$?
 [[ $rc -eq 1 ]] && grep -q 'chmod 600' "$dir/err" || fail "token file mode 644: rc $rc, $(cat "$dir/err")"
+echo "ok: $(cat "$dir/err")"
+echo "== the status socket's name and directory"
+chmod 600 "$dir/token"
+: >"$dir/taken.sock"
+rc=0
+"$cli" serve -c "$dir/a.conf" --socket "$dir/taken.sock" 2>"$dir/err" || rc=$?
+[[ $rc -eq 1 ]] && grep -q 'the name is taken (not a socket' "$dir/err" ||
+	fail "a file at the socket path: rc $rc, $(cat "$dir/err")"
+mkdir -m 0777 "$dir/open"
+rc=0
+"$cli" serve -c "$dir/a.conf" --socket "$dir/open/s.sock" 2>"$dir/err" || rc=$?
+[[ $rc -eq 1 ]] && grep -q 'others could replace the socket' "$dir/err" ||
+	fail "a world-writable directory: rc $rc, $(cat "$dir/err")"
+if [[ $(id -u) -eq 0 ]] && id nobody >/dev/null 2>&1; then
+	mkdir -m 0700 "$dir/other"
+	chown nobody "$dir/other"
+	rc=0
+	"$cli" serve -c "$dir/a.conf" --socket "$dir/other/s.sock" 2>"$dir/err" || rc=$?
+	[[ $rc -eq 1 ]] && grep -q 'owned by uid' "$dir/err" ||
+		fail "another user's directory: rc $rc, $(cat "$dir/err")"
+fi
 echo "ok: $(cat "$dir/err")"
 echo "PASS"
