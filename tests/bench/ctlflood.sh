@@ -61,6 +61,7 @@ bench "$work/flood.json"
 wait "$x_pid" || true
 x_pid=""
 echo "under flood: $(summary "$work/flood.json")"
+jq -c '.events[] | select(.event == "down")' "$work/flood.json" | head -4
 echo "flooder:     $(jq -c '{connections, refused, closed, flood_frames, frames}' "$work/x.json")"
 ip netns exec "$p-b" curl -s http://127.0.0.1:9479/metrics |
 	grep -E '^railyard_control_(frames_dropped|sessions_flooding)_total' || true
