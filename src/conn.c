@@ -73,7 +73,17 @@
 
 #include <sodium.h>
 
+#include "src/conn.h"
+#include "src/events.h"
+#include "src/control.h"
+#include "src/lrail.h"
 #include "src/manager.h"
+#include "src/op.h"
+#include "src/peer.h"
+#include "src/pool.h"
+#include "src/progress.h"
+#include "src/region.h"
+#include "src/tunables.h"
 
 static const char *const conn_state_names[CONN__MAX] = {
     [CONN_UNPAIRED] = "unpaired",     [CONN_IDLE] = "idle",
@@ -157,87 +167,6 @@ void ry__conn_paired(struct ry__conn *c)
 	} else if (c->cn_state == CONN_UNPAIRED) {
 		set_state(c, CONN_IDLE);
 	}
-}
-
-static unsigned qpn_hash(const struct ry__lrail *lr, uint32_t qpn)
-{
-	return (qpn * 2654435761u) >> (32 - lr->lr_qpn_bits);
-}
-
-/* Twice the buckets (the first table when there is none); when memory is
- * short the chains only grow longer. */
-static int qpn_grow(struct ry__lrail *lr)
-{
-	struct ry__conn **old = lr->lr_qpn_hash;
-	size_t nold = old ? (size_t)1 << lr->lr_qpn_bits : 0;
-	unsigned bits = old ? lr->lr_qpn_bits + 1 : 6;
-	struct ry__conn **t = calloc((size_t)1 << bits, sizeof(*t));
-
-	_Static_assert(RY__QPN_HASH_MIN == 1 << 6, "qpn_grow starts at 6 bits");
-	if (!t)
-		return -ENOMEM;
-	lr->lr_qpn_hash = t;
-	lr->lr_qpn_bits = bits;
-	for (size_t i = 0; i < nold; i++) {
-		struct ry__conn *c, *next;
-
-		for (c = old[i]; c; c = next) {
-			struct ry__conn **b =
-			    &t[qpn_hash(lr, c->cn_qp->qp_num)];
-
-			next = c->cn_hnext;
-			c->cn_hnext = *b;
-			*b = c;
-		}
-	}
-	free(old);
-	return 0;
-}
-
-int ry__conn_hash_add(struct ry__conn *c)
-{
-	struct ry__lrail *lr = c->cn_lrail;
-	struct ry__conn **b;
-
-	if (!lr->lr_qpn_hash && qpn_grow(lr))
-		return -ENOMEM;
-	if (lr->lr_qpn_n >= 1u << lr->lr_qpn_bits &&
-	    (1u << lr->lr_qpn_bits) < RY__QPN_HASH_MAX)
-		qpn_grow(lr);
-	b = &lr->lr_qpn_hash[qpn_hash(lr, c->cn_qp->qp_num)];
-	c->cn_hnext = *b;
-	*b = c;
-	lr->lr_qpn_n++;
-	return 0;
-}
-
-void ry__conn_hash_del(struct ry__conn *c)
-{
-	struct ry__lrail *lr = c->cn_lrail;
-	struct ry__conn **pp;
-
-	if (!lr->lr_qpn_hash)
-		return;
-	for (pp = &lr->lr_qpn_hash[qpn_hash(lr, c->cn_qp->qp_num)]; *pp;
-	     pp = &(*pp)->cn_hnext)
-		if (*pp == c) {
-			*pp = c->cn_hnext;
-			lr->lr_qpn_n--;
-			break;
-		}
-	c->cn_hnext = NULL;
-}
-
-struct ry__conn *ry__conn_by_qpn(struct ry__lrail *lr, uint32_t qpn)
-{
-	struct ry__conn *c;
-
-	if (!lr->lr_qpn_hash)
-		return NULL;
-	c = lr->lr_qpn_hash[qpn_hash(lr, qpn)];
-	while (c && c->cn_qp->qp_num != qpn)
-		c = c->cn_hnext;
-	return c;
 }
 
 void ry__conn_destroy_qp(struct ry__conn *c)
@@ -471,29 +400,6 @@ void ry__conn_start(struct ry__conn *c, uint64_t now)
 	       c->cn_peer->pr_name, c->cn_lrail->lr_cfg.name, ep.qpn);
 }
 
-/*
- * The path MTU a connection coming up runs at, for its up event when it
- * is below the interface's, and logged when it changed.
- */
-static void path_mtu_note(struct ry__conn *c, char *buf, size_t len)
-{
-	uint32_t ifmtu = c->cn_lrail->lr_attr.mtu;
-
-	buf[0] = 0;
-	if (!c->cn_ladder)
-		return;
-	if (c->cn_qp_mtu < ifmtu)
-		snprintf(buf, len, "path MTU %u (interface %u)", c->cn_qp_mtu,
-			 ifmtu);
-	/* a warning: jumbo frames configured do not hold end to end */
-	if (c->cn_qp_mtu != c->cn_mtu_said && (buf[0] || c->cn_mtu_said))
-		ry__log(buf[0] ? RY_LOG_WARN : RY_LOG_INFO, "mgr",
-			"rail %s: path MTU %u (interface %u), peer %s",
-			c->cn_lrail->lr_cfg.name, c->cn_qp_mtu, ifmtu,
-			c->cn_peer->pr_name);
-	c->cn_mtu_said = c->cn_qp_mtu;
-}
-
 void ry__conn_activate(struct ry__conn *c, uint64_t now)
 {
 	struct ry_peer *p = c->cn_peer;
@@ -513,7 +419,7 @@ void ry__conn_activate(struct ry__conn *c, uint64_t now)
 	RY_INFO("mgr", "peer %s rail %s: connected, qp 0x%x -> 0x%x",
 		p->pr_name, c->cn_lrail->lr_cfg.name, c->cn_qp->qp_num,
 		c->cn_remote.qpn);
-	path_mtu_note(c, why, sizeof(why));
+	ry__conn_mtu_note(c, why, sizeof(why));
 	ry__queue_event(c->cn_lrail->lr_mgr, RY_EV_CONN_UP, c->cn_lrail, p, why,
 			now);
 	ry__peer_dirty(p);
@@ -550,46 +456,13 @@ static void attempt_reason(struct ry__conn *c, const char *what, char *buf,
 			 them, me, what);
 }
 
-/*
- * The small probe round-tripped but a ladder step did not: the path drops
- * packets above some size.  The next attempt offers the largest step that
- * passed; when none did, it starts again from the interface's MTU (the
- * rail stays down, the reason naming the size that is lost).
- */
-static bool mtu_reason(struct ry__conn *c, const char *what, char *buf,
-		       size_t len)
-{
-	uint32_t ifmtu = c->cn_lrail->lr_attr.mtu;
-
-	if (!c->cn_ladder || !c->cn_probe_ok || c->cn_mtu_ok >= c->cn_qp_mtu)
-		return false;
-	/* lost, not cut short: a link going down or a peer reconnecting in
-	 * the middle of the ladder says nothing about the MTU */
-	if (c->cn_lrail->lr_link != RY_LINK_UP ||
-	    (strcmp(what, "probe timed out") &&
-	     strcmp(what, ry_wc_status_str(RY_WC_RETRY_EXCEEDED))))
-		return false;
-	if (c->cn_mtu_ok)
-		snprintf(buf, len,
-			 "probes of more than %u bytes are lost, small ones "
-			 "pass: path MTU %u (interface %u), trying at %u",
-			 c->cn_mtu_ok, c->cn_mtu_ok, ifmtu, c->cn_mtu_ok);
-	else
-		snprintf(buf, len,
-			 "probes of %u bytes and more are lost, small ones "
-			 "pass: path MTU below %u (interface %u)",
-			 c->cn_mtu_low, c->cn_mtu_low, ifmtu);
-	c->cn_mtu = c->cn_mtu_ok;
-	return true;
-}
-
 /* PROBING -> FAILED for an attempt that never carried traffic. */
 static void attempt_failed(struct ry__conn *c, const char *what)
 {
 	struct ry_manager *m = c->cn_peer->pr_mgr;
 	char why[sizeof(c->cn_reason)];
 
-	if (!mtu_reason(c, what, why, sizeof(why)))
+	if (!ry__conn_mtu_reason(c, what, why, sizeof(why)))
 		attempt_reason(c, what, why, sizeof(why));
 	/* once per kind of failure, not once per attempt; a peer that said
 	 * goodbye is not a broken path */
@@ -707,165 +580,6 @@ static void probing(struct ry__conn *c, const struct ry__probe_mr *pm,
 	c->cn_pmr = *pm;
 }
 
-/* The path MTU steps (see the top), ascending, the QP's MTU last. */
-static const uint32_t steps_ip[] = {1280, 1500, 2048, 4096, 8192, 9000};
-static const uint32_t steps_ib[] = {1024, 2048, 4096};
-#define RY__PMTU_STEPS 8
-
-static unsigned ladder(const struct ry__conn *c, uint32_t *steps)
-{
-	const struct ry_rail_attr *a = &c->cn_lrail->lr_attr;
-	const uint32_t *pl = a->mtu_hdr ? steps_ip : steps_ib;
-	unsigned npl = a->mtu_hdr ? sizeof(steps_ip) / sizeof(*steps_ip)
-				  : sizeof(steps_ib) / sizeof(*steps_ib);
-	/* two WRs a step beside the small probe, within max_send_wr */
-	unsigned room = (c->cn_lrail->lr_mgr->m_cfg.wr_per_qp + 1) / 2;
-	unsigned n = 0, i;
-
-	if (room > RY__PMTU_STEPS)
-		room = RY__PMTU_STEPS;
-	for (i = 0; i < npl && n + 1 < room; i++)
-		if (pl[i] > a->mtu_hdr && pl[i] < c->cn_qp_mtu)
-			steps[n++] = pl[i];
-	steps[n++] = c->cn_qp_mtu;
-	return n;
-}
-
-/*
- * Each step: a WRITE of one packet of its size into the peer's slice,
- * then a READ of as much back into our own (wr_n 1: the step's verdict).
- */
-static int post_ladder(struct ry__conn *c, uint64_t now)
-{
-	struct ry_manager *m = c->cn_lrail->lr_mgr;
-	struct ry_region *rg = m->m_probe_region;
-	unsigned ri = c->cn_lrail->lr_idx;
-	uint32_t steps[RY__PMTU_STEPS];
-	struct ry__wr *w[2 * RY__PMTU_STEPS];
-	struct ry_send_wr swr[2 * RY__PMTU_STEPS];
-	unsigned n = ladder(c, steps), i, k = 0;
-	int ret = -ENOMEM;
-
-	memset(swr, 0, sizeof(swr));
-	for (i = 0; i < 2 * n; i++) {
-		struct ry__wr *x =
-		    ry__pool_get(&c->cn_peer->pr_ctx->cx_wr_pool);
-
-		if (!x)
-			goto err;
-		memset(x, 0, sizeof(*x));
-		x->wr_conn = c;
-		x->wr_kind = WRK_PMTU;
-		x->wr_first = steps[i / 2];
-		x->wr_n = i % 2;
-		x->wr_post_ns = now;
-		swr[k].wr_id = (uintptr_t)x;
-		swr[k].opcode = i % 2 ? RY_WR_RDMA_READ : RY_WR_RDMA_WRITE;
-		swr[k].sge.addr = (uintptr_t)rg->rg_addr +
-				  (size_t)ri * m->m_probe_stride +
-				  m->m_probe_stride / 2;
-		swr[k].sge.length = steps[i / 2] - c->cn_lrail->lr_attr.mtu_hdr;
-		swr[k].sge.lkey = rg->rg_mr[ri]->lkey;
-		swr[k].remote_addr = c->cn_pmr.pm_addr;
-		swr[k].rkey = c->cn_pmr.pm_rkey;
-		w[k++] = x;
-	}
-	if (!c->cn_out_wrs)
-		c->cn_busy_since_ns = now;
-	c->cn_out_wrs += k;
-	ret = ry__conn_post(c, w, swr, k, now);
-	if (!ret) {
-		c->cn_ladder = true;
-		c->cn_mtu_low = steps[0];
-		return 0;
-	}
-	c->cn_out_wrs -= k;
-err:
-	while (k--)
-		ry__pool_put(&c->cn_peer->pr_ctx->cx_wr_pool, w[k]);
-	return ret;
-}
-
-/* Our probe: the small SEND, then the MTU ladder when the peer takes one
- * (its slice must hold the QP's MTU). */
-static int post_probes(struct ry__conn *c, uint64_t now)
-{
-	struct ry_manager *m = c->cn_lrail->lr_mgr;
-	int ret = ry__post_ctl_msg(c, WRK_PROBE, now);
-
-	if (ret)
-		return ret;
-	c->cn_probe_out = true;
-	if (m->m_probe_region && c->cn_pmr.pm_len >= c->cn_qp_mtu &&
-	    c->cn_qp_mtu > c->cn_lrail->lr_attr.mtu_hdr)
-		ret = post_ladder(c, now);
-	return ret;
-}
-
-/* Our small probe round-tripped: ACTIVE, unless the ladder is to come. */
-void ry__conn_probed(struct ry__conn *c, uint64_t now)
-{
-	if (c->cn_state != CONN_PROBING)
-		return;
-	c->cn_probe_ok = true;
-	if (!c->cn_ladder)
-		ry__conn_activate(c, now);
-}
-
-/* A ladder step completed; the one at the QP's MTU makes it ACTIVE. */
-void ry__conn_probe_done(struct ry__wr *w, uint64_t now)
-{
-	struct ry__conn *c = w->wr_conn;
-
-	if (c->cn_state != CONN_PROBING || !w->wr_n)
-		return;
-	if (w->wr_first > c->cn_mtu_ok)
-		c->cn_mtu_ok = w->wr_first;
-	if (w->wr_first >= c->cn_qp_mtu)
-		ry__conn_activate(c, now);
-}
-
-int ry__probe_setup(struct ry_manager *m)
-{
-	uint32_t stride = 0;
-	unsigned i;
-	void *buf;
-	int ret;
-
-	for (i = 0; i < m->m_nrails; i++)
-		if (m->m_rails[i].lr_attr.mtu > stride)
-			stride = m->m_rails[i].lr_attr.mtu;
-	/* the peer's half, then ours (the WRITE source, the READ target);
-	 * a slice for every slot, so that a rail a reload adds has one too
-	 * (one with a larger MTU than these gets no ladder: pm_len) */
-	stride = 2 * ((stride + 63) & ~63u);
-	buf = calloc(RY_MAX_RAILS, stride);
-	if (!buf)
-		return -ENOMEM;
-	ret = ry__region_reg(m, buf, (size_t)RY_MAX_RAILS * stride,
-			     RY_MR_REMOTE_WRITE | RY_MR_REMOTE_READ,
-			     &m->m_probe_region);
-	if (ret) {
-		free(buf);
-		return ret;
-	}
-	m->m_probe_stride = stride;
-	return 0;
-}
-
-void ry__probe_mr_of(struct ry_manager *m, unsigned rail,
-		     struct ry__probe_mr *pm)
-{
-	struct ry_region *rg = m->m_probe_region;
-
-	memset(pm, 0, sizeof(*pm));
-	if (!rg || rail >= RY_MAX_RAILS)
-		return;
-	pm->pm_addr = (uintptr_t)rg->rg_addr + (size_t)rail * m->m_probe_stride;
-	pm->pm_rkey = rg->rg_mr[rail]->rkey;
-	pm->pm_len = m->m_probe_stride / 2;
-}
-
 /*
  * Something arrived on a PROBING connection: the peer can reach us.  The
  * side that accepted the connection answers with its own probe now that
@@ -877,7 +591,7 @@ void ry__conn_on_probe_rx(struct ry__conn *c, uint64_t now)
 	c->cn_heard = true;
 	if (c->cn_probe_out)
 		return;
-	if (post_probes(c, now))
+	if (ry__conn_post_probes(c, now))
 		ry__conn_mark_failed(c, "cannot post probe", now);
 }
 
@@ -1031,7 +745,7 @@ void ry__conn_on_rep(struct ry_peer *p, unsigned src, unsigned dst,
 		return;
 	}
 	probing(c, pm, now);
-	if (post_probes(c, now))
+	if (ry__conn_post_probes(c, now))
 		ry__conn_mark_failed(c, "cannot post probe", now);
 }
 
@@ -1079,70 +793,6 @@ void ry__conn_on_rej(struct ry_peer *p, unsigned src, unsigned dst,
 	}
 }
 
-int ry__conn_post(struct ry__conn *c, struct ry__wr **wrs,
-		  struct ry_send_wr *swr, unsigned n, uint64_t now)
-{
-	struct ry_manager *m = c->cn_lrail->lr_mgr;
-	unsigned i;
-	int ret;
-
-	ret = ry__lrail_post(c->cn_lrail, c->cn_qp, swr, n);
-	if (ret)
-		return ret;
-	/* a rail that sends alone (an HCA) has nothing for progress to do
-	 * now: its completion will raise its fd, and waking its thread here
-	 * would only have it take m_lock for an empty CQ */
-	if (!c->cn_lrail->lr_attr.sends_alone)
-		atomic_store_explicit(&c->cn_lrail->lr_kick, true,
-				      memory_order_relaxed);
-	for (i = 0; i < n; i++) {
-		ry__list_add_tail(&c->cn_posted, &wrs[i]->wr_link);
-	}
-	c->cn_last_tx_ns = now;
-	if (wrs[0]->wr_kind == WRK_FRAG || wrs[0]->wr_kind == WRK_MSG)
-		c->cn_last_work_ns = now; /* heartbeat.c: lingers */
-	c->cn_cnt.work_requests += n;
-	/* Work on an idle connection starts its liveness clock, and once it
-	 * completes a heartbeat may be due heartbeat_ms later: both maybe
-	 * sooner than its timer (timers.c, heartbeat.c).  A busy one's timer
-	 * is that early already: one comparison. */
-	if (c->cn_state == CONN_ACTIVE)
-		ry__conn_timer_by(
-		    c, now + ry__min64(m->m_hb_ns, m->m_timeout_ns + 1));
-	return 0;
-}
-
-int ry__post_ctl_msg(struct ry__conn *c, enum ry__wr_kind kind, uint64_t now)
-{
-	struct ry_manager *m = c->cn_lrail->lr_mgr;
-	struct ry_region *rg = m->m_ctl_region;
-	struct ry__wr *w = ry__pool_get(&c->cn_peer->pr_ctx->cx_wr_pool);
-	struct ry_send_wr swr = {0};
-	int ret;
-
-	if (!w)
-		return -ENOMEM;
-	memset(w, 0, sizeof(*w));
-	w->wr_conn = c;
-	w->wr_kind = (uint8_t)kind;
-	w->wr_post_ns = now;
-	swr.wr_id = (uintptr_t)w;
-	swr.opcode = RY_WR_SEND;
-	swr.sge.addr = (uintptr_t)rg->rg_addr +
-		       (kind == WRK_PROBE ? sizeof(struct ry__mhdr) : 0);
-	swr.sge.length = RY__MSG_HDR;
-	swr.sge.lkey = rg->rg_mr[c->cn_lrail->lr_idx]->lkey;
-	if (!c->cn_out_wrs)
-		c->cn_busy_since_ns = now;
-	c->cn_out_wrs++;
-	ret = ry__conn_post(c, &w, &swr, 1, now);
-	if (ret) {
-		c->cn_out_wrs--;
-		ry__pool_put(&c->cn_peer->pr_ctx->cx_wr_pool, w);
-	}
-	return ret;
-}
-
 void ry__conn_timers(struct ry__conn *c, uint64_t now)
 {
 	struct ry_manager *m = c->cn_lrail->lr_mgr;
@@ -1178,8 +828,7 @@ void ry__conn_timers(struct ry__conn *c, uint64_t now)
 		}
 		if (ry__since(now, c->cn_active_ns) > 1000000000ull)
 			c->cn_backoff_ms = m->m_cfg.failover.reconnect_min_ms;
-		ry__heartbeat(c, now);
-		break;
+		break; /* then its heartbeat (ry__timers_run) */
 	default:
 		break;
 	}

@@ -9,30 +9,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "src/conn.h"
+#include "src/lrail.h"
 #include "src/manager.h"
-
-void ry__cnt_add(struct ry_counters *d, const struct ry_counters *s)
-{
-	d->bytes += s->bytes;
-	d->fragments += s->fragments;
-	d->work_requests += s->work_requests;
-	d->messages += s->messages;
-	d->replayed_fragments += s->replayed_fragments;
-	d->retransmits += s->retransmits;
-	d->failovers += s->failovers;
-	d->fences += s->fences;
-	d->reconnects += s->reconnects;
-	d->heartbeats += s->heartbeats;
-	d->goodbyes += s->goodbyes;
-	d->detect_count += s->detect_count;
-	d->detect_ns_total += s->detect_ns_total;
-	if (s->detect_ns_max > d->detect_ns_max)
-		d->detect_ns_max = s->detect_ns_max;
-	d->resume_count += s->resume_count;
-	d->resume_ns_total += s->resume_ns_total;
-	if (s->resume_ns_max > d->resume_ns_max)
-		d->resume_ns_max = s->resume_ns_max;
-}
+#include "src/peer.h"
+#include "src/util/cnt.h"
 
 static struct ry__lrail *rail_by_name(struct ry_manager *m, const char *name)
 {
@@ -50,7 +31,7 @@ static struct ry__lrail *lock_rail(struct ry_manager *m, const char *name)
 {
 	struct ry__lrail *lr;
 
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	lr = rail_by_name(m, name);
 	if (!lr)
 		ry__unlock(m);
@@ -92,7 +73,7 @@ int ry_peer_counters(struct ry_peer *p, struct ry_counters *out)
 		return -EINVAL;
 	m = p->pr_mgr;
 	memset(&sum, 0, sizeof(sum));
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	for (i = 0; i < m->m_nrails; i++)
 		ry__cnt_add(&sum, &p->pr_conn[i]->cn_cnt);
 	ry__unlock(m);
@@ -131,7 +112,7 @@ int ry_peer_info(struct ry_peer *p, struct ry_peer_info *out)
 	if (!p || !out)
 		return -EINVAL;
 	m = p->pr_mgr;
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	peer_info(p, &pi);
 	ry__unlock(m);
 	*out = pi;
@@ -145,7 +126,7 @@ int ry_peer_list(struct ry_manager *m, struct ry_peer_entry *out, unsigned max)
 
 	if (!m || (!out && max))
 		return -EINVAL;
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	for (p = m->m_peers; p; p = p->pr_next, n++) {
 		struct ry_peer_entry *e;
 

@@ -24,7 +24,12 @@
  */
 #include <errno.h>
 
+#include "src/conn.h"
+#include "src/control.h"
+#include "src/lrail.h"
 #include "src/manager.h"
+#include "src/op.h"
+#include "src/peer.h"
 
 static bool fence_on(const struct ry_manager *m)
 {

@@ -63,42 +63,12 @@
  */
 #include <stdio.h>
 
+#include "src/conn.h"
+#include "src/lrail.h"
 #include "src/manager.h"
-
-#define RY__HB_LINGER_NS 1000000000ull
-
-/* How long c may be quiet before this end sends a heartbeat; 0: never
- * (the other end sends them). */
-static uint64_t hb_interval(const struct ry__conn *c, uint64_t now)
-{
-	const struct ry_manager *m = c->cn_lrail->lr_mgr;
-	uint64_t peer = c->cn_peer->pr_node;
-
-	if ((c->cn_last_work_ns &&
-	     ry__since(now, c->cn_last_work_ns) < RY__HB_LINGER_NS) ||
-	    c->cn_peer->pr_state != PEER_READY)
-		return m->m_hb_ns;
-	if (peer && m->m_node > peer)
-		return 0;
-	return m->m_idle_hb_ns;
-}
-
-/*
- * Where c's silence starts: its last sign of life or its first work since
- * it was idle, and never before the end of a stall of our own.  A peer
- * that is alive answers work within timeout_ms of our coming back;
- * before, it had nothing to answer (we sent nothing) or we could not read
- * it.  Idle peers used to hide this by heartbeating every heartbeat_ms
- * (any message counts as life); now that they mostly do not, the stall
- * itself must not be counted.
- */
-static uint64_t silence_from(const struct ry__conn *c)
-{
-	const struct ry_manager *m = c->cn_lrail->lr_mgr;
-
-	return ry__max64(ry__max64(c->cn_last_ok_ns, c->cn_busy_since_ns),
-			 m->m_resumed_ns);
-}
+#include "src/peer.h"
+#include "src/progress.h"
+#include "src/tunables.h"
 
 void ry__heartbeat(struct ry__conn *c, uint64_t now)
 {
@@ -106,14 +76,14 @@ void ry__heartbeat(struct ry__conn *c, uint64_t now)
 	uint64_t since, iv;
 
 	if (c->cn_out_wrs) {
-		since = silence_from(c);
+		since = ry__hb_silence_from(c);
 		if (ry__since(now, since) > m->m_timeout_ns && !m->m_hb_defer) {
 			/* what a lagging rail thread has not handed over yet
 			 * (it may complete, fail or revive this connection) */
 			ry__rail_catch_up(c->cn_lrail, now);
 			if (c->cn_state != CONN_ACTIVE || !c->cn_out_wrs)
 				return;
-			since = silence_from(c);
+			since = ry__hb_silence_from(c);
 		}
 		if (ry__since(now, since) > m->m_timeout_ns && !m->m_hb_defer) {
 			char why[64];
@@ -126,7 +96,7 @@ void ry__heartbeat(struct ry__conn *c, uint64_t now)
 		}
 		return;
 	}
-	iv = hb_interval(c, now);
+	iv = ry__hb_interval(c, now);
 	since = c->cn_last_ok_ns > c->cn_last_tx_ns ? c->cn_last_ok_ns
 						    : c->cn_last_tx_ns;
 	if (iv && !c->cn_hb_out && ry__since(now, since) >= iv) {
@@ -137,25 +107,4 @@ void ry__heartbeat(struct ry__conn *c, uint64_t now)
 		c->cn_hb_out = true;
 		c->cn_cnt.heartbeats++;
 	}
-}
-
-uint64_t ry__heartbeat_due(const struct ry__conn *c, uint64_t now)
-{
-	const struct ry_manager *m = c->cn_lrail->lr_mgr;
-	uint64_t iv;
-
-	/* Busy: its silence is judged then -- or, when the work completes
-	 * sooner, a heartbeat may be due after heartbeat_ms (the shortest
-	 * interval) of quiet from then on: not before the last sign of life
-	 * plus that. */
-	if (c->cn_out_wrs)
-		return ry__min64(silence_from(c) + m->m_timeout_ns + 1,
-				 ry__max64(c->cn_last_ok_ns, c->cn_last_tx_ns) +
-				     m->m_hb_ns);
-	if (c->cn_hb_out)
-		return now + m->m_hb_ns;
-	iv = hb_interval(c, now);
-	if (!iv)
-		return 0;
-	return ry__max64(c->cn_last_ok_ns, c->cn_last_tx_ns) + iv;
 }

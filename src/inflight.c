@@ -8,7 +8,8 @@
  */
 #include <stdlib.h>
 
-#include "src/manager.h"
+#include "src/pool.h"
+#include "src/util/log.h"
 
 #define RY__CHUNK_BYTES (64u * 1024)
 

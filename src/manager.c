@@ -22,7 +22,17 @@
 #include <sys/timerfd.h>
 
 #include "config/config_int.h"
+#include "src/conn.h"
+#include "src/control.h"
+#include "src/lrail.h"
 #include "src/manager.h"
+#include "src/msg.h"
+#include "src/op.h"
+#include "src/peer.h"
+#include "src/pool.h"
+#include "src/progress.h"
+#include "src/region.h"
+#include "src/tunables.h"
 
 _Static_assert(sizeof(struct ry__mhdr) == RY__MSG_HDR, "message header");
 
@@ -40,7 +50,7 @@ static int ctl_peer_release(struct ry_peer *p)
 
 static void ctl_peer_state(struct ry_peer *p, int state)
 {
-	p->pr_state = (enum ry__peer_state)state;
+	ry__peer_set_state(p, (enum ry__peer_state)state);
 }
 
 /* What the control plane reports goes to the peer, connection and fence
@@ -465,7 +475,7 @@ void ry_manager_destroy(struct ry_manager *m)
 	if (!m)
 		return;
 	ry_progress_thread_stop(m);
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	m->m_closing = true;
 	/* before any connection goes: the peers close theirs to us as
 	 * closed, not as failed */
@@ -553,7 +563,7 @@ int ry_rail_fault(struct ry_manager *m, const char *rail,
 	f.reorder = spec->reorder;
 	f.corrupt = spec->corrupt;
 	f.delay_us = spec->delay_us;
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	lr = lrail(m, rail);
 	ret = -ENOENT;
 	if (lr) {
@@ -573,7 +583,7 @@ int ry_rail_link(struct ry_manager *m, const char *rail, bool up)
 
 	if (!m)
 		return -EINVAL;
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	lr = lrail(m, rail);
 	ret = -ENOENT;
 	if (lr) {

@@ -460,7 +460,7 @@ int ry_metrics_render(struct ry_manager *m, char *buf, size_t len)
 
 	if (!m || (!buf && len))
 		return -EINVAL;
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	render_locked(m, &w);
 	ry__unlock(m);
 	if (w.pos > (size_t)INT32_MAX)

@@ -28,7 +28,9 @@
 #include <string.h>
 
 #include "src/util/le.h"
+#include "src/lrail.h"
 #include "src/manager.h"
+#include "src/region.h"
 
 #define DESC_MAGIC 0x444d5952u
 #define DESC_VERSION 1
@@ -211,38 +213,4 @@ void ry__region_dereg(struct ry_region *rg)
 	if (rg->rg_next)
 		rg->rg_next->rg_prev = rg->rg_prev;
 	free(rg);
-}
-
-int ry_mr_reg(struct ry_manager *m, void *addr, size_t len, unsigned access,
-	      struct ry_region **rg_p)
-{
-	int ret;
-
-	if (!m || !addr || !len || !rg_p ||
-	    access & ~(unsigned)(RY_MR_REMOTE_WRITE | RY_MR_REMOTE_READ))
-		return -EINVAL;
-	ry__lock(m);
-	ret = m->m_closing ? -ESHUTDOWN
-			   : ry__region_reg(m, addr, len, access, rg_p);
-	ry__unlock(m);
-	return ret;
-}
-
-int ry_mr_dereg(struct ry_region *rg)
-{
-	struct ry_manager *m;
-	int ret = 0;
-
-	if (!rg)
-		return 0;
-	if (rg->rg_cached)
-		return -EINVAL; /* the cache's: ry_mr_cache_put() */
-	m = rg->rg_mgr;
-	ry__lock(m);
-	if (rg->rg_users)
-		ret = -EBUSY;
-	else
-		ry__region_dereg(rg);
-	ry__unlock(m);
-	return ret;
 }

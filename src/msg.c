@@ -28,7 +28,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/conn.h"
+#include "src/events.h"
+#include "src/lrail.h"
 #include "src/manager.h"
+#include "src/msg.h"
+#include "src/op.h"
+#include "src/peer.h"
+#include "src/progress.h"
+#include "src/region.h"
+#include "src/tunables.h"
 
 static void repost(struct ry__lrail *lr, uint64_t idx)
 {

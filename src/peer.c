@@ -10,7 +10,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "src/conn.h"
+#include "src/events.h"
+#include "src/control.h"
+#include "src/lrail.h"
 #include "src/manager.h"
+#include "src/msg.h"
+#include "src/op.h"
+#include "src/peer.h"
+#include "src/progress.h"
+#include "src/region.h"
+#include "src/tunables.h"
+#include "src/util/cnt.h"
 
 static const char *const peer_state_names[PEER__MAX] = {
     [PEER_NEW] = "new",		[PEER_CONNECTING] = "connecting",
@@ -21,6 +32,14 @@ static const char *const peer_state_names[PEER__MAX] = {
 const char *ry__peer_state_str(enum ry__peer_state s)
 {
 	return (unsigned)s < PEER__MAX ? peer_state_names[s] : "?";
+}
+
+void ry__peer_set_state(struct ry_peer *p, enum ry__peer_state s)
+{
+	if (p->pr_state != s)
+		RY_DBG("peer", "%s: %s -> %s", p->pr_name,
+		       ry__peer_state_str(p->pr_state), ry__peer_state_str(s));
+	p->pr_state = s;
 }
 
 struct ry_peer *ry__peer_new(struct ry_manager *m, const char *name,
@@ -37,7 +56,7 @@ struct ry_peer *ry__peer_new(struct ry_manager *m, const char *name,
 	snprintf(p->pr_name, sizeof(p->pr_name), "%s", name);
 	snprintf(p->pr_addr, sizeof(p->pr_addr), "%s", addr ? addr : "");
 	p->pr_dial = dial && addr && addr[0];
-	p->pr_state = PEER_NEW;
+	ry__peer_set_state(p, PEER_NEW);
 	p->pr_ctl_backoff_ms = m->m_cfg.failover.reconnect_min_ms;
 	p->pr_rx_base = 1;
 	ry__tx_seq_reset(p);
@@ -91,7 +110,7 @@ void ry__peer_free(struct ry_peer *p)
 	free(p);
 }
 
-/* The rule is in manager.h (OWNERSHIP); live sessions are control.c's. */
+/* The rule is in peer.h; live sessions are control.c's. */
 bool ry__peer_disposable(const struct ry_peer *p)
 {
 	unsigned i;
@@ -150,7 +169,7 @@ static void ctl_backoff(struct ry_peer *p, uint64_t now)
 
 	if (!ry__list_empty(&p->pr_ops) && ms > busy_max)
 		ms = busy_max;
-	p->pr_state = PEER_BACKOFF;
+	ry__peer_set_state(p, PEER_BACKOFF);
 	p->pr_ctl = NULL;
 	ry__peer_timer(p); /* the redial */
 	p->pr_ctl_retry_ns =
@@ -363,7 +382,7 @@ void ry__peer_ready(struct ry_peer *p, uint64_t old_node, bool dialer)
 
 	if (old_node)
 		restarted(p, old_node, now);
-	p->pr_state = PEER_READY;
+	ry__peer_set_state(p, PEER_READY);
 	p->pr_gone = false;
 	if (!was_ready || old_node)
 		peer_event(p, RY_EV_PEER_UP, "", 0, p->pr_node);
@@ -463,55 +482,6 @@ void ry__peer_path_reason(struct ry_peer *p, uint64_t waited_ns, char *buf,
 	}
 }
 
-int ry_peer_get(struct ry_manager *m, const char *s, struct ry_peer **peer_p)
-{
-	struct ry_peer *p;
-	unsigned i;
-	int ret = 0;
-
-	if (!m || !s || !s[0] || !peer_p)
-		return -EINVAL;
-	ry__lock(m);
-	if (m->m_closing) {
-		ret = -ESHUTDOWN;
-		goto out;
-	}
-	p = ry__peer_find(m, s, s);
-	if (p && p->pr_retired) {
-		ret = -ENOENT; /* a reload removed its peer section */
-		goto out;
-	}
-	if (!p) {
-		for (i = 0; i < m->m_cfg.n_peers; i++)
-			if (!strcmp(m->m_cfg.peers[i].name, s))
-				break;
-		if (i < m->m_cfg.n_peers)
-			p = ry__peer_find(m, NULL, m->m_cfg.peers[i].address);
-		if (!p && i < m->m_cfg.n_peers)
-			p = ry__peer_new(m, s, m->m_cfg.peers[i].address, true);
-		else if (!p && strchr(s, ':'))
-			p = ry__peer_new(m, s, s, true);
-		else if (!p) {
-			ret = -ENOENT;
-			goto out;
-		}
-		if (!p) {
-			ret = -ENOMEM;
-			goto out;
-		}
-	}
-	/* named by the application with this address: ours to dial */
-	if (!p->pr_dial && p->pr_addr[0] && !strcmp(p->pr_addr, s)) {
-		p->pr_dial = true;
-		ry__peer_index(p);
-	}
-	p->pr_app_seen = true;
-	*peer_p = p;
-out:
-	ry__unlock(m);
-	return ret;
-}
-
 /* The cold lock held: one reference of the application's gone; at the last, a
  * record the reaper is waiting for (on m_reapq) is looked at again. */
 void ry__peer_unref(struct ry_peer *p)
@@ -523,50 +493,4 @@ void ry__peer_unref(struct ry_peer *p)
 	}
 	if (!--p->pr_app_refs && !ry__list_empty(&p->pr_rlink))
 		p->pr_mgr->m_reap_peers = true;
-}
-
-void ry_peer_hold(struct ry_peer *p)
-{
-	if (!p)
-		return;
-	ry__lock(p->pr_mgr);
-	p->pr_app_refs++;
-	ry__unlock(p->pr_mgr);
-}
-
-void ry_peer_release(struct ry_peer *p)
-{
-	if (!p)
-		return;
-	ry__lock(p->pr_mgr);
-	ry__peer_unref(p);
-	ry__unlock(p->pr_mgr);
-}
-
-const char *ry_peer_name(const struct ry_peer *p)
-{
-	return p ? p->pr_name : "";
-}
-
-int ry_desc_live(struct ry_peer *p, const void *desc, size_t len)
-{
-	struct ry_manager *m;
-	struct ry__desc d;
-	int ret;
-
-	if (!p || !desc)
-		return -EINVAL;
-	ret = ry__desc_unpack(desc, len, &d);
-	if (ret)
-		return ret;
-	m = p->pr_mgr;
-	ry__lock(m);
-	if (ry__peer_node_stale(p, d.d_node))
-		ret = -ESTALE;
-	else if (!p->pr_node)
-		ret = -EAGAIN;
-	else if (d.d_node != p->pr_node)
-		ret = -ENXIO;
-	ry__unlock(m);
-	return ret;
 }

@@ -25,7 +25,9 @@
 
 #include <sodium.h>
 
+#include "src/control.h"
 #include "src/manager.h"
+#include "src/peer.h"
 
 enum { KEY_STR = 1, KEY_IP, KEY_HOST, KEY_NODE };
 

@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Progress: ry_progress() (manual and threaded run the same one) and the
- * progress thread; each rail's events (link up and down, QP fatal) and its
- * completion queue; the completion of a work request, whose success path
- * is here and whose error path is replay's (ry__wr_failed); and delivery:
- * completions, messages and events are queued under the cold lock (or a
- * context's) and handed to the application's callbacks only after it is
- * dropped, so a callback may call back into the manager.
+ * Progress rounds: ry_progress() (manual and threaded run the same one),
+ * the cold round (control channel, rail events, timers, replay), the
+ * kick that sends what was posted, and the control and rail threads.
+ * Completions are completion.c's, the context path ctx.c's, delivery to
+ * the application deliver.c's.
  *
  * The lock order and ownership rules are in src/manager.h (LOCKING).
  */
@@ -18,7 +16,17 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 
+#include "src/conn.h"
+#include "src/events.h"
+#include "src/control.h"
+#include "src/lrail.h"
 #include "src/manager.h"
+#include "src/msg.h"
+#include "src/op.h"
+#include "src/peer.h"
+#include "src/pool.h"
+#include "src/progress.h"
+#include "src/tunables.h"
 
 static void drain_fd(int fd)
 {
@@ -26,353 +34,6 @@ static void drain_fd(int fd)
 
 	if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		RY_DBG("mgr", "read fd %d: %m", fd);
-}
-
-/* ---- delivery ---- */
-
-_Thread_local struct ry__ctx *ry__tl_hot;
-/* the context this thread last posted to (ry__ctx_note), by manager and
- * index: a pointer could outlive its manager */
-static _Thread_local struct ry_manager *tl_aff_m;
-static _Thread_local unsigned tl_aff_idx;
-
-void ry__ctx_note(struct ry__ctx *cx)
-{
-	tl_aff_m = cx->cx_mgr;
-	tl_aff_idx = cx->cx_idx;
-}
-
-static struct ry__delivery *dv_new(struct ry_manager *m, size_t extra)
-{
-	struct ry__delivery *dv = calloc(1, sizeof(*dv) + extra);
-
-	if (!dv)
-		return NULL;
-	ry__sq_push_tail(m->m_dv_head, m->m_dv_tail, dv, dv_next);
-	return dv;
-}
-
-struct ry_event *ry__queue_event(struct ry_manager *m, enum ry_event_type t,
-				 struct ry__lrail *lr, struct ry_peer *p,
-				 const char *reason, uint64_t time_ns)
-{
-	struct ry__delivery *dv;
-
-	if (m->m_closing)
-		return NULL;
-	dv = dv_new(m, 0);
-	if (!dv)
-		return NULL;
-	dv->dv_kind = 1;
-	snprintf(dv->dv_rail, sizeof(dv->dv_rail), "%s",
-		 lr ? lr->lr_cfg.name : "");
-	if (p)
-		snprintf(dv->dv_peer_name, sizeof(dv->dv_peer_name), "%s",
-			 p->pr_name);
-	snprintf(dv->dv_reason, sizeof(dv->dv_reason), "%s", reason);
-	dv->dv_ev.type = t;
-	dv->dv_ev.time_ns = time_ns;
-	/* an event names the peer, it does not hand out the record: one
-	 * learned from a HELLO stays disposable (manager.h, OWNERSHIP) */
-	return &dv->dv_ev;
-}
-
-void ry__queue_message(struct ry_manager *m, struct ry_peer *p,
-		       enum ry_msg_type t, const void *data, size_t len,
-		       uint64_t notify)
-{
-	struct ry__delivery *dv = dv_new(m, len);
-
-	if (!dv) {
-		RY_ERR("mgr", "peer %s: message dropped: out of memory",
-		       p->pr_name);
-		return;
-	}
-	dv->dv_kind = 0;
-	dv->dv_peer = p;
-	p->pr_app_refs++; /* until the callback returns: run_callbacks() */
-	dv->dv_msg.type = t;
-	dv->dv_msg.len = len;
-	dv->dv_msg.notify = notify;
-	memcpy(dv->dv_data, data, len);
-	dv->dv_msg.data = dv->dv_data;
-}
-
-/* Run one batch of callbacks; the caller holds m_deliver_lock. */
-static int run_callbacks(struct ry_manager *m, struct ry__op *done,
-			 struct ry__delivery *dv)
-{
-	struct ry_completion cpl;
-	struct ry__op *op, *first = done;
-	struct ry__delivery *d;
-	bool msgs = false;
-	ry_recv_fn rfn;
-	ry_event_fn efn;
-	void *rarg, *earg;
-	int n = 0;
-
-	for (op = done; op; op = op->op_q_next) {
-		ry__op_fill(&cpl, op);
-		op->op_cb(&cpl, op->op_ctx);
-		n++;
-	}
-	/* back to their contexts' pools, one lock per run of a context */
-	while (first) {
-		struct ry__ctx *cx = first->op_cx;
-
-		pthread_mutex_lock(&cx->cx_lock);
-		while ((op = first) && op->op_cx == cx) {
-			first = op->op_q_next;
-			ry__op_release(m, op);
-		}
-		pthread_mutex_unlock(&cx->cx_lock);
-	}
-	if (!dv)
-		return n;
-	pthread_mutex_lock(&m->m_cb_lock);
-	rfn = m->m_recv_fn;
-	rarg = m->m_recv_arg;
-	efn = m->m_event_fn;
-	earg = m->m_event_arg;
-	pthread_mutex_unlock(&m->m_cb_lock);
-	for (d = dv; d; d = d->dv_next) {
-		if (d->dv_kind == 0 && rfn) {
-			rfn(d->dv_peer, &d->dv_msg, rarg);
-			n++;
-		} else if (d->dv_kind == 1 && efn) {
-			d->dv_ev.rail = d->dv_rail;
-			d->dv_ev.peer =
-			    d->dv_peer_name[0] ? d->dv_peer_name : NULL;
-			d->dv_ev.reason = d->dv_reason;
-			efn(&d->dv_ev, earg);
-		}
-		msgs |= d->dv_kind == 0;
-	}
-	/* the messages' senders are the application's no longer (unless it
-	 * held them): one cold lock for the batch */
-	if (msgs)
-		ry__lock(m);
-	while ((d = dv)) {
-		dv = d->dv_next;
-		if (d->dv_kind == 0)
-			ry__peer_unref(d->dv_peer);
-		free(d);
-	}
-	if (msgs)
-		ry__unlock(m);
-	return n;
-}
-
-/*
- * The lock held while cx's completion callbacks run: the manager's (with
- * its messages and events) while it has one context, so that no two of
- * its callbacks ever run at once; with several, each context's own
- * (LOCKING: Contexts).
- */
-static pthread_mutex_t *dlock(struct ry_manager *m, struct ry__ctx *cx)
-{
-	return m->m_nctx > 1 ? &cx->cx_dl : &m->m_deliver_lock;
-}
-
-/* cx_lock or the cold lock held: cx's completed ops to the end of its
- * callback queue. */
-static void dq_add_ctx(struct ry__ctx *cx)
-{
-	if (!cx->cx_done_head)
-		return;
-	pthread_mutex_lock(&cx->cx_dq_lock);
-	if (cx->cx_dq_tail)
-		cx->cx_dq_tail->op_q_next = cx->cx_done_head;
-	else
-		cx->cx_dq_head = cx->cx_done_head;
-	cx->cx_dq_tail = cx->cx_done_tail;
-	atomic_store_explicit(&cx->cx_dq_any, true, memory_order_relaxed);
-	pthread_mutex_unlock(&cx->cx_dq_lock);
-	ry__sq_init(cx->cx_done_head, cx->cx_done_tail);
-}
-
-/*
- * The cold lock held: move what this round queued for the application
- * (every context's cx_done, m_dv) to the end of the callback queues, in
- * order.  True if it moved anything.
- */
-bool ry__deliver_queue(struct ry_manager *m)
-{
-	bool any = m->m_dv_head;
-	unsigned i;
-
-	for (i = 0; i < m->m_nctx; i++) {
-		any |= m->m_ctx[i].cx_done_head != NULL;
-		dq_add_ctx(&m->m_ctx[i]);
-	}
-	if (!m->m_dv_head)
-		return any;
-	pthread_mutex_lock(&m->m_dq_lock);
-	if (m->m_dq_dv_tail)
-		m->m_dq_dv_tail->dv_next = m->m_dv_head;
-	else
-		m->m_dq_dv_head = m->m_dv_head;
-	m->m_dq_dv_tail = m->m_dv_tail;
-	atomic_store_explicit(&m->m_dq_dv_any, true, memory_order_relaxed);
-	pthread_mutex_unlock(&m->m_dq_lock);
-	ry__sq_init(m->m_dv_head, m->m_dv_tail);
-	return true;
-}
-
-/* The queues' flags are set under their locks after the queue is, so a
- * false one may only be a moment late: whoever queued delivers after. */
-static bool dq_any_ctx(struct ry__ctx *cx)
-{
-	return atomic_load_explicit(&cx->cx_dq_any, memory_order_relaxed);
-}
-
-static bool dq_any_dv(struct ry_manager *m)
-{
-	return atomic_load_explicit(&m->m_dq_dv_any, memory_order_relaxed);
-}
-
-static struct ry__op *dq_take_ctx(struct ry__ctx *cx)
-{
-	struct ry__op *op;
-
-	if (!dq_any_ctx(cx))
-		return NULL;
-	pthread_mutex_lock(&cx->cx_dq_lock);
-	op = cx->cx_dq_head;
-	ry__sq_init(cx->cx_dq_head, cx->cx_dq_tail);
-	atomic_store_explicit(&cx->cx_dq_any, false, memory_order_relaxed);
-	pthread_mutex_unlock(&cx->cx_dq_lock);
-	return op;
-}
-
-static struct ry__delivery *dq_take_dv(struct ry_manager *m)
-{
-	struct ry__delivery *dv;
-
-	if (!dq_any_dv(m))
-		return NULL;
-	pthread_mutex_lock(&m->m_dq_lock);
-	dv = m->m_dq_dv_head;
-	ry__sq_init(m->m_dq_dv_head, m->m_dq_dv_tail);
-	atomic_store_explicit(&m->m_dq_dv_any, false, memory_order_relaxed);
-	pthread_mutex_unlock(&m->m_dq_lock);
-	return dv;
-}
-
-/* The manager whose callbacks this thread is running, and whether a post
- * from one of them left its kick for the end of the batch. */
-static _Thread_local struct ry_manager *tl_delivering;
-static _Thread_local bool tl_kick_due;
-
-/*
- * Applications post the next operation from the completion callback of
- * the last.  Kicked one by one, each of a batch of completions' reposts
- * went to the wire alone: a sendmmsg (and a wake-up of the receiver) per
- * operation.  Kicked once after the batch, they share them; a post still
- * leaves without waiting for a progress tick.  Only small operations: a
- * large one fills send batches by itself, and deferring its kick only
- * ran the rail less often (1 MiB writes at MTU 9000: 13 % less).
- */
-void ry__kick_post(struct ry_manager *m, uint64_t bytes)
-{
-	if (tl_delivering == m && bytes < RY__KICK_BATCH_BYTES) {
-		tl_kick_due = true;
-		return;
-	}
-	ry__kick(m);
-}
-
-/* The deliver lock held: cx's completions (cx NULL: none) and with dv
- * the messages and events, until their queues are empty. */
-static int run_held(struct ry_manager *m, struct ry__ctx *cx, bool with_dv)
-{
-	int n = 0;
-
-	for (;;) {
-		struct ry__op *done = cx ? dq_take_ctx(cx) : NULL;
-		struct ry__delivery *dv = with_dv ? dq_take_dv(m) : NULL;
-
-		if (!done && !dv)
-			return n;
-		n += run_callbacks(m, done, dv);
-	}
-}
-
-/*
- * Run the application's callbacks; called without the cold lock.  One
- * thread at a time runs those behind one deliver lock (dlock(): the
- * manager's, or with several contexts each context's, and the manager's
- * for messages and events), in the order they were queued (LOCKING); a
- * thread that finds one held leaves that share to its holder.  After
- * letting go, look again: work queued by a thread that found the lock
- * held while we were finishing would otherwise wait for the next call.
- * This thread's own context first.
- */
-int ry__deliver(struct ry_manager *m)
-{
-	/* a callback may progress another manager: its deferred kick is
-	 * that manager's, ours waits for the end of our batch */
-	struct ry_manager *outer = tl_delivering;
-	bool outer_due = tl_kick_due;
-	unsigned first =
-	    tl_aff_m == m && tl_aff_idx < m->m_nctx ? tl_aff_idx : 0;
-	int n = 0;
-
-	for (;;) {
-		bool more = false;
-
-		for (unsigned k = 0; k <= m->m_nctx; k++) {
-			struct ry__ctx *cx = NULL;
-			pthread_mutex_t *l = &m->m_deliver_lock;
-			bool dv = true;
-
-			if (k < m->m_nctx) {
-				cx = &m->m_ctx[(first + k) % m->m_nctx];
-				l = dlock(m, cx);
-				dv = m->m_nctx == 1;
-			} else if (m->m_nctx == 1) {
-				break; /* the messages went with context 0 */
-			}
-			/* nothing queued: not even a look at its lock */
-			if (!(cx && dq_any_ctx(cx)) && !(dv && dq_any_dv(m)))
-				continue;
-			if (pthread_mutex_trylock(l))
-				continue;
-			tl_delivering = m;
-			tl_kick_due = false;
-			n += run_held(m, cx, dv);
-			tl_delivering = NULL;
-			if (tl_kick_due)
-				ry__kick(m);
-			pthread_mutex_unlock(l);
-			more |= (cx && dq_any_ctx(cx)) || (dv && dq_any_dv(m));
-		}
-		if (!more)
-			break;
-	}
-	tl_delivering = outer;
-	tl_kick_due = outer_due;
-	return n;
-}
-
-void ry_set_recv_cb(struct ry_manager *m, ry_recv_fn fn, void *arg)
-{
-	if (!m)
-		return;
-	pthread_mutex_lock(&m->m_cb_lock);
-	m->m_recv_fn = fn;
-	m->m_recv_arg = arg;
-	pthread_mutex_unlock(&m->m_cb_lock);
-}
-
-void ry_set_event_cb(struct ry_manager *m, ry_event_fn fn, void *arg)
-{
-	if (!m)
-		return;
-	pthread_mutex_lock(&m->m_cb_lock);
-	m->m_event_fn = fn;
-	m->m_event_arg = arg;
-	pthread_mutex_unlock(&m->m_cb_lock);
 }
 
 /* ---- progress ---- */
@@ -420,302 +81,50 @@ static void rail_event(struct ry__lrail *lr, const struct ry_rail_event *ev,
 	}
 }
 
-/* The cold lock held: what lr's CQ for context k (or its own) holds. */
-static void poll_cq(struct ry__lrail *lr, unsigned k, uint64_t now)
+/* The cold lock held: what is due by now (timers.c keeps the times). */
+static bool peer_watched(const struct ry_peer *p)
 {
-	struct ry_manager *m = lr->lr_mgr;
-	struct ry_cq *cq = lr->lr_cq[k];
-	struct ry_wc wc[64];
-	int n, i, rounds = 0;
-
-	do {
-		pthread_mutex_lock(&lr->lr_lock);
-		n = cq ? ry__rail_cq_poll(cq, wc, 64)
-		       : ry__rail_poll_cq(lr->lr_rail, wc, 64);
-		pthread_mutex_unlock(&lr->lr_lock);
-		for (i = 0; i < n; i++) {
-			if (wc[i].opcode == RY_WC_RECV ||
-			    wc[i].opcode == RY_WC_RECV_RDMA_IMM)
-				ry__on_recv(lr, &wc[i], now);
-			else
-				ry__wr_complete(
-				    m, (struct ry__wr *)(uintptr_t)wc[i].wr_id,
-				    &wc[i], now);
-		}
-	} while (n == 64 && ++rounds < 64);
+	return !ry__list_empty(&p->pr_ops) ||
+	       (p->pr_state == PEER_BACKOFF && p->pr_dial);
 }
 
-void ry__poll_rail(struct ry__lrail *lr, uint64_t now)
+void ry__timers_run(struct ry_manager *m, uint64_t now)
 {
-	struct ry_manager *m = lr->lr_mgr;
-	bool was = lr->lr_polling;
+	struct ry__list *pos, *next;
+	struct ry__heap_node *x;
 
-	lr->lr_polling = true;
-	poll_cq(lr, 0, now);
-	for (unsigned k = 1; k < m->m_nctx && lr->lr_cq[k]; k++)
-		poll_cq(lr, k, now);
-	lr->lr_polling = was;
-}
+	if (m->m_hb_defer) /* back from a stall of our own (progress.c) */
+		m->m_resumed_ns = now;
+	ry__ctl_timers(m, now);
+	ry__list_for_each_safe(pos, next, &m->m_tpeers) {
+		struct ry_peer *p =
+		    ry__list_entry(pos, struct ry_peer, pr_tlink);
 
-static void wr_succeeded(struct ry__wr *w, uint64_t now)
-{
-	struct ry__conn *c = w->wr_conn;
-	struct ry_peer *p = c->cn_peer;
-	struct ry__op *op = w->wr_op;
-
-	c->cn_last_ok_ns = now;
-	switch (w->wr_kind) {
-	case WRK_FRAG:
-		c->cn_cnt.bytes += w->wr_bytes;
-		c->cn_cnt.fragments += w->wr_n;
-		ry__conn_drained(c, w->wr_bytes, now);
-		if (p->pr_resume_from_ns &&
-		    w->wr_post_ns >= p->pr_resume_from_ns &&
-		    c->cn_state == CONN_ACTIVE) {
-			struct ry_counters *rc = &p->pr_resume_conn->cn_cnt;
-			uint64_t d = ry__since(now, p->pr_resume_from_ns);
-
-			rc->resume_count++;
-			rc->resume_ns_total += d;
-			if (d > rc->resume_ns_max)
-				rc->resume_ns_max = d;
-			p->pr_resume_from_ns = 0;
-		}
-		if (w->wr_replay)
-			ry__conn_resumed(w, now);
-		ry__op_frags_done(op, w->wr_n);
-		break;
-	case WRK_MSG:
-		c->cn_cnt.messages++;
-		c->cn_cnt.bytes += w->wr_bytes;
-		if (op->op_replayed)
-			ry__conn_resumed(w, now);
-		ry__op_msg_done(op);
-		break;
-	case WRK_HEARTBEAT:
-		c->cn_hb_out = false;
-		break;
-	case WRK_PROBE:
-		ry__conn_probed(c, now);
-		break;
-	case WRK_PMTU:
-		ry__conn_probe_done(w, now);
-		break;
-	}
-}
-
-void ry__wr_complete(struct ry_manager *m, struct ry__wr *w,
-		     const struct ry_wc *wc, uint64_t now)
-{
-	struct ry__conn *c = w->wr_conn;
-	struct ry_peer *p = c->cn_peer;
-	struct ry__op *op = w->wr_op;
-
-	ry__list_del(&w->wr_link);
-	c->cn_out_wrs--;
-	c->cn_out_bytes -= w->wr_bytes;
-	if (op)
-		op->op_posted--;
-
-	if (wc->status == RY_WC_SUCCESS)
-		wr_succeeded(w, now);
-	else
-		ry__wr_failed(w, wc);
-	ry__pool_put(&p->pr_ctx->cx_wr_pool, w);
-	if (c->cn_state == CONN_DRAINING)
-		ry__conn_drained_check(c, now);
-	ry__peer_dirty(p);
-}
-
-/* ---- contexts (manager.h, LOCKING: Contexts) ---- */
-
-/*
- * A completion the context path may handle under cx_lock alone: a
- * successful fragment or message WR of one of cx's peers, on a connection
- * that is ACTIVE, not part of a replay.  Everything else (errors,
- * receives, heartbeats, probes, replayed work, draining connections)
- * touches state beyond the context and waits for the cold round.  The WR
- * is read before knowing it is cx's: it is not written by anyone until its
- * completion is handled, which is now.
- */
-static bool hot_wc(const struct ry__ctx *cx, const struct ry_wc *wc)
-{
-	const struct ry__wr *w;
-	const struct ry__conn *c;
-
-	if (wc->status != RY_WC_SUCCESS || wc->opcode == RY_WC_RECV ||
-	    wc->opcode == RY_WC_RECV_RDMA_IMM)
-		return false;
-	w = (const struct ry__wr *)(uintptr_t)wc->wr_id;
-	c = w->wr_conn;
-	if (c->cn_peer->pr_ctx != cx || c->cn_state != CONN_ACTIVE ||
-	    w->wr_replay)
-		return false;
-	return w->wr_kind == WRK_FRAG ||
-	       (w->wr_kind == WRK_MSG && !w->wr_op->op_replayed);
-}
-
-/* The cold lock held: the WRs of cx's failed posts (stripe.c, unpost):
- * the connection fails, the WRs complete FLUSHED, as a post that fails
- * under the cold lock does at once. */
-static void unposted(struct ry_manager *m, struct ry__ctx *cx, uint64_t now)
-{
-	struct ry_wc wc = {.status = RY_WC_FLUSHED};
-	struct ry__conn *c;
-
-	while ((c = cx->cx_pfail)) {
-		cx->cx_pfail = c->cn_pfnext;
-		RY_ERR("mgr", "qp 0x%x: post_send: %d", c->cn_qp->qp_num,
-		       c->cn_post_err);
-		c->cn_post_err = 0;
-		ry__conn_mark_failed(c, "post_send failed", now);
-		while (!ry__list_empty(&c->cn_unposted)) {
-			struct ry__wr *w = ry__list_first_entry(
-			    &c->cn_unposted, struct ry__wr, wr_link);
-
-			/* ry__wr_complete unlinks it */
-			ry__wr_complete(m, w, &wc, now);
-		}
-	}
-}
-
-/*
- * A post left work to the cold round (a failed post_send): with progress
- * threads the control thread runs it now rather than at its next tick;
- * self-driven, the next ry_progress() call (the wake fd is drained by it).
- */
-void ry__cold_ask(struct ry_manager *m)
-{
-	static const uint64_t one = 1;
-
-	atomic_store_explicit(&m->m_cold_due, true, memory_order_relaxed);
-	if (write(m->m_wake_fd, &one, sizeof(one)) < 0)
-		RY_DBG("mgr", "wake: %m");
-}
-
-/* The cold lock held: hand over what the context paths left, in order. */
-static void cold_drain(struct ry_manager *m)
-{
-	uint64_t now = 0;
-
-	for (unsigned i = 0; i < m->m_nctx; i++) {
-		struct ry__ctx *cx = &m->m_ctx[i];
-		unsigned k;
-
-		if (!cx->cx_nstash && !cx->cx_pfail)
-			continue;
-		if (!now)
-			now = ry__now_ns();
-		for (k = 0; k < cx->cx_nstash; k++) {
-			struct ry__stash *st = &cx->cx_stash[k];
-
-			if (st->st_wc.opcode == RY_WC_RECV ||
-			    st->st_wc.opcode == RY_WC_RECV_RDMA_IMM)
-				ry__on_recv(st->st_lr, &st->st_wc, now);
-			else
-				ry__wr_complete(
-				    m,
-				    (struct ry__wr *)(uintptr_t)st->st_wc.wr_id,
-				    &st->st_wc, now);
-		}
-		cx->cx_nstash = 0;
-		unposted(m, cx, now);
-	}
-}
-
-void ry__lock(struct ry_manager *m)
-{
-	pthread_mutex_lock(&m->m_lock);
-	/* the context paths wait at the gate (ry__ctx_gate) until we have
-	 * their locks: a mutex is not fair, and a thread that posts in a
-	 * loop would retake its context's lock ahead of us for hundreds of
-	 * microseconds */
-	atomic_fetch_add_explicit(&m->m_cold_want, 1, memory_order_relaxed);
-	for (unsigned i = 0; i < m->m_nctx; i++)
-		pthread_mutex_lock(&m->m_ctx[i].cx_lock);
-	atomic_fetch_sub_explicit(&m->m_cold_want, 1, memory_order_relaxed);
-	cold_drain(m);
-}
-
-void ry__unlock(struct ry_manager *m)
-{
-	for (unsigned i = m->m_nctx; i-- > 0;)
-		pthread_mutex_unlock(&m->m_ctx[i].cx_lock);
-	pthread_mutex_unlock(&m->m_lock);
-}
-
-/* cx_lock held: cx's completions on lr, until one the context path may
- * not handle (it and the rest of the batch wait in cx_stash). */
-static void ctx_poll(struct ry_manager *m, struct ry__ctx *cx,
-		     struct ry__lrail *lr, uint64_t now)
-{
-	struct ry_cq *cq = lr->lr_cq[cx->cx_idx];
-	struct ry_wc wc[RY__STASH];
-	int n, i, rounds = 0;
-
-	if (!cq)
-		return; /* on the rail's own CQ: the cold round's */
-	do {
-		if (ry__lrail_free_qps(lr)) {
-			n = ry__rail_cq_poll(cq, wc, RY__STASH);
-		} else {
-			pthread_mutex_lock(&lr->lr_lock);
-			n = ry__rail_cq_poll(cq, wc, RY__STASH);
-			pthread_mutex_unlock(&lr->lr_lock);
-		}
-		for (i = 0; i < n; i++) {
-			if (!hot_wc(cx, &wc[i])) {
-				for (; i < n; i++) {
-					struct ry__stash *st =
-					    &cx->cx_stash[cx->cx_nstash++];
-
-					st->st_lr = lr;
-					st->st_wc = wc[i];
-				}
-				atomic_store_explicit(&m->m_cold_due, true,
-						      memory_order_relaxed);
-				return;
+		if (p->pr_state == PEER_BACKOFF && p->pr_dial &&
+		    now >= p->pr_ctl_retry_ns) {
+			if (ry__ctl_dial(p)) {
+				ry__peer_set_state(p, PEER_NEW);
+				ry__peer_use(p); /* back to backoff */
 			}
-			ry__wr_complete(m,
-					(struct ry__wr *)(uintptr_t)wc[i].wr_id,
-					&wc[i], now);
 		}
-	} while (n == RY__STASH && ++rounds < 64);
-}
-
-/*
- * The context path: cx's completions on the given rails, then its dirty
- * peers' striping, under cx_lock alone (try: not if another thread holds
- * it).  True if it queued callbacks.
- */
-static bool ctx_round(struct ry_manager *m, struct ry__ctx *cx,
-		      struct ry__lrail *const *rails, unsigned nr, uint64_t now,
-		      bool try)
-{
-	struct ry_peer *p;
-	bool queued = false;
-	unsigned i;
-
-	ry__ctx_gate(m);
-	if (try ? pthread_mutex_trylock(&cx->cx_lock) != 0
-		: pthread_mutex_lock(&cx->cx_lock) != 0)
-		return false;
-	ry__tl_hot = cx;
-	for (i = 0; i < nr && !cx->cx_nstash; i++)
-		if (ry__lrail_live(rails[i]))
-			ctx_poll(m, cx, rails[i], now);
-	while ((p = cx->cx_dirty)) {
-		cx->cx_dirty = p->pr_dnext;
-		p->pr_dirty = false;
-		ry__stripe(p);
+		ry__ops_timeouts(p, now);
+		if (!peer_watched(p)) {
+			ry__list_del(&p->pr_tlink);
+			p->pr_timed = false;
+		}
 	}
-	if (cx->cx_done_head) {
-		dq_add_ctx(cx);
-		queued = true;
+	/* Each one keyed again after it ran, never at or before now (conn_due):
+	 * the loop ends. */
+	while ((x = ry__heap_top(&m->m_ctimers)) && x->at <= now) {
+		struct ry__conn *c = container_of(x, struct ry__conn, cn_tnode);
+
+		ry__heap_del(&m->m_ctimers, x);
+		c->cn_timer_at = 0;
+		ry__conn_timers(c, now);
+		if (c->cn_state == CONN_ACTIVE)
+			ry__heartbeat(c, now);
+		ry__conn_timer(c, now);
 	}
-	ry__tl_hot = NULL;
-	pthread_mutex_unlock(&cx->cx_lock);
-	return queued;
 }
 
 /* A rail's events and completions; the cold lock held. */
@@ -985,14 +394,15 @@ static int progress_round(struct ry_manager *m, bool all)
 		     atomic_load_explicit(&lr->lr_kick, memory_order_relaxed)))
 			pending[i] = rail_work(lr);
 	}
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	if (m->m_closing) {
 		ry__unlock(m);
 		return -ESHUTDOWN;
 	}
 	now = ry__now_ns();
-	/* this round does what the context path left to it (ry__lock()
-	 * handed over its completions): the next is due in a tick */
+	/* this round does what the context path left to it
+	 * (ry__lock_and_run_leftovers() handed over its completions): the next
+	 * is due in a tick */
 	atomic_store_explicit(&m->m_cold_due, false, memory_order_relaxed);
 	atomic_store_explicit(&m->m_cold_ns, now + m->m_tick_ns,
 			      memory_order_relaxed);
@@ -1061,15 +471,15 @@ static int ctx_progress(struct ry_manager *m)
 			rail_run(lr, true, &own);
 		own_any |= own;
 	}
-	if (tl_aff_m == m && tl_aff_idx < m->m_nctx)
-		mine = &m->m_ctx[tl_aff_idx];
+	if (ry__ctx_noted(m) < m->m_nctx)
+		mine = &m->m_ctx[ry__ctx_noted(m)];
 	if (mine)
-		queued |= ctx_round(m, mine, rails, nr, now, false);
+		queued |= ry__ctx_round(m, mine, rails, nr, now, false);
 	if (!mine || !(++calls & 15))
 		for (i = 0; i < m->m_nctx; i++)
 			if (&m->m_ctx[i] != mine)
-				queued |= ctx_round(m, &m->m_ctx[i], rails, nr,
-						    now, true);
+				queued |= ry__ctx_round(m, &m->m_ctx[i], rails,
+							nr, now, true);
 	/*
 	 * One thread takes a tick's cold round, and the work the context
 	 * path left: the others go on with their contexts (a cold round
@@ -1184,8 +594,8 @@ static void *rail_main(void *arg)
 
 			for (i = 0; i < m->m_nctx; i++)
 				queued |=
-				    ctx_round(m, &m->m_ctx[i], rt->rt_rails,
-					      rt->rt_nrails, now, false);
+				    ry__ctx_round(m, &m->m_ctx[i], rt->rt_rails,
+						  rt->rt_nrails, now, false);
 			ry__kick(m);
 			if (queued)
 				ry__deliver(m);
@@ -1195,7 +605,7 @@ static void *rail_main(void *arg)
 		if (any) {
 			uint64_t now = ry__now_ns();
 
-			ry__lock(m);
+			ry__lock_and_run_leftovers(m);
 			atomic_store_explicit(&m->m_cold_due, false,
 					      memory_order_relaxed);
 			for (i = 0; i < rt->rt_nrails; i++)
@@ -1254,7 +664,7 @@ static void rthreads_stop(struct ry_manager *m)
 			RY_DBG("mgr", "rail thread wake: %m");
 		pthread_join(rt->rt_thread, NULL);
 	}
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	for (i = 0; i < m->m_nrt; i++) {
 		struct ry__rthread *rt = &m->m_rt[i];
 
@@ -1332,7 +742,7 @@ int ry_progress_thread_start(struct ry_manager *m)
 
 	if (!m)
 		return -EINVAL;
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	if (m->m_thread_on) {
 		ry__unlock(m);
 		return -EALREADY;
@@ -1363,7 +773,7 @@ void ry_progress_thread_stop(struct ry_manager *m)
 
 	if (!m)
 		return;
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	if (!m->m_thread_on) {
 		ry__unlock(m);
 		return;
@@ -1374,7 +784,7 @@ void ry_progress_thread_stop(struct ry_manager *m)
 		RY_DBG("mgr", "wake: %m");
 	pthread_join(m->m_thread, NULL);
 	rthreads_stop(m);
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	m->m_thread_on = false;
 	ry__unlock(m);
 }

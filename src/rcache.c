@@ -29,6 +29,8 @@
 #include <unistd.h>
 
 #include "src/manager.h"
+#include "src/region.h"
+#include "src/tunables.h"
 
 #define MR_ACCESS_ALL (RY_MR_REMOTE_WRITE | RY_MR_REMOTE_READ)
 
@@ -158,7 +160,7 @@ int ry_mr_cache_get(struct ry_manager *m, void *addr, size_t len,
 	    access & ~(unsigned)MR_ACCESS_ALL)
 		return -EINVAL;
 	rc = &m->m_rcache;
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	if (m->m_closing) {
 		ret = -ESHUTDOWN;
 		goto out;
@@ -195,7 +197,7 @@ int ry_mr_cache_put(struct ry_region *rg)
 	if (!rg || !rg->rg_cached)
 		return -EINVAL;
 	m = rg->rg_mgr;
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	if (!rg->rg_refs) {
 		ret = -EINVAL; /* more puts than gets */
 	} else if (rg->rg_users) {
@@ -221,7 +223,7 @@ int ry_mr_cache_invalidate(struct ry_manager *m, void *addr, size_t len)
 	if (!m || !addr || !len || a + len < a)
 		return -EINVAL;
 	rc = &m->m_rcache;
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	if (!rc->rc_init)
 		goto out;
 	ry__list_for_each_safe(pos, next, &rc->rc_lru) {
@@ -247,7 +249,7 @@ int ry_mr_cache_stats(struct ry_manager *m, struct ry_mr_cache_stats *out)
 {
 	if (!m || !out)
 		return -EINVAL;
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	*out = m->m_rcache.rc_st;
 	out->bytes = m->m_rcache.rc_bytes;
 	out->entries = m->m_rcache.rc_entries;

@@ -52,7 +52,14 @@
 #include <time.h>
 
 #include "config/config_int.h"
+#include "src/conn.h"
+#include "src/control.h"
+#include "src/lrail.h"
 #include "src/manager.h"
+#include "src/op.h"
+#include "src/peer.h"
+#include "src/progress.h"
+#include "src/region.h"
 
 /* How long a removed rail's flushed work may take to come back. */
 #define DRAIN_NS 2000000000ull
@@ -441,7 +448,7 @@ static int apply_peers(struct ry_manager *m, const struct ry_config *c)
 				snprintf(p->pr_addr, sizeof(p->pr_addr), "%s",
 					 np[i].address);
 				p->pr_dial = true;
-				p->pr_state = PEER_NEW;
+				ry__peer_set_state(p, PEER_NEW);
 				ry__peer_index(p);
 			}
 	}
@@ -479,7 +486,7 @@ static bool on_progress_thread(struct ry_manager *m)
 	pthread_t self = pthread_self();
 	bool on = false;
 
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	if (m->m_thread_on) {
 		on = pthread_equal(self, m->m_thread);
 		for (unsigned i = 0; i < m->m_nrt; i++)
@@ -514,7 +521,7 @@ static int reload(struct ry_manager *m, const struct ry_config *cfg,
 
 	/* the plan stays valid until the change: only a reload changes the
 	 * rails, and m_reloading lets one run at a time */
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	threads = m->m_thread_on;
 	ret = m->m_closing ? -ESHUTDOWN : m->m_reloading ? -EBUSY : 0;
 	if (!ret) {
@@ -529,7 +536,7 @@ static int reload(struct ry_manager *m, const struct ry_config *cfg,
 	if (threads)
 		ry_progress_thread_stop(m);
 
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	ret = open_new(m, &c, &pl, r);
 	if (!ret && (ret = add_conns(m, &c, &pl)))
 		RY_ERR("reload", "no memory for the new rails' connections");
@@ -597,7 +604,7 @@ out:
 		if (!ret)
 			ret = t;
 	}
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	m->m_reloading = false;
 	ry__unlock(m);
 	return ret;

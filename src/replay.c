@@ -19,7 +19,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "src/conn.h"
+#include "src/lrail.h"
 #include "src/manager.h"
+#include "src/op.h"
+#include "src/peer.h"
+#include "src/pool.h"
 
 void ry__replay_run(struct ry_manager *m)
 {

@@ -30,7 +30,16 @@
 #include <errno.h>
 #include <string.h>
 
+#include "src/conn.h"
+#include "src/lrail.h"
 #include "src/manager.h"
+#include "src/msg.h"
+#include "src/op.h"
+#include "src/peer.h"
+#include "src/pool.h"
+#include "src/progress.h"
+#include "src/region.h"
+#include "src/tunables.h"
 
 struct batch {
 	struct ry__conn *b_conn;

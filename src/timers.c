@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Every timer of the rail manager, in one place.  ry_progress() runs
- * ry__timers_run once per tick (m_tick_ns, a quarter of the shortest
- * failover interval, at most 10 ms), and a periodic timerfd in the event
- * fd wakes epoll users and the progress thread at that tick.  A tick
- * touches only what is due: connections wait in a min-heap keyed by their
- * next deadline (m_ctimers, cn_tnode), and only peers with operations to
- * time out or a redial to make are on m_tpeers.  An idle ACTIVE
- * connection is looked at once per heartbeat interval, not per tick.
+ * Every timer of the rail manager, in one place: when each is due.  What
+ * is due is run by ry__timers_run (progress.c), once per tick (m_tick_ns, a
+ * quarter of the shortest failover interval, at most 10 ms), and a periodic
+ * timerfd in the event fd wakes epoll users and the progress thread at that
+ * tick.  A tick touches only what is due: connections wait in a min-heap keyed
+ * by their next deadline (m_ctimers, cn_tnode), and only peers with operations
+ * to time out or a redial to make are on m_tpeers.  An idle ACTIVE connection
+ * is looked at once per heartbeat interval, not per tick.
  *
  *   timer           per            fires after             action
  *   --------------  -------------  ----------------------  -----------------
@@ -41,12 +41,73 @@
  * The transport's own timers (ack timeout, retry count, RNR) live in the
  * rail provider; the manager only configures them at RTS.
  */
+#include "src/conn.h"
+#include "src/control.h"
+#include "src/lrail.h"
 #include "src/manager.h"
+#include "src/peer.h"
 
 #define HEALTH_STEP_NS 100000000ull /* conn.c: health += 50 per 100 ms */
 #define BACKOFF_RESET_NS 1000000000ull
 
 /* The earliest moment ry__conn_timers may have something to do for c. */
+/* Heartbeat timing (heartbeat.c judges and sends). */
+#define RY__HB_LINGER_NS 1000000000ull
+
+/* How long c may be quiet before this end sends a heartbeat; 0: never
+ * (the other end sends them). */
+uint64_t ry__hb_interval(const struct ry__conn *c, uint64_t now)
+{
+	const struct ry_manager *m = c->cn_lrail->lr_mgr;
+	uint64_t peer = c->cn_peer->pr_node;
+
+	if ((c->cn_last_work_ns &&
+	     ry__since(now, c->cn_last_work_ns) < RY__HB_LINGER_NS) ||
+	    c->cn_peer->pr_state != PEER_READY)
+		return m->m_hb_ns;
+	if (peer && m->m_node > peer)
+		return 0;
+	return m->m_idle_hb_ns;
+}
+
+/*
+ * Where c's silence starts: its last sign of life or its first work since
+ * it was idle, and never before the end of a stall of our own.  A peer
+ * that is alive answers work within timeout_ms of our coming back;
+ * before, it had nothing to answer (we sent nothing) or we could not read
+ * it.  Idle peers mostly send no heartbeats (idle_heartbeat_ms, one end
+ * only), so no message shows life across the stall: the stall itself
+ * must not be counted.
+ */
+uint64_t ry__hb_silence_from(const struct ry__conn *c)
+{
+	const struct ry_manager *m = c->cn_lrail->lr_mgr;
+
+	return ry__max64(ry__max64(c->cn_last_ok_ns, c->cn_busy_since_ns),
+			 m->m_resumed_ns);
+}
+
+uint64_t ry__heartbeat_due(const struct ry__conn *c, uint64_t now)
+{
+	const struct ry_manager *m = c->cn_lrail->lr_mgr;
+	uint64_t iv;
+
+	/* Busy: its silence is judged then -- or, when the work completes
+	 * sooner, a heartbeat may be due after heartbeat_ms (the shortest
+	 * interval) of quiet from then on: not before the last sign of life
+	 * plus that. */
+	if (c->cn_out_wrs)
+		return ry__min64(ry__hb_silence_from(c) + m->m_timeout_ns + 1,
+				 ry__max64(c->cn_last_ok_ns, c->cn_last_tx_ns) +
+				     m->m_hb_ns);
+	if (c->cn_hb_out)
+		return now + m->m_hb_ns;
+	iv = ry__hb_interval(c, now);
+	if (!iv)
+		return 0;
+	return ry__max64(c->cn_last_ok_ns, c->cn_last_tx_ns) + iv;
+}
+
 static uint64_t conn_due(const struct ry__conn *c, uint64_t now)
 {
 	const struct ry_manager *m = c->cn_lrail->lr_mgr;
@@ -142,47 +203,4 @@ void ry__timers_reset(struct ry_manager *m, uint64_t now)
 	for (p = m->m_peers; p; p = p->pr_next)
 		for (i = 0; i < m->m_nrails; i++)
 			ry__conn_timer(p->pr_conn[i], now);
-}
-
-static bool peer_watched(const struct ry_peer *p)
-{
-	return !ry__list_empty(&p->pr_ops) ||
-	       (p->pr_state == PEER_BACKOFF && p->pr_dial);
-}
-
-void ry__timers_run(struct ry_manager *m, uint64_t now)
-{
-	struct ry__list *pos, *next;
-	struct ry__heap_node *x;
-
-	if (m->m_hb_defer) /* back from a stall of our own (progress.c) */
-		m->m_resumed_ns = now;
-	ry__ctl_timers(m, now);
-	ry__list_for_each_safe(pos, next, &m->m_tpeers) {
-		struct ry_peer *p =
-		    ry__list_entry(pos, struct ry_peer, pr_tlink);
-
-		if (p->pr_state == PEER_BACKOFF && p->pr_dial &&
-		    now >= p->pr_ctl_retry_ns) {
-			if (ry__ctl_dial(p)) {
-				p->pr_state = PEER_NEW;
-				ry__peer_use(p); /* back to backoff */
-			}
-		}
-		ry__ops_timeouts(p, now);
-		if (!peer_watched(p)) {
-			ry__list_del(&p->pr_tlink);
-			p->pr_timed = false;
-		}
-	}
-	/* Each one keyed again after it ran, never at or before now (conn_due):
-	 * the loop ends. */
-	while ((x = ry__heap_top(&m->m_ctimers)) && x->at <= now) {
-		struct ry__conn *c = container_of(x, struct ry__conn, cn_tnode);
-
-		ry__heap_del(&m->m_ctimers, x);
-		c->cn_timer_at = 0;
-		ry__conn_timers(c, now);
-		ry__conn_timer(c, now);
-	}
 }

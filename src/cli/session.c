@@ -46,105 +46,10 @@
 
 #include "src/cli/json.h"
 #include "src/cli/session.h"
-
-#define LAT_SAMPLES 65536
-#define MAX_EVENTS 4096
-
-/* FULL: the drill's pairs only, written and waiting to be read back */
-enum phase { IDLE = 0, WRITING, READING, FULL };
-
-struct slot {
-	struct cli_session *s;
-	unsigned idx;
-	enum phase phase;
-	uint64_t seq;
-	double t_post;
-	bool filled;	/* src holds a pattern (write without read-back) */
-	unsigned gen;	/* the target generation its last write went to */
-	unsigned slice; /* streams: the slice it writes or reads */
-};
-
-/* --load streams: one slice of the target and its pattern's source. */
-struct slice {
-	uint64_t seq; /* the pattern written there; 0: none (or unknown) */
-	unsigned gen; /* the target generation it went to */
-	bool writing, reading;
-	bool checked; /* read back and compared since written */
-	uint64_t age; /* order of its last write or check: oldest first */
-};
-
-#define MAX_RESTARTS 16
-#define REFETCH_MAX_S 30 /* for a restarted peer's new target */
-
-/* One restart of the peer during the run. */
-struct restart {
-	double t;	  /* the library's event, run-relative */
-	double t_resumed; /* first operation completed on the new target */
-	uint64_t old_inc, new_inc;
-	uint64_t stale_ops;
-};
-
-struct rail_track {
-	char name[64];
-	struct ry_counters last; /* at the previous tick */
-	struct ry_counters at_start;
-	bool connected_once;
-};
+#include "src/cli/session_int.h"
 
 static bool paired(const struct cli_session *s);
 static void pair_kick(struct cli_session *s, unsigned pair);
-
-struct cli_session {
-	struct ry_manager *mgr;
-	struct ry_peer *peer;
-	struct cli_session_opts o;
-	struct ry_region *local;
-	uint8_t *buf;
-	size_t buf_len;
-	uint8_t desc[RY_DESC_MAX];
-	size_t desc_len;
-	bool have_target;
-	char refused[160]; /* serve's reason for giving us no region */
-	unsigned gen;	   /* target generation: one more per restart */
-	double next_hello; /* while refetching: when to ask again */
-	/* a rail came up since the start: ask the peer for its target again
-	 * (cli_session_run), which may now carry a key for a rail the peer
-	 * added by a reload */
-	bool refresh;
-	double refetch_since;
-	struct slot *slots;
-	struct slice *slices; /* streams */
-	unsigned n_slices;
-	uint64_t age;
-	struct restart restarts[MAX_RESTARTS];
-	unsigned n_restarts;
-	bool resume_wait; /* the last restart has not resumed yet */
-	uint64_t ops_stale;
-	uint64_t stale_early; /* RY_ESTALE seen before its restart's event */
-
-	double t0, t0_unix, t_end, t_last_tick, t_stop;
-	uint64_t posted;
-	int fatal;
-
-	uint64_t ops_ok, ops_failed, bytes, verify_errors;
-	char first_error[256];
-	char last_error[256];
-	double *lat;	/* the last LAT_SAMPLES latencies */
-	double lat_max; /* of every operation: a stall shows here */
-	uint64_t n_lat;
-
-	unsigned n_rails;
-	struct rail_track rails[CLI_REPORT_MAX_RAILS];
-	struct cli_report report;
-};
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* xorshift64*, seeded by the operation: cheap enough for line rate. */
 static void fill_pattern(uint8_t *p, size_t len, uint64_t seed)
@@ -193,7 +98,7 @@ static bool running(struct cli_session *s)
 		return false;
 	if (s->o.count && s->posted >= s->o.count)
 		return false;
-	if (s->o.duration > 0 && now_s() >= s->t_end)
+	if (s->o.duration > 0 && cli__now_s() >= s->t_end)
 		return false;
 	return true;
 }
@@ -208,7 +113,7 @@ static double rate_due(const struct cli_session *s)
 
 static bool may_post(struct cli_session *s)
 {
-	if (s->o.rate > 0 && now_s() < rate_due(s))
+	if (s->o.rate > 0 && cli__now_s() < rate_due(s))
 		return false;
 	return s->have_target && running(s);
 }
@@ -234,7 +139,7 @@ static void post_write(struct slot *sl)
 		fill_pattern(src_of(sl), s->o.size, sl->seq);
 	sl->filled = true;
 	sl->phase = WRITING;
-	sl->t_post = now_s();
+	sl->t_post = cli__now_s();
 	sl->gen = s->gen;
 	ret = ry_write(s->peer, s->local, off, s->desc, s->desc_len,
 		       (size_t)sl->idx * s->o.size, s->o.size, on_done, sl);
@@ -264,7 +169,7 @@ static void post_read(struct slot *sl, bool new_seq)
 		sl->seq = ++s->posted;
 	memset(dst_of(sl), 0, s->o.size);
 	sl->phase = READING;
-	sl->t_post = now_s();
+	sl->t_post = cli__now_s();
 	ret = ry_read(s->peer, s->local, off, s->desc, s->desc_len,
 		      (size_t)sl->idx * s->o.size, s->o.size, on_done, sl);
 	if (ret == -ESTALE) {
@@ -292,7 +197,7 @@ static void next(struct slot *sl)
 
 static void record_latency(struct cli_session *s, double t_post)
 {
-	double us = (now_s() - t_post) * 1e6;
+	double us = (cli__now_s() - t_post) * 1e6;
 
 	s->lat[s->n_lat % LAT_SAMPLES] = us;
 	s->n_lat++;
@@ -325,7 +230,7 @@ static void note_resumed(struct cli_session *s)
 		return;
 	r = &s->restarts[s->n_restarts - 1];
 	s->resume_wait = false;
-	r->t_resumed = now_s() - s->t0;
+	r->t_resumed = cli__now_s() - s->t0;
 	if (s->o.live)
 		fprintf(s->o.live,
 			"%s%8.3f s  traffic resumed on the restarted peer's "
@@ -428,7 +333,7 @@ static int stream_post(struct slot *sl, unsigned i)
 	sl->seq = ++s->posted;
 	sl->slice = i;
 	sl->gen = s->gen;
-	sl->t_post = now_s();
+	sl->t_post = cli__now_s();
 	if (w) {
 		fill_pattern(local, s->o.size, sl->seq);
 		x->seq = sl->seq;
@@ -629,209 +534,6 @@ static void pair_kick(struct cli_session *s, unsigned pair)
 	}
 }
 
-static const char *event_name(enum ry_event_type t, struct rail_track *rt)
-{
-	switch (t) {
-	case RY_EV_RAIL_DOWN:
-		return "link-down";
-	case RY_EV_RAIL_UP:
-		return "link-up";
-	case RY_EV_CONN_DOWN:
-		return "down";
-	case RY_EV_CONN_UP:
-		if (!rt || !rt->connected_once)
-			return "connect";
-		return "up";
-	case RY_EV_CONN_RESUMED:
-		return "resume";
-	case RY_EV_PEER_UP:
-		return "peer-up";
-	case RY_EV_PEER_DOWN:
-		return "peer-down";
-	case RY_EV_PEER_RESTARTED:
-		return "peer-restarted";
-	}
-	return "?";
-}
-
-static struct rail_track *track_of(struct cli_session *s, const char *rail)
-{
-	for (unsigned i = 0; i < s->n_rails; i++)
-		if (rail && !strcmp(s->rails[i].name, rail))
-			return &s->rails[i];
-	return NULL;
-}
-
-static struct cli_report_event *add_event(struct cli_session *s, double t,
-					  const char *rail, const char *what)
-{
-	struct cli_report_event e = {
-	    .t = t, .detect_ms = -1, .resume_ms = -1, .fail_t = -1};
-
-	snprintf(e.rail, sizeof(e.rail), "%s", rail ? rail : "");
-	snprintf(e.event, sizeof(e.event), "%s", what);
-	if (s->report.n_events >= MAX_EVENTS ||
-	    cli_report_add_event(&s->report, &e))
-		return NULL;
-	return &s->report.events[s->report.n_events - 1];
-}
-
-/* A CLOCK_MONOTONIC stamp as seconds since the run's start. */
-static double rel_t(const struct cli_session *s, uint64_t ns)
-{
-	return s->t0 == 0 ? 0 : (double)ns / 1e9 - s->t0;
-}
-
-/* The down event a RY_EV_CONN_RESUMED belongs to. */
-static struct cli_report_event *down_of(struct cli_session *s,
-					const struct ry_event *ev)
-{
-	for (unsigned i = s->report.n_events; i-- > 0;) {
-		struct cli_report_event *e = &s->report.events[i];
-
-		if (!strcmp(e->event, "down") && !strcmp(e->rail, ev->rail) &&
-		    e->detect_ns == ev->detect_ns)
-			return e;
-	}
-	return NULL;
-}
-
-/*
- * The peer's lifecycle.  A restart took the target region with it: ask
- * the new incarnation for its own at once (cli_session_run() asks again
- * every second until it comes), post nothing meanwhile, and forget slices
- * written to the old one.
- */
-static void on_peer_event(struct cli_session *s, const struct ry_event *ev,
-			  double t, const char *name)
-{
-	struct restart *r;
-
-	if (!ev->peer || strcmp(ev->peer, ry_peer_name(s->peer)))
-		return;
-	add_event(s, t, "", name);
-	if (ev->type == RY_EV_PEER_RESTARTED) {
-		if (s->n_restarts < MAX_RESTARTS) {
-			r = &s->restarts[s->n_restarts++];
-			r->t = t;
-			r->t_resumed = -1;
-			r->old_inc = ev->old_incarnation;
-			r->new_inc = ev->new_incarnation;
-			r->stale_ops = s->stale_early;
-			s->stale_early = 0;
-		}
-		s->gen++;
-		s->have_target = false;
-		s->resume_wait = true;
-		s->next_hello = 0;
-		s->refetch_since = now_s();
-		for (unsigned i = 0; i < s->o.depth; i++)
-			if (s->slots[i].phase == FULL)
-				s->slots[i].phase = IDLE;
-	}
-	if (!s->o.live || ev->type == RY_EV_PEER_UP)
-		return;
-	if (ev->type == RY_EV_PEER_DOWN)
-		fprintf(s->o.live, "%s%8.3f s  peer %s: %s\n",
-			s->o.live_tty ? "\r\033[K" : "", t, ev->peer,
-			ev->reason);
-	else
-		fprintf(s->o.live,
-			"%s%8.3f s  peer %s restarted (incarnation %016" PRIx64
-			" -> %016" PRIx64 "): operations aimed at its old "
-			"memory fail; asking for its new target\n",
-			s->o.live_tty ? "\r\033[K" : "", t, ev->peer,
-			ev->old_incarnation, ev->new_incarnation);
-}
-
-/*
- * Each down event carries its own times from the library: detection from
- * the failure's start (the link event, or the last sign of life), resume
- * from the declaration to the first replayed work completing.
- */
-static void on_event(const struct ry_event *ev, void *arg)
-{
-	struct cli_session *s = arg;
-	struct rail_track *rt = track_of(s, ev->rail);
-	const char *name = event_name(ev->type, rt);
-	struct cli_report_event *e, *d = NULL;
-	double t = rel_t(s, ev->time_ns);
-	char extra[96] = "";
-
-	if (ev->type == RY_EV_PEER_UP || ev->type == RY_EV_PEER_DOWN ||
-	    ev->type == RY_EV_PEER_RESTARTED) {
-		on_peer_event(s, ev, t, name);
-		return;
-	}
-	e = add_event(s, t, ev->rail, name);
-	/* after add_event: it may move the events (realloc) */
-	if (ev->type == RY_EV_CONN_RESUMED)
-		d = down_of(s, ev);
-	if (e && ev->reason)
-		snprintf(e->reason, sizeof(e->reason), "%s", ev->reason);
-	if (e && ev->type == RY_EV_CONN_DOWN && ev->detect_ns) {
-		e->detect_ns = ev->detect_ns;
-		e->fail_t = rel_t(s, ev->fail_ns);
-		e->detect_ms = (double)(ev->detect_ns - ev->fail_ns) / 1e6;
-		snprintf(extra, sizeof(extra), " (detected in %.1f ms)",
-			 e->detect_ms);
-	}
-	if (e && ev->type == RY_EV_CONN_RESUMED) {
-		e->detect_ns = ev->detect_ns;
-		e->resume_ms = (double)(ev->time_ns - ev->detect_ns) / 1e6;
-		if (d)
-			d->resume_ms = e->resume_ms;
-		snprintf(extra, sizeof(extra),
-			 " %.1f ms after the down was detected", e->resume_ms);
-	}
-	if (rt && ev->type == RY_EV_CONN_UP) {
-		rt->connected_once = true;
-		/* the same region, packed again by the peer after a reload
-		 * that added the rail; same answer otherwise, at the cost of
-		 * one message per connection up */
-		if (ev->peer && !strcmp(ev->peer, ry_peer_name(s->peer)) &&
-		    s->t0 > 0)
-			s->refresh = true;
-	}
-	/* a rail's first connection is the start, not news */
-	if (s->o.live && strcmp(name, "connect"))
-		fprintf(s->o.live, "%s%8.3f s  %s %s%s%s%s\n",
-			s->o.live_tty ? "\r\033[K" : "", t, ev->rail,
-			ev->type == RY_EV_CONN_RESUMED ? "traffic resumed"
-						       : name,
-			ev->reason && *ev->reason ? ": " : "",
-			ev->reason ? ev->reason : "", extra);
-}
-
-static void on_recv(struct ry_peer *from, const struct ry_message *m, void *arg)
-{
-	struct cli_session *s = arg;
-	size_t tag = strlen(CLI_SESSION_DESC_TAG);
-	size_t rtag = strlen(CLI_SESSION_REFUSED_TAG);
-
-	if (m->type == RY_MSG_DATA && m->len > rtag &&
-	    !memcmp(m->data, CLI_SESSION_REFUSED_TAG, rtag)) {
-		size_t n = m->len - rtag;
-
-		if (n >= sizeof(s->refused))
-			n = sizeof(s->refused) - 1;
-		memcpy(s->refused, (const char *)m->data + rtag, n);
-		s->refused[n] = 0;
-		return;
-	}
-	if (m->type != RY_MSG_DATA || m->len <= tag ||
-	    memcmp(m->data, CLI_SESSION_DESC_TAG, tag) ||
-	    m->len - tag > sizeof(s->desc))
-		return;
-	if (ry_desc_check((const uint8_t *)m->data + tag, m->len - tag) ||
-	    ry_desc_live(s->peer, (const uint8_t *)m->data + tag,
-			 m->len - tag) == -ESTALE)
-		return;
-	memcpy(s->desc, (const uint8_t *)m->data + tag, m->len - tag);
-	s->desc_len = m->len - tag;
-	s->have_target = true;
-}
-
 int cli_session_create(struct ry_manager *mgr, struct ry_peer *peer,
 		       const struct cli_session_opts *opts,
 		       struct cli_session **s_p)
@@ -881,8 +583,8 @@ int cli_session_create(struct ry_manager *mgr, struct ry_peer *peer,
 		memcpy(s->report.rails[i], s->rails[i].name,
 		       sizeof(s->rails[i].name));
 	}
-	ry_set_recv_cb(mgr, on_recv, s);
-	ry_set_event_cb(mgr, on_event, s);
+	ry_set_recv_cb(mgr, cli__session_on_recv, s);
+	ry_set_event_cb(mgr, cli__session_on_event, s);
 	*s_p = s;
 	return 0;
 err:
@@ -929,11 +631,11 @@ static void hello_done(const struct ry_completion *c, void *arg)
 
 int cli_session_fetch_target(struct cli_session *s, int timeout_ms)
 {
-	double end = now_s() + timeout_ms / 1e3, next_hello = 0;
+	double end = cli__now_s() + timeout_ms / 1e3, next_hello = 0;
 
 	s->refused[0] = 0;
-	while (!s->have_target && !s->refused[0] && now_s() < end) {
-		if (now_s() >= next_hello) {
+	while (!s->have_target && !s->refused[0] && cli__now_s() < end) {
+		if (cli__now_s() >= next_hello) {
 			int ret = ry_send(s->peer, CLI_SESSION_HELLO,
 					  strlen(CLI_SESSION_HELLO), hello_done,
 					  NULL);
@@ -944,7 +646,7 @@ int cli_session_fetch_target(struct cli_session *s, int timeout_ms)
 					ry_peer_name(s->peer), strerror(-ret));
 				return ret;
 			}
-			next_hello = now_s() + 1;
+			next_hello = cli__now_s() + 1;
 		}
 		pump(s, 10);
 	}
@@ -968,13 +670,13 @@ int cli_session_fetch_target(struct cli_session *s, int timeout_ms)
 
 int cli_session_wait_rails(struct cli_session *s, int timeout_ms)
 {
-	double end = now_s() + timeout_ms / 1e3;
+	double end = cli__now_s() + timeout_ms / 1e3;
 	struct ry_peer_info pi = {0};
 
 	for (;;) {
 		ry_peer_info(s->peer, &pi);
 		if ((pi.ready && pi.rails_active >= pi.rails_usable) ||
-		    now_s() >= end)
+		    cli__now_s() >= end)
 			break;
 		pump(s, 10);
 	}
@@ -1022,9 +724,9 @@ static void tick(struct cli_session *s, double now)
 		smp.mbyte_s[i] = (double)(c.bytes - rt->last.bytes) / dt / 1e6;
 		total += smp.mbyte_s[i];
 		if (c.replayed_fragments > rt->last.replayed_fragments)
-			add_event(s, smp.t, rt->name, "replay");
+			cli__session_add_event(s, smp.t, rt->name, "replay");
 		if (c.fences > rt->last.fences)
-			add_event(s, smp.t, rt->name, "fence");
+			cli__session_add_event(s, smp.t, rt->name, "fence");
 		if (n < sizeof(line))
 			n += (size_t)snprintf(
 			    line + n, sizeof(line) - n, " %s %7.1f%s", rt->name,
@@ -1095,7 +797,7 @@ static int wait_ms(const struct cli_session *s)
 
 	if (s->o.rate <= 0 || !s->have_target)
 		return 1;
-	ms = (rate_due(s) - now_s()) * 1e3;
+	ms = (rate_due(s) - cli__now_s()) * 1e3;
 	return ms < 1 ? 1 : ms > 50 ? 50 : (int)ms;
 }
 
@@ -1105,7 +807,7 @@ int cli_session_run(struct cli_session *s)
 
 	if (!s->have_target)
 		return -EINVAL;
-	s->t0 = now_s();
+	s->t0 = cli__now_s();
 	clock_gettime(CLOCK_REALTIME, &ts);
 	s->t0_unix = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 	s->t_last_tick = s->t0;
@@ -1116,7 +818,7 @@ int cli_session_run(struct cli_session *s)
 	}
 	kick_all(s);
 	while (busy(s) || running(s)) {
-		double now = now_s();
+		double now = cli__now_s();
 
 		if (now - s->t_last_tick >= 1.0)
 			tick(s, now);
@@ -1144,257 +846,10 @@ int cli_session_run(struct cli_session *s)
 			break;
 		pump(s, wait_ms(s));
 	}
-	s->t_stop = now_s();
+	s->t_stop = cli__now_s();
 	if (s->t_stop - s->t_last_tick > 0.05)
 		tick(s, s->t_stop);
 	if (s->o.live && s->o.live_tty)
 		fprintf(s->o.live, "\n");
 	return s->fatal;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-void cli_session_result(const struct cli_session *s,
-			struct cli_session_result *r)
-{
-	uint64_t n = s->n_lat < LAT_SAMPLES ? s->n_lat : LAT_SAMPLES;
-
-	memset(r, 0, sizeof(*r));
-	r->ops_ok = s->ops_ok;
-	r->ops_failed = s->ops_failed;
-	r->ops_stale = s->ops_stale;
-	r->restarts = s->n_restarts;
-	r->resumed = !s->resume_wait;
-	r->bytes = s->bytes;
-	r->verify_errors = s->verify_errors;
-	r->seconds = s->t_stop > s->t0 ? s->t_stop - s->t0 : 0;
-	r->gbit_per_s =
-	    r->seconds > 0 ? (double)r->bytes * 8 / r->seconds / 1e9 : 0;
-	snprintf(r->first_error, sizeof(r->first_error), "%s", s->first_error);
-	if (n) {
-		double *v = malloc(n * sizeof(*v)), sum = 0;
-
-		if (v) {
-			memcpy(v, s->lat, n * sizeof(*v));
-			qsort(v, n, sizeof(*v), cmp_double);
-			for (uint64_t i = 0; i < n; i++)
-				sum += v[i];
-			r->lat_avg_us = sum / (double)n;
-			r->lat_p50_us = v[n / 2];
-			r->lat_p99_us = v[(n * 99) / 100];
-			r->lat_max_us = s->lat_max;
-			free(v);
-		}
-	}
-}
-
-const struct cli_report *cli_session_report(const struct cli_session *s)
-{
-	return &s->report;
-}
-
-void cli_session_json(const struct cli_session *s, FILE *out)
-{
-	struct cli_session_result r;
-	const struct cli_report *rep = &s->report;
-
-	cli_session_result(s, &r);
-	fprintf(out, "{\"peer\":");
-	cli_json_str(out, ry_peer_name(s->peer));
-	/* the start on the wall clock, to line events up with outside ones */
-	fprintf(out, ",\"start_unix\":%.4f", s->t0_unix);
-	/* and on CLOCK_MONOTONIC, the clock of the log lines' [prefix] */
-	fprintf(out, ",\"start_mono\":%.6f", s->t0);
-	fprintf(
-	    out,
-	    ",\"size\":%zu,\"depth\":%u,\"ops_in_flight\":%u,\"ops_ok\":"
-	    "%" PRIu64 ",\"ops_failed\":%" PRIu64 ",\"bytes\":%" PRIu64
-	    ",\"seconds\":%.3f,\"gbit_per_s\":%.3f,\"verify_errors\":%" PRIu64
-	    ",\"latency_us\":{\"avg\":%.1f,\"p50\":%.1f,\"p99\":%.1f"
-	    ",\"max\":%.1f},\"first_error\":",
-	    s->o.size, s->o.depth, s->o.ops_in_flight, r.ops_ok, r.ops_failed,
-	    r.bytes, r.seconds, r.gbit_per_s, r.verify_errors, r.lat_avg_us,
-	    r.lat_p50_us, r.lat_p99_us, r.lat_max_us);
-	cli_json_str(out, r.first_error);
-	/* the peer's restarts: ops_stale failed only because their target
-	 * died with the old incarnation */
-	fprintf(out, ",\"ops_stale\":%" PRIu64 ",\"restarts\":[", r.ops_stale);
-	for (unsigned i = 0; i < s->n_restarts; i++) {
-		const struct restart *rs = &s->restarts[i];
-
-		fprintf(out,
-			"%s{\"t\":%.3f,\"old_incarnation\":\"%016" PRIx64
-			"\",\"new_incarnation\":\"%016" PRIx64
-			"\",\"stale_ops\":%" PRIu64 ",\"resumed_t\":",
-			i ? "," : "", rs->t, rs->old_inc, rs->new_inc,
-			rs->stale_ops);
-		if (rs->t_resumed >= 0)
-			fprintf(out, "%.3f}", rs->t_resumed);
-		else
-			fprintf(out, "null}");
-	}
-	fprintf(out, "],\"rails\":[");
-	for (unsigned i = 0; i < s->n_rails; i++) {
-		const struct rail_track *rt = &s->rails[i];
-		struct ry_rail_info info = {0};
-		struct ry_counters c = {0};
-
-		ry_rail_counters(s->mgr, rt->name, &c);
-		ry_rail_info(s->mgr, rt->name, &info);
-		fprintf(out, "%s{\"name\":", i ? "," : "");
-		cli_json_str(out, rt->name);
-		fprintf(out,
-			",\"state\":\"%s\",\"bytes\":%" PRIu64
-			",\"fragments\":%" PRIu64 ",\"work_requests\":%" PRIu64
-			",\"replayed\":%" PRIu64 ",\"failovers\":%" PRIu64
-			",\"retransmits\":%" PRIu64 ",\"fences\":%" PRIu64
-			",\"reconnects\":%" PRIu64 "}",
-			info.link_up && info.peers_active ? "up" : "down",
-			c.bytes - rt->at_start.bytes,
-			c.fragments - rt->at_start.fragments,
-			c.work_requests - rt->at_start.work_requests,
-			c.replayed_fragments - rt->at_start.replayed_fragments,
-			c.failovers - rt->at_start.failovers,
-			c.retransmits - rt->at_start.retransmits,
-			c.fences - rt->at_start.fences,
-			c.reconnects - rt->at_start.reconnects);
-	}
-	fprintf(out, "],\"events\":[");
-	for (unsigned e = 0; e < rep->n_events; e++) {
-		const struct cli_report_event *ev = &rep->events[e];
-
-		fprintf(out, "%s{\"t\":%.3f,\"rail\":", e ? "," : "", ev->t);
-		cli_json_str(out, ev->rail);
-		fprintf(out, ",\"event\":\"%s\",\"detect_ms\":", ev->event);
-		if (ev->detect_ms >= 0)
-			fprintf(out, "%.2f", ev->detect_ms);
-		else
-			fprintf(out, "null");
-		fprintf(out, ",\"resume_ms\":");
-		if (ev->resume_ms >= 0)
-			fprintf(out, "%.2f", ev->resume_ms);
-		else
-			fprintf(out, "null");
-		fprintf(out, ",\"fail_t\":");
-		if (ev->fail_t >= 0)
-			fprintf(out, "%.4f", ev->fail_t);
-		else
-			fprintf(out, "null");
-		if (ev->reason[0]) {
-			fprintf(out, ",\"reason\":");
-			cli_json_str(out, ev->reason);
-		}
-		fprintf(out, "}");
-	}
-	fprintf(out, "],\"samples\":[");
-	for (unsigned i = 0; i < rep->n_samples; i++) {
-		const struct cli_report_sample *smp = &rep->samples[i];
-		double total = 0;
-
-		fprintf(out, "%s{\"t\":%.3f,\"rails\":{", i ? "," : "", smp->t);
-		for (unsigned k = 0; k < rep->n_rails; k++) {
-			fprintf(out, "%s", k ? "," : "");
-			cli_json_str(out, rep->rails[k]);
-			fprintf(out, ":%.3f", smp->mbyte_s[k]);
-			total += smp->mbyte_s[k];
-		}
-		fprintf(out, "},\"total_mbyte_s\":%.3f}", total);
-	}
-	fprintf(out, "]}\n");
-}
-
-/*
- * Whether the rail of down event e replayed anything before its next down
- * (the per-second "replay" marks: coarse, but only for a down the library
- * reported no resume for).
- */
-static bool replayed_after(const struct cli_report *rep, unsigned e)
-{
-	const struct cli_report_event *d = &rep->events[e];
-	double until = 1e300;
-
-	for (unsigned i = e + 1; i < rep->n_events; i++)
-		if (!strcmp(rep->events[i].rail, d->rail) &&
-		    !strcmp(rep->events[i].event, "down")) {
-			until = rep->events[i].t;
-			break;
-		}
-	for (unsigned i = 0; i < rep->n_events; i++) {
-		const struct cli_report_event *r = &rep->events[i];
-
-		if (!strcmp(r->event, "replay") && !strcmp(r->rail, d->rail) &&
-		    r->t >= d->t && r->t <= until + 1.0)
-			return true;
-	}
-	return false;
-}
-
-void cli_session_summary(const struct cli_session *s, FILE *out)
-{
-	struct cli_session_result r;
-	const struct cli_report *rep = &s->report;
-	uint64_t replayed = 0;
-
-	cli_session_result(s, &r);
-	for (unsigned i = 0; i < s->n_rails; i++) {
-		struct ry_counters c = {0};
-
-		ry_rail_counters(s->mgr, s->rails[i].name, &c);
-		replayed += c.replayed_fragments -
-			    s->rails[i].at_start.replayed_fragments;
-	}
-	fprintf(out,
-		"\n%.1f s, %" PRIu64 " operations ok, %" PRIu64 " failed, "
-		"%.1f MB moved (%.2f Gbit/s), %" PRIu64 " bytes corrupted, "
-		"%" PRIu64 " fragments replayed\n",
-		r.seconds, r.ops_ok, r.ops_failed, (double)r.bytes / 1e6,
-		r.gbit_per_s, r.verify_errors, replayed);
-	fprintf(
-	    out,
-	    "latency per operation: avg %.0f us, p50 %.0f us, p99 %.0f us\n",
-	    r.lat_avg_us, r.lat_p50_us, r.lat_p99_us);
-	for (unsigned e = 0; e < rep->n_events; e++) {
-		const struct cli_report_event *ev = &rep->events[e];
-
-		if (strcmp(ev->event, "down"))
-			continue;
-		fprintf(out, "  %8.3f s  %s down: detected in ", ev->t,
-			ev->rail);
-		if (ev->detect_ms >= 0)
-			fprintf(out, "%.1f ms", ev->detect_ms);
-		else
-			fprintf(out, "?");
-		if (ev->resume_ms >= 0)
-			fprintf(out, ", traffic resumed %.1f ms later\n",
-				ev->resume_ms);
-		else if (replayed_after(rep, e))
-			fprintf(out, ", replayed work did not complete\n");
-		else
-			fprintf(out, " (no replay needed)\n");
-	}
-	for (unsigned i = 0; i < s->n_restarts; i++) {
-		const struct restart *rs = &s->restarts[i];
-
-		fprintf(out,
-			"peer restarted at t=%.3f s, %" PRIu64
-			" operations failed because their target died, ",
-			rs->t, rs->stale_ops);
-		if (rs->t_resumed >= 0)
-			fprintf(out, "resumed at t=%.3f s\n", rs->t_resumed);
-		else
-			fprintf(out, "not resumed before the end\n");
-	}
-	if (r.first_error[0])
-		fprintf(out, "first failure: %s\n", r.first_error);
-	fprintf(out, "verdict: %s\n",
-		r.verify_errors ? "DATA CORRUPTED"
-		: r.ops_failed	? "operations FAILED"
-		: s->n_restarts ? "nothing lost but the operations aimed at "
-				  "the restarted peer's old memory"
-				: "nothing lost");
 }

@@ -32,6 +32,16 @@
 			(tail) = (elem);                                       \
 	} while (0)
 
+/* Append the queue [shead .. stail] (not empty) to this one. */
+#define ry__sq_append(head, tail, shead, stail, next)                          \
+	do {                                                                   \
+		if (tail)                                                      \
+			(tail)->next = (shead);                                \
+		else                                                           \
+			(head) = (shead);                                      \
+		(tail) = (stail);                                              \
+	} while (0)
+
 /* Unlink the first element (read it from head first); queue not empty. */
 #define ry__sq_pop_head(head, tail, next)                                      \
 	do {                                                                   \

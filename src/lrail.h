@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * A rail as the manager holds it: the provider's rail, its PD, CQs and
+ * receive ring, its connections by QP number, and the thread that runs it.
+ *
+ *   A rail's protocol work (the soft rail's packets, ACKs, retransmits)
+ *   needs only its lr_lock, so each rail's progress runs on its own thread
+ *   (progress_threads) beside the others and beside posting threads.
+ */
+#ifndef RAILYARD_LRAIL_H
+#define RAILYARD_LRAIL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <railyard/railyard.h>
+
+#include "rails/rail.h"
+#include "src/tunables.h"
+
+struct ry_manager;
+struct ry__conn;
+struct ry__rthread;
+
+struct ry__lrail {
+	struct ry_manager *lr_mgr;
+	unsigned lr_idx;
+	struct ry_rail *lr_rail;
+	struct ry_pd *lr_pd;
+	/* the CQ each context's QPs report to (lr_cq[c_idx]); all NULL: the
+	 * rail's own, for a provider without create_cq (LOCKING) */
+	struct ry_cq *lr_cq[RY__MAX_CTX];
+	struct ry_rail_config lr_cfg;
+	struct ry_rail_attr lr_attr;
+	enum ry_link_state lr_link;
+	void *lr_recv_buf;
+	struct ry_mr *lr_recv_mr;
+	unsigned lr_active;	   /* ACTIVE connections */
+	unsigned lr_connecting;	   /* CONNECTING or PROBING (conn.c) */
+	uint64_t lr_next_start_ns; /* the last paced start given (conn.c) */
+	pthread_mutex_t lr_lock;   /* calls into lr_rail (LOCKING) */
+	uint64_t lr_caught_up_ns;  /* ry__rail_catch_up(): last pass */
+	bool lr_polling;	   /* inside ry__poll_rail() (m_lock) */
+	bool lr_always;	     /* no fd or no pending(): run it every round */
+	atomic_bool lr_kick; /* posted to since the last progress */
+	struct ry__rthread *lr_rt; /* its progress thread, NULL: none */
+	/* connections with a QP by its number (ry__conn_by_qpn, per receive
+	 * completion): 2^lr_qpn_bits buckets, lr_qpn_n entries */
+	struct ry__conn **lr_qpn_hash;
+	unsigned lr_qpn_bits, lr_qpn_n;
+	struct ry_counters lr_gone; /* counters of peers forgotten */
+};
+
+/* A thread doing the protocol work of some rails (progress.c). */
+struct ry__rthread {
+	struct ry_manager *rt_mgr;
+	pthread_t rt_thread;
+	int rt_epfd, rt_wake_fd;
+	atomic_bool rt_woken;	    /* rt_wake_fd written, not yet drained */
+	bool rt_running;	    /* rt_thread created, not yet joined */
+	_Atomic uint64_t rt_ran_ns; /* the start of its last round */
+	bool rt_stalled; /* said to be stalled, not run since (m_lock) */
+	unsigned rt_nrails;
+	struct ry__lrail *rt_rails[RY_MAX_RAILS];
+};
+
+/* manager.c: the rail a local rail name refers to (tests, fault hooks) */
+struct ry_rail *ry__mgr_rail(struct ry_manager *m, const char *name);
+
+/*
+ * Rail slots (reload.c).  m_rails[0, m_nrails) are slots; a slot whose
+ * rail a reload removed is a hole (lr_rail NULL, lr_cfg zeroed) and is
+ * never used again in this process, so that a descriptor a peer holds
+ * never names a different rail by that index.  Every loop over m_nrails
+ * skips holes where it touches the rail itself.
+ */
+/* A rail that takes post_send and its CQs' calls without lr_lock
+ * (rails/rail.h: concurrent_qps), for QPs on a CQ of the manager's. */
+static inline bool ry__lrail_free_qps(const struct ry__lrail *lr)
+{
+	return lr->lr_attr.concurrent_qps && lr->lr_cq[0];
+}
+
+/* post_send under lr_lock unless the rail needs none for it. */
+static inline int ry__lrail_post(struct ry__lrail *lr, struct ry_qp *qp,
+				 const struct ry_send_wr *swr, unsigned n)
+{
+	int ret;
+
+	if (ry__lrail_free_qps(lr))
+		return ry__rail_post_send(qp, swr, n);
+	pthread_mutex_lock(&lr->lr_lock);
+	ret = ry__rail_post_send(qp, swr, n);
+	pthread_mutex_unlock(&lr->lr_lock);
+	return ret;
+}
+
+static inline bool ry__lrail_live(const struct ry__lrail *lr)
+{
+	return lr->lr_rail != NULL;
+}
+/* manager.c: open slot i with rc / close it (the cold lock held for a reload)
+ */
+int ry__lrail_open(struct ry_manager *m, unsigned i,
+		   const struct ry_rail_config *rc);
+void ry__lrail_close(struct ry__lrail *lr);
+
+#endif /* RAILYARD_LRAIL_H */
