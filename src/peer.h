@@ -105,9 +105,9 @@ struct ry_peer {
 	/* ry_peer_hold()s not yet released, plus messages from it queued for
 	 * the receive callback and not yet handed back (m_lock) */
 	unsigned pr_app_refs;
-	bool pr_retired;	  /* its peer section was removed by a reload */
-	bool pr_gone; /* said GOODBYE; until its next HELLO is admitted */
-	unsigned pr_nctl;	  /* live control sessions speaking for it */
+	bool pr_retired;  /* its peer section was removed by a reload */
+	bool pr_gone;	  /* said GOODBYE; until its next HELLO is admitted */
+	unsigned pr_nctl; /* live control sessions speaking for it */
 	struct ry__list pr_rlink; /* m_reapq, or self */
 	/* its rails, from its HELLO: pr_nrrails of them (malloc'd to fit:
 	 * a four-rail peer's are 672 bytes, RY_MAX_RAILS of them 2,688) */
