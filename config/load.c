@@ -414,6 +414,8 @@ const char *ry_provider_name(enum ry_provider p)
 		return "soft";
 	case RY_PROVIDER_VERBS:
 		return "verbs";
+	case RY_PROVIDER_TCP:
+		return "tcp";
 	default:
 		return "?";
 	}

@@ -81,7 +81,7 @@ const struct ry__opt ry__opts[] = {
     TOP(data_mac, RY__OPT_BOOL, "no", 0, 0, 0, "yes | no", NULL),
 
     /* provider and the soft/verbs address rules are checked in code */
-    RAIL(provider, RY__OPT_PROVIDER, NULL, 0, 0, 0, "soft | verbs", NULL),
+    RAIL(provider, RY__OPT_PROVIDER, NULL, 0, 0, 0, "soft | verbs | tcp", NULL),
     RAIL(network, RY__OPT_STR, "default", 0, 0, 0, "name", NULL),
     RAIL(address, RY__OPT_STR, NULL, 0, 0, RY__OPT_OMIT_EMPTY, "ip[:port]",
 	 NULL),
@@ -99,6 +99,8 @@ const struct ry__opt ry__opts[] = {
 	 "weights are relative: 1 for equal rails"),
     ROW("rail", struct ry_rail_config, rate_bps, "rate", RY__OPT_RATE, "0", 0,
 	0, 0, "bits/s", NULL),
+    /* carries traffic only while no primary rail to the peer is up */
+    RAIL(standby, RY__OPT_BOOL, "no", 0, 0, 0, "yes | no", NULL),
 
     FAULT(down, RY__OPT_BOOL, "no", 0, 0, 0, "yes | no", NULL),
     FAULT(drop, RY__OPT_PROB, "0", 0, 1, 0, "probability", PROB_HINT),
@@ -227,6 +229,8 @@ int ry__opt_parse(const struct ry__opt *o, const char *text, void *field)
 			*(enum ry_provider *)p = RY_PROVIDER_SOFT;
 		else if (!strcmp(text, "verbs"))
 			*(enum ry_provider *)p = RY_PROVIDER_VERBS;
+		else if (!strcmp(text, "tcp"))
+			*(enum ry_provider *)p = RY_PROVIDER_TCP;
 		else
 			return -EINVAL;
 		return 0;

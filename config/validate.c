@@ -211,14 +211,13 @@ static void check_rail(struct vctx *v, const struct ry_rail_config *r, int i)
 		       "use letters, digits, '.', '_' and '-'",
 		       "rail '%s': network name '%s' is not valid", r->name,
 		       r->network);
-	if (r->provider == RY_PROVIDER_SOFT) {
+	if (r->provider == RY_PROVIDER_SOFT || r->provider == RY_PROVIDER_TCP) {
 		if (!r->address[0] && !r->interface[0])
-			REPORT(
-			    v, line,
-			    "add address = \"198.18.0.1\" or interface = "
-			    "\"eth1\"",
-			    "soft rail '%s' has neither address nor interface",
-			    r->name);
+			REPORT(v, line,
+			       "add address = \"198.18.0.1\" or interface = "
+			       "\"eth1\"",
+			       "%s rail '%s' has neither address nor interface",
+			       ry_provider_name(r->provider), r->name);
 		if (r->address[0] &&
 		    ry__parse_hostport(r->address, false, NULL, 0, NULL))
 			REPORT(v, RL("address"),
@@ -230,7 +229,8 @@ static void check_rail(struct vctx *v, const struct ry_rail_config *r, int i)
 			REPORT(v, RL("device"),
 			       "device is for verbs rails; remove it or set "
 			       "provider = verbs",
-			       "soft rail '%s' does not use a device", r->name);
+			       "%s rail '%s' does not use a device",
+			       ry_provider_name(r->provider), r->name);
 	} else if (r->provider == RY_PROVIDER_VERBS) {
 		if (!r->device[0])
 			REPORT(v, line,
@@ -245,13 +245,15 @@ static void check_rail(struct vctx *v, const struct ry_rail_config *r, int i)
 	}
 	check_opts(v, "rail", r, r, i, line);
 	check_opts(v, "rail.fault", r, r, i, line);
-	if (r->provider == RY_PROVIDER_VERBS &&
+	if ((r->provider == RY_PROVIDER_VERBS ||
+	     r->provider == RY_PROVIDER_TCP) &&
 	    (r->fault.down || r->fault.drop > 0 || r->fault.duplicate > 0 ||
 	     r->fault.reorder > 0 || r->fault.corrupt > 0 || r->fault.delay_us))
 		REPORT(v, line_of(v, "rail.fault", i, "", line),
 		       "fault injection is done by the soft rail; pull the "
 		       "cable instead",
-		       "verbs rail '%s' cannot inject faults", r->name);
+		       "%s rail '%s' cannot inject faults",
+		       ry_provider_name(r->provider), r->name);
 #undef RL
 }
 
@@ -317,14 +319,16 @@ int ry__cfg_validate(const struct ry_config *cfg, struct ry__loader *ld)
 		       "data_mac needs key_file");
 	for (unsigned i = 0;
 	     cfg->data_mac && i < cfg->n_rails && i < RY_MAX_RAILS; i++)
-		if (cfg->rails[i].provider == RY_PROVIDER_VERBS)
+		if (cfg->rails[i].provider == RY_PROVIDER_VERBS ||
+		    cfg->rails[i].provider == RY_PROVIDER_TCP)
 			REPORT(&v,
 			       line_of(&v, "rail", (int)i, "provider",
 				       cfg->rails[i].line),
-			       "the HCA builds a verbs rail's packets: no MAC "
-			       "of ours fits in them; use data_mac with soft "
-			       "rails only",
-			       "data_mac: verbs rail '%s' cannot carry a MAC",
+			       "only the soft rail builds its own packets, so "
+			       "only it can carry a MAC of ours; use data_mac "
+			       "with soft rails only",
+			       "data_mac: %s rail '%s' cannot carry a MAC",
+			       ry_provider_name(cfg->rails[i].provider),
 			       cfg->rails[i].name);
 	check_opts(&v, "", cfg, NULL, 0, 0);
 	check_opts(&v, "failover", cfg, NULL, 0, 0);

@@ -12,12 +12,14 @@
 
 #include "rails/rail.h"
 #include "rails/soft/soft.h"
+#include "rails/tcp/tcp.h"
 #ifdef RY_WITH_VERBS
 #include "rails/verbs/verbs.h"
 #endif
 
 static const struct ry_rail_ops *const shipped[] = {
     [RY_PROVIDER_SOFT] = &ry__soft_ops,
+    [RY_PROVIDER_TCP] = &ry__tcp_ops,
 #ifdef RY_WITH_VERBS
     [RY_PROVIDER_VERBS] = &ry__verbs_ops,
 #endif

@@ -39,6 +39,7 @@
 #include "src/pool.h"
 #include "src/progress.h"
 #include "src/region.h"
+#include "src/standby.h"
 #include "src/tunables.h"
 
 struct batch {
@@ -427,13 +428,16 @@ void ry__stripe(struct ry_peer *p)
 	unsigned na = 0, i;
 	uint64_t now;
 	bool general = false; /* the next piece by the general path */
+	bool prim;	      /* a primary rail is up: standbys idle */
 	int bi;
 
 	if (!p->pr_nactive || p->pr_state == PEER_NEW)
 		return;
+	prim = ry__standby_primary_up(p);
 	for (i = 0; i < m->m_nrails; i++)
 		if (p->pr_conn[i]->cn_state == CONN_ACTIVE &&
-		    !p->pr_conn[i]->cn_post_err) {
+		    !p->pr_conn[i]->cn_post_err &&
+		    ry__standby_usable(p->pr_conn[i], prim)) {
 			cs[na] = bt[na].b_conn = p->pr_conn[i];
 			bt[na++].b_n = 0;
 		}

@@ -34,6 +34,7 @@ extern "C" {
 enum ry_provider {
 	RY_PROVIDER_SOFT = 0, /* userspace RC over UDP (rails/soft) */
 	RY_PROVIDER_VERBS,    /* libibverbs HCA port (rails/verbs) */
+	RY_PROVIDER_TCP,      /* RC over kernel TCP (rails/tcp) */
 };
 
 /* Fault injection for a soft rail, from the config's rail { fault { } }. */
@@ -50,7 +51,7 @@ struct ry_rail_config {
 	char name[RY_NAME_MAX];
 	enum ry_provider provider;
 	char network[RY_NAME_MAX]; /* rails pair with the peer's by network */
-	/* soft: bind address "ip[:port]" and/or interface name */
+	/* soft, tcp: bind address "ip[:port]" and/or interface name */
 	char address[RY_ADDR_MAX];
 	char interface[RY_NAME_MAX];
 	/* verbs: device name or node GUID, port number, GID index */
@@ -60,6 +61,9 @@ struct ry_rail_config {
 	uint32_t mtu;	   /* bytes; 0: the device's / interface's */
 	uint32_t weight;   /* relative share when rate is unknown */
 	uint64_t rate_bps; /* bits per second; 0: measure */
+	/* last resort: used for a peer only while none of its other
+	 * (primary) rails is up */
+	bool standby;
 	struct ry_fault_config fault;
 	int line; /* where it was defined, for messages */
 };

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rails/rail_addr.h"
 #include "rails/soft/soft.h"
 #include "rails/soft/soft_int.h"
 #include "src/util/log.h"
@@ -446,71 +447,6 @@ static int soft_get_stats(struct ry_rail *rail, struct ry_rail_stats *st)
 
 /* ---- open / close ---- */
 
-static int parse_address(const struct ry_rail_config *cfg,
-			 struct sockaddr_in *sa)
-{
-	char host[RY_ADDR_MAX];
-	char *colon;
-
-	memset(sa, 0, sizeof(*sa));
-	sa->sin_family = AF_INET;
-	snprintf(host, sizeof(host), "%s", cfg->address);
-	colon = strrchr(host, ':');
-	if (colon) {
-		char *end;
-		unsigned long port = strtoul(colon + 1, &end, 10);
-
-		if (*end || port > 65535)
-			return -EINVAL;
-		sa->sin_port = htons((uint16_t)port);
-		*colon = '\0';
-	}
-	if (host[0]) {
-		if (inet_pton(AF_INET, host, &sa->sin_addr) != 1)
-			return -EINVAL;
-		return 0;
-	}
-	if (cfg->interface[0]) {
-		struct ifaddrs *ifa, *i;
-		int rc = -EADDRNOTAVAIL;
-
-		if (getifaddrs(&ifa))
-			return -errno;
-		for (i = ifa; i; i = i->ifa_next) {
-			if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
-			    !strcmp(i->ifa_name, cfg->interface)) {
-				sa->sin_addr =
-				    ((struct sockaddr_in *)(void *)i->ifa_addr)
-					->sin_addr;
-				rc = 0;
-				break;
-			}
-		}
-		freeifaddrs(ifa);
-		return rc;
-	}
-	return -EINVAL;
-}
-
-/* The interface that owns addr, for the link watch; "" when none. */
-static void owner_ifname(const struct sockaddr_in *addr, char *name, size_t len)
-{
-	struct ifaddrs *ifa, *i;
-
-	name[0] = '\0';
-	if (getifaddrs(&ifa))
-		return;
-	for (i = ifa; i; i = i->ifa_next) {
-		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
-		    ((struct sockaddr_in *)(void *)i->ifa_addr)
-			    ->sin_addr.s_addr == addr->sin_addr.s_addr) {
-			snprintf(name, len, "%s", i->ifa_name);
-			break;
-		}
-	}
-	freeifaddrs(ifa);
-}
-
 /*
  * mtu = 0: the interface's MTU (the manager then probes the path's).
  * 1500 on loopback, whose 64 KiB is no network's, and when the address
@@ -570,7 +506,7 @@ static int soft_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 		rc = -EINVAL;
 		goto err_free;
 	}
-	rc = parse_address(cfg, &r->addr);
+	rc = ry__rail_parse_addr(cfg, &r->addr);
 	if (rc) {
 		RY_ERR("soft", "rail %s: bad address \"%s\" (want ip[:port])",
 		       cfg->name, cfg->address);
@@ -612,7 +548,7 @@ static int soft_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 		}
 		memcpy(ifname, cfg->interface, strlen(cfg->interface) + 1);
 	} else
-		owner_ifname(&r->addr, ifname, sizeof(ifname));
+		ry__rail_addr_owner(&r->addr, ifname, sizeof(ifname));
 	if (!cfg->mtu)
 		r->mtu = link_mtu(r->sock, ifname);
 	if (ifname[0]) {

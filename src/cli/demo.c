@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * railyard demo: the main job, with no config.  Two nodes in this process
- * over four soft rails on loopback; node a writes 1 MiB operations to node
- * b and reads each back to verify it, pulls one rail a third of the way in
- * and plugs it back at two thirds, and shows per-rail throughput every
- * second, then what happened: bytes moved, operations failed, bytes
- * corrupted, fragments replayed, detection and recovery times.
+ * over four soft (or, with --rails tcp, tcp) rails on loopback; node a writes 1
+ * MiB operations to node b and reads each back to verify it, pulls one rail a
+ * third of the way in and plugs it back at two thirds, and shows per-rail
+ * throughput every second, then what happened: bytes moved, operations failed,
+ * bytes corrupted, fragments replayed, detection and recovery times.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -19,10 +19,11 @@
 #include "src/cli/session.h"
 
 static const char usage_text[] =
-    "usage: railyard demo [--duration S] [--json]\n"
+    "usage: railyard demo [--duration S] [--rails soft|tcp] [--json]\n"
     "\n"
-    "Run two nodes in this process over four soft rails on loopback (no\n"
-    "config needed).  Node a writes 1 MiB operations to node b and reads\n"
+    "Run two nodes in this process over four soft rails (UDP; --rails tcp:\n"
+    "tcp rails, kernel TCP) on loopback (no config needed).  Node a writes 1 "
+    "MiB operations to node b and reads\n"
     "each back to verify it; a third of the way in it pulls rail r1 (link\n"
     "down), at two thirds it plugs it back.  Default --duration 9.\n"
     "Exit codes: 0 nothing lost, 1 an operation failed or data differed or\n"
@@ -50,7 +51,8 @@ static void on_tick(double t, void *arg)
 	}
 }
 
-static int node(const char *name, struct ry_manager **mgr_p, unsigned *inflight)
+static int node(const char *name, enum ry_provider provider,
+		struct ry_manager **mgr_p, unsigned *inflight)
 {
 	struct ry_config *cfg;
 	int ret = ry_config_demo(&cfg);
@@ -58,6 +60,8 @@ static int node(const char *name, struct ry_manager **mgr_p, unsigned *inflight)
 	if (ret)
 		return ret;
 	snprintf(cfg->node, sizeof(cfg->node), "%s", name);
+	for (unsigned i = 0; i < cfg->n_rails; i++)
+		cfg->rails[i].provider = provider;
 	*inflight = cfg->ops_in_flight;
 	ret = ry_manager_create(cfg, mgr_p);
 	ry_config_free(cfg);
@@ -85,6 +89,7 @@ int cli_demo(int argc, char **argv)
 	struct ry_peer *peer;
 	uint8_t desc[RY_DESC_MAX];
 	char ctl[128];
+	enum ry_provider provider = RY_PROVIDER_SOFT;
 	bool json = false;
 	size_t tlen = 16u << 20;
 	void *mem = NULL;
@@ -96,6 +101,11 @@ int cli_demo(int argc, char **argv)
 			return RY_EXIT_OK;
 		} else if (!strcmp(argv[i], "--json")) {
 			json = true;
+		} else if (!strcmp(argv[i], "--rails") && i + 1 < argc &&
+			   (!strcmp(argv[i + 1], "soft") ||
+			    !strcmp(argv[i + 1], "tcp"))) {
+			provider = strcmp(argv[++i], "tcp") ? RY_PROVIDER_SOFT
+							    : RY_PROVIDER_TCP;
 		} else if (!strcmp(argv[i], "--duration") && i + 1 < argc &&
 			   cli_parse_seconds(argv[i + 1], &o.duration) &&
 			   o.duration >= 3) {
@@ -107,8 +117,8 @@ int cli_demo(int argc, char **argv)
 	}
 	if (json)
 		o.live = pull.out = stderr;
-	if (node("demo-b", &b, &o.ops_in_flight) ||
-	    node("demo-a", &a, &o.ops_in_flight))
+	if (node("demo-b", provider, &b, &o.ops_in_flight) ||
+	    node("demo-a", provider, &a, &o.ops_in_flight))
 		goto out;
 	/* b serves from its own thread; a is driven by this one */
 	ret = ry_progress_thread_start(b);
@@ -136,10 +146,10 @@ int cli_demo(int argc, char **argv)
 	    cli_session_set_target(s, desc, (size_t)dlen))
 		goto out;
 	fprintf(o.live,
-		"railyard %s demo: node demo-a -> demo-b over 4 soft rails on "
+		"railyard %s demo: node demo-a -> demo-b over 4 %s rails on "
 		"loopback, "
 		"1 MiB writes read back and verified, %.0f s\n",
-		ry_version(), o.duration);
+		ry_version(), ry_provider_name(provider), o.duration);
 	ret = cli_session_run(s);
 	cli_session_result(s, &r);
 	if (json)

@@ -26,6 +26,11 @@
 #             two threads, a peer each, each     (one thread), run just
 #             peer in a context of its own:      before: M fragments/s
 #             M fragments/s of both (wall clock)
+#   tcp1r1500, tcp4x2g, tcpcpu4x1g (+ tcpcpuproc), tcplat_d1
+#             the rows above with tcp rails (rails/tcp) instead of soft
+#   tcppull   drill 4 tcp rails at tbf 1gbit,    3/4 of the healthy MB/s:
+#             a's r1 unplugged for the middle    ratio = outage /
+#             third: mean MB/s while it is out   (0.75 x healthy)
 #
 # Topology: tests/netns/topo.sh (two hosts, a switch namespace, one bridge
 # per rail); serve runs in b, bench and the peer clients in a.  Shaping is
@@ -45,7 +50,8 @@ ry=$build/src/cli/railyard
 core=$build/tests/manager/bench_core
 RUNS=${RUNS:-3}
 T=${T:-4}
-ROWS=${ROWS:-4x2g 1r1500 1r9000 cpu4x1g 4k_d64 lat_d1 null4 thr2}
+ROWS=${ROWS:-4x2g 1r1500 1r9000 cpu4x1g 4k_d64 lat_d1 null4 thr2 tcp1r1500 tcp4x2g tcpcpu4x1g tcplat_d1 tcppull}
+PROV=soft # the rails' provider, for the tcp rows
 
 if [[ $(id -u) -ne 0 ]]; then
 	echo "ratio.sh: needs root (network namespaces, tc)" >&2
@@ -107,7 +113,7 @@ conf() {
 		echo "node = \"$h\""
 		echo "control = \"198.18.0.$me:7470\""
 		for ((i = 0; i < n; i++)); do
-			echo "rail r$i { provider = soft network = \"n$i\"" \
+			echo "rail r$i { provider = $PROV network = \"n$i\"" \
 				"address = \"198.18.$((i + 1)).$me\"" \
 				"interface = \"r$i\" mtu = $mtu }"
 		done
@@ -228,8 +234,8 @@ row_tput() { # ROW RAILS MTU RATE
 		-v c="$ipc" -v b="$ibytes" 'BEGIN { printf "%.2f", (b > 0 ? c / (b / 1e9) : 0) }') "
 }
 
-row_cpu() {
-	local row=cpu4x1g j bytes ip ry_c ip_c s0 s1 pc ipc ibytes ij
+row_cpu() { # [ROW PROCROW]
+	local row=${1:-cpu4x1g} j bytes ip ry_c ip_c s0 s1 pc ipc ibytes ij
 	shape 1gbit
 	set_mtu 1500
 	serve_start 4 1500
@@ -249,7 +255,7 @@ row_cpu() {
 		-v by="$bytes" 'BEGIN { split(t, u, " ");
 		printf "%.3f", (by > 0 ? (b - a + u[1] + u[2]) / (by / 1e9) : 0) }')
 	ipc=$(awk -v c="$ipc" -v by="$ibytes" 'BEGIN { printf "%.3f", (by > 0 ? c / (by / 1e9) : 0) }')
-	add cpuproc "$(div "$pc" "$ipc")" "$pc" "$ipc"
+	add "${2:-cpuproc}" "$(div "$pc" "$ipc")" "$pc" "$ipc"
 }
 
 row_4k() {
@@ -266,8 +272,8 @@ row_4k() {
 	add $row "$(div "$ops" 300)" "$ops" 300
 }
 
-row_lat() {
-	local row=lat_d1 ry_p50 sp sq
+row_lat() { # [ROW]
+	local row=${1:-lat_d1} ry_p50 sp sq
 	shape none
 	set_mtu 1500
 	serve_start 1 1500
@@ -302,6 +308,33 @@ row_null() {
 	add $row "$(div "${m:-0}" 25)" "${m:-0}" 25
 }
 
+# a rail pulled mid-run at 4 x 1gbit (tcp rails): the outage's MB/s
+# against 3/4 of the healthy MB/s, from the drill's per-second samples
+row_pull() {
+	local row=tcppull out=$work/tcppull.$run.json dur=$((3 * T)) h o
+	shape 1gbit
+	set_mtu 1500
+	serve_start 4 1500
+	in_a "$ry" drill -c "$work/a.conf" --peer b --duration "$dur" \
+		--load streams --json >"$out" 2>"$out.log" &
+	local dp=$!
+	sleep "$T"
+	ip -n "$p-a" link set r1 down
+	sleep "$T"
+	ip -n "$p-a" link set r1 up
+	wait "$dp" || true
+	serve_stop
+	# healthy: t in (1, T]; outage: (T + 1, 2T]
+	h=$(jq -r --argjson t "$T" '[.samples[]? | select(.t > 1 and .t <= $t) |
+		.total_mbyte_s] | if length > 0 then add / length else 0 end' "$out")
+	o=$(jq -r --argjson t "$T" '[.samples[]? | select(.t > $t + 1 and
+		.t <= 2 * $t) | .total_mbyte_s] | if length > 0 then add / length
+		else 0 end' "$out")
+	add $row "$(div "$o" "$(awk -v h="$h" 'BEGIN { print 0.75 * h }')")" "$o" \
+		"$(awk -v h="$h" 'BEGIN { printf "%.2f", 0.75 * h }')" \
+		"$(jq -r '.ops_failed // "?"' "$out")"
+}
+
 # two posting threads, a context each, against one thread, back to back
 row_threads() {
 	local row=thr2 one two
@@ -328,6 +361,11 @@ for run in $(seq "$RUNS"); do
 		lat_d1) row_lat ;;
 		null4) row_null ;;
 		thr2) row_threads ;;
+		tcp1r1500) PROV=tcp; row_tput tcp1r1500 1 1500 none; PROV=soft ;;
+		tcp4x2g) PROV=tcp; row_tput tcp4x2g 4 1500 2gbit; PROV=soft ;;
+		tcpcpu4x1g) PROV=tcp; row_cpu tcpcpu4x1g tcpcpuproc; PROV=soft ;;
+		tcplat_d1) PROV=tcp; row_lat tcplat_d1; PROV=soft ;;
+		tcppull) PROV=tcp; row_pull; PROV=soft ;;
 		*) echo "ratio.sh: unknown row $row" >&2; exit 2 ;;
 		esac
 	done
@@ -347,13 +385,24 @@ declare -A LABEL=(
 	[lat_d1]="4K depth 1 p50 us vs sockperf pp RTT (lower=better)"
 	[null4]="null rail -r 4 -w 1, M frag/s/core vs 25"
 	[thr2]="null rail, 2 threads (contexts 2) vs 1, M frag/s"
+	[tcp1r1500]="tcp: 1 rail mtu 1500, MB/s vs iperf3 1 stream"
+	[tcp4x2g]="tcp: 4x2gbit tbf, MB/s vs 4 x iperf3"
+	[tcpcpu4x1g]="tcp: CPU-s/GB 4x1gbit, ry/iperf3 (lower=better)"
+	[tcpcpuproc]="  same, the processes' own CPU (not the machine)"
+	[tcplat_d1]="tcp: 4K depth 1 p50 us vs sockperf RTT (lower=better)"
+	[tcppull]="tcp: r1 pulled at 4x1gbit, MB/s vs 3/4 healthy"
 )
 declare -A TARGET=([4x2g]=">=0.97" [1r1500]=">=1.0" [1r9000]=">=1.0"
-	[cpu4x1g]="<=1.2" [cpuproc]="<=1.2" [4k_d64]=">=1.0" [lat_d1]="<=1.2" [null4]=">=1.0" [thr2]=">=1.6")
+	[cpu4x1g]="<=1.2" [cpuproc]="<=1.2" [4k_d64]=">=1.0" [lat_d1]="<=1.2" [null4]=">=1.0" [thr2]=">=1.6"
+	[tcp1r1500]=">=1.0" [tcp4x2g]=">=0.97" [tcpcpu4x1g]="<=1.2" [tcpcpuproc]="<=1.2"
+	[tcplat_d1]="<=1.1" [tcppull]=">=0.97")
 printf "%-48s %-20s %-22s %-22s %-7s %s\n" row "ratio min/med/max" \
 	"railyard min/med/max" "peer min/med/max" target extra
 json="{\"runs\":$RUNS,\"seconds\":$T"
-for row in ${ROWS/cpu4x1g/cpu4x1g cpuproc}; do
+rows=" $ROWS "
+rows=${rows/ cpu4x1g / cpu4x1g cpuproc }
+rows=${rows/ tcpcpu4x1g / tcpcpu4x1g tcpcpuproc }
+for row in $rows; do
 	if [[ -n ${NOTE[$row]:-} ]]; then
 		printf "%-48s not run: %s\n" "${LABEL[$row]}" "${NOTE[$row]}"
 		json+=",\"$row\":{\"not_run\":\"${NOTE[$row]}\"}"
@@ -363,11 +412,12 @@ for row in ${ROWS/cpu4x1g/cpu4x1g cpuproc}; do
 	read -r d e f <<<"$(mmm "${RY[$row]:-}")"
 	read -r g h i <<<"$(mmm "${PEER[$row]:-}")"
 	ex=""
-	[[ $row == 4x2g ]] && ex="min rail share % $(mmm "${EXTRA[$row]}" | tr ' ' /)"
-	[[ $row == 1r* || $row == 4x2g ]] &&
+	[[ $row == *4x2g ]] && ex="min rail share % $(mmm "${EXTRA[$row]}" | tr ' ' /)"
+	[[ $row == *1r* || $row == *4x2g ]] &&
 		ex+="${ex:+; }own CPU-s/GB ry/iperf3 ${OWN[$row]}"
 	[[ $row == 4k_d64 ]] && ex="own CPU us/op ${OWN[$row]}"
-	[[ $row == cpu4x1g ]] && ex="railyard MB/s $(mmm "${EXTRA[$row]}" | tr ' ' /)"
+	[[ $row == tcppull ]] && ex="ops failed ${EXTRA[$row]}"
+	[[ $row == *cpu4x1g ]] && ex="railyard MB/s $(mmm "${EXTRA[$row]}" | tr ' ' /)"
 	printf "%-48s %-20s %-22s %-22s %-7s %s\n" "${LABEL[$row]}" "$a/$b/$c" \
 		"$d/$e/$f" "$g/$h/$i" "${TARGET[$row]}" "$ex"
 	json+=",\"$row\":{\"ratio\":[${RATIO[$row]// /,}],\"railyard\":[${RY[$row]// /,}],\"peer\":[${PEER[$row]// /,}]"

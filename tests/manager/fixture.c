@@ -85,12 +85,14 @@ void fx_config(struct ry_config *c, const struct fx_opts *o, bool is_b)
 			snprintf(r->network, sizeof(r->network), "%s", net);
 		else
 			snprintf(r->network, sizeof(r->network), "net%u", i);
-		if (r->provider == RY_PROVIDER_SOFT)
+		if (r->provider == RY_PROVIDER_SOFT ||
+		    r->provider == RY_PROVIDER_TCP)
 			snprintf(r->address, sizeof(r->address), "127.0.0.1:0");
 		else
 			snprintf(r->address, sizeof(r->address), "%s-r%u",
 				 is_b ? "b" : "a", i);
 		r->weight = !is_b && o->weight_a[i] ? o->weight_a[i] : 1;
+		r->standby = o->standby[i];
 		r->gid_index = -1;
 	}
 #undef FX_SET

@@ -26,6 +26,7 @@ struct fx_opts {
 	const char *net_a[FX_MAX_RAILS]; /* default "net<i>" */
 	const char *net_b[FX_MAX_RAILS];
 	uint32_t weight_a[FX_MAX_RAILS];
+	bool standby[FX_MAX_RAILS]; /* rail i is a standby on a and b */
 	uint32_t heartbeat_ms, timeout_ms, ack_timeout_ms, retry_count;
 	uint32_t op_timeout_ms, reconnect_min_ms, reconnect_max_ms;
 	uint32_t idle_heartbeat_ms;

@@ -208,20 +208,33 @@ END_TEST
  * rail completes at post, and the previous op is done), so it goes 2:6.
  * Large transfers against the backlog: tests/unit/test_stripe.c.
  */
+static bool both_rails_active(void *arg);
+
 START_TEST(unequal_rates)
 {
 	const unsigned op = 128 << 10, nops = 256;
-	struct ry_counters c0, c1;
+	struct ry_counters c0, c1, b0, b1;
 	unsigned i;
 	double share;
 
 	_Static_assert(3 * (128 << 10) / 4 < RY__OUT_MIN,
 		       "the weight-3 rail's part of an op must not backlog it");
 	setup_opts(&(struct fx_opts){.weight_a = {1, 3}, .frags_per_wr = 4});
+	/* both rails up first (the first op connects them): an op striped
+	 * while one still connects goes all to the other, as can happen
+	 * when a tcp rail's connection takes a round more */
+	ck_assert_int_eq(write_verify(0, op, 0), RY_OK);
+	ck_assert(fx_until(&F, both_rails_active, NULL, 5000));
+	ck_assert_int_eq(ry_rail_counters(F.a, "r0", &b0), 0);
+	ck_assert_int_eq(ry_rail_counters(F.a, "r1", &b1), 0);
 	for (i = 0; i < nops; i++)
 		ck_assert_int_eq(write_verify((i % 64) * op, op, i), RY_OK);
 	ck_assert_int_eq(ry_rail_counters(F.a, "r0", &c0), 0);
 	ck_assert_int_eq(ry_rail_counters(F.a, "r1", &c1), 0);
+	c0.bytes -= b0.bytes;
+	c1.bytes -= b1.bytes;
+	c0.fragments -= b0.fragments;
+	c1.fragments -= b1.fragments;
 	share = (double)c1.bytes / (double)(c0.bytes + c1.bytes);
 	ck_assert_msg(share > 0.70 && share < 0.80,
 		      "rail with weight 3 of 4 carried %.3f", share);
@@ -653,6 +666,46 @@ START_TEST(all_rails_killed_then_restored)
 }
 END_TEST
 
+/*
+ * A standby rail (r2) carries nothing while a primary is up; with both
+ * primaries pulled the operations go on over it alone, none failed; with
+ * them back it idles again.
+ */
+START_TEST(standby_rail)
+{
+	struct ry_counters c, d;
+	int i;
+
+	setup_opts(&(struct fx_opts){
+	    .nrails_a = 3, .nrails_b = 3, .standby = {false, false, true}});
+	/* the first operation connects the rails; whichever came up first
+	 * took it (a standby too, while no primary was up yet) */
+	ck_assert_int_eq(write_verify(0, MiB, 1), RY_OK);
+	ck_assert(fx_until(&F, all_active, NULL, 5000));
+	ck_assert_int_eq(ry_rail_counters(F.a, "r2", &d), 0);
+	for (i = 0; i < 8; i++)
+		ck_assert_int_eq(write_verify(0, MiB, 10 + i), RY_OK);
+	ck_assert_int_eq(ry_rail_counters(F.a, "r2", &c), 0);
+	ck_assert_uint_eq(c.bytes, d.bytes);
+	ck_assert_int_eq(ry_rail_link(F.a, "r0", false), 0);
+	ck_assert_int_eq(ry_rail_link(F.a, "r1", false), 0);
+	for (i = 0; i < 8; i++) {
+		ck_assert_int_eq(write_verify(0, MiB, 20 + i), RY_OK);
+		ck_assert_int_eq(read_verify(0, MiB, 20 + i), RY_OK);
+	}
+	ck_assert_int_eq(ry_rail_counters(F.a, "r2", &c), 0);
+	ck_assert_uint_ge(c.bytes, d.bytes + 16 * MiB);
+	ck_assert_int_eq(ry_rail_link(F.a, "r0", true), 0);
+	ck_assert_int_eq(ry_rail_link(F.a, "r1", true), 0);
+	ck_assert(fx_until(&F, all_active, NULL, 5000));
+	for (i = 0; i < 8; i++)
+		ck_assert_int_eq(write_verify(0, MiB, 30 + i), RY_OK);
+	ck_assert_int_eq(ry_rail_counters(F.a, "r2", &d), 0);
+	ck_assert_uint_eq(d.bytes, c.bytes);
+	teardown();
+}
+END_TEST
+
 static bool a_r1_active(void *arg)
 {
 	(void)arg;
@@ -947,6 +1000,9 @@ START_TEST(detect_far_unplug_idle)
 
 	setup_opts(NULL); /* failover defaults */
 	ck_assert_int_eq(write_verify(0, 4096, 1), RY_OK);
+	/* r0 ACTIVE before the cut: one still probing fails without an
+	 * event (a loaded machine, or a tcp rail's round more to connect) */
+	ck_assert(fx_until(&F, all_active, NULL, 5000));
 	fx_sleep_progress(&F, 150);
 	t0 = fx_now_ns();
 	ck_assert_int_eq(ry_rail_fault(F.b, "r0", &cut), 0);
@@ -2208,7 +2264,8 @@ END_TEST
 static Suite *suite(void)
 {
 	Suite *s = suite_create(FX_PROVIDER == RY_PROVIDER_SOFT ? "manager-soft"
-								: "manager");
+				: FX_PROVIDER == RY_PROVIDER_TCP ? "manager-tcp"
+								 : "manager");
 	TCase *tc = tcase_create("manager");
 
 	tcase_set_timeout(tc, 120);
@@ -2227,6 +2284,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, own_stall_is_not_silence);
 	tcase_add_test(tc, down_times_silent);
 	tcase_add_test(tc, all_rails_killed_then_restored);
+	tcase_add_test(tc, standby_rail);
 	tcase_add_test(tc, flapping_rail);
 	tcase_add_test(tc, detect_local_link_down);
 	tcase_add_test(tc, detect_far_unplug_idle);
@@ -2235,8 +2293,9 @@ static Suite *suite(void)
 		/* needs the loop rail's held-packet release */
 		tcase_add_test(tc, fence_stale_packet_dropped);
 		tcase_add_test(tc, no_fence_stale_packet_lands);
-	} else {
-		/* needs a rail that can delay packets */
+	} else if (FX_PROVIDER != RY_PROVIDER_TCP) {
+		/* needs a rail that can delay packets (a tcp rail cannot: a
+		 * reset connection delivers nothing more) */
 		tcase_add_test(tc, fence_delayed_packet_dropped);
 		tcase_add_test(tc, no_fence_delayed_packet_lands);
 	}

@@ -33,7 +33,7 @@
 set -euo pipefail
 ry=$1 scenario=$2
 here=$(cd "$(dirname "$0")" && pwd)
-etc=$here/../../etc/examples
+etc=${RY_DRILL_CONF_DIR:-$here/../../etc/examples} # test_tcp_drill.sh: tcp rails
 if [[ $(id -u) -ne 0 ]] || ! ip netns list >/dev/null 2>&1; then
 	echo "SKIP: network namespaces need root (run as root, as CI does)"
 	exit 77

@@ -130,6 +130,16 @@ START_TEST(test_demo_runs)
 	ck_assert_msg(strstr(out, " 0 bytes corrupted, "), "%s", out);
 	ck_assert_msg(strstr(out, "verdict: nothing lost"), "%s", out);
 	ck_assert_int_eq(run("demo --duration 1", out, sizeof(out)), 2);
+	/* the same over tcp rails (rails/tcp) */
+	ck_assert_msg(run("demo --duration 4 --rails tcp", out, sizeof(out)) ==
+			  0,
+		      "demo --rails tcp failed: %s", out);
+	ck_assert_ptr_nonnull(strstr(out, "over 4 tcp rails"));
+	ck_assert_msg(strstr(out, "r1 down: detected in"), "%s", out);
+	ck_assert_msg(strstr(out, " 0 failed, "), "%s", out);
+	ck_assert_msg(strstr(out, " 0 bytes corrupted, "), "%s", out);
+	ck_assert_msg(strstr(out, "verdict: nothing lost"), "%s", out);
+	ck_assert_int_eq(run("demo --rails quic", out, sizeof(out)), 2);
 }
 END_TEST
 

@@ -152,6 +152,28 @@ static const struct bad_case bad[] = {
      "rail h {\n provider = verbs\n device = mlx5_0\n fault {\n  drop = 0.1\n "
      "}\n}\n",
      4, "verbs rail 'h' cannot inject faults", 1},
+    {"tcp rail with fault injection",
+     "rail t {\n provider = tcp\n address = \"127.0.0.1\"\n fault {\n  "
+     "drop = 0.1\n }\n}\n",
+     4, "tcp rail 't' cannot inject faults", 1},
+    {"tcp rail without an address", RAIL "rail t {\n provider = tcp\n}\n", 5,
+     "tcp rail 't' has neither address nor interface", 1},
+    {"tcp rail with a device",
+     RAIL "rail t {\n provider = tcp\n address = \"127.0.0.1\"\n"
+	  " device = mlx5_0\n}\n",
+     8, "tcp rail 't' does not use a device", 1},
+    {"data_mac with a tcp rail",
+     RAIL "rail t {\n provider = tcp\n address = \"127.0.0.1\"\n}\n"
+	  "data_mac = yes\n",
+     6, "data_mac: tcp rail 't' cannot carry a MAC", 0},
+    {"standby not a bool",
+     RAIL "rail t {\n provider = tcp\n"
+	  " address = \"127.0.0.1\"\n standby = often\n}\n",
+     8, "standby", 1},
+    {"unknown provider",
+     "rail t {\n provider = quic\n address = "
+     "\"127.0.0.1\"\n}\n",
+     2, "provider", 0},
     {"unknown log level", RAIL "log {\n level = loud\n}\n", 6,
      "log level 'loud' is unknown", 1},
     {"no rails", "node = \"x\"\n", 0, "no rail is defined", 1},
@@ -253,6 +275,8 @@ START_TEST(test_good_values)
 	    "x rate = \"25G\" weight = 3 }\n"
 	    "rail b { provider = verbs device = mlx5_1 port = 2 gid_index = 3 "
 	    "}\n"
+	    "rail c { provider = tcp address = \"198.18.0.1\" standby = true "
+	    "}\n"
 	    "failover { fence = no timeout_ms = 300 heartbeat_ms = 30 }\n"
 	    "peer p { address = \"198.18.0.2:7470\" }\n"
 	    "log { level = debug }\n";
@@ -261,13 +285,17 @@ START_TEST(test_good_values)
 	ck_assert_str_eq(cfg->node, "n1");
 	ck_assert_uint_eq(cfg->fragment_size, 8192);
 	ck_assert_uint_eq(cfg->max_op_size, 16u << 20);
-	ck_assert_uint_eq(cfg->n_rails, 2);
+	ck_assert_uint_eq(cfg->n_rails, 3);
 	ck_assert_str_eq(cfg->rails[0].name, "a");
 	ck_assert_int_eq(cfg->rails[0].provider, RY_PROVIDER_SOFT);
 	ck_assert_str_eq(cfg->rails[0].network, "x");
 	ck_assert_uint_eq(cfg->rails[0].rate_bps, 25000000000ull);
 	ck_assert_uint_eq(cfg->rails[0].weight, 3);
 	ck_assert_int_eq(cfg->rails[1].provider, RY_PROVIDER_VERBS);
+	ck_assert(!cfg->rails[1].standby);
+	ck_assert_int_eq(cfg->rails[2].provider, RY_PROVIDER_TCP);
+	ck_assert(cfg->rails[2].standby);
+	ck_assert_str_eq(ry_provider_name(RY_PROVIDER_TCP), "tcp");
 	ck_assert_str_eq(cfg->rails[1].device, "mlx5_1");
 	ck_assert_uint_eq(cfg->rails[1].port, 2);
 	ck_assert_int_eq(cfg->rails[1].gid_index, 3);

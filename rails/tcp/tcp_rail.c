@@ -1,0 +1,756 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The tcp rail: RC semantics over kernel TCP, one connection per QP (see
+ * tcp_int.h for the file map and the connection rules).  This file holds
+ * the rail: open/close, the ops table, PDs and regions, CQs, the SRQ,
+ * events and progress.
+ *
+ * fd() is an epoll fd over the listening socket, every connection and
+ * parked socket, a timerfd and an eventfd set while completions or events
+ * wait.  progress() takes what epoll reports (accepts, HELLOs, received
+ * messages, sockets that took more), runs the QPs with something to send
+ * (the active list) and the timers.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "rails/rail_addr.h"
+#include "rails/tcp/tcp_int.h"
+#include "src/util/clock.h"
+#include "src/util/log.h"
+#include "src/util/random.h"
+#include "src/util/ring.h"
+
+/* ---- the eventfd: readable while the owner has something to take ---- */
+
+static void efd_raise(struct ry__tcp_rail *r)
+{
+	uint64_t one = 1;
+
+	if (!r->efd_set && write(r->efd, &one, sizeof(one)) == sizeof(one))
+		r->efd_set = true;
+}
+
+static void efd_clear(struct ry__tcp_rail *r)
+{
+	uint64_t v;
+
+	if (r->efd_set && (read(r->efd, &v, sizeof(v)) >= 0 || errno == EAGAIN))
+		r->efd_set = false;
+}
+
+static bool rail_calm(const struct ry__tcp_rail *r)
+{
+	return !r->cqs_busy && r->ev_head == r->ev_tail;
+}
+
+int ry__tcp_epoll(struct ry__tcp_rail *r, int op, int fd, uint32_t events,
+		  struct ry__tcp_ep *ep)
+{
+	struct epoll_event ev = {.events = events, .data.ptr = ep};
+
+	return epoll_ctl(r->epfd, op, fd, &ev) ? -errno : 0;
+}
+
+/* ---- CQs ---- */
+
+static struct ry__tcp_cq *to_tcq(struct ry_cq *cq)
+{
+	return container_of(cq, struct ry__tcp_cq, base);
+}
+
+static bool cq_empty(const struct ry__tcp_cq *cq)
+{
+	return cq->head == cq->tail;
+}
+
+static int cq_reserve(struct ry__tcp_cq *cq, uint32_t entries)
+{
+	uint32_t size = cq->size ? cq->size : 64;
+	struct ry_wc *ring;
+
+	while (size < entries)
+		size *= 2;
+	if (size == cq->size)
+		return 0;
+	ring = calloc(size, sizeof(*ring));
+	if (!ring)
+		return -ENOMEM;
+	for (uint32_t i = 0; cq->head + i != cq->tail; i++)
+		ring[i] = cq->ring[ry__ring_slot(cq->head + i, cq->size)];
+	cq->tail -= cq->head;
+	cq->head = 0;
+	free(cq->ring);
+	cq->ring = ring;
+	cq->size = size;
+	return 0;
+}
+
+/* Room for every send WR posted and not polled, and for every receive the
+ * SRQ can hold, twice (any of them may complete on this CQ). */
+int ry__tcp_cq_take(struct ry__tcp_cq *cq, uint32_t n)
+{
+	int rc = cq_reserve(cq, cq->sends + n + 2 * RY__TCP_SRQ_SIZE);
+
+	if (!rc)
+		cq->sends += n;
+	return rc;
+}
+
+void ry__tcp_cq_push(struct ry__tcp_qp *qp, const struct ry_wc *wc)
+{
+	struct ry__tcp_cq *cq = qp->cq;
+	struct ry__tcp_rail *r = tqp_rail(qp);
+
+	if (!cq->size || ry__ring_full(cq->head, cq->tail, cq->size)) {
+		RY_ERR("tcp", "rail %s: CQ overrun, completion of qp 0x%x lost",
+		       r->base.name, wc->qp_num);
+		return;
+	}
+	if (cq_empty(cq))
+		r->cqs_busy++;
+	cq->ring[ry__ring_slot(cq->tail++, cq->size)] = *wc;
+	efd_raise(r);
+}
+
+static int cq_poll(struct ry__tcp_rail *r, struct ry__tcp_cq *cq,
+		   struct ry_wc *wc, int n)
+{
+	int i = 0;
+
+	if (cq_empty(cq))
+		return 0;
+	while (i < n && !cq_empty(cq)) {
+		wc[i] = cq->ring[ry__ring_slot(cq->head++, cq->size)];
+		if (wc[i].opcode != RY_WC_RECV &&
+		    wc[i].opcode != RY_WC_RECV_RDMA_IMM)
+			cq->sends--;
+		i++;
+	}
+	if (cq_empty(cq) && !--r->cqs_busy && rail_calm(r))
+		efd_clear(r);
+	return i;
+}
+
+static int tcp_poll_cq(struct ry_rail *rail, struct ry_wc *wc, int n)
+{
+	struct ry__tcp_rail *r = to_trail(rail);
+
+	return cq_poll(r, &r->cq0, wc, n);
+}
+
+static int tcp_cq_poll(struct ry_cq *cq, struct ry_wc *wc, int n)
+{
+	return cq_poll(to_trail(cq->rail), to_tcq(cq), wc, n);
+}
+
+static int tcp_cq_pending(struct ry_cq *cq)
+{
+	return !cq_empty(to_tcq(cq));
+}
+
+static int tcp_create_cq(struct ry_rail *rail, struct ry_cq **cq_p)
+{
+	struct ry__tcp_rail *r = to_trail(rail);
+	struct ry__tcp_cq *cq = calloc(1, sizeof(*cq));
+	int rc;
+
+	if (!cq)
+		return -ENOMEM;
+	cq->base.rail = rail;
+	rc = cq_reserve(cq, 2 * RY__TCP_SRQ_SIZE);
+	if (rc) {
+		free(cq);
+		return rc;
+	}
+	ry__list_add_tail(&r->cqs, &cq->link);
+	*cq_p = &cq->base;
+	return 0;
+}
+
+static void cq_free(struct ry__tcp_rail *r, struct ry__tcp_cq *cq)
+{
+	if (!cq_empty(cq) && !--r->cqs_busy && rail_calm(r))
+		efd_clear(r);
+	free(cq->ring);
+	cq->ring = NULL;
+	cq->size = cq->head = cq->tail = 0;
+	if (cq != &r->cq0) {
+		ry__list_del(&cq->link);
+		free(cq);
+	}
+}
+
+static int tcp_destroy_cq(struct ry_cq *base)
+{
+	struct ry__tcp_cq *cq = to_tcq(base);
+
+	if (cq->n_qps)
+		return -EBUSY;
+	cq_free(to_trail(base->rail), cq);
+	return 0;
+}
+
+/* ---- SRQ and events ---- */
+
+static int tcp_post_recv(struct ry_rail *rail, const struct ry_recv_wr *wr,
+			 unsigned n)
+{
+	struct ry__tcp_rail *r = to_trail(rail);
+
+	if (ry__ring_used(r->srq_head, r->srq_tail) + n > RY__TCP_SRQ_SIZE)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++)
+		r->srq[ry__ring_slot(r->srq_tail++, RY__TCP_SRQ_SIZE)] = wr[i];
+	return 0;
+}
+
+bool ry__tcp_srq_pop(struct ry__tcp_rail *r, struct ry_recv_wr *wr)
+{
+	if (r->srq_head == r->srq_tail)
+		return false;
+	*wr = r->srq[ry__ring_slot(r->srq_head++, RY__TCP_SRQ_SIZE)];
+	return true;
+}
+
+void ry__tcp_event(struct ry__tcp_rail *r, enum ry_rail_event_type type,
+		   uint32_t qpn)
+{
+	struct ry_rail_event *e;
+
+	if (ry__ring_full(r->ev_head, r->ev_tail, RY__TCP_EVENTS))
+		r->ev_head++; /* the oldest goes: the owner re-reads state */
+	e = &r->ev[ry__ring_slot(r->ev_tail++, RY__TCP_EVENTS)];
+	e->type = type;
+	e->qpn = qpn;
+	/* now, not the last progress's time: set_link runs outside it */
+	e->time_ns = ry__now_ns();
+	efd_raise(r);
+}
+
+static int tcp_get_event(struct ry_rail *rail, struct ry_rail_event *ev)
+{
+	struct ry__tcp_rail *r = to_trail(rail);
+
+	if (r->ev_head == r->ev_tail)
+		return -EAGAIN;
+	*ev = r->ev[ry__ring_slot(r->ev_head++, RY__TCP_EVENTS)];
+	if (rail_calm(r))
+		efd_clear(r);
+	return 0;
+}
+
+/* ---- PDs and regions ---- */
+
+static unsigned bucket(uint32_t key)
+{
+	return (key * 2654435761u) >> 22; /* top 10 bits: 1024 buckets */
+}
+
+static int tcp_alloc_pd(struct ry_rail *rail, struct ry_pd **pd_p)
+{
+	struct ry__tcp_rail *r = to_trail(rail);
+	struct ry__tcp_pd *pd = calloc(1, sizeof(*pd));
+
+	if (!pd)
+		return -ENOMEM;
+	pd->base.rail = rail;
+	pd->next = r->pds;
+	r->pds = pd;
+	*pd_p = &pd->base;
+	return 0;
+}
+
+static int tcp_dealloc_pd(struct ry_pd *base)
+{
+	struct ry__tcp_pd *pd = container_of(base, struct ry__tcp_pd, base);
+	struct ry__tcp_rail *r = to_trail(base->rail);
+	struct ry__tcp_pd **pp;
+
+	if (pd->refs)
+		return -EBUSY;
+	for (pp = &r->pds; *pp != pd; pp = &(*pp)->next)
+		;
+	*pp = pd->next;
+	free(pd);
+	return 0;
+}
+
+static struct ry__tcp_mr *find_key(struct ry__tcp_rail *r, uint32_t key,
+				   bool rkey)
+{
+	struct ry__tcp_mr *m =
+	    rkey ? r->rkeys[bucket(key)] : r->lkeys[bucket(key)];
+
+	while (m && (rkey ? m->base.rkey : m->base.lkey) != key)
+		m = rkey ? m->rnext : m->lnext;
+	return m;
+}
+
+static int new_key(struct ry__tcp_rail *r, uint32_t *key, bool rkey)
+{
+	for (int i = 0; i < 64; i++) {
+		uint32_t k;
+		int rc = ry__rand_bytes(&k, sizeof(k));
+
+		if (rc)
+			return rc;
+		if (k && !find_key(r, k, rkey)) {
+			*key = k;
+			return 0;
+		}
+	}
+	return -EAGAIN;
+}
+
+static int tcp_reg_mr(struct ry_pd *pd, void *addr, size_t length,
+		      unsigned access, struct ry_mr **mr_p)
+{
+	struct ry__tcp_rail *r = to_trail(pd->rail);
+	struct ry__tcp_mr *m;
+	int rc;
+
+	if (!addr && length)
+		return -EINVAL;
+	if ((uintptr_t)addr + length < (uintptr_t)addr)
+		return -EINVAL;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->base.pd = pd;
+	m->base.addr = addr;
+	m->base.length = length;
+	m->base.access = access;
+	rc = new_key(r, &m->base.lkey, false);
+	if (!rc)
+		rc = new_key(r, &m->base.rkey, true);
+	if (rc) {
+		free(m);
+		return rc;
+	}
+	m->rnext = r->rkeys[bucket(m->base.rkey)];
+	r->rkeys[bucket(m->base.rkey)] = m;
+	m->lnext = r->lkeys[bucket(m->base.lkey)];
+	r->lkeys[bucket(m->base.lkey)] = m;
+	container_of(pd, struct ry__tcp_pd, base)->refs++;
+	*mr_p = &m->base;
+	return 0;
+}
+
+static int tcp_dereg_mr(struct ry_mr *mr)
+{
+	struct ry__tcp_rail *r = to_trail(mr->pd->rail);
+	struct ry__tcp_mr *m = container_of(mr, struct ry__tcp_mr, base);
+	struct ry__tcp_mr **pp;
+
+	for (pp = &r->rkeys[bucket(mr->rkey)]; *pp != m; pp = &(*pp)->rnext)
+		;
+	*pp = m->rnext;
+	for (pp = &r->lkeys[bucket(mr->lkey)]; *pp != m; pp = &(*pp)->lnext)
+		;
+	*pp = m->lnext;
+	container_of(mr->pd, struct ry__tcp_pd, base)->refs--;
+	free(m);
+	return 0;
+}
+
+static struct ry__tcp_mr *usable(struct ry__tcp_mr *m, struct ry_pd *pd,
+				 uint64_t va, uint64_t len, unsigned access)
+{
+	uint64_t lo, hi;
+
+	if (!m || m->base.pd != pd || (m->base.access & access) != access)
+		return NULL;
+	lo = (uintptr_t)m->base.addr;
+	hi = lo + m->base.length;
+	if (va < lo || va + len < va || va + len > hi)
+		return NULL;
+	return m;
+}
+
+struct ry__tcp_mr *ry__tcp_mr_rkey(struct ry__tcp_rail *r, struct ry_pd *pd,
+				   uint32_t rkey, uint64_t va, uint64_t len,
+				   unsigned access)
+{
+	return usable(find_key(r, rkey, true), pd, va, len, access);
+}
+
+struct ry__tcp_mr *ry__tcp_mr_lkey(struct ry__tcp_rail *r, struct ry_pd *pd,
+				   uint32_t lkey, uint64_t va, uint64_t len,
+				   unsigned access)
+{
+	return usable(find_key(r, lkey, false), pd, va, len, access);
+}
+
+/* ---- progress ---- */
+
+void ry__tcp_kick(struct ry__tcp_qp *qp)
+{
+	if (qp->flags & RY__TCP_QF_ACTIVE)
+		return;
+	qp->flags |= RY__TCP_QF_ACTIVE;
+	ry__list_add_tail(&tqp_rail(qp)->active, &qp->active);
+}
+
+void ry__tcp_timed(struct ry__tcp_qp *qp)
+{
+	if (qp->flags & RY__TCP_QF_RNR)
+		return;
+	qp->flags |= RY__TCP_QF_RNR;
+	ry__list_add_tail(&tqp_rail(qp)->timed, &qp->timed);
+}
+
+static void arm_timer(struct ry__tcp_rail *r)
+{
+	uint64_t next = 0;
+	struct ry__list *n;
+	struct itimerspec its = {0};
+
+	for (n = r->timed.next; n != &r->timed; n = n->next) {
+		struct ry__tcp_qp *qp =
+		    container_of(n, struct ry__tcp_qp, timed);
+		uint64_t t = ry__tcp_qp_next_timer(qp);
+
+		if (t && (!next || t < next))
+			next = t;
+	}
+	for (n = r->pend.next; n != &r->pend; n = n->next) {
+		struct ry__tcp_pend *p =
+		    container_of(n, struct ry__tcp_pend, link);
+
+		if (!next || p->deadline < next)
+			next = p->deadline;
+	}
+	if (next == r->timer_armed)
+		return;
+	r->timer_armed = next;
+	if (next) {
+		its.it_value.tv_sec = (time_t)(next / 1000000000);
+		its.it_value.tv_nsec = (long)(next % 1000000000);
+	}
+	timerfd_settime(r->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+static void run_timers(struct ry__tcp_rail *r)
+{
+	struct ry__list *n, *nx;
+
+	for (n = r->timed.next; n != &r->timed; n = nx) {
+		struct ry__tcp_qp *qp =
+		    container_of(n, struct ry__tcp_qp, timed);
+
+		nx = n->next;
+		ry__tcp_qp_timers(qp);
+	}
+	for (n = r->pend.next; n != &r->pend; n = nx) {
+		struct ry__tcp_pend *p =
+		    container_of(n, struct ry__tcp_pend, link);
+
+		nx = n->next;
+		if (p->deadline <= r->now)
+			ry__tcp_pend_close(r, p);
+	}
+}
+
+static int tcp_progress(struct ry_rail *rail)
+{
+	struct ry__tcp_rail *r = to_trail(rail);
+	struct epoll_event evs[64];
+	int n;
+
+	r->now = ry__now_ns();
+	if (r->last_progress) {
+		uint64_t d = r->now - r->last_progress;
+
+		r->lclock += d < RY__TCP_STALL_NS ? d : RY__TCP_STALL_NS;
+	}
+	r->last_progress = r->now;
+	n = epoll_wait(r->epfd, evs, 64, 0);
+	for (int i = 0; i < n; i++) {
+		struct ry__tcp_ep *ep = evs[i].data.ptr;
+		uint64_t v;
+
+		switch (ep->kind) {
+		case RY__TCP_EP_LISTEN:
+			ry__tcp_accept(r);
+			break;
+		case RY__TCP_EP_TIMER:
+			if (read(r->tfd, &v, sizeof(v)) < 0) {
+				/* EAGAIN: re-armed since it fired */
+			}
+			r->timer_armed = 0;
+			break;
+		case RY__TCP_EP_EVENT:
+			break; /* the owner's: poll_cq and get_event clear it */
+		case RY__TCP_EP_LINK:
+			ry__tcp_link_run(r);
+			break;
+		case RY__TCP_EP_PEND:
+			ry__tcp_pend_rx(
+			    r, container_of(ep, struct ry__tcp_pend, ep));
+			break;
+		case RY__TCP_EP_CONN:
+			ry__tcp_conn_event(
+			    container_of(ep, struct ry__tcp_qp, c.ep),
+			    evs[i].events);
+			break;
+		}
+	}
+	run_timers(r);
+	while (!ry__list_empty(&r->active)) {
+		struct ry__tcp_qp *qp =
+		    container_of(r->active.next, struct ry__tcp_qp, active);
+
+		ry__list_del(&qp->active);
+		qp->flags &= ~RY__TCP_QF_ACTIVE;
+		ry__tcp_conn_tx(qp);
+	}
+	arm_timer(r);
+	if (!rail_calm(r))
+		efd_raise(r);
+	return 0;
+}
+
+static int tcp_pending(struct ry_rail *rail)
+{
+	struct ry__tcp_rail *r = to_trail(rail);
+
+	return !cq_empty(&r->cq0) || r->ev_head != r->ev_tail;
+}
+
+static int tcp_fd(struct ry_rail *rail)
+{
+	return to_trail(rail)->epfd;
+}
+
+static int tcp_query(struct ry_rail *rail, struct ry_rail_attr *attr)
+{
+	struct ry__tcp_rail *r = to_trail(rail);
+
+	memset(attr, 0, sizeof(*attr));
+	attr->link = r->eff_up ? RY_LINK_UP : RY_LINK_DOWN;
+	attr->mtu = r->mtu;
+	attr->mtu_hdr = 0; /* TCP segments; a message has no MTU limit */
+	attr->sends_alone = false; /* post queues, progress transmits */
+	attr->local.gid[10] = 0xff;
+	attr->local.gid[11] = 0xff;
+	memcpy(&attr->local.gid[12], &r->addr.sin_addr, 4);
+	attr->local.udp_port = ntohs(r->addr.sin_port); /* the TCP listener */
+	attr->local.mtu = r->mtu;
+	attr->max_qp_wr = RY__TCP_MAX_QP_WR;
+	attr->max_msg_size = RY__TCP_MAX_MSG;
+	return 0;
+}
+
+/* Socket I/O on or off as link and cut say. */
+static void io_switch(struct ry__tcp_rail *r)
+{
+	bool on = !ry__tcp_io_off(r);
+	struct ry__list *n;
+
+	ry__tcp_epoll(r, EPOLL_CTL_MOD, r->lfd, on ? EPOLLIN : 0, &r->lep);
+	for (n = r->qps.next; n != &r->qps; n = n->next) {
+		struct ry__tcp_qp *qp =
+		    container_of(n, struct ry__tcp_qp, link);
+
+		ry__tcp_conn_interest(qp);
+		if (on)
+			ry__tcp_kick(qp);
+	}
+}
+
+/*
+ * Fault injection is the soft rail's; the tcp rail knows one fault, a cut
+ * cable (drop_all): nothing in or out, and no link event, so the manager
+ * must notice the silence itself.  Anything else is -EOPNOTSUPP.
+ */
+static int tcp_set_fault(struct ry_rail *rail, const struct ry_fault *f)
+{
+	struct ry__tcp_rail *r = to_trail(rail);
+
+	if (f->drop > 0 || f->duplicate > 0 || f->reorder > 0 ||
+	    f->corrupt > 0 || f->delay_us)
+		return -EOPNOTSUPP;
+	if (r->cut != f->drop_all) {
+		r->cut = f->drop_all;
+		io_switch(r);
+	}
+	return 0;
+}
+
+/*
+ * A pulled cable, for drills without namespaces (railyard demo): nothing
+ * goes in or out of the rail's sockets while it is DOWN (they stay open,
+ * as the kernel's would); the manager hears it as a link event.
+ */
+static int tcp_set_link(struct ry_rail *rail, enum ry_link_state state)
+{
+	struct ry__tcp_rail *r = to_trail(rail);
+
+	if (state != RY_LINK_UP && state != RY_LINK_DOWN)
+		return -EINVAL;
+	if (state == r->link)
+		return 0;
+	r->link = state;
+	io_switch(r);
+	ry__tcp_link_update(r);
+	return 0;
+}
+
+static int tcp_get_stats(struct ry_rail *rail, struct ry_rail_stats *st)
+{
+	*st = to_trail(rail)->st;
+	return 0;
+}
+
+/* ---- open / close ---- */
+
+static void tcp_close(struct ry_rail *rail);
+
+static int tcp_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
+{
+	struct ry__tcp_rail *r;
+	int rc;
+
+	if (cfg->mtu && (cfg->mtu < 256 || cfg->mtu > 65536)) {
+		RY_ERR("tcp", "rail %s: mtu %u out of range 256..65536",
+		       cfg->name, cfg->mtu);
+		return -EINVAL;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->base.ops = &ry__tcp_ops;
+	snprintf(r->base.name, sizeof(r->base.name), "%s", cfg->name);
+	snprintf(r->ifname, sizeof(r->ifname), "%s", cfg->interface);
+	r->lfd = r->epfd = r->tfd = r->efd = r->nlfd = -1;
+	r->lep.kind = RY__TCP_EP_LISTEN;
+	r->nep.kind = RY__TCP_EP_LINK;
+	r->tep.kind = RY__TCP_EP_TIMER;
+	r->eep.kind = RY__TCP_EP_EVENT;
+	r->mtu = cfg->mtu ? cfg->mtu : 1500;
+	r->link = RY_LINK_UP;
+	ry__list_init(&r->qps);
+	ry__list_init(&r->active);
+	ry__list_init(&r->timed);
+	ry__list_init(&r->pend);
+	ry__list_init(&r->cqs);
+	r->cq0.base.rail = &r->base;
+	if (ry__hidx_init(&r->qpns)) {
+		free(r);
+		return -ENOMEM;
+	}
+	rc = ry__rail_parse_addr(cfg, &r->addr);
+	if (rc) {
+		RY_ERR("tcp", "rail %s: bad address \"%s\" (want ip[:port])",
+		       cfg->name, cfg->address);
+		ry__hidx_free(&r->qpns);
+		free(r);
+		return rc;
+	}
+	r->scratch = malloc(RY__TCP_SCRATCH);
+	r->epfd = epoll_create1(EPOLL_CLOEXEC);
+	r->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	r->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (!r->scratch || r->epfd < 0 || r->tfd < 0 || r->efd < 0) {
+		rc = r->scratch ? -errno : -ENOMEM;
+		RY_ERR("tcp", "rail %s: epoll/timerfd/eventfd: %m", cfg->name);
+		goto err;
+	}
+	rc = ry__tcp_listen(r);
+	if (!rc)
+		rc = ry__tcp_epoll(r, EPOLL_CTL_ADD, r->lfd, EPOLLIN, &r->lep);
+	if (!rc)
+		rc = ry__tcp_epoll(r, EPOLL_CTL_ADD, r->tfd, EPOLLIN, &r->tep);
+	if (!rc)
+		rc = ry__tcp_epoll(r, EPOLL_CTL_ADD, r->efd, EPOLLIN, &r->eep);
+	if (!rc)
+		rc = ry__tcp_link_open(r);
+	if (rc)
+		goto err;
+	r->eff_up = r->nl_up;
+	RY_DBG("tcp", "rail %s: listening on %s:%u", r->base.name,
+	       inet_ntoa(r->addr.sin_addr), ntohs(r->addr.sin_port));
+	*rail_p = &r->base;
+	return 0;
+err:
+	tcp_close(&r->base);
+	return rc;
+}
+
+static void tcp_close(struct ry_rail *rail)
+{
+	struct ry__tcp_rail *r;
+	struct ry__list *n;
+
+	if (!rail)
+		return;
+	r = to_trail(rail);
+	/* in phases: connections and QPs (nothing more goes out or lands),
+	 * parked sockets, CQs, regions, PDs */
+	ry__tcp_qp_cleanup(r);
+	while ((n = r->pend.next) != &r->pend)
+		ry__tcp_pend_close(r,
+				   container_of(n, struct ry__tcp_pend, link));
+	while ((n = r->cqs.next) != &r->cqs)
+		cq_free(r, container_of(n, struct ry__tcp_cq, link));
+	cq_free(r, &r->cq0);
+	for (unsigned b = 0; b < RY__TCP_KEY_BUCKETS; b++)
+		while (r->rkeys[b])
+			tcp_dereg_mr(&r->rkeys[b]->base);
+	while (r->pds) {
+		struct ry__tcp_pd *pd = r->pds;
+
+		r->pds = pd->next;
+		free(pd);
+	}
+	if (r->lfd >= 0)
+		close(r->lfd);
+	if (r->nlfd >= 0)
+		close(r->nlfd);
+	if (r->efd >= 0)
+		close(r->efd);
+	if (r->tfd >= 0)
+		close(r->tfd);
+	if (r->epfd >= 0)
+		close(r->epfd);
+	free(r->scratch);
+	ry__hidx_free(&r->qpns);
+	free(r);
+}
+
+const struct ry_rail_ops ry__tcp_ops = {
+    .name = "tcp",
+    .alloc_pd = tcp_alloc_pd,
+    .close = tcp_close,
+    .create_cq = tcp_create_cq,
+    .create_qp = ry__tcp_create_qp,
+    .cq_pending = tcp_cq_pending,
+    .cq_poll = tcp_cq_poll,
+    .dealloc_pd = tcp_dealloc_pd,
+    .dereg_mr = tcp_dereg_mr,
+    .destroy_cq = tcp_destroy_cq,
+    .destroy_qp = ry__tcp_destroy_qp,
+    .fd = tcp_fd,
+    .get_event = tcp_get_event,
+    .get_stats = tcp_get_stats,
+    .modify_qp = ry__tcp_modify_qp,
+    .open = tcp_open,
+    .poll_cq = tcp_poll_cq,
+    .post_recv = tcp_post_recv,
+    .post_send = ry__tcp_post_send,
+    .progress = tcp_progress,
+    .pending = tcp_pending,
+    .query = tcp_query,
+    .reg_mr = tcp_reg_mr,
+    .set_fault = tcp_set_fault,
+    .set_link = tcp_set_link,
+};

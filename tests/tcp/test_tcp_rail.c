@@ -1,0 +1,328 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The tcp rail's own rules, beyond the contract suite: how a connection
+ * is made and whom the listener believes.
+ *
+ *   hello_before_rtr   the connecting side reaches RTS (and sends HELLO)
+ *                      while the other QP is still in INIT: the HELLO is
+ *                      parked and taken at RTR
+ *   forged_hello       a stranger's connection naming a live QP with a
+ *                      wrong cookie, or the right cookie but the wrong
+ *                      peer, is closed; the QPs' own connection is
+ *                      untouched and carries data
+ *   stale_hello        after a reconnect (new QPs), the old connection's
+ *                      HELLO replayed is refused
+ *   garbage            a connection that sends no HELLO but bytes is
+ *                      closed, and nothing lands
+ *   pend_flood         more silent connections than the listener parks:
+ *                      the oldest are closed, and a QP pair connecting
+ *                      through the same listener still comes up
+ *   err_closes         a QP moved to ERR resets its connection: the idle
+ *                      peer QP's next WR fails (RETRY_EXCEEDED) at once,
+ *                      not after a timeout
+ */
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "rail/rail_conformance.h"
+#include "rails/tcp/tcp_wire.h"
+#include "tcp/tcp_provider.h"
+
+static const unsigned ALL = RY_TEST_ACCESS_ALL;
+
+/* The listener's port of rail i. */
+static uint16_t port_of(struct ry_test_pair *p, int i)
+{
+	struct ry_rail_attr a;
+
+	ck_assert_int_eq(ry__rail_query(p->r[i], &a), 0);
+	return a.local.udp_port;
+}
+
+/* A raw client connected to rail i's listener. */
+static int raw_connect(struct ry_test_pair *p, int i)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_port = htons(port_of(p, i))};
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	ck_assert_int_ge(fd, 0);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+static void send_hello(int fd, uint32_t qpn, uint64_t cookie, uint32_t src_qpn,
+		       uint64_t src_cookie)
+{
+	uint8_t h[RY__TCP_HDR_LEN];
+	struct ry__tcp_msg m = {.opcode = RY__TCP_OP_HELLO,
+				.qpn = qpn,
+				.cookie = cookie,
+				.va = src_cookie,
+				.rkey = src_qpn};
+
+	ry__tcp_wire_encode(h, &m);
+	ck_assert_int_eq(send(fd, h, sizeof(h), 0), (ssize_t)sizeof(h));
+}
+
+/* The rail closed our raw connection (EOF or reset) within 2 s. */
+static void expect_closed(struct ry_test_pair *p, int fd)
+{
+	uint64_t end = test_now_ms() + 2000;
+	char c;
+
+	for (;;) {
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		ssize_t n;
+
+		pair_progress(p);
+		if (poll(&pfd, 1, 10) == 1) {
+			n = recv(fd, &c, 1, MSG_DONTWAIT);
+			ck_assert_msg(n <= 0, "the rail answered a stranger");
+			if (n == 0 || errno == ECONNRESET)
+				break;
+		}
+		ck_assert_msg(test_now_ms() < end, "stranger not closed");
+	}
+	close(fd);
+}
+
+/* Index (0/1) of the QP that connects: the smaller listener port. */
+static int active_side(struct ry_test_pair *p)
+{
+	return port_of(p, 0) < port_of(p, 1) ? 0 : 1;
+}
+
+START_TEST(test_hello_before_rtr)
+{
+	struct ry_test_pair p;
+	struct ry_qp_attr at[2];
+	int a, b;
+
+	pair_open(&p);
+	pair_defaults(&p);
+	pair_create_qps(&p);
+	a = active_side(&p);
+	b = 1 - a;
+	for (int i = 0; i < 2; i++) {
+		at[i] = p.attr;
+		at[i].mtu = p.mtu;
+		at[i].remote = p.qp[1 - i]->local;
+		ck_assert_int_eq(
+		    ry__rail_modify_qp(p.qp[i], RY_QPS_INIT, &at[i]), 0);
+	}
+	ck_assert_int_eq(pair_to_rtr(p.qp[a], &at[a]), 0);
+	ck_assert_int_eq(ry__rail_modify_qp(p.qp[a], RY_QPS_RTS, &at[a]), 0);
+	/* the passive rail accepts and reads the HELLO: its QP is in INIT */
+	pair_spin(&p, 50);
+	ck_assert_int_eq(p.qp[b]->state, RY_QPS_INIT);
+	ck_assert_int_eq(pair_to_rtr(p.qp[b], &at[b]), 0);
+	ck_assert_int_eq(ry__rail_modify_qp(p.qp[b], RY_QPS_RTS, &at[b]), 0);
+	xfer_check(&p, RY_WR_RDMA_WRITE, 65536, 1);
+	xfer_check(&p, RY_WR_SEND, 4096, 2);
+	xfer_check(&p, RY_WR_RDMA_READ, 100000, 3);
+	pair_close(&p);
+}
+END_TEST
+
+START_TEST(test_forged_hello)
+{
+	struct ry_test_pair p;
+	int fd, b;
+
+	pair_open(&p);
+	pair_connect(&p);
+	xfer_check(&p, RY_WR_RDMA_WRITE, 4096, 1);
+	/* the passive QP was taken already; try both rails' QPs anyway */
+	for (b = 0; b < 2; b++) {
+		struct ry_qp *q = p.qp[b], *o = p.qp[1 - b];
+
+		fd = raw_connect(&p, b);
+		send_hello(fd, q->qp_num, q->local.cookie ^ 1, o->qp_num,
+			   o->local.cookie);
+		expect_closed(&p, fd);
+		fd = raw_connect(&p, b);
+		send_hello(fd, q->qp_num, q->local.cookie, o->qp_num ^ 2,
+			   o->local.cookie);
+		expect_closed(&p, fd);
+		fd = raw_connect(&p, b);
+		send_hello(fd, q->qp_num, q->local.cookie, o->qp_num,
+			   o->local.cookie);
+		/* even the right names: the QP has its connection */
+		expect_closed(&p, fd);
+	}
+	xfer_check(&p, RY_WR_RDMA_WRITE, 1 << 20, 2);
+	xfer_check(&p, RY_WR_RDMA_READ, 1 << 20, 3);
+	pair_close(&p);
+}
+END_TEST
+
+START_TEST(test_stale_hello)
+{
+	struct ry_test_pair p;
+	uint32_t qpn[2];
+	uint64_t cookie[2];
+	int fd, b;
+
+	pair_open(&p);
+	pair_connect(&p);
+	b = 1 - active_side(&p);
+	for (int i = 0; i < 2; i++) {
+		qpn[i] = p.qp[i]->qp_num;
+		cookie[i] = p.qp[i]->local.cookie;
+		ck_assert_int_eq(ry__rail_modify_qp(p.qp[i], RY_QPS_ERR, NULL),
+				 0);
+		ck_assert_int_eq(
+		    ry__rail_modify_qp(p.qp[i], RY_QPS_RESET, NULL), 0);
+		/* RESET draws a new cookie: the old connection's is void */
+		ck_assert_uint_ne(p.qp[i]->local.cookie, cookie[i]);
+	}
+	/* the old HELLO, replayed while the QPs reconnect */
+	fd = raw_connect(&p, b);
+	send_hello(fd, qpn[b], cookie[b], qpn[1 - b], cookie[1 - b]);
+	pair_connect_qps(&p);
+	expect_closed(&p, fd);
+	xfer_check(&p, RY_WR_RDMA_WRITE, 65536, 1);
+	pair_close(&p);
+}
+END_TEST
+
+START_TEST(test_garbage)
+{
+	struct ry_test_pair p;
+	struct region r;
+	uint8_t junk[4096], *snap;
+	int fd;
+
+	pair_open(&p);
+	pair_connect(&p);
+	region_get(&p, 1, &r, 4096, 7, ALL);
+	snap = malloc(4096 + 2 * GUARD);
+	memcpy(snap, r.buf, 4096 + 2 * GUARD);
+	/* a WRITE header aimed at a real region, but no HELLO first */
+	memset(junk, 0xab, sizeof(junk));
+	{
+		struct ry__tcp_msg m = {.opcode = RY__TCP_OP_WRITE,
+					.qpn = p.qp[1]->qp_num,
+					.cookie = p.qp[1]->local.cookie,
+					.va = (uintptr_t)r.mr->addr,
+					.rkey = r.mr->rkey,
+					.len = 1024};
+
+		ry__tcp_wire_encode(junk, &m);
+	}
+	fd = raw_connect(&p, 1);
+	ck_assert_int_eq(send(fd, junk, sizeof(junk), 0),
+			 (ssize_t)sizeof(junk));
+	expect_closed(&p, fd);
+	pair_spin(&p, 20);
+	ck_assert(!memcmp(snap, r.buf, 4096 + 2 * GUARD));
+	xfer_check(&p, RY_WR_RDMA_WRITE, 4096, 1);
+	free(snap);
+	region_put(&r);
+	pair_close(&p);
+}
+END_TEST
+
+START_TEST(test_pend_flood)
+{
+	enum { N = 300 }; /* above the listener's 256 parked sockets */
+	struct ry_test_pair p;
+	int fd[N];
+
+	pair_open(&p);
+	for (int i = 0; i < N; i++) {
+		fd[i] = raw_connect(&p, 0);
+		if (i % 32 == 31)
+			pair_progress(&p);
+	}
+	pair_spin(&p, 20);
+	/* the first ones were pushed out: closed by the rail */
+	expect_closed(&p, fd[0]);
+	pair_connect(&p);
+	xfer_check(&p, RY_WR_RDMA_WRITE, 65536, 1);
+	xfer_check(&p, RY_WR_RDMA_READ, 65536, 2);
+	for (int i = 1; i < N; i++)
+		close(fd[i]);
+	pair_spin(&p, 20);
+	xfer_check(&p, RY_WR_SEND, 4096, 3);
+	pair_close(&p);
+}
+END_TEST
+
+START_TEST(test_err_closes)
+{
+	struct ry_test_pair p;
+	struct region a, b;
+	struct ry_send_wr wr;
+	struct ry_rail_event ev;
+	struct ry_wc wc;
+	uint64_t t;
+
+	pair_open(&p);
+	pair_defaults(&p);
+	/* long timeouts: only the reset can end it this fast */
+	p.attr.ack_timeout_us = 1000000;
+	p.attr.retry_cnt = 6;
+	pair_connect(&p);
+	region_get(&p, 0, &a, 4096, 1, ALL);
+	region_get(&p, 1, &b, 4096, 2, ALL);
+	xfer_check(&p, RY_WR_RDMA_WRITE, 4096, 1);
+	ck_assert_int_eq(ry__rail_modify_qp(p.qp[0], RY_QPS_ERR, NULL), 0);
+	/* the reset reaches an idle QP first: its next WR fails */
+	pair_spin(&p, 50);
+	t = test_now_ms();
+	wr = wr_make(RY_WR_RDMA_WRITE, &b, &a, 4096, 5);
+	ck_assert_int_eq(ry__rail_post_send(p.qp[1], &wr, 1), 0);
+	for (;;) {
+		struct ry_test_pair q = p;
+
+		/* rail 1's completions, on its side */
+		if (pair_poll(&q, 1, &wc, 1) == 1)
+			break;
+		pair_progress(&p);
+		ck_assert_msg(test_now_ms() - t < 2000, "no completion");
+	}
+	ck_assert_uint_eq(wc.wr_id, 5);
+	ck_assert_msg(wc.status == RY_WC_RETRY_EXCEEDED, "got %s",
+		      ry_wc_status_str(wc.status));
+	ck_assert_int_eq(p.qp[1]->state, RY_QPS_ERR);
+	/* and the rail said so: the manager fails over at once */
+	ck_assert_int_eq(ry__rail_get_event(p.r[1], &ev), 0);
+	ck_assert_int_eq(ev.type, RY_RAIL_EV_QP_FATAL);
+	ck_assert_uint_eq(ev.qpn, p.qp[1]->qp_num);
+	region_put(&a);
+	region_put(&b);
+	pair_close(&p);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("tcp_rail");
+	TCase *tc = tcase_create("tcp");
+	SRunner *sr;
+	int failed;
+
+	ry_test_provider = &ry__tcp_test_provider;
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_hello_before_rtr);
+	tcase_add_test(tc, test_forged_hello);
+	tcase_add_test(tc, test_stale_hello);
+	tcase_add_test(tc, test_garbage);
+	tcase_add_test(tc, test_pend_flood);
+	tcase_add_test(tc, test_err_closes);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
