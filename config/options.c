@@ -79,6 +79,7 @@ const struct ry__opt ry__opts[] = {
     TOP(key_file, RY__OPT_STR, NULL, 0, 0, RY__OPT_OMIT_EMPTY, "path", NULL),
     /* needs key_file and soft rails only: checked in validate.c */
     TOP(data_mac, RY__OPT_BOOL, "no", 0, 0, 0, "yes | no", NULL),
+    TOP(require_all_rails, RY__OPT_BOOL, "no", 0, 0, 0, "yes | no", NULL),
 
     /* provider and the soft/verbs address rules are checked in code */
     RAIL(provider, RY__OPT_PROVIDER, NULL, 0, 0, 0, "soft | verbs | tcp", NULL),

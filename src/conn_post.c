@@ -28,9 +28,14 @@ int ry__probe_setup(struct ry_manager *m)
 	void *buf;
 	int ret;
 
-	for (i = 0; i < m->m_nrails; i++)
+	for (i = 0; i < m->m_nrails; i++) {
 		if (m->m_rails[i].lr_attr.mtu > stride)
 			stride = m->m_rails[i].lr_attr.mtu;
+		/* not open yet (rail_life.c): room for the largest step */
+		if (ry__rail_life_missing(&m->m_rails[i].lr_life) &&
+		    stride < 9000)
+			stride = 9000;
+	}
 	/* the peer's half, then ours (the WRITE source, the READ target);
 	 * a slice for every slot, so that a rail a reload adds has one too
 	 * (one with a larger MTU than these gets no ladder: pm_len) */

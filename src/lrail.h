@@ -18,6 +18,7 @@
 #include <railyard/railyard.h>
 
 #include "rails/rail.h"
+#include "src/rail_life.h"
 #include "src/tunables.h"
 
 struct ry_manager;
@@ -51,6 +52,7 @@ struct ry__lrail {
 	struct ry__conn **lr_qpn_hash;
 	unsigned lr_qpn_bits, lr_qpn_n;
 	struct ry_counters lr_gone; /* counters of peers forgotten */
+	struct ry__rlife lr_life;   /* absent, present, gone (rail_life.c) */
 };
 
 /* A thread doing the protocol work of some rails (progress.c). */
@@ -106,5 +108,8 @@ static inline bool ry__lrail_live(const struct ry__lrail *lr)
 int ry__lrail_open(struct ry_manager *m, unsigned i,
 		   const struct ry_rail_config *rc);
 void ry__lrail_close(struct ry__lrail *lr);
+/* reload.c: fail a rail's connections over, then close it (rail_life.c) */
+void ry__rail_remove(struct ry_manager *m, struct ry__lrail *lr,
+		     uint64_t drain_ns, const char *why);
 
 #endif /* RAILYARD_LRAIL_H */

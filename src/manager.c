@@ -65,6 +65,7 @@ static const struct ry__ctl_ops ctl_ops = {
     .co_peer_lost = ry__peer_ctl_lost,
     .co_peer_revoked = ry__peer_revoked,
     .co_peer_new = ry__peer_new,
+    .co_peer_rails = ry__rail_life_peer_rails,
     .co_peer_ready = ry__peer_ready,
     .co_peer_release = ctl_peer_release,
     .co_peer_state = ctl_peer_state,
@@ -142,16 +143,13 @@ int ry__lrail_open(struct ry_manager *m, unsigned i,
 	lr->lr_mgr = m;
 	lr->lr_idx = i;
 	lr->lr_cfg = *rc;
-	ret = ry__rail_open(&lr->lr_cfg, &rail);
+	ret = ry__rail_life_open(lr, &rail); /* logs why it failed */
 	/* lr_rail is read under lr_lock by whoever kicks the rail */
 	pthread_mutex_lock(&lr->lr_lock);
 	lr->lr_rail = rail;
 	pthread_mutex_unlock(&lr->lr_lock);
-	if (ret) {
-		RY_ERR("mgr", "rail %s: open: %s", lr->lr_cfg.name,
-		       strerror(-ret));
+	if (ret)
 		return ret;
-	}
 	ret = ry__rail_query(lr->lr_rail, &lr->lr_attr);
 	if (ret)
 		return ret;
@@ -178,8 +176,10 @@ int ry__lrail_open(struct ry_manager *m, unsigned i,
 	ret = ry__rail_fd(lr->lr_rail);
 	if (ret >= 0) {
 		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = lr};
+		/* reopened (rail_life.c) in a slot a rail thread runs */
+		int epfd = lr->lr_rt ? lr->lr_rt->rt_epfd : m->m_rail_epfd;
 
-		if (epoll_ctl(m->m_rail_epfd, EPOLL_CTL_ADD, ret, &ev))
+		if (epoll_ctl(epfd, EPOLL_CTL_ADD, ret, &ev))
 			RY_ERR("mgr", "rail %s: epoll_ctl: %m",
 			       lr->lr_cfg.name);
 	}
@@ -419,8 +419,9 @@ int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 	ry__fd_watch(m, m->m_rail_epfd, &m->m_rails_tag, false);
 
 	m->m_nrails = m->m_cfg.n_rails;
+	m->m_rail_life = ry__rail_life_run;
 	for (i = 0; i < m->m_nrails; i++) {
-		ret = ry__lrail_open(m, i, &m->m_cfg.rails[i]);
+		ret = ry__rail_life_create(m, i, &m->m_cfg.rails[i]);
 		if (ret)
 			goto err;
 	}
@@ -434,8 +435,11 @@ int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 	if (ret)
 		goto err;
 	ry__timer_arm(m);
-	RY_INFO("mgr", "node %s: %u rails, control %s", m->m_cfg.node,
-		m->m_nrails, m->m_listen_addr);
+	RY_INFO("mgr", "node %s: %d of %u rails open, control %s",
+		m->m_cfg.node, ry_rail_count(m), m->m_nrails, m->m_listen_addr);
+	if (!ry_rail_count(m))
+		RY_WARN("mgr", "node %s: no rail is open; waiting for one",
+			m->m_cfg.node);
 	*mgr_p = m;
 	return 0;
 
@@ -526,24 +530,33 @@ struct ry_rail *ry__mgr_rail(struct ry_manager *m, const char *name)
 	return lr ? lr->lr_rail : NULL;
 }
 
-/* The application sees the live rails only, numbered without holes. */
+/* The application sees the live rails only, numbered without holes;
+ * under the lock: rails come and go by themselves (rail_life.c). */
 int ry_rail_count(struct ry_manager *m)
 {
 	int n = 0;
 
 	if (!m)
 		return -EINVAL;
+	ry__lock(m);
 	for (unsigned i = 0; i < m->m_nrails; i++)
 		n += ry__lrail_live(&m->m_rails[i]);
+	ry__unlock(m);
 	return n;
 }
 
 const char *ry_rail_name(struct ry_manager *m, unsigned index)
 {
-	for (unsigned i = 0; m && i < m->m_nrails; i++)
+	const char *name = NULL;
+
+	if (!m)
+		return NULL;
+	ry__lock(m);
+	for (unsigned i = 0; !name && i < m->m_nrails; i++)
 		if (ry__lrail_live(&m->m_rails[i]) && !index--)
-			return m->m_rails[i].lr_cfg.name;
-	return NULL;
+			name = m->m_rails[i].lr_cfg.name;
+	ry__unlock(m);
+	return name;
 }
 
 int ry_rail_fault(struct ry_manager *m, const char *rail,

@@ -233,6 +233,9 @@ struct ry_manager {
 	/* the rails' fds without a thread of their own, itself in m_epfd
 	 * (m_rails_tag): ry_progress() runs only the rails it reports */
 	int m_rail_epfd;
+	/* rail_life.c's round (set at create): progress calls up through it,
+	 * so the floors below rail_life.c never name it */
+	void (*m_rail_life)(struct ry_manager *m, uint64_t now);
 	struct ry__fdtag m_rails_tag;
 	_Atomic uint64_t m_sweep_ns; /* next round that runs every rail */
 	/* progress threads: m_thread for control and timers, m_rt[] for

@@ -345,6 +345,23 @@ static void render_locked(struct ry_manager *m, struct mw *w)
 		   closed);
 
 	/* per rail */
+	family(w, "railyard_rail_up", "gauge",
+	       "1 when the configured rail is open, 0 when its device, port, "
+	       "interface or address is missing (reason says why).");
+	for (i = 0; i < m->m_nrails; i++) {
+		const struct ry__lrail *lr = &m->m_rails[i];
+
+		if (ry__lrail_live(lr)) {
+			sample_u64(w, "railyard_rail_up", lr->lr_cfg.name, NULL,
+				   1);
+		} else if (ry__rail_life_missing(&lr->lr_life)) {
+			put(w, "railyard_rail_up{");
+			put_label(w, "rail", lr->lr_life.rl_cfg.name);
+			put(w, ",");
+			put_label(w, "reason", lr->lr_life.rl_why);
+			put(w, "} 0\n");
+		}
+	}
 	family(w, "railyard_rail_link_up", "gauge",
 	       "1 when the rail's link is up, 0 when it is down.");
 	for (i = 0; i < nr; i++)

@@ -12,8 +12,13 @@
  *   8   u64  owner node (incarnation id)
  *   16  u64  address
  *   24  u64  length
- *   32  n x { u8 rail index, u8 zero[3], u32 rkey }
+ *   32  n x { u8 rail index, u24 rail generation, u32 rkey }
  *   32+8n u32 checksum: FNV-1a over every byte before it
+ *
+ * The rail generation counts the times the owner's rail in that slot came
+ * back (rail_life.c), 0 until it does: an initiator uses a key only while
+ * the rail list the owner last sent names the same generation, so an rkey
+ * of a closed rail is never sent to its successor.
  *
  * A descriptor crosses trust boundaries (it arrives in someone else's RPC),
  * so unpacking checks every field and the exact length; a bad one is
@@ -74,10 +79,11 @@ int ry__desc_unpack(const void *buf, size_t len, struct ry__desc *d)
 	for (i = 0; i < n; i++) {
 		const unsigned char *e = p + DESC_HDR + DESC_ENT * i;
 
-		if (e[0] >= RY_MAX_RAILS || e[1] || e[2] || e[3] ||
-		    out.d_mask & (1u << e[0]))
+		if (e[0] >= RY_MAX_RAILS || out.d_mask & (1u << e[0]))
 			return -EBADMSG;
 		out.d_mask |= 1u << e[0];
+		out.d_gen[e[0]] =
+		    e[1] | (uint32_t)e[2] << 8 | (uint32_t)e[3] << 16;
 		out.d_rkey[e[0]] = ry__get_le32(e + 4);
 	}
 	*d = out;
@@ -93,7 +99,7 @@ int ry_desc_check(const void *desc, size_t len)
 
 int ry_mr_pack(const struct ry_region *rg, void *buf, size_t len)
 {
-	const struct ry_manager *m;
+	struct ry_manager *m;
 	unsigned char *p = buf;
 	size_t need;
 	unsigned i, n = 0;
@@ -104,6 +110,9 @@ int ry_mr_pack(const struct ry_region *rg, void *buf, size_t len)
 	need = DESC_HDR + DESC_ENT * m->m_nrails + 4;
 	if (len < need)
 		return -ENOSPC;
+	/* a rail may close or open meanwhile (rail_life.c): whoever changes
+	 * one holds the cold lock, m_lock first */
+	pthread_mutex_lock(&m->m_lock);
 	memset(p, 0, need);
 	ry__put_le32(p, DESC_MAGIC);
 	p[4] = DESC_VERSION;
@@ -118,8 +127,12 @@ int ry_mr_pack(const struct ry_region *rg, void *buf, size_t len)
 			continue;
 		n++;
 		e[0] = (unsigned char)i;
+		e[1] = (unsigned char)m->m_rails[i].lr_life.rl_gen;
+		e[2] = (unsigned char)(m->m_rails[i].lr_life.rl_gen >> 8);
+		e[3] = (unsigned char)(m->m_rails[i].lr_life.rl_gen >> 16);
 		ry__put_le32(e + 4, rg->rg_mr[i]->rkey);
 	}
+	pthread_mutex_unlock(&m->m_lock);
 	p[5] = (unsigned char)n;
 	need = DESC_HDR + DESC_ENT * n;
 	ry__put_le32(p + need, fnv1a(p, need));

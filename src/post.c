@@ -21,6 +21,19 @@
 #include "src/region.h"
 #include "src/tunables.h"
 
+/* The owner's rails whose rkey in d is of the rail open now: a rail that
+ * came back (rail_life.c) has keys of its own. */
+static uint32_t fresh_keys(const struct ry_peer *p, const struct ry__desc *d)
+{
+	uint32_t mask = d->d_mask;
+
+	for (unsigned j = 0; j < p->pr_nrrails && j < RY_MAX_RAILS; j++)
+		if (mask & (1u << j) &&
+		    p->pr_rrails[j].rr_ep.cookie != d->d_gen[j])
+			mask &= ~(1u << j);
+	return mask;
+}
+
 /*
  * The last descriptor this thread unpacked, as bytes and unpacked: an
  * application posts many ops against one remote buffer, and unpacking
@@ -149,7 +162,7 @@ static struct ry__op *rdma_op_new(struct ry_peer *p, enum ry__op_type type,
 		op->op_notify_val = nval;
 	}
 	op->op_raddr = d->d_addr;
-	op->op_rmask = d->d_mask;
+	op->op_rmask = fresh_keys(p, d);
 	memcpy(op->op_rkey, d->d_rkey, sizeof(op->op_rkey));
 	op->op_rnode = d->d_node;
 	return op;

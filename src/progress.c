@@ -48,6 +48,8 @@ static void rail_event(struct ry__lrail *lr, const struct ry_rail_event *ev,
 	switch (ev->type) {
 	case RY_RAIL_EV_LINK_DOWN:
 	case RY_RAIL_EV_DEVICE_FATAL:
+		if (ev->type == RY_RAIL_EV_DEVICE_FATAL)
+			lr->lr_life.rl_dying = true; /* rail_life.c closes it */
 		if (lr->lr_link == RY_LINK_DOWN)
 			break;
 		lr->lr_link = RY_LINK_DOWN;
@@ -139,6 +141,8 @@ static void rail_handover(struct ry__lrail *lr, uint64_t now, bool all)
 	struct ry_rail_event rev;
 	int ret;
 
+	if (!lr->lr_rail)
+		return; /* closed since it had work (rail_life.c) */
 	for (;;) {
 		pthread_mutex_lock(&lr->lr_lock);
 		ret = ry__rail_get_event(lr->lr_rail, &rev);
@@ -165,7 +169,8 @@ static bool rail_run(struct ry__lrail *lr, bool ask, bool *own)
 	*own = false;
 	atomic_store_explicit(&lr->lr_kick, false, memory_order_relaxed);
 	pthread_mutex_lock(&lr->lr_lock);
-	if (!lr->lr_rail) { /* a hole: the rail was removed (reload.c) */
+	/* a hole (reload.c, rail_life.c), or being opened or closed */
+	if (!lr->lr_rail || lr->lr_life.rl_busy) {
 		pthread_mutex_unlock(&lr->lr_lock);
 		return false;
 	}
@@ -209,6 +214,8 @@ static void manager_round(struct ry_manager *m, uint64_t now)
 {
 	struct ry_peer *p;
 
+	if (m->m_rail_life)
+		m->m_rail_life(m, now);
 	ry__replay_run(m);
 	if (now >= m->m_next_tick_ns) {
 		m->m_next_tick_ns = now + m->m_tick_ns;

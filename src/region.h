@@ -38,6 +38,7 @@ struct ry__desc {
 	unsigned d_access;
 	uint32_t d_mask; /* which of the owner's rails have an rkey */
 	uint32_t d_rkey[RY_MAX_RAILS];
+	uint32_t d_gen[RY_MAX_RAILS]; /* of the rail the rkey is on */
 };
 
 int ry__desc_unpack(const void *buf, size_t len, struct ry__desc *d);

@@ -191,17 +191,21 @@ static void check(struct ry_manager *m, const struct ry_config *c,
 #undef SAME_NUM
 
 	memset(pl, 0, sizeof(*pl));
+	/* a missing rail (rail_life.c) is the config's as an open one is */
 	for (i = 0; i < m->m_nrails; i++)
-		pl->gone[i] = ry__lrail_live(&m->m_rails[i]);
+		pl->gone[i] = ry__lrail_live(&m->m_rails[i]) ||
+			      ry__rail_life_missing(&m->m_rails[i].lr_life);
 	for (k = 0; k < c->n_rails; k++) {
 		pl->keep[k] = -1;
 		for (i = 0; i < m->m_nrails; i++) {
 			const struct ry__lrail *lr = &m->m_rails[i];
+			const struct ry_rail_config *rc =
+			    ry__lrail_live(lr) ? &lr->lr_cfg
+					       : &lr->lr_life.rl_cfg;
 
-			if (!ry__lrail_live(lr) ||
-			    strcmp(lr->lr_cfg.name, c->rails[k].name))
+			if (!pl->gone[i] || strcmp(rc->name, c->rails[k].name))
 				continue;
-			if (same_rail(&lr->lr_cfg, &c->rails[k])) {
+			if (same_rail(rc, &c->rails[k])) {
 				pl->keep[k] = (int)i;
 				pl->gone[i] = false;
 			}
@@ -314,13 +318,16 @@ static bool slot_busy(struct ry_manager *m, unsigned s)
 }
 
 /*
- * Take a rail out of service the way a link-down would, wait for its
- * flushed work to come back (replayed on the other rails once the
- * threads run again), then close it.  the cold lock held, threads stopped.
+ * Take a rail out of service the way a link-down would, wait up to
+ * drain_ns for its flushed work to come back (replayed on the other rails
+ * once the threads run again), then close it.  The cold lock held; the
+ * threads stopped (a reload), or kept off the rail (rail_life.c: a rail
+ * whose device is gone, drain_ns 0).
  */
-static void remove_rail(struct ry_manager *m, struct ry__lrail *lr)
+void ry__rail_remove(struct ry_manager *m, struct ry__lrail *lr,
+		     uint64_t drain_ns, const char *why)
 {
-	uint64_t now = ry__now_ns(), end = now + DRAIN_NS;
+	uint64_t now = ry__now_ns(), end = now + drain_ns;
 	char name[RY_NAME_MAX];
 	struct ry__conn old;
 	struct ry_region *rg;
@@ -328,12 +335,9 @@ static void remove_rail(struct ry_manager *m, struct ry__lrail *lr)
 
 	snprintf(name, sizeof(name), "%s", lr->lr_cfg.name);
 
-	RY_INFO("reload", "rail %s: removed; draining its connections",
-		lr->lr_cfg.name);
 	lr->lr_link = RY_LINK_DOWN; /* no new connection on it */
 	for (p = m->m_peers; p; p = p->pr_next)
-		ry__conn_link_failed(p->pr_conn[lr->lr_idx],
-				     "rail removed by a reload", now);
+		ry__conn_link_failed(p->pr_conn[lr->lr_idx], why, now);
 	ry__replay_run(m);
 	while (slot_busy(m, lr->lr_idx) && ry__now_ns() < end) {
 		struct timespec ts = {0, 200000};
@@ -362,10 +366,13 @@ static void remove_rail(struct ry_manager *m, struct ry__lrail *lr)
 			struct ry_wc wc = {.wr_id = (uintptr_t)w,
 					   .status = RY_WC_FLUSHED};
 
-			RY_WARN("reload",
-				"rail %s: work not flushed within %llu ms: "
-				"replayed",
-				name, (unsigned long long)(DRAIN_NS / 1000000));
+			if (drain_ns)
+				RY_WARN(
+				    "mgr",
+				    "rail %s: work not flushed within "
+				    "%llu ms: replayed",
+				    name,
+				    (unsigned long long)(drain_ns / 1000000));
 			ry__wr_complete(m, w, &wc, now);
 		}
 		/*
@@ -577,8 +584,18 @@ static int reload(struct ry_manager *m, const struct ry_config *cfg,
 					c.rails[k].name);
 	}
 	for (i = 0; i < m->m_nrails; i++)
-		if (pl.gone[i])
-			remove_rail(m, &m->m_rails[i]);
+		if (pl.gone[i] &&
+		    ry__rail_life_missing(&m->m_rails[i].lr_life)) {
+			RY_INFO("reload", "rail %s: removed (it was missing)",
+				m->m_rails[i].lr_life.rl_cfg.name);
+			m->m_rails[i].lr_life.rl_missing = false;
+		} else if (pl.gone[i]) {
+			RY_INFO("reload",
+				"rail %s: removed; draining its connections",
+				m->m_rails[i].lr_cfg.name);
+			ry__rail_remove(m, &m->m_rails[i], DRAIN_NS,
+					"rail removed by a reload");
+		}
 	/* m_cfg.rails mirrors the slots (holes zeroed) */
 	for (i = 0; i < m->m_nrails; i++)
 		m->m_cfg.rails[i] = m->m_rails[i].lr_cfg;

@@ -140,6 +140,9 @@ struct ry_config {
 	/* a keyed MAC on every soft-rail packet, keys from the control
 	 * handshake (needs key_file; soft rails only) */
 	bool data_mac;
+	/* refuse to start when a rail cannot open (default: start with the
+	 * rails there are and open the others when they appear) */
+	bool require_all_rails;
 	struct ry_failover_config failover;
 	struct ry_log_config log;
 	unsigned n_rails;

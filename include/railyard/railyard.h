@@ -124,14 +124,27 @@ RY_API void ry_log_use_syslog(bool on);
  * 100..5000 ms, op timeout 10 s); an empty node gets a random name.
  * failover.fence is taken as given (false: no fencing).  The result must
  * then pass ry_config_validate(); its problems are logged at error level.
+ *
+ * A rail whose device, port, interface, address or GID is not there
+ * (its open fails with -ENODEV, -ENXIO, -ENETDOWN, -EADDRNOTAVAIL,
+ * -ENOENT or -EAGAIN) does not stop it: the manager starts without it,
+ * logs one warning naming the rail and the cause, lists it with
+ * ry_rail_missing(), tries again every RY_RAIL_RETRY_MS and sends
+ * RY_EV_RAIL_BACK once it is open (also with no rail open at all).
+ * cfg->require_all_rails makes such a rail an error instead.
+ *
  * Errors: -EINVAL (the config does not validate: no rails, fragment_size
  * not a power of two in 512..1 MiB, two rails with one name, a value out
  * of range such as a retry count above 6), -EADDRINUSE/-EADDRNOTAVAIL
- * (control address), a rail's open error (-ENOSYS: provider not
- * implemented, -EPROTONOSUPPORT: provider not built), -ENOMEM.
+ * (control address), a rail's open error (any with require_all_rails;
+ * else the others: -ENOSYS: provider not implemented, -EPROTONOSUPPORT:
+ * provider not built, -EINVAL: a bad address), -ENOMEM.
  */
 RY_API int ry_manager_create(const struct ry_config *cfg,
 			     struct ry_manager **mgr_p);
+
+/* How often a missing rail is tried again (milliseconds). */
+#define RY_RAIL_RETRY_MS 200
 
 /*
  * Load the file with ry_config_load() (problems logged at error level) and
@@ -571,6 +584,19 @@ enum ry_event_type {
 	RY_EV_PEER_UP,
 	RY_EV_PEER_DOWN,
 	RY_EV_PEER_RESTARTED,
+	/*
+	 * A local rail's device or interface went away (an HCA reset,
+	 * IBV_EVENT_DEVICE_FATAL, the device removed, the netdev deleted):
+	 * its connections failed over as for a pulled cable, and the rail
+	 * is closed.  reason says what happened.  The manager opens it again
+	 * by what the config names (device or GUID and port, interface,
+	 * address) when it returns, and then sends RY_EV_RAIL_BACK: also
+	 * for a rail that could not open when the manager was created.
+	 * Until then the rail is missing: ry_rail_missing() lists it and
+	 * ry_rail_count() does not count it.
+	 */
+	RY_EV_RAIL_GONE,
+	RY_EV_RAIL_BACK,
 };
 
 struct ry_event {
@@ -658,7 +684,9 @@ RY_API int ry_peer_list(struct ry_manager *mgr, struct ry_peer_entry *out,
 
 /* ---- rails: state and fault injection (drills, tests) ---- */
 
-/* Names of the local rails, in config order; returns the count. */
+/* Names of the local rails open now (missing ones: ry_rail_missing), in
+ * config order; returns the count.  The name lives as long as the
+ * manager; it reads "" once its rail is gone. */
 RY_API int ry_rail_count(struct ry_manager *mgr);
 RY_API const char *ry_rail_name(struct ry_manager *mgr, unsigned index);
 
@@ -670,6 +698,15 @@ struct ry_rail_info {
 };
 RY_API int ry_rail_info(struct ry_manager *mgr, const char *rail,
 			struct ry_rail_info *out);
+
+/*
+ * Configured rails that are not open (rail_life: absent at start, or
+ * gone since): the index-th one's name and why, as "interface eth2 not
+ * found" (with reason_len 0 reason may be NULL).  0, or -ENOENT past the
+ * last one; the list changes as rails come and go.  Thread-safe.
+ */
+RY_API int ry_rail_missing(struct ry_manager *mgr, unsigned index, char *name,
+			   size_t name_len, char *reason, size_t reason_len);
 
 /* What to do to a rail's packets; all zero clears every fault. */
 struct ry_fault_spec {

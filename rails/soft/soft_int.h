@@ -290,6 +290,7 @@ struct ry__soft_rail {
 	    *mac_ad; /* data_mac's scratch (soft_mac.c), from its first QP */
 	enum ry_link_state link; /* set_link */
 	bool nl_up;		 /* the real interface, from rtnetlink */
+	bool nl_gone;		 /* it was deleted (soft_netlink.c) */
 	bool eff_up;		 /* both: what query reports */
 	bool efd_set;
 	uint64_t timer_armed;

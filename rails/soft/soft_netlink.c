@@ -5,6 +5,13 @@
  * into RY_RAIL_EV_LINK_DOWN at the next progress, milliseconds later, and
  * up again into RY_RAIL_EV_LINK_UP.  The interface is cfg->interface, or the
  * one owning the bound address.
+ *
+ * The interface deleted (RTM_DELLINK, or its index gone after an overrun)
+ * is RY_RAIL_EV_DEVICE_FATAL: the socket is bound to that interface (by
+ * index, or by an address that went with it), and one re-created under
+ * the same name is another index, so the rail is done; the manager
+ * closes it and opens a new one by the config's name and address
+ * (src/rail_life.c).  Reported once.
  */
 #include <errno.h>
 #include <linux/netlink.h>
@@ -29,6 +36,18 @@
 static bool flags_up(unsigned flags)
 {
 	return (flags & IFF_UP) && (flags & (RY_IFF_LOWER_UP | IFF_RUNNING));
+}
+
+static void gone(struct ry__soft_rail *r)
+{
+	if (r->nl_gone)
+		return;
+	r->nl_gone = true;
+	r->nl_up = false;
+	RY_WARN("soft", "rail %s: interface (index %d) deleted", r->base.name,
+		r->ifindex);
+	ry__soft_link_update(r);
+	ry__soft_event(r, RY_RAIL_EV_DEVICE_FATAL, 0);
 }
 
 int ry__soft_nl_open(struct ry__soft_rail *r, const char *ifname)
@@ -76,9 +95,10 @@ void ry__soft_nl_run(struct ry__soft_rail *r)
 				/* Overrun: events lost, read the state. */
 				struct ifreq ifr = {0};
 
-				if (if_indextoname((unsigned)r->ifindex,
-						   ifr.ifr_name) &&
-				    !ioctl(r->sock, SIOCGIFFLAGS, &ifr))
+				if (!if_indextoname((unsigned)r->ifindex,
+						    ifr.ifr_name))
+					gone(r);
+				else if (!ioctl(r->sock, SIOCGIFFLAGS, &ifr))
 					r->nl_up = ifr.ifr_flags & IFF_UP;
 				ry__soft_link_update(r);
 				continue;
@@ -94,8 +114,12 @@ void ry__soft_nl_run(struct ry__soft_rail *r)
 			    nh->nlmsg_len < NLMSG_LENGTH(sizeof(*ifi)) ||
 			    ifi->ifi_index != r->ifindex)
 				continue;
-			r->nl_up = nh->nlmsg_type == RTM_NEWLINK &&
-				   flags_up(ifi->ifi_flags);
+			if (nh->nlmsg_type == RTM_DELLINK) {
+				gone(r);
+				continue;
+			}
+			if (!r->nl_gone)
+				r->nl_up = flags_up(ifi->ifi_flags);
 			ry__soft_link_update(r);
 		}
 	}

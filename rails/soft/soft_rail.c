@@ -507,7 +507,11 @@ static int soft_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 		goto err_free;
 	}
 	rc = ry__rail_parse_addr(cfg, &r->addr);
-	if (rc) {
+	if (rc == -EADDRNOTAVAIL) { /* not an error of the config */
+		RY_ERR("soft", "rail %s: interface %s has no IPv4 address",
+		       cfg->name, cfg->interface);
+		goto err_free;
+	} else if (rc) {
 		RY_ERR("soft", "rail %s: bad address \"%s\" (want ip[:port])",
 		       cfg->name, cfg->address);
 		goto err_free;

@@ -161,7 +161,8 @@ struct ry__verbs_rail {
 	uint32_t srq_wr; /* receives it holds: each CQ must have room */
 	int epfd;	 /* channel fd + async fd */
 	bool device_fatal;
-	bool port_active; /* as the last port event said */
+	bool port_active;     /* as the last port event said */
+	uint64_t dev_checked; /* the device's uverbs node last seen */
 	/* QPs the caller destroyed that the HCA still owes completions or
 	 * a "last WQE reached"; they stay on their CQ until reaped. */
 	struct ry__verbs_qp *zombies;

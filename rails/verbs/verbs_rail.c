@@ -450,7 +450,9 @@ static void handle_async(struct ry__verbs_rail *r, struct ibv_async_event *e)
 		/* The SRQ serves every QP: all are gone.  A CQ is sized for
 		 * all it can get, so its error (an overrun) is a sick device
 		 * too, and the caller could not recover it alone: its QPs
-		 * are in ERR and a new one on it would be as well. */
+		 * are in ERR and a new one on it would be as well.  The
+		 * manager closes the rail and opens the device again by its
+		 * configured name or GUID (src/rail_life.c). */
 		RY_ERR("verbs", "rail %s: %s", r->base.name,
 		       ibv_event_type_str(e->event_type));
 		r->device_fatal = true;
@@ -461,6 +463,29 @@ static void handle_async(struct ry__verbs_rail *r, struct ibv_async_event *e)
 		       ibv_event_type_str(e->event_type));
 		break;
 	}
+}
+
+/*
+ * A device being removed (`rdma link delete`, a driver unbound) whose
+ * driver cannot disassociate a user context (rxe, among others) sends no
+ * event: the kernel deletes its uverbs node at once and then waits for
+ * every user to close it.  So its node vanishing is our DEVICE_FATAL:
+ * the manager closes the rail (which lets the removal finish) and opens
+ * the device again by name when it returns.  Checked every 100 ms.
+ */
+static void check_removed(struct ry__verbs_rail *r)
+{
+	uint64_t now = ry__now_ns();
+
+	if (r->device_fatal || now - r->dev_checked < 100000000ull)
+		return;
+	r->dev_checked = now;
+	if (!access(r->ctx->device->dev_path, F_OK) || errno != ENOENT)
+		return;
+	RY_ERR("verbs", "rail %s: device %s removed (%s is gone)", r->base.name,
+	       ibv_get_device_name(r->ctx->device), r->ctx->device->dev_path);
+	r->device_fatal = true;
+	ry__verbs_push_event(r, RY_RAIL_EV_DEVICE_FATAL, 0);
 }
 
 static int drain_async(struct ry__verbs_rail *r)
@@ -485,6 +510,7 @@ static int verbs_progress(struct ry_rail *rail)
 	int rc;
 
 	rc = drain_async(r);
+	check_removed(r);
 	if (!rc)
 		rc = drain_cq_events(r);
 	if (!ry__list_empty(&r->dead_cqs))

@@ -12,6 +12,8 @@
 #include "src/cli/json.h"
 #include "src/cli/node.h"
 
+bool cli_require_all_rails;
+
 int cli_start(const char *path, struct ry_config **cfg_p,
 	      struct ry_manager **mgr_p)
 {
@@ -34,6 +36,8 @@ int cli_start_inflight(const char *path, unsigned min_inflight,
 	}
 	if (cfg->ops_in_flight < min_inflight)
 		cfg->ops_in_flight = min_inflight;
+	if (cli_require_all_rails)
+		cfg->require_all_rails = true;
 	ry_log_set_level(cfg->log.level);
 	ry_log_use_syslog(cfg->log.syslog);
 	ret = ry_manager_create(cfg, mgr_p);
@@ -45,9 +49,10 @@ int cli_start_inflight(const char *path, unsigned min_inflight,
 			? "a rail's provider is not implemented in this build"
 		    : ret == -EADDRINUSE
 			? "the control address is already in use"
-		    : ret == -ENODEV ? "a configured RDMA device or port is "
-				       "missing (see railyard devices)"
-				     : strerror(-ret));
+		    : ret == -ENODEV
+			? "a configured device, port or interface is missing "
+			  "(require_all_rails; see railyard devices)"
+			: strerror(-ret));
 		ry_config_free(cfg);
 		return ret;
 	}
@@ -172,6 +177,27 @@ static struct ry_peer_entry *peer_list(struct ry_manager *mgr, unsigned *n)
 	return NULL;
 }
 
+/* Configured rails not open (absent, or gone): up 0 and why. */
+static void missing_write(struct ry_manager *mgr, int json, bool comma,
+			  FILE *out)
+{
+	char name[64], why[256];
+
+	for (unsigned i = 0;
+	     !ry_rail_missing(mgr, i, name, sizeof(name), why, sizeof(why));
+	     i++) {
+		if (json) {
+			fprintf(out, "%s{\"name\":", comma || i ? "," : "");
+			cli_json_str(out, name);
+			fprintf(out, ",\"link\":\"down\",\"up\":0,\"reason\":");
+			cli_json_str(out, why);
+			fprintf(out, "}");
+		} else {
+			fprintf(out, "  %-8s missing: %s\n", name, why);
+		}
+	}
+}
+
 void cli_status_write(struct ry_manager *mgr, const struct ry_config *cfg,
 		      int json, FILE *out)
 {
@@ -201,7 +227,7 @@ void cli_status_write(struct ry_manager *mgr, const struct ry_config *cfg,
 			fprintf(out, "%s{\"name\":", i ? "," : "");
 			cli_json_str(out, name);
 			fprintf(out,
-				",\"link\":\"%s\",\"peers_active\":%u,"
+				",\"link\":\"%s\",\"up\":1,\"peers_active\":%u,"
 				"\"health\":%u,",
 				info.link_up ? "up" : "down", info.peers_active,
 				info.health_min);
@@ -218,6 +244,7 @@ void cli_status_write(struct ry_manager *mgr, const struct ry_config *cfg,
 			    c.replayed_fragments, c.failovers, c.reconnects);
 		}
 	}
+	missing_write(mgr, json, n > 0, out);
 	if (json)
 		fprintf(out, "],\"peers\":[");
 	else

@@ -10,6 +10,8 @@
 #include <railyard/railyard.h>
 
 /* Load, validate and create; on failure print why and return non-zero. */
+/* serve --require-all-rails: cli_start() sets require_all_rails */
+extern bool cli_require_all_rails;
 int cli_start(const char *path, struct ry_config **cfg_p,
 	      struct ry_manager **mgr_p);
 /* The same with ops_in_flight at least min_inflight (0: as configured):

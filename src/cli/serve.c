@@ -64,7 +64,7 @@ static int sd_watchdog_enabled(int unset, uint64_t *usec)
 static const char usage_text[] =
     "usage: railyard serve -c FILE [--socket PATH] [--region SIZE]\n"
     "                      [--targets N] [--metrics ADDR:PORT]\n"
-    "                      [--metrics-token FILE]\n"
+    "                      [--metrics-token FILE] [--require-all-rails]\n"
     "\n"
     "Run a node: bind the rails of FILE, accept peers, and give each peer\n"
     "that asks (`railyard bench` and `railyard drill`) a target region of\n"
@@ -84,6 +84,10 @@ static const char usage_text[] =
     "scrape must send \"Authorization: Bearer TOKEN\", or gets 401.\n"
     "At start the open-file limit is raised to its hard limit; a config\n"
     "whose max_sessions cannot fit under it is refused.\n"
+    "A rail whose device, port, interface or address is not there does not\n"
+    "stop it: it starts without the rail (`railyard status` shows it\n"
+    "missing, and why) and opens it when it appears; --require-all-rails\n"
+    "(or require_all_rails = yes) refuses to start instead.\n"
     "Under systemd (Type=notify) it reports readiness, status, watchdog.\n"
     "SIGHUP (or `railyard reload`) reads FILE again and applies it; a file\n"
     "with a problem changes nothing.\n"
@@ -174,6 +178,8 @@ static void on_event(const struct ry_event *ev, void *arg)
 		: ev->type == RY_EV_RAIL_UP	 ? "link up"
 		: ev->type == RY_EV_CONN_DOWN	 ? "connection down"
 		: ev->type == RY_EV_CONN_RESUMED ? "replayed traffic resumed"
+		: ev->type == RY_EV_RAIL_GONE	 ? "gone"
+		: ev->type == RY_EV_RAIL_BACK	 ? "back"
 						 : "connection up",
 		ev->reason && *ev->reason ? ": " : "",
 		ev->reason ? ev->reason : "");
@@ -186,11 +192,12 @@ static void on_event(const struct ry_event *ev, void *arg)
 	pthread_mutex_unlock(&sv->lock);
 }
 
-/* "4 rails, 3 up, 12 peers" for systemctl status. */
+/* "4 rails, 3 up, 12 peers" (", 1 missing") for systemctl status. */
 static void notify_status(struct server *sv, const char *prefix)
 {
 	int n = ry_rail_count(sv->mgr), up = 0;
-	unsigned peers = 0;
+	unsigned peers = 0, missing = 0;
+	char more[32] = "";
 
 	for (int i = 0; i < n; i++) {
 		struct ry_rail_info ri;
@@ -205,8 +212,12 @@ static void notify_status(struct server *sv, const char *prefix)
 		peers += sv->conns[i].up > 0;
 	sv->status_dirty = false;
 	pthread_mutex_unlock(&sv->lock);
-	sd_notifyf(0, "%sSTATUS=%d rails, %d up, %u peers", prefix, n, up,
-		   peers);
+	while (!ry_rail_missing(sv->mgr, missing, NULL, 0, NULL, 0))
+		missing++;
+	if (missing)
+		snprintf(more, sizeof(more), ", %u missing", missing);
+	sd_notifyf(0, "%sSTATUS=%d rails, %d up, %u peers%s", prefix, n, up,
+		   peers, more);
 }
 
 #ifdef RY_WITH_MICROHTTPD
@@ -476,6 +487,8 @@ int cli_serve(int argc, char **argv)
 			file = argv[++i];
 		} else if (!strcmp(argv[i], "--socket") && i + 1 < argc) {
 			sock_arg = argv[++i];
+		} else if (!strcmp(argv[i], "--require-all-rails")) {
+			cli_require_all_rails = true;
 		} else if (!strcmp(argv[i], "--metrics") && i + 1 < argc) {
 			metrics_arg = argv[++i];
 		} else if (!strcmp(argv[i], "--metrics-token") &&

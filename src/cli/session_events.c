@@ -34,6 +34,10 @@ static const char *event_name(enum ry_event_type t, struct rail_track *rt)
 		return "peer-down";
 	case RY_EV_PEER_RESTARTED:
 		return "peer-restarted";
+	case RY_EV_RAIL_GONE:
+		return "rail-gone";
+	case RY_EV_RAIL_BACK:
+		return "rail-back";
 	}
 	return "?";
 }

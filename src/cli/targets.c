@@ -245,6 +245,12 @@ void cli_targets_event(struct cli_targets *t, const struct ry_event *ev)
 	struct target *old = NULL;
 	int i;
 
+	/* its keys are new: the clients' next hello (on their connection
+	 * up) gets them */
+	if (ev->type == RY_EV_RAIL_BACK) {
+		cli_targets_repack(t);
+		return;
+	}
 	if (!ev->peer ||
 	    (ev->type != RY_EV_PEER_UP && ev->type != RY_EV_PEER_DOWN &&
 	     ev->type != RY_EV_PEER_RESTARTED))

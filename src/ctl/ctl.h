@@ -47,6 +47,10 @@ struct ry__ctl_ops {
 	 * replaces, 0 if none */
 	void (*co_peer_ready)(struct ry_peer *p, uint64_t old_node,
 			      bool dialer);
+	/* p's HELLO names these rails (their endpoints, n of them) and is
+	 * about to replace the ones recorded; NULL: nothing to tell */
+	void (*co_peer_rails)(struct ry_peer *p,
+			      const struct ry_qp_endpoint *ep, unsigned n);
 	/* p's control session moved on: PEER_CONNECTING (we are dialing
 	 * it), PEER_HELLO (connected, our HELLO sent) */
 	void (*co_peer_state)(struct ry_peer *p, int state);

@@ -158,6 +158,13 @@ static int hello_apply(struct ry__ctl *c, const struct ry__wire_hello *h,
 		return -EPROTO; /* one session speaks for one node */
 	}
 	p = c->c_peer;
+	if (ry__ctl_ops(c)->co_peer_rails) {
+		struct ry_qp_endpoint ep[RY_MAX_RAILS];
+
+		for (unsigned i = 0; i < h->wh_n && i < RY_MAX_RAILS; i++)
+			ep[i] = h->wh_rail[i].wr_ep;
+		ry__ctl_ops(c)->co_peer_rails(p, ep, h->wh_n);
+	}
 	if (h->wh_n != p->pr_nrrails) {
 		/* before anything changes: a refusal leaves the record as
 		 * it was */

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <syslog.h>
 
 #include <railyard/railyard.h>
@@ -51,6 +52,19 @@ void ry_log_use_syslog(bool on)
 	pthread_mutex_unlock(&sink_lock);
 }
 
+static _Thread_local struct ry__log_capture *capture;
+
+void ry__log_capture_begin(struct ry__log_capture *c)
+{
+	c->msg[0] = '\0';
+	capture = c;
+}
+
+void ry__log_capture_end(void)
+{
+	capture = NULL;
+}
+
 void ry__log_emit(enum ry_log_level level, const char *comp, const char *fmt,
 		  ...)
 {
@@ -64,6 +78,17 @@ void ry__log_emit(enum ry_log_level level, const char *comp, const char *fmt,
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 
+	if (capture && level <= RY_LOG_WARN) {
+		/* the first error is the cause; later ones its consequences */
+		if (!capture->msg[0]) {
+			size_t n = strnlen(msg, sizeof(capture->msg) - 1);
+
+			memcpy(capture->msg, msg, n);
+			capture->msg[n] = '\0';
+		}
+		errno = saved;
+		return;
+	}
 	pthread_mutex_lock(&sink_lock);
 	if (sink_fn) {
 		sink_fn(level, comp, msg, sink_arg);

@@ -19,6 +19,18 @@ extern _Atomic int ry__log_level;
 void ry__log_emit(enum ry_log_level level, const char *comp, const char *fmt,
 		  ...) __attribute__((format(printf, 3, 4)));
 
+/*
+ * Between begin and end, this thread's errors and warnings are not logged:
+ * the first is kept in c->msg ("" if none), for a caller that retries
+ * something quietly and reports its cause once (rail_life.c).  Lower
+ * levels are logged as usual.
+ */
+struct ry__log_capture {
+	char msg[256];
+};
+void ry__log_capture_begin(struct ry__log_capture *c);
+void ry__log_capture_end(void);
+
 #define ry__log(level, comp, ...)                                              \
 	do {                                                                   \
 		if ((int)(level) <= atomic_load_explicit(                      \

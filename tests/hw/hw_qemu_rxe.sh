@@ -21,6 +21,7 @@
 #                          (default BUILD_DIR/tests/hw/guest)
 #        RY_HW_SMP, RY_HW_MEM (MiB), RY_HW_TIMEOUT (s), RY_HW_SHELL=1
 #        TSAN_OPTIONS      passed on to the guest's tests (a TSan build)
+#        RY_HW_PREPARE_ONLY=1  stop once the image is ready (hw_qemu_2node)
 # exit:  the guest's status; 77 when QEMU or a kernel cannot be had here.
 set -uo pipefail
 SRC=$(readlink -f "$1") BUILD=$(readlink -f "$2")
@@ -118,6 +119,8 @@ if [ "$(cat "$CACHE/key" 2>/dev/null)" != "$key" ] || [ ! -f "$CACHE/initramfs.c
 	echo "$key" > "$CACHE/key"
 fi
 echo "HOST: guest image ready after $(elapsed) s (kernel $(cat "$CACHE/kver"))"
+# hw_qemu_2node.sh boots its own guests from this image
+[ "${RY_HW_PREPARE_ONLY:-}" = 1 ] && exit 0
 
 # --- boot ---
 APPEND="console=ttyS0 quiet loglevel=4 panic=-1 ry_src=$SRC ry_build=$BUILD"

@@ -31,8 +31,9 @@ ln -s usr/lib "$R/lib"; ln -s usr/lib64 "$R/lib64"
 # --- kernel modules and their dependencies ---
 # crc32_generic: rxe asks the crypto API for "crc32"; without a provider
 # 'rdma link add' fails with ENOENT (busybox modprobe ignores softdeps).
+# virtio_net: hw_qemu_2node's guests have NICs (hw_qemu_rxe's have none).
 MODS="crc32_generic crc32-pclmul rdma_rxe ib_uverbs ib_umad veth sch_netem
-      9p 9pnet_virtio virtio_pci"
+      9p 9pnet_virtio virtio_pci virtio_net"
 for m in $MODS; do
 	modprobe -d "$work/kernel" -S "$KVER" --show-depends "$m" 2>/dev/null |
 		awk '$1 == "insmod" { print $2 }' ||

@@ -36,6 +36,17 @@ int ry_loop_register(void);
  * null rail always does; off by default. */
 void ry_loop_sends_alone(bool on);
 
+/*
+ * While absent, a loop rail of this address does not open (-ENODEV, as a
+ * device that is not there); false makes it openable again.  At most 8
+ * addresses at a time.
+ */
+void ry_loop_absent(const char *address, bool absent);
+
+/* The rail's device goes away, as an HCA reset: its link goes down (no
+ * packet moves) and it reports RY_RAIL_EV_DEVICE_FATAL. */
+void ry_loop_device_gone(struct ry_rail *rail);
+
 /* How many times the rail's progress() has been called. */
 uint64_t ry_loop_progress_calls(struct ry_rail *rail);
 

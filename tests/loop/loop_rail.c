@@ -651,11 +651,51 @@ static int loop_post_recv(struct ry_rail *rail, const struct ry_recv_wr *wr,
 	return ret;
 }
 
+#define LOOP_ABSENT 8
+static char loop_absent[LOOP_ABSENT][RY_ADDR_MAX]; /* loop_lock */
+
+void ry_loop_absent(const char *address, bool absent)
+{
+	int free_i = -1, i;
+
+	pthread_mutex_lock(&loop_lock);
+	for (i = 0; i < LOOP_ABSENT; i++) {
+		if (!strcmp(loop_absent[i], address)) {
+			if (!absent)
+				loop_absent[i][0] = '\0';
+			break;
+		}
+		if (!loop_absent[i][0] && free_i < 0)
+			free_i = i;
+	}
+	if (i == LOOP_ABSENT && absent && free_i >= 0)
+		snprintf(loop_absent[free_i], sizeof(loop_absent[free_i]), "%s",
+			 address);
+	pthread_mutex_unlock(&loop_lock);
+}
+
+static bool is_absent(const char *address)
+{
+	bool r = false;
+
+	pthread_mutex_lock(&loop_lock);
+	for (int i = 0; i < LOOP_ABSENT && !r; i++)
+		r = address[0] && !strcmp(loop_absent[i], address);
+	pthread_mutex_unlock(&loop_lock);
+	return r;
+}
+
 static int open_common(const struct ry_rail_config *cfg, bool null,
 		       struct ry_rail **rail_p)
 {
-	struct loop_rail *lr = calloc(1, sizeof(*lr));
+	struct loop_rail *lr;
 
+	if (is_absent(cfg->address)) {
+		RY_ERR("loop", "rail %s: loop device %s not found", cfg->name,
+		       cfg->address);
+		return -ENODEV;
+	}
+	lr = calloc(1, sizeof(*lr));
 	if (!lr)
 		return -ENOMEM;
 	lr->lr_base.ops = null ? &null_ops : &loop_ops;
@@ -1067,6 +1107,19 @@ static int loop_set_link(struct ry_rail *rail, enum ry_link_state state)
 	}
 	pthread_mutex_unlock(&loop_lock);
 	return 0;
+}
+
+void ry_loop_device_gone(struct ry_rail *rail)
+{
+	struct loop_rail *lr = to_lr(rail);
+
+	pthread_mutex_lock(&loop_lock);
+	if (lr->lr_link != RY_LINK_DOWN) {
+		lr->lr_link = RY_LINK_DOWN;
+		ev_push(lr, RY_RAIL_EV_LINK_DOWN);
+	}
+	ev_push(lr, RY_RAIL_EV_DEVICE_FATAL);
+	pthread_mutex_unlock(&loop_lock);
 }
 
 static int loop_get_stats(struct ry_rail *rail, struct ry_rail_stats *st)

@@ -121,6 +121,12 @@ static void on_event(const struct ry_event *ev, void *arg)
 	case RY_EV_RAIL_UP:
 		e->n_rail_up++;
 		break;
+	case RY_EV_RAIL_GONE:
+		e->n_rail_gone++;
+		break;
+	case RY_EV_RAIL_BACK:
+		e->n_rail_back++;
+		break;
 	case RY_EV_CONN_RESUMED:
 		e->n_resumed++;
 		break;

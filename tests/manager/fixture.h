@@ -47,6 +47,7 @@ struct fx_opts {
 
 struct fx_events {
 	unsigned n_conn_down, n_conn_up, n_rail_down, n_rail_up;
+	unsigned n_rail_gone, n_rail_back;
 	uint64_t first_conn_down_ns;
 	uint64_t first_fail_ns, first_detect_ns; /* its ry_event fields */
 	unsigned n_resumed;

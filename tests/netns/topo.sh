@@ -44,6 +44,11 @@
 #                                    checks no GSO batch against its MTU;
 #                                    a tbf qdisc drops one whose frames
 #                                    exceed its burst)
+#   topo.sh delete PREFIX a|b RAIL   delete host's interface of rail RAIL
+#                                    (the veth pair: a NIC that went away)
+#   topo.sh create PREFIX a|b RAIL [MAC]
+#                                    create it again as topo up did (same
+#                                    name and address; MAC if given), up
 #   topo.sh down PREFIX              delete the namespaces (x too)
 # Only addresses from 198.18.0.0/15 are used, only inside these namespaces.
 set -euo pipefail
@@ -96,6 +101,19 @@ ns_intruder() {
 	done
 }
 
+# One host's cable of one rail, as ns_up makes it (no tbf shaping).
+ns_cable() {
+	local p=$1 h=$2 i=$3 mac=${4:-} hostnum=1
+	[[ $h == b ]] && hostnum=2
+	ip link add "$p$h""r$i" type veth peer name "$p${h}sr$i"
+	ip link set "$p$h""r$i" netns "$p-$h" name "r$i"
+	ip link set "$p${h}sr$i" netns "$p-sw" name "$h-r$i"
+	ip -n "$p-sw" link set "$h-r$i" master "br$i" up
+	[[ -n $mac ]] && ip -n "$p-$h" link set "r$i" address "$mac"
+	ip -n "$p-$h" addr add "198.18.$((i + 1)).$hostnum/24" dev "r$i"
+	ip -n "$p-$h" link set "r$i" up
+}
+
 ns_down() {
 	local p=$1 ns
 	for ns in "$p-a" "$p-b" "$p-sw" "$p-x"; do
@@ -113,6 +131,8 @@ up)
 	fi
 	;;
 down) ns_down "$2" ;;
+delete) ip -n "$2-$3" link del "r$4" ;;
+create) ns_cable "$2" "$3" "$4" "${5:-}" ;;
 unplug) ip -n "$2-$3" link set "r$4" down ;;
 plug) ip -n "$2-$3" link set "r$4" up ;;
 blackhole)
@@ -152,7 +172,7 @@ swmtu)
 	done
 	;;
 *)
-	sed -n '2,48p' "$0"
+	sed -n '2,53p' "$0"
 	exit 2
 	;;
 esac

@@ -383,9 +383,10 @@ START_TEST(test_serve_bench_status)
 }
 END_TEST
 
-/* serve with a verbs rail and no RDMA device (this machine, CI): it says
- * so plainly, names the way out, and exits 1 without starting anything
- * (no status socket left behind). */
+/* serve with a verbs rail and no RDMA device (this machine, CI): with
+ * --require-all-rails it says so plainly, names the way out, and exits 1
+ * without starting anything (no status socket left behind); without, it
+ * starts degraded and `status` shows the rail missing, and why. */
 START_TEST(test_serve_no_device)
 {
 	char dir[] = "/tmp/ry-cli-XXXXXX", path[64], sock[64], args[256];
@@ -402,13 +403,15 @@ START_TEST(test_serve_no_device)
 	      " device = \"mlx5_0\"\n}\n",
 	      f);
 	fclose(f);
-	snprintf(args, sizeof(args), "serve -c %s --socket %s", path, sock);
+	snprintf(args, sizeof(args),
+		 "serve -c %s --socket %s --require-all-rails", path, sock);
 	ck_assert_int_eq(run(args, out, sizeof(out)), 1);
 #ifdef RY_WITH_VERBS
 	ck_assert_msg(strstr(out, "no RDMA device found"), "output: %s", out);
 	ck_assert_msg(strstr(out, "rdma link"), "output: %s", out);
-	ck_assert_msg(strstr(out, "a configured RDMA device or port is missing "
-				  "(see railyard devices)"),
+	ck_assert_msg(strstr(out, "a configured device, port or interface is "
+				  "missing (require_all_rails; see railyard "
+				  "devices)"),
 		      "output: %s", out);
 #else
 	ck_assert_msg(strstr(out, "not implemented in this build"),
@@ -417,6 +420,39 @@ START_TEST(test_serve_no_device)
 	snprintf(args, sizeof(args), "cannot start node a from %s", path);
 	ck_assert_msg(strstr(out, args), "output: %s", out);
 	ck_assert_int_ne(access(sock, F_OK), 0);
+#ifdef RY_WITH_VERBS
+	{
+		char log[96];
+		pid_t pid;
+		int st, i;
+
+		snprintf(log, sizeof(log), "%s/serve.log", dir);
+		pid = fork();
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0) {
+			freopen(log, "w", stderr);
+			execl(RY_CLI, RY_CLI, "serve", "-c", path, "--socket",
+			      sock, (char *)NULL);
+			_exit(127);
+		}
+		for (i = 0; i < 100 && access(sock, F_OK); i++)
+			usleep(50000);
+		snprintf(args, sizeof(args), "status --json --socket %s", sock);
+		st = run(args, out, sizeof(out));
+		kill(pid, SIGTERM);
+		waitpid(pid, NULL, 0);
+		ck_assert_msg(st == 0, "status: %s", out);
+		ck_assert_msg(strstr(out, "{\"name\":\"r0\",\"link\":\"down\","
+					  "\"up\":0,\"reason\":\"no RDMA "
+					  "device found"),
+			      "status: %s", out);
+		ck_assert(slurp(log));
+		ck_assert_msg(strstr(out, "rail r0: absent: no RDMA device "
+					  "found"),
+			      "log: %s", out);
+		unlink(log);
+	}
+#endif
 	unlink(path);
 	rmdir(dir);
 }
