@@ -168,6 +168,14 @@ int ry__opt_parse(const struct ry__opt *o, const char *text, void *field);
  * for a config built by hand (then lines are the structs' own). */
 int ry__cfg_validate(const struct ry_config *cfg, struct ry__loader *ld);
 
+/*
+ * Copy an application's config into *out, a struct of this library's
+ * layout: fields its program did not have take their defaults.  Returns 0,
+ * or -EINVAL with *why_p saying what is wrong with its layout (layout.c).
+ */
+int ry__config_adopt(const struct ry_config *in, struct ry_config *out,
+		     const char **why_p);
+
 /* Parsers shared with validation and the CLI. */
 int ry__parse_size(const char *s, uint64_t *out);
 int ry__parse_rate(const char *s, uint64_t *out_bps);

@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <railyard/testing.h>
+
 #include "config/config_int.h"
 
 #define MAX_FILE_SIZE (1 << 20)
@@ -419,21 +421,6 @@ const char *ry_provider_name(enum ry_provider p)
 	default:
 		return "?";
 	}
-}
-
-void ry_config_init_defaults(struct ry_config *cfg)
-{
-	char host[RY_NAME_MAX] = "railyard";
-
-	memset(cfg, 0, sizeof(*cfg));
-	snprintf(cfg->source, sizeof(cfg->source), "<defaults>");
-	if (gethostname(host, sizeof(host) - 1) || !host[0])
-		snprintf(host, sizeof(host), "railyard");
-	host[sizeof(host) - 1] = 0;
-	snprintf(cfg->node, sizeof(cfg->node), "%s", host);
-	ry__opt_defaults("", cfg);
-	ry__opt_defaults("failover", cfg);
-	ry__opt_defaults("log", cfg);
 }
 
 int ry_config_demo(struct ry_config **cfg_p)

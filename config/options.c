@@ -6,8 +6,8 @@
  * is added here and in the code that consumes its value.  Checks that
  * involve more than one option stay as code in validate.c.
  *
- * tests/unit/test_options.c keeps etc/railyard.conf and the README's
- * option table in step with this one.
+ * tests/unit/test_options.c keeps etc/railyard.conf and the manual page
+ * config/railyard.conf.5 in step with this one.
  */
 #include <errno.h>
 #include <limits.h>

@@ -94,8 +94,16 @@ static bool sec_is_zero(const char *sec, const void *base)
 	return true;
 }
 
-void ry_config_print(const struct ry_config *cfg, FILE *out)
+void ry_config_print(const struct ry_config *in, FILE *out)
 {
+	const char *why = "no config";
+	struct ry_config c;
+	const struct ry_config *cfg = &c;
+
+	if (ry__config_adopt(in, &c, &why)) {
+		fprintf(out, "# %s\n", why);
+		return;
+	}
 	fprintf(out, "# effective configuration of %s\n", cfg->source);
 	print_sec(out, "", cfg, "", false);
 	for (unsigned i = 0; i < cfg->n_rails; i++) {

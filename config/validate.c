@@ -408,9 +408,21 @@ int ry_config_validate(const struct ry_config *cfg, ry_config_report_fn report,
 		       void *arg)
 {
 	struct ry__loader ld = {
-	    .file = cfg->source, .report = report, .arg = arg};
-	int n = ry__cfg_validate(cfg, &ld);
+	    .file = "<config>", .report = report, .arg = arg};
+	const char *why = NULL;
+	struct ry_config c;
+	int n;
 
+	if (ry__config_adopt(cfg, &c, &why)) {
+		ry__cfg_report(&ld, 0,
+			       "call ry_config_init_defaults() on it "
+			       "first, with this library's header",
+			       "%s", why ? why : "no config");
+		n = 1;
+	} else {
+		ld.file = c.source;
+		n = ry__cfg_validate(&c, &ld);
+	}
 	ry__cfg_flush(&ld);
 	return n;
 }

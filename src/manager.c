@@ -21,6 +21,8 @@
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
 
+#include <railyard/testing.h>
+
 #include "config/config_int.h"
 #include "src/conn.h"
 #include "src/control.h"
@@ -117,8 +119,8 @@ static void log_config_error(const struct ry_config_error *e, void *arg)
 }
 
 /*
- * A program may hand over a struct it zeroed: railyard.h promises defaults
- * for zero sizes and times, a node name and a loopback control address.
+ * A program may leave fields zero: railyard.h promises defaults for zero
+ * sizes and times, a node name and a loopback control address.
  * The rest is the loader's own validation, so a config passes one set of
  * rules whether it came from a file or was built by hand.
  */
@@ -353,9 +355,14 @@ int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 	unsigned i;
 	int ret;
 
+	const char *why = "no config";
+
 	if (!cfg || !mgr_p)
 		return -EINVAL;
-	c = *cfg;
+	if (ry__config_adopt(cfg, &c, &why)) {
+		RY_ERR("mgr", "%s", why);
+		return -EINVAL;
+	}
 	ret = adopt_config(&c);
 	if (ret)
 		return ret;

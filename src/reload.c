@@ -514,7 +514,13 @@ static int reload(struct ry_manager *m, const struct ry_config *cfg,
 	unsigned i, k;
 	int ret;
 
-	c = *cfg;
+	const char *why = "no config";
+
+	if (ry__config_adopt(cfg, &c, &why)) {
+		say(r, 0, "call ry_config_init_defaults() on it first", "%s",
+		    why);
+		return -EINVAL;
+	}
 	ry__opt_fill_zero(&c);
 	/* what ry_manager_create() filled in stays as it was */
 	if (!c.node[0])

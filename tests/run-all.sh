@@ -13,7 +13,7 @@ jobs=$(nproc)
 pkgs=(build-essential cmake pkg-config clang clang-format libclang-rt-14-dev
       libibverbs-dev librdmacm-dev libibumad-dev libconfuse-dev libsodium-dev check
       iproute2 iputils-ping iperf3 jq curl libmicrohttpd-dev libsystemd-dev
-      prometheus)
+      prometheus abigail-tools mandoc)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
@@ -66,7 +66,8 @@ cmake --build build/asan -j"$jobs" >/dev/null
 #   test_cli          waits 5 s for serve, which takes ~6 s to start here
 #                     (its 64 MiB target under TSan); one process per run
 #   install_consumer  packaging only, ~45 s; runs in builds 1 and 2
-# test_manager(_soft) run only their "threads" case here (CMake sets it).
+# Of the manager's areas only test_mgr_threads(_soft) runs here, its "threads"
+# case (CMake sets it).
 # intercept_send=0: TSan's send*/sendmmsg interceptors mark the buffers
 # read *after* the fd release that orders the receiver, so a sender's
 # buffer reused once the peer has its bytes (a region after completion)

@@ -6,7 +6,21 @@
  * ry_config_parse()), or filled by hand after ry_config_init_defaults(), and
  * handed to ry_manager_create().  The manager copies what it needs, so the
  * caller may free the config right after.  Every option, its unit and its
- * default is documented in etc/railyard.conf.
+ * default is documented in railyard.conf(5) and etc/railyard.conf.
+ *
+ * Extending it (ABI): the struct begins with its own size as the program
+ * was compiled (rc_size, and the sizes of a rail's and a peer's section),
+ * which ry_config_init_defaults() records and every function taking a
+ * config checks.  A new option of the top level is a field appended at the
+ * end of struct ry_config: a program built against an older header passes
+ * a shorter struct, and the library gives the fields it does not have
+ * their defaults, so it keeps working without a rebuild.  A config whose
+ * recorded sizes the library cannot read (not set up by
+ * ry_config_init_defaults(), or built against a newer header, or with
+ * another layout of a rail or peer section) is refused with -EINVAL and a
+ * message saying so, never misread.  A field inserted anywhere else, or
+ * added to struct ry_rail_config or struct ry_peer_config, is an ABI break
+ * to announce (tests/abi/README.md): the abi_check test fails on it.
  *
  * Threading: the functions here keep no global state and may be called from
  * any thread.
@@ -15,6 +29,7 @@
 #define RAILYARD_CONFIG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -90,7 +105,7 @@ struct ry_failover_config {
 	uint32_t reconnect_min_ms; /* first reconnect backoff */
 	uint32_t reconnect_max_ms; /* backoff ceiling */
 	uint32_t op_timeout_ms;	   /* an operation with no path fails after */
-	bool fence;		   /* fence replayed operations (see README) */
+	bool fence; /* fence replayed operations: railyard.conf(5) */
 };
 
 enum ry_log_level {
@@ -107,6 +122,15 @@ struct ry_log_config {
 };
 
 struct ry_config {
+	/*
+	 * sizeof(struct ry_config), sizeof(struct ry_rail_config) and
+	 * sizeof(struct ry_peer_config) as the program was compiled: set by
+	 * ry_config_init_defaults() and by the loader; copy them with the
+	 * struct, never write them otherwise.
+	 */
+	uint32_t rc_size;
+	uint16_t rc_rail_size;
+	uint16_t rc_peer_size;
 	char source[256];	   /* file name, or "<defaults>" */
 	char node[RY_NAME_MAX];	   /* this node's name */
 	char control[RY_ADDR_MAX]; /* control channel listen address */
@@ -140,15 +164,16 @@ struct ry_config {
 	/* a keyed MAC on every soft-rail packet, keys from the control
 	 * handshake (needs key_file; soft rails only) */
 	bool data_mac;
-	/* refuse to start when a rail cannot open (default: start with the
-	 * rails there are and open the others when they appear) */
-	bool require_all_rails;
 	struct ry_failover_config failover;
 	struct ry_log_config log;
 	unsigned n_rails;
 	struct ry_rail_config rails[RY_MAX_RAILS];
 	unsigned n_peers;
 	struct ry_peer_config *peers; /* n_peers entries, owned */
+	/* refuse to start when a rail cannot open (default: start with the
+	 * rails there are and open the others when they appear) */
+	bool require_all_rails;
+	/* new top-level options go here, at the end (see the top) */
 };
 
 /*
@@ -170,15 +195,19 @@ struct ry_config_error {
 typedef void (*ry_config_report_fn)(const struct ry_config_error *err,
 				    void *arg);
 
-/* Fill *cfg with the defaults documented in etc/railyard.conf: no rails. */
-RY_API void ry_config_init_defaults(struct ry_config *cfg);
-
 /*
- * The built-in configuration `railyard demo` uses: node "demo", four soft
- * rails on 127.0.0.1 with kernel-chosen ports, all on network "loop".
- * Returns 0 or -ENOMEM; free with ry_config_free().
+ * Fill *cfg with the defaults documented in railyard.conf(5), no rails,
+ * and record the struct's sizes as this program was compiled.  Returns 0,
+ * or -EINVAL when the library cannot use a struct of that layout (a
+ * program built against a newer header than the library's); the sizes are
+ * recorded all the same, so ry_manager_create() refuses it too.
  */
-RY_API int ry_config_demo(struct ry_config **cfg_p);
+#define ry_config_init_defaults(cfg)                                           \
+	ry_config_init((cfg), sizeof(*(cfg)), sizeof((cfg)->rails[0]),         \
+		       sizeof(*(cfg)->peers))
+/* What ry_config_init_defaults() calls; use the macro. */
+RY_API int ry_config_init(struct ry_config *cfg, size_t size, size_t rail_size,
+			  size_t peer_size);
 
 /*
  * Parse and validate a config file.  Every problem is passed to report

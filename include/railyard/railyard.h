@@ -116,8 +116,10 @@ RY_API void ry_log_use_syslog(bool on);
 
 /*
  * Create a manager from a config (copied; the caller keeps ownership of
- * cfg).  Opens every rail, registers receive buffers and starts the control
- * channel listener on cfg->control ("host:port"; port 0 picks one, see
+ * cfg): one from ry_config_load(), or a struct set up by
+ * ry_config_init_defaults() (any other is refused: config.h).  Opens
+ * every rail, registers receive buffers and starts the control channel
+ * listener on cfg->control ("host:port"; port 0 picks one, see
  * ry_manager_control_addr; empty means "127.0.0.1:0").  Zero sizes and
  * failover times take the defaults of ry_config_init_defaults() (heartbeat
  * 10 ms, timeout 100 ms, ack timeout 20 ms, retry 5, reconnect
@@ -133,7 +135,8 @@ RY_API void ry_log_use_syslog(bool on);
  * RY_EV_RAIL_BACK once it is open (also with no rail open at all).
  * cfg->require_all_rails makes such a rail an error instead.
  *
- * Errors: -EINVAL (the config does not validate: no rails, fragment_size
+ * Errors: -EINVAL (a struct of another layout, or a config that does not
+ * validate: no rails, fragment_size
  * not a power of two in 512..1 MiB, two rails with one name, a value out
  * of range such as a retry count above 6), -EADDRINUSE/-EADDRNOTAVAIL
  * (control address), a rail's open error (any with require_all_rails;
@@ -336,7 +339,7 @@ RY_API int ry_desc_live(struct ry_peer *peer, const void *desc, size_t len);
  * realloc, mremap).  Without it a later buffer at the same address hits
  * the old registration; if the old pages were unmapped meanwhile, verbs
  * RDMA then reads and writes the old (pinned) physical pages, not the new
- * buffer, and reports success (README: Registration cache).  Invalidation
+ * buffer, and reports success (ry_mr_cache_get(3)).  Invalidation
  * removes every cached region overlapping the range: idle ones are
  * deregistered at once, ones in use when their last put comes.
  *
@@ -682,7 +685,7 @@ struct ry_peer_entry {
 RY_API int ry_peer_list(struct ry_manager *mgr, struct ry_peer_entry *out,
 			unsigned max);
 
-/* ---- rails: state and fault injection (drills, tests) ---- */
+/* ---- rails ---- */
 
 /* Names of the local rails open now (missing ones: ry_rail_missing), in
  * config order; returns the count.  The name lives as long as the
@@ -708,31 +711,6 @@ RY_API int ry_rail_info(struct ry_manager *mgr, const char *rail,
 RY_API int ry_rail_missing(struct ry_manager *mgr, unsigned index, char *name,
 			   size_t name_len, char *reason, size_t reason_len);
 
-/* What to do to a rail's packets; all zero clears every fault. */
-struct ry_fault_spec {
-	bool drop_all; /* an unplugged cable: nothing in or out, silently */
-	double drop;   /* probabilities 0..1 */
-	double duplicate;
-	double reorder;
-	double corrupt;
-	uint32_t delay_us; /* added one-way delay */
-};
-
-/*
- * Inject a fault on a local rail by name; it replaces the previous one.
- * Errors: -ENOENT (no such rail), -EINVAL (a probability outside 0..1),
- * -EOPNOTSUPP (the provider cannot inject that fault: the verbs rail none,
- * the test-only loop rail only drop_all).
- */
-RY_API int ry_rail_fault(struct ry_manager *mgr, const char *rail,
-			 const struct ry_fault_spec *spec);
-
-/*
- * Take a local rail's link down or up, as pulling a cable would; the rail
- * reports it as a link event.  Errors: -ENOENT, -EOPNOTSUPP.
- */
-RY_API int ry_rail_link(struct ry_manager *mgr, const char *rail, bool up);
-
 /* ---- metrics ---- */
 
 /*
@@ -742,7 +720,7 @@ RY_API int ry_rail_link(struct ry_manager *mgr, const char *rail, bool up);
  * lowest health, failure detection and failover resume times (summaries
  * plus a max gauge) and the transport's packet counters; per connection
  * health and state labelled {rail, peer}; per peer the same counters
- * labelled {peer}.  The README lists every family.
+ * labelled {peer}.  ry_metrics_render(3) lists every family.
  *
  * Works like snprintf: writes at most len bytes into buf (NUL-terminated
  * when len > 0; buf may be NULL when len is 0) and returns the length the

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <railyard/railyard.h>
+#include <railyard/testing.h>
 
 #include "src/cli/cli.h"
 #include "src/cli/opts.h"

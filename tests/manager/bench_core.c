@@ -155,7 +155,7 @@ static void config(struct ry_config *c, const char *node, unsigned rails,
 {
 	unsigned i;
 
-	memset(c, 0, sizeof(*c));
+	ry_config_init_defaults(c);
 	snprintf(c->source, sizeof(c->source), "<bench>");
 	snprintf(c->node, sizeof(c->node), "%s", node);
 	snprintf(c->control, sizeof(c->control), "127.0.0.1:0");

@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include <railyard/railyard.h>
+#include <railyard/testing.h>
 
 #include "tests/loop/loop.h"
 

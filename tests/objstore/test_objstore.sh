@@ -123,7 +123,7 @@ wait $bench_pid 2>/dev/null || true
 bench_pid=""
 # as a real restart would: the new process comes once the server has seen
 # the old one go (without a key_file a live session of the same name
-# refuses the newcomer; README: Admission)
+# refuses the newcomer; railyard.conf(5): ADMISSION)
 for _ in $(seq 100); do
 	(($(grep -c 'client objc: control session lost' "$dir/srv.log" || true) > lost)) && break
 	sleep 0.05

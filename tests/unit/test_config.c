@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <railyard/config.h>
+#include <railyard/testing.h>
 
 #define MAX_ERRS 16
 
@@ -437,6 +438,66 @@ START_TEST(test_validate_hand_built)
 }
 END_TEST
 
+/*
+ * struct ry_config records its layout (include/railyard/config.h): a
+ * struct the library cannot read is refused with the reason, by every
+ * function that takes one, before a field is read.
+ */
+START_TEST(test_config_layout)
+{
+	static union {
+		struct ry_config c;
+		unsigned char b[sizeof(struct ry_config) + 64];
+	} u;
+	struct ry_config *c = &u.c;
+	struct ry_manager *m = NULL;
+	struct errs e = {0};
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	ck_assert_int_eq(ry_config_init_defaults(c), 0);
+	ck_assert_uint_eq(c->rc_size, sizeof(*c));
+	ck_assert_uint_eq(c->rc_rail_size, sizeof(c->rails[0]));
+	ck_assert_uint_eq(c->rc_peer_size, sizeof(c->peers[0]));
+	ck_assert_uint_eq(c->fragment_size, 4096);
+
+	/* built against a newer header: defaults where it can, then refused */
+	ck_assert_int_eq(ry_config_init(c, sizeof(u.b), sizeof(c->rails[0]),
+					sizeof(c->peers[0])),
+			 -EINVAL);
+	ck_assert_uint_eq(c->rc_size, sizeof(u.b));
+	ck_assert_int_eq(ry_config_validate(c, collect, &e), 1);
+	ck_assert_ptr_nonnull(strstr(e.msg[0], "newer"));
+	ck_assert_int_eq(ry_manager_create(c, &m), -EINVAL);
+	ck_assert_ptr_null(m);
+
+	/* another layout of a rail section */
+	ck_assert_int_eq(ry_config_init(c, sizeof(*c), sizeof(c->rails[0]) + 8,
+					sizeof(c->peers[0])),
+			 -EINVAL);
+	e.n = 0;
+	ck_assert_int_eq(ry_config_validate(c, collect, &e), 1);
+	ck_assert_ptr_nonnull(strstr(e.msg[0], "rail or peer sections"));
+
+	/* zeroed by hand, never set up */
+	memset(&u, 0, sizeof(u));
+	c->n_rails = 1;
+	snprintf(c->rails[0].name, sizeof(c->rails[0].name), "r0");
+	e.n = 0;
+	ck_assert_int_eq(ry_config_validate(c, collect, &e), 1);
+	ck_assert_ptr_nonnull(strstr(e.msg[0], "ry_config_init_defaults"));
+	ck_assert_int_eq(ry_manager_create(c, &m), -EINVAL);
+	ck_assert_ptr_null(m);
+	f = open_memstream(&text, &len);
+	ry_config_print(c, f);
+	fclose(f);
+	ck_assert_ptr_nonnull(
+	    strstr(text, "# struct ry_config was not set up"));
+	free(text);
+}
+END_TEST
+
 static void put_file(const char *path, const void *p, size_t n, int mode)
 {
 	FILE *f = fopen(path, "w");
@@ -565,6 +626,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_print_round_trip);
 	tcase_add_test(tc, test_unreadable);
 	tcase_add_test(tc, test_validate_hand_built);
+	tcase_add_test(tc, test_config_layout);
 	tcase_add_test(tc, test_key_file);
 	tcase_add_test(tc, test_control_frame_rate);
 	suite_add_tcase(s, tc);

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * The option table (config/options.c) against what documents it:
- * etc/railyard.conf and the README's option table name every option with
- * its default and nothing else; and against the loader: every default
+ * etc/railyard.conf and railyard.conf(5) name every option with its
+ * default and nothing else; and against the loader: every default
  * survives load, print, load, and every range bound is enforced with the
  * file and line of the value.
  */
@@ -146,53 +146,56 @@ static void read_conf(struct doc *d)
 }
 
 /*
- * Rows of the README's option table: `rail { fault { drop } }` is option
- * drop of section rail.fault; NAME stands for a section's title.  The
- * default is in backquotes, or a word when it is computed or absent.
+ * Options of railyard.conf(5): ".It Sy name = default", or ".It Sy name"
+ * where the default is computed or absent, under the .Ss of its section
+ * in DESCRIPTION ("Top level", "rail NAME", "rail NAME fault", "failover",
+ * ...): `rail NAME fault` is section rail.fault.
  */
-static void read_readme(struct doc *d)
+static void read_man(struct doc *d)
 {
-	char line[512];
+	char line[512], path[32] = "";
 	bool in = false;
-	FILE *f = fopen(RY_README, "r");
+	FILE *f = fopen(RY_CONF_MAN, "r");
 
 	ck_assert_ptr_nonnull(f);
 	while (fgets(line, sizeof(line), f)) {
-		char cell[128], path[32] = "", last[40] = "", *tok, *save, *def;
+		char name[40], *s, *v, *tok, *save;
+		size_t n;
 
-		if (!strncmp(line, "## ", 3))
-			in = !strncmp(line, "## Configuration", 16);
-		if (!in || strncmp(line, "| `", 3))
+		if (!strncmp(line, ".Sh ", 4)) {
+			in = !strncmp(line, ".Sh DESCRIPTION", 15);
 			continue;
-		ck_assert_ptr_nonnull(strchr(line + 3, '`'));
-		snprintf(cell, sizeof(cell), "%.*s",
-			 (int)(strchr(line + 3, '`') - (line + 3)), line + 3);
-		for (tok = strtok_r(cell, " {}", &save); tok;
-		     tok = strtok_r(NULL, " {}", &save)) {
-			if (!strcmp(tok, "NAME"))
-				continue;
-			if (last[0]) {
+		}
+		if (!in)
+			continue;
+		if (!strncmp(line, ".Ss ", 4)) {
+			path[0] = 0;
+			for (tok = strtok_r(line + 4, " \n", &save); tok;
+			     tok = strtok_r(NULL, " \n", &save)) {
+				if (!strcmp(tok, "NAME") ||
+				    !strcmp(tok, "Top") ||
+				    !strcmp(tok, "level"))
+					continue;
 				if (path[0])
 					strncat(path, ".",
 						sizeof(path) - strlen(path) -
 						    1);
-				strncat(path, last,
+				strncat(path, tok,
 					sizeof(path) - strlen(path) - 1);
 			}
-			snprintf(last, sizeof(last), "%s", tok);
+			continue;
 		}
-		def = strchr(strchr(line + 3, '`') + 1, '|');
-		ck_assert_ptr_nonnull(def);
-		def = trim(def + 1);
-		if (*def == '`') {
-			def++;
-			*strchr(def, '`') = 0;
-			doc_add(d, path, last, def);
-		} else {
-			doc_add(d, path, last, NULL);
-		}
+		if (strncmp(line, ".It Sy ", 7))
+			continue;
+		s = trim(line + 7);
+		n = ident(s);
+		ck_assert_uint_gt(n, 0);
+		snprintf(name, sizeof(name), "%.*s", (int)n, s);
+		v = trim(s + n);
+		doc_add(d, path, name, *v == '=' ? trim(v + 1) : NULL);
 	}
 	fclose(f);
+	ck_assert_uint_gt(d->n, 0);
 }
 
 /* The same value, whatever way it is written (64M, 67108864, "0"). */
@@ -240,13 +243,13 @@ START_TEST(test_conf_in_step)
 }
 END_TEST
 
-START_TEST(test_readme_in_step)
+START_TEST(test_man_in_step)
 {
 	static struct doc d;
 
 	memset(&d, 0, sizeof(d));
-	read_readme(&d);
-	check_doc(&d, "README.md");
+	read_man(&d);
+	check_doc(&d, "config/railyard.conf.5");
 }
 END_TEST
 
@@ -384,7 +387,7 @@ static Suite *options_suite(void)
 	TCase *tc = tcase_create("table");
 
 	tcase_add_test(tc, test_conf_in_step);
-	tcase_add_test(tc, test_readme_in_step);
+	tcase_add_test(tc, test_man_in_step);
 	tcase_add_test(tc, test_defaults_round_trip);
 	tcase_add_loop_test(tc, test_ranges, 0, (int)ry__n_opts);
 	suite_add_tcase(s, tc);

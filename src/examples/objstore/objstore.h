@@ -10,8 +10,8 @@
  * pulled with an RDMA READ into the server's pool, a GET's pushed with an
  * RDMA WRITE into the client's buffer, and only then does the server
  * answer with a reply message.  The client never touches server memory and
- * the server decides when its buffers are busy (README: Reference object
- * server, for why READ for PUT and WRITE for GET).
+ * the server decides when its buffers are busy (railyard-objd(1), for why
+ * READ for PUT and WRITE for GET).
  *
  * Every message is one header (little-endian, below) followed by the key
  * and a tail: the descriptor in a request, an error text in a reply.
