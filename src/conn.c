@@ -524,7 +524,7 @@ static void mark_failed(struct ry__conn *c, const char *reason,
 	m->m_failed = c;
 	if (bye) { /* its QPs are gone: no packet of ours can land there */
 		c->cn_fence_gen = 0;
-		c->cn_cnt.goodbyes++;
+		c->cn_goodbyes++;
 		RY_INFO("mgr", "peer %s rail %s: connection qp 0x%x closed: %s",
 			p->pr_name, c->cn_lrail->lr_cfg.name, c->cn_dead_qpn,
 			reason);

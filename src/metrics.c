@@ -114,8 +114,6 @@ static const struct cfield cfields[] = {
        false),
     CF(retransmits, "Transport retransmits.", true),
     CF(failovers, "Connection failures handled.", false),
-    CF(goodbyes, "Connections closed by the peer's goodbye (not failures).",
-       false),
     CF(fences, "Fences acknowledged by the peer.", false),
     CF(reconnects, "Connections (re)established.", false),
     CF(heartbeats, "Keepalives sent.", false),
@@ -361,6 +359,16 @@ static void render_locked(struct ry_manager *m, struct mw *w)
 			put_label(w, "reason", lr->lr_life.rl_why);
 			put(w, "} 0\n");
 		}
+	}
+	family(w, "railyard_rail_goodbyes_total", "counter",
+	       "Connections closed by the peer's goodbye (not failures).");
+	for (i = 0; i < nr; i++) {
+		uint64_t g = 0;
+
+		for (p = m->m_peers; p; p = p->pr_next)
+			g += p->pr_conn[slot[i]]->cn_goodbyes;
+		sample_u64(w, "railyard_rail_goodbyes_total", rnames[i], NULL,
+			   g);
 	}
 	family(w, "railyard_rail_link_up", "gauge",
 	       "1 when the rail's link is up, 0 when it is down.");

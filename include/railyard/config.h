@@ -154,10 +154,6 @@ struct ry_config {
 	uint32_t max_sessions;		  /* inbound control sessions, total */
 	uint32_t max_sessions_per_source; /* inbound, per source address */
 	uint32_t handshake_timeout_ms;	  /* HELLO due within this */
-	/* an admitted session's frames of each type: this many a second on
-	 * average, this many at once; beyond, dropped, and a session that
-	 * keeps at it is closed and its address backed off */
-	uint32_t control_frame_rate, control_frame_burst;
 	/* pre-shared key authenticating the control channel: 32 raw bytes
 	 * or 64 hex digits, mode 0600; "" : no authentication */
 	char key_file[256];
@@ -173,6 +169,10 @@ struct ry_config {
 	/* refuse to start when a rail cannot open (default: start with the
 	 * rails there are and open the others when they appear) */
 	bool require_all_rails;
+	/* an admitted session's frames of each type: this many a second on
+	 * average, this many at once; beyond, dropped, and a session that
+	 * keeps at it is closed and its address backed off */
+	uint32_t control_frame_rate, control_frame_burst;
 	/* new top-level options go here, at the end (see the top) */
 };
 

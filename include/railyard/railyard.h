@@ -650,9 +650,6 @@ struct ry_counters {
 	uint64_t heartbeats;	     /* keepalives sent */
 	uint64_t detect_count, detect_ns_total, detect_ns_max;
 	uint64_t resume_count, resume_ns_total, resume_ns_max;
-	/* connections closed because the peer said goodbye (its manager was
-	 * destroyed, or it dropped us on purpose): not failovers */
-	uint64_t goodbyes;
 };
 
 /* Errors: -EINVAL, -ENOENT (no rail by that name). */

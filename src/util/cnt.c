@@ -15,7 +15,6 @@ void ry__cnt_add(struct ry_counters *d, const struct ry_counters *s)
 	d->fences += s->fences;
 	d->reconnects += s->reconnects;
 	d->heartbeats += s->heartbeats;
-	d->goodbyes += s->goodbyes;
 	d->detect_count += s->detect_count;
 	d->detect_ns_total += s->detect_ns_total;
 	if (s->detect_ns_max > d->detect_ns_max)
