@@ -107,6 +107,7 @@ enum ry__opt_type {
 	RY__OPT_PROVIDER, /* enum ry_provider; converted by load.c */
 	RY__OPT_LEVEL,	  /* enum ry_log_level; converted by load.c */
 	RY__OPT_LIST,	  /* struct ry_str_list; checked by validate.c */
+	RY__OPT_CM,	  /* enum ry_cm_mode */
 };
 
 enum {

@@ -177,6 +177,9 @@ static void convert_sec(cfg_t *s, const char *sec, void *base)
 		case RY__OPT_LIST:
 			convert_list(s, o, p);
 			break;
+		case RY__OPT_CM: /* checked by cm_cb already */
+			ry__opt_parse(o, cfg_getstr(s, o->name), p);
+			break;
 		case RY__OPT_PROVIDER:
 		case RY__OPT_LEVEL:
 			break;
@@ -406,6 +409,19 @@ void ry_config_free(struct ry_config *cfg)
 		return;
 	free(cfg->peers);
 	free(cfg);
+}
+
+const char *ry_cm_mode_name(enum ry_cm_mode m)
+{
+	switch (m) {
+	case RY_CM_AUTO:
+		return "auto";
+	case RY_CM_MANUAL:
+		return "manual";
+	case RY_CM_RDMA_CM:
+		return "rdma_cm";
+	}
+	return "?";
 }
 
 const char *ry_provider_name(enum ry_provider p)

@@ -100,6 +100,14 @@ const struct ry__opt ry__opts[] = {
 	 "weights are relative: 1 for equal rails"),
     ROW("rail", struct ry_rail_config, rate_bps, "rate", RY__OPT_RATE, "0", 0,
 	0, 0, "bits/s", NULL),
+    /* set on a soft rail: refused in validate.c */
+    RAIL(traffic_class, RY__OPT_INT, "0", 0, 255,
+	 RY__OPT_VERBS | RY__OPT_VERBS_CHECK, "DSCP << 2 | ECN",
+	 "DSCP << 2 | ECN bits, 0 to 255: DSCP 26 (AF31) is 104"),
+    RAIL(cm, RY__OPT_CM, "auto", 0, 0, RY__OPT_VERBS, "rdma_cm | manual | auto",
+	 NULL),
+    RAIL(sl, RY__OPT_INT, "0", 0, 15, RY__OPT_VERBS | RY__OPT_VERBS_CHECK,
+	 "service level", "InfiniBand service levels are 0 to 15"),
     /* carries traffic only while no primary rail to the peer is up */
     RAIL(standby, RY__OPT_BOOL, "no", 0, 0, 0, "yes | no", NULL),
 
@@ -245,6 +253,14 @@ int ry__opt_parse(const struct ry__opt *o, const char *text, void *field)
 		strcpy(l->s[l->n++], text);
 		return 0;
 	}
+	case RY__OPT_CM:
+		for (int i = RY_CM_AUTO; i <= RY_CM_RDMA_CM; i++)
+			if (!strcmp(text,
+				    ry_cm_mode_name((enum ry_cm_mode)i))) {
+				*(enum ry_cm_mode *)p = (enum ry_cm_mode)i;
+				return 0;
+			}
+		return -EINVAL;
 	case RY__OPT_LEVEL:
 		for (int i = RY_LOG_ERROR; i <= RY_LOG_TRACE; i++)
 			if (!strcmp(text,

@@ -46,6 +46,10 @@ static void print_opt(FILE *out, const struct ry__opt *o, const void *base,
 		fprintf(out, "%s",
 			ry_provider_name(*(const enum ry_provider *)p));
 		break;
+	case RY__OPT_CM:
+		fprintf(out, "%s",
+			ry_cm_mode_name(*(const enum ry_cm_mode *)p));
+		break;
 	case RY__OPT_LEVEL:
 		fprintf(out, "%s",
 			ry_log_level_name(*(const enum ry_log_level *)p));

@@ -179,6 +179,23 @@ static int rate_cb(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
 	return 0;
 }
 
+static int cm_cb(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
+{
+	enum ry_cm_mode m;
+	struct ry__opt o = {.type = RY__OPT_CM};
+
+	if (ry__opt_parse(&o, value, &m)) {
+		cb_error(cfg, opt,
+			 "rdma_cm (librdmacm connects; iWARP needs it), "
+			 "manual (parameters over the control channel) or "
+			 "auto (rdma_cm where the device needs it)",
+			 "%s: '%s' is not a connection mode", value);
+		return -1;
+	}
+	*(const char **)result = value;
+	return 0;
+}
+
 static int prob_cb(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
 {
 	char *end;
@@ -255,6 +272,9 @@ static cfg_opt_t schema_opt(const struct ry__opt *o)
 	case RY__OPT_RATE:
 		return (cfg_opt_t)CFG_STR_CB(o->name, (char *)o->def, CFGF_NONE,
 					     rate_cb);
+	case RY__OPT_CM:
+		return (cfg_opt_t)CFG_STR_CB(o->name, (char *)o->def, CFGF_NONE,
+					     cm_cb);
 	default:
 		return (cfg_opt_t)CFG_STR(o->name, (char *)o->def,
 					  o->def ? CFGF_NONE : CFGF_NODEFAULT);

@@ -231,6 +231,19 @@ static void check_rail(struct vctx *v, const struct ry_rail_config *r, int i)
 			       "provider = verbs",
 			       "%s rail '%s' does not use a device",
 			       ry_provider_name(r->provider), r->name);
+		if (r->cm != RY_CM_AUTO)
+			REPORT(v, RL("cm"),
+			       "cm is how a verbs rail connects; remove it or "
+			       "set provider = verbs",
+			       "%s rail '%s' does not use cm",
+			       ry_provider_name(r->provider), r->name);
+		if (r->traffic_class || r->sl)
+			REPORT(v, RL(r->sl ? "sl" : "traffic_class"),
+			       "traffic_class and sl are set on verbs rails' "
+			       "QPs; remove them or set provider = verbs",
+			       "%s rail '%s' cannot set %s",
+			       ry_provider_name(r->provider), r->name,
+			       r->sl ? "sl" : "traffic_class");
 	} else if (r->provider == RY_PROVIDER_VERBS) {
 		if (!r->device[0])
 			REPORT(v, line,

@@ -115,6 +115,18 @@
  * a little later (the manager backs off ~100 ms), by then the address is
  * cached and the move is quick.  The soft rail never waits or refuses.
  *
+ * Connection managers (verbs, cm = rdma_cm; rails/verbs/verbs_cm.c): the
+ * endpoint a QP hands out names the rail's rdma_cm listener, its address
+ * in gid (IPv4-mapped or IPv6) and its port in udp_port, and the owner
+ * exchanges it as any other.  modify_qp to RTR then connects through the
+ * CM: the first of the two QPs to get there sends the CM's REQ to the
+ * other, which must be in INIT by then (else -ECONNREFUSED), and waits
+ * for the REP (at most a few seconds, the address and route resolution
+ * included); the other is accepted by the peer rail's own thread, and
+ * its RTR only checks that the REQ came from the QPN its endpoint
+ * names.  The PSNs are the CM's (random, drawn by the kernel per
+ * connection), so local.psn is not what the QP sends from.
+ *
  * Teardown: destroy_qp returns at once (never blocks, never -EBUSY): no
  * completion of a send WR still outstanding at that moment is reported
  * afterwards (a verbs provider drains and drops them in progress() and
@@ -338,6 +350,9 @@ struct ry_rail_stats {
 	uint64_t faults_dropped, faults_duplicated, faults_reordered,
 	    faults_corrupted;
 	uint64_t tx_pad_bytes; /* zeros after a short last packet (soft) */
+	/* errors the port itself counted (symbol, link, receive, buffer
+	 * overrun, discards: verbs, rails/verbs/verbs_health.c); 0 on soft */
+	uint64_t port_errors;
 };
 
 struct ry_rail_ops {

@@ -277,6 +277,9 @@ static const struct sfield sfields[] = {
     SF(rx_empty, "Zero-length datagrams received (and dropped)."),
     SF(rx_bad_mac, "Received packets without the data_mac MAC their "
 		   "connection expects, or with a wrong one (dropped)."),
+    SF(port_errors, "Errors the rail's port counted (verbs: symbol, link "
+		    "recovery and down, receive, link integrity, buffer "
+		    "overrun, discards)."),
     SF(tx_pad_bytes, "Zero bytes sent after a message's short last packet "
 		     "so that the next message joins its GSO datagram "
 		     "(soft rail; also in tx_bytes)."),

@@ -129,7 +129,8 @@ static bool same_rail(const struct ry_rail_config *a,
 	       !strcmp(a->device, b->device) && a->port == b->port &&
 	       a->gid_index == b->gid_index && a->mtu == b->mtu &&
 	       a->weight == b->weight && a->rate_bps == b->rate_bps &&
-	       fa->down == fb->down && fa->drop == fb->drop &&
+	       a->traffic_class == b->traffic_class && a->sl == b->sl &&
+	       a->cm == b->cm && fa->down == fb->down && fa->drop == fb->drop &&
 	       fa->duplicate == fb->duplicate && fa->reorder == fb->reorder &&
 	       fa->corrupt == fb->corrupt && fa->delay_us == fb->delay_us;
 }

@@ -52,6 +52,13 @@ enum ry_provider {
 	RY_PROVIDER_TCP,      /* RC over kernel TCP (rails/tcp) */
 };
 
+/* How a verbs rail connects its QPs (rails/verbs/verbs_cm.c). */
+enum ry_cm_mode {
+	RY_CM_AUTO = 0, /* rdma_cm where the device needs it (iWARP) */
+	RY_CM_MANUAL,	/* QP parameters over the control channel only */
+	RY_CM_RDMA_CM,	/* librdmacm: address, route, REQ/REP/RTU */
+};
+
 /* Fault injection for a soft rail, from the config's rail { fault { } }. */
 struct ry_fault_config {
 	bool down;	   /* start with the cable "pulled": drop all */
@@ -76,6 +83,12 @@ struct ry_rail_config {
 	uint32_t mtu;	   /* bytes; 0: the device's / interface's */
 	uint32_t weight;   /* relative share when rate is unknown */
 	uint64_t rate_bps; /* bits per second; 0: measure */
+	/* verbs: on every QP of the rail, the RoCE v2 packets' IP traffic
+	 * class (DSCP << 2 | ECN, 0..255) and the InfiniBand service level
+	 * (0..15), which fabrics map to a lossless priority */
+	uint32_t traffic_class;
+	uint32_t sl;
+	enum ry_cm_mode cm; /* verbs */
 	/* last resort: used for a peer only while none of its other
 	 * (primary) rails is up */
 	bool standby;
@@ -238,6 +251,7 @@ RY_API void ry_config_print(const struct ry_config *cfg, FILE *out);
 RY_API void ry_config_free(struct ry_config *cfg);
 
 RY_API const char *ry_provider_name(enum ry_provider p);
+RY_API const char *ry_cm_mode_name(enum ry_cm_mode m);
 RY_API const char *ry_log_level_name(enum ry_log_level l);
 
 #ifdef __cplusplus

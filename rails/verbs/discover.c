@@ -83,6 +83,72 @@ static void fill_from_verbs(struct ry__verbs_port *p)
 	ibv_close_device(ctx);
 }
 
+static bool listed(const struct ry__verbs_port *ports, int n, const char *dev)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(ports[i].device, dev))
+			return true;
+	return false;
+}
+
+/* Devices libibumad does not list: iWARP ones (siw, Chelsio, E810 in
+ * iWARP mode) have no MAD interface.  Appended to *ports_p. */
+static int add_verbs_only(struct ry__verbs_port **ports_p, int n)
+{
+	struct ibv_device **list;
+	int nd = 0;
+
+	list = ibv_get_device_list(&nd);
+	if (!list)
+		return n;
+	for (int d = 0; d < nd; d++) {
+		const char *name = ibv_get_device_name(list[d]);
+		struct ibv_device_attr da;
+		struct ibv_context *ctx;
+
+		if (listed(*ports_p, n, name))
+			continue;
+		ctx = ibv_open_device(list[d]);
+		if (!ctx)
+			continue;
+		if (ibv_query_device(ctx, &da)) {
+			ibv_close_device(ctx);
+			continue;
+		}
+		for (int i = 1; i <= da.phys_port_cnt; i++) {
+			struct ibv_port_attr pa;
+			struct ry__verbs_port *p;
+			void *v;
+
+			if (ibv_query_port(ctx, (uint8_t)i, &pa))
+				continue;
+			v = realloc(*ports_p,
+				    (size_t)(n + 1) * sizeof(**ports_p));
+			if (!v)
+				break;
+			*ports_p = v;
+			p = &(*ports_p)[n++];
+			memset(p, 0, sizeof(*p));
+			snprintf(p->device, sizeof(p->device), "%s", name);
+			p->port = i;
+			snprintf(p->state, sizeof(p->state), "%s",
+				 port_state_name(pa.state));
+			snprintf(p->phys_state, sizeof(p->phys_state), "%s",
+				 phys_state_name(pa.phys_state));
+			snprintf(p->link_layer, sizeof(p->link_layer), "%s",
+				 pa.link_layer == IBV_LINK_LAYER_INFINIBAND
+				     ? "InfiniBand"
+				     : "Ethernet");
+			p->node_guid = be64toh(da.node_guid);
+			p->lid = pa.lid;
+			fill_from_verbs(p);
+		}
+		ibv_close_device(ctx);
+	}
+	ibv_free_device_list(list);
+	return n;
+}
+
 int ry__verbs_discover(struct ry__verbs_port **ports_p, char *why,
 		       size_t why_len)
 {
@@ -131,6 +197,7 @@ int ry__verbs_discover(struct ry__verbs_port **ports_p, char *why,
 		}
 		umad_release_ca(&ca);
 	}
+	n = add_verbs_only(&ports, n);
 	if (!n && why)
 		snprintf(why, why_len,
 			 "no RDMA device found: /sys/class/infiniband is %s. "

@@ -73,7 +73,12 @@ static bool translate(struct ry__verbs_rail *r, struct ry__verbs_cq *c,
 	if (send && q && q->tail != q->head) {
 		struct ry__verbs_swr *s = &q->ring[q->head++ & q->ring_mask];
 
-		if (s->wr_id != w->wr_id)
+		/* iWARP (siw) completes a WRITE posted after a READ before
+		 * it: a success names its own opcode */
+		bool iwarp =
+		    r->ctx->device->transport_type == IBV_TRANSPORT_IWARP;
+
+		if (s->wr_id != w->wr_id && !iwarp)
 			RY_WARN("verbs",
 				"rail %s: qp 0x%x: completion for wr_id %#llx, "
 				"expected %#llx",
@@ -81,6 +86,11 @@ static bool translate(struct ry__verbs_rail *r, struct ry__verbs_cq *c,
 				(unsigned long long)w->wr_id,
 				(unsigned long long)s->wr_id);
 		o->opcode = s->opcode;
+		if (w->status == IBV_WC_SUCCESS && s->wr_id != w->wr_id)
+			o->opcode =
+			    w->opcode == IBV_WC_RDMA_READ ? RY_WC_RDMA_READ
+			    : w->opcode == IBV_WC_SEND	  ? RY_WC_SEND
+							  : RY_WC_RDMA_WRITE;
 		q->hw_outstanding--;
 		if (q->zombie)
 			return false;

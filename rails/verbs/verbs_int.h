@@ -65,11 +65,18 @@ _Static_assert((RY__VERBS_EVENTS & (RY__VERBS_EVENTS - 1)) == 0,
 #define RY__VERBS_MAX_RD 16   /* READs outstanding per QP */
 /* A move to RTR slower than this is logged: the caller stood still. */
 #define RY__VERBS_SLOW_RTR_NS 100000000ull
+/* rdma_cm mode: how long a connecting modify_qp(RTR) waits for the
+ * peer's CM (address, route, REP) before it gives up. */
+#define RY__VERBS_CM_WAIT_MS 1000
+/* After one gave up, connects of the rail fail at once for this long: a
+ * fabric that drops CM MADs must not keep the caller's thread waiting. */
+#define RY__VERBS_CM_HOLDOFF_NS 1000000000ull
 /* How long a destroyed QP waits for "last WQE reached" from an HCA that
  * may not send it (rxe and mlx5 do). */
 #define RY__VERBS_LAST_WQE_GRACE_NS 1000000000ull
 
 struct ry__verbs_rail;
+struct ry__verbs_cm;
 
 /*
  * A CQ.  Its ibv_cq may outlive the ry_cq: destroy_cq with zombies still
@@ -135,6 +142,13 @@ struct ry__verbs_qp {
 	bool rq_live;	 /* reached RTR: may consume receives */
 	bool last_wqe;	 /* IBV_EVENT_QP_LAST_WQE_REACHED seen */
 	uint64_t err_ns; /* when it entered ERR (CLOCK_MONOTONIC) */
+	/* rdma_cm mode (verbs_cm.c), under the rail's cm->lock */
+	struct ry__verbs_qp *cm_next;
+	struct rdma_cm_id *cm_id;
+	uint32_t cm_rqpn;   /* the peer's QPN its CM connection names */
+	uint32_t cm_sq_psn; /* the CM's starting PSN for RTS */
+	uint8_t cm_state;
+	bool cm_reg;
 };
 
 struct ry__verbs_rail {
@@ -146,6 +160,10 @@ struct ry__verbs_rail {
 	uint16_t lid;
 	bool ethernet; /* RoCE: GRH always */
 	uint32_t mtu;  /* bytes: min(cfg->mtu, port active) */
+	/* every QP's: the GRH's traffic class (RoCE: the IP header's
+	 * DSCP/ECN byte) and the address vector's service level */
+	uint8_t traffic_class;
+	uint8_t sl;
 	uint64_t rate_bps;
 	struct ibv_device_attr dev_attr;
 	uint32_t max_msg_size;
@@ -168,6 +186,8 @@ struct ry__verbs_rail {
 	struct ry__verbs_qp *zombies;
 
 	struct ry__list pds, mrs;
+	/* rdma_cm mode: the listener and its thread; NULL: manual */
+	struct ry__verbs_cm *cm;
 
 	struct ry_rail_event events[RY__VERBS_EVENTS];
 	unsigned ev_head, ev_tail;
@@ -223,6 +243,29 @@ struct ry__verbs_qp *ry__verbs_qp_find(struct ry__verbs_cq *c, uint32_t qpn);
 void ry__verbs_qp_set_err(struct ry__verbs_qp *q);
 void ry__verbs_qp_close_all(struct ry__verbs_rail *r);
 void ry__verbs_qp_reap(struct ry__verbs_rail *r);
+
+/* verbs_health.c: the sum of the port's error counters under root
+ * ("/sys/class/infiniband"), -ENOENT when it has none of them */
+int ry__verbs_port_errors(const char *root, const char *dev, unsigned port,
+			  uint64_t *sum_p);
+
+/* verbs_cm.c: rdma_cm mode (NULL r->cm: manual, each a no-op) */
+/* Decide the rail's mode (cfg->cm, the device's transport); listen. */
+int ry__verbs_cm_open(struct ry__verbs_rail *r,
+		      const struct ry_rail_config *cfg);
+void ry__verbs_cm_close(struct ry__verbs_rail *r);
+/* create_qp: its endpoint names the listener; REQs may find it */
+void ry__verbs_cm_add(struct ry__verbs_rail *r, struct ry__verbs_qp *q);
+/* destroy: no REQ finds it any more; its CM connection ends */
+void ry__verbs_cm_del(struct ry__verbs_rail *r, struct ry__verbs_qp *q);
+void ry__verbs_cm_state(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
+			enum ry_qp_state s);
+/* RTR through the CM: 0 or a positive errno, as to_rtr() */
+int ry__verbs_cm_rtr(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
+		     const struct ry_qp_attr *attr);
+/* RTS: the CM's sq_psn; true when the CM moved it already (iWARP) */
+bool ry__verbs_cm_rts_done(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
+			   uint32_t *sq_psn);
 
 /* verbs_cq.c */
 /* c's lock and lists (before anything else of c, the rail's own too) */

@@ -196,6 +196,8 @@ int ry__verbs_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	c->n_qps++;
 	pthread_mutex_unlock(&c->lock);
 	vpd->refs++;
+	if (r->cm) /* its endpoint: the rail's rdma_cm address and port */
+		ry__verbs_cm_add(r, q);
 	RY_DBG("verbs", "rail %s: qp 0x%x created, psn 0x%06x", r->base.name,
 	       q->base.qp_num, q->base.local.psn);
 	*qp_p = &q->base;
@@ -345,12 +347,16 @@ static int to_rtr(struct ry__verbs_qp *q, const struct ry_qp_attr *attr)
 	a.min_rnr_timer = rnr_timer_code(attr->min_rnr_timer_us);
 	a.ah_attr.port_num = r->port;
 	a.ah_attr.dlid = attr->remote.lid;
+	/* the fabric's lossless class: SL on InfiniBand (RoCE HCAs map it
+	 * to the VLAN priority), the IP DSCP/ECN byte on RoCE v2 */
+	a.ah_attr.sl = r->sl;
 	if (r->ethernet) {
 		/* RoCE addresses by GID only: the GRH is the IP header */
 		a.ah_attr.is_global = 1;
 		memcpy(a.ah_attr.grh.dgid.raw, attr->remote.gid, 16);
 		a.ah_attr.grh.sgid_index = (uint8_t)r->gid_index;
 		a.ah_attr.grh.hop_limit = 64;
+		a.ah_attr.grh.traffic_class = r->traffic_class;
 	}
 	t = ry__now_ns();
 	rc =
@@ -385,11 +391,14 @@ static int to_rts(struct ry__verbs_qp *q, const struct ry_qp_attr *attr)
 		return EINVAL;
 	if (rd > (uint32_t)r->dev_attr.max_qp_init_rd_atom)
 		rd = (uint32_t)r->dev_attr.max_qp_init_rd_atom;
+	a.sq_psn = q->base.local.psn;
+	/* rdma_cm: its PSN; on iWARP the CM made it RTS already */
+	if (r->cm && ry__verbs_cm_rts_done(r, q, &a.sq_psn))
+		return 0;
 	a.qp_state = IBV_QPS_RTS;
 	a.timeout = ack_timeout_code(attr->ack_timeout_us);
 	a.retry_cnt = (uint8_t)attr->retry_cnt;
 	a.rnr_retry = (uint8_t)attr->rnr_retry;
-	a.sq_psn = q->base.local.psn;
 	a.max_rd_atomic = (uint8_t)rd;
 	return ibv_modify_qp(q->qp, &a,
 			     IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
@@ -446,7 +455,7 @@ int ry__verbs_modify_qp(struct ry_qp *qp, enum ry_qp_state state,
 		/* the HCA builds the packets: no MAC of ours fits in them */
 		if (attr->mac)
 			return -EOPNOTSUPP;
-		rc = to_rtr(q, attr);
+		rc = r->cm ? ry__verbs_cm_rtr(r, q, attr) : to_rtr(q, attr);
 		break;
 	case RY_QPS_RTS:
 		if (!attr)
@@ -470,6 +479,7 @@ int ry__verbs_modify_qp(struct ry_qp *qp, enum ry_qp_state state,
 			       ry_qp_state_str(state));
 		return -rc;
 	}
+	ry__verbs_cm_state(r, q, state);
 	pthread_mutex_lock(&q->cq->lock);
 	if (state == RY_QPS_RESET) {
 		qp->local.psn = psn; /* a new connection: a new PSN */
@@ -559,6 +569,7 @@ int ry__verbs_destroy_qp(struct ry_qp *qp)
 	bool done;
 	int rc;
 
+	ry__verbs_cm_del(r, q); /* no REQ finds it; its CM connection ends */
 	if (qp->state != RY_QPS_ERR && !hw_done_now(r, q)) {
 		rc = ry__verbs_modify_qp(qp, RY_QPS_ERR, NULL);
 		if (rc)

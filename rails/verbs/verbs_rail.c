@@ -163,6 +163,10 @@ static int pick_gid(struct ry__verbs_rail *r, const struct ry_rail_config *cfg)
 	uint32_t idx;
 	int rc;
 
+	/* iWARP connects by IP through rdma_cm (verbs_cm.c): its GID is
+	 * the netdev's MAC, nothing to choose */
+	if (r->ctx->device->transport_type == IBV_TRANSPORT_IWARP)
+		return ibv_query_gid(r->ctx, r->port, 0, &r->gid) ? -EIO : 0;
 	rc = ry__verbs_pick_gid(r->ctx, r->port, cfg->gid_index, cfg->address,
 				&idx, r->gid.raw, why, sizeof(why));
 	if (rc) {
@@ -191,6 +195,8 @@ static int verbs_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 	r->base.ops = &ry__verbs_ops;
 	snprintf(r->base.name, sizeof(r->base.name), "%s", cfg->name);
 	r->port = (uint8_t)port.port;
+	r->traffic_class = (uint8_t)cfg->traffic_class;
+	r->sl = (uint8_t)cfg->sl;
 	r->rate_bps = (uint64_t)port.rate_gbps * 1000000000u;
 	r->epfd = -1;
 	ry__list_init(&r->pds);
@@ -296,6 +302,9 @@ static int verbs_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 		RY_ERR("verbs", "rail %s: epoll_ctl: %m", cfg->name);
 		goto err_epoll;
 	}
+	rc = ry__verbs_cm_open(r, cfg); /* rdma_cm mode: listen */
+	if (rc)
+		goto err_epoll;
 	RY_DBG("verbs", "rail %s: %s port %u, gid index %d, mtu %u, %s",
 	       cfg->name, port.device, r->port, r->gid_index, r->mtu,
 	       r->ethernet ? "RoCE" : "InfiniBand");
@@ -604,6 +613,9 @@ static int verbs_get_stats(struct ry_rail *rail, struct ry_rail_stats *st)
 	st->naks_rcvd = read_counter(r, "hw_counters", "rcvd_seq_err");
 	st->dup_rcvd = read_counter(r, "hw_counters", "duplicate_request");
 	st->rx_bad_psn = read_counter(r, "hw_counters", "out_of_seq_request");
+	ry__verbs_port_errors("/sys/class/infiniband",
+			      ibv_get_device_name(r->ctx->device), r->port,
+			      &st->port_errors);
 	return 0;
 }
 
@@ -611,8 +623,9 @@ static void verbs_close(struct ry_rail *rail)
 {
 	struct ry__verbs_rail *r = vrail(rail);
 
-	/* QPs first (they hold the CQs and SRQ), then regions, then PDs;
-	 * the channel after its CQs. */
+	/* the CM's thread and connections first, then QPs (they hold the
+	 * CQs and SRQ), then regions, then PDs; the channel after its CQs. */
+	ry__verbs_cm_close(r);
 	ry__verbs_qp_close_all(r);
 	ry__verbs_mr_close_all(r);
 	close(r->epfd);

@@ -15,20 +15,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <railyard/config.h>
+
 #include "src/cli/cli.h"
 #include "src/cli/json.h"
 #ifdef RY_WITH_VERBS
 #include "rails/verbs/discover.h"
 #endif
 
+struct ry__verbs_port;
+
 static const char usage_text[] =
-    "usage: railyard devices [--json]\n"
+    "usage: railyard devices [--json] [-c FILE]\n"
     "\n"
     "List the RDMA devices and ports a verbs rail can use (name, port,\n"
     "state, physical state, rate, link layer, GUIDs, LID, GIDs) and the\n"
     "network interfaces a soft rail can use (state, MTU, addresses).\n"
     "Use the device name (or node GUID) and port in a rail's device and\n"
     "port options, and an interface's address in a soft rail's address.\n"
+    "With -c FILE, also each verbs rail of FILE: the port it names, whether\n"
+    "it is here, and the traffic class (DSCP, ECN) and SL its QPs carry.\n"
     "Exit codes: 0 RDMA ports found, 1 none found, 2 usage error.\n";
 
 struct iface {
@@ -100,19 +106,74 @@ static void gid_str(const uint8_t *raw, char *buf, size_t len)
 	inet_ntop(AF_INET6, raw, buf, (socklen_t)len);
 }
 
+/* The verbs rails of a config file against the ports found. */
+static void config_rails(const struct ry_config *cfg, bool json,
+			 const struct ry__verbs_port *ports, int n_ports)
+{
+	unsigned k = 0;
+
+	if (json)
+		printf(",\"rails\":[");
+	else
+		printf("\nVerbs rails of %s:\n", cfg->source);
+	for (unsigned i = 0; i < cfg->n_rails; i++) {
+		const struct ry_rail_config *r = &cfg->rails[i];
+		bool found = false;
+
+		if (r->provider != RY_PROVIDER_VERBS)
+			continue;
+#ifdef RY_WITH_VERBS
+		found = ry__verbs_find(ports, n_ports, r->device,
+				       (int)r->port) != NULL;
+#else
+		(void)ports;
+		(void)n_ports;
+#endif
+		if (json) {
+			printf("%s{\"name\":", k++ ? "," : "");
+			cli_json_str(stdout, r->name);
+			printf(",\"device\":");
+			cli_json_str(stdout, r->device);
+			printf(",\"port\":%u,\"found\":%s,\"traffic_class\":%u,"
+			       "\"dscp\":%u,\"ecn\":%u,\"sl\":%u}",
+			       r->port, found ? "true" : "false",
+			       r->traffic_class, r->traffic_class >> 2,
+			       r->traffic_class & 3, r->sl);
+		} else {
+			k++;
+			printf(
+			    "  %-8s %s port %u%s, traffic_class %u (DSCP %u, "
+			    "ECN %u), sl %u\n",
+			    r->name, r->device, r->port,
+			    found ? "" : " (not here)", r->traffic_class,
+			    r->traffic_class >> 2, r->traffic_class & 3, r->sl);
+		}
+	}
+	if (json)
+		printf("]");
+	else if (!k)
+		printf("  none\n");
+}
+
 int cli_devices(int argc, char **argv)
 {
 	struct iface ifs[64];
 	bool json = false;
 	char why[512] = "";
 	int n_ports = 0, n_ifs;
+	struct ry_config *cfg = NULL;
+	const char *file = NULL;
 #ifdef RY_WITH_VERBS
+	struct ry__verbs_port *ports = NULL;
+#else
 	struct ry__verbs_port *ports = NULL;
 #endif
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json")) {
 			json = true;
+		} else if (!strcmp(argv[i], "-c") && i + 1 < argc) {
+			file = argv[++i];
 		} else if (!strcmp(argv[i], "--help") ||
 			   !strcmp(argv[i], "-h")) {
 			fputs(usage_text, stdout);
@@ -124,11 +185,17 @@ int cli_devices(int argc, char **argv)
 			return RY_EXIT_USAGE;
 		}
 	}
+	if (file &&
+	    ry_config_load(file, &cfg, cli_print_config_error, stderr)) {
+		fprintf(stderr, "railyard devices: %s is not usable\n", file);
+		return RY_EXIT_USAGE;
+	}
 #ifdef RY_WITH_VERBS
 	n_ports = ry__verbs_discover(&ports, why, sizeof(why));
 	if (n_ports < 0) {
 		fprintf(stderr, "railyard devices: discovery failed: %s\n",
 			strerror(-n_ports));
+		ry_config_free(cfg);
 		return RY_EXIT_FAIL;
 	}
 #else
@@ -184,7 +251,10 @@ int cli_devices(int argc, char **argv)
 				       ifs[i].addrs[a]);
 			printf("]}");
 		}
-		printf("]}\n");
+		printf("]");
+		if (cfg)
+			config_rails(cfg, json, ports, n_ports);
+		printf("}\n");
 	} else {
 		printf("RDMA devices (verbs rails):\n");
 #ifdef RY_WITH_VERBS
@@ -219,7 +289,10 @@ int cli_devices(int argc, char **argv)
 				printf(" %s", ifs[i].addrs[a]);
 			printf("\n");
 		}
+		if (cfg)
+			config_rails(cfg, json, ports, n_ports);
 	}
+	ry_config_free(cfg);
 #ifdef RY_WITH_VERBS
 	free(ports);
 #endif

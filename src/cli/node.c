@@ -198,6 +198,18 @@ static void missing_write(struct ry_manager *mgr, int json, bool comma,
 	}
 }
 
+/* A verbs rail's traffic class and SL, as its QPs carry them. */
+static const struct ry_rail_config *verbs_rail_cfg(const struct ry_config *cfg,
+						   const char *name)
+{
+	for (unsigned i = 0; i < cfg->n_rails; i++)
+		if (!strcmp(cfg->rails[i].name, name))
+			return cfg->rails[i].provider == RY_PROVIDER_VERBS
+				   ? &cfg->rails[i]
+				   : NULL;
+	return NULL;
+}
+
 void cli_status_write(struct ry_manager *mgr, const struct ry_config *cfg,
 		      int json, FILE *out)
 {
@@ -218,6 +230,7 @@ void cli_status_write(struct ry_manager *mgr, const struct ry_config *cfg,
 	}
 	for (int i = 0; i < n; i++) {
 		const char *name = ry_rail_name(mgr, (unsigned)i);
+		const struct ry_rail_config *vc = verbs_rail_cfg(cfg, name);
 		struct ry_rail_info info = {0};
 		struct ry_counters c = {0};
 
@@ -231,6 +244,9 @@ void cli_status_write(struct ry_manager *mgr, const struct ry_config *cfg,
 				"\"health\":%u,",
 				info.link_up ? "up" : "down", info.peers_active,
 				info.health_min);
+			if (vc)
+				fprintf(out, "\"traffic_class\":%u,\"sl\":%u,",
+					vc->traffic_class, vc->sl);
 			counters_json(out, &c);
 			fprintf(out, "}");
 		} else {
@@ -242,6 +258,13 @@ void cli_status_write(struct ry_manager *mgr, const struct ry_config *cfg,
 			    name, info.link_up ? "up" : "down",
 			    info.peers_active, info.health_min, c.bytes,
 			    c.replayed_fragments, c.failovers, c.reconnects);
+			if (vc)
+				fprintf(out,
+					"           traffic_class %u (DSCP %u, "
+					"ECN %u), sl %u\n",
+					vc->traffic_class,
+					vc->traffic_class >> 2,
+					vc->traffic_class & 3, vc->sl);
 		}
 	}
 	missing_write(mgr, json, n > 0, out);

@@ -38,8 +38,8 @@ check() { # check NAME CMD...: run, report, remember a failure
 	fi
 }
 
-rail_up() { # rail_up N
-	n=$1 a=veth${1}a b=veth${1}b
+rail_up() { # rail_up N [rxe|siw]: devices TYPE_aN, TYPE_bN
+	n=$1 a=veth${1}a b=veth${1}b ty=${2:-rxe}
 	ip link add $a type veth peer name $b || return 1
 	ip addr add 198.18.$n.1/24 dev $a
 	ip addr add 198.18.$n.2/24 dev $b
@@ -58,8 +58,8 @@ rail_up() { # rail_up N
 	ip route add 198.18.$n.1 dev $b src 198.18.$n.2 table $((200 + n))
 	ip rule add pref 10 iif lo from 198.18.$n.1 to 198.18.$n.2 lookup $((100 + n))
 	ip rule add pref 10 iif lo from 198.18.$n.2 to 198.18.$n.1 lookup $((200 + n))
-	rdma link add rxe_a$n type rxe netdev $a || return 1
-	rdma link add rxe_b$n type rxe netdev $b || return 1
+	rdma link add ${ty}_a$n type $ty netdev $a || return 1
+	rdma link add ${ty}_b$n type $ty netdev $b || return 1
 }
 
 # wait_gid DEV IPV4: the port ACTIVE and the address's RoCE v2 GID present
@@ -90,8 +90,8 @@ devices_lists_rxe() {
 	echo "$json" | grep -q '"device":"rxe_a0"' || { echo "$json"; return 1; }
 }
 
-verbs_suite() { # verbs_suite EXECUTABLE
-	RY_HW_DEV_A=rxe_a0 RY_HW_DEV_B=rxe_b0 CK_DEFAULT_TIMEOUT=120 \
+verbs_suite() { # verbs_suite EXECUTABLE [CM [CASE]]
+	env ${3:+CK_RUN_CASE=$3} RY_HW_CM=${2:-} RY_HW_DEV_A=rxe_a0 RY_HW_DEV_B=rxe_b0 CK_DEFAULT_TIMEOUT=120 \
 		RY_HW_NETDEV_A=veth0a RY_HW_NETDEV_B=veth0b RY_HW_ADDR_A=198.18.0.1 \
 		RY_HW_GUID_A=$(cat /sys/class/infiniband/rxe_a0/node_guid) \
 		CK_VERBOSITY=${CK_VERBOSITY:-verbose} "$BUILD/tests/hw/$1"
@@ -108,6 +108,11 @@ check "railyard devices lists the rxe ports" devices_lists_rxe
 check "rail contract suite on verbs (tests/hw/test_verbs_conformance)" \
 	verbs_suite test_verbs_conformance
 check "verbs-only cases (tests/hw/test_verbs_rail)" verbs_suite test_verbs_rail
+# the contract again with librdmacm connecting the QPs (cm = rdma_cm):
+# its "contract" case (own_cq repeats 13 of them on other CQs, nothing the
+# connection mode changes)
+check "rail contract suite on verbs with cm = rdma_cm" \
+	verbs_suite test_verbs_conformance rdma_cm contract
 for t in "$SRC"/tests/hw/guest.d/*.sh; do
 	[ -f "$t" ] && check "${t#"$SRC"/}" . "$t"
 done

@@ -47,7 +47,8 @@ apt_update() { # once, and only when we may install
 
 # --- tools: command -> Debian package ---
 need=(qemu-system-x86_64:qemu-system-x86 busybox:busybox-static
-      depmod:kmod modprobe:kmod cpio:cpio dpkg:dpkg xz:xz-utils jq:jq)
+      depmod:kmod modprobe:kmod cpio:cpio dpkg:dpkg xz:xz-utils jq:jq
+      tcpdump:tcpdump)
 missing=() pkgs=()
 for n in "${need[@]}"; do
 	command -v "${n%%:*}" >/dev/null 2>&1 ||
@@ -109,8 +110,21 @@ if [ -z "$DEB" ]; then
 fi
 [ -f "$DEB" ] || skip "kernel package $DEB not found"
 
+# --- soft-iWARP: siw.ko for that kernel, built once and kept beside the
+# kernel package (mksiw.sh; the TSan run shares build 1's); without it the
+# guest's siw drills skip ---
+KVER_DEB=$(dpkg-deb -f "$DEB" Package | sed 's/^linux-image-//; s/-unsigned$//')
+SIW_KO=$(dirname "$DEB")/siw-$KVER_DEB.ko
+[ -w "$(dirname "$DEB")" ] || SIW_KO=$CACHE/siw-$KVER_DEB.ko
+if [ ! -f "$SIW_KO" ]; then
+	RY_HW_INSTALL=$may_install bash "$HERE/mksiw.sh" "$KVER_DEB" "$SIW_KO" ||
+		echo "HOST: no siw.ko: the guest runs no soft-iWARP tests"
+fi
+[ -f "$SIW_KO" ] || SIW_KO=
+export RY_HW_SIW_KO=$SIW_KO
+
 # --- the guest image, rebuilt only when its inputs change ---
-key=$( { echo "$DEB"; stat -c %s "$DEB"; cat "$HERE/mkguest.sh" "$HERE/guest-init";
+key=$( { echo "$DEB $SIW_KO"; stat -c %s "$DEB"; cat "$HERE/mkguest.sh" "$HERE/guest-init";
 	 ldd "${TEST_BINS[@]}" "$CLI_BIN" | grep -oE '/[^ ]+' | sort -u; } | sha256sum | cut -c1-16)
 if [ "$(cat "$CACHE/key" 2>/dev/null)" != "$key" ] || [ ! -f "$CACHE/initramfs.cpio.gz" ]; then
 	echo "HOST: building the guest image"

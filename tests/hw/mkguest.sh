@@ -1,7 +1,7 @@
 #!/bin/bash
 # Build the hw test guest: a Debian kernel (vmlinuz) and a small initramfs
 # holding that kernel's RDMA modules (rdma_rxe and what it needs), busybox,
-# iproute2 (ip, rdma), jq, the rxe libibverbs provider and every shared library
+# iproute2 (ip, rdma), jq, tcpdump, the rxe libibverbs provider and every shared library
 # the project's binaries link.  The project's build and source trees are
 # not copied: the guest mounts them over 9p at their host paths.
 #
@@ -10,6 +10,8 @@
 #               installed on the host)
 #   OUT_DIR     gets vmlinuz, initramfs.cpio.gz, kver
 #   BINARY      project executables whose libraries the guest needs
+# env: RY_HW_SIW_KO  a siw.ko built for that kernel (mksiw.sh): added with
+#                    what it needs and the siw libibverbs provider
 set -euo pipefail
 DEB=$1 OUT=$2
 shift 2
@@ -32,8 +34,10 @@ ln -s usr/lib "$R/lib"; ln -s usr/lib64 "$R/lib64"
 # crc32_generic: rxe asks the crypto API for "crc32"; without a provider
 # 'rdma link add' fails with ENOENT (busybox modprobe ignores softdeps).
 # virtio_net: hw_qemu_2node's guests have NICs (hw_qemu_rxe's have none).
-MODS="crc32_generic crc32-pclmul rdma_rxe ib_uverbs ib_umad veth sch_netem
+MODS="crc32_generic crc32-pclmul rdma_rxe ib_uverbs ib_umad rdma_ucm veth sch_netem
       9p 9pnet_virtio virtio_pci virtio_net"
+# siw takes crc32c from the crypto API, and iw_cm from rdma_ucm's deps
+[ -n "${RY_HW_SIW_KO:-}" ] && MODS="$MODS crc32c_generic libcrc32c"
 for m in $MODS; do
 	modprobe -d "$work/kernel" -S "$KVER" --show-depends "$m" 2>/dev/null |
 		awk '$1 == "insmod" { print $2 }' ||
@@ -47,6 +51,10 @@ done
 find "$R/usr/lib/modules" -name '*.ko.xz' -exec xz -d {} +
 find "$R/usr/lib/modules" -name '*.ko.zst' -exec zstd -q -d --rm {} +
 cp "$work/kernel/lib/modules/$KVER"/modules.builtin* "$R/usr/lib/modules/$KVER/"
+if [ -n "${RY_HW_SIW_KO:-}" ]; then
+	mkdir -p "$R/usr/lib/modules/$KVER/extra"
+	cp "$RY_HW_SIW_KO" "$R/usr/lib/modules/$KVER/extra/siw.ko"
+fi
 depmod -b "$R/usr" "$KVER"
 
 # --- userspace ---
@@ -68,12 +76,18 @@ cp "$BB" "$R/usr/bin/busybox"
 for b in /usr/sbin/ip /usr/bin/rdma /usr/sbin/tc /usr/bin/ibv_devinfo; do
 	[ -x "$b" ] && copy "$b"
 done
-# the drills in guest.d assert on the CLI's JSON with jq
+# the drills in guest.d assert on the CLI's JSON with jq, and on the
+# packets' IP header with tcpdump
 copy "$(command -v jq)"
+copy "$(command -v tcpdump)"
 prov=$(ls /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so | head -1)
 copy "$prov"
 mkdir -p "$R/etc/libibverbs.d"
 cp /etc/libibverbs.d/rxe.driver "$R/etc/libibverbs.d/"
+if [ -n "${RY_HW_SIW_KO:-}" ]; then
+	copy "$(ls /usr/lib/x86_64-linux-gnu/libibverbs/libsiw-rdmav*.so | head -1)"
+	cp /etc/libibverbs.d/siw.driver "$R/etc/libibverbs.d/"
+fi
 for b in "$@"; do copy "$b"; done
 for a in $("$R/usr/bin/busybox" --list); do
 	[ -e "$R/usr/bin/$a" ] || [ -e "$R/usr/sbin/$a" ] ||

@@ -19,8 +19,21 @@ static const char *dev_name(int idx)
 	return e && *e ? e : idx ? "rxe_b0" : "rxe_a0";
 }
 
+static enum ry_cm_mode cm_mode(void)
+{
+	const char *e = getenv("RY_HW_CM");
+
+	if (e && !strcmp(e, "rdma_cm"))
+		return RY_CM_RDMA_CM;
+	if (e && !strcmp(e, "manual"))
+		return RY_CM_MANUAL;
+	return RY_CM_AUTO;
+}
+
 static void verbs_config(struct ry_rail_config *cfg, int idx)
 {
+	const char *ip;
+
 	memset(cfg, 0, sizeof(*cfg));
 	snprintf(cfg->name, sizeof(cfg->name), "hw%d", idx);
 	cfg->provider = RY_PROVIDER_VERBS;
@@ -29,6 +42,12 @@ static void verbs_config(struct ry_rail_config *cfg, int idx)
 	cfg->port = 1;
 	cfg->gid_index = -1;
 	cfg->weight = 1;
+	/* RY_HW_CM=rdma_cm: the suites again with librdmacm connecting */
+	cfg->cm = cm_mode();
+	/* the rail's IP address: iWARP devices (siw) need it for rdma_cm */
+	ip = getenv(idx ? "RY_HW_IP_B" : "RY_HW_IP_A");
+	if (ip)
+		snprintf(cfg->address, sizeof(cfg->address), "%s", ip);
 }
 
 /* No such device, no such port, no such GID. */

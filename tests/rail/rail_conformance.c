@@ -389,6 +389,8 @@ START_TEST(test_state_machine)
 	ck_assert_int_eq(p.qp[0]->state, RY_QPS_RESET);
 	ck_assert_int_eq(ry__rail_modify_qp(p.qp[0], RY_QPS_INIT, &at), 0);
 	ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), -EINVAL);
+	/* the peer's QP in INIT: with rdma_cm, RTR connects to it */
+	ck_assert_int_eq(ry__rail_modify_qp(p.qp[1], RY_QPS_INIT, &at), 0);
 	ck_assert_int_eq(pair_to_rtr(p.qp[0], &at), 0);
 	ck_assert_int_eq(p.qp[0]->state, RY_QPS_RTR);
 	ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), -EINVAL);

@@ -183,6 +183,30 @@ static const struct bad_case bad[] = {
     {"missing title", "rail {\n provider = soft\n}\n", 1,
      "missing title for section 'rail'", 1},
     {"bad node name", "node = \"a b\"\n" RAIL, 1, "node name 'a b'", 1},
+    {"traffic_class above 255",
+     "rail h {\n provider = verbs\n device = mlx5_0\n traffic_class = 256\n}\n",
+     4, "rail 'h': traffic_class must be from 0 to 255", 1},
+    {"negative traffic_class",
+     "rail h {\n provider = verbs\n device = mlx5_0\n\n traffic_class = "
+     "-4\n}\n",
+     5, "rail 'h': traffic_class must be from 0 to 255", 1},
+    {"sl above 15",
+     "rail h {\n provider = verbs\n device = mlx5_0\n sl = 16\n}\n", 4,
+     "rail 'h': sl must be from 0 to 15", 1},
+    {"traffic_class on a soft rail",
+     "rail r0 {\n provider = soft\n address = \"127.0.0.1\"\n traffic_class "
+     "= 104\n}\n",
+     4, "soft rail 'r0' cannot set traffic_class", 1},
+    {"sl on a soft rail",
+     "rail r0 {\n provider = soft\n address = \"127.0.0.1\"\n\n sl = 3\n}\n", 5,
+     "soft rail 'r0' cannot set sl", 1},
+    {"unknown cm mode",
+     "rail h {\n provider = verbs\n device = mlx5_0\n\n cm = ucx\n}\n", 5,
+     "cm: 'ucx' is not a connection mode", 1},
+    {"cm on a soft rail",
+     "rail r0 {\n provider = soft\n address = \"127.0.0.1\"\n cm = "
+     "rdma_cm\n}\n",
+     4, "soft rail 'r0' does not use cm", 1},
     {"problems sorted by line",
      "rail r0 {\n provider = soft\n}\nops_in_flight = 0\n", 1,
      "neither address nor interface", 2},
@@ -510,6 +534,48 @@ static void put_file(const char *path, const void *p, size_t n, int mode)
 
 /* key_file: each problem with the file is reported at the option's line
  * with a hint; a good key, raw or hex, loads. */
+/* A verbs rail's class of service and connection mode: parsed, defaults
+ * 0 and auto, printed and loaded back. */
+START_TEST(test_traffic_class_sl)
+{
+	struct ry_config *cfg = NULL, *back = NULL;
+	const char *text =
+	    "rail a { provider = verbs device = mlx5_0 traffic_class = 106 "
+	    "sl = 15 }\n"
+	    "rail b { provider = verbs device = mlx5_1 cm = rdma_cm }\n"
+	    "rail c { provider = verbs device = mlx5_2 cm = manual }\n";
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	ck_assert_int_eq(ry_config_parse(text, "tc.conf", &cfg, NULL, NULL), 0);
+	ck_assert_uint_eq(cfg->rails[0].traffic_class, 106);
+	ck_assert_uint_eq(cfg->rails[0].sl, 15);
+	ck_assert_uint_eq(cfg->rails[1].traffic_class, 0);
+	ck_assert_uint_eq(cfg->rails[1].sl, 0);
+	ck_assert_int_eq(cfg->rails[0].cm, RY_CM_AUTO);
+	ck_assert_int_eq(cfg->rails[1].cm, RY_CM_RDMA_CM);
+	ck_assert_int_eq(cfg->rails[2].cm, RY_CM_MANUAL);
+	f = open_memstream(&buf, &len);
+	ck_assert_ptr_nonnull(f);
+	ry_config_print(cfg, f);
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(buf, "traffic_class = 106"));
+	ck_assert_int_eq(ry_config_parse(buf, "back.conf", &back, NULL, NULL),
+			 0);
+	ck_assert_uint_eq(back->rails[0].traffic_class, 106);
+	ck_assert_uint_eq(back->rails[0].sl, 15);
+	ck_assert_int_eq(back->rails[1].cm, RY_CM_RDMA_CM);
+	ck_assert_int_eq(back->rails[2].cm, RY_CM_MANUAL);
+	/* a hand-built config is checked the same way */
+	back->rails[1].sl = 16;
+	ck_assert_int_eq(ry_config_validate(back, NULL, NULL), 1);
+	free(buf);
+	ry_config_free(back);
+	ry_config_free(cfg);
+}
+END_TEST
+
 START_TEST(test_key_file)
 {
 	static const char hex[] = "00112233445566778899aabbccddeeff001122334455"
@@ -629,6 +695,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_config_layout);
 	tcase_add_test(tc, test_key_file);
 	tcase_add_test(tc, test_control_frame_rate);
+	tcase_add_test(tc, test_traffic_class_sl);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -38,8 +38,8 @@ mgr_routes() { # mgr_routes N
 	ip route replace 198.18.$1.1 dev veth${1}b src 198.18.$1.2 table $((200 + $1))
 }
 
-mgr_serve_start() {
-	"$mgr_ry" serve -c "$mgr_etc/rxe-b.conf" --socket $mgr_dir/b.sock \
+mgr_serve_start() { # mgr_serve_start [CONFIG of node b]
+	"$mgr_ry" serve -c "${1:-$mgr_etc/rxe-b.conf}" --socket $mgr_dir/b.sock \
 		--region 16M >$mgr_dir/serve.log 2>&1 &
 	mgr_serve_pid=$!
 	i=0
@@ -88,9 +88,9 @@ mgr_bench() { # mgr_bench [CONFIG]
 	[ $rc = 0 ] || mgr_fail "bench exited $rc" || return 1
 }
 
-mgr_drill() {
+mgr_drill() { # mgr_drill [CONFIG of node a]
 	mgr_out=$mgr_dir/drill.json
-	"$mgr_ry" drill -c "$mgr_etc/rxe-a.conf" --peer b --duration 16 \
+	"$mgr_ry" drill -c "${1:-$mgr_etc/rxe-a.conf}" --peer b --duration 16 \
 		--size 256K --depth 4 --json --csv $mgr_dir/drill.csv \
 		>$mgr_out 2>$mgr_dir/drill.log &
 	pid=$!
