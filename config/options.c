@@ -69,6 +69,12 @@ const struct ry__opt ry__opts[] = {
 	"inbound control sessions per address; 8 is the default"),
     TOP(handshake_timeout_ms, RY__OPT_INT, "2000", 1, 600000, ZD, "ms",
 	MS_HINT),
+    TOP(control_frame_rate, RY__OPT_INT, "100", 1, 1000000, ZD, "frames/s",
+	"control frames of one type per session per second; 100 is the "
+	"default"),
+    TOP(control_frame_burst, RY__OPT_INT, "200", 1, 1000000, ZD, "frames",
+	"control frames of one type a session may send at once; 200 is the "
+	"default"),
     /* the file itself (size, format, mode) is checked in validate.c */
     TOP(key_file, RY__OPT_STR, NULL, 0, 0, RY__OPT_OMIT_EMPTY, "path", NULL),
     /* needs key_file and soft rails only: checked in validate.c */

@@ -470,8 +470,9 @@ static void attempt_failed(struct ry__conn *c, const char *what)
 
 	if (!ry__conn_mtu_reason(c, what, why, sizeof(why)))
 		attempt_reason(c, what, why, sizeof(why));
-	/* once per kind of failure, not once per attempt */
-	if (strcmp(why, c->cn_reason))
+	/* once per kind of failure, not once per attempt; a peer that said
+	 * goodbye is not a broken path */
+	if (strcmp(why, c->cn_reason) && !c->cn_peer->pr_gone)
 		RY_WARN("mgr", "peer %s rail %s: path not up: %s",
 			c->cn_peer->pr_name, c->cn_lrail->lr_cfg.name, why);
 	else
@@ -490,6 +491,7 @@ static void mark_failed(struct ry__conn *c, const char *reason,
 	struct ry_manager *m = p->pr_mgr;
 	uint64_t now = ry__now_ns();
 	struct ry_event *ev;
+	bool bye = p->pr_gone; /* closed, not failed: no failover, no fence */
 
 	switch (c->cn_state) {
 	case CONN_CONNECTING:
@@ -522,22 +524,32 @@ static void mark_failed(struct ry__conn *c, const char *reason,
 	c->cn_fail_ns = fail_ns;
 	c->cn_detect_ns = now;
 	c->cn_resume_wait = false;
+	c->cn_dead_qpn = c->cn_qp->qp_num;
+	c->cn_dead_rqpn = c->cn_remote.qpn;
+	c->cn_fnext = m->m_failed;
+	m->m_failed = c;
+	if (bye) { /* its QPs are gone: no packet of ours can land there */
+		c->cn_fence_gen = 0;
+		c->cn_goodbyes++;
+		RY_INFO("mgr", "peer %s rail %s: connection qp 0x%x closed: %s",
+			p->pr_name, c->cn_lrail->lr_cfg.name, c->cn_dead_qpn,
+			reason);
+		ry__queue_event(m, RY_EV_CONN_DOWN, c->cn_lrail, p, reason,
+				now);
+		return;
+	}
 	c->cn_cnt.failovers++;
 	c->cn_cnt.detect_count++;
 	c->cn_cnt.detect_ns_total += now - fail_ns;
 	if (now - fail_ns > c->cn_cnt.detect_ns_max)
 		c->cn_cnt.detect_ns_max = now - fail_ns;
 	c->cn_fence_gen = ++p->pr_fence_gen;
-	c->cn_dead_qpn = c->cn_qp->qp_num;
-	c->cn_dead_rqpn = c->cn_remote.qpn;
 	c->cn_health /= 2;
 	ry__conn_update_share(c);
 	if (!p->pr_resume_from_ns) {
 		p->pr_resume_from_ns = now;
 		p->pr_resume_conn = c;
 	}
-	c->cn_fnext = m->m_failed;
-	m->m_failed = c;
 	ry__fo_add(&c->cn_lrail->lr_fo[RY__FO_DETECT], now - fail_ns);
 	ry__log_event(RY_LOG_WARN, "mgr",
 		      (&(struct ry__log_ev){.event = "down",

@@ -121,6 +121,9 @@ struct ry__conn {
 	 * path reads (the node's slot moves with other contexts' timers) */
 	uint64_t cn_timer_at;
 	struct ry_counters cn_cnt;
+	/* closed by the peer's GOODBYE, not failed (not in ry_counters: the
+	 * public struct stays as released; metrics.c reports it) */
+	uint64_t cn_goodbyes;
 };
 
 /* Bytes a connection completed, per horizon-long window (stripe.c

@@ -63,7 +63,9 @@ static const struct ry__ctl_ops ctl_ops = {
     .co_conn_req = ry__conn_on_req,
     .co_fence_ack = ry__fence_on_ack,
     .co_fence_req = ry__fence_on_req,
+    .co_peer_goodbye = ry__peer_goodbye,
     .co_peer_lost = ry__peer_ctl_lost,
+    .co_peer_revoked = ry__peer_revoked,
     .co_peer_new = ry__peer_new,
     .co_peer_rails = ry__rail_life_peer_rails,
     .co_peer_ready = ry__peer_ready,
@@ -486,6 +488,9 @@ void ry_manager_destroy(struct ry_manager *m)
 	ry_progress_thread_stop(m);
 	ry__lock_and_run_leftovers(m);
 	m->m_closing = true;
+	/* before any connection goes: the peers close theirs to us as
+	 * closed, not as failed */
+	ry__ctl_goodbye_all(m);
 	for (p = m->m_peers; p; p = p->pr_next)
 		ry__op_cancel_all(p);
 	dv = m->m_dv_head;

@@ -300,6 +300,7 @@ static void render_locked(struct ry_manager *m, struct mw *w)
 	/* the live rails' slots (a reload leaves holes: reload.c) */
 	unsigned slot[RY_MAX_RAILS];
 	unsigned nr = 0, np = 0, i;
+	uint64_t over, closed;
 	struct rows rows;
 	struct ry_peer *p;
 
@@ -336,6 +337,15 @@ static void render_locked(struct ry_manager *m, struct mw *w)
 	sample_u64(w, "railyard_rails", NULL, NULL, nr);
 	family(w, "railyard_peers", "gauge", "Peers known to this node.");
 	sample_u64(w, "railyard_peers", NULL, NULL, np);
+	ry__ctl_pressure(m, &over, &closed);
+	family(w, "railyard_control_frames_dropped_total", "counter",
+	       "Control frames dropped over control_frame_rate.");
+	sample_u64(w, "railyard_control_frames_dropped_total", NULL, NULL,
+		   over);
+	family(w, "railyard_control_sessions_flooding_total", "counter",
+	       "Control sessions closed for flooding.");
+	sample_u64(w, "railyard_control_sessions_flooding_total", NULL, NULL,
+		   closed);
 
 	/* per rail */
 	family(w, "railyard_rail_up", "gauge",
@@ -354,6 +364,16 @@ static void render_locked(struct ry_manager *m, struct mw *w)
 			put_label(w, "reason", lr->lr_life.rl_why);
 			put(w, "} 0\n");
 		}
+	}
+	family(w, "railyard_rail_goodbyes_total", "counter",
+	       "Connections closed by the peer's goodbye (not failures).");
+	for (i = 0; i < nr; i++) {
+		uint64_t g = 0;
+
+		for (p = m->m_peers; p; p = p->pr_next)
+			g += p->pr_conn[slot[i]]->cn_goodbyes;
+		sample_u64(w, "railyard_rail_goodbyes_total", rnames[i], NULL,
+			   g);
 	}
 	family(w, "railyard_rail_link_up", "gauge",
 	       "1 when the rail's link is up, 0 when it is down.");

@@ -383,6 +383,7 @@ void ry__peer_ready(struct ry_peer *p, uint64_t old_node, bool dialer)
 	if (old_node)
 		restarted(p, old_node, now);
 	ry__peer_set_state(p, PEER_READY);
+	p->pr_gone = false;
 	if (!was_ready || old_node)
 		peer_event(p, RY_EV_PEER_UP, "", 0, p->pr_node);
 	ry__op_unpark_all(p);
@@ -418,6 +419,38 @@ void ry__peer_ctl_lost(struct ry_peer *p, struct ry__ctl *c)
 	if (was_ready)
 		peer_event(p, RY_EV_PEER_DOWN, "control session lost",
 			   p->pr_node, 0);
+}
+
+void ry__peer_goodbye(struct ry_peer *p, int why)
+{
+	struct ry_manager *m = p->pr_mgr;
+	uint64_t now = ry__now_ns();
+	unsigned i;
+
+	RY_INFO("mgr", "peer %s: said goodbye (%s): its connections close",
+		p->pr_name,
+		why == BYE_CLOSING ? "its manager is closing"
+				   : "it dropped this node");
+	p->pr_gone = true;
+	for (i = 0; i < m->m_nrails; i++)
+		ry__conn_mark_failed(p->pr_conn[i],
+				     "closed by the peer (goodbye)", now);
+	/* QPs to ERR now: nothing more is posted to a peer that left */
+	ry__replay_run(m);
+}
+
+void ry__peer_revoked(struct ry_peer *p)
+{
+	struct ry_manager *m = p->pr_mgr;
+	uint64_t now = ry__now_ns();
+	unsigned i;
+
+	for (i = 0; i < m->m_nrails; i++)
+		ry__conn_mark_failed(p->pr_conn[i],
+				     "its admission was revoked by a reload",
+				     now);
+	/* QPs to ERR and the fences out while its session is still up */
+	ry__replay_run(m);
 }
 
 void ry__peer_path_reason(struct ry_peer *p, uint64_t waited_ns, char *buf,

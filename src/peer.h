@@ -94,8 +94,9 @@ struct ry_peer {
 	/* ry_peer_hold()s not yet released, plus messages from it queued for
 	 * the receive callback and not yet handed back (m_lock) */
 	unsigned pr_app_refs;
-	bool pr_retired;	  /* its peer section was removed by a reload */
-	unsigned pr_nctl;	  /* live control sessions speaking for it */
+	bool pr_retired;  /* its peer section was removed by a reload */
+	bool pr_gone;	  /* said GOODBYE; until its next HELLO is admitted */
+	unsigned pr_nctl; /* live control sessions speaking for it */
 	struct ry__list pr_rlink; /* m_reapq, or self */
 	/* its rails, from its HELLO: pr_nrrails of them (malloc'd to fit:
 	 * a four-rail peer's are 672 bytes, RY_MAX_RAILS of them 2,688) */
@@ -180,6 +181,10 @@ bool ry__peer_node_stale(const struct ry_peer *p, uint64_t node);
 void ry__peer_path_reason(struct ry_peer *p, uint64_t waited_ns, char *buf,
 			  size_t len);
 void ry__peer_ctl_lost(struct ry_peer *p, struct ry__ctl *c);
+/* p said GOODBYE: its connections close as closed, not failed */
+void ry__peer_goodbye(struct ry_peer *p, int why);
+/* p is no longer admitted (reload): its connections fail, fenced */
+void ry__peer_revoked(struct ry_peer *p);
 void ry__peer_dirty(struct ry_peer *p);
 void ry__peer_update_paths(struct ry_peer *p);
 void ry__peer_free(struct ry_peer *p);

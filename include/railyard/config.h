@@ -182,6 +182,10 @@ struct ry_config {
 	/* refuse to start when a rail cannot open (default: start with the
 	 * rails there are and open the others when they appear) */
 	bool require_all_rails;
+	/* an admitted session's frames of each type: this many a second on
+	 * average, this many at once; beyond, dropped, and a session that
+	 * keeps at it is closed and its address backed off */
+	uint32_t control_frame_rate, control_frame_burst;
 	/* new top-level options go here, at the end (see the top) */
 };
 

@@ -25,6 +25,7 @@ static void progressed(struct ry__soft_qp *qp)
 	struct ry__soft_rail *r = qp_rail(qp);
 
 	qp->comp.retry_left = qp->retry_cnt;
+	qp->comp.backoff = 0;
 	qp->comp.rnr_left = qp->rnr_retry;
 	qp->comp.rewound = false;
 	ry__soft_cc_acked(qp);

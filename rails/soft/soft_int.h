@@ -90,6 +90,8 @@
 #define RY__SOFT_SRQ_SIZE 4096
 #define RY__SOFT_KEY_BUCKETS 1024
 #define RY__SOFT_MAX_RD 16 /* READs outstanding per QP */
+/* Retransmission back-off: a timeout in a row waits up to 2^this RTOs */
+#define RY__SOFT_BACKOFF_SHIFT 6
 /* WRs a QP holds in its own struct: a heartbeat, a probe and its path MTU
  * steps, or one operation at a time, without a ring of its own. */
 #define RY__SOFT_SQ_INLINE 4
@@ -233,6 +235,7 @@ struct ry__soft_qp {
 	struct {	      /* completer */
 		uint32_t psn; /* oldest PSN not acknowledged */
 		uint32_t retry_left, rnr_left;
+		uint32_t backoff;     /* timeouts in a row (soft_req.c) */
 		uint64_t deadline;    /* 0: timer off */
 		uint64_t rnr_until;   /* 0: not waiting */
 		uint32_t rewound_psn; /* last go-back-N target, once per gap */

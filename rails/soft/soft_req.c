@@ -5,7 +5,13 @@
  * back N (rewinds to a PSN and sends everything
  * again from there) on a NAK, an out-of-order READ response or a timeout.
  * After retry_cnt timeouts with no progress the head WR completes with
- * RY_WC_RETRY_EXCEEDED and the QP goes to ERR.
+ * RY_WC_RETRY_EXCEEDED and the QP goes to ERR.  Each timeout in a row
+ * waits twice the one before (RTO, 2 RTO, 4 RTO, ... up to
+ * 2^RY__SOFT_BACKOFF_SHIFT RTOs), so the budget is time, about 2^(retry_cnt+1)
+ * RTOs, not a count of short waits: a peer busy for half a second (a
+ * starved server) is waited for, as an HCA's retry_cnt x timeout would.
+ * The node's own stalls cost nothing: packets are received before timers
+ * are run, so a late timer finds the ACK already counted.
  *
  * A WR occupies npkts PSNs; packet k carries bytes [k*pmtu, (k+1)*pmtu) and
  * the remote address of exactly those bytes, so a rewind into the middle of
@@ -248,9 +254,11 @@ void ry__soft_req_timers(struct ry__soft_qp *qp)
 	       qp->base.qp_num, qp->retry_cnt - qp->comp.retry_left + 1,
 	       qp->retry_cnt, qp->comp.psn, qp->req.max_psn);
 	qp->comp.retry_left--;
+	if (qp->comp.backoff < RY__SOFT_BACKOFF_SHIFT)
+		qp->comp.backoff++;
 	ry__soft_cc_timeout(qp);
 	ry__soft_req_rewind(qp, qp->comp.psn);
-	qp->comp.deadline = r->now + ry__soft_cc_rto(qp);
+	qp->comp.deadline = r->now + (ry__soft_cc_rto(qp) << qp->comp.backoff);
 }
 
 uint64_t ry__soft_req_next_timer(struct ry__soft_qp *qp)

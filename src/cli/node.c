@@ -135,9 +135,13 @@ void cli_status_path(const char *node, char *buf, size_t len)
 	} else if (geteuid() == 0) {
 		mkdir("/run/railyard", 0755);
 		snprintf(buf, len, "/run/railyard/%s.sock", node);
+	} else if (dir) {
+		snprintf(buf, len, "%s/railyard-%s.sock", dir, node);
 	} else {
-		snprintf(buf, len, "%s/railyard-%s.sock", dir ? dir : "/tmp",
-			 node);
+		/* not /tmp itself, where another user could take the name
+		 * first: a directory of this user's (serve makes it 0700) */
+		snprintf(buf, len, "/tmp/railyard-%u/%s.sock",
+			 (unsigned)geteuid(), node);
 	}
 }
 

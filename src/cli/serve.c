@@ -26,14 +26,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #ifdef RY_WITH_MICROHTTPD
-#include <microhttpd.h>
+#include "src/cli/metrics_http.h"
 #endif
 #ifdef RY_WITH_SYSTEMD
 #include <systemd/sd-daemon.h>
@@ -62,7 +64,8 @@ static int sd_watchdog_enabled(int unset, uint64_t *usec)
 static const char usage_text[] =
     "usage: railyard serve -c FILE [--socket PATH] [--region SIZE]\n"
     "                      [--targets N] [--metrics ADDR:PORT]\n"
-    "                      [--log-level LEVEL] [--require-all-rails]\n"
+    "                      [--log-level LEVEL] [--metrics-token FILE]\n"
+    "                      [--require-all-rails]\n"
     "\n"
     "Run a node: bind the rails of FILE, accept peers, and give each peer\n"
     "that asks (`railyard bench` and `railyard drill`) a target region of\n"
@@ -71,12 +74,21 @@ static const char usage_text[] =
     "restarts gets a new one; a peer lost for 30 s gives its back.  Status is\n"
     "served on a UNIX socket (default /run/railyard/NODE.sock as root or\n"
     "under systemd ($RUNTIME_DIRECTORY), else\n"
-    "$XDG_RUNTIME_DIR/railyard-NODE.sock) for `railyard status`.\n"
+    "$XDG_RUNTIME_DIR/railyard-NODE.sock, without it\n"
+    "/tmp/railyard-UID/NODE.sock) for `railyard status`; a name there\n"
+    "that is not a socket of this user's, or a directory others may\n"
+    "write, is refused.\n"
     "--metrics ADDR:PORT serves Prometheus metrics at\n"
-    "http://ADDR:PORT/metrics (127.0.0.1:9470; 0.0.0.0:9470 for all).\n"
-    "--log-level error|warn|info|debug|trace.  Each of these two, when not\n"
-    "given, comes from the environment, RY_METRICS and RY_LOG_LEVEL, and\n"
-    "the level then from the config (log { level }).\n"
+    "http://ADDR:PORT/metrics (127.0.0.1:9470; 0.0.0.0:9470 for all):\n"
+    "at most 64 connections, 4 per source address, idle ones closed\n"
+    "after 10 s, the text rendered at most once a second.  With\n"
+    "--metrics-token FILE (mode 0600, one line of 16 or more bytes) a\n"
+    "scrape must send \"Authorization: Bearer TOKEN\", or gets 401.\n"
+    "--log-level error|warn|info|debug|trace.  --metrics and --log-level,\n"
+    "when not given, come from the environment, RY_METRICS and\n"
+    "RY_LOG_LEVEL, and the level then from the config (log { level }).\n"
+    "At start the open-file limit is raised to its hard limit; a config\n"
+    "whose max_sessions cannot fit under it is refused.\n"
     "A rail whose device, port, interface or address is not there does not\n"
     "stop it: it starts without the rail (`railyard status` shows it\n"
     "missing, and why) and opens it when it appears; --require-all-rails\n"
@@ -214,65 +226,6 @@ static void notify_status(struct server *sv, const char *prefix)
 }
 
 #ifdef RY_WITH_MICROHTTPD
-static enum MHD_Result answer_metrics(void *cls, struct MHD_Connection *conn,
-				      const char *url, const char *method,
-				      const char *version,
-				      const char *upload_data,
-				      size_t *upload_size, void **con_cls)
-{
-	static const char not_found[] = "not found: try /metrics\n";
-	struct ry_manager *mgr = cls;
-	struct MHD_Response *r;
-	size_t cap = 64 << 10;
-	char *buf = NULL;
-	enum MHD_Result ret;
-	unsigned code = MHD_HTTP_OK;
-	int n;
-
-	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
-		return MHD_NO; /* closes the connection */
-	if (strcmp(url, "/metrics")) {
-		code = MHD_HTTP_NOT_FOUND;
-		r = MHD_create_response_from_buffer(strlen(not_found),
-						    (void *)not_found,
-						    MHD_RESPMEM_PERSISTENT);
-	} else {
-		/* sized like snprintf; a second snapshot may be a bit longer */
-		for (;;) {
-			char *nb = realloc(buf, cap);
-
-			if (!nb) {
-				free(buf);
-				return MHD_NO;
-			}
-			buf = nb;
-			n = ry_metrics_render(mgr, buf, cap);
-			if (n < 0) {
-				free(buf);
-				return MHD_NO;
-			}
-			if ((size_t)n < cap)
-				break;
-			cap = (size_t)n + (size_t)n / 4 + 4096;
-		}
-		r = MHD_create_response_from_buffer((size_t)n, buf,
-						    MHD_RESPMEM_MUST_FREE);
-		if (!r)
-			free(buf);
-	}
-	if (!r)
-		return MHD_NO;
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
-				code == MHD_HTTP_OK
-				    ? "text/plain; version=0.0.4; charset=utf-8"
-				    : "text/plain; charset=utf-8");
-	ret = MHD_queue_response(conn, code, r);
-	MHD_destroy_response(r);
-	return ret;
-}
-#endif
-
-#ifdef RY_WITH_MICROHTTPD
 /*
  * Bind ADDR:PORT ourselves rather than through MHD_OPTION_SOCK_ADDR so
  * that a taken or malformed address is reported with its errno, then hand
@@ -330,6 +283,41 @@ malformed:
 
 #endif
 
+/*
+ * Every inbound control session is a descriptor: raise the soft open-file
+ * limit to the hard one, and refuse a max_sessions that cannot fit under
+ * it (beside the rails, the dialed peers, the metrics connections and a
+ * margin), naming the numbers, rather than failing accept() later.
+ */
+static int fd_room(const struct server *sv)
+{
+	const struct ry_config *c = sv->cfg;
+	uint64_t need = (uint64_t)c->max_sessions + c->n_peers +
+			8ull * c->n_rails + 64 /* metrics */ + 64;
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return 0;
+	if (rl.rlim_cur < need && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+		fprintf(
+		    stderr,
+		    "railyard serve: %s: max_sessions %u needs about %" PRIu64
+		    " file descriptors, the limit is %llu (hard %llu): "
+		    "lower max_sessions or raise the limit (ulimit -n, "
+		    "systemd LimitNOFILE=)\n",
+		    sv->file, c->max_sessions, need,
+		    (unsigned long long)rl.rlim_cur,
+		    (unsigned long long)rl.rlim_max);
+		return -EMFILE;
+	}
+	return 0;
+}
+
 static uint64_t now_us(void)
 {
 	struct timespec ts;
@@ -338,13 +326,64 @@ static uint64_t now_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+/*
+ * The status socket answers `railyard reload` and `status`: it must be
+ * ours.  Its directory may be written only by us or root (or be sticky,
+ * as /tmp, where nobody else can remove our name); a name there already
+ * is replaced only if it is a socket of ours (a previous run's).  The
+ * default without XDG_RUNTIME_DIR, /tmp/railyard-UID/, is made 0700.
+ */
+static int status_path_ok(const char *path)
+{
+	char dir[108], *slash;
+	struct stat st;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = 0;
+	else if (slash)
+		*slash = 0;
+	else
+		snprintf(dir, sizeof(dir), ".");
+	if (!strncmp(dir, "/tmp/railyard-", 14))
+		mkdir(dir, 0700);
+	if (stat(dir, &st))
+		return -errno;
+	if ((st.st_uid != geteuid() && st.st_uid != 0) ||
+	    ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))) {
+		fprintf(stderr,
+			"railyard serve: status socket %s: directory %s is "
+			"owned by uid %u, mode %04o: others could replace "
+			"the socket; use --socket in a directory of yours\n",
+			path, dir, (unsigned)st.st_uid,
+			(unsigned)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	if (lstat(path, &st)) /* ENOENT: free */
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) {
+		fprintf(stderr,
+			"railyard serve: status socket %s: the name is taken "
+			"(%s of uid %u), not replacing it\n",
+			path,
+			S_ISSOCK(st.st_mode) ? "a socket" : "not a socket",
+			(unsigned)st.st_uid);
+		return -EEXIST;
+	}
+	return 0;
+}
+
 static int listen_unix(const char *path)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd;
+	int fd, ret;
 
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
+	ret = status_path_ok(path);
+	if (ret)
+		return ret;
 	strcpy(sa.sun_path, path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
@@ -435,8 +474,9 @@ int cli_serve(int argc, char **argv)
 	char metrics_url[RY_ADDR_MAX + 32] = "";
 	int mfd = -1;
 	uint64_t wd_usec = 0, wd_next = 0;
+	const char *token_arg = NULL;
 #ifdef RY_WITH_MICROHTTPD
-	struct MHD_Daemon *httpd = NULL;
+	struct cli_mhttp *httpd = NULL;
 #endif
 	struct server sv = {.lock = PTHREAD_MUTEX_INITIALIZER};
 	struct epoll_event ev;
@@ -468,6 +508,9 @@ int cli_serve(int argc, char **argv)
 				return RY_EXIT_USAGE;
 			}
 			cli_log_cmdline_level(l);
+		} else if (!strcmp(argv[i], "--metrics-token") &&
+			   i + 1 < argc) {
+			token_arg = argv[++i];
 		} else if (!strcmp(argv[i], "--targets") && i + 1 < argc) {
 			char *end;
 
@@ -500,6 +543,11 @@ int cli_serve(int argc, char **argv)
 	/* the command line, else the environment (empty: none) */
 	if (!metrics_arg && getenv("RY_METRICS") && *getenv("RY_METRICS"))
 		metrics_arg = getenv("RY_METRICS");
+	if (token_arg && !metrics_arg) {
+		fprintf(stderr,
+			"railyard serve: --metrics-token needs --metrics\n");
+		return RY_EXIT_USAGE;
+	}
 	if (metrics_arg) {
 #ifdef RY_WITH_MICROHTTPD
 		struct sockaddr_storage ss;
@@ -531,6 +579,8 @@ int cli_serve(int argc, char **argv)
 			close(mfd);
 		return RY_EXIT_FAIL;
 	}
+	if (fd_room(&sv))
+		goto out;
 
 	ret =
 	    cli_targets_create(sv.mgr, region, (unsigned)targets, &sv.targets);
@@ -569,19 +619,8 @@ int cli_serve(int argc, char **argv)
 
 #ifdef RY_WITH_MICROHTTPD
 	if (mfd >= 0) {
-		httpd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
-					     MHD_USE_EPOLL_LINUX_ONLY,
-					 0, NULL, NULL, answer_metrics, sv.mgr,
-					 MHD_OPTION_LISTEN_SOCKET, mfd,
-					 MHD_OPTION_CONNECTION_TIMEOUT,
-					 (unsigned)10, MHD_OPTION_END);
-		if (!httpd) {
-			fprintf(stderr,
-				"railyard serve: cannot start the metrics "
-				"server on %s\n",
-				metrics_arg);
+		if (cli_mhttp_start(sv.mgr, mfd, token_arg, &httpd))
 			goto out;
-		}
 		mfd = -1; /* the daemon's now */
 	}
 #endif
@@ -656,8 +695,7 @@ int cli_serve(int argc, char **argv)
 out:
 #ifdef RY_WITH_MICROHTTPD
 	/* before the manager goes: the handler renders from it */
-	if (httpd)
-		MHD_stop_daemon(httpd);
+	cli_mhttp_stop(httpd);
 #endif
 	if (mfd >= 0)
 		close(mfd);

@@ -130,11 +130,38 @@ int ry__ctl_admit_init(struct ry_manager *m, const struct ry__ctl_ops *ops)
 }
 
 /* m_cfg's accept list and handshake timeout changed (reload.c). */
+/* May a session from ip speak, bounds aside? */
+static bool source_ok(struct ry_manager *m, const struct ry__ip *ip)
+{
+	struct ry__ip pip;
+	unsigned i;
+
+	if (accept_match(m, ip))
+		return true;
+	for (i = 0; i < m->m_cfg.n_peers; i++)
+		if (!ry__ip_parse(m->m_cfg.peers[i].address, &pip) &&
+		    ry__ip_same_host(&pip, ip))
+			return true;
+	return ry__peer_dialed_host(m, ip);
+}
+
+/* The accept list again; inbound sessions it no longer admits are closed,
+ * and their peers' connections failed (revocation is not a goodbye). */
 int ry__ctl_admit_reload(struct ry_manager *m)
 {
+	struct ry__ctl *c;
+
 	if (!m->m_admit)
 		return 0;
 	admit_parse(m, m->m_admit);
+	for (c = m->m_ctls; c; c = c->c_next) {
+		if (c->c_dead || !c->c_inbound || source_ok(m, &c->c_src))
+			continue;
+		if (c->c_peer && c->c_admitted)
+			ry__ctl_ops(c)->co_peer_revoked(c->c_peer);
+		ry__ctl_refused(c, "no longer admitted after a reload");
+		ry__ctl_kill(c, "no longer admitted after a reload");
+	}
 	return 0;
 }
 
@@ -188,20 +215,14 @@ void ry__ctl_refused(struct ry__ctl *c, const char *why)
 const char *ry__ctl_admit_source(struct ry_manager *m, const struct ry__ip *ip)
 {
 	const struct ry__srcn *sn = src_find(m, ip);
-	struct ry__ip pip;
-	unsigned i;
 
 	if (m->m_nin >= m->m_cfg.max_sessions)
 		return "max_sessions reached";
 	if (sn && sn->sn_n >= m->m_cfg.max_sessions_per_source)
 		return "max_sessions_per_source reached";
-	if (accept_match(m, ip))
-		return NULL;
-	for (i = 0; i < m->m_cfg.n_peers; i++)
-		if (!ry__ip_parse(m->m_cfg.peers[i].address, &pip) &&
-		    ry__ip_same_host(&pip, ip))
-			return NULL;
-	if (ry__peer_dialed_host(m, ip))
+	if (ry__ctl_penalized(m, ip))
+		return ry__ctl_penalized(m, ip);
+	if (source_ok(m, ip))
 		return NULL;
 	return "not a configured peer's address and not in accept";
 }

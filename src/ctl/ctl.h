@@ -54,6 +54,13 @@ struct ry__ctl_ops {
 	/* p's control session moved on: PEER_CONNECTING (we are dialing
 	 * it), PEER_HELLO (connected, our HELLO sent) */
 	void (*co_peer_state)(struct ry_peer *p, int state);
+	/* p's manager said GOODBYE (why: enum ry__ctl_goodbye): it leaves on
+	 * purpose; its session closes next */
+	void (*co_peer_goodbye)(struct ry_peer *p, int why);
+	/* p's admission was withdrawn (a reload removed the accept prefix
+	 * its session came in through): its connections fail now, fenced
+	 * over the session before it closes */
+	void (*co_peer_revoked)(struct ry_peer *p);
 	/* session c, which spoke for p, is closed */
 	void (*co_peer_lost)(struct ry_peer *p, struct ry__ctl *c);
 	/* CONN_REQ / CONN_REP from p over c: its rail src, our rail dst */
@@ -86,7 +93,10 @@ void ry__ctl_io(struct ry__ctl *c, uint32_t events);
 /* Sessions that never said HELLO; the listening fd after EMFILE. */
 void ry__ctl_timers(struct ry_manager *m, uint64_t now);
 bool ry__ctl_alive(const struct ry__ctl *c);
-/* close every session speaking for p */
+/* GOODBYE on every admitted session, before the manager closes them
+ * (ry_manager_destroy) */
+void ry__ctl_goodbye_all(struct ry_manager *m);
+/* close every session speaking for p, with a GOODBYE first */
 void ry__ctl_drop_peer(struct ry_manager *m, struct ry_peer *p,
 		       const char *why);
 
@@ -105,6 +115,10 @@ void ry__ctl_announce(struct ry_manager *m);
 int ry__ctl_conn_keys(const struct ry__ctl *c, const struct ry_qp_endpoint *loc,
 		      const struct ry_qp_endpoint *rem,
 		      struct ry_qp_attr *attr);
+
+/* rate.c: control frames dropped over the rate, sessions closed for it */
+void ry__ctl_pressure(const struct ry_manager *m, uint64_t *frames,
+		      uint64_t *sessions);
 
 /* admit.c: parse the accept list again after a reload */
 int ry__ctl_admit_reload(struct ry_manager *m);

@@ -99,6 +99,9 @@ struct ry__ctl {
 	bool c_want_out;
 	struct ry__ctl_auth *c_auth; /* with a key only */
 	bool c_mac_on;		     /* every frame carries a MAC now */
+	/* rate.c: each frame type's bucket; frames dropped since c_over_ns */
+	uint64_t c_tat[CTL_NTYPES];
+	uint64_t c_over, c_over_ns;
 	/* m_ctls (alive and killed, until reaped); m_ctl_dead once killed */
 	struct ry__ctl *c_next, **c_pprev, *c_dnext;
 };
@@ -123,6 +126,13 @@ struct ry__srcn {
 	unsigned sn_n;
 };
 
+/* An address closed for flooding: refused at accept until pn_until_ns. */
+struct ry__penalty {
+	struct ry__ip pn_ip;
+	uint64_t pn_until_ns;
+	uint32_t pn_ms; /* the last back-off, doubled at a repeat */
+};
+
 struct ry__refusal {
 	struct ry__ip rf_ip;
 	uint64_t rf_ns;
@@ -140,6 +150,8 @@ struct ry__admit_state {
 	unsigned as_len[RY_MAX_ACCEPT];
 	/* fixed size: a flood of refusals allocates nothing */
 	struct ry__refusal as_refused[CTL_REFUSE_SLOTS];
+	struct ry__penalty as_pen[CTL_REFUSE_SLOTS]; /* rate.c */
+	uint64_t as_frames_over, as_sessions_over;
 };
 
 static inline const struct ry__ctl_ops *ry__ctl_ops(const struct ry__ctl *c)
@@ -182,6 +194,14 @@ int ry__ctl_on_refuse(struct ry__ctl *c, const unsigned char *body, size_t n);
 
 /* dispatch.c: handle the whole frames in c's receive buffer */
 void ry__ctl_frames(struct ry__ctl *c);
+/* GOODBYE on c if it is admitted (why: enum ry__ctl_goodbye) */
+void ry__ctl_goodbye(struct ry__ctl *c, int why);
+
+/* rate.c: may c act on a frame of this type now?  false: drop it (and
+ * c may be closed: check c_dead) */
+bool ry__ctl_rate_ok(struct ry__ctl *c, uint16_t type);
+/* why ip may not open a session now, or NULL */
+const char *ry__ctl_penalized(struct ry_manager *m, const struct ry__ip *ip);
 
 /* reap.c */
 void ry__ctl_free(struct ry__ctl *c);

@@ -12,6 +12,7 @@ static int dispatch(struct ry__ctl *c, uint16_t type, const unsigned char *body,
 {
 	const struct ry__ctl_ops *ops = ry__ctl_ops(c);
 	struct ry_peer *p = c->c_peer;
+	struct ry__wire_goodbye wg;
 	struct ry__wire_fence wf;
 	struct ry__wire_conn wc;
 	struct ry__probe_mr pm;
@@ -52,6 +53,14 @@ static int dispatch(struct ry__ctl *c, uint16_t type, const unsigned char *body,
 			return ops->co_fence_ack(p, wf.wf_gen);
 		ops->co_fence_req(p, c, wf.wf_gen, wf.wf_src, wf.wf_dst,
 				  wf.wf_src_qpn, wf.wf_dst_qpn);
+		return 0;
+	case CTL_GOODBYE:
+		/* only the incarnation this session was admitted as may
+		 * take its leave */
+		if (ry__wire_goodbye_get(body, n, &wg) ||
+		    wg.wg_node != p->pr_node)
+			return -EBADMSG;
+		ops->co_peer_goodbye(p, wg.wg_why);
 		return 0;
 	}
 	return -EPROTO;
@@ -115,7 +124,12 @@ void ry__ctl_frames(struct ry__ctl *c)
 				return;
 			}
 		}
-		ret = dispatch(c, type, body, n);
+		if (!c->c_admitted || ry__ctl_rate_ok(c, type))
+			ret = dispatch(c, type, body, n);
+		else if (c->c_dead) /* closed for flooding */
+			return;
+		else /* over its rate: dropped before it acts */
+			ret = 0;
 		if (ret == -EACCES) { /* logged by admission */
 			ry__ctl_kill(c, "refused");
 			return;
@@ -124,6 +138,10 @@ void ry__ctl_frames(struct ry__ctl *c)
 			RY_WARN("mgr", "control message type %u: %s", type,
 				strerror(-ret));
 			ry__ctl_kill(c, "protocol error");
+			return;
+		}
+		if (type == CTL_GOODBYE) { /* nothing follows a goodbye */
+			ry__ctl_kill(c, "the peer said goodbye");
 			return;
 		}
 		memmove(c->c_rbuf, c->c_rbuf + RY__CTL_HDR + len,
@@ -176,4 +194,20 @@ void ry__ctl_send_fence(struct ry__ctl *c, bool ack, uint64_t gen, unsigned src,
 	ry__wbuf_init(&w, b, sizeof(b));
 	ry__wire_fence_put(&w, ack, &wf);
 	ry__ctl_send(c, ack ? CTL_FENCE_ACK : CTL_FENCE_REQ, &w);
+}
+
+void ry__ctl_goodbye(struct ry__ctl *c, int why)
+{
+	struct ry__wire_goodbye wg = {
+	    .wg_node = c->c_mgr->m_node,
+	    .wg_why = (uint8_t)why,
+	};
+	unsigned char b[16];
+	struct ry__wbuf w;
+
+	if (c->c_dead || !c->c_admitted)
+		return;
+	ry__wbuf_init(&w, b, sizeof(b));
+	ry__wire_goodbye_put(&w, &wg);
+	ry__ctl_send(c, CTL_GOODBYE, &w);
 }

@@ -461,8 +461,18 @@ void ry__ctl_drop_peer(struct ry_manager *m, struct ry_peer *p, const char *why)
 	struct ry__ctl *c;
 
 	for (c = m->m_ctls; c; c = c->c_next)
-		if (!c->c_dead && c->c_peer == p)
+		if (!c->c_dead && c->c_peer == p) {
+			ry__ctl_goodbye(c, BYE_DROPPED);
 			ry__ctl_kill(c, why);
+		}
+}
+
+void ry__ctl_goodbye_all(struct ry_manager *m)
+{
+	struct ry__ctl *c;
+
+	for (c = m->m_ctls; c; c = c->c_next)
+		ry__ctl_goodbye(c, BYE_CLOSING);
 }
 
 static bool ctl_rbuf(struct ry__ctl *c)

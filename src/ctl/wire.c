@@ -341,6 +341,24 @@ uint8_t ry__wire_refuse_get(const void *body, size_t n)
 	return n ? *(const uint8_t *)body : 0;
 }
 
+void ry__wire_goodbye_put(struct ry__wbuf *w, const struct ry__wire_goodbye *g)
+{
+	ry__w_u64(w, g->wg_node);
+	ry__w_u8(w, g->wg_why);
+}
+
+int ry__wire_goodbye_get(const void *body, size_t n, struct ry__wire_goodbye *g)
+{
+	struct ry__rbuf r;
+
+	ry__rbuf_init(&r, body, n);
+	g->wg_node = ry__r_u64(&r);
+	g->wg_why = ry__r_u8(&r);
+	if (r.bad || r.n || g->wg_why < BYE_CLOSING || g->wg_why > BYE_DROPPED)
+		return -EBADMSG;
+	return 0;
+}
+
 int ry__wire_frame(void *out, size_t cap, uint16_t type, const void *body,
 		   size_t n)
 {

@@ -24,6 +24,10 @@
  *   FENCE_REQ          u64 gen, u8 sender's rail, u8 receiver's rail,
  *                      u32 sender's dead QPN, u32 receiver's QPN on it
  *   FENCE_ACK          u64 gen
+ *   GOODBYE            u64 sender's incarnation, u8 why (enum
+ *                      ry__ctl_goodbye): the sender is leaving on
+ *                      purpose; the receiver closes its connections to it
+ *                      as closed, not failed
  *
  *   str = u16 length + bytes; endpoint = u32 qpn, u32 psn, u64 cookie,
  *   16 bytes gid, u16 lid, u16 udp_port, u32 mtu.
@@ -68,6 +72,15 @@ enum ry__ctl_type {
 	CTL_FENCE_ACK = 7,
 	CTL_AUTH = 8,
 	CTL_REFUSE = 9,
+	CTL_GOODBYE = 10,
+	CTL_NTYPES /* one past the last */
+};
+
+/* Why a GOODBYE was sent. */
+enum ry__ctl_goodbye {
+	BYE_CLOSING = 1, /* the sender's manager is being destroyed */
+	BYE_DROPPED,	 /* the sender ends this session on purpose (a
+			  * reload removed the receiver from its config) */
 };
 
 /* Why a REFUSE was sent. */
@@ -186,6 +199,18 @@ int ry__wire_fence_get(const void *body, size_t n, bool ack,
 void ry__wire_auth_put(struct ry__wbuf *w, const unsigned char *proof);
 int ry__wire_auth_get(const void *body, size_t n,
 		      unsigned char proof[RY__CTL_MAC]);
+
+/* GOODBYE. */
+struct ry__wire_goodbye {
+	uint64_t wg_node; /* the sender's incarnation */
+	uint8_t wg_why;	  /* enum ry__ctl_goodbye */
+};
+
+void ry__wire_goodbye_put(struct ry__wbuf *w, const struct ry__wire_goodbye *g);
+/* 0 or -EBADMSG (short or long, or a reason this version does not know:
+ * an unknown reason is not a goodbye to act on). */
+int ry__wire_goodbye_get(const void *body, size_t n,
+			 struct ry__wire_goodbye *g);
 
 /* REFUSE: the reason; an empty body reads as 0 (no reason given). */
 void ry__wire_refuse_put(struct ry__wbuf *w, uint8_t why);

@@ -125,6 +125,26 @@ static void refuse(const unsigned char *body, size_t n)
 		fail("REFUSE: decode(encode(x)) != x", CTL_REFUSE);
 }
 
+static void goodbye(const unsigned char *body, size_t n)
+{
+	struct ry__wire_goodbye x, y;
+	struct ry__wbuf w1, w2;
+
+	if (ry__wire_goodbye_get(body, n, &x)) {
+		if (n == 9 && body[8] >= BYE_CLOSING && body[8] <= BYE_DROPPED)
+			fail("a well-formed GOODBYE refused", CTL_GOODBYE);
+		return;
+	}
+	ry__wbuf_init(&w1, enc1, sizeof(enc1));
+	ry__wire_goodbye_put(&w1, &x);
+	if (ry__wire_goodbye_get(w1.b, w1.n, &y) || x.wg_node != y.wg_node ||
+	    x.wg_why != y.wg_why)
+		fail("GOODBYE: decode(encode(x)) != x", CTL_GOODBYE);
+	ry__wbuf_init(&w2, enc2, sizeof(enc2));
+	ry__wire_goodbye_put(&w2, &y);
+	same(&w1, &w2, CTL_GOODBYE);
+}
+
 static void header(const unsigned char *body, size_t n, uint16_t type)
 {
 	unsigned char f[RY__CTL_HDR + 64];
@@ -151,7 +171,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1)
 		return 0;
-	type = (uint16_t)(data[0] % 10);
+	type = (uint16_t)(data[0] % (CTL_GOODBYE + 1));
 	n = size - 1;
 	/* exactly n bytes: a read past them is an ASan report */
 	body = malloc(n ? n : 1);
@@ -177,6 +197,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case CTL_REFUSE:
 		refuse(body, n);
+		break;
+	case CTL_GOODBYE:
+		goodbye(body, n);
 		break;
 	default:
 		header(body, n, data[0]);

@@ -18,7 +18,7 @@
  *          [--interval-ms I] [--hold-ms H] [--hello NAME] [--node N]
  *          [--claim IP:PORT] [--auth [--data-mac]] [--fake-proof]
  *          [--fence-ack GEN]
- *          [--partial BYTES] [--label TEXT]
+ *          [--partial BYTES] [--flood] [--label TEXT]
  *
  *   --hello NAME     send a HELLO naming NAME, claiming --claim (default:
  *                    the --from address, port 7470), incarnation --node
@@ -28,6 +28,9 @@
  *   --fence-ack GEN  after the HELLO, a FENCE_ACK for generation GEN
  *   --partial BYTES  send BYTES of a frame whose header announces one
  *                    byte more, and hold: the frame never completes
+ *   --flood          once admitted (HELLO_ACK), CONN_REQ and FENCE_REQ
+ *                    frames as fast as the socket takes them until the
+ *                    end (flood_frames in the JSON: how many were sent)
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -67,6 +70,7 @@ struct conn {
 	unsigned char *out; /* not yet sent */
 	size_t out_n, out_off;
 	bool proof_sent;
+	bool flooding; /* --flood, admitted */
 };
 
 struct buf {
@@ -78,7 +82,7 @@ static struct {
 	const char *connect, *from, *hello, *claim, *label;
 	unsigned conns, repeat, interval_ms, hold_ms, connect_ms;
 	uint64_t node, fence_gen;
-	bool auth, data_mac, fake_proof, fence;
+	bool auth, data_mac, fake_proof, fence, flood;
 	size_t partial;
 } o = {
     .conns = 1, .repeat = 1, .hold_ms = 1000, .connect_ms = 5000, .label = ""};
@@ -87,9 +91,13 @@ static struct {
 	unsigned refused, timeout, closed, open, send_err_closed;
 	unsigned frames[NTYPES], frames_other;
 	unsigned refuse_code[256];
-	uint64_t bytes_in, bytes_out;
+	uint64_t bytes_in, bytes_out, flood_frames;
 	int first_errno;
 } r;
+
+/* --flood: a batch of CONN_REQ and FENCE_REQ frames, sent over and over */
+static struct buf flood_batch;
+#define FLOOD_BATCH 256
 
 static struct conn *cs;
 static unsigned ncs;
@@ -158,6 +166,27 @@ static void random_bytes(void *p, size_t n)
 	put_random(&b, n);
 	memcpy(p, b.p, n);
 	free(b.p);
+}
+
+static void build_flood(struct buf *b)
+{
+	unsigned char body[128];
+	struct ry__wbuf w;
+
+	for (unsigned i = 0; i < FLOOD_BATCH; i++) {
+		ry__wbuf_init(&w, body, sizeof(body));
+		if (i % 2) {
+			struct ry__wire_fence f = {.wf_gen = i};
+
+			ry__wire_fence_put(&w, false, &f);
+			put_frame(b, CTL_FENCE_REQ, &w);
+		} else {
+			struct ry__wire_conn cr = {.wc_attempt = i};
+
+			ry__wire_conn_put(&w, CTL_CONN_REQ, &cr);
+			put_frame(b, CTL_CONN_REQ, &w);
+		}
+	}
 }
 
 /* What every connection sends right after connecting. */
@@ -229,6 +258,10 @@ static void queue(struct conn *c, const unsigned char *p, size_t n)
 
 static void flush(struct conn *c)
 {
+	if (c->flooding && c->out_off == c->out_n) {
+		queue(c, flood_batch.p, flood_batch.n);
+		r.flood_frames += FLOOD_BATCH;
+	}
 	while (c->st == S_OPEN && c->out_off < c->out_n) {
 		ssize_t n =
 		    send(c->fd, c->out + c->out_off, c->out_n - c->out_off,
@@ -252,6 +285,8 @@ static void on_frame_start(struct conn *c)
 		r.frames[c->type]++;
 	else
 		r.frames_other++;
+	if (c->type == CTL_HELLO_ACK && o.flood)
+		c->flooding = true;
 	if (c->type == CTL_HELLO_ACK && o.fake_proof && !c->proof_sent) {
 		unsigned char proof[RY__CTL_MAC], body[RY__CTL_MAC];
 		struct buf b = {0};
@@ -516,9 +551,10 @@ static void report(uint64_t ms)
 	printf(",\"connections\":%u,\"refused\":%u,\"closed\":%u,"
 	       "\"open\":%u,\"timeout\":%u,\"closed_on_send\":%u,"
 	       "\"bytes_sent\":%" PRIu64 ",\"bytes_received\":%" PRIu64
-	       ",\"elapsed_ms\":%" PRIu64 ",\"first_error\":",
+	       ",\"flood_frames\":%" PRIu64 ",\"elapsed_ms\":%" PRIu64
+	       ",\"first_error\":",
 	       ncs, r.refused, r.closed, r.open, r.timeout, r.send_err_closed,
-	       r.bytes_out, r.bytes_in, ms);
+	       r.bytes_out, r.bytes_in, r.flood_frames, ms);
 	json_str(r.first_errno ? strerror(r.first_errno) : "");
 	printf(",\"frames\":{");
 	for (unsigned t = 0; t < NTYPES; t++) {
@@ -554,7 +590,7 @@ static void usage(void)
 		"[--node N]\n"
 		"         [--claim IP:PORT] [--auth [--data-mac]] "
 		"[--fake-proof] [--fence-ack GEN]\n"
-		"         [--partial BYTES] [--label TEXT]\n");
+		"         [--partial BYTES] [--flood] [--label TEXT]\n");
 	exit(2);
 }
 
@@ -588,6 +624,7 @@ int main(int argc, char **argv)
 	    {"fake-proof", no_argument, NULL, 'p'},
 	    {"fence-ack", required_argument, NULL, 'F'},
 	    {"partial", required_argument, NULL, 'P'},
+	    {"flood", no_argument, NULL, 'x'},
 	    {"label", required_argument, NULL, 'l'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -645,6 +682,9 @@ int main(int argc, char **argv)
 		case 'P':
 			o.partial = (size_t)num(optarg);
 			break;
+		case 'x':
+			o.flood = true;
+			break;
 		case 'l':
 			o.label = optarg;
 			break;
@@ -666,6 +706,8 @@ int main(int argc, char **argv)
 	if (o.fence && !o.hello)
 		o.hello = "x";
 	build_payload(&payload);
+	if (o.flood)
+		build_flood(&flood_batch);
 	raise_nofile(o.conns * o.repeat + 64);
 	cs = calloc((size_t)o.conns * o.repeat, sizeof(*cs));
 	if (!cs)

@@ -62,7 +62,9 @@ rc=0; "$obj" stat -c "$dir/missing.conf" 2>/dev/null || rc=$?
 	fail "crc32c of 123456789 is $(printf 123456789 | "$obj" crc32c), not e3069283"
 
 # 64 MiB in 4 KiB chunks: objects up to 1024 chunks = 4 MiB
-"$objd" -c "$dir/srv.conf" --capacity 64M --chunk 4K 2>"$dir/srv.log" &
+# one client fills the pool below: no per-client budget here
+"$objd" -c "$dir/srv.conf" --capacity 64M --chunk 4K --client-stored 0 \
+	2>"$dir/srv.log" &
 srv_pid=$!
 ctl=""
 for _ in $(seq 100); do

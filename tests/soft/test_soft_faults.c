@@ -310,6 +310,46 @@ START_TEST(test_unplug_replug)
 }
 END_TEST
 
+/*
+ * A peer unreachable for 400 ms (a starved server, a switch rebooting a
+ * port) with a 10 ms timeout and 6 retries: the retransmissions back off
+ * (10, 20, 40, ... ms), so the WR waits it out and completes, where seven
+ * tries of 10 to 40 ms each gave up within 280 ms.
+ */
+START_TEST(test_blackout_backoff)
+{
+	struct ry_test_pair p;
+	struct ry_fault down = {.drop_all = true}, up = {0};
+	uint8_t *a = test_buf(64 << 10, 1), *b = test_buf(64 << 10, 2);
+	struct ry_mr *ma, *mb;
+	struct ry_send_wr wr;
+	struct ry_wc wc;
+
+	pair_open(&p);
+	pair_connect(&p); /* 10 ms timeout, 6 retries */
+	ck_assert_int_eq(ry__rail_reg_mr(p.pd[0], a, 64 << 10, ALL, &ma), 0);
+	ck_assert_int_eq(ry__rail_reg_mr(p.pd[1], b, 64 << 10, ALL, &mb), 0);
+	ck_assert_int_eq(ry__rail_set_fault(p.r[1], &down), 0);
+	wr = (struct ry_send_wr){.wr_id = 1,
+				 .opcode = RY_WR_RDMA_WRITE,
+				 .sge = {(uintptr_t)a, 64 << 10, ma->lkey},
+				 .remote_addr = (uintptr_t)b,
+				 .rkey = mb->rkey};
+	ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), 0);
+	pair_spin(&p, 400);
+	ck_assert_int_eq(pair_poll(&p, 0, &wc, 1), 0);
+	ck_assert_int_eq(ry__rail_set_fault(p.r[1], &up), 0);
+	pair_wait_wc(&p, 0, &wc, 5000);
+	ck_assert_int_eq(wc.status, RY_WC_SUCCESS);
+	ck_assert(!memcmp(a, b, 64 << 10));
+	ck_assert_int_eq(ry__rail_dereg_mr(ma), 0);
+	ck_assert_int_eq(ry__rail_dereg_mr(mb), 0);
+	free(a);
+	free(b);
+	pair_close(&p);
+}
+END_TEST
+
 /* Fault settings from the config are applied at open. */
 static void lossy_config(struct ry_rail_config *cfg, int idx)
 {
@@ -456,6 +496,7 @@ int main(void)
 	tcase_add_test(tc, test_retry_exhausted);
 	tcase_add_test(tc, test_link_down_exhausts);
 	tcase_add_test(tc, test_unplug_replug);
+	tcase_add_test(tc, test_blackout_backoff);
 	tcase_add_test(tc, test_config_fault);
 	tcase_add_test(tc, test_netlink_link_down);
 	suite_add_tcase(s, tc);

@@ -643,6 +643,42 @@ START_TEST(test_key_file)
 }
 END_TEST
 
+/* control_frame_rate and control_frame_burst (issue 30): defaults, values,
+ * and a zero or negative one refused at its line. */
+START_TEST(test_control_frame_rate)
+{
+	struct ry_config *cfg = NULL;
+	struct errs e = {0};
+
+	ck_assert_int_eq(ry_config_parse(RAIL, "r.conf", &cfg, NULL, NULL), 0);
+	ck_assert_uint_eq(cfg->control_frame_rate, 100);
+	ck_assert_uint_eq(cfg->control_frame_burst, 200);
+	ry_config_free(cfg);
+	cfg = NULL;
+	ck_assert_int_eq(ry_config_parse(RAIL "control_frame_rate = 5\n"
+					      "control_frame_burst = 7\n",
+					 "r.conf", &cfg, NULL, NULL),
+			 0);
+	ck_assert_uint_eq(cfg->control_frame_rate, 5);
+	ck_assert_uint_eq(cfg->control_frame_burst, 7);
+	ry_config_free(cfg);
+	cfg = NULL;
+	ck_assert_int_eq(ry_config_parse(RAIL "\ncontrol_frame_rate = 0\n",
+					 "r.conf", &cfg, collect, &e),
+			 -EINVAL);
+	ck_assert_int_eq(e.line[0], 6);
+	ck_assert_msg(strstr(e.msg[0], "control_frame_rate must be from 1"),
+		      "%s", e.msg[0]);
+	e.n = 0;
+	ck_assert_int_eq(ry_config_parse(RAIL "control_frame_burst = -3\n",
+					 "r.conf", &cfg, collect, &e),
+			 -EINVAL);
+	ck_assert_int_eq(e.line[0], 5);
+	ck_assert_msg(strstr(e.msg[0], "control_frame_burst must be from 1"),
+		      "%s", e.msg[0]);
+}
+END_TEST
+
 static Suite *config_suite(void)
 {
 	Suite *s = suite_create("config");
@@ -658,6 +694,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_validate_hand_built);
 	tcase_add_test(tc, test_config_layout);
 	tcase_add_test(tc, test_key_file);
+	tcase_add_test(tc, test_control_frame_rate);
 	tcase_add_test(tc, test_traffic_class_sl);
 	suite_add_tcase(s, tc);
 	return s;

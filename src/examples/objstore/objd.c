@@ -19,7 +19,17 @@
  *        WRITE the chunks into the client's buffer, reply with size and
  *        stored CRC once the write has completed: the data has landed (and
  *        after a failover, been fenced) before the client hears of it.
- *   DEL, STAT  answered at once.
+ *   DEL, STAT  answered at once.  Any other op (0 included) is refused.
+ *
+ * Clients (issue 30).  A client is its node name (ry_peer_name: what
+ * admission let in).  Each has a budget of bytes stored and of bytes in
+ * flight (PUTs being read; --client-stored, --client-inflight, counted in
+ * whole chunks): a PUT beyond either is refused with -EDQUOT and the
+ * numbers, so one client cannot fill the pool for the others.  A client
+ * that vanishes or stalls mid-PUT holds at most its in-flight budget, and
+ * only until the READ fails (the config's failover.op_timeout_ms).  Keys
+ * live in a namespace per client (the table's key is the client's name, a
+ * NUL, then the key) unless --shared-keys puts every client in one.
  *
  * A client that restarts takes its buffers with it.  A request whose
  * descriptor names a dead incarnation is dropped before anything is
@@ -50,7 +60,8 @@
 
 static const char usage_text[] =
     "usage: railyard-objd -c FILE [--capacity SIZE] [--chunk SIZE]\n"
-    "                     [--node NAME]\n"
+    "                     [--node NAME] [--client-stored SIZE]\n"
+    "                     [--client-inflight SIZE] [--shared-keys]\n"
     "\n"
     "Serve a put/get object store over the rails of FILE (a railyard\n"
     "config).  Objects are kept in memory, in a pool of SIZE bytes\n"
@@ -60,6 +71,11 @@ static const char usage_text[] =
     "requests; the server reads a PUT's data from the client's buffer and\n"
     "writes a GET's data into it, then replies.  SIGINT or SIGTERM stop\n"
     "it; it prints what it served.\n"
+    "Each client (node name) may keep --client-stored bytes (default a\n"
+    "quarter of the capacity; 0: no bound) and have --client-inflight\n"
+    "bytes of PUTs being read (default the same); beyond, its PUT fails\n"
+    "with 'Disk quota exceeded' and the numbers.  Each client sees only\n"
+    "its own keys unless --shared-keys.\n"
     "Exit codes: 0 clean shutdown, 1 cannot start, 2 usage error.\n";
 
 struct pool {
@@ -70,9 +86,17 @@ struct pool {
 	uint64_t *bits; /* 1: chunk in use */
 };
 
+/* A client's budgets in use (its node name; records live until exit). */
+struct client {
+	struct client *next;
+	uint64_t stored, inflight; /* bytes, in whole chunks */
+	char name[RY_ADDR_MAX];
+};
+
 struct object {
-	struct object *next; /* hash chain */
-	unsigned refs;	     /* the table's, and each GET writing it */
+	struct object *next;  /* hash chain */
+	struct client *owner; /* whose budget it counts in */
+	unsigned refs;	      /* the table's, and each GET writing it */
 	uint64_t size;
 	uint32_t crc;
 	uint32_t nchunks;
@@ -106,7 +130,7 @@ struct retry {
 
 struct stats {
 	uint64_t puts, gets, dels, stats, missing, nospace, corrupted, stale,
-	    errors, bad, reply_failed;
+	    errors, bad, reply_failed, quota;
 };
 
 struct server {
@@ -118,6 +142,9 @@ struct server {
 	struct object **buckets;
 	size_t nbuckets; /* power of two */
 	uint64_t nobjects;
+	struct client *clients;
+	uint64_t client_stored, client_inflight; /* 0: no bound */
+	bool shared_keys;
 	struct retry *retry;
 	struct stats st;
 };
@@ -224,8 +251,57 @@ static void object_put(struct server *sv, struct object *o)
 	free(o);
 }
 
+/* ---- clients ---- */
+
+static uint64_t obytes(const struct server *sv, const struct object *o)
+{
+	return (uint64_t)o->nchunks * sv->pool.chunk;
+}
+
+/* The record of the client called name, made at its first request; NULL
+ * if out of memory.  Lock held. */
+static struct client *client_get(struct server *sv, const char *name)
+{
+	struct client *cl;
+
+	for (cl = sv->clients; cl; cl = cl->next)
+		if (!strcmp(cl->name, name))
+			return cl;
+	cl = calloc(1, sizeof(*cl));
+	if (!cl)
+		return NULL;
+	snprintf(cl->name, sizeof(cl->name), "%s", name);
+	cl->next = sv->clients;
+	sv->clients = cl;
+	return cl;
+}
+
+/* A PUT's READ is over, however it ended: its bytes are no longer in
+ * flight. */
+static void inflight_done(struct server *sv, const struct object *o)
+{
+	pthread_mutex_lock(&sv->lock);
+	o->owner->inflight -= obytes(sv, o);
+	pthread_mutex_unlock(&sv->lock);
+}
+
+/* The key as the client sent it (the table's key without its namespace). */
+static const char *user_key(const struct server *sv, const void *key,
+			    size_t len, int *ulen)
+{
+	const char *k = key, *nul = sv->shared_keys ? NULL : memchr(k, 0, len);
+
+	if (nul) {
+		len -= (size_t)(nul + 1 - k);
+		k = nul + 1;
+	}
+	*ulen = (int)len;
+	return k;
+}
+
 /* A new object with its chunks, not in the table; NULL if full. */
-static struct object *object_new(struct server *sv, const struct obj_msg *m)
+static struct object *object_new(struct server *sv, const struct obj_msg *m,
+				 struct client *owner)
 {
 	uint32_t n =
 	    (uint32_t)((m->size + sv->pool.chunk - 1) / sv->pool.chunk);
@@ -247,6 +323,7 @@ static struct object *object_new(struct server *sv, const struct obj_msg *m)
 	}
 	pthread_mutex_unlock(&sv->lock);
 	o->refs = 1;
+	o->owner = owner;
 	o->size = m->size;
 	o->crc = m->crc;
 	o->nchunks = n;
@@ -267,9 +344,11 @@ static void store(struct server *sv, struct object *o)
 		old = *pp;
 		o->next = old->next;
 		sv->nobjects--;
+		old->owner->stored -= obytes(sv, old);
 	}
 	*pp = o;
 	sv->nobjects++;
+	o->owner->stored += obytes(sv, o);
 	sv->st.puts++;
 	object_put(sv, old);
 	pthread_mutex_unlock(&sv->lock);
@@ -417,6 +496,7 @@ static void put_read(const struct ry_completion *c, void *arg)
 	struct obj_msg m = {.op = rq->op, .id = rq->id};
 	char why[OBJ_TEXT_MAX];
 
+	inflight_done(sv, o);
 	if (c->status == RY_ESTALE) {
 		/* the client died with its buffer: no one to answer */
 		count(sv, &sv->st.stale);
@@ -488,6 +568,8 @@ static void transfer(struct server *sv, struct ry_peer *from,
 	if (!ret)
 		return;
 	free(rq);
+	if (m->op == OBJ_PUT)
+		inflight_done(sv, o);
 	object_drop(sv, o);
 	if (ret == -ESTALE) {
 		count(sv, &sv->st.stale);
@@ -499,11 +581,65 @@ static void transfer(struct server *sv, struct ry_peer *from,
 	reply(sv, from, m, ret, NULL, why);
 }
 
+/* Take a PUT's bytes from cl's budgets: 0, or -EDQUOT / -ENOMEM with why
+ * said. */
+static int budget_take(struct server *sv, struct ry_peer *from,
+		       const struct obj_msg *m, struct client **cl_p, char *why,
+		       size_t len)
+{
+	uint64_t need = (m->size + sv->pool.chunk - 1) / sv->pool.chunk *
+			sv->pool.chunk,
+		 credit = 0;
+	const struct object *old;
+	struct client *cl;
+	int ret = 0;
+
+	pthread_mutex_lock(&sv->lock);
+	cl = client_get(sv, ry_peer_name(from));
+	if (!cl) {
+		ret = -ENOMEM;
+		snprintf(why, len, "out of memory");
+		goto out;
+	}
+	/* replacing its own object frees that object's bytes */
+	old = *slot_of(sv, m->key, m->key_len);
+	if (old && old->owner == cl)
+		credit = obytes(sv, old);
+	if (sv->client_inflight && cl->inflight + need > sv->client_inflight) {
+		snprintf(why, len,
+			 "client %s: %" PRIu64 " bytes already in flight, "
+			 "this PUT needs %" PRIu64 " more, budget %" PRIu64
+			 " (--client-inflight)",
+			 cl->name, cl->inflight, need, sv->client_inflight);
+		ret = -EDQUOT;
+	} else if (sv->client_stored &&
+		   cl->stored + cl->inflight + need - credit >
+		       sv->client_stored) {
+		snprintf(why, len,
+			 "client %s: %" PRIu64 " bytes stored and %" PRIu64
+			 " in flight, this PUT needs %" PRIu64
+			 ", budget %" PRIu64 " (--client-stored)",
+			 cl->name, cl->stored, cl->inflight, need,
+			 sv->client_stored);
+		ret = -EDQUOT;
+	} else {
+		cl->inflight += need;
+		*cl_p = cl;
+	}
+	if (ret == -EDQUOT)
+		sv->st.quota++;
+out:
+	pthread_mutex_unlock(&sv->lock);
+	return ret;
+}
+
 static void on_put(struct server *sv, struct ry_peer *from,
 		   const struct obj_msg *m)
 {
+	struct client *cl = NULL;
 	struct object *o;
 	char why[OBJ_TEXT_MAX];
+	int ret;
 
 	if (m->size > sv->max_size) {
 		snprintf(why, sizeof(why),
@@ -515,8 +651,17 @@ static void on_put(struct server *sv, struct ry_peer *from,
 		reply(sv, from, m, -EFBIG, NULL, why);
 		return;
 	}
-	o = object_new(sv, m);
+	ret = budget_take(sv, from, m, &cl, why, sizeof(why));
+	if (ret) {
+		reply(sv, from, m, ret, NULL, why);
+		return;
+	}
+	o = object_new(sv, m, cl);
 	if (!o) {
+		pthread_mutex_lock(&sv->lock);
+		cl->inflight -= (m->size + sv->pool.chunk - 1) /
+				sv->pool.chunk * sv->pool.chunk;
+		pthread_mutex_unlock(&sv->lock);
 		snprintf(why, sizeof(why),
 			 "no room for %" PRIu64 " bytes (capacity %zu bytes, "
 			 "%zu-byte chunks)",
@@ -530,6 +675,7 @@ static void on_put(struct server *sv, struct ry_peer *from,
 		transfer(sv, from, m, o);
 		return;
 	}
+	inflight_done(sv, o);
 	if (m->crc != 0) { /* CRC32C of nothing is 0 */
 		count(sv, &sv->st.corrupted);
 		object_drop(sv, o);
@@ -552,8 +698,10 @@ static void on_get(struct server *sv, struct ry_peer *from,
 		o->refs++;
 	pthread_mutex_unlock(&sv->lock);
 	if (!o) {
-		snprintf(why, sizeof(why), "no object '%.*s'", (int)m->key_len,
-			 (const char *)m->key);
+		int ulen;
+		const char *k = user_key(sv, m->key, m->key_len, &ulen);
+
+		snprintf(why, sizeof(why), "no object '%.*s'", ulen, k);
 		count(sv, &sv->st.missing);
 		reply(sv, from, m, -ENOENT, NULL, why);
 		return;
@@ -587,6 +735,7 @@ static void on_del(struct server *sv, struct ry_peer *from,
 		*pp = o->next;
 		sv->nobjects--;
 		sv->st.dels++;
+		o->owner->stored -= obytes(sv, o);
 		object_put(sv, o);
 	} else {
 		sv->st.missing++;
@@ -618,6 +767,7 @@ static void on_recv(struct ry_peer *from, const struct ry_message *msg,
 		    void *arg)
 {
 	struct server *sv = arg;
+	char nskey[RY_ADDR_MAX + 1 + OBJ_KEY_MAX];
 	struct obj_msg m;
 	int ret;
 
@@ -630,11 +780,26 @@ static void on_recv(struct ry_peer *from, const struct ry_message *msg,
 		on_stat(sv, from, &m);
 		return;
 	}
-	if (!m.key_len || m.op > OBJ_STAT) {
+	if (!m.key_len || m.op < OBJ_PUT || m.op > OBJ_STAT) {
 		count(sv, &sv->st.bad);
 		reply(sv, from, &m, -EINVAL, NULL,
 		      m.key_len ? "unknown operation" : "empty key");
 		return;
+	}
+	if (!sv->shared_keys) { /* the client's namespace: "name\0key" */
+		const char *name = ry_peer_name(from);
+		size_t nl = strnlen(name, RY_ADDR_MAX - 1);
+
+		if (m.key_len > OBJ_KEY_MAX) {
+			count(sv, &sv->st.bad);
+			reply(sv, from, &m, -EINVAL, NULL, "key too long");
+			return;
+		}
+		memcpy(nskey, name, nl);
+		nskey[nl] = 0;
+		memcpy(nskey + nl + 1, m.key, m.key_len);
+		m.key = nskey;
+		m.key_len += nl + 1;
 	}
 	if (m.op == OBJ_PUT || m.op == OBJ_GET) {
 		/* a request of a client that has restarted since: its
@@ -662,7 +827,7 @@ static void on_recv(struct ry_peer *from, const struct ry_message *msg,
 	case OBJ_GET:
 		on_get(sv, from, &m);
 		break;
-	default:
+	case OBJ_DEL:
 		on_del(sv, from, &m);
 		break;
 	}
@@ -763,6 +928,12 @@ static void server_free(struct server *sv)
 		free(r);
 	}
 	free(sv->buckets);
+	while (sv->clients) {
+		struct client *cl = sv->clients;
+
+		sv->clients = cl->next;
+		free(cl);
+	}
 	/* after the manager: it completes what is in flight first */
 	free(sv->pool.bits);
 	free(sv->pool.mem);
@@ -772,6 +943,7 @@ int main(int argc, char **argv)
 {
 	const char *file = NULL, *node = NULL;
 	uint64_t capacity = 256u << 20, chunk = 64u << 10;
+	uint64_t client_stored = UINT64_MAX, client_inflight = UINT64_MAX;
 	struct server sv = {.lock = PTHREAD_MUTEX_INITIALIZER};
 	char ctl[RY_ADDR_MAX] = "";
 	struct epoll_event ev;
@@ -788,6 +960,22 @@ int main(int argc, char **argv)
 			file = argv[++i];
 		} else if (!strcmp(a, "--node") && i + 1 < argc) {
 			node = argv[++i];
+		} else if (!strcmp(a, "--shared-keys")) {
+			sv.shared_keys = true;
+		} else if ((!strcmp(a, "--client-stored") ||
+			    !strcmp(a, "--client-inflight")) &&
+			   i + 1 < argc) {
+			uint64_t *to = strcmp(a, "--client-stored")
+					   ? &client_inflight
+					   : &client_stored;
+
+			if (!obj_parse_size(argv[++i], to)) {
+				fprintf(stderr,
+					"railyard-objd: %s '%s' is not a "
+					"size\n",
+					a, argv[i]);
+				return 2;
+			}
 		} else if (!strcmp(a, "--capacity") && i + 1 < argc) {
 			if (!obj_parse_size(argv[++i], &capacity)) {
 				fprintf(stderr,
@@ -822,6 +1010,11 @@ int main(int argc, char **argv)
 			"chunk and at most 2^32\n");
 		return 2;
 	}
+	/* a quarter of the pool each by default: one client cannot fill it */
+	sv.client_stored =
+	    client_stored == UINT64_MAX ? capacity / 4 : client_stored;
+	sv.client_inflight =
+	    client_inflight == UINT64_MAX ? capacity / 4 : client_inflight;
 	if (obj_start("railyard-objd", file, node, &sv.cfg, &sv.mgr))
 		return 1;
 	sv.max_size = chunk * RY_IOV_MAX;
@@ -859,9 +1052,12 @@ int main(int argc, char **argv)
 	fprintf(stderr,
 		"railyard-objd: node %s, control %s, %d rails, capacity "
 		"%zu bytes in %" PRIu64 "-byte chunks, objects up to %" PRIu64
-		" bytes: ready\n",
+		" bytes, per client %" PRIu64 " stored and %" PRIu64
+		" in flight (0: no bound), %s keys: ready\n",
 		sv.cfg->node, ctl, ry_rail_count(sv.mgr),
-		(size_t)sv.pool.n * sv.pool.chunk, chunk, sv.max_size);
+		(size_t)sv.pool.n * sv.pool.chunk, chunk, sv.max_size,
+		sv.client_stored, sv.client_inflight,
+		sv.shared_keys ? "shared" : "per-client");
 	for (;;) {
 		bool pending;
 
@@ -903,10 +1099,11 @@ out:
 		" gets, %" PRIu64 " deletes, %" PRIu64 " missing, %" PRIu64
 		" no space, %" PRIu64 " corrupted, %" PRIu64
 		" stale (client restarted), %" PRIu64 " failed, %" PRIu64
-		" bad requests, %" PRIu64 " replies lost\n",
+		" bad requests, %" PRIu64 " replies lost, %" PRIu64
+		" over a client's budget\n",
 		sv.nobjects, sv.st.puts, sv.st.gets, sv.st.dels, sv.st.missing,
 		sv.st.nospace, sv.st.corrupted, sv.st.stale, sv.st.errors,
-		sv.st.bad, sv.st.reply_failed);
+		sv.st.bad, sv.st.reply_failed, sv.st.quota);
 	server_free(&sv);
 	ry_config_free(sv.cfg);
 	return rc;

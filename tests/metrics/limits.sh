@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# serve --metrics is safe to expose (issue 30):
+#   - with --metrics-token: no token or a wrong one is answered 401, the
+#     right one 200 with the metrics; a token file others can read is
+#     refused at start
+#   - one source holds at most 4 connections (more are closed at once),
+#     another source is still served meanwhile, and idle connections are
+#     closed after 10 s
+#   - the open-file limit: a soft limit below what max_sessions needs is
+#     raised to the hard one; a hard limit it cannot fit under is refused
+#     at start with the numbers
+#   - the status socket: a name taken by a file, or by a socket of another
+#     user, and a directory others may write, are refused at start
+# Everything listens on 127.0.0.1; the processes started here are stopped
+# by their PIDs.
+# usage: limits.sh PATH/TO/railyard
+set -euo pipefail
+cli=$1
+command -v curl >/dev/null || { echo "SKIP: curl not installed"; exit 77; }
+command -v prlimit >/dev/null || { echo "SKIP: prlimit (util-linux) not installed"; exit 77; }
+
+dir=$(mktemp -d /tmp/ry-mlimits-XXXXXX)
+serve_pid=""
+cleanup() {
+	[[ -n $serve_pid ]] && kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+fail() {
+	echo "FAIL: $*"
+	echo "--- serve log"; cat "$dir/serve.log" 2>/dev/null || true
+	exit 1
+}
+
+conf() { # conf FILE [extra line]
+	cat >"$1" <<CONF
+node = ml
+control = "127.0.0.1:0"
+${2:-}
+rail r0 { provider = soft network = n0 address = "127.0.0.1" }
+CONF
+}
+conf "$dir/a.conf"
+head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$dir/token"
+chmod 600 "$dir/token"
+token=$(cat "$dir/token")
+
+# start_serve [prlimit args...]: serve with metrics and the token; sets url
+start_serve() {
+	prlimit "$@" -- "$cli" serve -c "$dir/a.conf" --socket "$dir/a.sock" \
+		--metrics 127.0.0.1:0 --metrics-token "$dir/token" 2>"$dir/serve.log" &
+	serve_pid=$!
+	url=""
+	for _ in $(seq 100); do
+		url=$(grep -o 'http://127\.0\.0\.1:[0-9]*/metrics' "$dir/serve.log" || true)
+		[[ -n $url ]] && break
+		kill -0 "$serve_pid" 2>/dev/null || fail "serve exited"
+		sleep 0.1
+	done
+	[[ -n $url ]] || fail "serve did not print its metrics address"
+}
+stop_serve() {
+	kill "$serve_pid"
+	wait "$serve_pid" || fail "serve exited $? on SIGTERM"
+	serve_pid=""
+}
+
+echo "== bearer token"
+start_serve --nofile=4096:20000
+code=$(curl -s -o /dev/null -w '%{http_code}' "$url")
+[[ $code == 401 ]] || fail "no token: $code, not 401"
+code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer x$token" "$url")
+[[ $code == 401 ]] || fail "wrong token: $code, not 401"
+curl -sf -H "Authorization: Bearer $token" "$url" >"$dir/m.txt" || fail "right token refused"
+grep -q '^railyard_build_info' "$dir/m.txt" || fail "no metrics with the token"
+echo "ok: 401 without, 200 with"
+
+echo "== soft open-file limit raised to the hard one"
+grep -E '^Max open files +20000 +20000' "/proc/$serve_pid/limits" >/dev/null ||
+	fail "limits: $(grep 'open files' "/proc/$serve_pid/limits")"
+echo "ok: $(grep 'open files' "/proc/$serve_pid/limits")"
+
+echo "== per-source cap and idle timeout"
+hp=${url#http://}
+hp=${hp%/metrics}
+fds=()
+for i in $(seq 8); do
+	exec {fd}<>"/dev/tcp/127.0.0.1/${hp#*:}"
+	fds+=("$fd")
+done
+sleep 0.5
+open=0 closed=0
+for fd in "${fds[@]}"; do
+	rc=0
+	read -r -t 0.5 -u "$fd" _ || rc=$?
+	if ((rc > 128)); then open=$((open + 1)); else closed=$((closed + 1)); fi
+done
+((open == 4 && closed == 4)) || fail "8 connections from one source: $open open, $closed closed (want 4 and 4)"
+# another source is served while the first holds its four
+curl -sf --interface 127.0.0.2 -H "Authorization: Bearer $token" "$url" >/dev/null ||
+	fail "127.0.0.2 not served beside 127.0.0.1's four"
+# the idle four are closed after 10 s
+t0=$SECONDS
+for fd in "${fds[@]}"; do
+	rc=0
+	read -r -t 15 -u "$fd" _ || rc=$?
+	((rc <= 128)) || fail "an idle connection still open after 15 s"
+	exec {fd}>&-
+done
+echo "ok: 4 of 8 held, another source served, idle ones closed after $((SECONDS - t0)) s"
+stop_serve
+
+echo "== a max_sessions that cannot fit"
+rc=0
+prlimit --nofile=1024:1024 -- "$cli" serve -c "$dir/a.conf" --socket "$dir/b.sock" 2>"$dir/err" || rc=$?
+[[ $rc -eq 1 ]] || fail "serve under a hard limit of 1024 exited $rc, not 1"
+grep -q 'max_sessions 16384 needs about [0-9]* file descriptors, the limit is 1024 (hard 1024)' "$dir/err" ||
+	fail "no clear refusal: $(cat "$dir/err")"
+echo "ok: $(grep max_sessions "$dir/err")"
+conf "$dir/a.conf" "max_sessions = 512"
+start_serve --nofile=1024:1024
+stop_serve
+echo "ok: max_sessions = 512 fits under 1024"
+
+echo "== a token file others can read"
+chmod 644 "$dir/token"
+rc=0
+"$cli" serve -c "$dir/a.conf" --socket "$dir/c.sock" --metrics 127.0.0.1:0 \
+	--metrics-token "$dir/token" 2>"$dir/err" || rc=$?
+[[ $rc -eq 1 ]] && grep -q 'chmod 600' "$dir/err" || fail "token file mode 644: rc $rc, $(cat "$dir/err")"
+echo "ok: $(cat "$dir/err")"
+echo "== the status socket's name and directory"
+chmod 600 "$dir/token"
+: >"$dir/taken.sock"
+rc=0
+"$cli" serve -c "$dir/a.conf" --socket "$dir/taken.sock" 2>"$dir/err" || rc=$?
+[[ $rc -eq 1 ]] && grep -q 'the name is taken (not a socket' "$dir/err" ||
+	fail "a file at the socket path: rc $rc, $(cat "$dir/err")"
+mkdir -m 0777 "$dir/open"
+rc=0
+"$cli" serve -c "$dir/a.conf" --socket "$dir/open/s.sock" 2>"$dir/err" || rc=$?
+[[ $rc -eq 1 ]] && grep -q 'others could replace the socket' "$dir/err" ||
+	fail "a world-writable directory: rc $rc, $(cat "$dir/err")"
+if [[ $(id -u) -eq 0 ]] && id nobody >/dev/null 2>&1; then
+	mkdir -m 0700 "$dir/other"
+	chown nobody "$dir/other"
+	rc=0
+	"$cli" serve -c "$dir/a.conf" --socket "$dir/other/s.sock" 2>"$dir/err" || rc=$?
+	[[ $rc -eq 1 ]] && grep -q 'owned by uid' "$dir/err" ||
+		fail "another user's directory: rc $rc, $(cat "$dir/err")"
+fi
+echo "ok: $(cat "$dir/err")"
+echo "PASS"
