@@ -17,6 +17,14 @@ H=1
 [ "$ROLE" = b ] && H=2
 ry=$BUILD/src/cli/railyard
 say() { echo "guest-$ROLE: $*"; }
+rxe_diag() { # rxe's own view: counters and any kernel warning
+	for d in rxe0 rxe1; do
+		c=/sys/class/infiniband/$d/ports/1/hw_counters
+		[ -d $c ] || continue
+		say "$d counters: $(cd $c && grep -H . * 2>/dev/null | grep -v ':0$' | tr '\n' ' ')"
+	done
+	dmesg | grep -A14 -- "cut here" | sed "s/^/guest-$ROLE: dmesg: /" | head -60
+}
 die() { say "FAIL: $*"; exit 1; }
 
 # --- the NICs, by MAC ---
@@ -87,6 +95,7 @@ if [ "$ROLE" = b ]; then
 		say "rdma link add rxe1 at $(now) s"
 	fi
 	while [ ! -e "$W/a-done" ] && [ $i -lt 1500 ]; do i=$((i + 1)); sleep 0.1; done
+	rxe_diag
 	kill $spid
 	wait $spid
 	src=$?
@@ -107,6 +116,7 @@ while [ ! -e "$W/b-ready" ] && [ $i -lt 1200 ]; do i=$((i + 1)); sleep 0.1; done
 ( "$ry" drill -c $conf --peer b --duration 30 --size 256K --depth 4 \
 	--json >/tmp/drill.json; echo $? >/tmp/drill.rc ) 2>&1 | tee /tmp/drill.log
 : >"$W/a-done"
+rxe_diag
 j() { jq -r "$1" /tmp/drill.json; }
 [ -s /tmp/drill.json ] && jq -e 'type == "object"' /tmp/drill.json >/dev/null ||
 	die "drill printed no JSON"
