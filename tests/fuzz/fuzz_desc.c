@@ -73,8 +73,14 @@ static size_t pack(const struct ry__desc *d, const unsigned char *order,
 	ry__put_le64(p + 16, d->d_addr);
 	ry__put_le64(p + 24, d->d_len);
 	for (i = 0; i < n; i++) {
-		p[HDR + ENT * i] = order[i];
-		ry__put_le32(p + HDR + ENT * i + 4, d->d_rkey[order[i]]);
+		unsigned char *e = p + HDR + ENT * i;
+		uint32_t gen = d->d_gen[order[i]];
+
+		e[0] = order[i];
+		e[1] = (unsigned char)gen; /* the rail's generation, 24 bits */
+		e[2] = (unsigned char)(gen >> 8);
+		e[3] = (unsigned char)(gen >> 16);
+		ry__put_le32(e + 4, d->d_rkey[order[i]]);
 	}
 	ry__put_le32(p + len, fnv1a(p, len));
 	return len + 4;
@@ -85,7 +91,8 @@ static bool same(const struct ry__desc *a, const struct ry__desc *b)
 	return a->d_node == b->d_node && a->d_addr == b->d_addr &&
 	       a->d_len == b->d_len && a->d_access == b->d_access &&
 	       a->d_mask == b->d_mask &&
-	       !memcmp(a->d_rkey, b->d_rkey, sizeof(a->d_rkey));
+	       !memcmp(a->d_rkey, b->d_rkey, sizeof(a->d_rkey)) &&
+	       !memcmp(a->d_gen, b->d_gen, sizeof(a->d_gen));
 }
 
 static void add_region(struct ry_manager *m, void *addr, size_t len,
@@ -186,7 +193,7 @@ static void check(const unsigned char *p, size_t len)
 	if (!d.d_len || d.d_addr + d.d_len < d.d_addr)
 		abort();
 	for (i = 0; i < RY_MAX_RAILS; i++)
-		if (!(d.d_mask & (1u << i)) && d.d_rkey[i])
+		if (!(d.d_mask & (1u << i)) && (d.d_rkey[i] || d.d_gen[i]))
 			abort();
 
 	for (i = 0; i < n; i++) {
