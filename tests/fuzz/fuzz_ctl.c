@@ -188,7 +188,7 @@ static void source(uint8_t which, struct sockaddr_storage *ss)
 {
 	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
 	static const char *const ip[4] = {"127.0.0.1", "127.0.0.1", "127.0.0.9",
-					  "192.0.2.1"};
+					  "198.19.255.1"};
 
 	memset(ss, 0, sizeof(*ss));
 	s4->sin_family = AF_INET;
