@@ -76,6 +76,7 @@
 #include <sys/socket.h>
 
 #include "rails/rail.h"
+#include "rails/sw_cq.h"
 #include "rails/soft/psn.h"
 #include "rails/soft/wire.h"
 #include "src/util/clock.h"
@@ -183,21 +184,9 @@ enum ry__soft_req_state { /* for logs: what the requester waits on */
 			  RY__SOFT_REQ_ERROR,
 };
 
-/* A completion queue: the rail's own, or one of create_cq. */
-struct ry__soft_cq {
-	struct ry_cq base;
-	struct ry__list link; /* rail's cqs (not cq0) */
-	struct ry_wc *ring;
-	uint32_t size, head, tail;
-	/* send WRs posted to its QPs whose completion has not been polled
-	 * yet: its reservation (MEMORY above) */
-	uint32_t sends;
-	unsigned n_qps; /* QPs created on it, not destroyed */
-};
-
 struct ry__soft_qp {
 	struct ry_qp base;		 /* base.local: our qpn, psn, cookie */
-	struct ry__soft_cq *cq;		 /* where its completions go */
+	struct ry__sw_cq *cq;		 /* where its completions go */
 	struct ry__hnode hnode;		 /* rail's qpns, keyed by QPN */
 	struct ry__soft_qp *next, *prev; /* rail's list of QPs */
 	struct ry__list active;		 /* rail's active list, or self */
@@ -312,9 +301,9 @@ struct ry__soft_rail {
 	struct ry__heap timers;	 /* QPs with a timer running (qp->tnode) */
 	struct ry__soft_pd *pds;
 
-	struct ry__soft_cq cq0; /* the rail's own CQ */
-	struct ry__list cqs;	/* the others (create_cq) */
-	unsigned cqs_busy;	/* CQs holding a completion: the fd's say */
+	struct ry__sw_cq cq0; /* the rail's own CQ */
+	struct ry__list cqs;  /* the others (create_cq) */
+	unsigned cqs_busy;    /* CQs holding a completion: the fd's say */
 	/* the one SRQ */
 	struct ry_recv_wr srq[RY__SOFT_SRQ_SIZE];
 	uint32_t srq_head, srq_tail;
@@ -359,7 +348,7 @@ static inline struct ry__soft_rail *qp_rail(struct ry__soft_qp *qp)
 /* soft_rail.c */
 /* Give cq its ring (room for twice the SRQ) if it has none yet: before a
  * QP is created on it; 0 or -ENOMEM. */
-int ry__soft_cq_ready(struct ry__soft_cq *cq);
+int ry__soft_cq_ready(struct ry__sw_cq *cq);
 /* A completion of qp, to its CQ. */
 void ry__soft_cq_push(struct ry__soft_qp *qp, const struct ry_wc *wc);
 /* n send WRs are being posted to qp: room on its CQ for their completions

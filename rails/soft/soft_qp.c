@@ -58,8 +58,8 @@ int ry__soft_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return -ENOMEM;
-	qp->cq = init->cq ? container_of(init->cq, struct ry__soft_cq, base)
-			  : &r->cq0;
+	qp->cq =
+	    init->cq ? container_of(init->cq, struct ry__sw_cq, base) : &r->cq0;
 	rc = ry__soft_cq_ready(qp->cq);
 	if (rc) {
 		free(qp);

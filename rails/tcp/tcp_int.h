@@ -46,6 +46,7 @@
 #include <sys/uio.h>
 
 #include "rails/rail.h"
+#include "rails/sw_cq.h"
 #include "rails/tcp/tcp.h"
 #include "rails/tcp/tcp_wire.h"
 #include "src/util/compiler.h"
@@ -111,15 +112,6 @@ struct ry__tcp_pd {
 struct ry__tcp_mr {
 	struct ry_mr base;
 	struct ry__tcp_mr *rnext, *lnext;
-};
-
-struct ry__tcp_cq {
-	struct ry_cq base;
-	struct ry__list link;
-	struct ry_wc *ring;
-	uint32_t size, head, tail;
-	uint32_t sends; /* send WRs posted whose completion is not polled */
-	unsigned n_qps;
 };
 
 struct ry__tcp_wqe {
@@ -211,7 +203,7 @@ enum ry__tcp_qp_flags {
 
 struct ry__tcp_qp {
 	struct ry_qp base;
-	struct ry__tcp_cq *cq;
+	struct ry__sw_cq *cq;
 	struct ry__hnode hnode;
 	struct ry__list link;	/* rail->qps */
 	struct ry__list active; /* rail->active: transmit work */
@@ -284,7 +276,7 @@ struct ry__tcp_rail {
 	struct ry__list qps, active, timed, pend;
 	unsigned n_pend;
 
-	struct ry__tcp_cq cq0;
+	struct ry__sw_cq cq0;
 	struct ry__list cqs;
 	unsigned cqs_busy;
 	struct ry_recv_wr srq[RY__TCP_SRQ_SIZE];
@@ -326,7 +318,7 @@ static inline int32_t ry__tcp_psn_diff(uint32_t b, uint32_t a)
 
 /* tcp_rail.c */
 void ry__tcp_cq_push(struct ry__tcp_qp *qp, const struct ry_wc *wc);
-int ry__tcp_cq_take(struct ry__tcp_cq *cq, uint32_t n);
+int ry__tcp_cq_take(struct ry__sw_cq *cq, uint32_t n);
 void ry__tcp_event(struct ry__tcp_rail *r, enum ry_rail_event_type type,
 		   uint32_t qpn);
 /* The SRQ's next receive, false when it is empty. */

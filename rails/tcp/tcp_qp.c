@@ -196,7 +196,7 @@ int ry__tcp_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 		      struct ry_qp **qp_p)
 {
 	struct ry__tcp_rail *r = to_trail(pd->rail);
-	struct ry__tcp_cq *cq = &r->cq0;
+	struct ry__sw_cq *cq = &r->cq0;
 	struct ry__tcp_qp *qp;
 	struct ry_rail_attr a;
 	uint32_t size = 4;
@@ -205,7 +205,7 @@ int ry__tcp_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	if (init->cq) {
 		if (init->cq->rail != pd->rail)
 			return -EINVAL;
-		cq = container_of(init->cq, struct ry__tcp_cq, base);
+		cq = container_of(init->cq, struct ry__sw_cq, base);
 	}
 	if (!init->max_send_wr || init->max_send_wr > RY__TCP_MAX_QP_WR)
 		return -EINVAL;

@@ -62,80 +62,44 @@ int ry__tcp_epoll(struct ry__tcp_rail *r, int op, int fd, uint32_t events,
 
 /* ---- CQs ---- */
 
-static struct ry__tcp_cq *to_tcq(struct ry_cq *cq)
+static struct ry__sw_cq *to_tcq(struct ry_cq *cq)
 {
-	return container_of(cq, struct ry__tcp_cq, base);
-}
-
-static bool cq_empty(const struct ry__tcp_cq *cq)
-{
-	return cq->head == cq->tail;
-}
-
-static int cq_reserve(struct ry__tcp_cq *cq, uint32_t entries)
-{
-	uint32_t size = cq->size ? cq->size : 64;
-	struct ry_wc *ring;
-
-	while (size < entries)
-		size *= 2;
-	if (size == cq->size)
-		return 0;
-	ring = calloc(size, sizeof(*ring));
-	if (!ring)
-		return -ENOMEM;
-	for (uint32_t i = 0; cq->head + i != cq->tail; i++)
-		ring[i] = cq->ring[ry__ring_slot(cq->head + i, cq->size)];
-	cq->tail -= cq->head;
-	cq->head = 0;
-	free(cq->ring);
-	cq->ring = ring;
-	cq->size = size;
-	return 0;
+	return container_of(cq, struct ry__sw_cq, base);
 }
 
 /* Room for every send WR posted and not polled, and for every receive the
  * SRQ can hold, twice (any of them may complete on this CQ). */
-int ry__tcp_cq_take(struct ry__tcp_cq *cq, uint32_t n)
+int ry__tcp_cq_take(struct ry__sw_cq *cq, uint32_t n)
 {
-	int rc = cq_reserve(cq, cq->sends + n + 2 * RY__TCP_SRQ_SIZE);
-
-	if (!rc)
-		cq->sends += n;
-	return rc;
+	return ry__sw_cq_take(cq, n, RY__TCP_SRQ_SIZE);
 }
 
 void ry__tcp_cq_push(struct ry__tcp_qp *qp, const struct ry_wc *wc)
 {
-	struct ry__tcp_cq *cq = qp->cq;
+	struct ry__sw_cq *cq = qp->cq;
 	struct ry__tcp_rail *r = tqp_rail(qp);
 
-	if (!cq->size || ry__ring_full(cq->head, cq->tail, cq->size)) {
+	bool idle = ry__sw_cq_empty(cq);
+
+	if (ry__sw_cq_push(cq, wc)) {
 		RY_ERR("tcp", "rail %s: CQ overrun, completion of qp 0x%x lost",
 		       r->base.name, wc->qp_num);
 		return;
 	}
-	if (cq_empty(cq))
+	if (idle)
 		r->cqs_busy++;
-	cq->ring[ry__ring_slot(cq->tail++, cq->size)] = *wc;
 	efd_raise(r);
 }
 
-static int cq_poll(struct ry__tcp_rail *r, struct ry__tcp_cq *cq,
+static int cq_poll(struct ry__tcp_rail *r, struct ry__sw_cq *cq,
 		   struct ry_wc *wc, int n)
 {
-	int i = 0;
+	int i;
 
-	if (cq_empty(cq))
+	if (ry__sw_cq_empty(cq))
 		return 0;
-	while (i < n && !cq_empty(cq)) {
-		wc[i] = cq->ring[ry__ring_slot(cq->head++, cq->size)];
-		if (wc[i].opcode != RY_WC_RECV &&
-		    wc[i].opcode != RY_WC_RECV_RDMA_IMM)
-			cq->sends--;
-		i++;
-	}
-	if (cq_empty(cq) && !--r->cqs_busy && rail_calm(r))
+	i = ry__sw_cq_poll(cq, wc, n);
+	if (ry__sw_cq_empty(cq) && !--r->cqs_busy && rail_calm(r))
 		efd_clear(r);
 	return i;
 }
@@ -154,19 +118,19 @@ static int tcp_cq_poll(struct ry_cq *cq, struct ry_wc *wc, int n)
 
 static int tcp_cq_pending(struct ry_cq *cq)
 {
-	return !cq_empty(to_tcq(cq));
+	return !ry__sw_cq_empty(to_tcq(cq));
 }
 
 static int tcp_create_cq(struct ry_rail *rail, struct ry_cq **cq_p)
 {
 	struct ry__tcp_rail *r = to_trail(rail);
-	struct ry__tcp_cq *cq = calloc(1, sizeof(*cq));
+	struct ry__sw_cq *cq = calloc(1, sizeof(*cq));
 	int rc;
 
 	if (!cq)
 		return -ENOMEM;
 	cq->base.rail = rail;
-	rc = cq_reserve(cq, 2 * RY__TCP_SRQ_SIZE);
+	rc = ry__sw_cq_take(cq, 0, RY__TCP_SRQ_SIZE);
 	if (rc) {
 		free(cq);
 		return rc;
@@ -176,13 +140,11 @@ static int tcp_create_cq(struct ry_rail *rail, struct ry_cq **cq_p)
 	return 0;
 }
 
-static void cq_free(struct ry__tcp_rail *r, struct ry__tcp_cq *cq)
+static void cq_free(struct ry__tcp_rail *r, struct ry__sw_cq *cq)
 {
-	if (!cq_empty(cq) && !--r->cqs_busy && rail_calm(r))
+	if (!ry__sw_cq_empty(cq) && !--r->cqs_busy && rail_calm(r))
 		efd_clear(r);
-	free(cq->ring);
-	cq->ring = NULL;
-	cq->size = cq->head = cq->tail = 0;
+	ry__sw_cq_drop(cq);
 	if (cq != &r->cq0) {
 		ry__list_del(&cq->link);
 		free(cq);
@@ -191,7 +153,7 @@ static void cq_free(struct ry__tcp_rail *r, struct ry__tcp_cq *cq)
 
 static int tcp_destroy_cq(struct ry_cq *base)
 {
-	struct ry__tcp_cq *cq = to_tcq(base);
+	struct ry__sw_cq *cq = to_tcq(base);
 
 	if (cq->n_qps)
 		return -EBUSY;
@@ -523,7 +485,7 @@ static int tcp_pending(struct ry_rail *rail)
 {
 	struct ry__tcp_rail *r = to_trail(rail);
 
-	return !cq_empty(&r->cq0) || r->ev_head != r->ev_tail;
+	return !ry__sw_cq_empty(&r->cq0) || r->ev_head != r->ev_tail;
 }
 
 static int tcp_fd(struct ry_rail *rail)
@@ -701,7 +663,7 @@ static void tcp_close(struct ry_rail *rail)
 		ry__tcp_pend_close(r,
 				   container_of(n, struct ry__tcp_pend, link));
 	while ((n = r->cqs.next) != &r->cqs)
-		cq_free(r, container_of(n, struct ry__tcp_cq, link));
+		cq_free(r, container_of(n, struct ry__sw_cq, link));
 	cq_free(r, &r->cq0);
 	for (unsigned b = 0; b < RY__TCP_KEY_BUCKETS; b++)
 		while (r->rkeys[b])
