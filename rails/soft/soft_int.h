@@ -77,6 +77,7 @@
 
 #include "rails/rail.h"
 #include "rails/sw_cq.h"
+#include "rails/sw_mr.h"
 #include "rails/soft/psn.h"
 #include "rails/soft/wire.h"
 #include "src/util/clock.h"
@@ -89,7 +90,6 @@
 #define RY__SOFT_MAX_QP_WR 4096
 #define RY__SOFT_MAX_MSG (1u << 30)
 #define RY__SOFT_SRQ_SIZE 4096
-#define RY__SOFT_KEY_BUCKETS 1024
 #define RY__SOFT_MAX_RD 16 /* READs outstanding per QP */
 /* Retransmission back-off: a timeout in a row waits up to 2^this RTOs */
 #define RY__SOFT_BACKOFF_SHIFT 6
@@ -126,18 +126,6 @@ _Static_assert((RY__SOFT_MAX_RD & (RY__SOFT_MAX_RD - 1)) == 0,
 	       "RY__SOFT_MAX_RD must be a power of two");
 
 struct ry__soft_rail;
-
-struct ry__soft_pd {
-	struct ry_pd base;
-	struct ry__soft_pd *next; /* rail's list, freed at close */
-	unsigned refs;		  /* MRs and QPs */
-};
-
-struct ry__soft_mr {
-	struct ry_mr base;
-	struct ry__soft_mr *rnext; /* rkey hash chain */
-	struct ry__soft_mr *lnext; /* lkey hash chain */
-};
 
 struct ry__soft_wqe {
 	struct ry_send_wr wr;
@@ -293,13 +281,11 @@ struct ry__soft_rail {
 	uint32_t slot_size;
 	unsigned slots_used;
 
-	struct ry__soft_mr *rkeys[RY__SOFT_KEY_BUCKETS];
-	struct ry__soft_mr *lkeys[RY__SOFT_KEY_BUCKETS];
+	struct ry__sw_mem mem;	 /* PDs and regions */
 	struct ry__hidx qpns;	 /* QPs by number; grows with them */
 	struct ry__soft_qp *qps; /* all QPs */
 	struct ry__list active;	 /* QPs with work now (qp->active) */
 	struct ry__heap timers;	 /* QPs with a timer running (qp->tnode) */
-	struct ry__soft_pd *pds;
 
 	struct ry__sw_cq cq0; /* the rail's own CQ */
 	struct ry__list cqs;  /* the others (create_cq) */
@@ -387,20 +373,8 @@ void ry__soft_rx_packet(struct ry__soft_rail *r, const uint8_t *buf,
 			uint32_t len, const struct sockaddr_in *from);
 
 /* soft_mr.c */
-int ry__soft_alloc_pd(struct ry_rail *rail, struct ry_pd **pd_p);
-int ry__soft_dealloc_pd(struct ry_pd *pd);
 int ry__soft_reg_mr(struct ry_pd *pd, void *addr, size_t length,
 		    unsigned access, struct ry_mr **mr_p);
-int ry__soft_dereg_mr(struct ry_mr *mr);
-void ry__soft_mr_cleanup(struct ry__soft_rail *r);
-/* Region for [va, va + len) under key, or NULL: checks key, PD, access,
- * bounds and overflow. */
-struct ry__soft_mr *ry__soft_mr_rkey(struct ry__soft_rail *r, struct ry_pd *pd,
-				     uint32_t rkey, uint64_t va, uint64_t len,
-				     unsigned access);
-struct ry__soft_mr *ry__soft_mr_lkey(struct ry__soft_rail *r, struct ry_pd *pd,
-				     uint32_t lkey, uint64_t va, uint64_t len,
-				     unsigned access);
 
 /* soft_qp.c */
 int ry__soft_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,

@@ -102,7 +102,7 @@ int ry__soft_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	if (r->qps)
 		r->qps->prev = qp;
 	r->qps = qp;
-	container_of(pd, struct ry__soft_pd, base)->refs++;
+	ry__sw_pd(pd)->refs++;
 	qp->cq->n_qps++;
 	RY_DBG("soft", "rail %s: qp 0x%x created psn 0x%x", r->base.name,
 	       qp->base.qp_num, qp->base.local.psn);
@@ -136,7 +136,7 @@ int ry__soft_destroy_qp(struct ry_qp *base)
 	/* WRs not completed never will be: their CQ room goes back */
 	qp->cq->sends -= qp->sq_tail - qp->sq_head;
 	qp->cq->n_qps--;
-	container_of(base->pd, struct ry__soft_pd, base)->refs--;
+	ry__sw_pd(base->pd)->refs--;
 	qp->sq_head = qp->sq_tail;
 	ry__soft_sq_trim(qp);
 	free(qp->resp.rd);

@@ -562,7 +562,7 @@ static void soft_close(struct ry_rail *rail)
 	/* Teardown in phases: QPs (nothing more goes out), regions, PDs. */
 	ry__soft_qp_cleanup(r);
 	ry__soft_cq_cleanup(r);
-	ry__soft_mr_cleanup(r);
+	ry__sw_mem_cleanup(&r->mem);
 	ry__soft_fault_cleanup(r);
 	if (r->nlfd >= 0)
 		close(r->nlfd);
@@ -592,16 +592,32 @@ void ry__soft_inject(struct ry_rail *rail, const void *pkt, size_t len,
 	ry__soft_tx_flush(r);
 }
 
+static int soft_alloc_pd(struct ry_rail *rail, struct ry_pd **pd_p)
+{
+	return ry__sw_alloc_pd(&to_srail(rail)->mem, rail, pd_p);
+}
+
+static int soft_dealloc_pd(struct ry_pd *pd)
+{
+	return ry__sw_dealloc_pd(&to_srail(pd->rail)->mem, pd);
+}
+
+static int soft_dereg_mr(struct ry_mr *mr)
+{
+	ry__sw_dereg_mr(&to_srail(mr->pd->rail)->mem, mr);
+	return 0;
+}
+
 const struct ry_rail_ops ry__soft_ops = {
     .name = "soft",
-    .alloc_pd = ry__soft_alloc_pd,
+    .alloc_pd = soft_alloc_pd,
     .close = soft_close,
     .create_cq = ry__soft_create_cq,
     .create_qp = ry__soft_create_qp,
     .cq_pending = ry__soft_cq_pending,
     .cq_poll = ry__soft_cq_poll,
-    .dealloc_pd = ry__soft_dealloc_pd,
-    .dereg_mr = ry__soft_dereg_mr,
+    .dealloc_pd = soft_dealloc_pd,
+    .dereg_mr = soft_dereg_mr,
     .destroy_cq = ry__soft_destroy_cq,
     .destroy_qp = ry__soft_destroy_qp,
     .fd = soft_fd,

@@ -453,13 +453,14 @@ void ry__tcp_txq_cancel_reqs(struct ry__tcp_qp *qp)
 static void *tx_payload(struct ry__tcp_qp *qp, const struct ry__tcp_txe *t)
 {
 	struct ry__tcp_rail *r = tqp_rail(qp);
-	struct ry__tcp_mr *m;
+	struct ry__sw_mr *m;
 
 	if (!t->len)
 		return NULL;
-	m = t->rkey ? ry__tcp_mr_rkey(r, qp->base.pd, t->key, t->va, t->len,
-				      RY_ACCESS_REMOTE_READ)
-		    : ry__tcp_mr_lkey(r, qp->base.pd, t->key, t->va, t->len, 0);
+	m = t->rkey ? ry__sw_mr_rkey(&r->mem, qp->base.pd, t->key, t->va,
+				     t->len, RY_ACCESS_REMOTE_READ)
+		    : ry__sw_mr_lkey(&r->mem, qp->base.pd, t->key, t->va,
+				     t->len, 0);
 	return m ? (void *)(uintptr_t)t->va : NULL;
 }
 
@@ -630,14 +631,15 @@ void ry__tcp_conn_linger(struct ry__tcp_qp *qp)
 static uint8_t *rx_target(struct ry__tcp_qp *qp)
 {
 	struct ry__tcp_rail *r = tqp_rail(qp);
-	struct ry__tcp_mr *m;
+	struct ry__sw_mr *m;
 
 	m = qp->c.rx.rkey
-		? ry__tcp_mr_rkey(r, qp->base.pd, qp->c.rx.key, qp->c.rx.va,
-				  qp->c.rx.left + qp->c.rx.off, qp->c.rx.access)
-		: ry__tcp_mr_lkey(r, qp->base.pd, qp->c.rx.key, qp->c.rx.va,
-				  qp->c.rx.left + qp->c.rx.off,
-				  qp->c.rx.access);
+		? ry__sw_mr_rkey(&r->mem, qp->base.pd, qp->c.rx.key,
+				 qp->c.rx.va, qp->c.rx.left + qp->c.rx.off,
+				 qp->c.rx.access)
+		: ry__sw_mr_lkey(&r->mem, qp->base.pd, qp->c.rx.key,
+				 qp->c.rx.va, qp->c.rx.left + qp->c.rx.off,
+				 qp->c.rx.access);
 	return m ? (uint8_t *)(uintptr_t)qp->c.rx.va : NULL;
 }
 

@@ -47,6 +47,7 @@
 
 #include "rails/rail.h"
 #include "rails/sw_cq.h"
+#include "rails/sw_mr.h"
 #include "rails/tcp/tcp.h"
 #include "rails/tcp/tcp_wire.h"
 #include "src/util/compiler.h"
@@ -55,7 +56,6 @@
 
 #define RY__TCP_MAX_QP_WR 4096
 #define RY__TCP_SRQ_SIZE 4096
-#define RY__TCP_KEY_BUCKETS 1024
 #define RY__TCP_MAX_RD 16 /* READs outstanding per QP */
 /* The transmit queue: requests take at most RY__TCP_TXQ_REQ entries, so
  * responses (READ responses, at most RY__TCP_MAX_RD, and the ACKs between
@@ -101,17 +101,6 @@ enum ry__tcp_ep_kind {
 
 struct ry__tcp_ep {
 	enum ry__tcp_ep_kind kind;
-};
-
-struct ry__tcp_pd {
-	struct ry_pd base;
-	struct ry__tcp_pd *next;
-	unsigned refs;
-};
-
-struct ry__tcp_mr {
-	struct ry_mr base;
-	struct ry__tcp_mr *rnext, *lnext;
 };
 
 struct ry__tcp_wqe {
@@ -269,9 +258,7 @@ struct ry__tcp_rail {
 	uint64_t lclock, last_progress;
 
 	struct ry_rail_stats st;
-	struct ry__tcp_mr *rkeys[RY__TCP_KEY_BUCKETS];
-	struct ry__tcp_mr *lkeys[RY__TCP_KEY_BUCKETS];
-	struct ry__tcp_pd *pds;
+	struct ry__sw_mem mem; /* PDs and regions */
 	struct ry__hidx qpns;
 	struct ry__list qps, active, timed, pend;
 	unsigned n_pend;
@@ -323,12 +310,6 @@ void ry__tcp_event(struct ry__tcp_rail *r, enum ry_rail_event_type type,
 		   uint32_t qpn);
 /* The SRQ's next receive, false when it is empty. */
 bool ry__tcp_srq_pop(struct ry__tcp_rail *r, struct ry_recv_wr *wr);
-struct ry__tcp_mr *ry__tcp_mr_rkey(struct ry__tcp_rail *r, struct ry_pd *pd,
-				   uint32_t rkey, uint64_t va, uint64_t len,
-				   unsigned access);
-struct ry__tcp_mr *ry__tcp_mr_lkey(struct ry__tcp_rail *r, struct ry_pd *pd,
-				   uint32_t lkey, uint64_t va, uint64_t len,
-				   unsigned access);
 void ry__tcp_kick(struct ry__tcp_qp *qp);
 /* Run timers soon: qp is on rail->timed. */
 void ry__tcp_timed(struct ry__tcp_qp *qp);

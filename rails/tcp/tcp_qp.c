@@ -234,7 +234,7 @@ int ry__tcp_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	while (ry__tcp_qp_lookup(r, qp->base.qp_num));
 	ry__hidx_add(&r->qpns, &qp->hnode, qp->base.qp_num);
 	ry__list_add_tail(&r->qps, &qp->link);
-	container_of(pd, struct ry__tcp_pd, base)->refs++;
+	ry__sw_pd(pd)->refs++;
 	cq->n_qps++;
 	ry__rail_query(pd->rail, &a);
 	qp->base.local = a.local;
@@ -397,7 +397,7 @@ int ry__tcp_destroy_qp(struct ry_qp *base)
 		recv_complete(qp, &qp->c.rx.rwqe, RY_WC_FLUSHED, RY_WC_RECV, 0,
 			      false, 0);
 	qp->cq->n_qps--;
-	container_of(base->pd, struct ry__tcp_pd, base)->refs--;
+	ry__sw_pd(base->pd)->refs--;
 	ry__hidx_del(&r->qpns, &qp->hnode);
 	ry__list_del(&qp->link);
 	free(qp->sq);
@@ -482,9 +482,9 @@ void ry__tcp_req_fill(struct ry__tcp_qp *qp)
 		if (read && qp->rd_out >= qp->max_rd)
 			break;
 		if (w->wr.sge.length &&
-		    !ry__tcp_mr_lkey(r, qp->base.pd, w->wr.sge.lkey,
-				     w->wr.sge.addr, w->wr.sge.length,
-				     read ? RY_ACCESS_LOCAL_WRITE : 0)) {
+		    !ry__sw_mr_lkey(&r->mem, qp->base.pd, w->wr.sge.lkey,
+				    w->wr.sge.addr, w->wr.sge.length,
+				    read ? RY_ACCESS_LOCAL_WRITE : 0)) {
 			w->bad_local = true;
 			head_check(qp);
 			return;
@@ -609,8 +609,8 @@ static bool rx_request(struct ry__tcp_qp *qp)
 
 		if (!(qp->access & RY_ACCESS_REMOTE_READ) ||
 		    (m->rlen &&
-		     !ry__tcp_mr_rkey(r, qp->base.pd, m->rkey, m->va, m->rlen,
-				      RY_ACCESS_REMOTE_READ))) {
+		     !ry__sw_mr_rkey(&r->mem, qp->base.pd, m->rkey, m->va,
+				     m->rlen, RY_ACCESS_REMOTE_READ))) {
 			r->st.rx_access_err++;
 			return resp_fatal(qp, RY__TCP_SYN_ACCESS);
 		}
@@ -635,8 +635,8 @@ static bool rx_request(struct ry__tcp_qp *qp)
 	}
 	if (!send &&
 	    (!(qp->access & RY_ACCESS_REMOTE_WRITE) ||
-	     (m->len && !ry__tcp_mr_rkey(r, qp->base.pd, m->rkey, m->va, m->len,
-					 RY_ACCESS_REMOTE_WRITE)))) {
+	     (m->len && !ry__sw_mr_rkey(&r->mem, qp->base.pd, m->rkey, m->va,
+					m->len, RY_ACCESS_REMOTE_WRITE)))) {
 		r->st.rx_access_err++;
 		return resp_fatal(qp, RY__TCP_SYN_ACCESS);
 	}
@@ -659,9 +659,9 @@ static bool rx_request(struct ry__tcp_qp *qp)
 				      false, 0);
 			return resp_fatal(qp, RY__TCP_SYN_INVALID);
 		}
-		if (m->len &&
-		    !ry__tcp_mr_lkey(r, qp->base.pd, rw->sge.lkey, rw->sge.addr,
-				     m->len, RY_ACCESS_LOCAL_WRITE)) {
+		if (m->len && !ry__sw_mr_lkey(&r->mem, qp->base.pd,
+					      rw->sge.lkey, rw->sge.addr,
+					      m->len, RY_ACCESS_LOCAL_WRITE)) {
 			qp->c.rx.has_rwqe = false;
 			recv_complete(qp, rw, RY_WC_LOC_PROT, RY_WC_RECV, 0,
 				      false, 0);
@@ -769,8 +769,8 @@ static bool rx_read_resp(struct ry__tcp_qp *qp)
 	    m->len != w->wr.sge.length)
 		return rx_broken(qp);
 	if (m->len &&
-	    !ry__tcp_mr_lkey(r, qp->base.pd, w->wr.sge.lkey, w->wr.sge.addr,
-			     m->len, RY_ACCESS_LOCAL_WRITE)) {
+	    !ry__sw_mr_lkey(&r->mem, qp->base.pd, w->wr.sge.lkey,
+			    w->wr.sge.addr, m->len, RY_ACCESS_LOCAL_WRITE)) {
 		rx_drain(qp, RY__TCP_DONE_FAIL, RY_WC_LOC_PROT);
 		return true;
 	}

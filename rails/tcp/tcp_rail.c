@@ -26,7 +26,6 @@
 #include "rails/tcp/tcp_int.h"
 #include "src/util/clock.h"
 #include "src/util/log.h"
-#include "src/util/random.h"
 #include "src/util/ring.h"
 
 /* ---- the eventfd: readable while the owner has something to take ---- */
@@ -210,146 +209,29 @@ static int tcp_get_event(struct ry_rail *rail, struct ry_rail_event *ev)
 	return 0;
 }
 
-/* ---- PDs and regions ---- */
-
-static unsigned bucket(uint32_t key)
-{
-	return (key * 2654435761u) >> 22; /* top 10 bits: 1024 buckets */
-}
+/* ---- PDs and regions (sw_mr.h) ---- */
 
 static int tcp_alloc_pd(struct ry_rail *rail, struct ry_pd **pd_p)
 {
-	struct ry__tcp_rail *r = to_trail(rail);
-	struct ry__tcp_pd *pd = calloc(1, sizeof(*pd));
-
-	if (!pd)
-		return -ENOMEM;
-	pd->base.rail = rail;
-	pd->next = r->pds;
-	r->pds = pd;
-	*pd_p = &pd->base;
-	return 0;
+	return ry__sw_alloc_pd(&to_trail(rail)->mem, rail, pd_p);
 }
 
-static int tcp_dealloc_pd(struct ry_pd *base)
+static int tcp_dealloc_pd(struct ry_pd *pd)
 {
-	struct ry__tcp_pd *pd = container_of(base, struct ry__tcp_pd, base);
-	struct ry__tcp_rail *r = to_trail(base->rail);
-	struct ry__tcp_pd **pp;
-
-	if (pd->refs)
-		return -EBUSY;
-	for (pp = &r->pds; *pp != pd; pp = &(*pp)->next)
-		;
-	*pp = pd->next;
-	free(pd);
-	return 0;
-}
-
-static struct ry__tcp_mr *find_key(struct ry__tcp_rail *r, uint32_t key,
-				   bool rkey)
-{
-	struct ry__tcp_mr *m =
-	    rkey ? r->rkeys[bucket(key)] : r->lkeys[bucket(key)];
-
-	while (m && (rkey ? m->base.rkey : m->base.lkey) != key)
-		m = rkey ? m->rnext : m->lnext;
-	return m;
-}
-
-static int new_key(struct ry__tcp_rail *r, uint32_t *key, bool rkey)
-{
-	for (int i = 0; i < 64; i++) {
-		uint32_t k;
-		int rc = ry__rand_bytes(&k, sizeof(k));
-
-		if (rc)
-			return rc;
-		if (k && !find_key(r, k, rkey)) {
-			*key = k;
-			return 0;
-		}
-	}
-	return -EAGAIN;
+	return ry__sw_dealloc_pd(&to_trail(pd->rail)->mem, pd);
 }
 
 static int tcp_reg_mr(struct ry_pd *pd, void *addr, size_t length,
 		      unsigned access, struct ry_mr **mr_p)
 {
-	struct ry__tcp_rail *r = to_trail(pd->rail);
-	struct ry__tcp_mr *m;
-	int rc;
-
-	if (!addr && length)
-		return -EINVAL;
-	if ((uintptr_t)addr + length < (uintptr_t)addr)
-		return -EINVAL;
-	m = calloc(1, sizeof(*m));
-	if (!m)
-		return -ENOMEM;
-	m->base.pd = pd;
-	m->base.addr = addr;
-	m->base.length = length;
-	m->base.access = access;
-	rc = new_key(r, &m->base.lkey, false);
-	if (!rc)
-		rc = new_key(r, &m->base.rkey, true);
-	if (rc) {
-		free(m);
-		return rc;
-	}
-	m->rnext = r->rkeys[bucket(m->base.rkey)];
-	r->rkeys[bucket(m->base.rkey)] = m;
-	m->lnext = r->lkeys[bucket(m->base.lkey)];
-	r->lkeys[bucket(m->base.lkey)] = m;
-	container_of(pd, struct ry__tcp_pd, base)->refs++;
-	*mr_p = &m->base;
-	return 0;
+	return ry__sw_reg_mr(&to_trail(pd->rail)->mem, pd, addr, length, access,
+			     mr_p);
 }
 
 static int tcp_dereg_mr(struct ry_mr *mr)
 {
-	struct ry__tcp_rail *r = to_trail(mr->pd->rail);
-	struct ry__tcp_mr *m = container_of(mr, struct ry__tcp_mr, base);
-	struct ry__tcp_mr **pp;
-
-	for (pp = &r->rkeys[bucket(mr->rkey)]; *pp != m; pp = &(*pp)->rnext)
-		;
-	*pp = m->rnext;
-	for (pp = &r->lkeys[bucket(mr->lkey)]; *pp != m; pp = &(*pp)->lnext)
-		;
-	*pp = m->lnext;
-	container_of(mr->pd, struct ry__tcp_pd, base)->refs--;
-	free(m);
+	ry__sw_dereg_mr(&to_trail(mr->pd->rail)->mem, mr);
 	return 0;
-}
-
-static struct ry__tcp_mr *usable(struct ry__tcp_mr *m, struct ry_pd *pd,
-				 uint64_t va, uint64_t len, unsigned access)
-{
-	uint64_t lo, hi;
-
-	if (!m || m->base.pd != pd || (m->base.access & access) != access)
-		return NULL;
-	lo = (uintptr_t)m->base.addr;
-	hi = lo + m->base.length;
-	if (va < lo || va + len < va || va + len > hi)
-		return NULL;
-	return m;
-}
-
-struct ry__tcp_mr *ry__tcp_mr_rkey(struct ry__tcp_rail *r, struct ry_pd *pd,
-				   uint32_t rkey, uint64_t va, uint64_t len,
-				   unsigned access)
-{
-	return usable(find_key(r, rkey, true), pd, va, len, access);
-}
-
-struct ry__tcp_mr *ry__tcp_mr_lkey(struct ry__tcp_rail *r, struct ry_pd *pd,
-				   uint32_t lkey, uint64_t va, uint64_t len,
-				   unsigned access)
-{
-	return usable(find_key(r, lkey, false), pd, va, len, access);
 }
 
 /* ---- progress ---- */
@@ -665,15 +547,7 @@ static void tcp_close(struct ry_rail *rail)
 	while ((n = r->cqs.next) != &r->cqs)
 		cq_free(r, container_of(n, struct ry__sw_cq, link));
 	cq_free(r, &r->cq0);
-	for (unsigned b = 0; b < RY__TCP_KEY_BUCKETS; b++)
-		while (r->rkeys[b])
-			tcp_dereg_mr(&r->rkeys[b]->base);
-	while (r->pds) {
-		struct ry__tcp_pd *pd = r->pds;
-
-		r->pds = pd->next;
-		free(pd);
-	}
+	ry__sw_mem_cleanup(&r->mem);
 	if (r->lfd >= 0)
 		close(r->lfd);
 	if (r->nlfd >= 0)
