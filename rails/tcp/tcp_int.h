@@ -46,6 +46,7 @@
 #include <sys/uio.h>
 
 #include "rails/rail.h"
+#include "rails/soft/psn.h" /* the 24-bit PSN arithmetic */
 #include "rails/sw_cq.h"
 #include "rails/sw_mr.h"
 #include "rails/tcp/tcp.h"
@@ -292,15 +293,6 @@ static inline struct ry__tcp_qp *to_tqp(struct ry_qp *q)
 static inline struct ry__tcp_rail *tqp_rail(struct ry__tcp_qp *qp)
 {
 	return to_trail(qp->base.pd->rail);
-}
-static inline uint32_t ry__tcp_psn_add(uint32_t psn, uint32_t n)
-{
-	return (psn + n) & 0xffffff;
-}
-/* b - a in 24-bit PSN space, as a signed distance */
-static inline int32_t ry__tcp_psn_diff(uint32_t b, uint32_t a)
-{
-	return (int32_t)((b - a) << 8) >> 8;
 }
 
 /* tcp_rail.c */

@@ -441,7 +441,7 @@ int ry__tcp_post_send(struct ry_qp *base, const struct ry_send_wr *wr,
 		memset(w, 0, sizeof(*w));
 		w->wr = wr[i];
 		w->psn = qp->post_psn;
-		qp->post_psn = ry__tcp_psn_add(qp->post_psn, 1);
+		qp->post_psn = ry__soft_psn_add(qp->post_psn, 1);
 		qp->sq_tail++;
 	}
 	ry__tcp_kick(qp);
@@ -630,7 +630,7 @@ static bool rx_request(struct ry__tcp_qp *qp)
 		t->va = m->va;
 		t->len = m->rlen;
 		ry__tcp_txq_commit(qp);
-		qp->exp_psn = ry__tcp_psn_add(qp->exp_psn, 1);
+		qp->exp_psn = ry__soft_psn_add(qp->exp_psn, 1);
 		return true;
 	}
 	if (!send &&
@@ -741,11 +741,11 @@ static bool rx_ack(struct ry__tcp_qp *qp)
 	}
 	/* cumulative: every WR up to m->psn, none of them an open READ */
 	if (qp->sq_head == qp->sq_next ||
-	    ry__tcp_psn_diff(m->psn, wqe(qp, qp->sq_head)->psn) < 0 ||
-	    ry__tcp_psn_diff(m->psn, wqe(qp, qp->sq_next - 1)->psn) > 0)
+	    ry__soft_psn_cmp(m->psn, wqe(qp, qp->sq_head)->psn) < 0 ||
+	    ry__soft_psn_cmp(m->psn, wqe(qp, qp->sq_next - 1)->psn) > 0)
 		return rx_broken(qp);
 	while (qp->sq_head != qp->sq_next &&
-	       ry__tcp_psn_diff(m->psn, (w = wqe(qp, qp->sq_head))->psn) >= 0) {
+	       ry__soft_psn_cmp(m->psn, (w = wqe(qp, qp->sq_head))->psn) >= 0) {
 		if (w->wr.opcode == RY_WR_RDMA_READ)
 			return rx_broken(qp);
 		complete(qp, w, RY_WC_SUCCESS);
@@ -843,7 +843,7 @@ void ry__tcp_rx_done(struct ry__tcp_qp *qp)
 					  : RY_WC_RECV_RDMA_IMM,
 				      m->len, imm, m->imm);
 		}
-		qp->exp_psn = ry__tcp_psn_add(qp->exp_psn, 1);
+		qp->exp_psn = ry__soft_psn_add(qp->exp_psn, 1);
 		ry__tcp_txq_ack(qp, m->psn);
 		break;
 	case RY__TCP_DONE_READ_RESP:
