@@ -32,6 +32,35 @@ static inline bool ry__sw_cq_empty(const struct ry__sw_cq *cq)
 	return cq->head == cq->tail;
 }
 
+static inline enum ry_wc_opcode ry__sw_wc_opcode(enum ry_wr_opcode op)
+{
+	switch (op) {
+	case RY_WR_RDMA_WRITE:
+	case RY_WR_RDMA_WRITE_IMM:
+		return RY_WC_RDMA_WRITE;
+	case RY_WR_RDMA_READ:
+		return RY_WC_RDMA_READ;
+	default:
+		return RY_WC_SEND;
+	}
+}
+
+/* The completion of the send WR wr of QP qp_num, with status. */
+static inline struct ry_wc ry__sw_send_wc(const struct ry_send_wr *wr,
+					  enum ry_wc_status status,
+					  uint32_t qp_num)
+{
+	struct ry_wc wc = {
+	    .wr_id = wr->wr_id,
+	    .status = status,
+	    .opcode = ry__sw_wc_opcode(wr->opcode),
+	    .byte_len = wr->sge.length,
+	    .qp_num = qp_num,
+	};
+
+	return wc;
+}
+
 /* Room for n more send WRs besides those posted, and for twice srq_size
  * receives: 0 or -ENOMEM (nothing reserved). */
 int ry__sw_cq_take(struct ry__sw_cq *cq, uint32_t n, uint32_t srq_size);

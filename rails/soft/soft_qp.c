@@ -190,29 +190,10 @@ void ry__soft_qp_cleanup(struct ry__soft_rail *r)
 		ry__soft_destroy_qp(&r->qps->base);
 }
 
-static enum ry_wc_opcode wc_opcode(enum ry_wr_opcode op)
-{
-	switch (op) {
-	case RY_WR_RDMA_WRITE:
-	case RY_WR_RDMA_WRITE_IMM:
-		return RY_WC_RDMA_WRITE;
-	case RY_WR_RDMA_READ:
-		return RY_WC_RDMA_READ;
-	default:
-		return RY_WC_SEND;
-	}
-}
-
 void ry__soft_wqe_complete(struct ry__soft_qp *qp, struct ry__soft_wqe *w,
 			   enum ry_wc_status status)
 {
-	struct ry_wc wc = {
-	    .wr_id = w->wr.wr_id,
-	    .status = status,
-	    .opcode = wc_opcode(w->wr.opcode),
-	    .byte_len = w->wr.sge.length,
-	    .qp_num = qp->base.qp_num,
-	};
+	struct ry_wc wc = ry__sw_send_wc(&w->wr, status, qp->base.qp_num);
 
 	w->done = true;
 	ry__soft_cq_push(qp, &wc);

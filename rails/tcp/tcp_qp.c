@@ -54,29 +54,10 @@ static struct ry__tcp_wqe *wqe(struct ry__tcp_qp *qp, uint32_t i)
 	return &qp->sq[i & (qp->sq_size - 1)];
 }
 
-static enum ry_wc_opcode wc_opcode(enum ry_wr_opcode op)
-{
-	switch (op) {
-	case RY_WR_RDMA_READ:
-		return RY_WC_RDMA_READ;
-	case RY_WR_SEND:
-	case RY_WR_SEND_IMM:
-		return RY_WC_SEND;
-	default:
-		return RY_WC_RDMA_WRITE;
-	}
-}
-
 static void complete(struct ry__tcp_qp *qp, struct ry__tcp_wqe *w,
 		     enum ry_wc_status status)
 {
-	struct ry_wc wc = {
-	    .wr_id = w->wr.wr_id,
-	    .status = status,
-	    .opcode = wc_opcode(w->wr.opcode),
-	    .byte_len = w->wr.sge.length,
-	    .qp_num = qp->base.qp_num,
-	};
+	struct ry_wc wc = ry__sw_send_wc(&w->wr, status, qp->base.qp_num);
 
 	ry__tcp_cq_push(qp, &wc);
 }
