@@ -7,14 +7,18 @@
  *   wire.h, wire.c the header: layout, encoder, the pure decoder
  *   crc32c.c       CRC32C for the header and payload
  *   soft_mac.c     data_mac: the per-connection keyed MAC on every packet
- *   soft_mr.c      PDs, regions, the key tables and every access check
+ *   soft_mr.c      the access flags a region may have; PDs, regions, the
+ *                  key tables and every access check are ../sw_mr.c's
  *   soft_qp.c      QPs: QPN table, state machine, post_send, flush on ERR
  *   soft_req.c     requester: turns WRs into packets, go-back-N, timers
  *   soft_resp.c    responder: executes inbound requests, ACK/NAK/RNR
  *   soft_comp.c    completer: ACKs, NAKs and READ responses -> completions
  *   soft_cc.c      congestion control: the requester's window, RTT, RTO
  *   soft_fault.c   fault injection and the link switch
- *   soft_netlink.c rtnetlink watch of the real interface
+ *   soft_netlink.c the link watch of the real interface, and its deletion
+ *
+ * Shared with the tcp rail (rails/): sw_cq.[ch] the CQ ring, sw_mr.[ch]
+ * PDs and regions, rail_link.[ch] the rtnetlink reader, rail_addr.[ch].
  *
  * Timers (checked in progress, one timerfd armed to the earliest):
  *   qp->comp.deadline    retransmit after an RTO of silence: ack_timeout,

@@ -11,6 +11,10 @@
  *   tcp_link.c   rtnetlink watch of the rail's interface
  *   tcp_wire.[ch] the header: layout, one accessor per field, decoder
  *
+ * Shared with the soft rail (rails/): sw_cq.[ch] the CQ ring, sw_mr.[ch]
+ * PDs, regions and their checks, rail_link.[ch] the rtnetlink reader,
+ * rail_addr.[ch]; the PSN arithmetic is soft/psn.h's.
+ *
  * A QP owns at most one TCP connection (qp->c), made when it reaches RTR
  * and closed abortively (SO_LINGER 0) when it leaves RTR/RTS: a socket is
  * never reused, so nothing of an older connection can land after a
