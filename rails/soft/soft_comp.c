@@ -140,9 +140,9 @@ static void read_resp(struct ry__soft_qp *qp, const struct ry__soft_pkt *p)
 		r->st.rx_dropped++;
 		return;
 	}
-	if (!ry__soft_mr_lkey(r, qp->base.pd, w->wr.sge.lkey,
-			      w->wr.sge.addr + off, expect,
-			      RY_ACCESS_LOCAL_WRITE)) {
+	if (!ry__sw_mr_lkey(&r->mem, qp->base.pd, w->wr.sge.lkey,
+			    w->wr.sge.addr + off, expect,
+			    RY_ACCESS_LOCAL_WRITE)) {
 		ry__soft_qp_error(qp, RY_WC_LOC_PROT);
 		return;
 	}

@@ -7,14 +7,18 @@
  *   wire.h, wire.c the header: layout, encoder, the pure decoder
  *   crc32c.c       CRC32C for the header and payload
  *   soft_mac.c     data_mac: the per-connection keyed MAC on every packet
- *   soft_mr.c      PDs, regions, the key tables and every access check
+ *   soft_mr.c      the access flags a region may have; PDs, regions, the
+ *                  key tables and every access check are ../sw_mr.c's
  *   soft_qp.c      QPs: QPN table, state machine, post_send, flush on ERR
  *   soft_req.c     requester: turns WRs into packets, go-back-N, timers
  *   soft_resp.c    responder: executes inbound requests, ACK/NAK/RNR
  *   soft_comp.c    completer: ACKs, NAKs and READ responses -> completions
  *   soft_cc.c      congestion control: the requester's window, RTT, RTO
  *   soft_fault.c   fault injection and the link switch
- *   soft_netlink.c rtnetlink watch of the real interface
+ *   soft_netlink.c the link watch of the real interface, and its deletion
+ *
+ * Shared with the tcp rail (rails/): sw_cq.[ch] the CQ ring, sw_mr.[ch]
+ * PDs and regions, rail_link.[ch] the rtnetlink reader, rail_addr.[ch].
  *
  * Timers (checked in progress, one timerfd armed to the earliest):
  *   qp->comp.deadline    retransmit after an RTO of silence: ack_timeout,
@@ -76,6 +80,8 @@
 #include <sys/socket.h>
 
 #include "rails/rail.h"
+#include "rails/sw_cq.h"
+#include "rails/sw_mr.h"
 #include "rails/soft/psn.h"
 #include "rails/soft/wire.h"
 #include "src/util/clock.h"
@@ -88,7 +94,6 @@
 #define RY__SOFT_MAX_QP_WR 4096
 #define RY__SOFT_MAX_MSG (1u << 30)
 #define RY__SOFT_SRQ_SIZE 4096
-#define RY__SOFT_KEY_BUCKETS 1024
 #define RY__SOFT_MAX_RD 16 /* READs outstanding per QP */
 /* Retransmission back-off: a timeout in a row waits up to 2^this RTOs */
 #define RY__SOFT_BACKOFF_SHIFT 6
@@ -125,18 +130,6 @@ _Static_assert((RY__SOFT_MAX_RD & (RY__SOFT_MAX_RD - 1)) == 0,
 	       "RY__SOFT_MAX_RD must be a power of two");
 
 struct ry__soft_rail;
-
-struct ry__soft_pd {
-	struct ry_pd base;
-	struct ry__soft_pd *next; /* rail's list, freed at close */
-	unsigned refs;		  /* MRs and QPs */
-};
-
-struct ry__soft_mr {
-	struct ry_mr base;
-	struct ry__soft_mr *rnext; /* rkey hash chain */
-	struct ry__soft_mr *lnext; /* lkey hash chain */
-};
 
 struct ry__soft_wqe {
 	struct ry_send_wr wr;
@@ -183,21 +176,9 @@ enum ry__soft_req_state { /* for logs: what the requester waits on */
 			  RY__SOFT_REQ_ERROR,
 };
 
-/* A completion queue: the rail's own, or one of create_cq. */
-struct ry__soft_cq {
-	struct ry_cq base;
-	struct ry__list link; /* rail's cqs (not cq0) */
-	struct ry_wc *ring;
-	uint32_t size, head, tail;
-	/* send WRs posted to its QPs whose completion has not been polled
-	 * yet: its reservation (MEMORY above) */
-	uint32_t sends;
-	unsigned n_qps; /* QPs created on it, not destroyed */
-};
-
 struct ry__soft_qp {
 	struct ry_qp base;		 /* base.local: our qpn, psn, cookie */
-	struct ry__soft_cq *cq;		 /* where its completions go */
+	struct ry__sw_cq *cq;		 /* where its completions go */
 	struct ry__hnode hnode;		 /* rail's qpns, keyed by QPN */
 	struct ry__soft_qp *next, *prev; /* rail's list of QPs */
 	struct ry__list active;		 /* rail's active list, or self */
@@ -304,17 +285,15 @@ struct ry__soft_rail {
 	uint32_t slot_size;
 	unsigned slots_used;
 
-	struct ry__soft_mr *rkeys[RY__SOFT_KEY_BUCKETS];
-	struct ry__soft_mr *lkeys[RY__SOFT_KEY_BUCKETS];
+	struct ry__sw_mem mem;	 /* PDs and regions */
 	struct ry__hidx qpns;	 /* QPs by number; grows with them */
 	struct ry__soft_qp *qps; /* all QPs */
 	struct ry__list active;	 /* QPs with work now (qp->active) */
 	struct ry__heap timers;	 /* QPs with a timer running (qp->tnode) */
-	struct ry__soft_pd *pds;
 
-	struct ry__soft_cq cq0; /* the rail's own CQ */
-	struct ry__list cqs;	/* the others (create_cq) */
-	unsigned cqs_busy;	/* CQs holding a completion: the fd's say */
+	struct ry__sw_cq cq0; /* the rail's own CQ */
+	struct ry__list cqs;  /* the others (create_cq) */
+	unsigned cqs_busy;    /* CQs holding a completion: the fd's say */
 	/* the one SRQ */
 	struct ry_recv_wr srq[RY__SOFT_SRQ_SIZE];
 	uint32_t srq_head, srq_tail;
@@ -359,7 +338,7 @@ static inline struct ry__soft_rail *qp_rail(struct ry__soft_qp *qp)
 /* soft_rail.c */
 /* Give cq its ring (room for twice the SRQ) if it has none yet: before a
  * QP is created on it; 0 or -ENOMEM. */
-int ry__soft_cq_ready(struct ry__soft_cq *cq);
+int ry__soft_cq_ready(struct ry__sw_cq *cq);
 /* A completion of qp, to its CQ. */
 void ry__soft_cq_push(struct ry__soft_qp *qp, const struct ry_wc *wc);
 /* n send WRs are being posted to qp: room on its CQ for their completions
@@ -398,20 +377,8 @@ void ry__soft_rx_packet(struct ry__soft_rail *r, const uint8_t *buf,
 			uint32_t len, const struct sockaddr_in *from);
 
 /* soft_mr.c */
-int ry__soft_alloc_pd(struct ry_rail *rail, struct ry_pd **pd_p);
-int ry__soft_dealloc_pd(struct ry_pd *pd);
 int ry__soft_reg_mr(struct ry_pd *pd, void *addr, size_t length,
 		    unsigned access, struct ry_mr **mr_p);
-int ry__soft_dereg_mr(struct ry_mr *mr);
-void ry__soft_mr_cleanup(struct ry__soft_rail *r);
-/* Region for [va, va + len) under key, or NULL: checks key, PD, access,
- * bounds and overflow. */
-struct ry__soft_mr *ry__soft_mr_rkey(struct ry__soft_rail *r, struct ry_pd *pd,
-				     uint32_t rkey, uint64_t va, uint64_t len,
-				     unsigned access);
-struct ry__soft_mr *ry__soft_mr_lkey(struct ry__soft_rail *r, struct ry_pd *pd,
-				     uint32_t lkey, uint64_t va, uint64_t len,
-				     unsigned access);
 
 /* soft_qp.c */
 int ry__soft_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,

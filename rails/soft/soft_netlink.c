@@ -22,21 +22,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "rails/rail_link.h"
 #include "rails/soft/soft_int.h"
 #include "src/util/log.h"
-
-/* linux/if.h's IFF_LOWER_UP; that header clashes with net/if.h */
-#define RY_IFF_LOWER_UP 0x10000u
-
-/*
- * Up: administratively up with a carrier.  LOWER_UP is the carrier itself;
- * RUNNING (the operstate) follows it only after linkwatch's delay of up to
- * a second, which must not hold back a link that was just brought up.
- */
-static bool flags_up(unsigned flags)
-{
-	return (flags & IFF_UP) && (flags & (RY_IFF_LOWER_UP | IFF_RUNNING));
-}
 
 static void gone(struct ry__soft_rail *r)
 {
@@ -82,45 +70,32 @@ int ry__soft_nl_open(struct ry__soft_rail *r, const char *ifname)
 	return 0;
 }
 
-void ry__soft_nl_run(struct ry__soft_rail *r)
+static void nl_news(void *arg, enum ry__link_news what, unsigned flags)
 {
-	char buf[8192] __attribute__((aligned(4)));
+	struct ry__soft_rail *r = arg;
+	struct ifreq ifr = {0};
 
-	for (;;) {
-		ssize_t n = recv(r->nlfd, buf, sizeof(buf), MSG_DONTWAIT);
-		struct nlmsghdr *nh;
-
-		if (n <= 0) {
-			if (n < 0 && errno == ENOBUFS) {
-				/* Overrun: events lost, read the state. */
-				struct ifreq ifr = {0};
-
-				if (!if_indextoname((unsigned)r->ifindex,
-						    ifr.ifr_name))
-					gone(r);
-				else if (!ioctl(r->sock, SIOCGIFFLAGS, &ifr))
-					r->nl_up = ifr.ifr_flags & IFF_UP;
-				ry__soft_link_update(r);
-				continue;
-			}
+	switch (what) {
+	case RY__LINK_DEL:
+		gone(r);
+		return;
+	case RY__LINK_NEW:
+		if (!r->nl_gone)
+			r->nl_up = ry__link_flags_up(flags);
+		break;
+	case RY__LINK_LOST:
+		if (!if_indextoname((unsigned)r->ifindex, ifr.ifr_name)) {
+			gone(r);
 			return;
 		}
-		for (nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, (size_t)n);
-		     nh = NLMSG_NEXT(nh, n)) {
-			struct ifinfomsg *ifi = NLMSG_DATA(nh);
-
-			if ((nh->nlmsg_type != RTM_NEWLINK &&
-			     nh->nlmsg_type != RTM_DELLINK) ||
-			    nh->nlmsg_len < NLMSG_LENGTH(sizeof(*ifi)) ||
-			    ifi->ifi_index != r->ifindex)
-				continue;
-			if (nh->nlmsg_type == RTM_DELLINK) {
-				gone(r);
-				continue;
-			}
-			if (!r->nl_gone)
-				r->nl_up = flags_up(ifi->ifi_flags);
-			ry__soft_link_update(r);
-		}
+		if (!ioctl(r->sock, SIOCGIFFLAGS, &ifr))
+			r->nl_up = ifr.ifr_flags & IFF_UP;
+		break;
 	}
+	ry__soft_link_update(r);
+}
+
+void ry__soft_nl_run(struct ry__soft_rail *r)
+{
+	ry__link_watch_read(r->nlfd, r->ifindex, nl_news, r);
 }

@@ -58,8 +58,8 @@ int ry__soft_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return -ENOMEM;
-	qp->cq = init->cq ? container_of(init->cq, struct ry__soft_cq, base)
-			  : &r->cq0;
+	qp->cq =
+	    init->cq ? container_of(init->cq, struct ry__sw_cq, base) : &r->cq0;
 	rc = ry__soft_cq_ready(qp->cq);
 	if (rc) {
 		free(qp);
@@ -102,7 +102,7 @@ int ry__soft_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	if (r->qps)
 		r->qps->prev = qp;
 	r->qps = qp;
-	container_of(pd, struct ry__soft_pd, base)->refs++;
+	ry__sw_pd(pd)->refs++;
 	qp->cq->n_qps++;
 	RY_DBG("soft", "rail %s: qp 0x%x created psn 0x%x", r->base.name,
 	       qp->base.qp_num, qp->base.local.psn);
@@ -136,7 +136,7 @@ int ry__soft_destroy_qp(struct ry_qp *base)
 	/* WRs not completed never will be: their CQ room goes back */
 	qp->cq->sends -= qp->sq_tail - qp->sq_head;
 	qp->cq->n_qps--;
-	container_of(base->pd, struct ry__soft_pd, base)->refs--;
+	ry__sw_pd(base->pd)->refs--;
 	qp->sq_head = qp->sq_tail;
 	ry__soft_sq_trim(qp);
 	free(qp->resp.rd);
@@ -190,29 +190,10 @@ void ry__soft_qp_cleanup(struct ry__soft_rail *r)
 		ry__soft_destroy_qp(&r->qps->base);
 }
 
-static enum ry_wc_opcode wc_opcode(enum ry_wr_opcode op)
-{
-	switch (op) {
-	case RY_WR_RDMA_WRITE:
-	case RY_WR_RDMA_WRITE_IMM:
-		return RY_WC_RDMA_WRITE;
-	case RY_WR_RDMA_READ:
-		return RY_WC_RDMA_READ;
-	default:
-		return RY_WC_SEND;
-	}
-}
-
 void ry__soft_wqe_complete(struct ry__soft_qp *qp, struct ry__soft_wqe *w,
 			   enum ry_wc_status status)
 {
-	struct ry_wc wc = {
-	    .wr_id = w->wr.wr_id,
-	    .status = status,
-	    .opcode = wc_opcode(w->wr.opcode),
-	    .byte_len = w->wr.sge.length,
-	    .qp_num = qp->base.qp_num,
-	};
+	struct ry_wc wc = ry__sw_send_wc(&w->wr, status, qp->base.qp_num);
 
 	w->done = true;
 	ry__soft_cq_push(qp, &wc);

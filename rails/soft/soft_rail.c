@@ -56,14 +56,9 @@ static void efd_clear(struct ry__soft_rail *r)
 	r->efd_set = false;
 }
 
-static struct ry__soft_cq *to_scq(struct ry_cq *cq)
+static struct ry__sw_cq *to_scq(struct ry_cq *cq)
 {
-	return container_of(cq, struct ry__soft_cq, base);
-}
-
-static bool cq_empty(const struct ry__soft_cq *cq)
-{
-	return cq->head == cq->tail;
+	return container_of(cq, struct ry__sw_cq, base);
 }
 
 /* Nothing for the owner to take: the fd may go calm. */
@@ -74,75 +69,41 @@ static bool rail_calm(const struct ry__soft_rail *r)
 
 void ry__soft_cq_push(struct ry__soft_qp *qp, const struct ry_wc *wc)
 {
-	struct ry__soft_cq *cq = qp->cq;
+	struct ry__sw_cq *cq = qp->cq;
+	bool idle = ry__sw_cq_empty(cq);
 
 	/* Never full: room for every send WR was taken when it was posted
 	 * (ry__soft_cq_take), and for twice the SRQ's receives (MEMORY in
 	 * soft_int.h). */
-	if (ry__ring_full(cq->head, cq->tail, cq->size)) {
+	if (ry__sw_cq_push(cq, wc)) {
 		RY_ERR("soft",
 		       "rail %s: CQ overrun, completion of qp 0x%x lost",
 		       qp_rail(qp)->base.name, wc->qp_num);
 		return;
 	}
-	if (cq_empty(cq))
+	if (idle)
 		qp_rail(qp)->cqs_busy++;
-	cq->ring[ry__ring_slot(cq->tail++, cq->size)] = *wc;
 }
 
-static int cq_reserve(struct ry__soft_cq *cq, uint32_t entries)
+int ry__soft_cq_ready(struct ry__sw_cq *cq)
 {
-	uint32_t size = cq->size ? cq->size : 1024;
-	struct ry_wc *ring;
-
-	while (size < entries)
-		size *= 2;
-	if (size == cq->size)
-		return 0;
-	ring = calloc(size, sizeof(*ring));
-	if (!ring)
-		return -ENOMEM;
-	for (uint32_t i = 0; cq->head + i != cq->tail; i++)
-		ring[i] = cq->ring[ry__ring_slot(cq->head + i, cq->size)];
-	cq->tail -= cq->head;
-	cq->head = 0;
-	free(cq->ring);
-	cq->ring = ring;
-	cq->size = size;
-	return 0;
-}
-
-int ry__soft_cq_ready(struct ry__soft_cq *cq)
-{
-	return cq->size ? 0 : cq_reserve(cq, 2 * RY__SOFT_SRQ_SIZE);
+	return cq->size ? 0 : ry__sw_cq_take(cq, 0, RY__SOFT_SRQ_SIZE);
 }
 
 int ry__soft_cq_take(struct ry__soft_qp *qp, uint32_t n)
 {
-	struct ry__soft_cq *cq = qp->cq;
-	int rc = cq_reserve(cq, cq->sends + n + 2 * RY__SOFT_SRQ_SIZE);
-
-	if (!rc)
-		cq->sends += n;
-	return rc;
+	return ry__sw_cq_take(qp->cq, n, RY__SOFT_SRQ_SIZE);
 }
 
-static int cq_poll(struct ry__soft_rail *r, struct ry__soft_cq *cq,
+static int cq_poll(struct ry__soft_rail *r, struct ry__sw_cq *cq,
 		   struct ry_wc *wc, int n)
 {
-	int i = 0;
+	int i;
 
-	if (cq_empty(cq))
+	if (ry__sw_cq_empty(cq))
 		return 0;
-	while (i < n && !cq_empty(cq)) {
-		wc[i] = cq->ring[ry__ring_slot(cq->head++, cq->size)];
-		/* a send WR's room is free once its completion is out */
-		if (wc[i].opcode != RY_WC_RECV &&
-		    wc[i].opcode != RY_WC_RECV_RDMA_IMM)
-			cq->sends--;
-		i++;
-	}
-	if (cq_empty(cq) && !--r->cqs_busy && rail_calm(r))
+	i = ry__sw_cq_poll(cq, wc, n);
+	if (ry__sw_cq_empty(cq) && !--r->cqs_busy && rail_calm(r))
 		efd_clear(r);
 	return i;
 }
@@ -161,19 +122,19 @@ int ry__soft_cq_poll(struct ry_cq *cq, struct ry_wc *wc, int n)
 
 int ry__soft_cq_pending(struct ry_cq *cq)
 {
-	return !cq_empty(to_scq(cq));
+	return !ry__sw_cq_empty(to_scq(cq));
 }
 
 int ry__soft_create_cq(struct ry_rail *rail, struct ry_cq **cq_p)
 {
 	struct ry__soft_rail *r = to_srail(rail);
-	struct ry__soft_cq *cq = calloc(1, sizeof(*cq));
+	struct ry__sw_cq *cq = calloc(1, sizeof(*cq));
 	int rc;
 
 	if (!cq)
 		return -ENOMEM;
 	cq->base.rail = rail;
-	rc = cq_reserve(cq, 2 * RY__SOFT_SRQ_SIZE);
+	rc = ry__sw_cq_take(cq, 0, RY__SOFT_SRQ_SIZE);
 	if (rc) {
 		free(cq);
 		return rc;
@@ -183,10 +144,10 @@ int ry__soft_create_cq(struct ry_rail *rail, struct ry_cq **cq_p)
 	return 0;
 }
 
-static void cq_free(struct ry__soft_rail *r, struct ry__soft_cq *cq)
+static void cq_free(struct ry__soft_rail *r, struct ry__sw_cq *cq)
 {
 	/* completions never polled go with it */
-	if (!cq_empty(cq) && !--r->cqs_busy && rail_calm(r))
+	if (!ry__sw_cq_empty(cq) && !--r->cqs_busy && rail_calm(r))
 		efd_clear(r);
 	ry__list_del(&cq->link);
 	free(cq->ring);
@@ -196,7 +157,7 @@ static void cq_free(struct ry__soft_rail *r, struct ry__soft_cq *cq)
 
 int ry__soft_destroy_cq(struct ry_cq *base)
 {
-	struct ry__soft_cq *cq = to_scq(base);
+	struct ry__sw_cq *cq = to_scq(base);
 
 	if (cq->n_qps)
 		return -EBUSY;
@@ -208,8 +169,8 @@ int ry__soft_destroy_cq(struct ry_cq *base)
 void ry__soft_cq_cleanup(struct ry__soft_rail *r)
 {
 	while (!ry__list_empty(&r->cqs))
-		cq_free(
-		    r, ry__list_first_entry(&r->cqs, struct ry__soft_cq, link));
+		cq_free(r,
+			ry__list_first_entry(&r->cqs, struct ry__sw_cq, link));
 	free(r->cq0.ring);
 }
 
@@ -407,7 +368,7 @@ static int soft_pending(struct ry_rail *rail)
 {
 	struct ry__soft_rail *r = to_srail(rail);
 
-	return !cq_empty(&r->cq0) || r->ev_head != r->ev_tail;
+	return !ry__sw_cq_empty(&r->cq0) || r->ev_head != r->ev_tail;
 }
 
 static int soft_fd(struct ry_rail *rail)
@@ -601,7 +562,7 @@ static void soft_close(struct ry_rail *rail)
 	/* Teardown in phases: QPs (nothing more goes out), regions, PDs. */
 	ry__soft_qp_cleanup(r);
 	ry__soft_cq_cleanup(r);
-	ry__soft_mr_cleanup(r);
+	ry__sw_mem_cleanup(&r->mem);
 	ry__soft_fault_cleanup(r);
 	if (r->nlfd >= 0)
 		close(r->nlfd);
@@ -631,16 +592,32 @@ void ry__soft_inject(struct ry_rail *rail, const void *pkt, size_t len,
 	ry__soft_tx_flush(r);
 }
 
+static int soft_alloc_pd(struct ry_rail *rail, struct ry_pd **pd_p)
+{
+	return ry__sw_alloc_pd(&to_srail(rail)->mem, rail, pd_p);
+}
+
+static int soft_dealloc_pd(struct ry_pd *pd)
+{
+	return ry__sw_dealloc_pd(&to_srail(pd->rail)->mem, pd);
+}
+
+static int soft_dereg_mr(struct ry_mr *mr)
+{
+	ry__sw_dereg_mr(&to_srail(mr->pd->rail)->mem, mr);
+	return 0;
+}
+
 const struct ry_rail_ops ry__soft_ops = {
     .name = "soft",
-    .alloc_pd = ry__soft_alloc_pd,
+    .alloc_pd = soft_alloc_pd,
     .close = soft_close,
     .create_cq = ry__soft_create_cq,
     .create_qp = ry__soft_create_qp,
     .cq_pending = ry__soft_cq_pending,
     .cq_poll = ry__soft_cq_poll,
-    .dealloc_pd = ry__soft_dealloc_pd,
-    .dereg_mr = ry__soft_dereg_mr,
+    .dealloc_pd = soft_dealloc_pd,
+    .dereg_mr = soft_dereg_mr,
     .destroy_cq = ry__soft_destroy_cq,
     .destroy_qp = ry__soft_destroy_qp,
     .fd = soft_fd,

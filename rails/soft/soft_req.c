@@ -188,10 +188,10 @@ void ry__soft_req_run(struct ry__soft_qp *qp)
 			r->st.retransmits++;
 		}
 		if (read) {
-			if (!ry__soft_mr_lkey(r, qp->base.pd, w->wr.sge.lkey,
-					      w->wr.sge.addr + off,
-					      w->wr.sge.length - off,
-					      RY_ACCESS_LOCAL_WRITE)) {
+			if (!ry__sw_mr_lkey(
+				&r->mem, qp->base.pd, w->wr.sge.lkey,
+				w->wr.sge.addr + off, w->wr.sge.length - off,
+				RY_ACCESS_LOCAL_WRITE)) {
 				ry__soft_qp_error_at(qp, qp->req.idx,
 						     RY_WC_LOC_PROT);
 				return;
@@ -205,8 +205,9 @@ void ry__soft_req_run(struct ry__soft_qp *qp)
 				chunk = qp->pmtu;
 			/* Checked per packet: a region deregistered while
 			 * its WR is in flight stops at once. */
-			if (!ry__soft_mr_lkey(r, qp->base.pd, w->wr.sge.lkey,
-					      w->wr.sge.addr + off, chunk, 0)) {
+			if (!ry__sw_mr_lkey(&r->mem, qp->base.pd,
+					    w->wr.sge.lkey,
+					    w->wr.sge.addr + off, chunk, 0)) {
 				ry__soft_qp_error_at(qp, qp->req.idx,
 						     RY_WC_LOC_PROT);
 				return;

@@ -119,9 +119,9 @@ static bool do_send(struct ry__soft_qp *qp, const struct ry__soft_pkt *p)
 		fatal(qp, RY__SOFT_SYN_NAK_INV_REQ, p->psn);
 		return false;
 	}
-	if (!ry__soft_mr_lkey(r, qp->base.pd, rw->sge.lkey,
-			      rw->sge.addr + qp->resp.roff, p->paylen,
-			      RY_ACCESS_LOCAL_WRITE)) {
+	if (!ry__sw_mr_lkey(&r->mem, qp->base.pd, rw->sge.lkey,
+			    rw->sge.addr + qp->resp.roff, p->paylen,
+			    RY_ACCESS_LOCAL_WRITE)) {
 		recv_complete(qp, rw, RY_WC_LOC_PROT, RY_WC_RECV, 0, NULL);
 		qp->resp.has_rwqe = false;
 		fatal(qp, RY__SOFT_SYN_NAK_REM_OP, p->psn);
@@ -149,10 +149,9 @@ static bool do_write(struct ry__soft_qp *qp, const struct ry__soft_pkt *p)
 	if (!(qp->access & RY_ACCESS_REMOTE_WRITE) || p->paylen > p->len ||
 	    ((p->flags & RY__SOFT_F_FIRST) &&
 	     __builtin_add_overflow(p->va, (uint64_t)p->len, &end)) ||
-	    !ry__soft_mr_rkey(r, qp->base.pd, p->rkey, p->va,
-			      (p->flags & RY__SOFT_F_FIRST) ? p->len
-							    : p->paylen,
-			      RY_ACCESS_REMOTE_WRITE)) {
+	    !ry__sw_mr_rkey(&r->mem, qp->base.pd, p->rkey, p->va,
+			    (p->flags & RY__SOFT_F_FIRST) ? p->len : p->paylen,
+			    RY_ACCESS_REMOTE_WRITE)) {
 		access_error(qp, p->psn);
 		return false;
 	}
@@ -183,8 +182,8 @@ static bool read_ok(struct ry__soft_qp *qp, const struct ry__soft_pkt *p)
 	return (qp->access & RY_ACCESS_REMOTE_READ) && !p->paylen &&
 	       p->len <= RY__SOFT_MAX_MSG &&
 	       !__builtin_add_overflow(p->va, (uint64_t)p->len, &end) &&
-	       ry__soft_mr_rkey(qp_rail(qp), qp->base.pd, p->rkey, p->va,
-				p->len, RY_ACCESS_REMOTE_READ);
+	       ry__sw_mr_rkey(&qp_rail(qp)->mem, qp->base.pd, p->rkey, p->va,
+			      p->len, RY_ACCESS_REMOTE_READ);
 }
 
 static void queue_read(struct ry__soft_qp *qp, const struct ry__soft_pkt *p)
@@ -367,8 +366,9 @@ void ry__soft_resp_run(struct ry__soft_qp *qp)
 		if (chunk > qp->pmtu)
 			chunk = qp->pmtu;
 		/* Checked per packet: deregistration revokes at once. */
-		if (!ry__soft_mr_rkey(r, qp->base.pd, rd->rkey, rd->va + off,
-				      chunk, RY_ACCESS_REMOTE_READ)) {
+		if (!ry__sw_mr_rkey(&r->mem, qp->base.pd, rd->rkey,
+				    rd->va + off, chunk,
+				    RY_ACCESS_REMOTE_READ)) {
 			access_error(qp, p.psn);
 			return;
 		}

@@ -386,15 +386,34 @@ static bool tx_started(const struct ry__tcp_qp *qp, uint32_t i)
 	return i == qp->c.tx_head && qp->c.tx_off;
 }
 
+/* Queues an ACK (syn 0) or a NAK of psn; false when the queue is full. */
+static bool queue_ack(struct ry__tcp_qp *qp, uint32_t psn, uint8_t syn,
+		      enum ry__tcp_txkind kind)
+{
+	struct ry__tcp_txe *t = ry__tcp_txq_slot(qp);
+	struct ry__tcp_msg m = {
+	    .opcode = RY__TCP_OP_ACK,
+	    .syndrome = syn,
+	    .qpn = qp->remote.qpn,
+	    .cookie = qp->remote.cookie,
+	    .psn = psn,
+	};
+
+	if (!t)
+		return false;
+	ry__tcp_wire_encode(t->hdr, &m);
+	t->kind = kind;
+	ry__tcp_txq_commit(qp);
+	return true;
+}
+
 void ry__tcp_txq_ack(struct ry__tcp_qp *qp, uint32_t psn)
 {
-	struct ry__tcp_txe *t;
-	struct ry__tcp_msg m = {0};
-
 	/* coalesce into the last response if it is an ACK not yet started:
 	 * nothing may overtake a READ response, so only the last one */
 	for (uint32_t i = qp->c.tx_tail; i != qp->c.tx_head; i--) {
-		t = &qp->c.txq[TXQ_SLOT(i - 1)];
+		struct ry__tcp_txe *t = &qp->c.txq[TXQ_SLOT(i - 1)];
+
 		if (t->kind == RY__TCP_TX_REQ || t->kind == RY__TCP_TX_HELLO)
 			continue;
 		if (t->kind == RY__TCP_TX_ACK && !tx_started(qp, i - 1)) {
@@ -403,33 +422,14 @@ void ry__tcp_txq_ack(struct ry__tcp_qp *qp, uint32_t psn)
 		}
 		break;
 	}
-	t = ry__tcp_txq_slot(qp);
-	if (!t)
-		return; /* cannot happen: responses have room (tcp_int.h) */
-	m.opcode = RY__TCP_OP_ACK;
-	m.qpn = qp->remote.qpn;
-	m.cookie = qp->remote.cookie;
-	m.psn = psn;
-	ry__tcp_wire_encode(t->hdr, &m);
-	t->kind = RY__TCP_TX_ACK;
-	ry__tcp_txq_commit(qp);
+	/* never full: responses have room (tcp_int.h) */
+	queue_ack(qp, psn, 0, RY__TCP_TX_ACK);
 }
 
 void ry__tcp_txq_nak(struct ry__tcp_qp *qp, uint32_t psn, uint8_t syn)
 {
-	struct ry__tcp_txe *t = ry__tcp_txq_slot(qp);
-	struct ry__tcp_msg m = {0};
-
-	if (!t)
+	if (!queue_ack(qp, psn, syn, RY__TCP_TX_NAK))
 		return;
-	m.opcode = RY__TCP_OP_ACK;
-	m.syndrome = syn;
-	m.qpn = qp->remote.qpn;
-	m.cookie = qp->remote.cookie;
-	m.psn = psn;
-	ry__tcp_wire_encode(t->hdr, &m);
-	t->kind = RY__TCP_TX_NAK;
-	ry__tcp_txq_commit(qp);
 	if (syn == RY__TCP_SYN_RNR)
 		tqp_rail(qp)->st.rnr_naks_sent++;
 	else
@@ -453,13 +453,14 @@ void ry__tcp_txq_cancel_reqs(struct ry__tcp_qp *qp)
 static void *tx_payload(struct ry__tcp_qp *qp, const struct ry__tcp_txe *t)
 {
 	struct ry__tcp_rail *r = tqp_rail(qp);
-	struct ry__tcp_mr *m;
+	struct ry__sw_mr *m;
 
 	if (!t->len)
 		return NULL;
-	m = t->rkey ? ry__tcp_mr_rkey(r, qp->base.pd, t->key, t->va, t->len,
-				      RY_ACCESS_REMOTE_READ)
-		    : ry__tcp_mr_lkey(r, qp->base.pd, t->key, t->va, t->len, 0);
+	m = t->rkey ? ry__sw_mr_rkey(&r->mem, qp->base.pd, t->key, t->va,
+				     t->len, RY_ACCESS_REMOTE_READ)
+		    : ry__sw_mr_lkey(&r->mem, qp->base.pd, t->key, t->va,
+				     t->len, 0);
 	return m ? (void *)(uintptr_t)t->va : NULL;
 }
 
@@ -630,14 +631,15 @@ void ry__tcp_conn_linger(struct ry__tcp_qp *qp)
 static uint8_t *rx_target(struct ry__tcp_qp *qp)
 {
 	struct ry__tcp_rail *r = tqp_rail(qp);
-	struct ry__tcp_mr *m;
+	struct ry__sw_mr *m;
 
 	m = qp->c.rx.rkey
-		? ry__tcp_mr_rkey(r, qp->base.pd, qp->c.rx.key, qp->c.rx.va,
-				  qp->c.rx.left + qp->c.rx.off, qp->c.rx.access)
-		: ry__tcp_mr_lkey(r, qp->base.pd, qp->c.rx.key, qp->c.rx.va,
-				  qp->c.rx.left + qp->c.rx.off,
-				  qp->c.rx.access);
+		? ry__sw_mr_rkey(&r->mem, qp->base.pd, qp->c.rx.key,
+				 qp->c.rx.va, qp->c.rx.left + qp->c.rx.off,
+				 qp->c.rx.access)
+		: ry__sw_mr_lkey(&r->mem, qp->base.pd, qp->c.rx.key,
+				 qp->c.rx.va, qp->c.rx.left + qp->c.rx.off,
+				 qp->c.rx.access);
 	return m ? (uint8_t *)(uintptr_t)qp->c.rx.va : NULL;
 }
 

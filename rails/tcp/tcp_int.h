@@ -11,6 +11,10 @@
  *   tcp_link.c   rtnetlink watch of the rail's interface
  *   tcp_wire.[ch] the header: layout, one accessor per field, decoder
  *
+ * Shared with the soft rail (rails/): sw_cq.[ch] the CQ ring, sw_mr.[ch]
+ * PDs, regions and their checks, rail_link.[ch] the rtnetlink reader,
+ * rail_addr.[ch]; the PSN arithmetic is soft/psn.h's.
+ *
  * A QP owns at most one TCP connection (qp->c), made when it reaches RTR
  * and closed abortively (SO_LINGER 0) when it leaves RTR/RTS: a socket is
  * never reused, so nothing of an older connection can land after a
@@ -46,6 +50,9 @@
 #include <sys/uio.h>
 
 #include "rails/rail.h"
+#include "rails/soft/psn.h" /* the 24-bit PSN arithmetic */
+#include "rails/sw_cq.h"
+#include "rails/sw_mr.h"
 #include "rails/tcp/tcp.h"
 #include "rails/tcp/tcp_wire.h"
 #include "src/util/compiler.h"
@@ -54,7 +61,6 @@
 
 #define RY__TCP_MAX_QP_WR 4096
 #define RY__TCP_SRQ_SIZE 4096
-#define RY__TCP_KEY_BUCKETS 1024
 #define RY__TCP_MAX_RD 16 /* READs outstanding per QP */
 /* The transmit queue: requests take at most RY__TCP_TXQ_REQ entries, so
  * responses (READ responses, at most RY__TCP_MAX_RD, and the ACKs between
@@ -100,26 +106,6 @@ enum ry__tcp_ep_kind {
 
 struct ry__tcp_ep {
 	enum ry__tcp_ep_kind kind;
-};
-
-struct ry__tcp_pd {
-	struct ry_pd base;
-	struct ry__tcp_pd *next;
-	unsigned refs;
-};
-
-struct ry__tcp_mr {
-	struct ry_mr base;
-	struct ry__tcp_mr *rnext, *lnext;
-};
-
-struct ry__tcp_cq {
-	struct ry_cq base;
-	struct ry__list link;
-	struct ry_wc *ring;
-	uint32_t size, head, tail;
-	uint32_t sends; /* send WRs posted whose completion is not polled */
-	unsigned n_qps;
 };
 
 struct ry__tcp_wqe {
@@ -211,7 +197,7 @@ enum ry__tcp_qp_flags {
 
 struct ry__tcp_qp {
 	struct ry_qp base;
-	struct ry__tcp_cq *cq;
+	struct ry__sw_cq *cq;
 	struct ry__hnode hnode;
 	struct ry__list link;	/* rail->qps */
 	struct ry__list active; /* rail->active: transmit work */
@@ -277,14 +263,12 @@ struct ry__tcp_rail {
 	uint64_t lclock, last_progress;
 
 	struct ry_rail_stats st;
-	struct ry__tcp_mr *rkeys[RY__TCP_KEY_BUCKETS];
-	struct ry__tcp_mr *lkeys[RY__TCP_KEY_BUCKETS];
-	struct ry__tcp_pd *pds;
+	struct ry__sw_mem mem; /* PDs and regions */
 	struct ry__hidx qpns;
 	struct ry__list qps, active, timed, pend;
 	unsigned n_pend;
 
-	struct ry__tcp_cq cq0;
+	struct ry__sw_cq cq0;
 	struct ry__list cqs;
 	unsigned cqs_busy;
 	struct ry_recv_wr srq[RY__TCP_SRQ_SIZE];
@@ -314,29 +298,14 @@ static inline struct ry__tcp_rail *tqp_rail(struct ry__tcp_qp *qp)
 {
 	return to_trail(qp->base.pd->rail);
 }
-static inline uint32_t ry__tcp_psn_add(uint32_t psn, uint32_t n)
-{
-	return (psn + n) & 0xffffff;
-}
-/* b - a in 24-bit PSN space, as a signed distance */
-static inline int32_t ry__tcp_psn_diff(uint32_t b, uint32_t a)
-{
-	return (int32_t)((b - a) << 8) >> 8;
-}
 
 /* tcp_rail.c */
 void ry__tcp_cq_push(struct ry__tcp_qp *qp, const struct ry_wc *wc);
-int ry__tcp_cq_take(struct ry__tcp_cq *cq, uint32_t n);
+int ry__tcp_cq_take(struct ry__sw_cq *cq, uint32_t n);
 void ry__tcp_event(struct ry__tcp_rail *r, enum ry_rail_event_type type,
 		   uint32_t qpn);
 /* The SRQ's next receive, false when it is empty. */
 bool ry__tcp_srq_pop(struct ry__tcp_rail *r, struct ry_recv_wr *wr);
-struct ry__tcp_mr *ry__tcp_mr_rkey(struct ry__tcp_rail *r, struct ry_pd *pd,
-				   uint32_t rkey, uint64_t va, uint64_t len,
-				   unsigned access);
-struct ry__tcp_mr *ry__tcp_mr_lkey(struct ry__tcp_rail *r, struct ry_pd *pd,
-				   uint32_t lkey, uint64_t va, uint64_t len,
-				   unsigned access);
 void ry__tcp_kick(struct ry__tcp_qp *qp);
 /* Run timers soon: qp is on rail->timed. */
 void ry__tcp_timed(struct ry__tcp_qp *qp);

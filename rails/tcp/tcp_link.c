@@ -20,11 +20,9 @@
 #include <unistd.h>
 
 #include "rails/rail_addr.h"
+#include "rails/rail_link.h"
 #include "rails/tcp/tcp_int.h"
 #include "src/util/log.h"
-
-/* linux/if.h's IFF_LOWER_UP (that header clashes with net/if.h) */
-#define LOWER_UP 0x10000u
 
 static bool ioctl_up(int fd, int ifindex)
 {
@@ -76,38 +74,25 @@ void ry__tcp_link_update(struct ry__tcp_rail *r)
 	ry__tcp_event(r, up ? RY_RAIL_EV_LINK_UP : RY_RAIL_EV_LINK_DOWN, 0);
 }
 
+static void link_news(void *arg, enum ry__link_news what, unsigned flags)
+{
+	struct ry__tcp_rail *r = arg;
+
+	switch (what) {
+	case RY__LINK_NEW:
+		r->nl_up = ry__link_flags_up(flags);
+		break;
+	case RY__LINK_DEL:
+		r->nl_up = false;
+		break;
+	case RY__LINK_LOST:
+		r->nl_up = ioctl_up(r->lfd, r->ifindex);
+		break;
+	}
+	ry__tcp_link_update(r);
+}
+
 void ry__tcp_link_run(struct ry__tcp_rail *r)
 {
-	char buf[8192] __attribute__((aligned(4)));
-
-	for (;;) {
-		ssize_t n = recv(r->nlfd, buf, sizeof(buf), MSG_DONTWAIT);
-		struct nlmsghdr *nh;
-
-		if (n <= 0) {
-			if (n < 0 && errno == ENOBUFS) {
-				/* overrun: messages lost, read the state */
-				r->nl_up = ioctl_up(r->lfd, r->ifindex);
-				ry__tcp_link_update(r);
-				continue;
-			}
-			return;
-		}
-		for (nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, (size_t)n);
-		     nh = NLMSG_NEXT(nh, n)) {
-			struct ifinfomsg *ifi = NLMSG_DATA(nh);
-
-			if ((nh->nlmsg_type != RTM_NEWLINK &&
-			     nh->nlmsg_type != RTM_DELLINK) ||
-			    nh->nlmsg_len < NLMSG_LENGTH(sizeof(*ifi)) ||
-			    ifi->ifi_index != r->ifindex)
-				continue;
-			/* up: administratively, with a carrier (LOWER_UP:
-			 * RUNNING follows it only after linkwatch's delay) */
-			r->nl_up = nh->nlmsg_type == RTM_NEWLINK &&
-				   (ifi->ifi_flags & IFF_UP) &&
-				   (ifi->ifi_flags & (LOWER_UP | IFF_RUNNING));
-			ry__tcp_link_update(r);
-		}
-	}
+	ry__link_watch_read(r->nlfd, r->ifindex, link_news, r);
 }

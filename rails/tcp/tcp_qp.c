@@ -54,29 +54,10 @@ static struct ry__tcp_wqe *wqe(struct ry__tcp_qp *qp, uint32_t i)
 	return &qp->sq[i & (qp->sq_size - 1)];
 }
 
-static enum ry_wc_opcode wc_opcode(enum ry_wr_opcode op)
-{
-	switch (op) {
-	case RY_WR_RDMA_READ:
-		return RY_WC_RDMA_READ;
-	case RY_WR_SEND:
-	case RY_WR_SEND_IMM:
-		return RY_WC_SEND;
-	default:
-		return RY_WC_RDMA_WRITE;
-	}
-}
-
 static void complete(struct ry__tcp_qp *qp, struct ry__tcp_wqe *w,
 		     enum ry_wc_status status)
 {
-	struct ry_wc wc = {
-	    .wr_id = w->wr.wr_id,
-	    .status = status,
-	    .opcode = wc_opcode(w->wr.opcode),
-	    .byte_len = w->wr.sge.length,
-	    .qp_num = qp->base.qp_num,
-	};
+	struct ry_wc wc = ry__sw_send_wc(&w->wr, status, qp->base.qp_num);
 
 	ry__tcp_cq_push(qp, &wc);
 }
@@ -196,7 +177,7 @@ int ry__tcp_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 		      struct ry_qp **qp_p)
 {
 	struct ry__tcp_rail *r = to_trail(pd->rail);
-	struct ry__tcp_cq *cq = &r->cq0;
+	struct ry__sw_cq *cq = &r->cq0;
 	struct ry__tcp_qp *qp;
 	struct ry_rail_attr a;
 	uint32_t size = 4;
@@ -205,7 +186,7 @@ int ry__tcp_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	if (init->cq) {
 		if (init->cq->rail != pd->rail)
 			return -EINVAL;
-		cq = container_of(init->cq, struct ry__tcp_cq, base);
+		cq = container_of(init->cq, struct ry__sw_cq, base);
 	}
 	if (!init->max_send_wr || init->max_send_wr > RY__TCP_MAX_QP_WR)
 		return -EINVAL;
@@ -234,7 +215,7 @@ int ry__tcp_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	while (ry__tcp_qp_lookup(r, qp->base.qp_num));
 	ry__hidx_add(&r->qpns, &qp->hnode, qp->base.qp_num);
 	ry__list_add_tail(&r->qps, &qp->link);
-	container_of(pd, struct ry__tcp_pd, base)->refs++;
+	ry__sw_pd(pd)->refs++;
 	cq->n_qps++;
 	ry__rail_query(pd->rail, &a);
 	qp->base.local = a.local;
@@ -397,7 +378,7 @@ int ry__tcp_destroy_qp(struct ry_qp *base)
 		recv_complete(qp, &qp->c.rx.rwqe, RY_WC_FLUSHED, RY_WC_RECV, 0,
 			      false, 0);
 	qp->cq->n_qps--;
-	container_of(base->pd, struct ry__tcp_pd, base)->refs--;
+	ry__sw_pd(base->pd)->refs--;
 	ry__hidx_del(&r->qpns, &qp->hnode);
 	ry__list_del(&qp->link);
 	free(qp->sq);
@@ -441,7 +422,7 @@ int ry__tcp_post_send(struct ry_qp *base, const struct ry_send_wr *wr,
 		memset(w, 0, sizeof(*w));
 		w->wr = wr[i];
 		w->psn = qp->post_psn;
-		qp->post_psn = ry__tcp_psn_add(qp->post_psn, 1);
+		qp->post_psn = ry__soft_psn_add(qp->post_psn, 1);
 		qp->sq_tail++;
 	}
 	ry__tcp_kick(qp);
@@ -482,9 +463,9 @@ void ry__tcp_req_fill(struct ry__tcp_qp *qp)
 		if (read && qp->rd_out >= qp->max_rd)
 			break;
 		if (w->wr.sge.length &&
-		    !ry__tcp_mr_lkey(r, qp->base.pd, w->wr.sge.lkey,
-				     w->wr.sge.addr, w->wr.sge.length,
-				     read ? RY_ACCESS_LOCAL_WRITE : 0)) {
+		    !ry__sw_mr_lkey(&r->mem, qp->base.pd, w->wr.sge.lkey,
+				    w->wr.sge.addr, w->wr.sge.length,
+				    read ? RY_ACCESS_LOCAL_WRITE : 0)) {
 			w->bad_local = true;
 			head_check(qp);
 			return;
@@ -609,8 +590,8 @@ static bool rx_request(struct ry__tcp_qp *qp)
 
 		if (!(qp->access & RY_ACCESS_REMOTE_READ) ||
 		    (m->rlen &&
-		     !ry__tcp_mr_rkey(r, qp->base.pd, m->rkey, m->va, m->rlen,
-				      RY_ACCESS_REMOTE_READ))) {
+		     !ry__sw_mr_rkey(&r->mem, qp->base.pd, m->rkey, m->va,
+				     m->rlen, RY_ACCESS_REMOTE_READ))) {
 			r->st.rx_access_err++;
 			return resp_fatal(qp, RY__TCP_SYN_ACCESS);
 		}
@@ -630,13 +611,13 @@ static bool rx_request(struct ry__tcp_qp *qp)
 		t->va = m->va;
 		t->len = m->rlen;
 		ry__tcp_txq_commit(qp);
-		qp->exp_psn = ry__tcp_psn_add(qp->exp_psn, 1);
+		qp->exp_psn = ry__soft_psn_add(qp->exp_psn, 1);
 		return true;
 	}
 	if (!send &&
 	    (!(qp->access & RY_ACCESS_REMOTE_WRITE) ||
-	     (m->len && !ry__tcp_mr_rkey(r, qp->base.pd, m->rkey, m->va, m->len,
-					 RY_ACCESS_REMOTE_WRITE)))) {
+	     (m->len && !ry__sw_mr_rkey(&r->mem, qp->base.pd, m->rkey, m->va,
+					m->len, RY_ACCESS_REMOTE_WRITE)))) {
 		r->st.rx_access_err++;
 		return resp_fatal(qp, RY__TCP_SYN_ACCESS);
 	}
@@ -659,9 +640,9 @@ static bool rx_request(struct ry__tcp_qp *qp)
 				      false, 0);
 			return resp_fatal(qp, RY__TCP_SYN_INVALID);
 		}
-		if (m->len &&
-		    !ry__tcp_mr_lkey(r, qp->base.pd, rw->sge.lkey, rw->sge.addr,
-				     m->len, RY_ACCESS_LOCAL_WRITE)) {
+		if (m->len && !ry__sw_mr_lkey(&r->mem, qp->base.pd,
+					      rw->sge.lkey, rw->sge.addr,
+					      m->len, RY_ACCESS_LOCAL_WRITE)) {
 			qp->c.rx.has_rwqe = false;
 			recv_complete(qp, rw, RY_WC_LOC_PROT, RY_WC_RECV, 0,
 				      false, 0);
@@ -741,11 +722,11 @@ static bool rx_ack(struct ry__tcp_qp *qp)
 	}
 	/* cumulative: every WR up to m->psn, none of them an open READ */
 	if (qp->sq_head == qp->sq_next ||
-	    ry__tcp_psn_diff(m->psn, wqe(qp, qp->sq_head)->psn) < 0 ||
-	    ry__tcp_psn_diff(m->psn, wqe(qp, qp->sq_next - 1)->psn) > 0)
+	    ry__soft_psn_cmp(m->psn, wqe(qp, qp->sq_head)->psn) < 0 ||
+	    ry__soft_psn_cmp(m->psn, wqe(qp, qp->sq_next - 1)->psn) > 0)
 		return rx_broken(qp);
 	while (qp->sq_head != qp->sq_next &&
-	       ry__tcp_psn_diff(m->psn, (w = wqe(qp, qp->sq_head))->psn) >= 0) {
+	       ry__soft_psn_cmp(m->psn, (w = wqe(qp, qp->sq_head))->psn) >= 0) {
 		if (w->wr.opcode == RY_WR_RDMA_READ)
 			return rx_broken(qp);
 		complete(qp, w, RY_WC_SUCCESS);
@@ -769,8 +750,8 @@ static bool rx_read_resp(struct ry__tcp_qp *qp)
 	    m->len != w->wr.sge.length)
 		return rx_broken(qp);
 	if (m->len &&
-	    !ry__tcp_mr_lkey(r, qp->base.pd, w->wr.sge.lkey, w->wr.sge.addr,
-			     m->len, RY_ACCESS_LOCAL_WRITE)) {
+	    !ry__sw_mr_lkey(&r->mem, qp->base.pd, w->wr.sge.lkey,
+			    w->wr.sge.addr, m->len, RY_ACCESS_LOCAL_WRITE)) {
 		rx_drain(qp, RY__TCP_DONE_FAIL, RY_WC_LOC_PROT);
 		return true;
 	}
@@ -843,7 +824,7 @@ void ry__tcp_rx_done(struct ry__tcp_qp *qp)
 					  : RY_WC_RECV_RDMA_IMM,
 				      m->len, imm, m->imm);
 		}
-		qp->exp_psn = ry__tcp_psn_add(qp->exp_psn, 1);
+		qp->exp_psn = ry__soft_psn_add(qp->exp_psn, 1);
 		ry__tcp_txq_ack(qp, m->psn);
 		break;
 	case RY__TCP_DONE_READ_RESP:

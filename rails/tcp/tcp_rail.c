@@ -26,7 +26,6 @@
 #include "rails/tcp/tcp_int.h"
 #include "src/util/clock.h"
 #include "src/util/log.h"
-#include "src/util/random.h"
 #include "src/util/ring.h"
 
 /* ---- the eventfd: readable while the owner has something to take ---- */
@@ -62,80 +61,44 @@ int ry__tcp_epoll(struct ry__tcp_rail *r, int op, int fd, uint32_t events,
 
 /* ---- CQs ---- */
 
-static struct ry__tcp_cq *to_tcq(struct ry_cq *cq)
+static struct ry__sw_cq *to_tcq(struct ry_cq *cq)
 {
-	return container_of(cq, struct ry__tcp_cq, base);
-}
-
-static bool cq_empty(const struct ry__tcp_cq *cq)
-{
-	return cq->head == cq->tail;
-}
-
-static int cq_reserve(struct ry__tcp_cq *cq, uint32_t entries)
-{
-	uint32_t size = cq->size ? cq->size : 64;
-	struct ry_wc *ring;
-
-	while (size < entries)
-		size *= 2;
-	if (size == cq->size)
-		return 0;
-	ring = calloc(size, sizeof(*ring));
-	if (!ring)
-		return -ENOMEM;
-	for (uint32_t i = 0; cq->head + i != cq->tail; i++)
-		ring[i] = cq->ring[ry__ring_slot(cq->head + i, cq->size)];
-	cq->tail -= cq->head;
-	cq->head = 0;
-	free(cq->ring);
-	cq->ring = ring;
-	cq->size = size;
-	return 0;
+	return container_of(cq, struct ry__sw_cq, base);
 }
 
 /* Room for every send WR posted and not polled, and for every receive the
  * SRQ can hold, twice (any of them may complete on this CQ). */
-int ry__tcp_cq_take(struct ry__tcp_cq *cq, uint32_t n)
+int ry__tcp_cq_take(struct ry__sw_cq *cq, uint32_t n)
 {
-	int rc = cq_reserve(cq, cq->sends + n + 2 * RY__TCP_SRQ_SIZE);
-
-	if (!rc)
-		cq->sends += n;
-	return rc;
+	return ry__sw_cq_take(cq, n, RY__TCP_SRQ_SIZE);
 }
 
 void ry__tcp_cq_push(struct ry__tcp_qp *qp, const struct ry_wc *wc)
 {
-	struct ry__tcp_cq *cq = qp->cq;
+	struct ry__sw_cq *cq = qp->cq;
 	struct ry__tcp_rail *r = tqp_rail(qp);
 
-	if (!cq->size || ry__ring_full(cq->head, cq->tail, cq->size)) {
+	bool idle = ry__sw_cq_empty(cq);
+
+	if (ry__sw_cq_push(cq, wc)) {
 		RY_ERR("tcp", "rail %s: CQ overrun, completion of qp 0x%x lost",
 		       r->base.name, wc->qp_num);
 		return;
 	}
-	if (cq_empty(cq))
+	if (idle)
 		r->cqs_busy++;
-	cq->ring[ry__ring_slot(cq->tail++, cq->size)] = *wc;
 	efd_raise(r);
 }
 
-static int cq_poll(struct ry__tcp_rail *r, struct ry__tcp_cq *cq,
+static int cq_poll(struct ry__tcp_rail *r, struct ry__sw_cq *cq,
 		   struct ry_wc *wc, int n)
 {
-	int i = 0;
+	int i;
 
-	if (cq_empty(cq))
+	if (ry__sw_cq_empty(cq))
 		return 0;
-	while (i < n && !cq_empty(cq)) {
-		wc[i] = cq->ring[ry__ring_slot(cq->head++, cq->size)];
-		if (wc[i].opcode != RY_WC_RECV &&
-		    wc[i].opcode != RY_WC_RECV_RDMA_IMM)
-			cq->sends--;
-		i++;
-	}
-	if (cq_empty(cq) && !--r->cqs_busy && rail_calm(r))
+	i = ry__sw_cq_poll(cq, wc, n);
+	if (ry__sw_cq_empty(cq) && !--r->cqs_busy && rail_calm(r))
 		efd_clear(r);
 	return i;
 }
@@ -154,19 +117,19 @@ static int tcp_cq_poll(struct ry_cq *cq, struct ry_wc *wc, int n)
 
 static int tcp_cq_pending(struct ry_cq *cq)
 {
-	return !cq_empty(to_tcq(cq));
+	return !ry__sw_cq_empty(to_tcq(cq));
 }
 
 static int tcp_create_cq(struct ry_rail *rail, struct ry_cq **cq_p)
 {
 	struct ry__tcp_rail *r = to_trail(rail);
-	struct ry__tcp_cq *cq = calloc(1, sizeof(*cq));
+	struct ry__sw_cq *cq = calloc(1, sizeof(*cq));
 	int rc;
 
 	if (!cq)
 		return -ENOMEM;
 	cq->base.rail = rail;
-	rc = cq_reserve(cq, 2 * RY__TCP_SRQ_SIZE);
+	rc = ry__sw_cq_take(cq, 0, RY__TCP_SRQ_SIZE);
 	if (rc) {
 		free(cq);
 		return rc;
@@ -176,13 +139,11 @@ static int tcp_create_cq(struct ry_rail *rail, struct ry_cq **cq_p)
 	return 0;
 }
 
-static void cq_free(struct ry__tcp_rail *r, struct ry__tcp_cq *cq)
+static void cq_free(struct ry__tcp_rail *r, struct ry__sw_cq *cq)
 {
-	if (!cq_empty(cq) && !--r->cqs_busy && rail_calm(r))
+	if (!ry__sw_cq_empty(cq) && !--r->cqs_busy && rail_calm(r))
 		efd_clear(r);
-	free(cq->ring);
-	cq->ring = NULL;
-	cq->size = cq->head = cq->tail = 0;
+	ry__sw_cq_drop(cq);
 	if (cq != &r->cq0) {
 		ry__list_del(&cq->link);
 		free(cq);
@@ -191,7 +152,7 @@ static void cq_free(struct ry__tcp_rail *r, struct ry__tcp_cq *cq)
 
 static int tcp_destroy_cq(struct ry_cq *base)
 {
-	struct ry__tcp_cq *cq = to_tcq(base);
+	struct ry__sw_cq *cq = to_tcq(base);
 
 	if (cq->n_qps)
 		return -EBUSY;
@@ -248,146 +209,29 @@ static int tcp_get_event(struct ry_rail *rail, struct ry_rail_event *ev)
 	return 0;
 }
 
-/* ---- PDs and regions ---- */
-
-static unsigned bucket(uint32_t key)
-{
-	return (key * 2654435761u) >> 22; /* top 10 bits: 1024 buckets */
-}
+/* ---- PDs and regions (sw_mr.h) ---- */
 
 static int tcp_alloc_pd(struct ry_rail *rail, struct ry_pd **pd_p)
 {
-	struct ry__tcp_rail *r = to_trail(rail);
-	struct ry__tcp_pd *pd = calloc(1, sizeof(*pd));
-
-	if (!pd)
-		return -ENOMEM;
-	pd->base.rail = rail;
-	pd->next = r->pds;
-	r->pds = pd;
-	*pd_p = &pd->base;
-	return 0;
+	return ry__sw_alloc_pd(&to_trail(rail)->mem, rail, pd_p);
 }
 
-static int tcp_dealloc_pd(struct ry_pd *base)
+static int tcp_dealloc_pd(struct ry_pd *pd)
 {
-	struct ry__tcp_pd *pd = container_of(base, struct ry__tcp_pd, base);
-	struct ry__tcp_rail *r = to_trail(base->rail);
-	struct ry__tcp_pd **pp;
-
-	if (pd->refs)
-		return -EBUSY;
-	for (pp = &r->pds; *pp != pd; pp = &(*pp)->next)
-		;
-	*pp = pd->next;
-	free(pd);
-	return 0;
-}
-
-static struct ry__tcp_mr *find_key(struct ry__tcp_rail *r, uint32_t key,
-				   bool rkey)
-{
-	struct ry__tcp_mr *m =
-	    rkey ? r->rkeys[bucket(key)] : r->lkeys[bucket(key)];
-
-	while (m && (rkey ? m->base.rkey : m->base.lkey) != key)
-		m = rkey ? m->rnext : m->lnext;
-	return m;
-}
-
-static int new_key(struct ry__tcp_rail *r, uint32_t *key, bool rkey)
-{
-	for (int i = 0; i < 64; i++) {
-		uint32_t k;
-		int rc = ry__rand_bytes(&k, sizeof(k));
-
-		if (rc)
-			return rc;
-		if (k && !find_key(r, k, rkey)) {
-			*key = k;
-			return 0;
-		}
-	}
-	return -EAGAIN;
+	return ry__sw_dealloc_pd(&to_trail(pd->rail)->mem, pd);
 }
 
 static int tcp_reg_mr(struct ry_pd *pd, void *addr, size_t length,
 		      unsigned access, struct ry_mr **mr_p)
 {
-	struct ry__tcp_rail *r = to_trail(pd->rail);
-	struct ry__tcp_mr *m;
-	int rc;
-
-	if (!addr && length)
-		return -EINVAL;
-	if ((uintptr_t)addr + length < (uintptr_t)addr)
-		return -EINVAL;
-	m = calloc(1, sizeof(*m));
-	if (!m)
-		return -ENOMEM;
-	m->base.pd = pd;
-	m->base.addr = addr;
-	m->base.length = length;
-	m->base.access = access;
-	rc = new_key(r, &m->base.lkey, false);
-	if (!rc)
-		rc = new_key(r, &m->base.rkey, true);
-	if (rc) {
-		free(m);
-		return rc;
-	}
-	m->rnext = r->rkeys[bucket(m->base.rkey)];
-	r->rkeys[bucket(m->base.rkey)] = m;
-	m->lnext = r->lkeys[bucket(m->base.lkey)];
-	r->lkeys[bucket(m->base.lkey)] = m;
-	container_of(pd, struct ry__tcp_pd, base)->refs++;
-	*mr_p = &m->base;
-	return 0;
+	return ry__sw_reg_mr(&to_trail(pd->rail)->mem, pd, addr, length, access,
+			     mr_p);
 }
 
 static int tcp_dereg_mr(struct ry_mr *mr)
 {
-	struct ry__tcp_rail *r = to_trail(mr->pd->rail);
-	struct ry__tcp_mr *m = container_of(mr, struct ry__tcp_mr, base);
-	struct ry__tcp_mr **pp;
-
-	for (pp = &r->rkeys[bucket(mr->rkey)]; *pp != m; pp = &(*pp)->rnext)
-		;
-	*pp = m->rnext;
-	for (pp = &r->lkeys[bucket(mr->lkey)]; *pp != m; pp = &(*pp)->lnext)
-		;
-	*pp = m->lnext;
-	container_of(mr->pd, struct ry__tcp_pd, base)->refs--;
-	free(m);
+	ry__sw_dereg_mr(&to_trail(mr->pd->rail)->mem, mr);
 	return 0;
-}
-
-static struct ry__tcp_mr *usable(struct ry__tcp_mr *m, struct ry_pd *pd,
-				 uint64_t va, uint64_t len, unsigned access)
-{
-	uint64_t lo, hi;
-
-	if (!m || m->base.pd != pd || (m->base.access & access) != access)
-		return NULL;
-	lo = (uintptr_t)m->base.addr;
-	hi = lo + m->base.length;
-	if (va < lo || va + len < va || va + len > hi)
-		return NULL;
-	return m;
-}
-
-struct ry__tcp_mr *ry__tcp_mr_rkey(struct ry__tcp_rail *r, struct ry_pd *pd,
-				   uint32_t rkey, uint64_t va, uint64_t len,
-				   unsigned access)
-{
-	return usable(find_key(r, rkey, true), pd, va, len, access);
-}
-
-struct ry__tcp_mr *ry__tcp_mr_lkey(struct ry__tcp_rail *r, struct ry_pd *pd,
-				   uint32_t lkey, uint64_t va, uint64_t len,
-				   unsigned access)
-{
-	return usable(find_key(r, lkey, false), pd, va, len, access);
 }
 
 /* ---- progress ---- */
@@ -523,7 +367,7 @@ static int tcp_pending(struct ry_rail *rail)
 {
 	struct ry__tcp_rail *r = to_trail(rail);
 
-	return !cq_empty(&r->cq0) || r->ev_head != r->ev_tail;
+	return !ry__sw_cq_empty(&r->cq0) || r->ev_head != r->ev_tail;
 }
 
 static int tcp_fd(struct ry_rail *rail)
@@ -701,17 +545,9 @@ static void tcp_close(struct ry_rail *rail)
 		ry__tcp_pend_close(r,
 				   container_of(n, struct ry__tcp_pend, link));
 	while ((n = r->cqs.next) != &r->cqs)
-		cq_free(r, container_of(n, struct ry__tcp_cq, link));
+		cq_free(r, container_of(n, struct ry__sw_cq, link));
 	cq_free(r, &r->cq0);
-	for (unsigned b = 0; b < RY__TCP_KEY_BUCKETS; b++)
-		while (r->rkeys[b])
-			tcp_dereg_mr(&r->rkeys[b]->base);
-	while (r->pds) {
-		struct ry__tcp_pd *pd = r->pds;
-
-		r->pds = pd->next;
-		free(pd);
-	}
+	ry__sw_mem_cleanup(&r->mem);
 	if (r->lfd >= 0)
 		close(r->lfd);
 	if (r->nlfd >= 0)

@@ -49,6 +49,19 @@ static enum ry_wc_status status_of(enum ibv_wc_status s)
 	}
 }
 
+/* A successful send completion's own opcode (verbs defines it only then) */
+static enum ry_wc_opcode send_opcode(enum ibv_wc_opcode op)
+{
+	switch (op) {
+	case IBV_WC_RDMA_READ:
+		return RY_WC_RDMA_READ;
+	case IBV_WC_SEND:
+		return RY_WC_SEND;
+	default:
+		return RY_WC_RDMA_WRITE;
+	}
+}
+
 /* Returns false for a completion nobody may see: a send WR of a QP the
  * caller destroyed.  Under c->lock. */
 static bool translate(struct ry__verbs_rail *r, struct ry__verbs_cq *c,
@@ -73,32 +86,27 @@ static bool translate(struct ry__verbs_rail *r, struct ry__verbs_cq *c,
 	if (send && q && q->tail != q->head) {
 		struct ry__verbs_swr *s = &q->ring[q->head++ & q->ring_mask];
 
+		o->opcode = s->opcode;
 		/* iWARP (siw) completes a WRITE posted after a READ before
 		 * it: a success names its own opcode */
-		bool iwarp =
-		    r->ctx->device->transport_type == IBV_TRANSPORT_IWARP;
-
-		if (s->wr_id != w->wr_id && !iwarp)
-			RY_WARN("verbs",
-				"rail %s: qp 0x%x: completion for wr_id %#llx, "
-				"expected %#llx",
-				r->base.name, w->qp_num,
-				(unsigned long long)w->wr_id,
-				(unsigned long long)s->wr_id);
-		o->opcode = s->opcode;
-		if (w->status == IBV_WC_SUCCESS && s->wr_id != w->wr_id)
-			o->opcode =
-			    w->opcode == IBV_WC_RDMA_READ ? RY_WC_RDMA_READ
-			    : w->opcode == IBV_WC_SEND	  ? RY_WC_SEND
-							  : RY_WC_RDMA_WRITE;
+		if (s->wr_id != w->wr_id) {
+			if (r->ctx->device->transport_type !=
+			    IBV_TRANSPORT_IWARP)
+				RY_WARN("verbs",
+					"rail %s: qp 0x%x: completion for "
+					"wr_id %#llx, expected %#llx",
+					r->base.name, w->qp_num,
+					(unsigned long long)w->wr_id,
+					(unsigned long long)s->wr_id);
+			if (w->status == IBV_WC_SUCCESS)
+				o->opcode = send_opcode(w->opcode);
+		}
 		q->hw_outstanding--;
 		if (q->zombie)
 			return false;
 	} else if (send) {
 		/* a QP destroyed on a dead device: no ring to ask */
-		o->opcode = w->opcode == IBV_WC_RDMA_READ ? RY_WC_RDMA_READ
-			    : w->opcode == IBV_WC_SEND	  ? RY_WC_SEND
-							  : RY_WC_RDMA_WRITE;
+		o->opcode = send_opcode(w->opcode);
 	} else {
 		o->opcode = w->opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
 				    w->status == IBV_WC_SUCCESS

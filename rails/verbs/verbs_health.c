@@ -25,12 +25,17 @@ static const char *const port_error_counters[] = {
     "port_xmit_discards",
 };
 
-static int read_u64(const char *path, uint64_t *v)
+int ry__verbs_port_counter(const char *root, const char *dev, unsigned port,
+			   const char *dir, const char *name, uint64_t *v)
 {
+	char path[512];
 	unsigned long long x;
-	FILE *f = fopen(path, "re");
+	FILE *f;
 	int ok;
 
+	snprintf(path, sizeof(path), "%s/%s/ports/%u/%s/%s", root, dev, port,
+		 dir, name);
+	f = fopen(path, "re");
 	if (!f)
 		return -errno;
 	ok = fscanf(f, "%llu", &x) == 1;
@@ -53,13 +58,10 @@ int ry__verbs_port_errors(const char *root, const char *dev, unsigned port,
 	     i++) {
 		/* a counter is read once, from the first place it is in */
 		for (size_t d = 0; d < 2; d++) {
-			char path[512];
 			uint64_t v = 0;
 
-			snprintf(path, sizeof(path), "%s/%s/ports/%u/%s/%s",
-				 root, dev, port, dirs[d],
-				 port_error_counters[i]);
-			if (read_u64(path, &v))
+			if (ry__verbs_port_counter(root, dev, port, dirs[d],
+						   port_error_counters[i], &v))
 				continue;
 			sum += v;
 			any = true;

@@ -244,8 +244,13 @@ void ry__verbs_qp_set_err(struct ry__verbs_qp *q);
 void ry__verbs_qp_close_all(struct ry__verbs_rail *r);
 void ry__verbs_qp_reap(struct ry__verbs_rail *r);
 
-/* verbs_health.c: the sum of the port's error counters under root
- * ("/sys/class/infiniband"), -ENOENT when it has none of them */
+/* verbs_health.c: the port's counters in sysfs, under root */
+#define RY__VERBS_SYSFS "/sys/class/infiniband"
+/* root/dev/ports/port/dir/name into *v: 0, or -errno (-EINVAL: not a
+ * number), *v untouched */
+int ry__verbs_port_counter(const char *root, const char *dev, unsigned port,
+			   const char *dir, const char *name, uint64_t *v);
+/* the sum of the port's error counters, -ENOENT when it has none */
 int ry__verbs_port_errors(const char *root, const char *dev, unsigned port,
 			  uint64_t *sum_p);
 

@@ -577,18 +577,11 @@ static int verbs_query(struct ry_rail *rail, struct ry_rail_attr *attr)
 static uint64_t read_counter(struct ry__verbs_rail *r, const char *dir,
 			     const char *name)
 {
-	char path[256];
-	unsigned long long v = 0;
-	FILE *f;
+	uint64_t v = 0;
 
-	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%u/%s/%s",
-		 ibv_get_device_name(r->ctx->device), r->port, dir, name);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	if (fscanf(f, "%llu", &v) != 1)
-		v = 0;
-	fclose(f);
+	ry__verbs_port_counter(RY__VERBS_SYSFS,
+			       ibv_get_device_name(r->ctx->device), r->port,
+			       dir, name, &v);
 	return v;
 }
 
@@ -613,7 +606,7 @@ static int verbs_get_stats(struct ry_rail *rail, struct ry_rail_stats *st)
 	st->naks_rcvd = read_counter(r, "hw_counters", "rcvd_seq_err");
 	st->dup_rcvd = read_counter(r, "hw_counters", "duplicate_request");
 	st->rx_bad_psn = read_counter(r, "hw_counters", "out_of_seq_request");
-	ry__verbs_port_errors("/sys/class/infiniband",
+	ry__verbs_port_errors(RY__VERBS_SYSFS,
 			      ibv_get_device_name(r->ctx->device), r->port,
 			      &st->port_errors);
 	return 0;

@@ -75,7 +75,7 @@ static void die(const char *what, int rc)
 	exit(1);
 }
 
-static size_t soft_cq_bytes(const struct ry__soft_cq *cq)
+static size_t soft_cq_bytes(const struct ry__sw_cq *cq)
 {
 	return (size_t)cq->size * sizeof(struct ry_wc);
 }
@@ -93,7 +93,7 @@ static size_t mgr_cq_bytes(struct ry__lrail *lr)
 
 	for (unsigned k = 0; k < RY__MAX_CTX && lr->lr_cq[k]; k++)
 		b += soft_cq_bytes(
-		    container_of(lr->lr_cq[k], struct ry__soft_cq, base));
+		    container_of(lr->lr_cq[k], struct ry__sw_cq, base));
 	return b;
 }
 
