@@ -550,7 +550,8 @@ static void mark_failed(struct ry__conn *c, const char *reason,
 		p->pr_resume_from_ns = now;
 		p->pr_resume_conn = c;
 	}
-	ry__fo_add(&c->cn_lrail->lr_fo[RY__FO_DETECT], now - fail_ns);
+	ry__lat_add(&c->cn_lrail->lr_fo[RY__FO_DETECT], ry__fo_le_ns,
+		    now - fail_ns);
 	ry__log_event(RY_LOG_WARN, "mgr",
 		      (&(struct ry__log_ev){.event = "down",
 					    .rail = c->cn_lrail->lr_cfg.name,
