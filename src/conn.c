@@ -154,6 +154,18 @@ void ry__conn_init(struct ry__conn *c, struct ry_peer *p, struct ry__lrail *lr)
 	ry__conn_update_share(c);
 }
 
+void ry__conn_renew(struct ry__conn *c, struct ry_peer *p, struct ry__lrail *lr)
+{
+	struct ry__conn old = *c;
+
+	ry__conn_init(c, p, lr);
+	c->cn_cnt = old.cn_cnt;
+	c->cn_ridx = old.cn_ridx;
+	c->cn_fence_gen = old.cn_fence_gen;
+	c->cn_dead_qpn = old.cn_dead_qpn;
+	c->cn_dead_rqpn = old.cn_dead_rqpn;
+}
+
 /* UNPAIRED <-> IDLE, once pairing (peer.c) has set or cleared cn_ridx. */
 void ry__conn_paired(struct ry__conn *c)
 {
