@@ -297,7 +297,7 @@ int ry_rail_missing(struct ry_manager *m, unsigned index, char *name,
 
 	if (!m || (!name && name_len) || (!reason && reason_len))
 		return -EINVAL;
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	for (unsigned i = 0; i < m->m_nrails; i++) {
 		const struct ry__rlife *rl = &m->m_rails[i].lr_life;
 
