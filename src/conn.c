@@ -160,6 +160,7 @@ void ry__conn_renew(struct ry__conn *c, struct ry_peer *p, struct ry__lrail *lr)
 
 	ry__conn_init(c, p, lr);
 	c->cn_cnt = old.cn_cnt;
+	c->cn_goodbyes = old.cn_goodbyes;
 	c->cn_ridx = old.cn_ridx;
 	c->cn_fence_gen = old.cn_fence_gen;
 	c->cn_dead_qpn = old.cn_dead_qpn;

@@ -122,7 +122,8 @@ struct ry__conn {
 	uint64_t cn_timer_at;
 	struct ry_counters cn_cnt;
 	/* closed by the peer's GOODBYE, not failed (not in ry_counters: the
-	 * public struct stays as released; metrics.c reports it) */
+	 * public struct stays as released; metrics.c reports it, with
+	 * lr_goodbyes_gone for the records forgotten) */
 	uint64_t cn_goodbyes;
 };
 
