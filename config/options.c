@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "config/config_int.h"
+#include "src/util/log.h"
 
 #define ROW(sec_, type_struct, field, name_, type_, def_, min_, max_, flags_,  \
 	    unit_, hint_)                                                      \
@@ -262,13 +263,7 @@ int ry__opt_parse(const struct ry__opt *o, const char *text, void *field)
 			}
 		return -EINVAL;
 	case RY__OPT_LEVEL:
-		for (int i = RY_LOG_ERROR; i <= RY_LOG_TRACE; i++)
-			if (!strcmp(text,
-				    ry_log_level_name((enum ry_log_level)i))) {
-				*(enum ry_log_level *)p = (enum ry_log_level)i;
-				return 0;
-			}
-		return -EINVAL;
+		return ry__log_level_parse(text, (enum ry_log_level *)p);
 	}
 	return -EINVAL;
 }

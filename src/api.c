@@ -30,19 +30,20 @@ int ry_peer_get(struct ry_manager *m, const char *s, struct ry_peer **peer_p)
 		goto out;
 	}
 	if (!p) {
+		const char *addr = s;
+
 		for (i = 0; i < m->m_cfg.n_peers; i++)
 			if (!strcmp(m->m_cfg.peers[i].name, s))
 				break;
-		if (i < m->m_cfg.n_peers)
-			p = ry__peer_find(m, NULL, m->m_cfg.peers[i].address);
-		if (!p && i < m->m_cfg.n_peers)
-			p = ry__peer_new(m, s, m->m_cfg.peers[i].address, true);
-		else if (!p && strchr(s, ':'))
-			p = ry__peer_new(m, s, s, true);
-		else if (!p) {
+		if (i < m->m_cfg.n_peers) {
+			addr = m->m_cfg.peers[i].address;
+			p = ry__peer_find(m, NULL, addr);
+		} else if (!strchr(s, ':')) { /* neither name nor address */
 			ret = -ENOENT;
 			goto out;
 		}
+		if (!p)
+			p = ry__peer_new(m, s, addr, true);
 		if (!p) {
 			ret = -ENOMEM;
 			goto out;

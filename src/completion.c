@@ -77,9 +77,9 @@ static void wr_succeeded(struct ry__wr *w, uint64_t now)
 
 			rc->resume_count++;
 			rc->resume_ns_total += d;
-			ry__fo_add(
+			ry__lat_add(
 			    &p->pr_resume_conn->cn_lrail->lr_fo[RY__FO_RESUME],
-			    d);
+			    ry__fo_le_ns, d);
 			if (d > rc->resume_ns_max)
 				rc->resume_ns_max = d;
 			p->pr_resume_from_ns = 0;

@@ -154,6 +154,19 @@ void ry__conn_init(struct ry__conn *c, struct ry_peer *p, struct ry__lrail *lr)
 	ry__conn_update_share(c);
 }
 
+void ry__conn_renew(struct ry__conn *c, struct ry_peer *p, struct ry__lrail *lr)
+{
+	struct ry__conn old = *c;
+
+	ry__conn_init(c, p, lr);
+	c->cn_cnt = old.cn_cnt;
+	c->cn_goodbyes = old.cn_goodbyes;
+	c->cn_ridx = old.cn_ridx;
+	c->cn_fence_gen = old.cn_fence_gen;
+	c->cn_dead_qpn = old.cn_dead_qpn;
+	c->cn_dead_rqpn = old.cn_dead_rqpn;
+}
+
 /* UNPAIRED <-> IDLE, once pairing (peer.c) has set or cleared cn_ridx. */
 void ry__conn_paired(struct ry__conn *c)
 {
@@ -550,7 +563,8 @@ static void mark_failed(struct ry__conn *c, const char *reason,
 		p->pr_resume_from_ns = now;
 		p->pr_resume_conn = c;
 	}
-	ry__fo_add(&c->cn_lrail->lr_fo[RY__FO_DETECT], now - fail_ns);
+	ry__lat_add(&c->cn_lrail->lr_fo[RY__FO_DETECT], ry__fo_le_ns,
+		    now - fail_ns);
 	ry__log_event(RY_LOG_WARN, "mgr",
 		      (&(struct ry__log_ev){.event = "down",
 					    .rail = c->cn_lrail->lr_cfg.name,

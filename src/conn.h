@@ -122,7 +122,8 @@ struct ry__conn {
 	uint64_t cn_timer_at;
 	struct ry_counters cn_cnt;
 	/* closed by the peer's GOODBYE, not failed (not in ry_counters: the
-	 * public struct stays as released; metrics.c reports it) */
+	 * public struct stays as released; metrics.c reports it, with
+	 * lr_goodbyes_gone for the records forgotten) */
 	uint64_t cn_goodbyes;
 };
 
@@ -147,6 +148,10 @@ static inline void ry__conn_drained(struct ry__conn *c, uint64_t bytes,
 
 /* conn.c: connections and every change of their state */
 void ry__conn_init(struct ry__conn *c, struct ry_peer *p, struct ry__lrail *lr);
+/* c afresh on lr (a rail removed or come back), keeping the peer's totals
+ * on it, its pairing and the fence its dead pair is owed (fence.c) */
+void ry__conn_renew(struct ry__conn *c, struct ry_peer *p,
+		    struct ry__lrail *lr);
 /* Its timer stopped and its attempt, if any, no longer counted: the
  * record is being freed or the slot reused. */
 void ry__conn_gone(struct ry__conn *c);

@@ -83,7 +83,7 @@ static void fenced(struct ry__conn *c, uint64_t now)
 {
 	uint64_t ns = ry__since(now, c->cn_detect_ns);
 
-	ry__fo_add(&c->cn_lrail->lr_fo[RY__FO_FENCE], ns);
+	ry__lat_add(&c->cn_lrail->lr_fo[RY__FO_FENCE], ry__fo_le_ns, ns);
 	ry__log_event(RY_LOG_DEBUG, "mgr",
 		      (&(struct ry__log_ev){.event = "fence",
 					    .rail = c->cn_lrail->lr_cfg.name,

@@ -53,6 +53,7 @@ struct ry__lrail {
 	struct ry__conn **lr_qpn_hash;
 	unsigned lr_qpn_bits, lr_qpn_n;
 	struct ry_counters lr_gone; /* counters of peers forgotten */
+	uint64_t lr_goodbyes_gone;  /* and their cn_goodbyes */
 	struct ry__rlife lr_life;   /* absent, present, gone (rail_life.c) */
 	struct ry__lat lr_fo[RY__FO_N]; /* failover times (hist.h) */
 };

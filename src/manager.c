@@ -545,7 +545,7 @@ int ry_rail_count(struct ry_manager *m)
 
 	if (!m)
 		return -EINVAL;
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	for (unsigned i = 0; i < m->m_nrails; i++)
 		n += ry__lrail_live(&m->m_rails[i]);
 	ry__unlock(m);
@@ -558,7 +558,7 @@ const char *ry_rail_name(struct ry_manager *m, unsigned index)
 
 	if (!m)
 		return NULL;
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	for (unsigned i = 0; !name && i < m->m_nrails; i++)
 		if (ry__lrail_live(&m->m_rails[i]) && !index--)
 			name = m->m_rails[i].lr_cfg.name;

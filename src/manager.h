@@ -298,11 +298,6 @@ struct ry_manager {
  */
 void ry__lock_and_run_leftovers(struct ry_manager *m);
 void ry__unlock(struct ry_manager *m);
-/* The cold lock under the name the test programs use. */
-static inline void ry__lock(struct ry_manager *m)
-{
-	ry__lock_and_run_leftovers(m);
-}
 /* Before taking a context's lock alone: let a cold lock that is waiting
  * for the contexts' locks have them first. */
 static inline void ry__ctx_gate(struct ry_manager *m)

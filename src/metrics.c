@@ -368,7 +368,7 @@ static void render_locked(struct ry_manager *m, struct mw *w)
 	family(w, "railyard_rail_goodbyes_total", "counter",
 	       "Connections closed by the peer's goodbye (not failures).");
 	for (i = 0; i < nr; i++) {
-		uint64_t g = 0;
+		uint64_t g = m->m_rails[slot[i]].lr_goodbyes_gone;
 
 		for (p = m->m_peers; p; p = p->pr_next)
 			g += p->pr_conn[slot[i]]->cn_goodbyes;

@@ -98,23 +98,6 @@ static void start(struct ry_peer *p, struct ry__op *op, uint64_t now)
 	ry__peer_dirty(p);
 }
 
-const uint64_t ry__lat_le_ns[RY__LAT_BUCKETS] = {
-    10000,     25000,	  50000,     100000,	 250000,   500000,
-    1000000,   2500000,	  5000000,   10000000,	 25000000, 50000000,
-    100000000, 250000000, 500000000, 1000000000,
-};
-
-void ry__lat_add(struct ry__lat *l, uint64_t ns)
-{
-	unsigned i = 0;
-
-	while (i < RY__LAT_BUCKETS && ns > ry__lat_le_ns[i])
-		i++;
-	l->lt_bucket[i]++;
-	l->lt_sum_ns += ns;
-	l->lt_count++;
-}
-
 static void complete(struct ry__op *op)
 {
 	struct ry_peer *p = op->op_peer;
@@ -138,7 +121,7 @@ static void complete(struct ry__op *op)
 	if (op->op_status == RY_OK) {
 		now = ry__now_ns();
 		op->op_reason[0] = 0;
-		ry__lat_add(&p->pr_lat[op->op_type],
+		ry__lat_add(&p->pr_lat[op->op_type], ry__lat_le_ns,
 			    ry__since(now, op->op_post_ns));
 	}
 	if (op->op_cb)

@@ -136,8 +136,10 @@ void ry__peer_forget(struct ry_peer *p)
 	struct ry_manager *m = p->pr_mgr;
 	unsigned i;
 
-	for (i = 0; i < m->m_nrails; i++)
+	for (i = 0; i < m->m_nrails; i++) {
 		ry__cnt_add(&m->m_rails[i].lr_gone, &p->pr_conn[i]->cn_cnt);
+		m->m_rails[i].lr_goodbyes_gone += p->pr_conn[i]->cn_goodbyes;
+	}
 	ry__peer_free(p);
 }
 

@@ -181,25 +181,6 @@ static void gone_why(struct ry__lrail *lr)
 			 "the interface of %s deleted", c->address);
 }
 
-/* The slot's connections start afresh on the rail; a fence the last one
- * owes is kept (as ry__rail_remove keeps it in a hole). */
-static void conns_renew(struct ry_manager *m, struct ry__lrail *lr)
-{
-	struct ry_peer *p;
-
-	for (p = m->m_peers; p; p = p->pr_next) {
-		struct ry__conn *c = p->pr_conn[lr->lr_idx];
-		struct ry__conn old = *c;
-
-		ry__conn_init(c, p, lr);
-		c->cn_cnt = old.cn_cnt;
-		c->cn_ridx = old.cn_ridx;
-		c->cn_fence_gen = old.cn_fence_gen;
-		c->cn_dead_qpn = old.cn_dead_qpn;
-		c->cn_dead_rqpn = old.cn_dead_rqpn;
-	}
-}
-
 static void close_gone(struct ry_manager *m, struct ry__lrail *lr, uint64_t now)
 {
 	struct ry__rlife *rl = &lr->lr_life;
@@ -254,7 +235,10 @@ static void try_open(struct ry_manager *m, struct ry__lrail *lr, uint64_t now)
 		rl->rl_gen = (rl->rl_gen + 1) & 0xffffff;
 	/* a rail list names no QP: its cookie carries the generation */
 	lr->lr_attr.local.cookie = rl->rl_gen;
-	conns_renew(m, lr);
+	/* the slot's connections start afresh on the rail; a fence the last
+	 * one owes is kept (as ry__rail_remove keeps it in a hole) */
+	for (p = m->m_peers; p; p = p->pr_next)
+		ry__conn_renew(p->pr_conn[lr->lr_idx], p, lr);
 	for (p = m->m_peers; p; p = p->pr_next)
 		ry__peer_pair(p);
 	/* a peer that dials a rail whose link is not up yet (a netdev
@@ -313,7 +297,7 @@ int ry_rail_missing(struct ry_manager *m, unsigned index, char *name,
 
 	if (!m || (!name && name_len) || (!reason && reason_len))
 		return -EINVAL;
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	for (unsigned i = 0; i < m->m_nrails; i++) {
 		const struct ry__rlife *rl = &m->m_rails[i].lr_life;
 

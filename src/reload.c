@@ -330,7 +330,6 @@ void ry__rail_remove(struct ry_manager *m, struct ry__lrail *lr,
 {
 	uint64_t now = ry__now_ns(), end = now + drain_ns;
 	char name[RY_NAME_MAX];
-	struct ry__conn old;
 	struct ry_region *rg;
 	struct ry_peer *p;
 
@@ -383,13 +382,7 @@ void ry__rail_remove(struct ry_manager *m, struct ry__lrail *lr,
 		 * ry__fence_resend() sends it again once the peer is back.
 		 * lr_link stays down, so nothing connects on it.
 		 */
-		old = *c;
-		ry__conn_init(c, p, lr);
-		c->cn_cnt = old.cn_cnt;
-		c->cn_ridx = old.cn_ridx;
-		c->cn_fence_gen = old.cn_fence_gen;
-		c->cn_dead_qpn = old.cn_dead_qpn;
-		c->cn_dead_rqpn = old.cn_dead_rqpn;
+		ry__conn_renew(c, p, lr);
 		ry__peer_dirty(p);
 	}
 }

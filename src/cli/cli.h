@@ -24,10 +24,10 @@ void cli_print_config_error(const struct ry_config_error *e, void *arg);
 /* The log's level and sink (logging.c): command line > RY_LOG_LEVEL >
  * config.  cli_log_init() once at start (the journal when stderr is it);
  * cli_log_apply() with each config read; both -EINVAL, said on stderr,
- * for a RY_LOG_LEVEL that is no level. */
+ * for a RY_LOG_LEVEL that is no level.  cli_log_cmdline_level(): the
+ * level serve --log-level names, -EINVAL (said by the caller) for none. */
 int cli_log_init(void);
 int cli_log_apply(const struct ry_config *cfg);
-int cli_log_level_parse(const char *s, enum ry_log_level *l);
-void cli_log_cmdline_level(enum ry_log_level l);
+int cli_log_cmdline_level(const char *name);
 
 #endif

@@ -35,20 +35,15 @@
 
 static int cmdline_level = -1;
 
-int cli_log_level_parse(const char *s, enum ry_log_level *l)
+int cli_log_cmdline_level(const char *name)
 {
-	for (int i = RY_LOG_ERROR; i <= RY_LOG_TRACE; i++)
-		if (!strcmp(s, ry_log_level_name((enum ry_log_level)i))) {
-			*l = (enum ry_log_level)i;
-			return 0;
-		}
-	return -EINVAL;
-}
+	enum ry_log_level l;
 
-void cli_log_cmdline_level(enum ry_log_level l)
-{
+	if (ry__log_level_parse(name, &l))
+		return -EINVAL;
 	cmdline_level = (int)l;
 	ry_log_set_level(l);
+	return 0;
 }
 
 int cli_log_apply(const struct ry_config *cfg)
@@ -58,7 +53,7 @@ int cli_log_apply(const struct ry_config *cfg)
 
 	if (cmdline_level >= 0) {
 		l = (enum ry_log_level)cmdline_level;
-	} else if (env && *env && cli_log_level_parse(env, &l)) {
+	} else if (env && *env && ry__log_level_parse(env, &l)) {
 		fprintf(stderr,
 			"railyard: RY_LOG_LEVEL='%s' is not a log level "
 			"(error, warn, info, debug, trace)\n",

@@ -497,9 +497,7 @@ int cli_serve(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--metrics") && i + 1 < argc) {
 			metrics_arg = argv[++i];
 		} else if (!strcmp(argv[i], "--log-level") && i + 1 < argc) {
-			enum ry_log_level l;
-
-			if (cli_log_level_parse(argv[++i], &l)) {
+			if (cli_log_cmdline_level(argv[++i])) {
 				fprintf(stderr,
 					"railyard serve: --log-level '%s' is "
 					"not error, warn, info, debug or "
@@ -507,7 +505,6 @@ int cli_serve(int argc, char **argv)
 					argv[i]);
 				return RY_EXIT_USAGE;
 			}
-			cli_log_cmdline_level(l);
 		} else if (!strcmp(argv[i], "--metrics-token") &&
 			   i + 1 < argc) {
 			token_arg = argv[++i];

@@ -95,6 +95,15 @@ bool ry__addr_same(const char *x, const char *y)
 	return ry__ip_same_host(&a, &b) && a.port == b.port;
 }
 
+unsigned ry__ip_slot(const struct ry__ip *ip)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+
+	for (unsigned i = 0; i < 16; i++)
+		h = (h ^ ip->a[i]) * 1099511628211ull;
+	return (unsigned)(h % CTL_REFUSE_SLOTS);
+}
+
 void ry__ip_str(const struct ry__ip *ip, char *buf, size_t len)
 {
 	if (!ip->fam || !inet_ntop(ip->fam, ip->a, buf, (socklen_t)len))

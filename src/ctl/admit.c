@@ -171,14 +171,10 @@ static void refuse_log_dir(struct ry_manager *m, const struct ry__ip *ip,
 			   bool inbound, const char *why)
 {
 	struct ry__admit_state *as = m->m_admit;
-	uint64_t now = ry__now_ns(), h = 1469598103934665603ull;
-	struct ry__refusal *r;
+	struct ry__refusal *r = &as->as_refused[ry__ip_slot(ip)];
+	uint64_t now = ry__now_ns();
 	char host[INET6_ADDRSTRLEN];
-	unsigned i;
 
-	for (i = 0; i < 16; i++)
-		h = (h ^ ip->a[i]) * 1099511628211ull;
-	r = &as->as_refused[h % CTL_REFUSE_SLOTS];
 	if (r->rf_ns && ry__ip_same_host(&r->rf_ip, ip) &&
 	    ry__since(now, r->rf_ns) < CTL_REFUSE_QUIET_NS) {
 		r->rf_quiet++;

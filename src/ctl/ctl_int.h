@@ -170,6 +170,9 @@ void ry__ctl_send(struct ry__ctl *c, uint16_t type, const struct ry__wbuf *w);
 /* addr.c */
 void ry__ip_from_sa(const struct sockaddr_storage *ss, struct ry__ip *ip);
 void ry__ip_str(const struct ry__ip *ip, char *buf, size_t len);
+/* ip's slot in the fixed tables of refusals and penalties (as_refused,
+ * as_pen); a collision only makes two hosts share an entry */
+unsigned ry__ip_slot(const struct ry__ip *ip);
 
 /* admit.c */
 int ry__ctl_admit_init(struct ry_manager *m, const struct ry__ctl_ops *ops);

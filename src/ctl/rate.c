@@ -21,20 +21,9 @@
 #define PEN_MAX_MS 60000u
 #define PEN_FORGET_NS 60000000000ull
 
-static struct ry__penalty *pen_slot(struct ry__admit_state *as,
-				    const struct ry__ip *ip)
-{
-	uint64_t h = 1469598103934665603ull;
-	unsigned i;
-
-	for (i = 0; i < 16; i++)
-		h = (h ^ ip->a[i]) * 1099511628211ull;
-	return &as->as_pen[h % CTL_REFUSE_SLOTS];
-}
-
 const char *ry__ctl_penalized(struct ry_manager *m, const struct ry__ip *ip)
 {
-	struct ry__penalty *pn = pen_slot(m->m_admit, ip);
+	struct ry__penalty *pn = &m->m_admit->as_pen[ry__ip_slot(ip)];
 
 	if (pn->pn_until_ns && ry__ip_same_host(&pn->pn_ip, ip) &&
 	    ry__now_ns() < pn->pn_until_ns)
@@ -44,7 +33,8 @@ const char *ry__ctl_penalized(struct ry_manager *m, const struct ry__ip *ip)
 
 static uint32_t penalize(struct ry__ctl *c, uint64_t now)
 {
-	struct ry__penalty *pn = pen_slot(c->c_mgr->m_admit, &c->c_src);
+	struct ry__penalty *pn =
+	    &c->c_mgr->m_admit->as_pen[ry__ip_slot(&c->c_src)];
 	uint32_t ms = PEN_MIN_MS;
 
 	if (pn->pn_until_ns && ry__ip_same_host(&pn->pn_ip, &c->c_src) &&

@@ -31,6 +31,16 @@ const char *ry_log_level_name(enum ry_log_level l)
 	return level_names[l];
 }
 
+int ry__log_level_parse(const char *s, enum ry_log_level *l)
+{
+	for (int i = RY_LOG_ERROR; i <= RY_LOG_TRACE; i++)
+		if (!strcmp(s, level_names[i])) {
+			*l = (enum ry_log_level)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
 void ry_log_set_level(enum ry_log_level level)
 {
 	atomic_store_explicit(&ry__log_level, (int)level, memory_order_relaxed);

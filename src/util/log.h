@@ -18,6 +18,8 @@
 /* Set by ry_log_set_level() from any thread while our threads log: an
  * atomic, read relaxed (a level change need not order anything else). */
 extern _Atomic int ry__log_level;
+/* A level by its name (ry_log_level_name's): 0 or -EINVAL. */
+int ry__log_level_parse(const char *s, enum ry_log_level *l);
 
 void ry__log_emit(enum ry_log_level level, const char *comp, const char *fmt,
 		  ...) __attribute__((format(printf, 3, 4)));

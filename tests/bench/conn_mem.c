@@ -253,7 +253,7 @@ static void ctl_part(struct ry_manager *m, unsigned n)
 	memset(&ss, 0, sizeof(ss));
 	memcpy(&ss, &sin, sizeof(sin));
 	s0 = snap();
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	for (unsigned i = 0; i < n; i++) {
 		int sv[2];
 		struct ry__ctl *c;
@@ -313,7 +313,7 @@ static void mgr_part(unsigned npeers, uint32_t wr, unsigned nsess)
 	if ((rc = ry_manager_create(&c, &m)))
 		die("ry_manager_create", rc);
 	s0 = snap();
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	for (i = 0; i < npeers; i++) {
 		char name[64];
 
@@ -327,7 +327,7 @@ static void mgr_part(unsigned npeers, uint32_t wr, unsigned nsess)
 	s1 = snap();
 	for (k = 0; k < m->m_nrails; k++)
 		cq0 += mgr_cq_bytes(&m->m_rails[k]);
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	for (i = 0; i < npeers; i++)
 		for (k = 0; k < m->m_nrails; k++) {
 			struct ry__conn *cn = p[i]->pr_conn[k];

@@ -130,7 +130,7 @@ static unsigned ours_alive(void)
 	bool in[MAX_SESSIONS];
 	unsigned n, i, ours = 0, nin = 0;
 
-	ry__lock(F.b);
+	ry__lock_and_run_leftovers(F.b);
 	n = ry__ctl_sessions(F.b, fd, in, MAX_SESSIONS);
 	if (n > MAX_SESSIONS)
 		abort(); /* sessions pile up */
@@ -257,7 +257,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	source(data[0], &ss);
 	input(&o, data[0], data + 1, size - 1);
-	ry__lock(F.b);
+	ry__lock_and_run_leftovers(F.b);
 	c = ry__ctl_adopt(F.b, sv[0], &ss); /* sv[0] is b's now */
 	if (c)
 		ry__ctl_feed(c, o.b, o.n);

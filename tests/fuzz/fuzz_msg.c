@@ -104,7 +104,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(buf, &h, sizeof(h));
 
 	c = ba->pr_conn[0];
-	ry__lock(F.b);
+	ry__lock_and_run_leftovers(F.b);
 	ry__msg_rx(c, buf, len, ry__now_ns());
 	ry__unlock(F.b);
 	fx_progress(&F); /* deliver, or fail and reconnect */

@@ -221,7 +221,7 @@ static unsigned keepalive_set(struct ry_manager *m, unsigned *n_out)
 	unsigned n, i, nin = 0;
 	socklen_t l;
 
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	n = ry__ctl_sessions(m, fd, in, 16);
 	ck_assert_uint_le(n, 16);
 	for (i = 0; i < n; i++) {

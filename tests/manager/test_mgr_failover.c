@@ -54,7 +54,7 @@ static unsigned out_wrs(struct ry_peer *p, const char *rail)
 	struct ry_manager *m = p->pr_mgr;
 	unsigned n = 0;
 
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	for (unsigned i = 0; i < m->m_nrails; i++)
 		if (!strcmp(m->m_rails[i].lr_rail->name, rail))
 			n = p->pr_conn[i]->cn_out_wrs;

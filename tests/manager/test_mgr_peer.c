@@ -49,7 +49,7 @@ static unsigned b_knows_a(void)
 {
 	unsigned n = 0;
 
-	ry__lock(F.b);
+	ry__lock_and_run_leftovers(F.b);
 	for (struct ry_peer *p = F.b->m_peers; p; p = p->pr_next)
 		n += !strcmp(p->pr_node_name, "a");
 	ry__unlock(F.b);
@@ -69,7 +69,7 @@ static bool b_done_with_a(void *arg)
 	bool done = false;
 
 	(void)arg;
-	ry__lock(F.b);
+	ry__lock_and_run_leftovers(F.b);
 	for (struct ry_peer *p = F.b->m_peers; p; p = p->pr_next) {
 		if (strcmp(p->pr_node_name, "a"))
 			continue;

@@ -303,7 +303,7 @@ static void gone_and_back(bool on_b)
 	ev = on_b ? &F.ev_b : &F.ev_a;
 	ck_assert_msg(rail_busy(&s, "r1", 5000), "r1 never carried");
 	ry_loop_absent(addr, true);
-	ry__lock(m);
+	ry__lock_and_run_leftovers(m);
 	ry_loop_device_gone(ry__mgr_rail(m, "r1"));
 	ry__unlock(m);
 	ck_assert(fx_until(&F, count_is, &(struct count_arg){m, 1}, BACK_MS));
@@ -383,7 +383,7 @@ START_TEST(device_gone_and_back_threads)
 				 0);
 		if (i == 3) {
 			ry_loop_absent("a-r1", true);
-			ry__lock(F.a);
+			ry__lock_and_run_leftovers(F.a);
 			r = ry__mgr_rail(F.a, "r1");
 			ck_assert_ptr_nonnull(r);
 			ry_loop_device_gone(r);
