@@ -40,8 +40,15 @@ struct stream {
 };
 void stream_pump(struct stream *s);
 void stream_run(struct stream *s, unsigned ms);
-/* wait for what is in flight and account it; posts nothing more */
+/* wait for what is in flight and account it, verifying what completed;
+ * posts nothing more */
 void stream_finish(struct stream *s);
+/* stream_finish(), then assert that none of the stream's ops failed */
+void stream_finish_clean(struct stream *s);
+/* Stream until a's rail has completed fragments within the last 50 ms
+ * (and, if active, is ACTIVE then), for at most ms; false if it never
+ * did. */
+bool rail_busy(struct stream *s, const char *rail, unsigned ms, bool active);
 
 /*
  * A log sink for tests that look for a line: counts the lines of a level
