@@ -98,7 +98,6 @@ void stream_pump(struct stream *s)
 		}
 		ck_assert_int_eq(ret, 0);
 		s->busy[i] = true;
-		s->posted++;
 	}
 }
 

@@ -31,7 +31,7 @@ enum ry_status read_verify(size_t off, size_t len, uint32_t seed);
 /* `slots` 1 MiB operations kept going from a to b, each verified as it
  * completes. */
 struct stream {
-	unsigned slots, posted, done_ok, done_err;
+	unsigned slots, done_ok, done_err;
 	bool is_read;
 	struct fx_done d[8];
 	bool busy[8];
