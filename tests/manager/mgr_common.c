@@ -164,6 +164,14 @@ bool rail_busy(struct stream *s, const char *rail, unsigned ms, bool active)
 	return false;
 }
 
+void tdone_cb(const struct ry_completion *c, void *arg)
+{
+	struct tdone *t = arg;
+
+	fx_cb(c, &t->d);
+	atomic_store_explicit(&t->done, true, memory_order_release);
+}
+
 void count_lines(enum ry_log_level level, const char *comp, const char *msg,
 		 void *arg)
 {

@@ -50,6 +50,14 @@ void stream_finish_clean(struct stream *s);
  * did. */
 bool rail_busy(struct stream *s, const char *rail, unsigned ms, bool active);
 
+/* A completion taken on a library thread (the progress threads): fx_cb()'s
+ * count, then done published with release for the application's thread. */
+struct tdone {
+	struct fx_done d;
+	atomic_bool done;
+};
+void tdone_cb(const struct ry_completion *c, void *arg);
+
 /*
  * A log sink for tests that look for a line: counts the lines of a level
  * (-1: any) that hold both strings (NULL: any), from whichever thread

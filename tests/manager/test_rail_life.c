@@ -258,19 +258,6 @@ START_TEST(device_gone_and_back_target)
 }
 END_TEST
 
-struct tdone {
-	struct fx_done d;
-	atomic_bool done;
-};
-
-static void tdone_cb(const struct ry_completion *c, void *arg)
-{
-	struct tdone *t = arg;
-
-	fx_cb(c, &t->d);
-	atomic_store_explicit(&t->done, true, memory_order_release);
-}
-
 /* The same with the progress threads running the rails. */
 START_TEST(device_gone_and_back_threads)
 {

@@ -446,20 +446,7 @@ START_TEST(bad_config_changes_nothing)
 END_TEST
 
 /* With the progress threads running, from the application's thread:
- * completions arrive on a library thread, published with release. */
-struct tdone {
-	struct fx_done d;
-	atomic_bool done;
-};
-
-static void tdone_cb(const struct ry_completion *c, void *arg)
-{
-	struct tdone *t = arg;
-
-	fx_cb(c, &t->d);
-	atomic_store_explicit(&t->done, true, memory_order_release);
-}
-
+ * completions arrive on a library thread (tdone_cb). */
 START_TEST(with_progress_threads)
 {
 	struct problems pr = {0};
