@@ -14,6 +14,11 @@
 #                       $work/b.sock, output to LOG; returns once serve says
 #                       it is up (the script's fail() if it dies or is not
 #                       up within 10 s)
+#   ns_drill_clean PID OUT
+#                       waits for `railyard drill --json` PID, writing OUT
+#                       (its stderr in OUT.log): one JSON object, 0 failed
+#                       operations, 0 verify errors, some done, exit 0 (the
+#                       script's fail() otherwise); j FILTER then reads OUT
 ns_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 ns_need_root() {
@@ -25,6 +30,23 @@ ns_need_root() {
 		echo "SKIP: jq is not installed (apt-get install jq)"
 		exit 77
 	}
+}
+
+ns_drill_clean() {
+	local rc=0
+
+	wait "$1" || rc=$?
+	jq -se 'length == 1 and (.[0] | type == "object")' "$2" >/dev/null || {
+		cat "$2.log"
+		fail "no JSON from drill"
+	}
+	ns_drill_out=$2
+	j() { jq -r "$1" "$ns_drill_out"; }
+	echo "drill: $(j .ops_ok) ok, $(j .ops_failed) failed, $(j .verify_errors) verify errors, exit $rc"
+	[[ $(j .ops_failed) == 0 ]] || fail "$(j .ops_failed) operations failed: $(j .first_error)"
+	[[ $(j .verify_errors) == 0 ]] || fail "$(j .verify_errors) verify errors"
+	[[ $(j .ops_ok) -gt 0 ]] || fail "no operation completed"
+	[[ $rc == 0 ]] || fail "drill exited $rc"
 }
 
 ns_cleanup() {

@@ -85,15 +85,7 @@ if [[ $host == b ]]; then
 		fail "r1 not open in b 3 s after its return: $st"
 fi
 
-drill_rc=0
-wait "$drill_pid" || drill_rc=$?
-jq -se 'length == 1 and (.[0] | type == "object")' "$out" >/dev/null || { cat "$out.log"; fail "no JSON from drill"; }
-j() { jq -r "$1" "$out"; }
-echo "drill: $(j .ops_ok) ok, $(j .ops_failed) failed, $(j .verify_errors) verify errors, exit $drill_rc"
-[[ $(j .ops_failed) == 0 ]] || fail "$(j .ops_failed) operations failed: $(j .first_error)"
-[[ $(j .verify_errors) == 0 ]] || fail "$(j .verify_errors) verify errors"
-[[ $(j .ops_ok) -gt 0 ]] || fail "no operation completed"
-[[ $drill_rc == 0 ]] || fail "drill exited $drill_rc"
+ns_drill_clean "$drill_pid" "$out"
 
 case $scenario in
 recreate-a)
