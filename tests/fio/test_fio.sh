@@ -35,22 +35,19 @@ fail() {
 }
 in_a() { ip netns exec "$p-a" "$@"; }
 
-cat >"$work/b.conf" <<CONF
-node = "b"
-control = "198.18.0.2:7470"
+# conf NODE HOST PORT: $work/NODE.conf for topo.sh's host number HOST
+conf() {
+	cat >"$work/$1.conf" <<CONF
+node = "$1"
+control = "198.18.0.$2:$3"
 accept = {"198.18.0.0/24"}
-rail r0 { provider = soft  network = "n0"  address = "198.18.1.2"  interface = "r0" }
-rail r1 { provider = soft  network = "n1"  address = "198.18.2.2"  interface = "r1" }
+rail r0 { provider = soft  network = "n0"  address = "198.18.1.$2"  interface = "r0" }
+rail r1 { provider = soft  network = "n1"  address = "198.18.2.$2"  interface = "r1" }
 failover { heartbeat_ms = 10  timeout_ms = 100 }
 CONF
-cat >"$work/a.conf" <<CONF
-node = "a"
-control = "198.18.0.1:0"
-accept = {"198.18.0.0/24"}
-rail r0 { provider = soft  network = "n0"  address = "198.18.1.1"  interface = "r0" }
-rail r1 { provider = soft  network = "n1"  address = "198.18.2.1"  interface = "r1" }
-failover { heartbeat_ms = 10  timeout_ms = 100 }
-CONF
+}
+conf b 2 7470
+conf a 1 0
 ns_serve "$work/b.conf" "$work/serve.log"
 
 cd "$work" # whatever fio leaves behind goes with the rest
