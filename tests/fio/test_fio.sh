@@ -24,57 +24,31 @@ etc=$here/../../etc/fio
 	exit 77
 }
 command -v fio >/dev/null || { echo "SKIP: fio is not installed"; exit 77; }
-command -v jq >/dev/null || { echo "SKIP: jq is not installed"; exit 77; }
-if [[ $(id -u) -ne 0 ]] || ! ip netns list >/dev/null 2>&1; then
-	echo "SKIP: network namespaces need root (run as root, as CI does)"
-	exit 77
-fi
+source "$here/../netns/lib.sh"
+ns_need_root
 
-p=${RY_NETNS_PREFIX:-ryf}$$
-work=$(mktemp -d)
-serve_pid=
-cleanup() {
-	if [[ -n $serve_pid ]]; then
-		kill "$serve_pid" 2>/dev/null || true
-		wait "$serve_pid" 2>/dev/null || true
-	fi
-	bash "$here/../netns/topo.sh" down $p
-	rm -rf "$work"
-}
-trap cleanup EXIT
+ns_up ryf 2
 fail() {
 	echo "FAIL: $*"
 	echo "--- serve (b)"; tail -20 "$work/serve.log" || true
 	exit 1
 }
-bash "$here/../netns/topo.sh" up $p 2
 in_a() { ip netns exec "$p-a" "$@"; }
 
-cat >"$work/b.conf" <<CONF
-node = "b"
-control = "198.18.0.2:7470"
+# conf NODE HOST PORT: $work/NODE.conf for topo.sh's host number HOST
+conf() {
+	cat >"$work/$1.conf" <<CONF
+node = "$1"
+control = "198.18.0.$2:$3"
 accept = {"198.18.0.0/24"}
-rail r0 { provider = soft  network = "n0"  address = "198.18.1.2"  interface = "r0" }
-rail r1 { provider = soft  network = "n1"  address = "198.18.2.2"  interface = "r1" }
+rail r0 { provider = soft  network = "n0"  address = "198.18.1.$2"  interface = "r0" }
+rail r1 { provider = soft  network = "n1"  address = "198.18.2.$2"  interface = "r1" }
 failover { heartbeat_ms = 10  timeout_ms = 100 }
 CONF
-cat >"$work/a.conf" <<CONF
-node = "a"
-control = "198.18.0.1:0"
-accept = {"198.18.0.0/24"}
-rail r0 { provider = soft  network = "n0"  address = "198.18.1.1"  interface = "r0" }
-rail r1 { provider = soft  network = "n1"  address = "198.18.2.1"  interface = "r1" }
-failover { heartbeat_ms = 10  timeout_ms = 100 }
-CONF
-# not through in_b: $! must be serve's own PID (ip netns exec execs it)
-ip netns exec "$p-b" "$ry" serve -c "$work/b.conf" --socket "$work/b.sock" \
-	</dev/null >/dev/null 2>"$work/serve.log" &
-serve_pid=$!
-for _ in $(seq 100); do
-	grep -q "^railyard serve: node b" "$work/serve.log" && break
-	kill -0 $serve_pid 2>/dev/null || fail "serve did not start"
-	sleep 0.1
-done
+}
+conf b 2 7470
+conf a 1 0
+ns_serve "$work/b.conf" "$work/serve.log"
 
 cd "$work" # whatever fio leaves behind goes with the rest
 export RY_FIO_ENGINE=$engine RY_FIO_CONFIG=$work/a.conf \

@@ -98,7 +98,6 @@ void stream_pump(struct stream *s)
 		}
 		ck_assert_int_eq(ret, 0);
 		s->busy[i] = true;
-		s->posted++;
 	}
 }
 
@@ -124,12 +123,53 @@ void stream_finish(struct stream *s)
 	stream_pump(s); /* account the last ones, post nothing */
 	for (i = 0; i < 8; i++)
 		if (s->busy[i] && s->d[i].total) {
+			size_t off = (size_t)i * MiB;
+
 			s->busy[i] = false;
-			if (s->d[i].ok)
+			if (s->d[i].ok) {
 				s->done_ok++;
-			else
+				ck_assert_msg(
+				    !memcmp(F.bufa + off, F.bufb + off, MiB),
+				    "data differs at slot %u", i);
+			} else {
 				s->done_err++;
+				snprintf(s->reason, sizeof(s->reason), "%s",
+					 s->d[i].reason);
+			}
 		}
+}
+
+void stream_finish_clean(struct stream *s)
+{
+	stream_finish(s);
+	ck_assert_msg(s->done_err == 0, "%u failed: %s", s->done_err,
+		      s->reason);
+}
+
+bool rail_busy(struct stream *s, const char *rail, unsigned ms, bool active)
+{
+	uint64_t end = fx_now_ns() + (uint64_t)ms * 1000000;
+	struct ry_counters c;
+	uint64_t before;
+
+	ck_assert_int_eq(ry_rail_counters(F.a, rail, &c), 0);
+	do {
+		before = c.fragments;
+		stream_run(s, 50);
+		ck_assert_int_eq(ry_rail_counters(F.a, rail, &c), 0);
+		if (c.fragments > before &&
+		    (!active || fx_active(F.a, rail) == 1))
+			return true;
+	} while (fx_now_ns() < end);
+	return false;
+}
+
+void tdone_cb(const struct ry_completion *c, void *arg)
+{
+	struct tdone *t = arg;
+
+	fx_cb(c, &t->d);
+	atomic_store_explicit(&t->done, true, memory_order_release);
 }
 
 void count_lines(enum ry_log_level level, const char *comp, const char *msg,

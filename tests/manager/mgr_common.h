@@ -31,7 +31,7 @@ enum ry_status read_verify(size_t off, size_t len, uint32_t seed);
 /* `slots` 1 MiB operations kept going from a to b, each verified as it
  * completes. */
 struct stream {
-	unsigned slots, posted, done_ok, done_err;
+	unsigned slots, done_ok, done_err;
 	bool is_read;
 	struct fx_done d[8];
 	bool busy[8];
@@ -40,8 +40,23 @@ struct stream {
 };
 void stream_pump(struct stream *s);
 void stream_run(struct stream *s, unsigned ms);
-/* wait for what is in flight and account it; posts nothing more */
+/* wait for what is in flight and account it, verifying what completed;
+ * posts nothing more */
 void stream_finish(struct stream *s);
+/* stream_finish(), then assert that none of the stream's ops failed */
+void stream_finish_clean(struct stream *s);
+/* Stream until a's rail has completed fragments within the last 50 ms
+ * (and, if active, is ACTIVE then), for at most ms; false if it never
+ * did. */
+bool rail_busy(struct stream *s, const char *rail, unsigned ms, bool active);
+
+/* A completion taken on a library thread (the progress threads): fx_cb()'s
+ * count, then done published with release for the application's thread. */
+struct tdone {
+	struct fx_done d;
+	atomic_bool done;
+};
+void tdone_cb(const struct ry_completion *c, void *arg);
 
 /*
  * A log sink for tests that look for a line: counts the lines of a level

@@ -342,6 +342,12 @@ static bool b_saw_restart(void *arg)
 	return F.ev_b.n_peer_restarted > 0;
 }
 
+static bool a_lost_b(void *arg)
+{
+	(void)arg;
+	return F.ev_a.n_peer_down > 0;
+}
+
 /*
  * With a key, a new incarnation of configured peer a is taken as a
  * restart while a's old session is still open (a host gone without a
@@ -377,7 +383,7 @@ START_TEST(restart_proven_by_key)
 	ck_assert_uint_eq(ai.restarts, 1);
 	/* b closed the old session: a lost it (and, alive after all,
 	 * dials again as the incarnation it is) */
-	fx_sleep_progress(&F, 200);
+	fx_until(&F, a_lost_b, NULL, 5000);
 	ck_assert_uint_ge(F.ev_a.n_peer_down, 1);
 	ck_assert_uint_eq(npeers(F.b), 1);
 	close(fd);

@@ -19,21 +19,11 @@
 #include "tests/loop/loop.h"
 #include "src/manager.h"
 #include "tests/manager/fixture.h"
+#include "tests/manager/mgr_common.h"
 
-#define MiB (1u << 20)
-
-static struct fx F;
-
-static void setup_opts(const struct fx_opts *o)
+static void teardown_rail_life(void)
 {
-	int ret = fx_init(&F, o);
-
-	ck_assert_msg(ret == 0, "fixture: %s", strerror(-ret));
-}
-
-static void teardown(void)
-{
-	fx_fini(&F);
+	teardown();
 	for (unsigned i = 0; i < 2; i++) {
 		char a[16];
 
@@ -42,87 +32,6 @@ static void teardown(void)
 		snprintf(a, sizeof(a), "b-r%u", i);
 		ry_loop_absent(a, false);
 	}
-}
-
-/* ---- a stream of verified 1 MiB writes (as test_reload's) ---- */
-
-struct stream {
-	unsigned slots, done_ok, done_err;
-	struct fx_done d[4];
-	bool busy[4];
-	uint32_t seed;
-	char reason[192];
-};
-
-static void stream_pump(struct stream *s)
-{
-	for (unsigned i = 0; i < 4; i++) {
-		size_t off = (size_t)i * MiB;
-
-		if (s->busy[i] && s->d[i].total) {
-			s->busy[i] = false;
-			if (s->d[i].ok) {
-				s->done_ok++;
-				ck_assert_msg(
-				    !memcmp(F.bufa + off, F.bufb + off, MiB),
-				    "data differs at slot %u", i);
-			} else {
-				s->done_err++;
-				snprintf(s->reason, sizeof(s->reason), "%s",
-					 s->d[i].reason);
-			}
-		}
-		if (s->busy[i] || i >= s->slots)
-			continue;
-		memset(&s->d[i], 0, sizeof(s->d[i]));
-		fx_fill(F.bufa + off, MiB, ++s->seed);
-		ck_assert_int_eq(ry_write(F.ab, F.ra, off, F.desc_b,
-					  (size_t)F.desc_b_len, off, MiB, fx_cb,
-					  &s->d[i]),
-				 0);
-		s->busy[i] = true;
-	}
-}
-
-static void stream_run(struct stream *s, unsigned ms)
-{
-	uint64_t end = fx_now_ns() + (uint64_t)ms * 1000000;
-
-	while (fx_now_ns() < end) {
-		stream_pump(s);
-		fx_progress(&F);
-	}
-}
-
-/* Let every op in flight complete; none may have failed. */
-static void stream_finish(struct stream *s)
-{
-	for (unsigned i = 0; i < 4; i++)
-		if (s->busy[i])
-			ck_assert_msg(fx_until_done(&F, &s->d[i], 1, 20000),
-				      "op hung");
-	s->slots = 0;
-	stream_pump(s);
-	ck_assert_msg(s->done_err == 0, "%u failed: %s", s->done_err,
-		      s->reason);
-}
-
-/* Stream until a's rail has completed fragments within 50 ms. */
-static bool rail_busy(struct stream *s, const char *rail, unsigned ms)
-{
-	uint64_t end = fx_now_ns() + (uint64_t)ms * 1000000;
-	struct ry_counters c;
-	uint64_t before;
-
-	ck_assert_int_eq(ry_rail_counters(F.a, rail, &c), 0);
-	do {
-		before = c.fragments;
-		stream_run(s, 50);
-		ck_assert_int_eq(ry_rail_counters(F.a, rail, &c), 0);
-		if (c.fragments > before)
-			return true;
-	} while (fx_now_ns() < end);
-	return false;
 }
 
 struct count_arg {
@@ -192,8 +101,8 @@ START_TEST(absent_at_create_opens_when_it_appears)
 	ck_assert_uint_eq(F.ev_a.n_rail_back, 1);
 	ck_assert_msg(fx_until(&F, both_active, "r1", 10000),
 		      "r1 never connected");
-	ck_assert_msg(rail_busy(&s, "r1", 5000), "r1 carries nothing");
-	stream_finish(&s);
+	ck_assert_msg(rail_busy(&s, "r1", 5000, false), "r1 carries nothing");
+	stream_finish_clean(&s);
 }
 END_TEST
 
@@ -241,7 +150,7 @@ START_TEST(no_rail_starts_and_waits)
 	ry_loop_absent("a-r1", false);
 	ck_assert(fx_until(&F, count_is, &(struct count_arg){F.a, 2}, BACK_MS));
 	stream_run(&s, 200);
-	stream_finish(&s);
+	stream_finish_clean(&s);
 }
 END_TEST
 
@@ -301,7 +210,7 @@ static void gone_and_back(bool on_b)
 	setup_opts(&(struct fx_opts){.nrails_a = 2});
 	m = on_b ? F.b : F.a;
 	ev = on_b ? &F.ev_b : &F.ev_a;
-	ck_assert_msg(rail_busy(&s, "r1", 5000), "r1 never carried");
+	ck_assert_msg(rail_busy(&s, "r1", 5000, false), "r1 never carried");
 	ry_loop_absent(addr, true);
 	ry__lock_and_run_leftovers(m);
 	ry_loop_device_gone(ry__mgr_rail(m, "r1"));
@@ -331,8 +240,8 @@ static void gone_and_back(bool on_b)
 		F.desc_b_len = ry_mr_pack(F.rb, F.desc_b, sizeof(F.desc_b));
 		ck_assert_int_gt(F.desc_b_len, 0);
 	}
-	ck_assert_msg(rail_busy(&s, "r1", 5000), "r1 carries nothing");
-	stream_finish(&s);
+	ck_assert_msg(rail_busy(&s, "r1", 5000, false), "r1 carries nothing");
+	stream_finish_clean(&s);
 	ck_assert_int_eq(ry_peer_counters(F.ab, &pc), 0);
 	ck_assert_uint_ge(pc.failovers, 1);
 }
@@ -349,19 +258,6 @@ START_TEST(device_gone_and_back_target)
 }
 END_TEST
 
-struct tdone {
-	struct fx_done d;
-	atomic_bool done;
-};
-
-static void tdone_cb(const struct ry_completion *c, void *arg)
-{
-	struct tdone *t = arg;
-
-	fx_cb(c, &t->d);
-	atomic_store_explicit(&t->done, true, memory_order_release);
-}
-
 /* The same with the progress threads running the rails. */
 START_TEST(device_gone_and_back_threads)
 {
@@ -371,8 +267,8 @@ START_TEST(device_gone_and_back_threads)
 	uint64_t end;
 
 	setup_opts(&(struct fx_opts){.nrails_a = 2});
-	ck_assert_msg(rail_busy(&s, "r1", 5000), "r1 never carried");
-	stream_finish(&s);
+	ck_assert_msg(rail_busy(&s, "r1", 5000, false), "r1 never carried");
+	stream_finish_clean(&s);
 	ck_assert_int_eq(ry_progress_thread_start(F.a), 0);
 	ck_assert_int_eq(ry_progress_thread_start(F.b), 0);
 	fx_fill(F.bufa, 8 * MiB, 3);
@@ -436,7 +332,7 @@ int main(void)
 	if (ry_loop_register())
 		return 1;
 	tcase_set_timeout(tc, 60);
-	tcase_add_checked_fixture(tc, NULL, teardown);
+	tcase_add_checked_fixture(tc, NULL, teardown_rail_life);
 	for (unsigned i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
 		tcase_add_test(tc, tests[i]);
 	suite_add_tcase(s, tc);

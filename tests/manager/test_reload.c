@@ -16,18 +16,14 @@
 #include <unistd.h>
 
 #include "tests/manager/fixture.h"
-
-#define MiB (1u << 20)
-
-static struct fx F;
+#include "tests/manager/mgr_common.h"
 
 /* The fixture, and one write: connections are made on first use. */
-static void setup_opts(const struct fx_opts *o)
+static void setup_connected(const struct fx_opts *o)
 {
 	struct fx_done d = {0};
-	int ret = fx_init(&F, o);
 
-	ck_assert_msg(ret == 0, "fixture: %s", strerror(-ret));
+	setup_opts(o);
 	ck_assert_int_eq(ry_write(F.ab, F.ra, 0, F.desc_b, (size_t)F.desc_b_len,
 				  0, 4096, fx_cb, &d),
 			 0);
@@ -65,97 +61,11 @@ static int reload_n(bool is_b, unsigned n, struct problems *pr)
 	return ry_manager_reload(is_b ? F.b : F.a, &c, collect, pr);
 }
 
-/* ---- a stream of verified 1 MiB writes ---- */
-
-struct stream {
-	unsigned slots, done_ok, done_err;
-	struct fx_done d[8];
-	bool busy[8];
-	uint32_t seed;
-	char reason[192];
-};
-
-static void stream_pump(struct stream *s)
-{
-	for (unsigned i = 0; i < s->slots; i++) {
-		size_t off = (size_t)i * MiB;
-
-		if (s->busy[i] && s->d[i].total) {
-			s->busy[i] = false;
-			if (s->d[i].ok) {
-				s->done_ok++;
-				ck_assert_msg(
-				    !memcmp(F.bufa + off, F.bufb + off, MiB),
-				    "data differs at slot %u", i);
-			} else {
-				s->done_err++;
-				snprintf(s->reason, sizeof(s->reason), "%s",
-					 s->d[i].reason);
-			}
-		}
-		if (s->busy[i])
-			continue;
-		memset(&s->d[i], 0, sizeof(s->d[i]));
-		fx_fill(F.bufa + off, MiB, ++s->seed);
-		ck_assert_int_eq(ry_write(F.ab, F.ra, off, F.desc_b,
-					  (size_t)F.desc_b_len, off, MiB, fx_cb,
-					  &s->d[i]),
-				 0);
-		s->busy[i] = true;
-	}
-}
-
-static void stream_run(struct stream *s, unsigned ms)
-{
-	uint64_t end = fx_now_ns() + (uint64_t)ms * 1000000;
-
-	while (fx_now_ns() < end) {
-		stream_pump(s);
-		fx_progress(&F);
-	}
-}
-
-static void stream_finish(struct stream *s)
-{
-	for (unsigned i = 0; i < s->slots; i++)
-		if (s->busy[i])
-			ck_assert_msg(fx_until_done(&F, &s->d[i], 1, 20000),
-				      "op hung");
-	s->slots = 0;
-	stream_pump(s); /* account the last ones, post nothing */
-	for (unsigned i = 0; i < 8; i++)
-		if (s->busy[i] && s->d[i].total) {
-			s->busy[i] = false;
-			s->done_ok += s->d[i].ok;
-			s->done_err += !s->d[i].ok;
-		}
-}
-
-/* Stream until a's rail has completed fragments within the last 50 ms. */
-static bool rail_busy(struct stream *s, const char *rail, unsigned ms)
-{
-	uint64_t end = fx_now_ns() + (uint64_t)ms * 1000000;
-	struct ry_counters c;
-	uint64_t before;
-
-	ck_assert_int_eq(ry_rail_counters(F.a, rail, &c), 0);
-	do {
-		before = c.fragments;
-		stream_run(s, 50);
-		ck_assert_int_eq(ry_rail_counters(F.a, rail, &c), 0);
-		if (c.fragments > before)
-			return true;
-	} while (fx_now_ns() < end);
-	return false;
-}
-
 /* Stream for ms, let every op complete: none may fail. */
 static void stream_clean(struct stream *s, unsigned ms)
 {
 	stream_run(s, ms);
-	stream_finish(s);
-	ck_assert_msg(s->done_err == 0, "%u failed: %s", s->done_err,
-		      s->reason);
+	stream_finish_clean(s);
 }
 
 static bool rails_active(void *arg)
@@ -186,7 +96,7 @@ START_TEST(add_rail)
 	struct ry_counters c2;
 	unsigned conn_up;
 
-	setup_opts(&(struct fx_opts){.nrails_a = 2});
+	setup_connected(&(struct fx_opts){.nrails_a = 2});
 	wait_active(2);
 	conn_up = F.ev_a.n_conn_up;
 	ck_assert_int_eq(reload_n(false, 3, &pr), 0);
@@ -221,9 +131,10 @@ static void remove_mid_stream(bool both)
 	struct stream s = {.slots = 4};
 	struct ry_counters pc;
 
-	setup_opts(&(struct fx_opts){.nrails_a = 3});
+	setup_connected(&(struct fx_opts){.nrails_a = 3});
 	wait_active(3);
-	ck_assert_msg(rail_busy(&s, "r2", 5000), "r2 never carried fragments");
+	ck_assert_msg(rail_busy(&s, "r2", 5000, false),
+		      "r2 never carried fragments");
 	ck_assert_int_eq(reload_n(false, 2, &pr), 0);
 	ck_assert_msg(pr.n == 0, "%s", pr.text);
 	ck_assert_int_eq(ry_rail_count(F.a), 2);
@@ -277,7 +188,7 @@ START_TEST(remove_then_add_back)
 	struct problems pr = {0};
 	struct stream s = {.slots = 4};
 
-	setup_opts(&(struct fx_opts){.nrails_a = 2});
+	setup_connected(&(struct fx_opts){.nrails_a = 2});
 	wait_active(2);
 	ck_assert_int_eq(reload_n(false, 1, &pr), 0);
 	ck_assert_int_eq(ry_rail_count(F.a), 1);
@@ -311,7 +222,7 @@ START_TEST(rails_with_key_file)
 	memset(k, 0x5a, sizeof(k));
 	ck_assert_int_eq(write(fd, k, sizeof(k)), (ssize_t)sizeof(k));
 	close(fd);
-	setup_opts(
+	setup_connected(
 	    &(struct fx_opts){.nrails_a = 2, .key_a = key, .key_b = key});
 	wait_active(2);
 	stream_run(&s, 100);
@@ -349,7 +260,7 @@ START_TEST(timeouts_apply)
 	struct fx_opts o;
 	uint64_t t0;
 
-	setup_opts(&(struct fx_opts){.nrails_a = 2});
+	setup_connected(&(struct fx_opts){.nrails_a = 2});
 	wait_active(2);
 	o = F.o;
 	o.op_timeout_ms = 300;
@@ -400,11 +311,11 @@ START_TEST(peer_removed_and_added)
 	struct ry_peer *p;
 	struct ry_config c;
 
-	setup_opts(&(struct fx_opts){.nrails_a = 2,
-				     .b_strict = true,
-				     .b_names_a = true,
-				     .reconnect_min_ms = 50,
-				     .reconnect_max_ms = 200});
+	setup_connected(&(struct fx_opts){.nrails_a = 2,
+					  .b_strict = true,
+					  .b_names_a = true,
+					  .reconnect_min_ms = 50,
+					  .reconnect_max_ms = 200});
 	wait_active(2);
 	ck_assert_int_eq(ry_peer_get(F.b, "a", &p), 0);
 	fx_config(&c, &F.o, true); /* b's, without peer a */
@@ -436,7 +347,7 @@ START_TEST(peer_added_by_name)
 	struct ry_peer *p;
 	struct ry_config c;
 
-	setup_opts(NULL);
+	setup_connected(NULL);
 	ck_assert_int_eq(ry_peer_get(F.a, "bee", &p), -ENOENT);
 	snprintf(pb.address, sizeof(pb.address), "%s", F.b_addr);
 	fx_config(&c, &F.o, false);
@@ -467,7 +378,7 @@ START_TEST(bad_config_changes_nothing)
 	FILE *f;
 	int fd;
 
-	setup_opts(&(struct fx_opts){.nrails_a = 2});
+	setup_connected(&(struct fx_opts){.nrails_a = 2});
 	wait_active(2);
 	stream_run(&s, 100);
 
@@ -535,20 +446,7 @@ START_TEST(bad_config_changes_nothing)
 END_TEST
 
 /* With the progress threads running, from the application's thread:
- * completions arrive on a library thread, published with release. */
-struct tdone {
-	struct fx_done d;
-	atomic_bool done;
-};
-
-static void tdone_cb(const struct ry_completion *c, void *arg)
-{
-	struct tdone *t = arg;
-
-	fx_cb(c, &t->d);
-	atomic_store_explicit(&t->done, true, memory_order_release);
-}
-
+ * completions arrive on a library thread (tdone_cb). */
 START_TEST(with_progress_threads)
 {
 	struct problems pr = {0};
@@ -557,7 +455,7 @@ START_TEST(with_progress_threads)
 	unsigned i, ok = 0;
 	uint64_t end;
 
-	setup_opts(&(struct fx_opts){.nrails_a = 2});
+	setup_connected(&(struct fx_opts){.nrails_a = 2});
 	wait_active(2);
 	ck_assert_int_eq(ry_progress_thread_start(F.a), 0);
 	ck_assert_int_eq(ry_progress_thread_start(F.b), 0);

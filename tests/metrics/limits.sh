@@ -88,7 +88,25 @@ for i in $(seq 8); do
 	exec {fd}<>"/dev/tcp/127.0.0.1/${hp#*:}"
 	fds+=("$fd")
 done
-sleep 0.5
+# Wait until serve has closed four (a loaded machine may take a while to
+# accept them all; at most about 6 s, well within its 10 s idle timeout):
+# a read that does not time out is of a connection serve closed.  The
+# count below then gives every connection still open another 0.5 s to be
+# closed in.
+gone=() n=0
+end=$((SECONDS + 5))
+while :; do
+	n=0
+	for i in "${!fds[@]}"; do
+		if [[ -z ${gone[i]:-} ]]; then
+			rc=0
+			read -r -t 0.1 -u "${fds[i]}" _ || rc=$?
+			((rc > 128)) || gone[i]=1
+		fi
+		[[ -z ${gone[i]:-} ]] || n=$((n + 1))
+	done
+	((n < 4 && SECONDS < end)) || break
+done
 open=0 closed=0
 for fd in "${fds[@]}"; do
 	rc=0

@@ -34,28 +34,11 @@ set -euo pipefail
 ry=$1 scenario=$2
 here=$(cd "$(dirname "$0")" && pwd)
 etc=${RY_DRILL_CONF_DIR:-$here/../../etc/examples} # test_tcp_drill.sh: tcp rails
-if [[ $(id -u) -ne 0 ]] || ! ip netns list >/dev/null 2>&1; then
-	echo "SKIP: network namespaces need root (run as root, as CI does)"
-	exit 77
-fi
-command -v jq >/dev/null || { echo "SKIP: jq is not installed (apt-get install jq)"; exit 77; }
+source "$here/lib.sh"
+ns_need_root
 
 RATE=${RY_DRILL_RATE:-100mbit}
-p=${RY_NETNS_PREFIX:-ryd}$$
-work=$(mktemp -d)
-serve_pid=
-cleanup() {
-	# serve exits 0 on SIGTERM; whatever it returns, the namespaces go
-	if [[ -n $serve_pid ]]; then
-		kill "$serve_pid" 2>/dev/null || true
-		wait "$serve_pid" 2>/dev/null || true
-	fi
-	bash "$here/topo.sh" down $p
-	[[ -n ${RY_DRILL_KEEP:-} ]] && cp -r "$work" "$RY_DRILL_KEEP"
-	rm -rf "$work"
-}
-trap cleanup EXIT
-bash "$here/topo.sh" up $p 4 "$RATE"
+ns_up ryd 4 "$RATE"
 if [[ $scenario == pmtu ]]; then
 	# before serve and drill start: the soft rails' mtu = 0 takes the
 	# interface's, 9000
@@ -81,19 +64,7 @@ diagnose() {
 }
 fail() { echo "FAIL ($scenario): $*"; diagnose; exit 1; }
 
-# Not through in_b: a function in the background is a subshell, and its
-# PID is not serve's -- killing it left serve running and made `wait`
-# report 143, which failed the test (set -e) before the namespaces went.
-# start_serve LOG: serve in b, ready once it says so (the status socket of
-# a killed serve stays behind, so its presence proves nothing)
-start_serve() {
-	ip netns exec "$p-b" "$ry" serve -c "$etc/netns-drill-b.conf" \
-		--socket "$work/b.sock" >"$1" 2>&1 &
-	serve_pid=$!
-	for _ in $(seq 50); do grep -q "railyard serve: node" "$1" && break; sleep 0.1; done
-	grep -q "railyard serve: node" "$1" || { cat "$1"; fail "serve did not start"; }
-}
-start_serve "$work/serve.log"
+ns_serve "$etc/netns-drill-b.conf" "$work/serve.log"
 
 # drill DURATION OUT: runs in the background, JSON to OUT
 conf_a=$etc/netns-drill-a.conf
@@ -419,7 +390,7 @@ restart)
 	wait "$serve_pid" 2>/dev/null || true
 	sleep 2
 	t_start=$(now)
-	start_serve "$work/serve2.log"
+	ns_serve "$etc/netns-drill-b.conf" "$work/serve2.log"
 	t_ready=$(now)
 	finish "$out"
 	cat "$out.log" | grep -E "restarted|resumed on|operations failed because" || true

@@ -55,32 +55,22 @@ set -euo pipefail
 ry=$1 intruder=$2
 here=$(cd "$(dirname "$0")" && pwd)
 etc=$here/../../etc/examples
-if [[ $(id -u) -ne 0 ]] || ! ip netns list >/dev/null 2>&1; then
-	echo "SKIP: network namespaces need root (run as root, as CI does)"
-	exit 77
-fi
-command -v jq >/dev/null || { echo "SKIP: jq is not installed (apt-get install jq)"; exit 77; }
+source "$here/lib.sh"
+ns_need_root
 
 RATE=${RY_DRILL_RATE:-100mbit}
 BENCH_S=${RY_INTRUDER_BENCH_S:-14}
-p=${RY_NETNS_PREFIX:-ryi}$$
-work=$(mktemp -d)
 pids=()
-serve_pid=
-cleanup() {
+ns_cleanup_more() {
 	local pid
-	for pid in "${pids[@]}" $serve_pid; do
+	for pid in "${pids[@]}"; do
 		kill "$pid" 2>/dev/null || true
 	done
-	for pid in "${pids[@]}" $serve_pid; do
+	for pid in "${pids[@]}"; do
 		wait "$pid" 2>/dev/null || true
 	done
-	bash "$here/topo.sh" down $p
-	[[ -n ${RY_DRILL_KEEP:-} ]] && cp -r "$work" "$RY_DRILL_KEEP"
-	rm -rf "$work"
 }
-trap cleanup EXIT
-bash "$here/topo.sh" up $p 4 "$RATE" --intruder
+ns_up ryi 4 "$RATE" --intruder
 
 B=198.18.0.2:7470
 A_CLAIM=198.18.0.1:7470

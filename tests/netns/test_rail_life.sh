@@ -22,27 +22,11 @@ set -euo pipefail
 ry=$1 scenario=$2
 here=$(cd "$(dirname "$0")" && pwd)
 etc=$here/../../etc/examples
-if [[ $(id -u) -ne 0 ]] || ! ip netns list >/dev/null 2>&1; then
-	echo "SKIP: network namespaces need root (run as root, as CI does)"
-	exit 77
-fi
-command -v jq >/dev/null || { echo "SKIP: jq is not installed (apt-get install jq)"; exit 77; }
+source "$here/lib.sh"
+ns_need_root
 
-p=hL$$
-work=$(mktemp -d)
-serve_pid=
 slack=${RY_DRILL_SLACK_MS:-250}
-cleanup() {
-	if [[ -n $serve_pid ]]; then
-		kill "$serve_pid" 2>/dev/null || true
-		wait "$serve_pid" 2>/dev/null || true
-	fi
-	bash "$here/topo.sh" down $p
-	[[ -n ${RY_DRILL_KEEP:-} ]] && cp -r "$work" "$RY_DRILL_KEEP"
-	rm -rf "$work"
-}
-trap cleanup EXIT
-bash "$here/topo.sh" up $p 4 "${RY_DRILL_RATE:-100mbit}"
+ns_up hL 4 "${RY_DRILL_RATE:-100mbit}"
 fail() {
 	echo "FAIL ($scenario): $*"
 	[[ -s ${out:-/nonexistent} ]] && jq -c '.events' "$out"
@@ -57,11 +41,7 @@ mac=$(mac_of $host)
 if [[ $scenario == absent-b ]]; then
 	bash "$here/topo.sh" delete $p b 1
 fi
-ip netns exec "$p-b" "$ry" serve -c "$etc/netns-drill-b.conf" \
-	--socket "$work/b.sock" >"$work/serve.log" 2>&1 &
-serve_pid=$!
-for _ in $(seq 50); do grep -q "railyard serve: node" "$work/serve.log" && break; sleep 0.1; done
-grep -q "railyard serve: node" "$work/serve.log" || fail "serve did not start"
+ns_serve "$etc/netns-drill-b.conf" "$work/serve.log"
 
 if [[ $scenario == absent-b ]]; then
 	grep -q "rail r1: absent: .*r1.*starting without it" "$work/serve.log" ||
@@ -105,15 +85,7 @@ if [[ $host == b ]]; then
 		fail "r1 not open in b 3 s after its return: $st"
 fi
 
-drill_rc=0
-wait "$drill_pid" || drill_rc=$?
-jq -se 'length == 1 and (.[0] | type == "object")' "$out" >/dev/null || { cat "$out.log"; fail "no JSON from drill"; }
-j() { jq -r "$1" "$out"; }
-echo "drill: $(j .ops_ok) ok, $(j .ops_failed) failed, $(j .verify_errors) verify errors, exit $drill_rc"
-[[ $(j .ops_failed) == 0 ]] || fail "$(j .ops_failed) operations failed: $(j .first_error)"
-[[ $(j .verify_errors) == 0 ]] || fail "$(j .verify_errors) verify errors"
-[[ $(j .ops_ok) -gt 0 ]] || fail "no operation completed"
-[[ $drill_rc == 0 ]] || fail "drill exited $drill_rc"
+ns_drill_clean "$drill_pid" "$out"
 
 case $scenario in
 recreate-a)

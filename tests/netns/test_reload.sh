@@ -15,35 +15,15 @@ set -euo pipefail
 ry=$1
 here=$(cd "$(dirname "$0")" && pwd)
 etc=$here/../../etc/examples
-if [[ $(id -u) -ne 0 ]] || ! ip netns list >/dev/null 2>&1; then
-	echo "SKIP: network namespaces need root (run as root, as CI does)"
-	exit 77
-fi
-command -v jq >/dev/null || { echo "SKIP: jq is not installed (apt-get install jq)"; exit 77; }
+source "$here/lib.sh"
+ns_need_root
 
-p=hR$$
-work=$(mktemp -d)
-serve_pid=
-cleanup() {
-	if [[ -n $serve_pid ]]; then
-		kill "$serve_pid" 2>/dev/null || true
-		wait "$serve_pid" 2>/dev/null || true
-	fi
-	bash "$here/topo.sh" down $p
-	[[ -n ${RY_DRILL_KEEP:-} ]] && cp -r "$work" "$RY_DRILL_KEEP"
-	rm -rf "$work"
-}
-trap cleanup EXIT
-bash "$here/topo.sh" up $p 4 "${RY_DRILL_RATE:-100mbit}"
+ns_up hR 4 "${RY_DRILL_RATE:-100mbit}"
 fail() { echo "FAIL (reload): $*"; exit 1; }
 
 conf=$work/b.conf
 cp "$etc/netns-drill-b.conf" "$conf"
-ip netns exec "$p-b" "$ry" serve -c "$conf" --socket "$work/b.sock" \
-	>"$work/serve.log" 2>&1 &
-serve_pid=$!
-for _ in $(seq 50); do grep -q "railyard serve: node" "$work/serve.log" && break; sleep 0.1; done
-grep -q "railyard serve: node" "$work/serve.log" || { cat "$work/serve.log"; fail "serve did not start"; }
+ns_serve "$conf" "$work/serve.log"
 
 out=$work/run.json
 ip netns exec "$p-a" "$ry" drill -c "$etc/netns-drill-a.conf" --peer b \
@@ -80,15 +60,7 @@ cp "$work/good.conf" "$conf"
 reload || fail "adding r3 back: $(cat "$work/reload.out")"
 echo "r3 added back: $(tail -1 "$work/reload.out")"
 
-drill_rc=0
-wait "$drill_pid" || drill_rc=$?
-jq -se 'length == 1 and (.[0] | type == "object")' "$out" >/dev/null || { cat "$out.log"; fail "no JSON from drill"; }
-j() { jq -r "$1" "$out"; }
-echo "drill: $(j .ops_ok) ok, $(j .ops_failed) failed, $(j .verify_errors) verify errors, exit $drill_rc"
-[[ $(j .ops_failed) == 0 ]] || fail "$(j .ops_failed) operations failed: $(j .first_error)"
-[[ $(j .verify_errors) == 0 ]] || fail "$(j .verify_errors) verify errors"
-[[ $(j .ops_ok) -gt 0 ]] || fail "no operation completed"
-[[ $drill_rc == 0 ]] || fail "drill exited $drill_rc"
+ns_drill_clean "$drill_pid" "$out"
 
 # r3 carried nothing from a second after it went down with the removal
 t_rm=$(awk -v a="$t_remove" -v s="$(j .start_unix)" 'BEGIN { print a - s }')

@@ -20,11 +20,8 @@ set -euo pipefail
 ry=$1 scenario=$2
 here=$(cd "$(dirname "$0")" && pwd)
 examples=$here/../../etc/examples
-if [[ $(id -u) -ne 0 ]] || ! ip netns list >/dev/null 2>&1; then
-	echo "SKIP: network namespaces need root (run as root, as CI does)"
-	exit 77
-fi
-command -v jq >/dev/null || { echo "SKIP: jq is not installed (apt-get install jq)"; exit 77; }
+source "$here/lib.sh"
+ns_need_root
 confs=$(mktemp -d)
 trap 'rm -rf "$confs"' EXIT
 for h in a b; do
@@ -49,21 +46,8 @@ esac
 	grep -q "provider = tcp  standby = yes" "$confs/netns-drill-$h.conf" ||
 		{ echo "FAIL: cannot make r3 a tcp standby"; exit 1; }
 done
-RATE=${RY_DRILL_RATE:-100mbit}
-p=${RY_NETNS_PREFIX:-ryt}$$
-work=$(mktemp -d)
-serve_pid=
-cleanup() {
-	if [[ -n $serve_pid ]]; then
-		kill "$serve_pid" 2>/dev/null || true
-		wait "$serve_pid" 2>/dev/null || true
-	fi
-	bash "$here/topo.sh" down $p
-	[[ -n ${RY_DRILL_KEEP:-} ]] && cp -r "$work" "$RY_DRILL_KEEP"
-	rm -rf "$work" "$confs"
-}
-trap cleanup EXIT
-bash "$here/topo.sh" up $p 4 "$RATE"
+ns_cleanup_more() { rm -rf "$confs"; }
+ns_up ryt 4 "${RY_DRILL_RATE:-100mbit}"
 fail() {
 	echo "FAIL (standby): $*"
 	jq -r '.samples[] | "\(.t) \(.total_mbyte_s) \(.rails | tostring)"' \
@@ -72,11 +56,7 @@ fail() {
 	grep -h " warn \| error " "$out.log" "$work/serve.log" 2>/dev/null | tail -20
 	exit 1
 }
-ip netns exec "$p-b" "$ry" serve -c "$confs/netns-drill-b.conf" \
-	--socket "$work/b.sock" >"$work/serve.log" 2>&1 &
-serve_pid=$!
-for _ in $(seq 50); do grep -q "railyard serve: node" "$work/serve.log" && break; sleep 0.1; done
-grep -q "railyard serve: node" "$work/serve.log" || { cat "$work/serve.log"; fail "serve did not start"; }
+ns_serve "$confs/netns-drill-b.conf" "$work/serve.log"
 
 out=$work/run.json
 if [[ $scenario == bench ]]; then

@@ -18,6 +18,8 @@
 # usage: test_objstore.sh PATH/TO/railyard-objd PATH/TO/railyard-obj
 set -euo pipefail
 objd=$1 obj=$2
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
 command -v jq >/dev/null || { echo "SKIP: jq is not installed (apt-get install jq)"; exit 77; }
 
 dir=$(mktemp -d /tmp/ry-objstore-XXXXXX)
@@ -35,20 +37,7 @@ fail() {
 	exit 1
 }
 
-# the client's control port is ephemeral, so the server admits loopback
-cat >"$dir/srv.conf" <<CONF
-node = objd
-control = "127.0.0.1:0"
-accept = {"127.0.0.0/8"}
-rail r0 { provider = soft network = n0 address = "127.0.0.1" }
-rail r1 { provider = soft network = n1 address = "127.0.0.1" }
-CONF
-cat >"$dir/cli.conf" <<CONF
-node = objc
-control = "127.0.0.1:0"
-rail r0 { provider = soft network = n0 address = "127.0.0.1" }
-rail r1 { provider = soft network = n1 address = "127.0.0.1" }
-CONF
+obj_confs
 
 # usage errors exit 2, a config that cannot start exits 1
 rc=0; "$obj" bench -c "$dir/cli.conf" --size 5-2 2>/dev/null || rc=$?
@@ -63,18 +52,7 @@ rc=0; "$obj" stat -c "$dir/missing.conf" 2>/dev/null || rc=$?
 
 # 64 MiB in 4 KiB chunks: objects up to 1024 chunks = 4 MiB
 # one client fills the pool below: no per-client budget here
-"$objd" -c "$dir/srv.conf" --capacity 64M --chunk 4K --client-stored 0 \
-	2>"$dir/srv.log" &
-srv_pid=$!
-ctl=""
-for _ in $(seq 100); do
-	ctl=$(grep -o 'control 127\.0\.0\.1:[0-9]*' "$dir/srv.log" | cut -d' ' -f2 || true)
-	[[ -n $ctl ]] && break
-	kill -0 "$srv_pid" 2>/dev/null || fail "railyard-objd exited"
-	sleep 0.1
-done
-[[ -n $ctl ]] || fail "railyard-objd did not say its control address"
-grep -q ': ready' "$dir/srv.log" || fail "railyard-objd not ready"
+obj_serve --capacity 64M --chunk 4K --client-stored 0
 c() { "$obj" "$1" -c "$dir/cli.conf" --server "$ctl" --timeout 20 "${@:2}"; }
 
 echo "== put/get, odd sizes"

@@ -14,6 +14,8 @@
 # usage: test_objstore_budget.sh PATH/TO/railyard-objd PATH/TO/railyard-obj
 set -euo pipefail
 objd=$1 obj=$2
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
 
 dir=$(mktemp -d /tmp/ry-objbudget-XXXXXX)
 srv_pid="" stall_pid=""
@@ -32,32 +34,8 @@ fail() {
 	exit 1
 }
 
-cat >"$dir/srv.conf" <<CONF
-node = objd
-control = "127.0.0.1:0"
-accept = {"127.0.0.0/8"}
-rail r0 { provider = soft network = n0 address = "127.0.0.1" }
-rail r1 { provider = soft network = n1 address = "127.0.0.1" }
-failover { op_timeout_ms = 3000 }
-CONF
-cat >"$dir/cli.conf" <<CONF
-node = objc
-control = "127.0.0.1:0"
-rail r0 { provider = soft network = n0 address = "127.0.0.1" }
-rail r1 { provider = soft network = n1 address = "127.0.0.1" }
-CONF
-
-"$objd" -c "$dir/srv.conf" --capacity 32M --chunk 4K --client-stored 8M \
-	--client-inflight 8M 2>"$dir/srv.log" &
-srv_pid=$!
-ctl=""
-for _ in $(seq 100); do
-	ctl=$(grep -o 'control 127\.0\.0\.1:[0-9]*' "$dir/srv.log" | cut -d' ' -f2 || true)
-	[[ -n $ctl ]] && break
-	kill -0 "$srv_pid" 2>/dev/null || fail "railyard-objd exited"
-	sleep 0.1
-done
-[[ -n $ctl ]] || fail "railyard-objd did not say its control address"
+obj_confs 'failover { op_timeout_ms = 3000 }'
+obj_serve --capacity 32M --chunk 4K --client-stored 8M --client-inflight 8M
 # as client NODE
 c() { "$obj" "$2" -c "$dir/cli.conf" --node "$1" --server "$ctl" --timeout 20 "${@:3}"; }
 

@@ -88,6 +88,17 @@ mgr_bench() { # mgr_bench [CONFIG]
 	[ $rc = 0 ] || mgr_fail "bench exited $rc" || return 1
 }
 
+# mgr_drill_started LOG PID: until the drill PID, logging to LOG, says it
+# started (at most 30 s), or exits
+mgr_drill_started() {
+	i=0
+	while [ $i -lt 300 ] && ! grep -q "^drill to" "$1"; do
+		kill -0 "$2" 2>/dev/null || break
+		i=$((i + 1))
+		sleep 0.1
+	done
+}
+
 mgr_drill() { # mgr_drill [CONFIG of node a]
 	mgr_out=$mgr_dir/drill.json
 	"$mgr_ry" drill -c "${1:-$mgr_etc/rxe-a.conf}" --peer b --duration 16 \
@@ -95,12 +106,7 @@ mgr_drill() { # mgr_drill [CONFIG of node a]
 		>$mgr_out 2>$mgr_dir/drill.log &
 	pid=$!
 	# pull the cable once data has been moving for a while
-	i=0
-	while [ $i -lt 300 ] && ! grep -q "^drill to" $mgr_dir/drill.log; do
-		kill -0 $pid 2>/dev/null || break
-		i=$((i + 1))
-		sleep 0.1
-	done
+	mgr_drill_started $mgr_dir/drill.log $pid
 	sleep 3
 	echo "guest: drill: veth1a down at $(now) s"
 	ip link set veth1a down

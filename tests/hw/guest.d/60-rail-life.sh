@@ -37,12 +37,7 @@ life_drill() {
 	"$mgr_ry" drill -c "$mgr_etc/rxe-a.conf" --peer b --duration 22 \
 		--size 256K --depth 4 --json >$mgr_out 2>$life_dir/drill.log &
 	pid=$!
-	i=0
-	while [ $i -lt 300 ] && ! grep -q "^drill to" $life_dir/drill.log; do
-		kill -0 $pid 2>/dev/null || break
-		i=$((i + 1))
-		sleep 0.1
-	done
+	mgr_drill_started $life_dir/drill.log $pid
 	sleep 3
 	echo "guest: rail life: rdma link add rxe_b1 at $(now) s"
 	rdma link add rxe_b1 type rxe netdev veth1b
