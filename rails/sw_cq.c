@@ -37,6 +37,25 @@ int ry__sw_cq_take(struct ry__sw_cq *cq, uint32_t n, uint32_t srq_size)
 	return rc;
 }
 
+int ry__sw_cq_new(struct ry_rail *rail, struct ry__list *cqs, uint32_t srq_size,
+		  struct ry_cq **cq_p)
+{
+	struct ry__sw_cq *cq = calloc(1, sizeof(*cq));
+	int rc;
+
+	if (!cq)
+		return -ENOMEM;
+	cq->base.rail = rail;
+	rc = ry__sw_cq_take(cq, 0, srq_size);
+	if (rc) {
+		free(cq);
+		return rc;
+	}
+	ry__list_add_tail(cqs, &cq->link);
+	*cq_p = &cq->base;
+	return 0;
+}
+
 int ry__sw_cq_push(struct ry__sw_cq *cq, const struct ry_wc *wc)
 {
 	if (!cq->size || ry__ring_full(cq->head, cq->tail, cq->size))

@@ -67,6 +67,11 @@ int ry__sw_cq_take(struct ry__sw_cq *cq, uint32_t n, uint32_t srq_size);
 
 /* 0, or -ENOSPC when the ring is full and wc is not kept (the caller
  * logs: a reservation was missed). */
+/* A CQ of create_cq, on the rail's list cqs, with room for an SRQ of
+ * srq_size */
+int ry__sw_cq_new(struct ry_rail *rail, struct ry__list *cqs, uint32_t srq_size,
+		  struct ry_cq **cq_p);
+
 int ry__sw_cq_push(struct ry__sw_cq *cq, const struct ry_wc *wc);
 
 /* Up to n completions into wc, oldest first; a send WR's room is free

@@ -127,21 +127,8 @@ int ry__soft_cq_pending(struct ry_cq *cq)
 
 int ry__soft_create_cq(struct ry_rail *rail, struct ry_cq **cq_p)
 {
-	struct ry__soft_rail *r = to_srail(rail);
-	struct ry__sw_cq *cq = calloc(1, sizeof(*cq));
-	int rc;
-
-	if (!cq)
-		return -ENOMEM;
-	cq->base.rail = rail;
-	rc = ry__sw_cq_take(cq, 0, RY__SOFT_SRQ_SIZE);
-	if (rc) {
-		free(cq);
-		return rc;
-	}
-	ry__list_add_tail(&r->cqs, &cq->link);
-	*cq_p = &cq->base;
-	return 0;
+	return ry__sw_cq_new(rail, &to_srail(rail)->cqs, RY__SOFT_SRQ_SIZE,
+			     cq_p);
 }
 
 static void cq_free(struct ry__soft_rail *r, struct ry__sw_cq *cq)

@@ -122,21 +122,8 @@ static int tcp_cq_pending(struct ry_cq *cq)
 
 static int tcp_create_cq(struct ry_rail *rail, struct ry_cq **cq_p)
 {
-	struct ry__tcp_rail *r = to_trail(rail);
-	struct ry__sw_cq *cq = calloc(1, sizeof(*cq));
-	int rc;
-
-	if (!cq)
-		return -ENOMEM;
-	cq->base.rail = rail;
-	rc = ry__sw_cq_take(cq, 0, RY__TCP_SRQ_SIZE);
-	if (rc) {
-		free(cq);
-		return rc;
-	}
-	ry__list_add_tail(&r->cqs, &cq->link);
-	*cq_p = &cq->base;
-	return 0;
+	return ry__sw_cq_new(rail, &to_trail(rail)->cqs, RY__TCP_SRQ_SIZE,
+			     cq_p);
 }
 
 static void cq_free(struct ry__tcp_rail *r, struct ry__sw_cq *cq)
