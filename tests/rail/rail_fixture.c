@@ -259,3 +259,26 @@ void pair_spin(struct ry_test_pair *p, int ms)
 		idle(p, (int)(end - now));
 	}
 }
+
+bool ry_test_ip_bad_config(void (*config)(struct ry_rail_config *, int),
+			   struct ry_rail_config *cfg, int n, int *want)
+{
+	config(cfg, 0);
+	switch (n) {
+	case 0:
+		snprintf(cfg->address, sizeof(cfg->address), "no.such.host");
+		*want = -EINVAL;
+		return true;
+	case 1: /* not an address of this host */
+		snprintf(cfg->address, sizeof(cfg->address),
+			 "198.19.255.254:0");
+		*want = -EADDRNOTAVAIL;
+		return true;
+	case 2:
+		cfg->mtu = 100;
+		*want = -EINVAL;
+		return true;
+	default:
+		return false;
+	}
+}

@@ -46,6 +46,12 @@ struct ry_test_provider {
 	bool (*bad_config)(struct ry_rail_config *cfg, int n, int *want);
 };
 
+/* bad_config for a rail addressed by IP:PORT (soft, tcp): config is the
+ * provider's good one, spoilt in turn by an unresolvable name, an address
+ * of no interface here and an MTU below the minimum. */
+bool ry_test_ip_bad_config(void (*config)(struct ry_rail_config *, int),
+			   struct ry_rail_config *cfg, int n, int *want);
+
 extern const struct ry_test_provider *ry_test_provider;
 /* pair_open gives each rail's test QPs a CQ of their own (create_cq),
  * not the rail's: the "own_cq" case runs the contract cases so. */

@@ -18,24 +18,7 @@ void ry__soft_test_config(struct ry_rail_config *cfg, int idx)
 
 static bool soft_bad_config(struct ry_rail_config *cfg, int n, int *want)
 {
-	ry__soft_test_config(cfg, 0);
-	switch (n) {
-	case 0:
-		snprintf(cfg->address, sizeof(cfg->address), "no.such.host");
-		*want = -EINVAL;
-		return true;
-	case 1: /* not an address of this host */
-		snprintf(cfg->address, sizeof(cfg->address),
-			 "198.19.255.254:0");
-		*want = -EADDRNOTAVAIL;
-		return true;
-	case 2:
-		cfg->mtu = 100;
-		*want = -EINVAL;
-		return true;
-	default:
-		return false;
-	}
+	return ry_test_ip_bad_config(ry__soft_test_config, cfg, n, want);
 }
 
 const struct ry_test_provider ry__soft_test_provider = {
