@@ -233,6 +233,14 @@ void ry__on_recv(struct ry__lrail *lr, const struct ry_wc *wc, uint64_t now)
 			ry__msg_rx(c, buf, wc->byte_len, now);
 		else
 			retired_rx(lr->lr_mgr, buf, wc->byte_len, now);
+	} else if (wc->status != RY_WC_FLUSHED) {
+		/* a responder error: the QP is in ERR, and its own WRs will
+		 * come back flushed, which names nothing */
+		c = ry__conn_by_qpn(lr, wc->qp_num);
+		if (c &&
+		    (c->cn_state == CONN_ACTIVE || c->cn_state == CONN_PROBING))
+			ry__conn_mark_failed(c, ry_wc_status_str(wc->status),
+					     c->cn_last_ok_ns);
 	}
 	repost(lr, wc->wr_id);
 }

@@ -54,6 +54,11 @@ uint64_t ry_loop_progress_calls(struct ry_rail *rail);
  * provider out of send queue memory, say). */
 void ry_loop_fail_posts(struct ry_rail *rail, unsigned n);
 
+/* The rail's next n receives of a SEND complete with RY_WC_LOC_LEN and
+ * move the receiving QP to ERR; the sender's WR completes
+ * RY_WC_REM_INVALID_REQ (a responder error, as an RC HCA reports it). */
+void ry_loop_fail_recvs(struct ry_rail *rail, unsigned n);
+
 /* Keep packets lost to a pulled cable for ry_loop_release_held(). */
 void ry_loop_hold(struct ry_rail *rail, bool on);
 

@@ -80,6 +80,7 @@ struct loop_rail {
 	struct loop_cq *lr_cqs;
 	_Atomic uint64_t lr_progress_calls; /* ry_loop_progress_calls() */
 	atomic_uint lr_fail_posts;	    /* ry_loop_fail_posts() */
+	atomic_uint lr_fail_recvs;	    /* ry_loop_fail_recvs() */
 	enum ry_link_state lr_link;
 	struct ry_fault lr_fault;
 	struct ry_wc *lr_cq;
@@ -347,6 +348,17 @@ static struct loop_mr *remote_mr(struct loop_rail *dlr,
 	return m;
 }
 
+/* One of the n that ry_loop_fail_posts() or ry_loop_fail_recvs() asked
+ * to fail, if any are left. */
+static bool take_one(atomic_uint *left)
+{
+	unsigned n = atomic_load(left);
+
+	while (n && !atomic_compare_exchange_weak(left, &n, n - 1))
+		;
+	return n != 0;
+}
+
 /* Consume a receive on dlr for a SEND or WRITE_IMM from src to dq. */
 static enum ry_wc_status deliver_recv(struct loop_rail *dlr, struct loop_qp *dq,
 				      const struct ry_send_wr *wr,
@@ -368,6 +380,13 @@ static enum ry_wc_status deliver_recv(struct loop_rail *dlr, struct loop_qp *dq,
 		if (wr->sge.length > rwr.sge.length) {
 			wc.status = RY_WC_LOC_LEN;
 			qcq_push(dlr, dq, &wc);
+			return RY_WC_REM_INVALID_REQ;
+		}
+		if (take_one(&dlr->lr_fail_recvs)) {
+			/* a responder error: its QP goes to ERR too */
+			wc.status = RY_WC_LOC_LEN;
+			qcq_push(dlr, dq, &wc);
+			qp_to_err(dlr, dq, RY_WC_FLUSHED);
 			return RY_WC_REM_INVALID_REQ;
 		}
 		memcpy((void *)(uintptr_t)rwr.sge.addr, data, wr->sge.length);
@@ -472,15 +491,9 @@ void ry_loop_fail_posts(struct ry_rail *rail, unsigned n)
 	atomic_store(&to_lr(rail)->lr_fail_posts, n);
 }
 
-/* One of the posts ry_loop_fail_posts() asked to fail. */
-static bool fail_post(struct loop_rail *lr)
+void ry_loop_fail_recvs(struct ry_rail *rail, unsigned n)
 {
-	unsigned n = atomic_load(&lr->lr_fail_posts);
-
-	while (n &&
-	       !atomic_compare_exchange_weak(&lr->lr_fail_posts, &n, n - 1))
-		;
-	return n != 0;
+	atomic_store(&to_lr(rail)->lr_fail_recvs, n);
 }
 
 static int post_send_loop(struct ry_qp *qp, const struct ry_send_wr *wr,
@@ -530,7 +543,7 @@ static int post_send_loop(struct ry_qp *qp, const struct ry_send_wr *wr,
 static int loop_post_send(struct ry_qp *qp, const struct ry_send_wr *wr,
 			  unsigned n)
 {
-	if (fail_post(to_lr(qp->pd->rail)))
+	if (take_one(&to_lr(qp->pd->rail)->lr_fail_posts))
 		return -EIO;
 	return post_send_loop(qp, wr, n);
 }
@@ -551,7 +564,7 @@ static int null_post_send(struct ry_qp *qp, const struct ry_send_wr *wr,
 
 	if (qp->state != RY_QPS_RTS && qp->state != RY_QPS_ERR)
 		return -EINVAL;
-	if (fail_post(lr))
+	if (take_one(&lr->lr_fail_posts))
 		return -EIO;
 	for (i = 0; i < n; i++) {
 		if (wr[i].opcode == RY_WR_SEND ||

@@ -160,6 +160,52 @@ START_TEST(post_send_fails)
 }
 END_TEST
 
+/* connection-down events on either node whose reason is a receive's
+ * local length error */
+static unsigned LENERR;
+
+static void lenerr_event(const struct ry_event *ev, void *arg)
+{
+	(void)arg;
+	if (ev->type == RY_EV_CONN_DOWN &&
+	    !strcmp(ev->reason, ry_wc_status_str(RY_WC_LOC_LEN)))
+		LENERR++;
+}
+
+static bool lenerr_seen(void *arg)
+{
+	(void)arg;
+	return LENERR > 0;
+}
+
+/*
+ * A receive that completes in error (a responder error: the QP is in ERR
+ * after it) fails its connection with that status as the reason.  Every
+ * later WR of the QP comes back flushed, and a connection named "flushed"
+ * hides what went wrong.  The idle heartbeats are the receives here: which
+ * end sends them depends on the node ids, so both ends' r0 fail their next
+ * one.  The loop rail only: no other can fail a receive on demand.
+ */
+START_TEST(recv_error_names_the_failure)
+{
+	if (!fx_is_loop())
+		return;
+	LENERR = 0;
+	setup_opts(&(struct fx_opts){.idle_heartbeat_ms = 50});
+	ry_set_event_cb(F.a, lenerr_event, NULL);
+	ry_set_event_cb(F.b, lenerr_event, NULL);
+	ck_assert_int_eq(write_verify(0, 1 << 20, 1), RY_OK);
+	ck_assert(fx_until(&F, both_rails_active, NULL, 20000));
+	ry_loop_fail_recvs(ry__mgr_rail(F.a, "r0"), 1);
+	ry_loop_fail_recvs(ry__mgr_rail(F.b, "r0"), 1);
+	ck_assert(fx_until(&F, lenerr_seen, NULL, 10000));
+	/* and the rail comes back and carries data */
+	ck_assert(fx_until(&F, both_rails_active, NULL, 20000));
+	ck_assert_int_eq(write_verify(0, 1 << 20, 2), RY_OK);
+	teardown();
+}
+END_TEST
+
 /*
  * A message whose sequence lies far past the receive window (a peer that
  * breaks the protocol, or a hostile one) is dropped and fails the
@@ -283,6 +329,7 @@ int main(void)
 	    {"manager", write_notify_once_after_data, MGR_ANY},
 	    {"manager", message_far_sequence, MGR_ANY},
 	    {"manager", post_send_fails, MGR_ANY},
+	    {"manager", recv_error_names_the_failure, MGR_LOOP},
 	};
 
 	return mgr_main("msg", cases, sizeof(cases) / sizeof(cases[0]));
