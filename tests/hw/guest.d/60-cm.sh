@@ -12,7 +12,7 @@
 # Not here: a cable pull on rdma_cm.  After veth1a goes down and up, rxe
 # in this guest sends no CM MAD on that rail any more (no packet on the
 # veth, every REQ times out), while manual connects carry on (see
-# rails/verbs/railyard-verbs.7.md).
+# railyard-verbs(7), rails/verbs/railyard-verbs.7).
 
 cm_dir=/tmp/cm
 mkdir -p $cm_dir

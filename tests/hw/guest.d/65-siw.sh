@@ -15,7 +15,7 @@
 # cases, `siw_suite` runs it by hand): siw completes a WRITE posted after a
 # READ first, has no RNR, reports remote errors with TERMINATE and other
 # statuses, refuses some registrations and CQ resizing; see
-# rails/verbs/railyard-verbs.7.md.
+# railyard-verbs(7), rails/verbs/railyard-verbs.7.
 
 siw_dir=/tmp/siw
 mkdir -p $siw_dir
