@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
@@ -232,8 +233,10 @@ static int bool_cb(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
 	return -1;
 }
 
-/* Sections with their options from the table, plus subsections. */
-#define MAX_SEC_OPTS 24
+/* Sections with their options from the table, plus subsections (at most
+ * four, the root's) and the end mark: fill() refuses to overrun them. */
+#define MAX_SEC_OPTS 40
+#define SEC_EXTRA 5
 static cfg_opt_t fault_opts[MAX_SEC_OPTS], rail_opts[MAX_SEC_OPTS],
     peer_opts[MAX_SEC_OPTS], failover_opts[MAX_SEC_OPTS],
     log_opts[MAX_SEC_OPTS], root_opts[MAX_SEC_OPTS];
@@ -287,6 +290,15 @@ static unsigned fill(cfg_opt_t *opts, const char *sec)
 
 	RY__OPT_FOREACH(o, sec)
 	{
+		if (n + SEC_EXTRA >= MAX_SEC_OPTS) {
+			/* a new option outgrew the arrays: a build problem */
+			fprintf(stderr,
+				"railyard: config section '%s' has "
+				"more options than MAX_SEC_OPTS in "
+				"config/schema.c allows\n",
+				sec);
+			abort();
+		}
 		opts[n++] = schema_opt(o);
 	}
 	return n;
