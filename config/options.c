@@ -70,6 +70,9 @@ const struct ry__opt ry__opts[] = {
 	"inbound control sessions per address; 8 is the default"),
     TOP(handshake_timeout_ms, RY__OPT_INT, "2000", 1, 600000, ZD, "ms",
 	MS_HINT),
+    TOP(standby_below, RY__OPT_INT, "0", 0, 100, 0, "percent",
+	"percent of the primary rails' weight, 0 to 100; 0: standby rails "
+	"carry work only while no primary rail can"),
     TOP(control_frame_rate, RY__OPT_INT, "100", 1, 1000000, ZD, "frames/s",
 	"control frames of one type per session per second; 100 is the "
 	"default"),

@@ -37,7 +37,7 @@
  *                     rnr_retry for connections made after the reload.
  *   the rest          ops_in_flight, reg_cache_bytes, progress_threads,
  *                     accept, max_sessions*, handshake_timeout_ms,
- *                     control_frame_* and log
+ *                     control_frame_*, standby_below and log
  *                     (the process's log is set by ry_manager_reload_file()
  *                     and by railyard serve, not by a config built by hand).
  *
@@ -473,6 +473,7 @@ static void apply_options(struct ry_manager *m, const struct ry_config *c)
 	o->handshake_timeout_ms = c->handshake_timeout_ms;
 	o->control_frame_rate = c->control_frame_rate;
 	o->control_frame_burst = c->control_frame_burst;
+	o->standby_below = c->standby_below;
 	o->failover = c->failover;
 	o->log = c->log;
 	snprintf(o->source, sizeof(o->source), "%s", c->source);

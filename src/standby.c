@@ -5,12 +5,18 @@
 
 bool ry__standby_primary_up(const struct ry_peer *p)
 {
-	for (unsigned i = 0; i < p->pr_mgr->m_nrails; i++) {
-		const struct ry__conn *c = p->pr_conn[i];
+	const struct ry_manager *m = p->pr_mgr;
+	uint64_t up = 0, all = 0;
 
-		if (c->cn_state == CONN_ACTIVE && !c->cn_post_err &&
-		    !c->cn_lrail->lr_cfg.standby)
-			return true;
+	for (unsigned i = 0; i < m->m_nrails; i++) {
+		const struct ry__conn *c = p->pr_conn[i];
+		uint32_t w = c->cn_lrail->lr_cfg.weight;
+
+		if (c->cn_lrail->lr_cfg.standby)
+			continue;
+		all += w;
+		if (c->cn_state == CONN_ACTIVE && !c->cn_post_err)
+			up += w;
 	}
-	return false;
+	return up && up * 100 >= (uint64_t)m->m_cfg.standby_below * all;
 }

@@ -186,6 +186,10 @@ struct ry_config {
 	 * average, this many at once; beyond, dropped, and a session that
 	 * keeps at it is closed and its address backed off */
 	uint32_t control_frame_rate, control_frame_burst;
+	/* standby rails also carry a peer's work while its primary rails
+	 * that can take work have less than this percent of the primary
+	 * rails' weight (0: only while none can), 0..100 */
+	uint32_t standby_below;
 	/* new top-level options go here, at the end (see the top) */
 };
 

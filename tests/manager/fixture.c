@@ -60,6 +60,7 @@ void fx_config(struct ry_config *c, const struct fx_opts *o, bool is_b)
 	FX_SET(c->failover.op_timeout_ms, o->op_timeout_ms);
 	c->failover.fence = !o->fence_off;
 	FX_SET(c->control_frame_rate, o->control_frame_rate);
+	c->standby_below = o->standby_below;
 	/* both ends are on loopback with kernel-chosen control ports */
 	if (!is_b || !o->b_strict) {
 		c->accept.n = 1;

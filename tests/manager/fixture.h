@@ -43,6 +43,7 @@ struct fx_opts {
 	bool b_strict, b_names_a;
 	uint32_t b_max_sessions_per_source, b_handshake_timeout_ms;
 	uint32_t control_frame_rate; /* both; 0: the default */
+	uint32_t standby_below;	     /* both */
 	const char *key_a, *key_b;   /* key_file of each; NULL: none */
 	bool data_mac_a, data_mac_b; /* need keys; soft rails to matter */
 };

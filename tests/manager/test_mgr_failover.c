@@ -359,6 +359,45 @@ START_TEST(standby_rail)
 }
 END_TEST
 
+/*
+ * standby_below = 50: the standby (r3) idles while two of the three equal
+ * primaries are up (67 %), and carries work beside the last one (33 %);
+ * with the primaries back it idles again.
+ */
+START_TEST(standby_below_share)
+{
+	struct ry_counters c, d;
+	int i;
+
+	setup_opts(&(struct fx_opts){.nrails_a = 4,
+				     .nrails_b = 4,
+				     .standby = {false, false, false, true},
+				     .standby_below = 50});
+	ck_assert_int_eq(write_verify(0, MiB, 1), RY_OK);
+	ck_assert(fx_until(&F, all_active, NULL, 5000));
+	ck_assert_int_eq(ry_rail_link(F.a, "r0", false), 0);
+	ck_assert_int_eq(ry_rail_counters(F.a, "r3", &d), 0);
+	for (i = 0; i < 8; i++)
+		ck_assert_int_eq(write_verify(0, MiB, 10 + i), RY_OK);
+	ck_assert_int_eq(ry_rail_counters(F.a, "r3", &c), 0);
+	ck_assert_uint_eq(c.bytes, d.bytes);
+	ck_assert_int_eq(ry_rail_link(F.a, "r1", false), 0);
+	for (i = 0; i < 8; i++)
+		ck_assert_int_eq(write_verify(0, MiB, 20 + i), RY_OK);
+	ck_assert_int_eq(ry_rail_counters(F.a, "r3", &c), 0);
+	/* striped over r2 and r3, by their measured rates: r3 took some */
+	ck_assert_uint_gt(c.bytes, d.bytes);
+	ck_assert_int_eq(ry_rail_link(F.a, "r0", true), 0);
+	ck_assert_int_eq(ry_rail_link(F.a, "r1", true), 0);
+	ck_assert(fx_until(&F, all_active, NULL, 5000));
+	for (i = 0; i < 8; i++)
+		ck_assert_int_eq(write_verify(0, MiB, 30 + i), RY_OK);
+	ck_assert_int_eq(ry_rail_counters(F.a, "r3", &d), 0);
+	ck_assert_uint_eq(d.bytes, c.bytes);
+	teardown();
+}
+END_TEST
+
 static bool a_r1_active(void *arg)
 {
 	(void)arg;
@@ -518,6 +557,7 @@ int main(void)
 	    {"manager", down_times_silent, MGR_ANY},
 	    {"manager", all_rails_killed_then_restored, MGR_ANY},
 	    {"manager", standby_rail, MGR_ANY},
+	    {"manager", standby_below_share, MGR_ANY},
 	    {"manager", flapping_rail, MGR_ANY},
 	    {"manager", far_link_down_waits_for_peer, MGR_ANY},
 	    {"manager", far_link_down_first_connect, MGR_ANY},
