@@ -201,6 +201,8 @@ static void check_opts(struct vctx *v, const char *sec, const void *base,
 static void check_rail(struct vctx *v, const struct ry_rail_config *r, int i)
 {
 	int line = r->line;
+	char host[RY_ADDR_MAX];
+	struct in_addr in4;
 
 #define RL(name) line_of(v, "rail", i, name, line)
 	if (!valid_name(r->name))
@@ -218,13 +220,22 @@ static void check_rail(struct vctx *v, const struct ry_rail_config *r, int i)
 			       "\"eth1\"",
 			       "%s rail '%s' has neither address nor interface",
 			       ry_provider_name(r->provider), r->name);
-		if (r->address[0] &&
-		    ry__parse_hostport(r->address, false, NULL, 0, NULL))
+		if (r->address[0] && ry__parse_hostport(r->address, false, host,
+							sizeof(host), NULL))
 			REPORT(v, RL("address"),
-			       "write a numeric IPv4 or IPv6 address, "
-			       "optionally with :port",
+			       "write a numeric IPv4 address, optionally with "
+			       ":port",
 			       "rail '%s': address '%s' does not parse",
 			       r->name, r->address);
+		else if (r->address[0] && inet_pton(AF_INET, host, &in4) != 1)
+			/* their sockets are AF_INET (rails/rail_addr.c) */
+			REPORT(v, RL("address"),
+			       "write a numeric IPv4 address, optionally with "
+			       ":port",
+			       "%s rail '%s': address '%s' is not IPv4: soft "
+			       "and tcp rails run over IPv4",
+			       ry_provider_name(r->provider), r->name,
+			       r->address);
 		if (r->device[0])
 			REPORT(v, RL("device"),
 			       "device is for verbs rails; remove it or set "
