@@ -25,6 +25,10 @@
  *                     peer hears the new rail list (HELLO again) and pairs
  *                     too.  Descriptors packed before the reload carry no
  *                     key for it: pack again to let operations use it.
+ *                     One whose device, port, interface or address is not
+ *                     there is added missing, as at start, and opens when
+ *                     it appears (rail_life.c); require_all_rails refuses
+ *                     the reload instead.
  *   rail changed      any attribute: removed and added (a new slot).
  *   peer removed      its operations fail (RY_EPEER), its connections and
  *                     control sessions close, it is not dialed again and
@@ -37,7 +41,8 @@
  *                     rnr_retry for connections made after the reload.
  *   the rest          ops_in_flight, reg_cache_bytes, progress_threads,
  *                     accept, max_sessions*, handshake_timeout_ms,
- *                     control_frame_*, standby_below and log
+ *                     control_frame_*, standby_below, require_all_rails
+ *                     and log
  *                     (the process's log is set by ry_manager_reload_file()
  *                     and by railyard serve, not by a config built by hand).
  *
@@ -271,7 +276,27 @@ static int add_conns(struct ry_manager *m, const struct ry_config *c,
 	return 0;
 }
 
-/* Open the planned new rails and register every region on them. */
+/* A new rail of a reload that does not go ahead: closed, or forgotten if
+ * it was missing. */
+static void undo_new(struct ry_manager *m, struct ry__lrail *lr)
+{
+	struct ry_region *rg;
+
+	if (ry__rail_life_missing(&lr->lr_life)) {
+		lr->lr_life.rl_missing = false;
+		return;
+	}
+	for (rg = m->m_regions; rg; rg = rg->rg_next)
+		ry__region_dereg_rail(rg, lr);
+	ry__lrail_close(lr);
+}
+
+/*
+ * Open the planned new rails and register every region on them.  A rail
+ * whose device, port, interface or address is not there is added missing,
+ * as at start (rail_life.c): it opens when it appears, unless
+ * require_all_rails refuses the reload instead.
+ */
 static int open_new(struct ry_manager *m, const struct ry_config *c,
 		    const struct plan *pl, struct reporter *r)
 {
@@ -284,8 +309,9 @@ static int open_new(struct ry_manager *m, const struct ry_config *c,
 
 		if (pl->keep[k] >= 0)
 			continue;
-		ret = ry__lrail_open(m, pl->slot[k], &c->rails[k]);
-		for (rg = m->m_regions; rg && !ret; rg = rg->rg_next)
+		ret = ry__rail_life_create(m, pl->slot[k], &c->rails[k]);
+		for (rg = m->m_regions; rg && !ret && lr->lr_rail;
+		     rg = rg->rg_next)
 			ret = ry__region_reg_rail(rg, lr);
 		done = k + 1;
 		if (ret)
@@ -295,15 +321,9 @@ static int open_new(struct ry_manager *m, const struct ry_config *c,
 	}
 	if (!ret)
 		return 0;
-	for (k = 0; k < done; k++) {
-		struct ry__lrail *lr = &m->m_rails[pl->slot[k]];
-
-		if (pl->keep[k] >= 0)
-			continue;
-		for (rg = m->m_regions; rg; rg = rg->rg_next)
-			ry__region_dereg_rail(rg, lr);
-		ry__lrail_close(lr);
-	}
+	for (k = 0; k < done; k++)
+		if (pl->keep[k] < 0)
+			undo_new(m, &m->m_rails[pl->slot[k]]);
 	return ret;
 }
 
@@ -474,6 +494,7 @@ static void apply_options(struct ry_manager *m, const struct ry_config *c)
 	o->control_frame_rate = c->control_frame_rate;
 	o->control_frame_burst = c->control_frame_burst;
 	o->standby_below = c->standby_below;
+	o->require_all_rails = c->require_all_rails;
 	o->failover = c->failover;
 	o->log = c->log;
 	snprintf(o->source, sizeof(o->source), "%s", c->source);
@@ -505,7 +526,7 @@ static int reload(struct ry_manager *m, const struct ry_config *cfg,
 	struct ry_config c;
 	struct plan pl;
 	struct ry_peer *p;
-	bool threads, rails;
+	bool threads, rails, was_require_all;
 	unsigned i, k;
 	int ret;
 
@@ -545,6 +566,9 @@ static int reload(struct ry_manager *m, const struct ry_config *cfg,
 		ry_progress_thread_stop(m);
 
 	ry__lock_and_run_leftovers(m);
+	/* the new file decides whether its new rails may be missing */
+	was_require_all = m->m_cfg.require_all_rails;
+	m->m_cfg.require_all_rails = c.require_all_rails;
 	ret = open_new(m, &c, &pl, r);
 	if (!ret && (ret = add_conns(m, &c, &pl)))
 		RY_ERR("reload", "no memory for the new rails' connections");
@@ -555,18 +579,10 @@ static int reload(struct ry_manager *m, const struct ry_config *cfg,
 		 * fails before changing */
 		if (pl.nadd && !r->n) {
 			for (k = 0; k < c.n_rails; k++)
-				if (pl.keep[k] < 0) {
-					struct ry_region *rg;
-
-					for (rg = m->m_regions; rg;
-					     rg = rg->rg_next)
-						ry__region_dereg_rail(
-						    rg,
-						    &m->m_rails[pl.slot[k]]);
-					ry__lrail_close(
-					    &m->m_rails[pl.slot[k]]);
-				}
+				if (pl.keep[k] < 0)
+					undo_new(m, &m->m_rails[pl.slot[k]]);
 		}
+		m->m_cfg.require_all_rails = was_require_all;
 		ry__unlock(m);
 		goto out;
 	}

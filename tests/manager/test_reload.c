@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/loop/loop.h"
 #include "tests/manager/fixture.h"
 #include "tests/manager/mgr_common.h"
 
@@ -112,6 +113,53 @@ START_TEST(add_rail)
 	/* b's old descriptor has no key for r2: packed again, r2 is used */
 	F.desc_b_len = ry_mr_pack(F.rb, F.desc_b, sizeof(F.desc_b));
 	ck_assert_int_gt(F.desc_b_len, 0);
+	stream_clean(&s, 500);
+	ck_assert_int_eq(ry_rail_counters(F.a, "r2", &c2), 0);
+	ck_assert_uint_gt(c2.fragments, 0);
+	fx_fini(&F);
+}
+END_TEST
+
+static bool a_r2_open(void *arg)
+{
+	(void)arg;
+	return ry_rail_count(F.a) == 3;
+}
+
+/*
+ * A reload adds a rail whose device is not there yet (a NIC not cabled):
+ * the reload succeeds, the rail is missing with its reason, the others go
+ * on untouched, and it opens and carries work as soon as it appears, with
+ * no second reload.  Loop rails only (ry_loop_absent).
+ */
+START_TEST(add_absent_rail)
+{
+	struct problems pr = {0};
+	struct stream s = {.slots = 4};
+	struct ry_counters c2;
+	char name[32], why[128];
+
+	if (!fx_is_loop())
+		return;
+	setup_connected(&(struct fx_opts){.nrails_a = 2});
+	wait_active(2);
+	ry_loop_absent("a-r2", true);
+	ck_assert_int_eq(reload_n(false, 3, &pr), 0);
+	ck_assert_int_eq(reload_n(true, 3, &pr), 0);
+	ck_assert_msg(pr.n == 0, "%s", pr.text);
+	ck_assert_int_eq(ry_rail_count(F.a), 2);
+	ck_assert_int_eq(
+	    ry_rail_missing(F.a, 0, name, sizeof(name), why, sizeof(why)), 0);
+	ck_assert_str_eq(name, "r2");
+	stream_clean(&s, 300);
+	ck_assert_uint_eq(F.ev_a.n_conn_down, 0);
+	ck_assert_uint_eq(F.ev_b.n_conn_down, 0);
+	ry_loop_absent("a-r2", false);
+	ck_assert(fx_until(&F, a_r2_open, NULL, 3000));
+	wait_active(3);
+	F.desc_b_len = ry_mr_pack(F.rb, F.desc_b, sizeof(F.desc_b));
+	ck_assert_int_gt(F.desc_b_len, 0);
+	s.slots = 4;
 	stream_clean(&s, 500);
 	ck_assert_int_eq(ry_rail_counters(F.a, "r2", &c2), 0);
 	ck_assert_uint_gt(c2.fragments, 0);
@@ -418,11 +466,13 @@ START_TEST(bad_config_changes_nothing)
 	ck_assert_msg(strstr(pr.text, ":3: "), "%s", pr.text);
 	ck_assert_msg(strstr(pr.text, path), "%s", pr.text);
 
-	/* a rail that cannot be opened: the one added with it goes too */
+	/* a rail that cannot be opened, with require_all_rails: the one
+	 * added with it goes too */
 	memset(&pr, 0, sizeof(pr));
 	o = F.o;
 	o.nrails_a = 4;
 	fx_config(&c, &o, false);
+	c.require_all_rails = true;
 	c.rails[3].provider = RY_PROVIDER_VERBS;
 	snprintf(c.rails[3].device, sizeof(c.rails[3].device),
 		 "no-such-device");
@@ -495,6 +545,7 @@ int main(void)
 {
 	const TTest *const tests[] = {
 	    add_rail,
+	    add_absent_rail,
 	    remove_rail_in_flight,
 	    remove_rail_both_sides,
 	    remove_then_add_back,
