@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "src/conn.h"
 #include "src/events.h"
@@ -20,6 +21,37 @@
 #include "src/progress.h"
 #include "src/region.h"
 #include "src/tunables.h"
+#include "src/util/random.h"
+
+/*
+ * The probe slices' memory, mapped at a random address: every peer learns
+ * where it is (CONNECT_REQ/REP), and an address in the heap or beside the
+ * libraries would tell a hostile one where those are.  Falls back to where
+ * the kernel puts it if eight random places are taken.
+ */
+static void *probe_map(size_t len)
+{
+	void *p;
+
+	for (unsigned i = 0; i < 8; i++) {
+		/* page-aligned, between 1 TiB and 64 TiB: user space on
+		 * every x86-64 and arm64 kernel */
+		uintptr_t want =
+		    ((uintptr_t)1 << 40) +
+		    (uintptr_t)(ry__rand64() % (63ull << 40) & ~0xfffull);
+
+		p = mmap((void *)want, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1,
+			 0);
+		if (p == (void *)want)
+			return p;
+		if (p != MAP_FAILED) /* a kernel before 4.17: not honoured */
+			munmap(p, len);
+	}
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		 -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
 
 int ry__probe_setup(struct ry_manager *m)
 {
@@ -38,16 +70,18 @@ int ry__probe_setup(struct ry_manager *m)
 	}
 	/* the peer's half, then ours (the WRITE source, the READ target);
 	 * a slice for every slot, so that a rail a reload adds has one too
-	 * (one with a larger MTU than these gets no ladder: pm_len) */
+	 * (one with a larger MTU than these gets no ladder: pm_len).  Each
+	 * rail's MR covers its own slice only: its peers' probes reach
+	 * nothing else. */
 	stride = 2 * ((stride + 63) & ~63u);
-	buf = calloc(RY_MAX_RAILS, stride);
+	buf = probe_map((size_t)RY_MAX_RAILS * stride);
 	if (!buf)
 		return -ENOMEM;
-	ret = ry__region_reg(m, buf, (size_t)RY_MAX_RAILS * stride,
-			     RY_MR_REMOTE_WRITE | RY_MR_REMOTE_READ,
-			     &m->m_probe_region);
+	ret = ry__region_reg_slices(m, buf, stride,
+				    RY_MR_REMOTE_WRITE | RY_MR_REMOTE_READ,
+				    &m->m_probe_region);
 	if (ret) {
-		free(buf);
+		munmap(buf, (size_t)RY_MAX_RAILS * stride);
 		return ret;
 	}
 	m->m_probe_stride = stride;

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
 
@@ -300,14 +301,16 @@ static void teardown(struct ry_manager *m)
 	}
 	while (m->m_regions) {
 		struct ry_region *rg = m->m_regions;
-		bool internal = rg == m->m_msg_region ||
-				rg == m->m_ctl_region ||
-				rg == m->m_probe_region;
+		bool internal = rg == m->m_msg_region || rg == m->m_ctl_region;
+		bool probe = rg == m->m_probe_region; /* mapped: conn_post.c */
 		void *addr = rg->rg_addr;
+		size_t len = rg->rg_len;
 
 		ry__region_dereg(rg);
 		if (internal)
 			free(addr);
+		else if (probe)
+			munmap(addr, len);
 	}
 	for (i = 0; i < m->m_nrails; i++)
 		ry__lrail_close(&m->m_rails[i]);

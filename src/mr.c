@@ -158,8 +158,14 @@ int ry__region_reg_rail(struct ry_region *rg, struct ry__lrail *lr)
 	if (rg->rg_access & RY_MR_REMOTE_READ)
 		ra |= RY_ACCESS_REMOTE_READ;
 	pthread_mutex_lock(&lr->lr_lock);
-	ret = ry__rail_reg_mr(lr->lr_pd, rg->rg_addr, rg->rg_len, ra,
-			      &rg->rg_mr[lr->lr_idx]);
+	if (rg->rg_slice)
+		ret = ry__rail_reg_mr(lr->lr_pd,
+				      (char *)rg->rg_addr +
+					  (size_t)lr->lr_idx * rg->rg_slice,
+				      rg->rg_slice, ra, &rg->rg_mr[lr->lr_idx]);
+	else
+		ret = ry__rail_reg_mr(lr->lr_pd, rg->rg_addr, rg->rg_len, ra,
+				      &rg->rg_mr[lr->lr_idx]);
 	pthread_mutex_unlock(&lr->lr_lock);
 	if (ret)
 		RY_ERR("mgr", "rail %s: registering %zu bytes: %d",
@@ -176,8 +182,8 @@ void ry__region_dereg_rail(struct ry_region *rg, struct ry__lrail *lr)
 	rg->rg_mr[lr->lr_idx] = NULL;
 }
 
-int ry__region_reg(struct ry_manager *m, void *addr, size_t len,
-		   unsigned access, struct ry_region **rg_p)
+static int region_new(struct ry_manager *m, void *addr, size_t len,
+		      size_t slice, unsigned access, struct ry_region **rg_p)
 {
 	struct ry_region *rg;
 	unsigned i;
@@ -189,6 +195,7 @@ int ry__region_reg(struct ry_manager *m, void *addr, size_t len,
 	rg->rg_mgr = m;
 	rg->rg_addr = addr;
 	rg->rg_len = len;
+	rg->rg_slice = slice;
 	rg->rg_access = access;
 	for (i = 0; i < m->m_nrails; i++) {
 		if (!ry__lrail_live(&m->m_rails[i]))
@@ -209,6 +216,19 @@ err_dereg:
 		ry__region_dereg_rail(rg, &m->m_rails[i]);
 	free(rg);
 	return ret;
+}
+
+int ry__region_reg(struct ry_manager *m, void *addr, size_t len,
+		   unsigned access, struct ry_region **rg_p)
+{
+	return region_new(m, addr, len, 0, access, rg_p);
+}
+
+int ry__region_reg_slices(struct ry_manager *m, void *addr, size_t slice,
+			  unsigned access, struct ry_region **rg_p)
+{
+	return region_new(m, addr, (size_t)RY_MAX_RAILS * slice, slice, access,
+			  rg_p);
 }
 
 /* Called with the cold lock held. */

@@ -21,6 +21,9 @@ struct ry_region {
 	unsigned rg_access;   /* enum ry_mr_access */
 	atomic_uint rg_users; /* ops in flight using it (any context) */
 	struct ry_mr *rg_mr[RY_MAX_RAILS];
+	/* 0: each rail's MR covers the region; else rail i's covers only
+	 * [rg_addr + i * rg_slice, + rg_slice) (ry__region_reg_slices) */
+	size_t rg_slice;
 	struct ry_region *rg_next, *rg_prev;
 	/* registration cache (rcache.c); rg_cached false: not the cache's */
 	bool rg_cached;
@@ -44,6 +47,10 @@ struct ry__desc {
 int ry__desc_unpack(const void *buf, size_t len, struct ry__desc *d);
 int ry__region_reg(struct ry_manager *m, void *addr, size_t len,
 		   unsigned access, struct ry_region **rg_p);
+/* A region of RY_MAX_RAILS slices of slice bytes from addr: rail i's MR
+ * covers slice i alone, so its rkey opens nothing of another rail's. */
+int ry__region_reg_slices(struct ry_manager *m, void *addr, size_t slice,
+			  unsigned access, struct ry_region **rg_p);
 void ry__region_dereg(struct ry_region *rg);
 int ry__region_reg_rail(struct ry_region *rg, struct ry__lrail *lr);
 void ry__region_dereg_rail(struct ry_region *rg, struct ry__lrail *lr);

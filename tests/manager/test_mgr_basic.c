@@ -79,6 +79,47 @@ START_TEST(desc_validation)
 }
 END_TEST
 
+/*
+ * An admitted peer knows the probe slice and rkey b gave it for each rail
+ * (CONNECT_REQ/REP), so it can make a descriptor of b's whole probe
+ * region.  Each rail's key opens that rail's slice alone: a write over the
+ * region fails with a remote access error and the slices of the other
+ * slots stay as they were.
+ */
+START_TEST(probe_rkey_reaches_its_slice_only)
+{
+	const struct ry_region *pr;
+	unsigned char d[RY_DESC_MAX];
+	struct fx_done dn = {0};
+	const unsigned char *mem;
+	size_t len, i;
+	int dl;
+
+	setup_opts(NULL);
+	ck_assert_int_eq(write_verify(0, MiB, 1), RY_OK);
+	pr = F.b->m_probe_region;
+	ck_assert_ptr_nonnull(pr);
+	len = pr->rg_len;
+	ck_assert_uint_le(len, F.buflen);
+	dl = ry_mr_pack(pr, d, sizeof(d));
+	ck_assert_int_gt(dl, 0);
+	ck_assert_int_eq(ry_desc_check(d, (size_t)dl), 0);
+	fx_fill(F.bufa, len, 9);
+	ck_assert_int_eq(
+	    ry_write(F.ab, F.ra, 0, d, (size_t)dl, 0, len, fx_cb, &dn), 0);
+	ck_assert(fx_until_done(&F, &dn, 1, 10000));
+	ck_assert_uint_eq(dn.err, 1);
+	ck_assert_int_eq(dn.last_err, RY_EREMOTE_ACCESS);
+	/* the slots past b's two rails: no rail's key covers them */
+	mem = pr->rg_addr;
+	for (i = 2 * F.b->m_probe_stride; i < len; i++)
+		ck_assert_msg(mem[i] == 0,
+			      "byte %zu of b's probe region written", i);
+	ck_assert_int_eq(write_verify(0, MiB, 2), RY_OK);
+	teardown();
+}
+END_TEST
+
 /* A well-formed descriptor with a forged rkey fails at the owner. */
 START_TEST(forged_rkey)
 {
@@ -217,6 +258,7 @@ int main(void)
 	const struct mgr_case cases[] = {
 	    {"manager", desc_validation, MGR_ANY},
 	    {"manager", forged_rkey, MGR_ANY},
+	    {"manager", probe_rkey_reaches_its_slice_only, MGR_ANY},
 	    {"manager", all_sizes, MGR_ANY},
 	    {"manager", unequal_rates, MGR_ANY},
 	    {"manager", ops_in_flight_limit, MGR_ANY},
