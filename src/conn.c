@@ -840,13 +840,30 @@ void ry__conn_on_rej(struct ry_peer *p, unsigned src, unsigned dst,
 	}
 }
 
+/*
+ * Whether a connect or probe attempt (m_connect_ns from its start) has run
+ * out.  A stall of our own within it (m_resumed_ns, progress.c) is not the
+ * peer's silence: it could not be heard, nor answer what we had not read,
+ * so the attempt's time starts again at the end of the stall.
+ */
+static bool attempt_expired(struct ry__conn *c, uint64_t now)
+{
+	const struct ry_manager *m = c->cn_lrail->lr_mgr;
+
+	if (now < c->cn_deadline_ns)
+		return false;
+	if (m->m_resumed_ns + m->m_connect_ns > c->cn_deadline_ns)
+		c->cn_deadline_ns = m->m_resumed_ns + m->m_connect_ns;
+	return now >= c->cn_deadline_ns;
+}
+
 void ry__conn_timers(struct ry__conn *c, uint64_t now)
 {
 	struct ry_manager *m = c->cn_lrail->lr_mgr;
 
 	switch (c->cn_state) {
 	case CONN_CONNECTING:
-		if (now >= c->cn_deadline_ns) {
+		if (attempt_expired(c, now)) {
 			ry__conn_destroy_qp(c);
 			snprintf(c->cn_reason, sizeof(c->cn_reason),
 				 "connect timed out");
@@ -854,7 +871,7 @@ void ry__conn_timers(struct ry__conn *c, uint64_t now)
 		}
 		break;
 	case CONN_PROBING:
-		if (now >= c->cn_deadline_ns)
+		if (attempt_expired(c, now))
 			ry__conn_mark_failed(c, "probe timed out", now);
 		break;
 	case CONN_BACKOFF:

@@ -17,8 +17,10 @@
  *                                  only: heartbeat.c)
  *   liveness        conn with WRs  timeout_ms without a    mark failed
  *                   outstanding    completion or receive
- *   connect         CONNECTING     m_connect_ns            backoff
- *   probe           PROBING        m_connect_ns            mark failed
+ *   connect         CONNECTING     m_connect_ns (after     backoff
+ *                                  our own stall, from its
+ *                                  end: conn.c)
+ *   probe           PROBING        m_connect_ns (the same) mark failed
  *   reconnect       BACKOFF conn   reconnect_min..max_ms,  connect (if link
  *                                  doubling, +-50% jitter  and control up)
  *   health          ACTIVE conn    every 100 ms            health += 50

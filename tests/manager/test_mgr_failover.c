@@ -419,6 +419,46 @@ static struct ry__conn *a_conn(const char *rail)
 }
 
 /*
+ * A stall of our own while a connection attempt is out (a starved
+ * machine): the peer could not answer what it had not read, nor we read
+ * its answer, so the attempt is not timed out for it; its clock starts
+ * again when we run, and that same attempt connects.  Only a runs until
+ * its r1 is CONNECTING, so b cannot have answered before the stall.
+ */
+START_TEST(own_stall_is_not_a_connect_timeout)
+{
+	struct ry__conn *c;
+	uint64_t end;
+	uint32_t attempt;
+
+	setup_opts(NULL);
+	ck_assert_int_eq(write_verify(0, MiB, 1), RY_OK);
+	ck_assert(fx_until(&F, all_active, NULL, 5000));
+	c = a_conn("r1");
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_eq(ry_rail_link(F.a, "r1", false), 0);
+	ck_assert(fx_until(&F, a_r1_down, NULL, 3000));
+	ck_assert_int_eq(ry_rail_link(F.a, "r1", true), 0);
+	end = fx_now_ns() + 5000000000ull;
+	while (c->cn_state != CONN_CONNECTING) {
+		ck_assert_msg(fx_now_ns() < end, "r1 never connecting (%d)",
+			      c->cn_state);
+		ry_progress(F.a);
+	}
+	attempt = c->cn_attempt;
+	/* longer than the attempt's time (timeout_ms 100: 500 ms) */
+	usleep((useconds_t)(F.a->m_connect_ns / 1000 + 300000));
+	ry_progress(F.a);
+	ck_assert_msg(c->cn_state == CONN_CONNECTING,
+		      "r1 %d after the stall: %s", c->cn_state, c->cn_reason);
+	ck_assert(fx_until(&F, a_r1_active, NULL, 3000));
+	ck_assert_uint_eq(c->cn_attempt, attempt);
+	ck_assert_int_eq(write_verify(0, MiB, 2), RY_OK);
+	teardown();
+}
+END_TEST
+
+/*
  * The far end's link is down: it says so (-ENETDOWN) and connects itself
  * when the link is back, so this end does not ask every reconnect_min_ms
  * meanwhile (10,000 clients would flood a server whose cable is out),
@@ -558,6 +598,7 @@ int main(void)
 	    {"manager", all_rails_killed_then_restored, MGR_ANY},
 	    {"manager", standby_rail, MGR_ANY},
 	    {"manager", standby_below_share, MGR_ANY},
+	    {"manager", own_stall_is_not_a_connect_timeout, MGR_ANY},
 	    {"manager", flapping_rail, MGR_ANY},
 	    {"manager", far_link_down_waits_for_peer, MGR_ANY},
 	    {"manager", far_link_down_first_connect, MGR_ANY},
