@@ -292,7 +292,10 @@ void ry__ops_timeouts(struct ry_peer *p, uint64_t now)
 			continue;
 		}
 		if (op->op_state == OPS_FENCING) {
-			if (ry__since(now, op->op_wait_ns) <=
+			/* a stall of our own is not the peer's delay: we
+			 * could not read its acknowledgement meanwhile */
+			if (ry__since(now, ry__max64(op->op_wait_ns,
+						     m->m_resumed_ns)) <=
 			    m->m_op_timeout_ns)
 				continue;
 			snprintf(

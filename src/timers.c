@@ -26,7 +26,8 @@
  *   health          ACTIVE conn    every 100 ms            health += 50
  *   backoff reset   ACTIVE conn    1 s up                  backoff = min
  *   op timeout      op, no path    op_timeout_ms           fail ETIMEDOUT
- *   fence timeout   FENCING op     op_timeout_ms           fail ETIMEDOUT
+ *   fence timeout   FENCING op     op_timeout_ms (from our fail ETIMEDOUT
+ *                                  own stall's end: op.c)
  *   control redial  BACKOFF peer   reconnect backoff       dial again
  *   handshake       inbound ctl    handshake_timeout_ms    close it
  *                   not admitted

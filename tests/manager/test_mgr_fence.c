@@ -58,6 +58,56 @@ static void fence_case(bool fence)
 	teardown();
 }
 
+static bool a_fencing(void *arg)
+{
+	struct ry__list *pos;
+
+	(void)arg;
+	ry__list_for_each(pos, &F.ab->pr_ops) {
+		if (ry__list_entry(pos, struct ry__op, op_all)->op_state ==
+		    OPS_FENCING)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A stall of our own while a replayed operation waits for the peer's fence
+ * acknowledgement: the acknowledgement could not be read meanwhile, so the
+ * wait is not timed out for it (op_timeout_ms counts from the stall's
+ * end), and the operation completes once both run.  Only a runs until the
+ * operation is fencing, so b cannot have answered before the stall.
+ */
+START_TEST(own_stall_is_not_a_fence_timeout)
+{
+	struct ry_fault_spec cut = {.drop_all = true};
+	struct fx_done d = {0};
+	uint64_t end;
+
+	setup_opts(&(struct fx_opts){.op_timeout_ms = 300});
+	ck_assert_int_eq(write_verify(0, MiB, 1), RY_OK);
+	ck_assert_int_eq(ry_rail_fault(F.a, "r1", &cut), 0);
+	fx_fill(F.bufa, MiB, 2);
+	ck_assert_int_eq(ry_write(F.ab, F.ra, 0, F.desc_b, (size_t)F.desc_b_len,
+				  0, MiB, fx_cb, &d),
+			 0);
+	end = fx_now_ns() + 5000000000ull;
+	while (!a_fencing(NULL)) {
+		ck_assert_msg(fx_now_ns() < end && !d.total,
+			      "the write never waited for a fence (%u done)",
+			      d.total);
+		ry_progress(F.a);
+	}
+	usleep(600000); /* twice op_timeout_ms */
+	ry_progress(F.a);
+	ck_assert_msg(!d.err, "failed after the stall: %s", d.reason);
+	ck_assert(fx_until_done(&F, &d, 1, 5000));
+	ck_assert_uint_eq(d.ok, 1);
+	ck_assert_int_eq(memcmp(F.bufa, F.bufb, MiB), 0);
+	teardown();
+}
+END_TEST
+
 START_TEST(fence_stale_packet_dropped)
 {
 	fence_case(true);
@@ -123,6 +173,7 @@ int main(void)
 {
 	const struct mgr_case cases[] = {
 	    {"manager", fence_stale_packet_dropped, MGR_LOOP},
+	    {"manager", own_stall_is_not_a_fence_timeout, MGR_LOOP},
 	    {"manager", no_fence_stale_packet_lands, MGR_LOOP},
 	    /* needs a rail that can delay packets (a tcp rail cannot: a
 	     * reset connection delivers nothing more) */
