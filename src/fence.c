@@ -20,7 +20,7 @@
  * delayed WRITE of a dead connection is still in flight, and that packet
  * may land later over memory the application has already reused.  The risk
  * is small (the peer's QP normally errors out on its own within timeout_ms)
- * but real; the README says so.
+ * but real; railyard.conf(5), FENCING, says so.
  */
 #include <errno.h>
 

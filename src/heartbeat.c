@@ -19,11 +19,11 @@
  * end (both ends know both incarnations from the HELLOs, and the same rule
  * breaks connect races in conn.c), instead of one per heartbeat_ms from
  * each: 40,000 idle connections are 1,333 messages a second, not 8
- * million (at one a second, 40,000 cost a server half a core: README,
- * Scale).  An HCA's RC QP has no keepalive at all: an idle QP whose path
- * died is found by the first work's retry count; this is that, plus a
- * slow probe so that a dead idle path is also found, and replaced, before
- * it is needed.
+ * million (at one a second, 40,000 cost a server half a core:
+ * tests/bench/RESULTS.md, Scale).  An HCA's RC QP has no keepalive at all: an
+ * idle QP whose path died is found by the first work's retry count; this is
+ * that, plus a slow probe so that a dead idle path is also found, and replaced,
+ * before it is needed.
  *
  * Why this is safe:
  *   - Work outstanding is judged exactly as before, on both ends: a

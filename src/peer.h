@@ -137,8 +137,8 @@ struct ry_peer {
 	 * are pr_slots[0, pr_nslots), in the record's own allocation; a
 	 * reload that adds rails allocates theirs for every record before it
 	 * changes anything (reload.c).  A connection never moves: WRs, the
-	 * QPN hash, the timer heap and m_failed point at it.  (The
-	 * README's scale section says what a peer costs.)
+	 * QPN hash, the timer heap and m_failed point at it.
+	 * (tests/bench/RESULTS.md, Scale, says what a peer costs.)
 	 */
 	struct ry__conn *pr_conn[RY_MAX_RAILS];
 	unsigned pr_nslots;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
-/* Subcommands of the railyard tool.  Exit codes (README "Exit codes"):
+/* Subcommands of the railyard tool.  Exit codes (railyard(1), EXIT STATUS):
  * 0 success, 1 failure (bad config, failed operation), 2 usage error. */
 #ifndef RAILYARD_CLI_H
 #define RAILYARD_CLI_H

@@ -108,7 +108,7 @@ void cli_session_result(const struct cli_session *s,
 			struct cli_session_result *r);
 const struct cli_report *cli_session_report(const struct cli_session *s);
 
-/* The JSON document bench and drill print (see README "JSON output"). */
+/* The JSON document bench and drill print (railyard(1), JSON). */
 void cli_session_json(const struct cli_session *s, FILE *out);
 /* A human summary: the verdict. */
 void cli_session_summary(const struct cli_session *s, FILE *out);
