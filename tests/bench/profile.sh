@@ -11,7 +11,8 @@
 # usage (root): profile.sh [BUILD_DIR] [MTU]     (default build/gcc, 1500)
 #   env: T=6 (bench seconds), TOP=15, OUT=DIR (keep perf.data there),
 #        ARGS="--size 4K --depth 64" (bench options; default 1 MiB, depth 8),
-#        RAILS=4 (rails r0..; default 1), RATE=1gbit (tc tbf on every rail
+#        RAILS=4 (rails r0..; default 1), PROV=tcp (the rails' provider;
+#        default soft), RATE=1gbit (tc tbf on every rail
 #        of both hosts, as ratio.sh's cpu4x1g row; default unshaped)
 # Not a test.  Namespaces (198.18.0.0/15 only) are deleted on exit.
 set -euo pipefail
@@ -54,7 +55,7 @@ for h in a b; do
 		echo "node = \"$h\""
 		echo "control = \"198.18.0.$me:7470\""
 		for ((i = 0; i < rails; i++)); do
-			echo "rail r$i { provider = soft network = \"n$i\"" \
+			echo "rail r$i { provider = ${PROV:-soft} network = \"n$i\"" \
 				"address = \"198.18.$((i + 1)).$me\" interface = \"r$i\" mtu = $mtu }"
 		done
 		echo "failover { heartbeat_ms = 100 timeout_ms = 2000 op_timeout_ms = 10000 }"
