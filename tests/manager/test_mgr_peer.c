@@ -105,11 +105,28 @@ static void a_says_hello_and_dies(bool hold)
 	F.ra = NULL;
 }
 
+/* railyard_rail_goodbyes_total of b, summed over its rails */
+static uint64_t b_goodbyes_metric(void)
+{
+	static char text[1 << 16];
+	const char *l = text;
+	uint64_t sum = 0;
+
+	ck_assert_int_gt(ry_metrics_render(F.b, text, sizeof(text)), 0);
+	while ((l = strstr(l, "\nrailyard_rail_goodbyes_total{"))) {
+		l = strchr(l, '}');
+		ck_assert_ptr_nonnull(l);
+		sum += strtoull(l + 1, NULL, 10);
+	}
+	return sum;
+}
+
 /*
  * A server hears from thousands of clients that come and go: the record
  * of one that only sent messages (made from its HELLO, never named by
  * the application) is freed once the client has gone, as the records of
  * clients that never sent one are (test_admission: hello_records_freed).
+ * The goodbyes it said stay counted: a Prometheus counter never falls.
  */
 START_TEST(sender_forgotten_after_leaving)
 {
@@ -117,6 +134,8 @@ START_TEST(sender_forgotten_after_leaving)
 	a_says_hello_and_dies(false);
 	ck_assert_msg(fx_until(&F, b_forgot_a, NULL, 10000),
 		      "b still holds the record of a, gone 10 s ago");
+	/* a's message went over a connection, closed by its goodbye */
+	ck_assert_uint_gt(b_goodbyes_metric(), 0);
 	teardown();
 }
 END_TEST
