@@ -26,8 +26,11 @@
 /*
  * The probe slices' memory, mapped at a random address: every peer learns
  * where it is (CONNECT_REQ/REP), and an address in the heap or beside the
- * libraries would tell a hostile one where those are.  Falls back to where
- * the kernel puts it if eight random places are taken.
+ * libraries would tell a hostile one where those are.  The address is a
+ * hint only, no MAP_FIXED*: the kernel takes it when the range is free,
+ * and a sanitizer that moves hints outside its application memory (TSan
+ * makes them 0, which MAP_FIXED_NOREPLACE would map as root) is left to
+ * the kernel's choice, as after eight places taken.
  */
 static void *probe_map(size_t len)
 {
@@ -35,18 +38,18 @@ static void *probe_map(size_t len)
 
 	for (unsigned i = 0; i < 8; i++) {
 		/* page-aligned, between 1 TiB and 64 TiB: user space on
-		 * every x86-64 and arm64 kernel */
+		 * every x86-64 and arm64 kernel with 48-bit addresses */
 		uintptr_t want =
 		    ((uintptr_t)1 << 40) +
 		    (uintptr_t)(ry__rand64() % (63ull << 40) & ~0xfffull);
 
 		p = mmap((void *)want, len, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1,
-			 0);
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			break;
 		if (p == (void *)want)
 			return p;
-		if (p != MAP_FAILED) /* a kernel before 4.17: not honoured */
-			munmap(p, len);
+		munmap(p, len);
 	}
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 		 -1, 0);
