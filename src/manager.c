@@ -143,8 +143,6 @@ int ry__lrail_open(struct ry_manager *m, unsigned i,
 	struct ry_rail *rail = NULL;
 	int ret;
 
-	lr->lr_mgr = m;
-	lr->lr_idx = i;
 	lr->lr_cfg = *rc;
 	ret = ry__rail_life_open(lr, &rail); /* logs why it failed */
 	/* lr_rail is read under lr_lock by whoever kicks the rail */
@@ -378,9 +376,15 @@ int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 	pthread_mutex_init(&m->m_cb_lock, NULL);
 	pthread_mutex_init(&m->m_timer_lock, NULL);
 	pthread_mutex_init(&m->m_slot_lock, NULL);
-	/* every slot's, so that a reload can add rails (reload.c) */
-	for (i = 0; i < RY_MAX_RAILS; i++)
+	/* every slot's, so that a reload can add rails (reload.c); its
+	 * manager and index never change, and a rail thread reads them
+	 * without a lock while the control thread opens the rail again
+	 * (rail_life.c) */
+	for (i = 0; i < RY_MAX_RAILS; i++) {
 		pthread_mutex_init(&m->m_rails[i].lr_lock, NULL);
+		m->m_rails[i].lr_mgr = m;
+		m->m_rails[i].lr_idx = i;
+	}
 	m->m_listen_fd = m->m_timer_fd = m->m_wake_fd = m->m_epfd = -1;
 	m->m_rail_epfd = -1;
 	m->m_cfg = c;
