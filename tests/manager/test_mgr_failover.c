@@ -324,9 +324,25 @@ END_TEST
  * primaries pulled the operations go on over it alone, none failed; with
  * them back it idles again.
  */
+/* a's bytes on rail so far */
+static uint64_t a_rail_bytes(const char *rail)
+{
+	struct ry_counters c;
+
+	ck_assert_int_eq(ry_rail_counters(F.a, rail, &c), 0);
+	return c.bytes;
+}
+
+/* eight verified 1 MiB writes, patterns tag.. tag + 7 */
+static void write8(int tag)
+{
+	for (int i = 0; i < 8; i++)
+		ck_assert_int_eq(write_verify(0, MiB, tag + i), RY_OK);
+}
+
 START_TEST(standby_rail)
 {
-	struct ry_counters c, d;
+	uint64_t c, d;
 	int i;
 
 	setup_opts(&(struct fx_opts){
@@ -335,26 +351,23 @@ START_TEST(standby_rail)
 	 * took it (a standby too, while no primary was up yet) */
 	ck_assert_int_eq(write_verify(0, MiB, 1), RY_OK);
 	ck_assert(fx_until(&F, all_active, NULL, 5000));
-	ck_assert_int_eq(ry_rail_counters(F.a, "r2", &d), 0);
-	for (i = 0; i < 8; i++)
-		ck_assert_int_eq(write_verify(0, MiB, 10 + i), RY_OK);
-	ck_assert_int_eq(ry_rail_counters(F.a, "r2", &c), 0);
-	ck_assert_uint_eq(c.bytes, d.bytes);
+	d = a_rail_bytes("r2");
+	write8(10);
+	c = a_rail_bytes("r2");
+	ck_assert_uint_eq(c, d);
 	ck_assert_int_eq(ry_rail_link(F.a, "r0", false), 0);
 	ck_assert_int_eq(ry_rail_link(F.a, "r1", false), 0);
 	for (i = 0; i < 8; i++) {
 		ck_assert_int_eq(write_verify(0, MiB, 20 + i), RY_OK);
 		ck_assert_int_eq(read_verify(0, MiB, 20 + i), RY_OK);
 	}
-	ck_assert_int_eq(ry_rail_counters(F.a, "r2", &c), 0);
-	ck_assert_uint_ge(c.bytes, d.bytes + 16 * MiB);
+	c = a_rail_bytes("r2");
+	ck_assert_uint_ge(c, d + 16 * MiB);
 	ck_assert_int_eq(ry_rail_link(F.a, "r0", true), 0);
 	ck_assert_int_eq(ry_rail_link(F.a, "r1", true), 0);
 	ck_assert(fx_until(&F, all_active, NULL, 5000));
-	for (i = 0; i < 8; i++)
-		ck_assert_int_eq(write_verify(0, MiB, 30 + i), RY_OK);
-	ck_assert_int_eq(ry_rail_counters(F.a, "r2", &d), 0);
-	ck_assert_uint_eq(d.bytes, c.bytes);
+	write8(30);
+	ck_assert_uint_eq(a_rail_bytes("r2"), c);
 	teardown();
 }
 END_TEST
@@ -366,8 +379,7 @@ END_TEST
  */
 START_TEST(standby_below_share)
 {
-	struct ry_counters c, d;
-	int i;
+	uint64_t c, d;
 
 	setup_opts(&(struct fx_opts){.nrails_a = 4,
 				     .nrails_b = 4,
@@ -376,24 +388,19 @@ START_TEST(standby_below_share)
 	ck_assert_int_eq(write_verify(0, MiB, 1), RY_OK);
 	ck_assert(fx_until(&F, all_active, NULL, 5000));
 	ck_assert_int_eq(ry_rail_link(F.a, "r0", false), 0);
-	ck_assert_int_eq(ry_rail_counters(F.a, "r3", &d), 0);
-	for (i = 0; i < 8; i++)
-		ck_assert_int_eq(write_verify(0, MiB, 10 + i), RY_OK);
-	ck_assert_int_eq(ry_rail_counters(F.a, "r3", &c), 0);
-	ck_assert_uint_eq(c.bytes, d.bytes);
+	d = a_rail_bytes("r3");
+	write8(10);
+	ck_assert_uint_eq(a_rail_bytes("r3"), d);
 	ck_assert_int_eq(ry_rail_link(F.a, "r1", false), 0);
-	for (i = 0; i < 8; i++)
-		ck_assert_int_eq(write_verify(0, MiB, 20 + i), RY_OK);
-	ck_assert_int_eq(ry_rail_counters(F.a, "r3", &c), 0);
+	write8(20);
+	c = a_rail_bytes("r3");
 	/* striped over r2 and r3, by their measured rates: r3 took some */
-	ck_assert_uint_gt(c.bytes, d.bytes);
+	ck_assert_uint_gt(c, d);
 	ck_assert_int_eq(ry_rail_link(F.a, "r0", true), 0);
 	ck_assert_int_eq(ry_rail_link(F.a, "r1", true), 0);
 	ck_assert(fx_until(&F, all_active, NULL, 5000));
-	for (i = 0; i < 8; i++)
-		ck_assert_int_eq(write_verify(0, MiB, 30 + i), RY_OK);
-	ck_assert_int_eq(ry_rail_counters(F.a, "r3", &d), 0);
-	ck_assert_uint_eq(d.bytes, c.bytes);
+	write8(30);
+	ck_assert_uint_eq(a_rail_bytes("r3"), c);
 	teardown();
 }
 END_TEST
