@@ -39,6 +39,24 @@ fi
 
 start=$(date +%s)
 status=0
+failed=() # "build: test" of every failure, repeated at the end
+# ct DIR CTEST-ARGS...: ctest in DIR; a failure is remembered by name, with
+# the failing lines of a QEMU guest's log (the CI report keeps the end of
+# the output, where a guest's own FAIL line would be long scrolled past)
+ct() {
+	local dir=$1 t
+	shift
+	(cd "$dir" && ctest "$@") && return 0
+	status=1
+	if [[ -f $dir/Testing/Temporary/LastTestsFailed.log ]]; then
+		while IFS=: read -r _ t; do
+			failed+=("$dir: $t")
+		done <"$dir/Testing/Temporary/LastTestsFailed.log"
+	else
+		failed+=("$dir: ctest $*")
+	fi
+	return 0
+}
 
 # One format for every C file (.clang-format): a diff fails the run.
 echo "== format: clang-format --dry-run --Werror"
@@ -67,16 +85,15 @@ echo "== build 1: gcc"
 CC=gcc cmake -S . -B build/gcc -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	"${fio_opts[@]}" >/dev/null
 cmake --build build/gcc -j"$jobs" >/dev/null
-(cd build/gcc && ctest -j"$jobs" --output-on-failure) || status=1
+ct build/gcc -j"$jobs" --output-on-failure
 
 echo "== build 2: clang, ASan + UBSan, fuzz targets"
 CC=clang cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DRY_SANITIZE=ON \
 	-DRY_FUZZ=ON >/dev/null
 cmake --build build/asan -j"$jobs" >/dev/null
-(cd build/asan &&
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	ctest -j"$jobs" --output-on-failure -LE "hw|scale|pkg") || status=1
+	ct build/asan -j"$jobs" --output-on-failure -LE "hw|scale|pkg"
 
 # TSan: the unit and soft labels, less what cannot run under it:
 #   test_soft_cc      root + tc-shaped veth; a resend-percentage bound for
@@ -97,16 +114,24 @@ CC=clang cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	-DRY_TSAN=ON >/dev/null
 cmake --build build/tsan -j"$jobs" >/dev/null
 tsan_opts="halt_on_error=1:second_deadlock_stack=1:intercept_send=0:suppressions=$PWD/tests/tsan.supp"
-(cd build/tsan && TSAN_OPTIONS=$tsan_opts \
-	ctest -j"$jobs" --output-on-failure -L 'unit|soft' \
-		-E '^(test_soft_cc|test_cli|install_consumer)$') || status=1
+TSAN_OPTIONS=$tsan_opts ct build/tsan -j"$jobs" --output-on-failure \
+	-L 'unit|soft' -E '^(test_soft_cc|test_cli|install_consumer)$'
 # and the verbs rail on rxe in the QEMU guest (tests/hw), its contract
 # suite (test_concurrent_qps: posts and polls beside progress, no rail
 # lock) and the manager's drills, with build 1's kernel package
 deb=$(ls build/gcc/tests/hw/guest/linux-image-*.deb 2>/dev/null | head -1)
-(cd build/tsan && RY_HW_KERNEL_DEB=${deb:+$PWD/../../$deb} \
-	TSAN_OPTIONS=$tsan_opts ctest --output-on-failure -R '^hw_qemu_rxe$') ||
-	status=1
+RY_HW_KERNEL_DEB=${deb:+$PWD/$deb} TSAN_OPTIONS=$tsan_opts \
+	ct build/tsan --output-on-failure -R '^hw_qemu_rxe$'
+
+for t in "${failed[@]}"; do
+	echo "== FAILED $t"
+	case $t in
+	*hw_qemu_rxe) grep -a -h 'guest: FAIL\|^FAIL\|HOST: the guest\|Kernel panic\|Oops' \
+		"${t%%:*}/tests/hw/hw_qemu_rxe.log" 2>/dev/null | sed 's/^/   /' ;;
+	*hw_qemu_2node) grep -a -h 'FAIL\|Kernel panic\|Oops' \
+		"${t%%:*}"/tests/hw/2node/*.log 2>/dev/null | sed 's/^/   /' ;;
+	esac
+done
 
 echo "== whole suite: $(( $(date +%s) - start )) s, $([[ $status -eq 0 ]] && echo passed || echo FAILED)"
 exit $status
