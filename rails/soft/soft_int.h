@@ -209,6 +209,9 @@ struct ry__soft_qp {
 		uint32_t idx, pkt, psn;
 		uint32_t max_psn; /* one past the highest PSN ever sent */
 		uint32_t rd_out;  /* READ requests sent, not answered */
+		/* the last run stopped only because the transmit batch
+		 * filled: run again at once, not on the next packet */
+		bool more;
 	} req;
 
 	struct ry__soft_cc cc;

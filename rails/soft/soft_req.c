@@ -150,6 +150,7 @@ void ry__soft_req_run(struct ry__soft_qp *qp)
 	struct ry__soft_rail *r = qp_rail(qp);
 	int32_t window = (int32_t)ry__soft_cc_window(qp);
 
+	qp->req.more = false;
 	if (qp->base.state != RY_QPS_RTS)
 		return;
 	if (qp->comp.rnr_until) {
@@ -160,7 +161,7 @@ void ry__soft_req_run(struct ry__soft_qp *qp)
 	/* sent by post_send: the clock starts now (soft_qp.c) */
 	if (!qp->comp.deadline && qp->comp.psn != qp->req.max_psn)
 		qp->comp.deadline = r->now + ry__soft_cc_rto(qp);
-	while (qp->req.idx != qp->sq_tail && !ry__soft_tx_full(r)) {
+	while (qp->req.idx != qp->sq_tail) {
 		struct ry__soft_wqe *w = wqe(qp, qp->req.idx);
 		bool read = w->wr.opcode == RY_WR_RDMA_READ;
 		/* a READ asks up to the end of the current chunk */
@@ -169,6 +170,10 @@ void ry__soft_req_run(struct ry__soft_qp *qp)
 		uint8_t flags = 0;
 		int32_t inflight = ry__soft_psn_cmp(qp->req.psn, qp->comp.psn);
 
+		if (ry__soft_tx_full(r)) {
+			qp->req.more = true;
+			break;
+		}
 		if (read) {
 			n = (qp->req.pkt / qp->rd_chunk + 1) * qp->rd_chunk;
 			n = (n < w->npkts ? n : w->npkts) - qp->req.pkt;
@@ -181,8 +186,10 @@ void ry__soft_req_run(struct ry__soft_qp *qp)
 			qp->req.state = RY__SOFT_REQ_WAIT_ACK;
 			break;
 		}
-		if (read && qp->req.rd_out >= qp->max_rd)
+		if (read && qp->req.rd_out >= qp->max_rd) {
+			qp->req.state = RY__SOFT_REQ_WAIT_ACK;
 			break;
+		}
 		if (ry__soft_psn_cmp(qp->req.psn, qp->req.max_psn) < 0) {
 			flags |= RY__SOFT_F_RETRY;
 			r->st.retransmits++;
@@ -270,10 +277,11 @@ uint64_t ry__soft_req_next_timer(struct ry__soft_qp *qp)
 		return 0;
 	if (qp->comp.rnr_until && (!t || qp->comp.rnr_until < t))
 		t = qp->comp.rnr_until;
-	/* More to send but the batch filled: come back at once. */
-	if (qp->req.idx != qp->sq_tail && !qp->comp.rnr_until &&
-	    ry__soft_psn_cmp(qp->req.psn, qp->comp.psn) <
-		(int32_t)ry__soft_cc_window(qp))
+	/* More to send but the batch filled: come back at once.  Not when
+	 * the window or max_rd stopped it: an ACK or a READ response kicks
+	 * it then, and coming back at once would spin the owner's thread
+	 * (the timerfd armed in the past at every call) until one arrives. */
+	if (qp->req.more && !qp->comp.rnr_until)
 		t = 1;
 	return t;
 }
