@@ -31,6 +31,15 @@
 #   tcppull   drill 4 tcp rails at tbf 1gbit,    3/4 of the healthy MB/s:
 #             a's r1 unplugged for the middle    ratio = outage /
 #             third: mean MB/s while it is out   (0.75 x healthy)
+#   read4x64  4 client nodes (4 processes), one  4 x iperf3 -l 4K, one
+#   (4K, 64K) rail, each --op read depth 64:     server each, all at once
+#             MB/s summed; extra: the worst
+#             client's p99/p50
+#   write4x64 the same with writes               the same
+#   lat4      4 client nodes at 4K depth 1: the  4 sockperf pp flows, one
+#             median of their p50s (ratio lower  server each, all at once:
+#             is better); extra: the worst p99   median p50 x 2 (a round
+#             against the worst sockperf p99 x 2 trip), worst p99 x 2
 #
 # Topology: tests/netns/topo.sh (two hosts, a switch namespace, one bridge
 # per rail); serve runs in b, bench and the peer clients in a.  Shaping is
@@ -50,7 +59,8 @@ ry=$build/src/cli/railyard
 core=$build/tests/manager/bench_core
 RUNS=${RUNS:-3}
 T=${T:-4}
-ROWS=${ROWS:-4x2g 1r1500 1r9000 cpu4x1g 4k_d64 lat_d1 null4 thr2 tcp1r1500 tcp4x2g tcpcpu4x1g tcplat_d1 tcppull}
+ROWS=${ROWS:-4x2g 1r1500 1r9000 cpu4x1g 4k_d64 lat_d1 null4 thr2 read4x64 write4x64 lat4 tcp1r1500 tcp4x2g tcpcpu4x1g tcplat_d1 tcppull}
+NCLI=${NCLI:-4} # client nodes of the many-client rows (env: NCLI)
 PROV=soft # the rails' provider, for the tcp rows
 
 if [[ $(id -u) -ne 0 ]]; then
@@ -121,7 +131,24 @@ conf() {
 		echo "failover { heartbeat_ms = 100 timeout_ms = 2000" \
 			"op_timeout_ms = 10000 }"
 		echo "peer $peer { address = \"198.18.0.$other:7470\" }"
+		# the many-client rows' nodes c1..c4 are named by no peer section
+		if [[ $h == b ]]; then echo 'accept = {"198.18.0.0/15"}'; fi
 	} >"$work/$h.conf"
+}
+# client_conf K RAILS MTU: client node cK in a, its own control port
+client_conf() {
+	local i
+	{
+		echo "node = \"c$1\""
+		echo 'control = "198.18.0.1:0"'
+		for ((i = 0; i < $2; i++)); do
+			echo "rail r$i { provider = $PROV network = \"n$i\"" \
+				"address = \"198.18.$((i + 1)).1\" interface = \"r$i\" mtu = $3 }"
+		done
+		echo "failover { heartbeat_ms = 100 timeout_ms = 2000" \
+			"op_timeout_ms = 10000 }"
+		echo 'peer b { address = "198.18.0.2:7470" }'
+	} >"$work/c$1.conf"
 }
 serve_pid=
 serve_start() { # RAILS MTU
@@ -335,6 +362,101 @@ row_pull() {
 		"$(jq -r '.ops_failed // "?"' "$out")"
 }
 
+# many OUT OP SIZE DEPTH: NCLI client nodes' benches at once, one rail;
+# their JSON in OUT.K
+many() {
+	local out=$1 op=$2 size=$3 depth=$4 k cp=()
+	for ((k = 1; k <= NCLI; k++)); do
+		client_conf $k 1 1500
+		in_a "$ry" bench -c "$work/c$k.conf" --peer b --op "$op" \
+			--size "$size" --depth "$depth" --duration "$T" --json \
+			>"$out.$k" 2>"$out.$k.log" &
+		cp+=($!)
+	done
+	for q in "${cp[@]}"; do wait "$q" || true; done
+	for ((k = 1; k <= NCLI; k++)); do
+		jq -e .bytes "$out.$k" >/dev/null 2>&1 ||
+			{ cat "$out.$k.log" >&2; echo '{}' >"$out.$k"; }
+	done
+}
+# iperf_one N LEN OUT [-R]: N iperf3 streams at once on rail r0, LEN bytes
+# a write, one server each; prints the MB/s summed
+iperf_one() {
+	local n=$1 len=$2 out=$3 rev=${4:-} k sp=() cp=()
+	for ((k = 0; k < n; k++)); do
+		in_b iperf3 -s -1 -B 198.18.1.2 -p $((5201 + k)) >/dev/null 2>&1 &
+		sp+=($!)
+		pids+=($!)
+	done
+	sleep 0.5
+	for ((k = 0; k < n; k++)); do
+		in_a iperf3 -c 198.18.1.2 -p $((5201 + k)) -l "$len" $rev -t "$T" -J \
+			>"$out.$k" 2>&1 &
+		cp+=($!)
+	done
+	for q in "${cp[@]}"; do wait "$q" || true; done
+	for q in "${sp[@]}"; do wait "$q" 2>/dev/null || true; done
+	jq -s '[.[].end.sum_received // {bytes: 0, seconds: 1} |
+		.bytes / .seconds] | add / 1e6' "$out".* 2>/dev/null || echo 0
+}
+# row_many ROW OP SIZE: NCLI clients at depth 64 on one rail against NCLI
+# iperf3 streams writing SIZE at a time (reads: -R, the server sends)
+row_many() {
+	local row=$1 op=$2 size=$3 out ry_mbs ip worst rev=
+	[[ $op == read ]] && rev=-R
+	shape none
+	set_mtu 1500
+	serve_start 1 1500
+	out=$work/$row.$run
+	many "$out.json" "$op" "$size" 64
+	serve_stop
+	ry_mbs=$(jq -s '[.[] | if .bytes then .bytes / .seconds else 0 end] |
+		add / 1e6' "$out".json.?)
+	# the worst client's p99 / p50: a client starved by the others shows
+	worst=$(jq -s '[.[] | .latency_us // {p50: 0, p99: 0} |
+		if .p50 > 0 then .p99 / .p50 else 0 end] | max * 10 | round / 10' \
+		"$out".json.?)
+	ip=$(iperf_one "$NCLI" "$size" "$out.iperf" $rev)
+	add "$row" "$(div "$ry_mbs" "$ip")" "$ry_mbs" "$ip" "$worst"
+}
+# NCLI clients at 4K depth 1 against NCLI sockperf flows, one server each
+row_lat4() {
+	local row=lat4 out k sq=() cp=() ry50 ry99 sp50 sp99
+	shape none
+	set_mtu 1500
+	serve_start 1 1500
+	out=$work/$row.$run
+	many "$out.json" write 4K 1
+	serve_stop
+	ry50=$(jq -s '[.[] | .latency_us.p50 // 0] | sort | if length % 2 == 1
+		then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2
+		end' "$out".json.?)
+	ry99=$(jq -s '[.[] | .latency_us.p99 // 0] | max' "$out".json.?)
+	for ((k = 0; k < NCLI; k++)); do
+		ip netns exec "$p-b" sockperf sr --tcp -i 198.18.1.2 \
+			-p $((11111 + k)) >/dev/null 2>&1 &
+		sq+=($!)
+		pids+=($!)
+	done
+	sleep 0.5
+	for ((k = 0; k < NCLI; k++)); do
+		in_a sockperf pp --tcp -i 198.18.1.2 -p $((11111 + k)) -m 4096 \
+			-t "$T" >"$out.sockperf.$k" 2>&1 &
+		cp+=($!)
+	done
+	for q in "${cp[@]}"; do wait "$q" || true; done
+	for q in "${sq[@]}"; do kill "$q" 2>/dev/null || true; done
+	for q in "${sq[@]}"; do wait "$q" 2>/dev/null || true; done
+	# a round trip: 2 x the half that sockperf prints
+	sp50=$(cat "$out".sockperf.? | awk '/percentile 50.000 =/ { print 2 * $NF }' |
+		sort -g | awk '{ v[NR] = $1 } END { if (!NR) print 0; else
+		print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }')
+	sp99=$(cat "$out".sockperf.? | awk '/percentile 99.000 =/ { v = 2 * $NF;
+		if (v > m) m = v } END { print m + 0 }')
+	add $row "$(div "$ry50" "$sp50")" "$ry50" "$sp50" \
+		"$(div "$ry99" "$sp99")"
+}
+
 # two posting threads, a context each, against one thread, back to back
 row_threads() {
 	local row=thr2 one two
@@ -361,6 +483,9 @@ for run in $(seq "$RUNS"); do
 		lat_d1) row_lat ;;
 		null4) row_null ;;
 		thr2) row_threads ;;
+		read4x64) row_many read4x4k read 4K; row_many read4x64k read 64K ;;
+		write4x64) row_many write4x4k write 4K; row_many write4x64k write 64K ;;
+		lat4) row_lat4 ;;
 		tcp1r1500) PROV=tcp; row_tput tcp1r1500 1 1500 none; PROV=soft ;;
 		tcp4x2g) PROV=tcp; row_tput tcp4x2g 4 1500 2gbit; PROV=soft ;;
 		tcpcpu4x1g) PROV=tcp; row_cpu tcpcpu4x1g tcpcpuproc; PROV=soft ;;
@@ -385,6 +510,11 @@ declare -A LABEL=(
 	[lat_d1]="4K depth 1 p50 us vs sockperf pp RTT (lower=better)"
 	[null4]="null rail -r 4 -w 1, M frag/s/core vs 25"
 	[thr2]="null rail, 2 threads (contexts 2) vs 1, M frag/s"
+	[read4x4k]="4 clients 4K reads d64, MB/s vs 4 x iperf3 -R"
+	[read4x64k]="4 clients 64K reads d64, MB/s vs 4 x iperf3 -R"
+	[write4x4k]="4 clients 4K writes d64, MB/s vs 4 x iperf3"
+	[write4x64k]="4 clients 64K writes d64, MB/s vs 4 x iperf3"
+	[lat4]="4 clients 4K d1 p50 us vs 4 sockperf RTT (lower)"
 	[tcp1r1500]="tcp: 1 rail mtu 1500, MB/s vs iperf3 1 stream"
 	[tcp4x2g]="tcp: 4x2gbit tbf, MB/s vs 4 x iperf3"
 	[tcpcpu4x1g]="tcp: CPU-s/GB 4x1gbit, ry/iperf3 (lower=better)"
@@ -394,6 +524,7 @@ declare -A LABEL=(
 )
 declare -A TARGET=([4x2g]=">=0.97" [1r1500]=">=1.0" [1r9000]=">=1.0"
 	[cpu4x1g]="<=1.2" [cpuproc]="<=1.2" [4k_d64]=">=1.0" [lat_d1]="<=1.2" [null4]=">=1.0" [thr2]=">=1.6"
+	[read4x4k]=">=1.0" [read4x64k]=">=1.0" [write4x4k]=">=1.0" [write4x64k]=">=1.0" [lat4]="<=1.2"
 	[tcp1r1500]=">=1.0" [tcp4x2g]=">=0.97" [tcpcpu4x1g]="<=1.2" [tcpcpuproc]="<=1.2"
 	[tcplat_d1]="<=1.1" [tcppull]=">=0.97")
 printf "%-48s %-20s %-22s %-22s %-7s %s\n" row "ratio min/med/max" \
@@ -402,6 +533,8 @@ json="{\"runs\":$RUNS,\"seconds\":$T"
 rows=" $ROWS "
 rows=${rows/ cpu4x1g / cpu4x1g cpuproc }
 rows=${rows/ tcpcpu4x1g / tcpcpu4x1g tcpcpuproc }
+rows=${rows/ read4x64 / read4x4k read4x64k }
+rows=${rows/ write4x64 / write4x4k write4x64k }
 for row in $rows; do
 	if [[ -n ${NOTE[$row]:-} ]]; then
 		printf "%-48s not run: %s\n" "${LABEL[$row]}" "${NOTE[$row]}"
@@ -417,6 +550,9 @@ for row in $rows; do
 		ex+="${ex:+; }own CPU-s/GB ry/iperf3 ${OWN[$row]}"
 	[[ $row == 4k_d64 ]] && ex="own CPU us/op ${OWN[$row]}"
 	[[ $row == tcppull ]] && ex="ops failed ${EXTRA[$row]}"
+	[[ $row == read4x* || $row == write4x* ]] &&
+		ex="worst client p99/p50 $(mmm "${EXTRA[$row]}" | tr ' ' /) (target <=5)"
+	[[ $row == lat4 ]] && ex="worst p99 ratio $(mmm "${EXTRA[$row]}" | tr ' ' /) (target <=2)"
 	[[ $row == *cpu4x1g ]] && ex="railyard MB/s $(mmm "${EXTRA[$row]}" | tr ' ' /)"
 	printf "%-48s %-20s %-22s %-22s %-7s %s\n" "${LABEL[$row]}" "$a/$b/$c" \
 		"$d/$e/$f" "$g/$h/$i" "${TARGET[$row]}" "$ex"
