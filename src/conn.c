@@ -37,7 +37,13 @@
  * refuses attempts with -ENETDOWN, and the peer then waits about
  * reconnect_max_ms, because the node connects every connection of that
  * rail itself at its link-up event; and a rail starts at most
- * RY__CONNECTS_MAX attempts at once, the rest paced (ry__conn_start).
+ * RY__CONNECTS_MAX attempts at once, the rest paced (ry__conn_start),
+ * keeping some of them for connections with work waiting.  A peer that
+ * keeps its control session but never answers a CONN_REQ is asked again
+ * after a back-off that doubles with each unanswered attempt
+ * (cn_unanswered), so a few hundred hung nodes cannot hold a rail's
+ * attempts; a refusal for want of attempts (-EBUSY) says when to ask
+ * again (retry-after, gate_retry_ms).
  *
  * Path MTU (packetization-layer discovery, RFC 8899 style: the probes are
  * the connection's own packets).  With the small probe SEND each side posts
@@ -111,6 +117,7 @@ static void count_out(struct ry__lrail *lr)
 {
 	if (lr->lr_connecting)
 		lr->lr_connecting--;
+	lr->lr_gate_done++;
 }
 
 static void set_state(struct ry__conn *c, enum ry__conn_state s)
@@ -330,6 +337,36 @@ static void backoff_until(struct ry__conn *c, uint64_t at, uint64_t now)
 	ry__conn_timer(c, now);
 }
 
+/* Operations wait for c's peer, or the application holds it: its
+ * connections come first when attempts are scarce (the cold lock). */
+static bool conn_work(const struct ry__conn *c)
+{
+	const struct ry_peer *p = c->cn_peer;
+
+	return !ry__list_empty(&p->pr_ops) || p->pr_app_refs;
+}
+
+/*
+ * The back-off after n attempts in a row that the peer never answered
+ * (neither REP nor REJ within m_connect_ns): reconnect_min_ms doubled n
+ * times, up to reconnect_max_ms; with work waiting at most 4 x
+ * reconnect_min_ms, as the control channel's redial (peer.c).
+ */
+static uint64_t unanswered_ms(const struct ry__conn *c)
+{
+	const struct ry_failover_config *f =
+	    &c->cn_lrail->lr_mgr->m_cfg.failover;
+	uint64_t ms = (uint64_t)f->reconnect_min_ms
+		      << (c->cn_unanswered < 16 ? c->cn_unanswered : 16);
+	uint64_t cap = f->reconnect_max_ms;
+
+	if (conn_work(c) && cap > 4ull * f->reconnect_min_ms)
+		cap = 4ull * f->reconnect_min_ms;
+	if (ms > cap)
+		ms = cap;
+	return ms > f->reconnect_min_ms ? ms : f->reconnect_min_ms;
+}
+
 void ry__conn_backoff(struct ry__conn *c, uint64_t now)
 {
 	const struct ry_failover_config *f =
@@ -339,7 +376,12 @@ void ry__conn_backoff(struct ry__conn *c, uint64_t now)
 	if (!c->cn_damp)
 		c->cn_backoff_ms = f->reconnect_min_ms;
 	ns = (uint64_t)c->cn_backoff_ms * 1000000ull;
-	if (c->cn_damp) {
+	if (c->cn_unanswered && !c->cn_damp) {
+		/* a peer that does not answer: half to one and a half times
+		 * its back-off, so hung peers spread out */
+		ns = unanswered_ms(c) * 1000000ull;
+		at = now + ns / 2 + ry__rand64() % (ns + 1);
+	} else if (c->cn_damp) {
 		/* jitter: half to one and a half times the backoff */
 		at = now + ns / 2 + ry__rand64() % (ns + 1);
 		c->cn_backoff_ms = (uint32_t)ry__min64(
@@ -372,17 +414,80 @@ static bool can_connect(struct ry__conn *c)
  */
 #define RY__CONNECTS_MAX 256
 #define RY__CONNECT_GAP_NS 100000ull
+/*
+ * Of those, RY__CONNECTS_WORK are kept for connections with work waiting
+ * (ours: conn_work; a peer's: RY__CONN_F_WORK in its CONN_REQ): a client
+ * with I/O to do is not queued behind thousands of idle nodes.  One of
+ * ours that finds even those taken looks again every
+ * RY__CONNECT_WORK_WAIT_NS, not at the end of the idle ones' paced turns.
+ */
+#define RY__CONNECTS_WORK 32
+#define RY__CONNECT_WORK_WAIT_NS 1000000ull
+
+static unsigned gate_room(bool work)
+{
+	return work ? RY__CONNECTS_MAX : RY__CONNECTS_MAX - RY__CONNECTS_WORK;
+}
 
 static bool connect_later(struct ry__conn *c, uint64_t now)
 {
 	struct ry__lrail *lr = c->cn_lrail;
+	bool work = conn_work(c);
 
-	if (lr->lr_connecting < RY__CONNECTS_MAX)
+	if (lr->lr_connecting < gate_room(work))
 		return false;
+	if (work) {
+		backoff_until(c, now + RY__CONNECT_WORK_WAIT_NS, now);
+		return true;
+	}
 	lr->lr_next_start_ns =
 	    ry__max64(lr->lr_next_start_ns, now) + RY__CONNECT_GAP_NS;
 	backoff_until(c, lr->lr_next_start_ns, now);
 	return true;
+}
+
+/*
+ * The retry-after a refusal for want of attempts gives (ms): a feedback on
+ * the rail's gate, updated at most every 100 ms from the refusals and the
+ * attempts that ended since.  More peers refused than served: the
+ * refused wait longer (at most twice as long per update); fewer than half:
+ * half as long; between reconnect_min_ms and reconnect_max_ms, starting at
+ * 5 x reconnect_min_ms (they come back after a half to one and a half
+ * times it).  So the askers spread over about the time the gate needs to
+ * serve them, instead of asking again all together.  One with work
+ * waiting asks again after reconnect_min_ms.
+ */
+static uint32_t gate_retry_ms(struct ry__lrail *lr, bool work, uint64_t now)
+{
+	const struct ry_failover_config *f = &lr->lr_mgr->m_cfg.failover;
+	uint64_t ms = lr->lr_gate_retry_ms;
+
+	lr->lr_gate_refused++;
+	if (work)
+		return f->reconnect_min_ms;
+	if (!ms || ry__since(now, lr->lr_gate_win_ns) > 1000000000ull) {
+		/* the first refusal after a quiet second: start afresh */
+		ms = 5ull * f->reconnect_min_ms;
+		lr->lr_gate_win_ns = now;
+		lr->lr_gate_refused = 1;
+		lr->lr_gate_done = 0;
+	} else if (ry__since(now, lr->lr_gate_win_ns) >= 100000000ull) {
+		uint64_t r = lr->lr_gate_refused, d = lr->lr_gate_done;
+
+		if (r > 2 * d)
+			ms *= 2;
+		else if (r > d)
+			ms = ms * r / d;
+		else if (2 * r < d)
+			ms /= 2;
+		lr->lr_gate_win_ns = now;
+		lr->lr_gate_refused = 0;
+		lr->lr_gate_done = 0;
+	}
+	ms = ry__max64(ms, f->reconnect_min_ms);
+	ms = ry__min64(ms, f->reconnect_max_ms);
+	lr->lr_gate_retry_ms = (uint32_t)ms;
+	return (uint32_t)ms;
 }
 
 void ry__conn_start(struct ry__conn *c, uint64_t now)
@@ -408,7 +513,8 @@ void ry__conn_start(struct ry__conn *c, uint64_t now)
 	c->cn_deadline_ns = now + m->m_connect_ns;
 	ry__conn_timer(c, now);
 	ry__ctl_send_conn(c->cn_peer->pr_ctl, CTL_CONN_REQ, c->cn_lrail->lr_idx,
-			  (unsigned)c->cn_ridx, c->cn_attempt, &ep, 0);
+			  (unsigned)c->cn_ridx, c->cn_attempt, &ep, 0,
+			  conn_work(c) ? RY__CONN_F_WORK : 0);
 	RY_DBG("mgr", "peer %s rail %s: connecting qp 0x%x",
 	       c->cn_peer->pr_name, c->cn_lrail->lr_cfg.name, ep.qpn);
 }
@@ -717,19 +823,22 @@ static bool make_room(struct ry__conn *c, uint64_t now)
 
 void ry__conn_on_req(struct ry_peer *p, unsigned src, unsigned dst,
 		     uint32_t attempt, const struct ry_qp_endpoint *ep,
-		     const struct ry__probe_mr *pm, struct ry__ctl *ctl)
+		     const struct ry__probe_mr *pm, uint32_t flags,
+		     struct ry__ctl *ctl)
 {
 	struct ry_manager *m = p->pr_mgr;
 	uint64_t now = ry__now_ns();
 	struct ry_qp_endpoint mine;
 	struct ry__conn *c;
+	bool work;
 
 	if (dst >= m->m_nrails || p->pr_conn[dst]->cn_ridx != (int)src) {
 		ry__ctl_send_conn(ctl, CTL_CONN_REJ, dst, src, attempt, NULL,
-				  -EINVAL);
+				  -EINVAL, 0);
 		return;
 	}
 	c = p->pr_conn[dst];
+	c->cn_unanswered = 0; /* it speaks on this rail */
 	if (c->cn_state == CONN_CONNECTING) {
 		if (m->m_node > p->pr_node)
 			return; /* ours wins; the peer will take it */
@@ -746,30 +855,32 @@ void ry__conn_on_req(struct ry_peer *p, unsigned src, unsigned dst,
 		if (c->cn_state == CONN_IDLE)
 			ry__conn_backoff(c, now);
 		ry__ctl_send_conn(ctl, CTL_CONN_REJ, dst, src, attempt, NULL,
-				  -ENETDOWN);
+				  -ENETDOWN, 0);
 		return;
 	}
+	work = (flags & RY__CONN_F_WORK) || conn_work(c);
 	if (!attempting(c->cn_state) &&
-	    c->cn_lrail->lr_connecting >= RY__CONNECTS_MAX) {
+	    c->cn_lrail->lr_connecting >= gate_room(work)) {
 		ry__ctl_send_conn(ctl, CTL_CONN_REJ, dst, src, attempt, NULL,
-				  -EBUSY);
+				  -EBUSY,
+				  gate_retry_ms(c->cn_lrail, work, now));
 		return;
 	}
 	if (!make_room(c, now) || create_qp(c)) {
 		ry__ctl_send_conn(ctl, CTL_CONN_REJ, dst, src, attempt, NULL,
-				  -EAGAIN);
+				  -EAGAIN, 0);
 		return;
 	}
 	if (to_rts(c, ep, ctl)) {
 		ry__conn_destroy_qp(c);
 		ry__conn_backoff(c, now);
 		ry__ctl_send_conn(ctl, CTL_CONN_REJ, dst, src, attempt, NULL,
-				  -EIO);
+				  -EIO, 0);
 		return;
 	}
 	local_ep(c, &mine);
 	probing(c, pm, now);
-	ry__ctl_send_conn(ctl, CTL_CONN_REP, dst, src, attempt, &mine, 0);
+	ry__ctl_send_conn(ctl, CTL_CONN_REP, dst, src, attempt, &mine, 0, 0);
 }
 
 void ry__conn_on_rep(struct ry_peer *p, unsigned src, unsigned dst,
@@ -786,6 +897,7 @@ void ry__conn_on_rep(struct ry_peer *p, unsigned src, unsigned dst,
 	if (c->cn_state != CONN_CONNECTING || c->cn_attempt != attempt ||
 	    c->cn_ridx != (int)src)
 		return; /* an attempt we gave up on */
+	c->cn_unanswered = 0;
 	if (to_rts(c, ep, ctl)) {
 		ry__conn_destroy_qp(c);
 		ry__conn_backoff(c, now);
@@ -797,7 +909,7 @@ void ry__conn_on_rep(struct ry_peer *p, unsigned src, unsigned dst,
 }
 
 void ry__conn_on_rej(struct ry_peer *p, unsigned src, unsigned dst,
-		     uint32_t attempt, int err)
+		     uint32_t attempt, int err, uint32_t retry_ms)
 {
 	struct ry__conn *c;
 
@@ -808,6 +920,7 @@ void ry__conn_on_rej(struct ry_peer *p, unsigned src, unsigned dst,
 		return;
 	RY_DBG("mgr", "peer %s rail %s: connect rejected: %d", p->pr_name,
 	       c->cn_lrail->lr_cfg.name, err);
+	c->cn_unanswered = 0;
 	ry__conn_destroy_qp(c);
 	ry__conn_backoff(c, ry__now_ns());
 	if (err == -ENETDOWN || err == -EBUSY) {
@@ -818,7 +931,10 @@ void ry__conn_on_rej(struct ry_peer *p, unsigned src, unsigned dst,
 		 * reconnect_max_ms, in case that attempt is lost.  -EBUSY:
 		 * the peer has as many attempts in flight on that rail as it
 		 * takes (thousands of nodes came back at once): ask again
-		 * within ten reconnect_min_ms, spread, not all at the next.
+		 * after a half to one and a half times its retry-after (at
+		 * most reconnect_max_ms: it is only a hint), or, from a peer
+		 * that gives none, within ten reconnect_min_ms; spread, not
+		 * all at the next.
 		 */
 		const struct ry_failover_config *f = &p->pr_mgr->m_cfg.failover;
 		uint64_t now = ry__now_ns(), ns;
@@ -827,6 +943,15 @@ void ry__conn_on_rej(struct ry_peer *p, unsigned src, unsigned dst,
 			ns = (uint64_t)f->reconnect_max_ms * 1000000ull;
 			snprintf(c->cn_reason, sizeof(c->cn_reason),
 				 "the peer's link is down");
+			c->cn_deadline_ns =
+			    now + ns / 2 + ry__rand64() % (ns + 1);
+		} else if (retry_ms) {
+			ns = ry__min64(retry_ms, f->reconnect_max_ms) *
+			     1000000ull;
+			snprintf(c->cn_reason, sizeof(c->cn_reason),
+				 "the peer is busy connecting others "
+				 "(retry after %u ms)",
+				 retry_ms);
 			c->cn_deadline_ns =
 			    now + ns / 2 + ry__rand64() % (ns + 1);
 		} else {
@@ -865,8 +990,11 @@ void ry__conn_timers(struct ry__conn *c, uint64_t now)
 	case CONN_CONNECTING:
 		if (attempt_expired(c, now)) {
 			ry__conn_destroy_qp(c);
+			if (c->cn_unanswered < UINT32_MAX)
+				c->cn_unanswered++;
 			snprintf(c->cn_reason, sizeof(c->cn_reason),
-				 "connect timed out");
+				 "connect timed out (%u unanswered in a row)",
+				 c->cn_unanswered);
 			ry__conn_backoff(c, now);
 		}
 		break;

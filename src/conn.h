@@ -74,6 +74,7 @@ struct ry__conn {
 	struct ry_qp *cn_qp;
 	struct ry_qp_endpoint cn_remote;
 	uint32_t cn_attempt;
+	uint32_t cn_unanswered;	 /* attempts in a row the peer never answered */
 	uint64_t cn_deadline_ns; /* connect/probe timeout, backoff end */
 	uint32_t cn_backoff_ms;
 	uint64_t cn_last_ok_ns;	   /* last sign of life */
@@ -179,7 +180,8 @@ int ry__conn_post(struct ry__conn *c, struct ry__wr **wrs,
 		  struct ry_send_wr *swr, unsigned n, uint64_t now);
 void ry__conn_on_req(struct ry_peer *p, unsigned src, unsigned dst,
 		     uint32_t attempt, const struct ry_qp_endpoint *ep,
-		     const struct ry__probe_mr *pm, struct ry__ctl *ctl);
+		     const struct ry__probe_mr *pm, uint32_t flags,
+		     struct ry__ctl *ctl);
 void ry__conn_on_rep(struct ry_peer *p, unsigned src, unsigned dst,
 		     uint32_t attempt, const struct ry_qp_endpoint *ep,
 		     const struct ry__probe_mr *pm, struct ry__ctl *ctl);
@@ -199,7 +201,7 @@ bool ry__conn_mtu_reason(struct ry__conn *c, const char *what, char *buf,
 void ry__conn_probed(struct ry__conn *c, uint64_t now);
 void ry__conn_probe_done(struct ry__wr *w, uint64_t now);
 void ry__conn_on_rej(struct ry_peer *p, unsigned src, unsigned dst,
-		     uint32_t attempt, int err);
+		     uint32_t attempt, int err, uint32_t retry_ms);
 int ry__post_ctl_msg(struct ry__conn *c, enum ry__wr_kind kind, uint64_t now);
 
 /* heartbeat.c: judge c's silence, send its heartbeat (ry__timers_run) */

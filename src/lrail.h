@@ -42,9 +42,13 @@ struct ry__lrail {
 	unsigned lr_active;	   /* ACTIVE connections */
 	unsigned lr_connecting;	   /* CONNECTING or PROBING (conn.c) */
 	uint64_t lr_next_start_ns; /* the last paced start given (conn.c) */
-	pthread_mutex_t lr_lock;   /* calls into lr_rail (LOCKING) */
-	uint64_t lr_caught_up_ns;  /* ry__rail_catch_up(): last pass */
-	bool lr_polling;	   /* inside ry__poll_rail() (m_lock) */
+	/* the attempt gate's retry-after feedback (conn.c gate_retry_ms):
+	 * refusals and attempts ended since lr_gate_win_ns */
+	uint64_t lr_gate_win_ns, lr_gate_refused, lr_gate_done;
+	uint32_t lr_gate_retry_ms;
+	pthread_mutex_t lr_lock;  /* calls into lr_rail (LOCKING) */
+	uint64_t lr_caught_up_ns; /* ry__rail_catch_up(): last pass */
+	bool lr_polling;	  /* inside ry__poll_rail() (m_lock) */
 	bool lr_always;	     /* no fd or no pending(): run it every round */
 	atomic_bool lr_kick; /* posted to since the last progress */
 	struct ry__rthread *lr_rt; /* its progress thread, NULL: none */

@@ -66,13 +66,15 @@ struct ry__ctl_ops {
 	/* CONN_REQ / CONN_REP from p over c: its rail src, our rail dst */
 	void (*co_conn_req)(struct ry_peer *p, unsigned src, unsigned dst,
 			    uint32_t attempt, const struct ry_qp_endpoint *ep,
-			    const struct ry__probe_mr *pm, struct ry__ctl *c);
+			    const struct ry__probe_mr *pm, uint32_t flags,
+			    struct ry__ctl *c);
 	void (*co_conn_rep)(struct ry_peer *p, unsigned src, unsigned dst,
 			    uint32_t attempt, const struct ry_qp_endpoint *ep,
 			    const struct ry__probe_mr *pm, struct ry__ctl *c);
-	/* CONN_REJ: err is the peer's -errno */
+	/* CONN_REJ: err is the peer's -errno; retry_ms its retry-after
+	 * (0: none) */
 	void (*co_conn_rej)(struct ry_peer *p, unsigned src, unsigned dst,
-			    uint32_t attempt, int err);
+			    uint32_t attempt, int err, uint32_t retry_ms);
 	/* FENCE_REQ: p's QP src_qpn on its rail src died; ours on dst is
 	 * dst_qpn */
 	void (*co_fence_req)(struct ry_peer *p, struct ry__ctl *c, uint64_t gen,
@@ -123,11 +125,11 @@ void ry__ctl_pressure(const struct ry_manager *m, uint64_t *frames,
 /* admit.c: parse the accept list again after a reload */
 int ry__ctl_admit_reload(struct ry_manager *m);
 
-/* dispatch.c: frames for a connection (type CTL_CONN_*; err for REJ) and
- * fences */
+/* dispatch.c: frames for a connection (type CTL_CONN_*; err for REJ; aux:
+ * a REQ's RY__CONN_F_* flags, a REJ's retry-after in ms) and fences */
 void ry__ctl_send_conn(struct ry__ctl *c, int type, unsigned src, unsigned dst,
 		       uint32_t attempt, const struct ry_qp_endpoint *ep,
-		       int err);
+		       int err, uint32_t aux);
 void ry__ctl_send_fence(struct ry__ctl *c, bool ack, uint64_t gen, unsigned src,
 			unsigned dst, uint32_t src_qpn, uint32_t dst_qpn);
 

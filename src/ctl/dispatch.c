@@ -37,13 +37,13 @@ static int dispatch(struct ry__ctl *c, uint16_t type, const unsigned char *body,
 		pm.pm_len = wc.wc_pm_len;
 		if (type == CTL_CONN_REQ)
 			ops->co_conn_req(p, wc.wc_src, wc.wc_dst, wc.wc_attempt,
-					 &wc.wc_ep, &pm, c);
+					 &wc.wc_ep, &pm, wc.wc_flags, c);
 		else if (type == CTL_CONN_REP)
 			ops->co_conn_rep(p, wc.wc_src, wc.wc_dst, wc.wc_attempt,
 					 &wc.wc_ep, &pm, c);
 		else
 			ops->co_conn_rej(p, wc.wc_src, wc.wc_dst, wc.wc_attempt,
-					 wc.wc_err);
+					 wc.wc_err, wc.wc_retry_ms);
 		return 0;
 	case CTL_FENCE_REQ:
 	case CTL_FENCE_ACK:
@@ -152,15 +152,17 @@ void ry__ctl_frames(struct ry__ctl *c)
 
 void ry__ctl_send_conn(struct ry__ctl *c, int type, unsigned src, unsigned dst,
 		       uint32_t attempt, const struct ry_qp_endpoint *ep,
-		       int err)
+		       int err, uint32_t aux)
 {
 	struct ry__wire_conn wc = {
 	    .wc_src = (uint8_t)src,
 	    .wc_dst = (uint8_t)dst,
 	    .wc_attempt = attempt,
 	    .wc_err = err,
+	    .wc_flags = type == CTL_CONN_REQ ? aux : 0,
+	    .wc_retry_ms = type == CTL_CONN_REJ ? aux : 0,
 	};
-	unsigned char b[64];
+	unsigned char b[RY__WIRE_CONN_MAX];
 	struct ry__wbuf w;
 
 	if (type != CTL_CONN_REJ) {

@@ -251,12 +251,15 @@ void ry__wire_conn_put(struct ry__wbuf *w, uint16_t type,
 	ry__w_u32(w, c->wc_attempt);
 	if (type == CTL_CONN_REJ) {
 		ry__w_u32(w, (uint32_t)c->wc_err);
+		ry__w_u32(w, c->wc_retry_ms);
 		return;
 	}
 	ry__w_ep(w, &c->wc_ep);
 	ry__w_u64(w, c->wc_pm_addr);
 	ry__w_u32(w, c->wc_pm_rkey);
 	ry__w_u32(w, c->wc_pm_len);
+	if (type == CTL_CONN_REQ)
+		ry__w_u32(w, c->wc_flags);
 }
 
 int ry__wire_conn_get(const void *body, size_t n, uint16_t type,
@@ -271,6 +274,9 @@ int ry__wire_conn_get(const void *body, size_t n, uint16_t type,
 	c->wc_attempt = ry__r_u32(&r);
 	if (type == CTL_CONN_REJ) {
 		c->wc_err = (int32_t)ry__r_u32(&r);
+		/* an older peer gives no retry-after */
+		if (r.n >= 4)
+			c->wc_retry_ms = ry__r_u32(&r);
 	} else {
 		ry__r_ep(&r, &c->wc_ep);
 		/* a peer that does not probe the MTU sends no slice */
@@ -279,6 +285,9 @@ int ry__wire_conn_get(const void *body, size_t n, uint16_t type,
 			c->wc_pm_rkey = ry__r_u32(&r);
 			c->wc_pm_len = ry__r_u32(&r);
 		}
+		/* nor does an older peer send flags */
+		if (type == CTL_CONN_REQ && r.n >= 4)
+			c->wc_flags = ry__r_u32(&r);
 	}
 	if (r.bad || c->wc_src >= RY_MAX_RAILS || c->wc_dst >= RY_MAX_RAILS)
 		return -EBADMSG;

@@ -175,7 +175,19 @@ struct ry__wire_conn {
 	struct ry_qp_endpoint wc_ep; /* REQ and REP only */
 	uint64_t wc_pm_addr;	     /* probe slice, REQ and REP; 0: none */
 	uint32_t wc_pm_rkey, wc_pm_len;
+	/* Trailing, optional (a peer without them sends none and they read
+	 * as 0): a REQ's RY__CONN_F_* flags, a REJ's retry-after in ms
+	 * (0: none given). */
+	uint32_t wc_flags;
+	uint32_t wc_retry_ms;
 };
+
+/* A CONN_* body's bytes at most (a REQ: 66). */
+#define RY__WIRE_CONN_MAX 96
+
+/* CONN_REQ: the sender has operations waiting for the receiver (or the
+ * application holds it): it is served first when attempts are scarce. */
+#define RY__CONN_F_WORK 1u
 
 void ry__wire_conn_put(struct ry__wbuf *w, uint16_t type,
 		       const struct ry__wire_conn *c);

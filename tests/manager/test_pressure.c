@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include "src/manager.h"
@@ -282,6 +284,421 @@ START_TEST(flood_bounded)
 }
 END_TEST
 
+/* ---- reconnection: work first, hung peers back off ---- */
+
+/*
+ * CONN_REQ's flags and CONN_REJ's retry-after are trailing fields: they
+ * survive a round trip, and a frame from a peer without them (the bytes
+ * an older build sends) parses with both 0.
+ */
+START_TEST(conn_frames_optional_fields)
+{
+	struct ry__wire_conn in = {.wc_src = 1, .wc_dst = 2, .wc_attempt = 7};
+	struct ry__wire_conn out;
+	unsigned char b[128];
+	struct ry__wbuf w;
+
+	in.wc_flags = RY__CONN_F_WORK;
+	ry__wbuf_init(&w, b, sizeof(b));
+	ry__wire_conn_put(&w, CTL_CONN_REQ, &in);
+	ck_assert(!w.bad);
+	ck_assert_int_eq(ry__wire_conn_get(b, w.n, CTL_CONN_REQ, &out), 0);
+	ck_assert_uint_eq(out.wc_flags, RY__CONN_F_WORK);
+	ck_assert_uint_eq(out.wc_attempt, 7);
+	/* without its last four bytes: an older peer's REQ */
+	ck_assert_int_eq(ry__wire_conn_get(b, w.n - 4, CTL_CONN_REQ, &out), 0);
+	ck_assert_uint_eq(out.wc_flags, 0);
+
+	in.wc_err = -EBUSY;
+	in.wc_retry_ms = 1234;
+	ry__wbuf_init(&w, b, sizeof(b));
+	ry__wire_conn_put(&w, CTL_CONN_REJ, &in);
+	ck_assert(!w.bad);
+	ck_assert_int_eq(ry__wire_conn_get(b, w.n, CTL_CONN_REJ, &out), 0);
+	ck_assert_int_eq(out.wc_err, -EBUSY);
+	ck_assert_uint_eq(out.wc_retry_ms, 1234);
+	ck_assert_int_eq(ry__wire_conn_get(b, w.n - 4, CTL_CONN_REJ, &out), 0);
+	ck_assert_int_eq(out.wc_err, -EBUSY);
+	ck_assert_uint_eq(out.wc_retry_ms, 0);
+}
+END_TEST
+
+/* Frames of the whole ones at the front of *buf (n bytes): their types,
+ * and for CONN_REQ the sender's rail; the rest moves to the front. */
+static unsigned take_frames(unsigned char *buf, size_t *n, uint16_t *types,
+			    int *rails, unsigned max)
+{
+	unsigned k = 0;
+
+	while (*n >= RY__CTL_HDR && k < max) {
+		struct ry__ctl_hdr h;
+		size_t len;
+
+		ry__ctl_hdr_get(buf, &h);
+		len = RY__CTL_HDR + h.h_len;
+		if (*n < len)
+			break;
+		types[k] = h.h_type;
+		rails[k] = -1;
+		if (h.h_type == CTL_CONN_REQ) {
+			struct ry__wire_conn wc;
+
+			if (!ry__wire_conn_get(buf + RY__CTL_HDR, h.h_len,
+					       CTL_CONN_REQ, &wc))
+				rails[k] = wc.wc_src;
+		}
+		k++;
+		memmove(buf, buf + len, *n - len);
+		*n -= len;
+	}
+	return k;
+}
+
+/*
+ * A peer that keeps its control session open but never answers a
+ * CONN_REQ (a hung node): a asks again after a back-off that doubles with
+ * each unanswered attempt, not every reconnect_min_ms after each connect
+ * timeout, so a few hundred such nodes cannot hold a rail's attempts.
+ * The hung node is this test: it listens, answers a's HELLO with the same
+ * rails, and then only reads.  Before, each gap was the connect timeout
+ * plus 0.75 to 1 x reconnect_min_ms; now the third is the timeout plus at
+ * least half of 8 x reconnect_min_ms.
+ */
+START_TEST(unanswered_backs_off)
+{
+	struct fx_opts o = {.reconnect_min_ms = 200, .reconnect_max_ms = 5000};
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	socklen_t sl = sizeof(sa);
+	unsigned char buf[65536];
+	uint64_t req_ns[5], end;
+	unsigned nreq = 0;
+	char addr[64];
+	struct ry_peer *z;
+	size_t n = 0;
+	int lfd, fd = -1, one = 1;
+	bool acked = false;
+
+	ck_assert_int_eq(fx_init(&F, &o), 0);
+	lfd = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_ge(lfd, 0);
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	inet_pton(AF_INET, "127.0.0.3", &sa.sin_addr);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(lfd, 4), 0);
+	ck_assert_int_eq(getsockname(lfd, (struct sockaddr *)&sa, &sl), 0);
+	snprintf(addr, sizeof(addr), "127.0.0.3:%u", ntohs(sa.sin_port));
+	ck_assert_int_eq(ry_peer_get(F.a, addr, &z), 0);
+	ry__lock_and_run_leftovers(F.a);
+	ck_assert_int_eq(ry__ctl_dial(z), 0);
+	ry__unlock(F.a);
+
+	end = fx_now_ns() + 30000000000ull;
+	while (nreq < 5 && fx_now_ns() < end) {
+		uint16_t types[16];
+		int rails[16];
+		unsigned k;
+		ssize_t r;
+
+		fx_progress(&F);
+		if (fd < 0) {
+			fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK);
+			if (fd < 0)
+				usleep(200);
+			continue;
+		}
+		r = recv(fd, buf + n, sizeof(buf) - n, MSG_DONTWAIT);
+		ck_assert_msg(r != 0, "a closed the hung node's session");
+		if (r < 0) {
+			ck_assert_int_eq(errno, EAGAIN);
+			usleep(200);
+			continue;
+		}
+		if (!acked) {
+			struct ry__ctl_hdr h;
+			struct ry__wire_hello hi;
+			unsigned char body[1024];
+			struct ry__wbuf w;
+			struct frame f;
+
+			n += (size_t)r;
+			if (n < RY__CTL_HDR)
+				continue;
+			ry__ctl_hdr_get(buf, &h);
+			if (n < RY__CTL_HDR + h.h_len)
+				continue;
+			ck_assert_uint_eq(h.h_type, CTL_HELLO);
+			ck_assert_int_eq(ry__wire_hello_get(buf + RY__CTL_HDR,
+							    h.h_len, false,
+							    &hi),
+					 0);
+			memmove(buf, buf + RY__CTL_HDR + h.h_len,
+				n - RY__CTL_HDR - h.h_len);
+			n -= RY__CTL_HDR + h.h_len;
+			/* the same rails as a's: every one pairs */
+			hi.wh_node = 0x4a46;
+			snprintf(hi.wh_name, sizeof(hi.wh_name), "hung");
+			snprintf(hi.wh_addr, sizeof(hi.wh_addr), "%s", addr);
+			ry__wbuf_init(&w, body, sizeof(body));
+			ry__wire_hello_put(&w, &hi, false);
+			frame_start(&f, CTL_HELLO_ACK);
+			put_body(&f, &w);
+			frame_end(&f);
+			raw_send(fd, f.b, f.n);
+			acked = true;
+		} else {
+			n += (size_t)r;
+		}
+		k = take_frames(buf, &n, types, rails, 16);
+		for (unsigned i = 0; i < k && nreq < 5; i++)
+			if (types[i] == CTL_CONN_REQ && rails[i] == 0)
+				req_ns[nreq++] = fx_now_ns();
+	}
+	ck_assert_msg(nreq == 5, "a sent %u CONN_REQ on rail 0 in 30 s", nreq);
+	{
+		uint64_t c = F.a->m_connect_ns, m = 200000000ull;
+		uint64_t g1 = req_ns[1] - req_ns[0], g3 = req_ns[3] - req_ns[2];
+		uint64_t g4 = req_ns[4] - req_ns[3];
+
+		/* 3 unanswered: 8 x min, at least half of it; before: at
+		 * most the timeout plus min (plus scheduling) */
+		ck_assert_msg(g3 >= c + 3 * m,
+			      "third gap %llu ms (connect timeout %llu ms)",
+			      (unsigned long long)(g3 / 1000000),
+			      (unsigned long long)(c / 1000000));
+		ck_assert_msg(g4 >= c + 7 * m,
+			      "fourth gap %llu ms (connect timeout %llu ms)",
+			      (unsigned long long)(g4 / 1000000),
+			      (unsigned long long)(c / 1000000));
+		ck_assert_uint_ge(g1, c);
+	}
+	close(fd);
+	close(lfd);
+	fx_fini(&F);
+}
+END_TEST
+
+/* A raw node's HELLO with rails on b's networks (net0, net1). */
+static void hello_rails(struct frame *f, uint64_t node, const char *name,
+			const char *addr)
+{
+	static struct ry__wire_hello h;
+	unsigned char body[1024];
+	struct ry__wbuf w;
+
+	memset(&h, 0, sizeof(h));
+	h.wh_node = node;
+	snprintf(h.wh_name, sizeof(h.wh_name), "%s", name);
+	snprintf(h.wh_addr, sizeof(h.wh_addr), "%s", addr);
+	h.wh_n = 2;
+	for (unsigned i = 0; i < 2; i++) {
+		snprintf(h.wh_rail[i].wr_name, RY_NAME_MAX, "x%u", i);
+		snprintf(h.wh_rail[i].wr_network, RY_NAME_MAX, "net%u", i);
+		h.wh_rail[i].wr_ep.mtu = 1500;
+	}
+	ry__wbuf_init(&w, body, sizeof(body));
+	ry__wire_hello_put(&w, &h, false);
+	frame_start(f, CTL_HELLO);
+	put_body(f, &w);
+	frame_end(f);
+}
+
+/* Progress until fd brings a whole frame of type want (others are
+ * skipped); false if 20 s pass first. */
+static bool wait_frame(int fd, uint16_t want)
+{
+	unsigned char buf[8192];
+	uint64_t end = fx_now_ns() + 20000000000ull;
+	size_t n = 0;
+
+	while (fx_now_ns() < end) {
+		struct ry__ctl_hdr h;
+		ssize_t r = recv(fd, buf + n, sizeof(buf) - n, MSG_DONTWAIT);
+
+		ck_assert_msg(r != 0, "b closed a raw node's session");
+		if (r > 0)
+			n += (size_t)r;
+		while (n >= RY__CTL_HDR) {
+			size_t len;
+
+			ry__ctl_hdr_get(buf, &h);
+			len = RY__CTL_HDR + h.h_len;
+			if (n < len)
+				break;
+			if (h.h_type == want)
+				return true;
+			memmove(buf, buf + len, n - len);
+			n -= len;
+		}
+		fx_progress(&F);
+		if (r < 0)
+			usleep(100);
+	}
+	return false;
+}
+
+/* Progress until fd brings a whole frame of one of the CONN types (others
+ * are skipped); its type, and the connection fields in *wc. */
+static uint16_t conn_reply(int fd, struct ry__wire_conn *wc)
+{
+	unsigned char buf[8192];
+	uint64_t end = fx_now_ns() + 20000000000ull;
+	size_t n = 0;
+
+	while (fx_now_ns() < end) {
+		struct ry__ctl_hdr h;
+		ssize_t r = recv(fd, buf + n, sizeof(buf) - n, MSG_DONTWAIT);
+
+		ck_assert_msg(r != 0, "b closed a raw node's session");
+		if (r > 0)
+			n += (size_t)r;
+		while (n >= RY__CTL_HDR) {
+			size_t len;
+
+			ry__ctl_hdr_get(buf, &h);
+			len = RY__CTL_HDR + h.h_len;
+			if (n < len)
+				break;
+			if (h.h_type == CTL_CONN_REP ||
+			    h.h_type == CTL_CONN_REJ) {
+				ck_assert_int_eq(
+				    ry__wire_conn_get(buf + RY__CTL_HDR,
+						      h.h_len, h.h_type, wc),
+				    0);
+				return h.h_type;
+			}
+			memmove(buf, buf + len, n - len);
+			n -= len;
+		}
+		fx_progress(&F);
+		if (r < 0)
+			usleep(100);
+	}
+	ck_abort_msg("no CONN_REP or CONN_REJ within 20 s");
+	return 0;
+}
+
+/* Raw node k (from its own loopback address, 8 a source) past its HELLO;
+ * its session's fd. */
+static int raw_node(unsigned k)
+{
+	char src[32], addr[48], name[32];
+	struct frame hello;
+	int fd;
+
+	snprintf(src, sizeof(src), "127.0.%u.%u", 10 + k / 8, 1 + k % 8);
+	snprintf(addr, sizeof(addr), "%s:9", src);
+	snprintf(name, sizeof(name), "raw%u", k);
+	fd = raw_connect(&F, src);
+	hello_rails(&hello, 0x9000 + k, name, addr);
+	raw_send(fd, hello.b, hello.n);
+	ck_assert(wait_frame(fd, CTL_HELLO_ACK));
+	return fd;
+}
+
+/* Node fd asks for a connection on b's rail 0, with flags. */
+static uint16_t ask(int fd, uint32_t flags, struct ry__wire_conn *rep)
+{
+	struct ry__wire_conn wc = {.wc_src = 0, .wc_dst = 0, .wc_attempt = 1};
+	unsigned char body[RY__WIRE_CONN_MAX];
+	struct ry__wbuf w;
+	struct frame f;
+
+	wc.wc_flags = flags;
+	/* a soft rail's endpoint nobody listens at: 127.0.0.1, port 9 */
+	wc.wc_ep.qpn = 0x100;
+	wc.wc_ep.mtu = 1500;
+	wc.wc_ep.gid[10] = 0xff;
+	wc.wc_ep.gid[11] = 0xff;
+	wc.wc_ep.gid[12] = 127;
+	wc.wc_ep.gid[15] = 1;
+	wc.wc_ep.udp_port = 9;
+	ry__wbuf_init(&w, body, sizeof(body));
+	ry__wire_conn_put(&w, CTL_CONN_REQ, &wc);
+	frame_start(&f, CTL_CONN_REQ);
+	put_body(&f, &w);
+	frame_end(&f);
+	raw_send(fd, f.b, f.n);
+	return conn_reply(fd, rep);
+}
+
+/*
+ * b's rail takes at most 256 attempts at once; 32 of them are kept for
+ * peers with work waiting.  224 idle nodes' attempts (answered, then left
+ * in PROBING: these nodes never probe) fill the rest: the next idle node
+ * is refused (-EBUSY) with a retry-after, while a node whose CONN_REQ
+ * says it has work is still served; when the 32 are taken too, such a
+ * node is refused, told to ask again after reconnect_min_ms.  Before,
+ * the first 256 of any kind were served and the rest refused alike.
+ */
+START_TEST(work_first_at_the_gate)
+{
+	/* attempts must stay in flight while the test fills the gate:
+	 * connect timeout 4 x timeout_ms */
+	struct fx_opts o = {.timeout_ms = 10000,
+			    .op_timeout_ms = 30000,
+			    .reconnect_min_ms = 100};
+	struct ry__wire_conn rep;
+	static int fds[260];
+	unsigned k = 0, i;
+
+	ck_assert_int_eq(fx_init(&F, &o), 0);
+	for (i = 0; i < 224; i++, k++) {
+		fds[k] = raw_node(k);
+		ck_assert_uint_eq(ask(fds[k], 0, &rep), CTL_CONN_REP);
+	}
+	fds[k] = raw_node(k);
+	ck_assert_uint_eq(ask(fds[k], 0, &rep), CTL_CONN_REJ);
+	ck_assert_int_eq(rep.wc_err, -EBUSY);
+	ck_assert_uint_ge(rep.wc_retry_ms, 100);
+	k++;
+	/* a, with no work for b, is refused on that rail too, and waits
+	 * as long as b said (a half to one and a half times it) */
+	{
+		struct ry__conn *c = F.ab->pr_conn[0];
+		unsigned ms = 0;
+		uint64_t t0, wait = 0;
+
+		ry__lock_and_run_leftovers(F.a);
+		ck_assert_int_eq(ry__ctl_dial(F.ab), 0);
+		ry__unlock(F.a);
+		for (t0 = fx_now_ns(); fx_now_ns() - t0 < 20000000000ull;) {
+			fx_progress(&F);
+			ry__lock_and_run_leftovers(F.a);
+			if (c->cn_state == CONN_BACKOFF &&
+			    sscanf(strstr(c->cn_reason, "retry after ")
+				       ? strstr(c->cn_reason, "retry after ")
+				       : "",
+				   "retry after %u ms", &ms) == 1) {
+				wait = c->cn_deadline_ns - fx_now_ns();
+				ry__unlock(F.a);
+				break;
+			}
+			ry__unlock(F.a);
+			usleep(100);
+		}
+		ck_assert_msg(ms >= 100 && ms <= 5000,
+			      "a's rail 0: \"%s\" (%s)", c->cn_reason,
+			      ry__conn_state_str(c->cn_state));
+		ck_assert_uint_le(wait, 3ull * ms * 1000000ull / 2);
+		ck_assert_uint_ge(wait + 50000000ull, ms * 1000000ull / 2);
+	}
+	for (i = 0; i < 32; i++, k++) {
+		fds[k] = raw_node(k);
+		ck_assert_msg(
+		    ask(fds[k], RY__CONN_F_WORK, &rep) == CTL_CONN_REP,
+		    "node with work %u of 32 refused: %d", i, rep.wc_err);
+	}
+	fds[k] = raw_node(k);
+	ck_assert_uint_eq(ask(fds[k], RY__CONN_F_WORK, &rep), CTL_CONN_REJ);
+	ck_assert_int_eq(rep.wc_err, -EBUSY);
+	ck_assert_uint_eq(rep.wc_retry_ms, 100);
+	k++;
+	for (i = 0; i < k; i++)
+		close(fds[i]);
+	fx_fini(&F);
+}
+END_TEST
+
 int main(void)
 {
 	const TTest *const tests[] = {
@@ -289,6 +706,9 @@ int main(void)
 	    vanish_is_failure,
 	    flood_bounded,
 	    reload_revokes_prefix,
+	    conn_frames_optional_fields,
+	    unanswered_backs_off,
+	    work_first_at_the_gate,
 	};
 
 	return fx_run_suite("pressure", 120, tests,

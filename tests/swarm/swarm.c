@@ -441,7 +441,7 @@ static void send_frame(struct swarm *sw, struct node *nd, uint16_t type,
 static void send_conn(struct swarm *sw, struct node *nd, uint16_t type,
 		      const struct ry__wire_conn *wc)
 {
-	unsigned char b[64];
+	unsigned char b[RY__WIRE_CONN_MAX];
 	struct ry__wbuf w;
 
 	ry__wbuf_init(&w, b, sizeof(b));
