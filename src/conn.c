@@ -337,13 +337,26 @@ static void backoff_until(struct ry__conn *c, uint64_t at, uint64_t now)
 	ry__conn_timer(c, now);
 }
 
-/* Operations wait for c's peer, or the application holds it: its
- * connections come first when attempts are scarce (the cold lock). */
-static bool conn_work(const struct ry__conn *c)
+/*
+ * Operations wait for c's peer, or the application holds it, or the peer
+ * said it has work for us (RY__CONN_F_WORK, within reconnect_max_ms x 2:
+ * a client that asked while our link was down is connected first when it
+ * comes back): its connections come first when attempts are scarce (the
+ * cold lock).
+ */
+bool ry__conn_work(const struct ry__conn *c, uint64_t now)
 {
 	const struct ry_peer *p = c->cn_peer;
 
-	return !ry__list_empty(&p->pr_ops) || p->pr_app_refs;
+	return !ry__list_empty(&p->pr_ops) || p->pr_app_refs ||
+	       (c->cn_work_ns &&
+		ry__since(now, c->cn_work_ns) <
+		    2000000ull * p->pr_mgr->m_cfg.failover.reconnect_max_ms);
+}
+
+static bool conn_work(const struct ry__conn *c)
+{
+	return ry__conn_work(c, ry__now_ns());
 }
 
 /*
@@ -839,6 +852,8 @@ void ry__conn_on_req(struct ry_peer *p, unsigned src, unsigned dst,
 	}
 	c = p->pr_conn[dst];
 	c->cn_unanswered = 0; /* it speaks on this rail */
+	if (flags & RY__CONN_F_WORK)
+		c->cn_work_ns = now;
 	if (c->cn_state == CONN_CONNECTING) {
 		if (m->m_node > p->pr_node)
 			return; /* ours wins; the peer will take it */

@@ -74,7 +74,8 @@ struct ry__conn {
 	struct ry_qp *cn_qp;
 	struct ry_qp_endpoint cn_remote;
 	uint32_t cn_attempt;
-	uint32_t cn_unanswered;	 /* attempts in a row the peer never answered */
+	uint32_t cn_unanswered; /* attempts in a row the peer never answered */
+	uint64_t cn_work_ns;	/* the peer's last CONN_REQ with work waiting */
 	uint64_t cn_deadline_ns; /* connect/probe timeout, backoff end */
 	uint32_t cn_backoff_ms;
 	uint64_t cn_last_ok_ns;	   /* last sign of life */
@@ -200,6 +201,8 @@ bool ry__conn_mtu_reason(struct ry__conn *c, const char *what, char *buf,
 			 size_t len);
 void ry__conn_probed(struct ry__conn *c, uint64_t now);
 void ry__conn_probe_done(struct ry__wr *w, uint64_t now);
+/* Work waits on c's peer (ours or, lately, its): c comes first. */
+bool ry__conn_work(const struct ry__conn *c, uint64_t now);
 void ry__conn_on_rej(struct ry_peer *p, unsigned src, unsigned dst,
 		     uint32_t attempt, int err, uint32_t retry_ms);
 int ry__post_ctl_msg(struct ry__conn *c, enum ry__wr_kind kind, uint64_t now);

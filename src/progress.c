@@ -74,9 +74,13 @@ static void rail_event(struct ry__lrail *lr, const struct ry_rail_event *ev,
 			      "rail %s: link up", lr->lr_cfg.name);
 		for (p = m->m_peers; p; p = p->pr_next) {
 			c = p->pr_conn[lr->lr_idx];
+			/* those with work waiting first (conn.c) */
 			if (c->cn_state == CONN_BACKOFF)
 				c->cn_deadline_ns =
-				    now + ry__rand64() % (m->m_tick_ns + 1);
+				    ry__conn_work(c, now)
+					? now
+					: now + 1 +
+					      ry__rand64() % (m->m_tick_ns + 1);
 			c->cn_backoff_ms = m->m_cfg.failover.reconnect_min_ms;
 			ry__conn_timer(c, now); /* sooner: timers.c */
 		}

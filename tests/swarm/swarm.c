@@ -575,15 +575,26 @@ static int dispatch(struct swarm *sw, struct node *nd, unsigned type,
 			/* as a real node does (src/conn.c): the server's
 			 * link is down and it connects when it is back: ask
 			 * again only after about reconnect_max_ms (5 s);
-			 * busy with other nodes' attempts: within 1 s */
-			if (err == (uint32_t)-ENETDOWN)
+			 * busy with other nodes' attempts: after a half to
+			 * one and a half times its retry-after (at most 5 s),
+			 * or within 1 s if it gave none */
+			if (err == (uint32_t)-ENETDOWN) {
 				c->deadline =
 				    now + 2500000000ull +
 				    (uint64_t)random() % 5000000000ull;
-			else if (err == (uint32_t)-EBUSY)
+			} else if (err == (uint32_t)-EBUSY && wc.wc_retry_ms) {
+				uint64_t ns =
+				    (wc.wc_retry_ms < 5000 ? wc.wc_retry_ms
+							   : 5000) *
+				    1000000ull;
+
+				c->deadline = now + ns / 2 +
+					      (uint64_t)random() % (ns + 1);
+			} else if (err == (uint32_t)-EBUSY) {
 				c->deadline =
 				    now + 100000000ull +
 				    (uint64_t)random() % 1000000000ull;
+			}
 			return 0;
 		}
 		if (to_rts(rail_of(sw, nd, dst), c, &wc.wc_ep) ||
