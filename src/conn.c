@@ -354,9 +354,10 @@ bool ry__conn_work(const struct ry__conn *c, uint64_t now)
 		    2000000ull * p->pr_mgr->m_cfg.failover.reconnect_max_ms);
 }
 
-static bool conn_work(const struct ry__conn *c)
+/* now plus a half to one and a half times ns: waits that spread out */
+static uint64_t jittered(uint64_t now, uint64_t ns)
 {
-	return ry__conn_work(c, ry__now_ns());
+	return now + ns / 2 + ry__rand64() % (ns + 1);
 }
 
 /*
@@ -365,7 +366,7 @@ static bool conn_work(const struct ry__conn *c)
  * times, up to reconnect_max_ms; with work waiting at most 4 x
  * reconnect_min_ms, as the control channel's redial (peer.c).
  */
-static uint64_t unanswered_ms(const struct ry__conn *c)
+static uint64_t unanswered_ms(const struct ry__conn *c, uint64_t now)
 {
 	const struct ry_failover_config *f =
 	    &c->cn_lrail->lr_mgr->m_cfg.failover;
@@ -373,7 +374,7 @@ static uint64_t unanswered_ms(const struct ry__conn *c)
 		      << (c->cn_unanswered < 16 ? c->cn_unanswered : 16);
 	uint64_t cap = f->reconnect_max_ms;
 
-	if (conn_work(c) && cap > 4ull * f->reconnect_min_ms)
+	if (ry__conn_work(c, now) && cap > 4ull * f->reconnect_min_ms)
 		cap = 4ull * f->reconnect_min_ms;
 	if (ms > cap)
 		ms = cap;
@@ -390,13 +391,10 @@ void ry__conn_backoff(struct ry__conn *c, uint64_t now)
 		c->cn_backoff_ms = f->reconnect_min_ms;
 	ns = (uint64_t)c->cn_backoff_ms * 1000000ull;
 	if (c->cn_unanswered && !c->cn_damp) {
-		/* a peer that does not answer: half to one and a half times
-		 * its back-off, so hung peers spread out */
-		ns = unanswered_ms(c) * 1000000ull;
-		at = now + ns / 2 + ry__rand64() % (ns + 1);
+		/* a peer that does not answer: hung peers spread out */
+		at = jittered(now, unanswered_ms(c, now) * 1000000ull);
 	} else if (c->cn_damp) {
-		/* jitter: half to one and a half times the backoff */
-		at = now + ns / 2 + ry__rand64() % (ns + 1);
+		at = jittered(now, ns);
 		c->cn_backoff_ms = (uint32_t)ry__min64(
 		    (uint64_t)c->cn_backoff_ms * 2, f->reconnect_max_ms);
 	} else {
@@ -429,7 +427,7 @@ static bool can_connect(struct ry__conn *c)
 #define RY__CONNECT_GAP_NS 100000ull
 /*
  * Of those, RY__CONNECTS_WORK are kept for connections with work waiting
- * (ours: conn_work; a peer's: RY__CONN_F_WORK in its CONN_REQ): a client
+ * (ours: ry__conn_work; a peer's: RY__CONN_F_WORK in its CONN_REQ): a client
  * with I/O to do is not queued behind thousands of idle nodes.  One of
  * ours that finds even those taken looks again every
  * RY__CONNECT_WORK_WAIT_NS, not at the end of the idle ones' paced turns.
@@ -445,7 +443,7 @@ static unsigned gate_room(bool work)
 static bool connect_later(struct ry__conn *c, uint64_t now)
 {
 	struct ry__lrail *lr = c->cn_lrail;
-	bool work = conn_work(c);
+	bool work = ry__conn_work(c, now);
 
 	if (lr->lr_connecting < gate_room(work))
 		return false;
@@ -527,7 +525,7 @@ void ry__conn_start(struct ry__conn *c, uint64_t now)
 	ry__conn_timer(c, now);
 	ry__ctl_send_conn(c->cn_peer->pr_ctl, CTL_CONN_REQ, c->cn_lrail->lr_idx,
 			  (unsigned)c->cn_ridx, c->cn_attempt, &ep, 0,
-			  conn_work(c) ? RY__CONN_F_WORK : 0);
+			  ry__conn_work(c, now) ? RY__CONN_F_WORK : 0);
 	RY_DBG("mgr", "peer %s rail %s: connecting qp 0x%x",
 	       c->cn_peer->pr_name, c->cn_lrail->lr_cfg.name, ep.qpn);
 }
@@ -873,7 +871,7 @@ void ry__conn_on_req(struct ry_peer *p, unsigned src, unsigned dst,
 				  -ENETDOWN, 0);
 		return;
 	}
-	work = (flags & RY__CONN_F_WORK) || conn_work(c);
+	work = (flags & RY__CONN_F_WORK) || ry__conn_work(c, now);
 	if (!attempting(c->cn_state) &&
 	    c->cn_lrail->lr_connecting >= gate_room(work)) {
 		ry__ctl_send_conn(ctl, CTL_CONN_REJ, dst, src, attempt, NULL,
@@ -958,8 +956,7 @@ void ry__conn_on_rej(struct ry_peer *p, unsigned src, unsigned dst,
 			ns = (uint64_t)f->reconnect_max_ms * 1000000ull;
 			snprintf(c->cn_reason, sizeof(c->cn_reason),
 				 "the peer's link is down");
-			c->cn_deadline_ns =
-			    now + ns / 2 + ry__rand64() % (ns + 1);
+			c->cn_deadline_ns = jittered(now, ns);
 		} else if (retry_ms) {
 			ns = ry__min64(retry_ms, f->reconnect_max_ms) *
 			     1000000ull;
@@ -967,8 +964,7 @@ void ry__conn_on_rej(struct ry_peer *p, unsigned src, unsigned dst,
 				 "the peer is busy connecting others "
 				 "(retry after %u ms)",
 				 retry_ms);
-			c->cn_deadline_ns =
-			    now + ns / 2 + ry__rand64() % (ns + 1);
+			c->cn_deadline_ns = jittered(now, ns);
 		} else {
 			ns = (uint64_t)f->reconnect_min_ms * 1000000ull;
 			snprintf(c->cn_reason, sizeof(c->cn_reason),

@@ -40,9 +40,9 @@ fi
 start=$(date +%s)
 status=0
 failed=() # "build: test" of every failure, repeated at the end
-# ct DIR CTEST-ARGS...: ctest in DIR; a failure is remembered by name, with
-# the failing lines of a QEMU guest's log (the CI report keeps the end of
-# the output, where a guest's own FAIL line would be long scrolled past)
+# ct DIR CTEST-ARGS...: ctest in DIR; a failure is remembered by name, for
+# the list at the end (the CI report keeps the end of the output, where a
+# guest's own FAIL line would be long scrolled past)
 ct() {
 	local dir=$1 t
 	shift

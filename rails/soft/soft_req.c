@@ -180,13 +180,11 @@ void ry__soft_req_run(struct ry__soft_qp *qp)
 		}
 
 		/* A READ's responses count in full: they are what it puts
-		 * on the path.  One too big for the window goes alone. */
+		 * on the path.  One too big for the window goes alone.  A
+		 * READ also waits for max_rd's room. */
 		if (inflight >= window ||
-		    (inflight && inflight + (int32_t)n > window)) {
-			qp->req.state = RY__SOFT_REQ_WAIT_ACK;
-			break;
-		}
-		if (read && qp->req.rd_out >= qp->max_rd) {
+		    (inflight && inflight + (int32_t)n > window) ||
+		    (read && qp->req.rd_out >= qp->max_rd)) {
 			qp->req.state = RY__SOFT_REQ_WAIT_ACK;
 			break;
 		}

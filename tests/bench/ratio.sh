@@ -186,12 +186,15 @@ bench() {
 	jq -e .bytes "$out" >/dev/null 2>&1 || { cat "$out.log" >&2; echo '{}' >"$out"; }
 	echo $((b1 - b0))
 }
-# iperf N OUT: N iperf3 streams at once, stream k on rail k; MB/s summed;
-# prints "MBps bytes busy_jiffies"
+# iperf N OUT [one [ARGS...]]: N iperf3 streams at once, stream k on rail
+# k (with "one": all on rail r0, one server each), ARGS for each client;
+# MB/s summed; prints "MBps bytes busy_jiffies own_cpu_s"
 iperf() {
-	local n=$1 out=$2 k b0 b1 sp=() cp=()
+	local n=$1 out=$2 k b0 b1 sp=() cp=() one=
+	shift 2
+	[[ ${1:-} == one ]] && one=1 && shift
 	for ((k = 0; k < n; k++)); do
-		in_b iperf3 -s -1 -B 198.18.$((k + 1)).2 -p $((5201 + k)) \
+		in_b iperf3 -s -1 -B "198.18.$((one ? 1 : k + 1)).2" -p $((5201 + k)) \
 			>/dev/null 2>&1 &
 		sp+=($!)
 		pids+=($!)
@@ -199,8 +202,8 @@ iperf() {
 	sleep 0.5
 	b0=$(busy)
 	for ((k = 0; k < n; k++)); do
-		in_a iperf3 -c 198.18.$((k + 1)).2 -p $((5201 + k)) -t "$T" -J \
-			>"$out.$k" 2>&1 &
+		in_a iperf3 -c "198.18.$((one ? 1 : k + 1)).2" -p $((5201 + k)) \
+			-t "$T" -J "$@" >"$out.$k" 2>&1 &
 		cp+=($!)
 	done
 	for q in "${cp[@]}"; do wait "$q" || true; done
@@ -379,26 +382,6 @@ many() {
 			{ cat "$out.$k.log" >&2; echo '{}' >"$out.$k"; }
 	done
 }
-# iperf_one N LEN OUT [-R]: N iperf3 streams at once on rail r0, LEN bytes
-# a write, one server each; prints the MB/s summed
-iperf_one() {
-	local n=$1 len=$2 out=$3 rev=${4:-} k sp=() cp=()
-	for ((k = 0; k < n; k++)); do
-		in_b iperf3 -s -1 -B 198.18.1.2 -p $((5201 + k)) >/dev/null 2>&1 &
-		sp+=($!)
-		pids+=($!)
-	done
-	sleep 0.5
-	for ((k = 0; k < n; k++)); do
-		in_a iperf3 -c 198.18.1.2 -p $((5201 + k)) -l "$len" $rev -t "$T" -J \
-			>"$out.$k" 2>&1 &
-		cp+=($!)
-	done
-	for q in "${cp[@]}"; do wait "$q" || true; done
-	for q in "${sp[@]}"; do wait "$q" 2>/dev/null || true; done
-	jq -s '[.[].end.sum_received // {bytes: 0, seconds: 1} |
-		.bytes / .seconds] | add / 1e6' "$out".* 2>/dev/null || echo 0
-}
 # row_many ROW OP SIZE: NCLI clients at depth 64 on one rail against NCLI
 # iperf3 streams writing SIZE at a time (reads: -R, the server sends)
 row_many() {
@@ -416,7 +399,8 @@ row_many() {
 	worst=$(jq -s '[.[] | .latency_us // {p50: 0, p99: 0} |
 		if .p50 > 0 then .p99 / .p50 else 0 end] | max * 10 | round / 10' \
 		"$out".json.?)
-	ip=$(iperf_one "$NCLI" "$size" "$out.iperf" $rev)
+	ip=$(iperf "$NCLI" "$out.iperf" one -l "$size" $rev)
+	ip=${ip%% *}
 	add "$row" "$(div "$ry_mbs" "$ip")" "$ry_mbs" "$ip" "$worst"
 }
 # NCLI clients at 4K depth 1 against NCLI sockperf flows, one server each

@@ -61,12 +61,27 @@ void frame_end(struct frame *f)
 	ry__ctl_hdr_put(f->b, (uint32_t)(f->n - RY__CTL_HDR), f->type);
 }
 
-void raw_hello(struct frame *f, uint64_t node, const char *name,
-	       const char *addr, bool auth)
+void frame_of(struct frame *f, uint16_t type, const struct ry__wbuf *w)
+{
+	frame_start(f, type);
+	put_body(f, w);
+	frame_end(f);
+}
+
+void frame_hello(struct frame *f, uint16_t type, const struct ry__wire_hello *h)
+{
+	unsigned char body[1024];
+	struct ry__wbuf w;
+
+	ry__wbuf_init(&w, body, sizeof(body));
+	ry__wire_hello_put(&w, h, false);
+	frame_of(f, type, &w);
+}
+
+static void hello_of(struct frame *f, uint64_t node, const char *name,
+		     const char *addr, bool auth, unsigned nrails)
 {
 	static struct ry__wire_hello h;
-	unsigned char body[512];
-	struct ry__wbuf w;
 
 	memset(&h, 0, sizeof(h));
 	h.wh_node = node;
@@ -75,11 +90,25 @@ void raw_hello(struct frame *f, uint64_t node, const char *name,
 	h.wh_auth = auth;
 	if (auth)
 		ry__auth_nonce(h.wh_nonce);
-	ry__wbuf_init(&w, body, sizeof(body));
-	ry__wire_hello_put(&w, &h, false);
-	frame_start(f, CTL_HELLO);
-	put_body(f, &w);
-	frame_end(f);
+	h.wh_n = nrails;
+	for (unsigned i = 0; i < nrails; i++) {
+		snprintf(h.wh_rail[i].wr_name, RY_NAME_MAX, "x%u", i);
+		snprintf(h.wh_rail[i].wr_network, RY_NAME_MAX, "net%u", i);
+		h.wh_rail[i].wr_ep.mtu = 1500;
+	}
+	frame_hello(f, CTL_HELLO, &h);
+}
+
+void raw_hello(struct frame *f, uint64_t node, const char *name,
+	       const char *addr, bool auth)
+{
+	hello_of(f, node, name, addr, auth, 0);
+}
+
+void raw_hello_rails(struct frame *f, uint64_t node, const char *name,
+		     const char *addr, unsigned nrails)
+{
+	hello_of(f, node, name, addr, false, nrails);
 }
 
 bool frame_hdr(const struct frame *in, struct ry__ctl_hdr *h)
@@ -110,6 +139,44 @@ int raw_connect(struct fx *fx, const char *src)
 void raw_send(int fd, const void *p, size_t n)
 {
 	ck_assert_int_eq(send(fd, p, n, MSG_NOSIGNAL), (ssize_t)n);
+}
+
+bool raw_next(struct fx *fx, struct raw_rx *rx, unsigned ms, struct frame *out)
+{
+	uint64_t end = fx_now_ns() + ms * 1000000ull;
+
+	for (;;) {
+		ssize_t r;
+
+		if (rx->n >= RY__CTL_HDR) {
+			struct ry__ctl_hdr h;
+			size_t len;
+
+			ry__ctl_hdr_get(rx->b, &h);
+			len = RY__CTL_HDR + h.h_len;
+			ck_assert_uint_le(len, sizeof(out->b));
+			if (rx->n >= len) {
+				memcpy(out->b, rx->b, len);
+				out->n = len;
+				out->type = h.h_type;
+				memmove(rx->b, rx->b + len, rx->n - len);
+				rx->n -= len;
+				return true;
+			}
+		}
+		if (fx_now_ns() >= end)
+			return false;
+		r = recv(rx->fd, rx->b + rx->n, sizeof(rx->b) - rx->n,
+			 MSG_DONTWAIT);
+		ck_assert_msg(r != 0, "the manager closed the raw session");
+		if (r > 0) {
+			rx->n += (size_t)r;
+			continue;
+		}
+		ck_assert_int_eq(errno, EAGAIN);
+		fx_progress(fx);
+		usleep(100);
+	}
 }
 
 bool closed_within(struct fx *fx, int fd, unsigned ms, struct frame *in)

@@ -29,11 +29,20 @@ void frame_start(struct frame *f, uint16_t type);
 /* w's body (checked not bad) onto the frame. */
 void put_body(struct frame *f, const struct ry__wbuf *w);
 void frame_end(struct frame *f);
+/* All three: a frame of type with w's body. */
+void frame_of(struct frame *f, uint16_t type, const struct ry__wbuf *w);
+/* A HELLO or HELLO_ACK (type) carrying h, without a proof. */
+void frame_hello(struct frame *f, uint16_t type,
+		 const struct ry__wire_hello *h);
 /* A HELLO with no rails as node (name, claimed control address addr);
  * with auth, the key flag and a fresh nonce.  Its body is f->b after the
  * header. */
 void raw_hello(struct frame *f, uint64_t node, const char *name,
 	       const char *addr, bool auth);
+/* The same with nrails rails, x<i> on network net<i> (the fixture's),
+ * no auth. */
+void raw_hello_rails(struct frame *f, uint64_t node, const char *name,
+		     const char *addr, unsigned nrails);
 /* The header of the frame at in->b; false if fewer bytes than one. */
 bool frame_hdr(const struct frame *in, struct ry__ctl_hdr *h);
 
@@ -53,5 +62,18 @@ void raw_send(int fd, const void *p, size_t n);
  * sends is appended to in (if not NULL).
  */
 bool closed_within(struct fx *fx, int fd, unsigned ms, struct frame *in);
+
+/* What a raw session has received and not yet taken, frame by frame. */
+struct raw_rx {
+	int fd;
+	size_t n;
+	unsigned char b[8192];
+};
+/*
+ * Progress fx until rx holds a whole frame, and take it into out (header
+ * and body; out->type its type); false if ms pass first.  The manager
+ * closing the session fails the test.
+ */
+bool raw_next(struct fx *fx, struct raw_rx *rx, unsigned ms, struct frame *out);
 
 #endif

@@ -323,37 +323,6 @@ START_TEST(conn_frames_optional_fields)
 }
 END_TEST
 
-/* Frames of the whole ones at the front of *buf (n bytes): their types,
- * and for CONN_REQ the sender's rail; the rest moves to the front. */
-static unsigned take_frames(unsigned char *buf, size_t *n, uint16_t *types,
-			    int *rails, unsigned max)
-{
-	unsigned k = 0;
-
-	while (*n >= RY__CTL_HDR && k < max) {
-		struct ry__ctl_hdr h;
-		size_t len;
-
-		ry__ctl_hdr_get(buf, &h);
-		len = RY__CTL_HDR + h.h_len;
-		if (*n < len)
-			break;
-		types[k] = h.h_type;
-		rails[k] = -1;
-		if (h.h_type == CTL_CONN_REQ) {
-			struct ry__wire_conn wc;
-
-			if (!ry__wire_conn_get(buf + RY__CTL_HDR, h.h_len,
-					       CTL_CONN_REQ, &wc))
-				rails[k] = wc.wc_src;
-		}
-		k++;
-		memmove(buf, buf + len, *n - len);
-		*n -= len;
-	}
-	return k;
-}
-
 /*
  * A peer that keeps its control session open but never answers a
  * CONN_REQ (a hung node): a asks again after a back-off that doubles with
@@ -369,14 +338,14 @@ START_TEST(unanswered_backs_off)
 	struct fx_opts o = {.reconnect_min_ms = 200, .reconnect_max_ms = 5000};
 	struct sockaddr_in sa = {.sin_family = AF_INET};
 	socklen_t sl = sizeof(sa);
-	unsigned char buf[65536];
+	static struct raw_rx rx;
+	struct ry__wire_hello hi;
 	uint64_t req_ns[5], end;
 	unsigned nreq = 0;
+	struct frame in;
 	char addr[64];
 	struct ry_peer *z;
-	size_t n = 0;
-	int lfd, fd = -1, one = 1;
-	bool acked = false;
+	int lfd, one = 1;
 
 	ck_assert_int_eq(fx_init(&F, &o), 0);
 	lfd = socket(AF_INET, SOCK_STREAM, 0);
@@ -393,65 +362,35 @@ START_TEST(unanswered_backs_off)
 	ry__unlock(F.a);
 
 	end = fx_now_ns() + 30000000000ull;
-	while (nreq < 5 && fx_now_ns() < end) {
-		uint16_t types[16];
-		int rails[16];
-		unsigned k;
-		ssize_t r;
-
+	rx = (struct raw_rx){.fd = -1};
+	while (rx.fd < 0 && fx_now_ns() < end) {
 		fx_progress(&F);
-		if (fd < 0) {
-			fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK);
-			if (fd < 0)
-				usleep(200);
-			continue;
-		}
-		r = recv(fd, buf + n, sizeof(buf) - n, MSG_DONTWAIT);
-		ck_assert_msg(r != 0, "a closed the hung node's session");
-		if (r < 0) {
-			ck_assert_int_eq(errno, EAGAIN);
+		rx.fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK);
+		if (rx.fd < 0)
 			usleep(200);
-			continue;
-		}
-		if (!acked) {
-			struct ry__ctl_hdr h;
-			struct ry__wire_hello hi;
-			unsigned char body[1024];
-			struct ry__wbuf w;
-			struct frame f;
+	}
+	ck_assert_int_ge(rx.fd, 0);
+	ck_assert(raw_next(&F, &rx, 10000, &in));
+	ck_assert_uint_eq(in.type, CTL_HELLO);
+	ck_assert_int_eq(ry__wire_hello_get(in.b + RY__CTL_HDR,
+					    in.n - RY__CTL_HDR, false, &hi),
+			 0);
+	/* the same rails as a's: every one pairs */
+	hi.wh_node = 0x4a46;
+	snprintf(hi.wh_name, sizeof(hi.wh_name), "hung");
+	snprintf(hi.wh_addr, sizeof(hi.wh_addr), "%s", addr);
+	frame_hello(&in, CTL_HELLO_ACK, &hi);
+	raw_send(rx.fd, in.b, in.n);
 
-			n += (size_t)r;
-			if (n < RY__CTL_HDR)
-				continue;
-			ry__ctl_hdr_get(buf, &h);
-			if (n < RY__CTL_HDR + h.h_len)
-				continue;
-			ck_assert_uint_eq(h.h_type, CTL_HELLO);
-			ck_assert_int_eq(ry__wire_hello_get(buf + RY__CTL_HDR,
-							    h.h_len, false,
-							    &hi),
-					 0);
-			memmove(buf, buf + RY__CTL_HDR + h.h_len,
-				n - RY__CTL_HDR - h.h_len);
-			n -= RY__CTL_HDR + h.h_len;
-			/* the same rails as a's: every one pairs */
-			hi.wh_node = 0x4a46;
-			snprintf(hi.wh_name, sizeof(hi.wh_name), "hung");
-			snprintf(hi.wh_addr, sizeof(hi.wh_addr), "%s", addr);
-			ry__wbuf_init(&w, body, sizeof(body));
-			ry__wire_hello_put(&w, &hi, false);
-			frame_start(&f, CTL_HELLO_ACK);
-			put_body(&f, &w);
-			frame_end(&f);
-			raw_send(fd, f.b, f.n);
-			acked = true;
-		} else {
-			n += (size_t)r;
-		}
-		k = take_frames(buf, &n, types, rails, 16);
-		for (unsigned i = 0; i < k && nreq < 5; i++)
-			if (types[i] == CTL_CONN_REQ && rails[i] == 0)
-				req_ns[nreq++] = fx_now_ns();
+	while (nreq < 5 && raw_next(&F, &rx, 30000, &in)) {
+		struct ry__wire_conn wc;
+
+		if (in.type == CTL_CONN_REQ &&
+		    !ry__wire_conn_get(in.b + RY__CTL_HDR, in.n - RY__CTL_HDR,
+				       CTL_CONN_REQ, &wc) &&
+		    wc.wc_src == 0)
+			req_ns[nreq++] = fx_now_ns();
+		ck_assert_msg(fx_now_ns() < end, "5 CONN_REQ took over 30 s");
 	}
 	ck_assert_msg(nreq == 5, "a sent %u CONN_REQ on rail 0 in 30 s", nreq);
 	{
@@ -471,132 +410,36 @@ START_TEST(unanswered_backs_off)
 			      (unsigned long long)(c / 1000000));
 		ck_assert_uint_ge(g1, c);
 	}
-	close(fd);
+	close(rx.fd);
 	close(lfd);
 	fx_fini(&F);
 }
 END_TEST
 
-/* A raw node's HELLO with rails on b's networks (net0, net1). */
-static void hello_rails(struct frame *f, uint64_t node, const char *name,
-			const char *addr)
-{
-	static struct ry__wire_hello h;
-	unsigned char body[1024];
-	struct ry__wbuf w;
+/* The raw nodes of the gate test: what each session received. */
+static struct raw_rx nodes[260];
 
-	memset(&h, 0, sizeof(h));
-	h.wh_node = node;
-	snprintf(h.wh_name, sizeof(h.wh_name), "%s", name);
-	snprintf(h.wh_addr, sizeof(h.wh_addr), "%s", addr);
-	h.wh_n = 2;
-	for (unsigned i = 0; i < 2; i++) {
-		snprintf(h.wh_rail[i].wr_name, RY_NAME_MAX, "x%u", i);
-		snprintf(h.wh_rail[i].wr_network, RY_NAME_MAX, "net%u", i);
-		h.wh_rail[i].wr_ep.mtu = 1500;
-	}
-	ry__wbuf_init(&w, body, sizeof(body));
-	ry__wire_hello_put(&w, &h, false);
-	frame_start(f, CTL_HELLO);
-	put_body(f, &w);
-	frame_end(f);
-}
-
-/* Progress until fd brings a whole frame of type want (others are
- * skipped); false if 20 s pass first. */
-static bool wait_frame(int fd, uint16_t want)
-{
-	unsigned char buf[8192];
-	uint64_t end = fx_now_ns() + 20000000000ull;
-	size_t n = 0;
-
-	while (fx_now_ns() < end) {
-		struct ry__ctl_hdr h;
-		ssize_t r = recv(fd, buf + n, sizeof(buf) - n, MSG_DONTWAIT);
-
-		ck_assert_msg(r != 0, "b closed a raw node's session");
-		if (r > 0)
-			n += (size_t)r;
-		while (n >= RY__CTL_HDR) {
-			size_t len;
-
-			ry__ctl_hdr_get(buf, &h);
-			len = RY__CTL_HDR + h.h_len;
-			if (n < len)
-				break;
-			if (h.h_type == want)
-				return true;
-			memmove(buf, buf + len, n - len);
-			n -= len;
-		}
-		fx_progress(&F);
-		if (r < 0)
-			usleep(100);
-	}
-	return false;
-}
-
-/* Progress until fd brings a whole frame of one of the CONN types (others
- * are skipped); its type, and the connection fields in *wc. */
-static uint16_t conn_reply(int fd, struct ry__wire_conn *wc)
-{
-	unsigned char buf[8192];
-	uint64_t end = fx_now_ns() + 20000000000ull;
-	size_t n = 0;
-
-	while (fx_now_ns() < end) {
-		struct ry__ctl_hdr h;
-		ssize_t r = recv(fd, buf + n, sizeof(buf) - n, MSG_DONTWAIT);
-
-		ck_assert_msg(r != 0, "b closed a raw node's session");
-		if (r > 0)
-			n += (size_t)r;
-		while (n >= RY__CTL_HDR) {
-			size_t len;
-
-			ry__ctl_hdr_get(buf, &h);
-			len = RY__CTL_HDR + h.h_len;
-			if (n < len)
-				break;
-			if (h.h_type == CTL_CONN_REP ||
-			    h.h_type == CTL_CONN_REJ) {
-				ck_assert_int_eq(
-				    ry__wire_conn_get(buf + RY__CTL_HDR,
-						      h.h_len, h.h_type, wc),
-				    0);
-				return h.h_type;
-			}
-			memmove(buf, buf + len, n - len);
-			n -= len;
-		}
-		fx_progress(&F);
-		if (r < 0)
-			usleep(100);
-	}
-	ck_abort_msg("no CONN_REP or CONN_REJ within 20 s");
-	return 0;
-}
-
-/* Raw node k (from its own loopback address, 8 a source) past its HELLO;
- * its session's fd. */
-static int raw_node(unsigned k)
+/* Raw node k (from its own loopback address, 8 a source) past its HELLO,
+ * with rails on b's networks. */
+static void raw_node(unsigned k)
 {
 	char src[32], addr[48], name[32];
-	struct frame hello;
-	int fd;
+	struct frame f;
 
 	snprintf(src, sizeof(src), "127.0.%u.%u", 10 + k / 8, 1 + k % 8);
 	snprintf(addr, sizeof(addr), "%s:9", src);
 	snprintf(name, sizeof(name), "raw%u", k);
-	fd = raw_connect(&F, src);
-	hello_rails(&hello, 0x9000 + k, name, addr);
-	raw_send(fd, hello.b, hello.n);
-	ck_assert(wait_frame(fd, CTL_HELLO_ACK));
-	return fd;
+	nodes[k] = (struct raw_rx){.fd = raw_connect(&F, src)};
+	raw_hello_rails(&f, 0x9000 + k, name, addr, 2);
+	raw_send(nodes[k].fd, f.b, f.n);
+	do
+		ck_assert(raw_next(&F, &nodes[k], 20000, &f));
+	while (f.type != CTL_HELLO_ACK);
 }
 
-/* Node fd asks for a connection on b's rail 0, with flags. */
-static uint16_t ask(int fd, uint32_t flags, struct ry__wire_conn *rep)
+/* Node k asks for a connection on b's rail 0, with flags: b's answer's
+ * type (REP or REJ), its fields in *rep. */
+static uint16_t ask(unsigned k, uint32_t flags, struct ry__wire_conn *rep)
 {
 	struct ry__wire_conn wc = {.wc_src = 0, .wc_dst = 0, .wc_attempt = 1};
 	unsigned char body[RY__WIRE_CONN_MAX];
@@ -614,11 +457,16 @@ static uint16_t ask(int fd, uint32_t flags, struct ry__wire_conn *rep)
 	wc.wc_ep.udp_port = 9;
 	ry__wbuf_init(&w, body, sizeof(body));
 	ry__wire_conn_put(&w, CTL_CONN_REQ, &wc);
-	frame_start(&f, CTL_CONN_REQ);
-	put_body(&f, &w);
-	frame_end(&f);
-	raw_send(fd, f.b, f.n);
-	return conn_reply(fd, rep);
+	frame_of(&f, CTL_CONN_REQ, &w);
+	raw_send(nodes[k].fd, f.b, f.n);
+	do
+		ck_assert_msg(raw_next(&F, &nodes[k], 20000, &f),
+			      "no CONN_REP or CONN_REJ within 20 s");
+	while (f.type != CTL_CONN_REP && f.type != CTL_CONN_REJ);
+	ck_assert_int_eq(ry__wire_conn_get(f.b + RY__CTL_HDR, f.n - RY__CTL_HDR,
+					   f.type, rep),
+			 0);
+	return f.type;
 }
 
 /*
@@ -638,16 +486,15 @@ START_TEST(work_first_at_the_gate)
 			    .op_timeout_ms = 30000,
 			    .reconnect_min_ms = 100};
 	struct ry__wire_conn rep;
-	static int fds[260];
 	unsigned k = 0, i;
 
 	ck_assert_int_eq(fx_init(&F, &o), 0);
 	for (i = 0; i < 224; i++, k++) {
-		fds[k] = raw_node(k);
-		ck_assert_uint_eq(ask(fds[k], 0, &rep), CTL_CONN_REP);
+		raw_node(k);
+		ck_assert_uint_eq(ask(k, 0, &rep), CTL_CONN_REP);
 	}
-	fds[k] = raw_node(k);
-	ck_assert_uint_eq(ask(fds[k], 0, &rep), CTL_CONN_REJ);
+	raw_node(k);
+	ck_assert_uint_eq(ask(k, 0, &rep), CTL_CONN_REJ);
 	ck_assert_int_eq(rep.wc_err, -EBUSY);
 	ck_assert_uint_ge(rep.wc_retry_ms, 100);
 	k++;
@@ -662,13 +509,13 @@ START_TEST(work_first_at_the_gate)
 		ck_assert_int_eq(ry__ctl_dial(F.ab), 0);
 		ry__unlock(F.a);
 		for (t0 = fx_now_ns(); fx_now_ns() - t0 < 20000000000ull;) {
+			const char *r;
+
 			fx_progress(&F);
 			ry__lock_and_run_leftovers(F.a);
-			if (c->cn_state == CONN_BACKOFF &&
-			    sscanf(strstr(c->cn_reason, "retry after ")
-				       ? strstr(c->cn_reason, "retry after ")
-				       : "",
-				   "retry after %u ms", &ms) == 1) {
+			r = strstr(c->cn_reason, "retry after ");
+			if (c->cn_state == CONN_BACKOFF && r &&
+			    sscanf(r, "retry after %u ms", &ms) == 1) {
 				wait = c->cn_deadline_ns - fx_now_ns();
 				ry__unlock(F.a);
 				break;
@@ -683,18 +530,18 @@ START_TEST(work_first_at_the_gate)
 		ck_assert_uint_ge(wait + 50000000ull, ms * 1000000ull / 2);
 	}
 	for (i = 0; i < 32; i++, k++) {
-		fds[k] = raw_node(k);
-		ck_assert_msg(
-		    ask(fds[k], RY__CONN_F_WORK, &rep) == CTL_CONN_REP,
-		    "node with work %u of 32 refused: %d", i, rep.wc_err);
+		raw_node(k);
+		ck_assert_msg(ask(k, RY__CONN_F_WORK, &rep) == CTL_CONN_REP,
+			      "node with work %u of 32 refused: %d", i,
+			      rep.wc_err);
 	}
-	fds[k] = raw_node(k);
-	ck_assert_uint_eq(ask(fds[k], RY__CONN_F_WORK, &rep), CTL_CONN_REJ);
+	raw_node(k);
+	ck_assert_uint_eq(ask(k, RY__CONN_F_WORK, &rep), CTL_CONN_REJ);
 	ck_assert_int_eq(rep.wc_err, -EBUSY);
 	ck_assert_uint_eq(rep.wc_retry_ms, 100);
 	k++;
 	for (i = 0; i < k; i++)
-		close(fds[i]);
+		close(nodes[i].fd);
 	fx_fini(&F);
 }
 END_TEST
