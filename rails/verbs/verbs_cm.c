@@ -64,6 +64,11 @@
 #include "src/util/log.h"
 
 #define CM_MAGIC 0x5259434du /* "RYCM" */
+/* IB CM reject reason 10 (IBTA 12.6.7.2): the REQ's QP looks like one
+ * still connected; the REJ's sender disconnects that one.  Asked again
+ * after CM_STALE_WAIT_NS, within the connect's time. */
+#define CM_REJ_STALE_CONN 10
+#define CM_STALE_WAIT_NS 50000000ull
 
 /* What a REQ carries, big-endian: which QP it wants and who asks. */
 struct cm_priv {
@@ -618,7 +623,10 @@ static int expect(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
 		r->base.name, q->base.qp_num, rdma_event_str(t), st);
 	switch (t) {
 	case RDMA_CM_EVENT_REJECTED:
-		return ECONNREFUSED;
+		/* the peer's CM still holds this QP number's last connection
+		 * (a QP reset and connected again before its DREQ was done):
+		 * it ends that one now, and a new REQ in a moment is taken */
+		return st == CM_REJ_STALE_CONN ? ESTALE : ECONNREFUSED;
 	case RDMA_CM_EVENT_ADDR_ERROR:
 	case RDMA_CM_EVENT_ROUTE_ERROR:
 	case RDMA_CM_EVENT_UNREACHABLE:
@@ -628,13 +636,12 @@ static int expect(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
 	}
 }
 
-/* Connect q to the peer's QP: REQ, REP, RTR, RTU.  Blocks up to
- * RY__VERBS_CM_WAIT_MS; returns 0 or a positive errno, as to_rtr. */
-static int cm_connect(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
-		      const struct ry_qp_attr *attr)
+/* One REQ, REP, RTR, RTU for q, until deadline; 0 or a positive errno
+ * (ESTALE: refused as a stale connection, cm_connect asks again). */
+static int cm_connect_once(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
+			   const struct ry_qp_attr *attr, uint64_t deadline)
 {
 	struct ry__verbs_cm *cm = r->cm;
-	uint64_t deadline = ry__now_ns() + RY__VERBS_CM_WAIT_MS * 1000000ull;
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *id = NULL;
 	struct sockaddr_storage dst, src = cm->addr;
@@ -748,6 +755,20 @@ out:
 		rdma_destroy_id(id);
 	rdma_destroy_event_channel(ch);
 	return rc;
+}
+
+/* Connect q to the peer's QP.  Blocks up to RY__VERBS_CM_WAIT_MS;
+ * returns 0 or a positive errno, as to_rtr. */
+static int cm_connect(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
+		      const struct ry_qp_attr *attr)
+{
+	uint64_t deadline = ry__now_ns() + RY__VERBS_CM_WAIT_MS * 1000000ull;
+	int rc;
+
+	while ((rc = cm_connect_once(r, q, attr, deadline)) == ESTALE &&
+	       ry__now_ns() + CM_STALE_WAIT_NS < deadline)
+		usleep(CM_STALE_WAIT_NS / 1000);
+	return rc == ESTALE ? ECONNREFUSED : rc;
 }
 
 int ry__verbs_cm_rtr(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
