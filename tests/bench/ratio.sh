@@ -35,10 +35,11 @@
 #             2gbit                              MPTCP (mptcpize), 4 subflows,
 #                                                one per rail
 #   mptcppull tcppull's drill (4 tcp rails at    the same pull under one
-#             tbf 1gbit, r1 out for the middle   iperf3 stream over MPTCP with
-#             third): MB/s while r1 is out       4 subflows: MB/s while r1
-#                                                is out; extra: each side's
-#                                                outage / (0.75 x healthy)
+#             tbf 1gbit, r1 out for the middle   iperf3 --bidir stream over
+#             third, streams both ways): MB/s    MPTCP with 4 subflows: MB/s
+#             both ways while r1 is out          both ways while r1 is out;
+#                                                extra: each side's outage /
+#                                                (0.75 x healthy)
 #   read4x64  4 client nodes (4 processes), one  4 x iperf3 -l 4K, one
 #   (4K, 64K) rail, each --op read depth 64:     server each, all at once
 #             MB/s summed; extra: the worst
@@ -403,16 +404,18 @@ mptcp_setup() {
 	done
 	mptcp_ready=1
 }
-# mptcp OUT SECONDS: one iperf3 stream over MPTCP from a to b's r0 address
-# (the server listens on every address: the joins arrive at r1..r3's)
+# mptcp OUT SECONDS [ARGS...]: one iperf3 stream over MPTCP from a to b's
+# r0 address (the server listens on every address: the joins arrive at
+# r1..r3's), ARGS for the client
 mptcp() {
 	local out=$1 secs=$2 sp
+	shift 2
 	mptcp_setup
 	in_b mptcpize run iperf3 -s -1 -p 5301 >/dev/null 2>&1 &
 	sp=$!
 	pids+=($sp)
 	sleep 0.5
-	in_a mptcpize run iperf3 -c 198.18.1.2 -p 5301 -t "$secs" -J \
+	in_a mptcpize run iperf3 -c 198.18.1.2 -p 5301 -t "$secs" -J "$@" \
 		>"$out" 2>&1 || true
 	wait "$sp" 2>/dev/null || true
 }
@@ -439,15 +442,17 @@ row_mptcp_pull() {
 	read -r h o f <<<"$(pull_ry "$out.json")"
 	shape 1gbit
 	mptcp_setup
-	mptcp "$out.iperf" $((3 * T)) &
+	# the drill's streams go both ways: so does this stream (--bidir)
+	mptcp "$out.iperf" $((3 * T)) --bidir &
 	local mp=$!
 	sleep $((T + 1))
 	ip -n "$p-a" link set r1 down
 	sleep "$T"
 	ip -n "$p-a" link set r1 up
 	wait "$mp" || true
-	read -r mh mo <<<"$(pull_means '.intervals[]?.sum |
-		{t: ((.start + .end) / 2), mb: (.bytes / .seconds / 1e6)}' .mb <"$out.iperf")"
+	read -r mh mo <<<"$(pull_means '.intervals[]? | {t: ((.sum.start +
+		.sum.end) / 2), mb: ((.sum.bytes + (.sum_bidir_reverse.bytes //
+		0)) / .sum.seconds / 1e6)}' .mb <"$out.iperf")"
 	add $row "$(div "$o" "$mo")" "$o" "$mo" \
 		"\"$(div "$o" "$(awk -v h="$h" 'BEGIN { print 0.75 * h }')")/$(div \
 		"$mo" "$(awk -v h="$mh" 'BEGIN { print 0.75 * h }')")/$f\""
