@@ -22,6 +22,9 @@
 #        RY_HW_SMP, RY_HW_MEM (MiB), RY_HW_TIMEOUT (s), RY_HW_SHELL=1
 #        TSAN_OPTIONS      passed on to the guest's tests (a TSan build)
 #        RY_HW_PREPARE_ONLY=1  stop once the image is ready (hw_qemu_2node)
+#        RY_HW_RUN         the guest's payload instead of guest-run.sh (a
+#                          path under SOURCE_DIR; tests/bench/perftest.sh),
+#                          RY_RUNS passed on to it
 # exit:  the guest's status; 77 when QEMU or a kernel cannot be had here.
 set -uo pipefail
 SRC=$(readlink -f "$1") BUILD=$(readlink -f "$2")
@@ -125,6 +128,7 @@ export RY_HW_SIW_KO=$SIW_KO
 
 # --- the guest image, rebuilt only when its inputs change ---
 key=$( { echo "$DEB $SIW_KO"; stat -c %s "$DEB"; cat "$HERE/mkguest.sh" "$HERE/guest-init";
+	 command -v ib_write_bw ib_read_bw ib_write_lat;
 	 ldd "${TEST_BINS[@]}" "$CLI_BIN" | grep -oE '/[^ ]+' | sort -u; } | sha256sum | cut -c1-16)
 if [ "$(cat "$CACHE/key" 2>/dev/null)" != "$key" ] || [ ! -f "$CACHE/initramfs.cpio.gz" ]; then
 	echo "HOST: building the guest image"
@@ -138,7 +142,8 @@ echo "HOST: guest image ready after $(elapsed) s (kernel $(cat "$CACHE/kver"))"
 
 # --- boot ---
 APPEND="console=ttyS0 quiet loglevel=4 panic=-1 ry_src=$SRC ry_build=$BUILD"
-APPEND+=" ry_run=$HERE/guest-run.sh"
+APPEND+=" ry_run=${RY_HW_RUN:-$HERE/guest-run.sh}"
+[ -n "${RY_RUNS:-}" ] && APPEND+=" ry_runs=$RY_RUNS"
 [ "${RY_HW_SHELL:-}" = 1 ] && APPEND+=" ry_shell=1"
 # a TSan build's options (no spaces: one word of the command line)
 [ -n "${TSAN_OPTIONS:-}" ] && APPEND+=" ry_tsan=$TSAN_OPTIONS"

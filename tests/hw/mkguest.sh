@@ -1,9 +1,11 @@
 #!/bin/bash
 # Build the hw test guest: a Debian kernel (vmlinuz) and a small initramfs
 # holding that kernel's RDMA modules (rdma_rxe and what it needs), busybox,
-# iproute2 (ip, rdma), jq, tcpdump, the rxe libibverbs provider and every shared library
-# the project's binaries link.  The project's build and source trees are
-# not copied: the guest mounts them over 9p at their host paths.
+# iproute2 (ip, rdma), jq, tcpdump, perftest's ib_write_bw, ib_read_bw and
+# ib_write_lat when the host has them, the rxe libibverbs provider and
+# every shared library the project's binaries link.  The project's build
+# and source trees are not copied: the guest mounts them over 9p at their
+# host paths.
 #
 # usage: mkguest.sh KERNEL_DEB OUT_DIR BINARY...
 #   KERNEL_DEB  a linux-image-*-amd64 .deb (unpacked with dpkg -x, never
@@ -80,6 +82,11 @@ done
 # packets' IP header with tcpdump
 copy "$(command -v jq)"
 copy "$(command -v tcpdump)"
+# tests/bench/perftest.sh compares with perftest's tools, when the host has
+# them (Debian's perftest)
+for b in ib_write_bw ib_read_bw ib_write_lat; do
+	command -v $b >/dev/null && copy "$(command -v $b)"
+done
 prov=$(ls /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so | head -1)
 copy "$prov"
 mkdir -p "$R/etc/libibverbs.d"
