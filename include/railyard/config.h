@@ -190,6 +190,9 @@ struct ry_config {
 	 * that can take work have less than this percent of the primary
 	 * rails' weight (0: only while none can), 0..100 */
 	uint32_t standby_below;
+	/* after a reload reads a new key from key_file, the previous key is
+	 * still accepted for this many seconds (0: not at all) */
+	uint32_t key_overlap_s;
 	/* new top-level options go here, at the end (see the top) */
 };
 

@@ -81,6 +81,28 @@ static void teardown(void)
 	rmdir(dir);
 }
 
+/* The key in path as the library loads it (free with
+ * ry__auth_key_free). */
+static struct ry__authkey *load_key(const char *path)
+{
+	struct ry__authkey *k = NULL;
+	char why[400], hint[400];
+
+	ck_assert_msg(
+	    !ry__auth_load(path, &k, why, sizeof(why), hint, sizeof(hint)),
+	    "%s", why);
+	return k;
+}
+
+static void key_id_str(const char *path, char out[2 * RY__KEY_ID + 1])
+{
+	struct ry__authkey *k = load_key(path);
+
+	ry__auth_ids_str((const unsigned char(*)[RY__KEY_ID])ry__auth_key_id(k),
+			 1, out, 2 * RY__KEY_ID + 1);
+	ry__auth_key_free(k);
+}
+
 /* ---- a raw client ---- */
 
 /* HELLO with the auth flag and a nonce; *hello_h gets the body's hash. */
@@ -116,9 +138,9 @@ static void keyed_handshake(int fd, uint64_t node, const char *name,
 	ck_assert_uint_eq(in.n, RY__CTL_HDR + len);
 	ck_assert_uint_eq(h.h_type, CTL_HELLO_ACK);
 	ry__auth_transcript(hello_h, in.b + RY__CTL_HDR, len - RY__MAC, t);
-	ck_assert(ry__auth_proof_ok(F.a, false, t,
+	ck_assert(ry__auth_proof_ok(ry__auth_current(F.a), false, t,
 				    in.b + RY__CTL_HDR + len - RY__MAC));
-	ry__auth_proof(F.a, true, t, proof);
+	ry__auth_proof(ry__auth_current(F.a), true, t, proof);
 	ry__wbuf_init(&w, body, sizeof(body));
 	ry__wire_auth_put(&w, proof);
 	frame_start(&f, CTL_AUTH);
@@ -168,15 +190,25 @@ static void refused_both(const struct fx_opts *o, const char *to_why,
 	fx_fini(&F);
 }
 
-/* Different keys: refused on both sides with the reason, and b keeps no
- * record of a. */
+/* Different keys: refused on both sides with the reason (the key ids
+ * each end holds), and b keeps no record of a. */
 START_TEST(different_keys_refused)
 {
+	char w[2][128], ids[2][2 * RY__KEY_ID + 1];
+	const char *path[2] = {key1, key2};
+
+	for (int i = 0; i < 2; i++)
+		key_id_str(path[i], ids[i]);
+	snprintf(w[0], sizeof(w[0]),
+		 "no common key: the peer holds key ids %s; this node holds %s",
+		 ids[1], ids[0]);
+	snprintf(w[1], sizeof(w[1]),
+		 "no common key: the peer holds key ids %s; this node holds %s",
+		 ids[0], ids[1]);
 	refused_both(&(struct fx_opts){.key_a = key1,
 				       .key_b = key2,
 				       .op_timeout_ms = 1500},
-		     "authentication failed: the peer's key differs",
-		     "authentication failed: the peer's key differs");
+		     w[0], w[1]);
 }
 END_TEST
 
@@ -305,7 +337,7 @@ START_TEST(flipped_mac_closes_session)
 	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
 	fd = raw_connect(&F, "127.0.0.1");
 	keyed_handshake(fd, 0x7171, "raw", "127.0.0.1:9", t);
-	ry__auth_session_keys(F.a, true, t, ktx, krx, kdata);
+	ry__auth_session_keys(ry__auth_current(F.a), true, t, ktx, krx, kdata);
 	/* CONN_REJ for a rail b does not have: harmless, if authentic */
 	for (i = 0; i < 2; i++) {
 		struct ry__wire_conn wc = {.wc_dst = RY_MAX_RAILS - 1,
