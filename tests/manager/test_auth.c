@@ -640,6 +640,25 @@ START_TEST(rotation_overlap)
 	ck_assert_uint_eq(held(F.b, ids), 2);
 	ck_assert(same_id(ids[0], k2) && same_id(ids[1], k1));
 	ck_assert_uint_eq(held(F.a, ids), 1);
+	{
+		/* as railyard status shows it */
+		char buf[64], want[64], s1[20], s2[20];
+		uint32_t left = 0;
+
+		key_id_str(key1, s1);
+		key_id_str(key2, s2);
+		snprintf(want, sizeof(want), "%s,%s", s2, s1);
+		ck_assert_int_eq(
+		    ry_manager_key_ids(F.b, buf, sizeof(buf), &left), 2);
+		ck_assert_str_eq(buf, want);
+		ck_assert(left > 0 && left <= 600);
+		ck_assert_int_eq(
+		    ry_manager_key_ids(F.a, buf, sizeof(buf), &left), 1);
+		ck_assert_str_eq(buf, s1);
+		ck_assert_uint_eq(left, 0);
+		ck_assert_int_eq(ry_manager_key_ids(F.b, buf, 20, NULL),
+				 -ENOSPC);
+	}
 	/* what was made under K1 goes on */
 	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
 	ck_assert_uint_eq(F.ev_a.n_conn_down + F.ev_b.n_conn_down, 0);
