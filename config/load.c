@@ -204,6 +204,8 @@ static int convert(cfg_t *c, struct ry_config *cfg, struct ry__loader *ld)
 	cfg_t *s;
 
 	convert_sec(c, "", cfg);
+	cfg->max_sessions_set =
+	    cfg_getopt(c, "max_sessions")->flags & CFGF_MODIFIED;
 	convert_sec(cfg_getsec(c, "failover"), "failover", cfg);
 	s = cfg_getsec(c, "log");
 	convert_sec(s, "log", cfg);

@@ -190,6 +190,10 @@ struct ry_config {
 	 * that can take work have less than this percent of the primary
 	 * rails' weight (0: only while none can), 0..100 */
 	uint32_t standby_below;
+	/* set by the loader when the file gives max_sessions: `railyard
+	 * serve` refuses such a value that cannot fit under the open-file
+	 * limit, and lowers the default to fit, with a warning */
+	bool max_sessions_set;
 	/* after a reload reads a new key from key_file, the previous key is
 	 * still accepted for this many seconds (0: not at all) */
 	uint32_t key_overlap_s;

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -18,6 +19,52 @@ int cli_start(const char *path, struct ry_config **cfg_p,
 	      struct ry_manager **mgr_p)
 {
 	return cli_start_inflight(path, 0, cfg_p, mgr_p);
+}
+
+/*
+ * Every inbound control session is a descriptor.  Raise the soft
+ * open-file limit to the hard one when the sessions need it (beside the
+ * rails, the dialed peers, the metrics connections and a margin).  A
+ * max_sessions the file gives that still cannot fit is refused, naming
+ * the numbers, rather than failing accept() later; the default is lowered
+ * to what fits, with a warning, so a host with a low limit still starts.
+ */
+int cli_fit_fds(const char *path, struct ry_config *c, FILE *out)
+{
+	uint64_t other =
+	    (uint64_t)c->n_peers + 8ull * c->n_rails + 64 /* metrics */ + 64;
+	uint64_t need = c->max_sessions + other;
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return 0;
+	if (rl.rlim_cur < need && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+		return 0;
+	if (!c->max_sessions_set && rl.rlim_cur >= other + CLI_MIN_SESSIONS) {
+		fprintf(out,
+			"railyard: %s: warning: max_sessions lowered from its "
+			"default %u to %" PRIu64 " to fit under the open-file "
+			"limit %llu (hard %llu); raise the limit (ulimit -n, "
+			"systemd LimitNOFILE=) for more\n",
+			path, c->max_sessions, (uint64_t)rl.rlim_cur - other,
+			(unsigned long long)rl.rlim_cur,
+			(unsigned long long)rl.rlim_max);
+		c->max_sessions = (uint32_t)(rl.rlim_cur - other);
+		return 0;
+	}
+	fprintf(out,
+		"railyard: %s: max_sessions %u needs about %" PRIu64
+		" file descriptors, the limit is %llu (hard %llu): "
+		"lower max_sessions or raise the limit (ulimit -n, "
+		"systemd LimitNOFILE=)\n",
+		path, c->max_sessions, need, (unsigned long long)rl.rlim_cur,
+		(unsigned long long)rl.rlim_max);
+	return -EMFILE;
 }
 
 int cli_start_inflight(const char *path, unsigned min_inflight,
@@ -40,6 +87,12 @@ int cli_start_inflight(const char *path, unsigned min_inflight,
 		cfg->require_all_rails = true;
 	ry_log_use_syslog(cfg->log.syslog);
 	ret = cli_log_apply(cfg);
+	if (!ret)
+		ret = cli_fit_fds(path, cfg, stderr);
+	if (ret == -EMFILE) {
+		ry_config_free(cfg);
+		return ret;
+	}
 	if (!ret)
 		ret = ry_manager_create(cfg, mgr_p);
 	if (ret) {

@@ -19,6 +19,11 @@ int cli_start(const char *path, struct ry_config **cfg_p,
  * node's peers at. */
 int cli_start_inflight(const char *path, unsigned min_inflight,
 		       struct ry_config **cfg_p, struct ry_manager **mgr_p);
+/* Sessions that cannot have a descriptor each: a default max_sessions is
+ * lowered to fit, one the file gives is refused (-EMFILE); said on
+ * out.  Raises the soft open-file limit as far as the hard one. */
+#define CLI_MIN_SESSIONS 64
+int cli_fit_fds(const char *path, struct ry_config *c, FILE *out);
 
 /* Default status socket for a node: /run/railyard/NODE.sock as root,
  * else $XDG_RUNTIME_DIR or /tmp. */

@@ -88,7 +88,8 @@ static const char usage_text[] =
     "when not given, come from the environment, RY_METRICS and\n"
     "RY_LOG_LEVEL, and the level then from the config (log { level }).\n"
     "At start the open-file limit is raised to its hard limit; a config\n"
-    "whose max_sessions cannot fit under it is refused.\n"
+    "whose max_sessions cannot fit under it is refused, and the default\n"
+    "max_sessions is lowered to fit, with a warning.\n"
     "A rail whose device, port, interface or address is not there does not\n"
     "stop it: it starts without the rail (`railyard status` shows it\n"
     "missing, and why) and opens it when it appears; --require-all-rails\n"
@@ -283,41 +284,6 @@ malformed:
 
 #endif
 
-/*
- * Every inbound control session is a descriptor: raise the soft open-file
- * limit to the hard one, and refuse a max_sessions that cannot fit under
- * it (beside the rails, the dialed peers, the metrics connections and a
- * margin), naming the numbers, rather than failing accept() later.
- */
-static int fd_room(const struct server *sv)
-{
-	const struct ry_config *c = sv->cfg;
-	uint64_t need = (uint64_t)c->max_sessions + c->n_peers +
-			8ull * c->n_rails + 64 /* metrics */ + 64;
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl))
-		return 0;
-	if (rl.rlim_cur < need && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		if (setrlimit(RLIMIT_NOFILE, &rl))
-			getrlimit(RLIMIT_NOFILE, &rl);
-	}
-	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
-		fprintf(
-		    stderr,
-		    "railyard serve: %s: max_sessions %u needs about %" PRIu64
-		    " file descriptors, the limit is %llu (hard %llu): "
-		    "lower max_sessions or raise the limit (ulimit -n, "
-		    "systemd LimitNOFILE=)\n",
-		    sv->file, c->max_sessions, need,
-		    (unsigned long long)rl.rlim_cur,
-		    (unsigned long long)rl.rlim_max);
-		return -EMFILE;
-	}
-	return 0;
-}
-
 static uint64_t now_us(void)
 {
 	struct timespec ts;
@@ -415,6 +381,8 @@ static int serve_reload(struct server *sv, FILE *out)
 		return -ENOMEM;
 	sd_notifyf(0, "RELOADING=1\nSTATUS=reloading %s", sv->file);
 	ret = ry_config_load(sv->file, &cfg, cli_print_config_error, mem);
+	if (!ret)
+		ret = cli_fit_fds(sv->file, cfg, mem);
 	if (!ret)
 		ret = ry_manager_reload(sv->mgr, cfg, cli_print_config_error,
 					mem);
@@ -576,9 +544,6 @@ int cli_serve(int argc, char **argv)
 			close(mfd);
 		return RY_EXIT_FAIL;
 	}
-	if (fd_room(&sv))
-		goto out;
-
 	ret =
 	    cli_targets_create(sv.mgr, region, (unsigned)targets, &sv.targets);
 	if (ret) {

@@ -31,6 +31,15 @@
 #   tcppull   drill 4 tcp rails at tbf 1gbit,    3/4 of the healthy MB/s:
 #             a's r1 unplugged for the middle    ratio = outage /
 #             third: mean MB/s while it is out   (0.75 x healthy)
+#   mptcp4x2g bench 1M d8, 4 tcp rails, tbf      one iperf3 stream over Linux
+#             2gbit                              MPTCP (mptcpize), 4 subflows,
+#                                                one per rail
+#   mptcppull tcppull's drill (4 tcp rails at    the same pull under one
+#             tbf 1gbit, r1 out for the middle   iperf3 --bidir stream over
+#             third, streams both ways): MB/s    MPTCP with 4 subflows: MB/s
+#             both ways while r1 is out          both ways while r1 is out;
+#                                                extra: each side's outage /
+#                                                (0.75 x healthy)
 #   read4x64  4 client nodes (4 processes), one  4 x iperf3 -l 4K, one
 #   (4K, 64K) rail, each --op read depth 64:     server each, all at once
 #             MB/s summed; extra: the worst
@@ -59,7 +68,7 @@ ry=$build/src/cli/railyard
 core=$build/tests/manager/bench_core
 RUNS=${RUNS:-3}
 T=${T:-4}
-ROWS=${ROWS:-4x2g 1r1500 1r9000 cpu4x1g 4k_d64 lat_d1 null4 thr2 read4x64 write4x64 lat4 tcp1r1500 tcp4x2g tcpcpu4x1g tcplat_d1 tcppull}
+ROWS=${ROWS:-4x2g 1r1500 1r9000 cpu4x1g 4k_d64 lat_d1 null4 thr2 read4x64 write4x64 lat4 tcp1r1500 tcp4x2g tcpcpu4x1g tcplat_d1 tcppull mptcp4x2g mptcppull}
 NCLI=${NCLI:-4} # client nodes of the many-client rows (env: NCLI)
 PROV=soft # the rails' provider, for the tcp rows
 
@@ -69,7 +78,7 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 [[ -x $ry ]] || { echo "ratio.sh: no $ry (build first)" >&2; exit 1; }
 missing=()
-for p in iperf3 sockperf stress-ng linux-perf jq; do
+for p in iperf3 sockperf stress-ng linux-perf jq mptcpize; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
 		missing+=("$p")
 done
@@ -340,29 +349,113 @@ row_null() {
 
 # a rail pulled mid-run at 4 x 1gbit (tcp rails): the outage's MB/s
 # against 3/4 of the healthy MB/s, from the drill's per-second samples
-row_pull() {
-	local row=tcppull out=$work/tcppull.$run.json dur=$((3 * T)) h o
+# healthy and outage MB/s of per-second samples (JSON on stdin, a jq path
+# to the samples, the field with MB/s): healthy t in (1, T], outage
+# (T + 1, 2T]
+pull_means() {
+	jq -r --argjson t "$T" "[$1] as \$s | def mean: if length > 0
+		then add / length else 0 end;
+		[([\$s[] | select(.t > 1 and .t <= \$t) | $2] | mean),
+		 ([\$s[] | select(.t > \$t + 1 and .t <= 2 * \$t) | $2] | mean)] |
+		map(tostring) | join(\" \")"
+}
+# pull_ry OUT: the tcp rails' drill with a's r1 unplugged for the middle
+# third; prints "healthy outage ops_failed" (MB/s)
+pull_ry() {
+	local out=$1 dur=$((3 * T)) dp
+	PROV=tcp
 	shape 1gbit
 	set_mtu 1500
 	serve_start 4 1500
 	in_a "$ry" drill -c "$work/a.conf" --peer b --duration "$dur" \
 		--load streams --json >"$out" 2>"$out.log" &
-	local dp=$!
+	dp=$!
 	sleep "$T"
 	ip -n "$p-a" link set r1 down
 	sleep "$T"
 	ip -n "$p-a" link set r1 up
 	wait "$dp" || true
 	serve_stop
-	# healthy: t in (1, T]; outage: (T + 1, 2T]
-	h=$(jq -r --argjson t "$T" '[.samples[]? | select(.t > 1 and .t <= $t) |
-		.total_mbyte_s] | if length > 0 then add / length else 0 end' "$out")
-	o=$(jq -r --argjson t "$T" '[.samples[]? | select(.t > $t + 1 and
-		.t <= 2 * $t) | .total_mbyte_s] | if length > 0 then add / length
-		else 0 end' "$out")
-	add $row "$(div "$o" "$(awk -v h="$h" 'BEGIN { print 0.75 * h }')")" "$o" \
-		"$(awk -v h="$h" 'BEGIN { printf "%.2f", 0.75 * h }')" \
+	PROV=soft
+	echo "$(pull_means '.samples[]?' .total_mbyte_s <"$out")" \
 		"$(jq -r '.ops_failed // "?"' "$out")"
+}
+row_pull() {
+	local h o f
+	read -r h o f <<<"$(pull_ry "$work/tcppull.$run.json")"
+	add tcppull "$(div "$o" "$(awk -v h="$h" 'BEGIN { print 0.75 * h }')")" \
+		"$o" "$(awk -v h="$h" 'BEGIN { printf "%.2f", 0.75 * h }')" "$f"
+}
+
+# Linux MPTCP between the hosts: b announces its rails r1..r3 (r0 carries
+# the first subflow), a accepts the announcements and opens a subflow to
+# each, so one connection has 4 subflows, one per rail.  Once per run of
+# the script.
+mptcp_ready=
+mptcp_setup() {
+	local h i
+	[[ -n $mptcp_ready ]] && return
+	for h in a b; do
+		ip netns exec "$p-$h" sysctl -qw net.mptcp.enabled=1
+		ip -n "$p-$h" mptcp limits set subflow 8 add_addr_accepted 8
+	done
+	for i in 1 2 3; do
+		ip -n "$p-b" mptcp endpoint add "198.18.$((i + 1)).2" dev "r$i" signal
+	done
+	mptcp_ready=1
+}
+# mptcp OUT SECONDS [ARGS...]: one iperf3 stream over MPTCP from a to b's
+# r0 address (the server listens on every address: the joins arrive at
+# r1..r3's), ARGS for the client
+mptcp() {
+	local out=$1 secs=$2 sp
+	shift 2
+	mptcp_setup
+	in_b mptcpize run iperf3 -s -1 -p 5301 >/dev/null 2>&1 &
+	sp=$!
+	pids+=($sp)
+	sleep 0.5
+	in_a mptcpize run iperf3 -c 198.18.1.2 -p 5301 -t "$secs" -J "$@" \
+		>"$out" 2>&1 || true
+	wait "$sp" 2>/dev/null || true
+}
+row_mptcp() {
+	local row=mptcp4x2g out=$work/mptcp4x2g.$run ry_mbs mp
+	PROV=tcp
+	shape 2gbit
+	set_mtu 1500
+	serve_start 4 1500
+	bench "$out.json" --size 1M --depth 8 >/dev/null
+	serve_stop
+	PROV=soft
+	ry_mbs=$(mbps "$out.json")
+	mptcp "$out.iperf" "$T"
+	mp=$(jq -r '.end.sum_received | if .bytes then .bytes / .seconds / 1e6
+		else 0 end' "$out.iperf" 2>/dev/null || echo 0)
+	add $row "$(div "$ry_mbs" "$mp")" "$ry_mbs" "$mp" \
+		"$(minshare "$out.json")"
+}
+# the same pull, railyard's tcp rails and then MPTCP: ratio of the MB/s
+# while r1 is out; extra: each one's outage / (0.75 x its healthy)
+row_mptcp_pull() {
+	local row=mptcppull out=$work/mptcppull.$run h o f mh mo
+	read -r h o f <<<"$(pull_ry "$out.json")"
+	shape 1gbit
+	mptcp_setup
+	# the drill's streams go both ways: so does this stream (--bidir)
+	mptcp "$out.iperf" $((3 * T)) --bidir &
+	local mp=$!
+	sleep $((T + 1))
+	ip -n "$p-a" link set r1 down
+	sleep "$T"
+	ip -n "$p-a" link set r1 up
+	wait "$mp" || true
+	read -r mh mo <<<"$(pull_means '.intervals[]? | {t: ((.sum.start +
+		.sum.end) / 2), mb: ((.sum.bytes + (.sum_bidir_reverse.bytes //
+		0)) / .sum.seconds / 1e6)}' .mb <"$out.iperf")"
+	add $row "$(div "$o" "$mo")" "$o" "$mo" \
+		"\"$(div "$o" "$(awk -v h="$h" 'BEGIN { print 0.75 * h }')")/$(div \
+		"$mo" "$(awk -v h="$mh" 'BEGIN { print 0.75 * h }')")/$f\""
 }
 
 # many OUT OP SIZE DEPTH: NCLI client nodes' benches at once, one rail;
@@ -474,7 +567,9 @@ for run in $(seq "$RUNS"); do
 		tcp4x2g) PROV=tcp; row_tput tcp4x2g 4 1500 2gbit; PROV=soft ;;
 		tcpcpu4x1g) PROV=tcp; row_cpu tcpcpu4x1g tcpcpuproc; PROV=soft ;;
 		tcplat_d1) PROV=tcp; row_lat tcplat_d1; PROV=soft ;;
-		tcppull) PROV=tcp; row_pull; PROV=soft ;;
+		tcppull) row_pull ;;
+		mptcp4x2g) row_mptcp ;;
+		mptcppull) row_mptcp_pull ;;
 		*) echo "ratio.sh: unknown row $row" >&2; exit 2 ;;
 		esac
 	done
@@ -505,12 +600,14 @@ declare -A LABEL=(
 	[tcpcpuproc]="  same, the processes' own CPU (not the machine)"
 	[tcplat_d1]="tcp: 4K depth 1 p50 us vs sockperf RTT (lower=better)"
 	[tcppull]="tcp: r1 pulled at 4x1gbit, MB/s vs 3/4 healthy"
+	[mptcp4x2g]="tcp: 4x2gbit tbf, MB/s vs MPTCP 4 subflows"
+	[mptcppull]="tcp: r1 pulled at 4x1gbit, MB/s vs MPTCP's"
 )
 declare -A TARGET=([4x2g]=">=0.97" [1r1500]=">=1.0" [1r9000]=">=1.0"
 	[cpu4x1g]="<=1.2" [cpuproc]="<=1.2" [4k_d64]=">=1.0" [lat_d1]="<=1.2" [null4]=">=1.0" [thr2]=">=1.6"
 	[read4x4k]=">=1.0" [read4x64k]=">=1.0" [write4x4k]=">=1.0" [write4x64k]=">=1.0" [lat4]="<=1.2"
 	[tcp1r1500]=">=1.0" [tcp4x2g]=">=0.97" [tcpcpu4x1g]="<=1.2" [tcpcpuproc]="<=1.2"
-	[tcplat_d1]="<=1.1" [tcppull]=">=0.97")
+	[tcplat_d1]="<=1.1" [tcppull]=">=0.97" [mptcp4x2g]="-" [mptcppull]="-")
 printf "%-48s %-20s %-22s %-22s %-7s %s\n" row "ratio min/med/max" \
 	"railyard min/med/max" "peer min/med/max" target extra
 json="{\"runs\":$RUNS,\"seconds\":$T"
@@ -531,9 +628,12 @@ for row in $rows; do
 	ex=""
 	[[ $row == *4x2g ]] && ex="min rail share % $(mmm "${EXTRA[$row]}" | tr ' ' /)"
 	[[ $row == *1r* || $row == *4x2g ]] &&
+		[[ -n ${OWN[$row]:-} ]] &&
 		ex+="${ex:+; }own CPU-s/GB ry/iperf3 ${OWN[$row]}"
 	[[ $row == 4k_d64 ]] && ex="own CPU us/op ${OWN[$row]}"
 	[[ $row == tcppull ]] && ex="ops failed ${EXTRA[$row]}"
+	[[ $row == mptcppull ]] &&
+		ex="outage/(0.75 healthy) ry/mptcp/ops failed: ${EXTRA[$row]//\"/}"
 	[[ $row == read4x* || $row == write4x* ]] &&
 		ex="worst client p99/p50 $(mmm "${EXTRA[$row]}" | tr ' ' /) (target <=5)"
 	[[ $row == lat4 ]] && ex="worst p99 ratio $(mmm "${EXTRA[$row]}" | tr ' ' /) (target <=2)"

@@ -7,7 +7,9 @@
 #     another source is still served meanwhile, and idle connections are
 #     closed after 10 s
 #   - the open-file limit: a soft limit below what max_sessions needs is
-#     raised to the hard one; a hard limit it cannot fit under is refused
+#     raised to the hard one; a max_sessions the file gives that cannot
+#     fit under the hard limit is refused, the default is lowered to fit
+#     and enforced
 #     at start with the numbers
 #   - the status socket: a name taken by a file, or by a socket of another
 #     user, and a directory others may write, are refused at start
@@ -129,9 +131,10 @@ echo "ok: 4 of 8 held, another source served, idle ones closed after $((SECONDS 
 stop_serve
 
 echo "== a max_sessions that cannot fit"
+conf "$dir/a.conf" "max_sessions = 16384"
 rc=0
 prlimit --nofile=1024:1024 -- "$cli" serve -c "$dir/a.conf" --socket "$dir/b.sock" 2>"$dir/err" || rc=$?
-[[ $rc -eq 1 ]] || fail "serve under a hard limit of 1024 exited $rc, not 1"
+[[ $rc -eq 1 ]] || fail "serve with max_sessions = 16384 under a hard limit of 1024 exited $rc, not 1"
 grep -q 'max_sessions 16384 needs about [0-9]* file descriptors, the limit is 1024 (hard 1024)' "$dir/err" ||
 	fail "no clear refusal: $(cat "$dir/err")"
 echo "ok: $(grep max_sessions "$dir/err")"
@@ -139,6 +142,44 @@ conf "$dir/a.conf" "max_sessions = 512"
 start_serve --nofile=1024:1024
 stop_serve
 echo "ok: max_sessions = 512 fits under 1024"
+
+echo "== the default max_sessions under a low limit: lowered, and enforced"
+# One rail, no peers: 136 descriptors are kept for the rest, so a hard
+# limit of 200 leaves 64 sessions.  The 65th connection is refused at
+# accept; the first 64 are held (no HELLO within a minute is allowed).
+conf "$dir/a.conf" "accept = {\"127.0.0.0/8\"}
+max_sessions_per_source = 100
+handshake_timeout_ms = 60000"
+start_serve --nofile=200:200
+grep -q 'warning: max_sessions lowered from its default 16384 to 64 to fit under the open-file limit 200 (hard 200)' \
+	"$dir/serve.log" || fail "no warning that the default was lowered"
+echo "ok: $(grep -o 'max_sessions lowered.*' "$dir/serve.log")"
+port=""
+for _ in $(seq 50); do
+	port=$("$cli" status --socket "$dir/a.sock" --json 2>/dev/null |
+		grep -o '"control":"127\.0\.0\.1:[0-9]*"' | grep -o '[0-9]*"$' | tr -d '"' || true)
+	[[ -n $port ]] && break
+	sleep 0.1
+done
+[[ -n $port ]] || fail "no control address in status"
+held=()
+for i in $(seq 64); do
+	exec {fd}<>"/dev/tcp/127.0.0.1/$port" || fail "connection $i not accepted"
+	held+=("$fd")
+done
+exec {fd}<>"/dev/tcp/127.0.0.1/$port" || fail "connection 65 not connected at all"
+for _ in $(seq 100); do
+	grep -q 'refused: max_sessions reached' "$dir/serve.log" && break
+	sleep 0.1
+done
+grep -q 'refused: max_sessions reached' "$dir/serve.log" ||
+	fail "the 65th session was not refused as past max_sessions"
+echo "ok: $(grep -o 'control session from .* refused: max_sessions reached' "$dir/serve.log" | head -1)"
+exec {fd}>&-
+for fd in "${held[@]}"; do exec {fd}>&-; done
+kill -0 "$serve_pid" || fail "serve died"
+stop_serve
+conf "$dir/a.conf"
 
 echo "== a token file others can read"
 chmod 644 "$dir/token"
