@@ -260,30 +260,6 @@ const struct ry__authkey *ry__auth_key(struct ry_manager *m,
 	return NULL;
 }
 
-int ry_manager_key_ids(struct ry_manager *m, char *buf, size_t len,
-		       uint32_t *overlap_s)
-{
-	unsigned char ids[2][RY__KEY_ID];
-	uint64_t end, now = ry__now_ns();
-	unsigned n;
-
-	if (!m || !buf || !len)
-		return -EINVAL;
-	ry__lock_and_run_leftovers(m);
-	n = ry__auth_ids(m, ids, 2);
-	end = ry__auth_overlap_end(m);
-	ry__unlock(m);
-	if (len < n * (2 * RY__KEY_ID + 1))
-		return -ENOSPC;
-	ry__auth_ids_str((const unsigned char(*)[RY__KEY_ID])ids, n, buf, len);
-	if (overlap_s)
-		*overlap_s =
-		    end > now
-			? (uint32_t)((end - now + 999999999ull) / 1000000000ull)
-			: 0;
-	return (int)n;
-}
-
 const struct ry__authkey *ry__auth_current(const struct ry_manager *m)
 {
 	return m->m_auth ? m->m_auth->kr_cur : NULL;
