@@ -758,7 +758,8 @@ START_TEST(rotation_overlap_ends)
 	ck_assert(fx_until(&F, b_holds_one, NULL, 10000));
 	ck_assert_uint_eq(held(F.b, ids), 1);
 	ck_assert(same_id(ids[0], k2));
-	/* the session made under K1 before */
+	/* the sessions made under K1 before stay, and work */
+	ck_assert_uint_ge(sessions_with(F.b, k1, NULL), 1);
 	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
 	ck_assert_uint_eq(F.ev_a.n_conn_down + F.ev_b.n_conn_down, 0);
 
