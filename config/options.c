@@ -81,6 +81,9 @@ const struct ry__opt ry__opts[] = {
 	"default"),
     /* the file itself (size, format, mode) is checked in validate.c */
     TOP(key_file, RY__OPT_STR, NULL, 0, 0, RY__OPT_OMIT_EMPTY, "path", NULL),
+    TOP(key_overlap_s, RY__OPT_INT, "600", 0, 604800, 0, "seconds",
+	"seconds the previous key stays accepted after a reload reads a new "
+	"one, 0 to 604800 (a week); 0: not at all"),
     /* needs key_file and soft rails only: checked in validate.c */
     TOP(data_mac, RY__OPT_BOOL, "no", 0, 0, 0, "yes | no", NULL),
     TOP(require_all_rails, RY__OPT_BOOL, "no", 0, 0, 0, "yes | no", NULL),

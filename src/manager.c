@@ -524,6 +524,31 @@ int ry_manager_control_addr(struct ry_manager *m, char *buf, size_t len)
 	return 0;
 }
 
+/* The keys are auth.c's; the lock is taken here, above it. */
+int ry_manager_key_ids(struct ry_manager *m, char *buf, size_t len,
+		       uint32_t *overlap_s)
+{
+	unsigned char ids[2][RY__KEY_ID];
+	uint64_t end, now = ry__now_ns();
+	unsigned n;
+
+	if (!m || !buf || !len)
+		return -EINVAL;
+	ry__lock_and_run_leftovers(m);
+	n = ry__auth_ids(m, ids, 2);
+	end = ry__auth_overlap_end(m);
+	ry__unlock(m);
+	if (len < n * (2 * RY__KEY_ID + 1))
+		return -ENOSPC;
+	ry__auth_ids_str((const unsigned char(*)[RY__KEY_ID])ids, n, buf, len);
+	if (overlap_s)
+		*overlap_s =
+		    end > now
+			? (uint32_t)((end - now + 999999999ull) / 1000000000ull)
+			: 0;
+	return (int)n;
+}
+
 /* ---- rails by name ---- */
 
 static struct ry__lrail *lrail(struct ry_manager *m, const char *name)

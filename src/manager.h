@@ -224,7 +224,7 @@ struct ry_manager {
 	struct ry__list m_reapq; /* HELLO-made records with no live session */
 	unsigned m_reaped;	 /* freed since the last malloc_trim */
 	struct ry__admit_state *m_admit;
-	struct ry__authkey
+	struct ry__keyring
 	    *m_auth; /* keys from key_file (auth.c); NULL: none */
 	/* event fd */
 	int m_epfd, m_timer_fd, m_wake_fd;

@@ -5,7 +5,8 @@
  * Everything is decided before anything changes: the new config is
  * validated, compared with the running one, and refused as a whole when it
  * changes what only a restart can (node, control, fragment_size,
- * max_op_size, wr_per_qp, frags_per_wr, key_file) or needs more rail slots
+ * max_op_size, wr_per_qp, frags_per_wr, key_file set or removed) or needs
+ * more rail slots
  * than are left.  New rails are opened and every region is registered on
  * them next; if any of that fails it is undone and nothing else has
  * changed.  Only then is the change made, under the cold lock with the progress
@@ -36,6 +37,10 @@
  *                     (the application may hold it) until destroy.
  *   peer added        admitted and dialed like any configured peer.
  *   peer address      removed and added.
+ *   key_file          read again, changed or not: a new key becomes the
+ *                     current one and the previous one is accepted for
+ *                     key_overlap_s (src/auth.c); a file that cannot be
+ *                     read refuses the reload and the keys stay.
  *   failover.*        heartbeat, timeout, op timeout, reconnect backoff and
  *                     fence at once; ack_timeout_ms, retry_count and
  *                     rnr_retry for connections made after the reload.
@@ -179,7 +184,13 @@ static void check(struct ry_manager *m, const struct ry_config *c,
 		    (unsigned long long)o->f, (unsigned long long)(v));
 	SAME_STR(node)
 	SAME_STR(control)
-	SAME_STR(key_file)
+	/* only rotation: a node turning authentication on or off would be
+	 * refused by, or refuse, every peer at once */
+	if (!o->key_file[0] != !c->key_file[0])
+		say(r, option_line(r, "key_file"), RESTART_HINT,
+		    "key_file cannot be %s while running (a new key can: "
+		    "write it to the file and reload)",
+		    c->key_file[0] ? "set" : "removed");
 	SAME_NUM(fragment_size, c->fragment_size)
 	SAME_NUM(max_op_size, c->max_op_size)
 	SAME_NUM(frags_per_wr, c->frags_per_wr)
@@ -494,6 +505,8 @@ static void apply_options(struct ry_manager *m, const struct ry_config *c)
 	o->control_frame_rate = c->control_frame_rate;
 	o->control_frame_burst = c->control_frame_burst;
 	o->standby_below = c->standby_below;
+	o->key_overlap_s = c->key_overlap_s;
+	snprintf(o->key_file, sizeof(o->key_file), "%s", c->key_file);
 	o->require_all_rails = c->require_all_rails;
 	o->failover = c->failover;
 	o->log = c->log;
@@ -524,6 +537,7 @@ static int reload(struct ry_manager *m, const struct ry_config *cfg,
 		  struct reporter *r)
 {
 	struct ry_config c;
+	struct ry__authkey *key = NULL;
 	struct plan pl;
 	struct ry_peer *p;
 	bool threads, rails, was_require_all;
@@ -547,6 +561,19 @@ static int reload(struct ry_manager *m, const struct ry_config *cfg,
 		return -EINVAL;
 	if (on_progress_thread(m))
 		return -EDEADLK;
+	if (c.key_file[0]) {
+		char kwhy[400], hint[400];
+
+		/* read now, swapped in with the rest: a file that cannot
+		 * be read changes nothing */
+		ret = ry__auth_load(c.key_file, &key, kwhy, sizeof(kwhy), hint,
+				    sizeof(hint));
+		if (ret) {
+			say(r, option_line(r, "key_file"), hint,
+			    "%s; the running key stays", kwhy);
+			return ret;
+		}
+	}
 
 	/* the plan stays valid until the change: only a reload changes the
 	 * rails, and m_reloading lets one run at a time */
@@ -559,8 +586,10 @@ static int reload(struct ry_manager *m, const struct ry_config *cfg,
 	}
 	m->m_reloading = !ret;
 	ry__unlock(m);
-	if (ret)
+	if (ret) {
+		ry__auth_key_free(key);
 		return ret;
+	}
 	rails = pl.nadd || pl.ngone;
 	if (threads)
 		ry_progress_thread_stop(m);
@@ -618,6 +647,9 @@ static int reload(struct ry_manager *m, const struct ry_config *cfg,
 		m->m_cfg.rails[i] = m->m_rails[i].lr_cfg;
 	m->m_cfg.n_rails = m->m_nrails;
 	apply_options(m, &c);
+	if (key)
+		ry__auth_rotate(m, key);
+	key = NULL;
 	if (rails) {
 		for (p = m->m_peers; p; p = p->pr_next)
 			ry__peer_pair(p);
@@ -632,6 +664,7 @@ static int reload(struct ry_manager *m, const struct ry_config *cfg,
 	ry__kick(m);
 	ry__deliver(m);
 out:
+	ry__auth_key_free(key);
 	if (threads) {
 		int t = ry_progress_thread_start(m);
 

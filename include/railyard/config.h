@@ -194,6 +194,9 @@ struct ry_config {
 	 * serve` refuses such a value that cannot fit under the open-file
 	 * limit, and lowers the default to fit, with a warning */
 	bool max_sessions_set;
+	/* after a reload reads a new key from key_file, the previous key is
+	 * still accepted for this many seconds (0: not at all) */
+	uint32_t key_overlap_s;
 	/* new top-level options go here, at the end (see the top) */
 };
 

@@ -170,6 +170,17 @@ RY_API int ry_manager_control_addr(struct ry_manager *mgr, char *buf,
 				   size_t len);
 
 /*
+ * The ids of the key_file keys the manager holds (16 hex digits each, a
+ * one-way function of the key), newest first and comma-separated, into
+ * buf; into *overlap_s (if not NULL) the seconds, rounded up, the previous
+ * key is still accepted (0: none held).  Returns how many keys (0: no
+ * key_file; 2 during a rotation's overlap), -EINVAL or -ENOSPC.  Any
+ * thread.
+ */
+RY_API int ry_manager_key_ids(struct ry_manager *mgr, char *buf, size_t len,
+			      uint32_t *overlap_s);
+
+/*
  * Apply a new config to a running manager (what `railyard serve` does on
  * SIGHUP).  All or nothing: the config is validated and compared with the
  * running one first, and every problem is passed to report (NULL: logged
@@ -200,10 +211,14 @@ RY_API int ry_manager_control_addr(struct ry_manager *mgr, char *buf,
  *     max_sessions, max_sessions_per_source, handshake_timeout_ms.  log is
  *     stored; ry_manager_reload_file() applies it to the process (level,
  *     syslog), ry_manager_reload() leaves the process-wide log alone.
+ *   - key_file is read again: a new key becomes current and the previous
+ *     one is still accepted for key_overlap_s (railyard.conf(5), Key
+ *     rotation); a file that cannot be read refuses the reload.
  * Connections on rails that stay are not touched.
  *
  * Refused (-EINVAL, "restart the node to change it"): node, control,
- * fragment_size, max_op_size, wr_per_qp, frags_per_wr, key_file.  Rail
+ * fragment_size, max_op_size, wr_per_qp, frags_per_wr, key_file set or
+ * removed.  Rail
  * slots: each rail added takes a new one of RY_MAX_RAILS and a removed
  * rail's slot is not reused in this process (so a descriptor a peer holds
  * never names a different rail); an addition with no slot left is

@@ -272,10 +272,12 @@ static const struct ry_rail_config *verbs_rail_cfg(const struct ry_config *cfg,
 void cli_status_write(struct ry_manager *mgr, const struct ry_config *cfg,
 		      int json, FILE *out)
 {
-	char ctl[128] = "";
+	char ctl[128] = "", keys[64] = "";
 	int n = ry_rail_count(mgr);
 	unsigned n_peers = 0;
 	struct ry_peer_entry *pe = peer_list(mgr, &n_peers);
+	uint32_t overlap_s = 0;
+	int nkeys = ry_manager_key_ids(mgr, keys, sizeof(keys), &overlap_s);
 
 	ry_manager_control_addr(mgr, ctl, sizeof(ctl));
 	if (json) {
@@ -283,9 +285,27 @@ void cli_status_write(struct ry_manager *mgr, const struct ry_config *cfg,
 		cli_json_str(out, cfg->node);
 		fprintf(out, ",\"control\":");
 		cli_json_str(out, ctl);
+		/* key_file: the ids held, newest first (src/auth.c) */
+		if (nkeys > 0) {
+			char *save, *id = strtok_r(keys, ",", &save);
+
+			fprintf(out, ",\"key_ids\":[");
+			for (int k = 0; id;
+			     k++, id = strtok_r(NULL, ",", &save))
+				fprintf(out, "%s\"%s\"", k ? "," : "", id);
+			fprintf(out, "],\"key_overlap_left_s\":%u", overlap_s);
+		}
 		fprintf(out, ",\"rails\":[");
 	} else {
-		fprintf(out, "node %s, control %s\nrails:\n", cfg->node, ctl);
+		fprintf(out, "node %s, control %s\n", cfg->node, ctl);
+		if (nkeys == 1)
+			fprintf(out, "key id %s\n", keys);
+		else if (nkeys > 1)
+			fprintf(out,
+				"key ids %s (the previous one accepted %u s "
+				"more)\n",
+				keys, overlap_s);
+		fprintf(out, "rails:\n");
 	}
 	for (int i = 0; i < n; i++) {
 		const char *name = ry_rail_name(mgr, (unsigned)i);

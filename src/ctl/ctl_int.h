@@ -46,8 +46,11 @@
  * transcript (both HELLO bodies: names, incarnations, control addresses,
  * nonces); the dialer checks it and answers AUTH with its own proof; the
  * listener admits the session only then, and admission runs again on what
- * was proven.  From then on every frame in each direction carries a
- * 32-byte HMAC (appended; counted in the body length) under that
+ * was proven.  The dialer's HELLO lists the ids of the keys it holds; the
+ * listener picks the first it holds too and names it in HELLO_ACK (a key
+ * rotated by a reload: src/auth.c), or refuses with REFUSE naming its
+ * own ids when there is none.  From then on every frame in each direction
+ * carries a 32-byte HMAC (appended; counted in the body length) under that
  * direction's session key over an implicit frame counter, type, version
  * and body: a bad one closes the session before the frame acts.  A node
  * with a key refuses a peer without one, and the other way round, with
@@ -62,7 +65,8 @@
 #include "src/ctl/wire.h"
 #include "src/manager.h"
 
-_Static_assert(RY__MAC == RY__CTL_MAC && RY__NONCE == RY__CTL_NONCE,
+_Static_assert(RY__MAC == RY__CTL_MAC && RY__NONCE == RY__CTL_NONCE &&
+		   RY__KEY_ID == RY__CTL_KEY_ID,
 	       "auth.c's sizes are the wire's");
 #define CTL_MAX_FRAME RY__CTL_MAX_FRAME
 #define CTL_RBUF (2 * (RY__CTL_HDR + CTL_MAX_FRAME))
@@ -113,6 +117,8 @@ struct ry__ctl_auth {
 	unsigned char a_t[RY__MAC];	  /* transcript */
 	unsigned char a_ktx[RY__MAC], a_krx[RY__MAC];
 	unsigned char a_kdata[RY__MAC];	  /* data_mac keys come from it */
+	unsigned char a_key[RY__KEY_ID];  /* the id of the key it uses */
+	bool a_ack_id;			  /* listener: HELLO_ACK names it */
 	uint64_t a_tx, a_rx;		  /* frame counters */
 	struct ry__wire_hello *a_pending; /* listener: the HELLO, until AUTH */
 };

@@ -40,6 +40,46 @@ static int auth_refuse(struct ry__ctl *c, enum ry__ctl_refusal code,
 	return -EACCES;
 }
 
+/* Refused for want of a common key: log why here, send our ids there. */
+static int no_common_key(struct ry__ctl *c, const char *what)
+{
+	struct ry_manager *m = c->c_mgr;
+	unsigned char ids[RY__CTL_KEY_IDS][RY__KEY_ID];
+	unsigned char b[2 + sizeof(ids)];
+	char mine[RY__CTL_KEY_IDS * (2 * RY__KEY_ID + 1)], why[512];
+	struct ry__wbuf w;
+	unsigned n = ry__auth_ids(m, ids, RY__CTL_KEY_IDS);
+
+	ry__auth_ids_str((const unsigned char(*)[RY__KEY_ID])ids, n, mine,
+			 sizeof(mine));
+	snprintf(why, sizeof(why), "no common key: %s; this node holds %s",
+		 what, mine);
+	ry__ctl_refused(c, why);
+	ry__wbuf_init(&w, b, sizeof(b));
+	ry__wire_refuse_put(&w, REF_NO_COMMON_KEY);
+	ry__w_key_ids(&w, (const unsigned char(*)[RY__CTL_KEY_ID])ids, n);
+	ry__ctl_send(c, CTL_REFUSE, &w);
+	return -EACCES;
+}
+
+/* The listener's key for this HELLO: the first of the dialer's ids it
+ * holds (its current key for a HELLO without ids), or NULL. */
+static const struct ry__authkey *choose_key(struct ry__ctl *c,
+					    const struct ry__wire_hello *h)
+{
+	struct ry_manager *m = c->c_mgr;
+	const struct ry__authkey *k;
+
+	if (!h->wh_nids)
+		return ry__auth_current(m);
+	for (unsigned i = 0; i < h->wh_nids; i++) {
+		k = ry__auth_key(m, h->wh_ids[i]);
+		if (k)
+			return k;
+	}
+	return NULL;
+}
+
 void ry__ctl_send_hello(struct ry__ctl *c, bool reply)
 {
 	struct ry_manager *m = c->c_mgr;
@@ -71,18 +111,29 @@ void ry__ctl_send_hello(struct ry__ctl *c, bool reply)
 	if (a) {
 		ry__auth_nonce(a->a_nonce);
 		memcpy(x->h.wh_nonce, a->a_nonce, RY__NONCE);
+		/* the dialer offers every key it holds, newest first; the
+		 * listener names the one it chose (on_hello) */
+		if (!reply) {
+			x->h.wh_nids =
+			    ry__auth_ids(m, x->h.wh_ids, RY__CTL_KEY_IDS);
+		} else if (a->a_ack_id) {
+			x->h.wh_nids = 1;
+			memcpy(x->h.wh_ids[0], a->a_key, RY__KEY_ID);
+		}
 	}
 	ry__wbuf_init(&w, x->b, sizeof(x->b));
 	ry__wire_hello_put(&w, &x->h, false);
 	if (a && !reply) {
 		ry__auth_hash_hello(w.b, w.n, a->a_hello);
 	} else if (a && !w.bad) {
+		const struct ry__authkey *k = ry__auth_key(m, a->a_key);
 		unsigned char proof[RY__MAC];
 
+		/* on_hello chose k a moment ago, under the same lock */
 		ry__auth_transcript(a->a_hello, w.b, w.n, a->a_t);
-		ry__auth_proof(m, false, a->a_t, proof);
+		ry__auth_proof(k, false, a->a_t, proof);
 		ry__w_bytes(&w, proof, RY__MAC);
-		ry__auth_session_keys(m, false, a->a_t, a->a_ktx, a->a_krx,
+		ry__auth_session_keys(k, false, a->a_t, a->a_ktx, a->a_krx,
 				      a->a_kdata);
 	}
 	ry__ctl_send(c, reply ? CTL_HELLO_ACK : CTL_HELLO, &w);
@@ -217,6 +268,7 @@ int ry__ctl_on_hello(struct ry__ctl *c, const unsigned char *body, size_t blen,
 	struct ry_manager *m = c->c_mgr;
 	struct ry__ctl_auth *a = c->c_auth;
 	struct ry__wire_hello *h = malloc(sizeof(*h));
+	const struct ry__authkey *k;
 	struct ry_peer *p;
 	char why[320];
 	int ret;
@@ -273,14 +325,43 @@ int ry__ctl_on_hello(struct ry__ctl *c, const unsigned char *body, size_t blen,
 			ret = ry__ctl_admit_restart(c, p, h->wh_node);
 		if (ret)
 			goto out;
+		k = choose_key(c, h);
+		if (!k) {
+			char theirs[RY__CTL_KEY_IDS * (2 * RY__KEY_ID + 1)];
+			char what[sizeof(theirs) + 40];
+
+			ry__auth_ids_str(
+			    (const unsigned char(*)[RY__KEY_ID])h->wh_ids,
+			    h->wh_nids, theirs, sizeof(theirs));
+			snprintf(what, sizeof(what),
+				 "the peer holds key ids %s", theirs);
+			ret = no_common_key(c, what);
+			goto out;
+		}
+		memcpy(a->a_key, ry__auth_key_id(k), RY__KEY_ID);
+		a->a_ack_id = h->wh_nids != 0;
 		ry__auth_hash_hello(body, blen, a->a_hello);
 		a->a_pending = h;
 		h = NULL;
 		ry__ctl_send_hello(c, true);
 		return 0;
 	}
+	/* a listener without ids has one key: ours, if it is to work */
+	k = h->wh_nids ? ry__auth_key(m, h->wh_ids[0]) : ry__auth_current(m);
+	if (!k) {
+		char id[2 * RY__KEY_ID + 1], what[80];
+
+		ry__auth_ids_str((const unsigned char(*)[RY__KEY_ID])h->wh_ids,
+				 1, id, sizeof(id));
+		snprintf(what, sizeof(what),
+			 "the peer chose key id %s, not one this node offered",
+			 id);
+		ret = no_common_key(c, what);
+		goto out;
+	}
+	memcpy(a->a_key, ry__auth_key_id(k), RY__KEY_ID);
 	ry__auth_transcript(a->a_hello, body, blen - RY__MAC, a->a_t);
-	if (!ry__auth_proof_ok(m, false, a->a_t, h->wh_proof)) {
+	if (!ry__auth_proof_ok(k, false, a->a_t, h->wh_proof)) {
 		ret = auth_refuse(c, REF_KEY_DIFFERS,
 				  "authentication failed: the peer's key "
 				  "differs");
@@ -290,12 +371,12 @@ int ry__ctl_on_hello(struct ry__ctl *c, const unsigned char *body, size_t blen,
 		unsigned char proof[RY__MAC], b[RY__MAC];
 		struct ry__wbuf w;
 
-		ry__auth_proof(m, true, a->a_t, proof);
+		ry__auth_proof(k, true, a->a_t, proof);
 		ry__wbuf_init(&w, b, sizeof(b));
 		ry__wire_auth_put(&w, proof);
 		ry__ctl_send(c, CTL_AUTH, &w);
 	}
-	ry__auth_session_keys(m, true, a->a_t, a->a_ktx, a->a_krx, a->a_kdata);
+	ry__auth_session_keys(k, true, a->a_t, a->a_ktx, a->a_krx, a->a_kdata);
 	c->c_mac_on = true;
 	ret = hello_apply(c, h, reply);
 out:
@@ -307,6 +388,7 @@ out:
 int ry__ctl_on_auth(struct ry__ctl *c, const unsigned char *body, size_t n)
 {
 	struct ry__ctl_auth *a = c->c_auth;
+	const struct ry__authkey *k;
 	unsigned char proof[RY__MAC];
 	struct ry__wire_hello *h;
 	int ret;
@@ -315,7 +397,19 @@ int ry__ctl_on_auth(struct ry__ctl *c, const unsigned char *body, size_t n)
 		return -EPROTO;
 	if (ry__wire_auth_get(body, n, proof))
 		return -EBADMSG;
-	if (!ry__auth_proof_ok(c->c_mgr, true, a->a_t, proof))
+	k = ry__auth_key(c->c_mgr, a->a_key);
+	if (!k) {
+		char id[2 * RY__KEY_ID + 1], what[96];
+
+		ry__auth_ids_str((const unsigned char(*)[RY__KEY_ID])a->a_key,
+				 1, id, sizeof(id));
+		snprintf(what, sizeof(what),
+			 "key id %s stopped being accepted during the "
+			 "handshake",
+			 id);
+		return no_common_key(c, what);
+	}
+	if (!ry__auth_proof_ok(k, true, a->a_t, proof))
 		return auth_refuse(c, REF_KEY_DIFFERS,
 				   "authentication failed: the peer's key "
 				   "differs");
@@ -325,6 +419,25 @@ int ry__ctl_on_auth(struct ry__ctl *c, const unsigned char *body, size_t n)
 	ret = hello_apply(c, h, false);
 	free(h);
 	return ret;
+}
+
+static void refused_no_key(struct ry__ctl *c, const unsigned char *body,
+			   size_t n)
+{
+	unsigned char ids[RY__CTL_KEY_IDS][RY__KEY_ID], mine[2][RY__KEY_ID];
+	char s[2][RY__CTL_KEY_IDS * (2 * RY__KEY_ID + 1)], why[512];
+	int k = ry__wire_refuse_ids(body, n, ids);
+	unsigned nm = ry__auth_ids(c->c_mgr, mine, 2);
+
+	ry__auth_ids_str((const unsigned char(*)[RY__KEY_ID])ids,
+			 k > 0 ? (unsigned)k : 0, s[0], sizeof(s[0]));
+	ry__auth_ids_str((const unsigned char(*)[RY__KEY_ID])mine, nm, s[1],
+			 sizeof(s[1]));
+	snprintf(why, sizeof(why),
+		 "no common key: the peer holds key ids %s; this node holds "
+		 "%s",
+		 k > 0 ? s[0] : "(not said)", s[1]);
+	ry__ctl_refused(c, why);
 }
 
 /* The other end refused us and says why. */
@@ -350,6 +463,9 @@ int ry__ctl_on_refuse(struct ry__ctl *c, const unsigned char *body, size_t n)
 	case REF_DATA_MAC:
 		ry__ctl_refused(c, "data_mac differs between the nodes (set it "
 				   "alike on every node)");
+		break;
+	case REF_NO_COMMON_KEY:
+		refused_no_key(c, body, n);
 		break;
 	default:
 		ry__ctl_refused(c, "refused by the peer");

@@ -232,11 +232,13 @@ static int parse_addr(const char *addr, struct sockaddr_storage *ss,
 	return 0;
 }
 
-/* Sessions that never said HELLO; the listening fd after EMFILE. */
+/* Sessions that never said HELLO; the listening fd after EMFILE; a
+ * rotated key's overlap. */
 void ry__ctl_timers(struct ry_manager *m, uint64_t now)
 {
 	struct ry__ctl *c;
 
+	ry__auth_expire(m, now);
 	if (m->m_listen_paused && now >= m->m_listen_resume_ns) {
 		m->m_listen_paused = false;
 		ry__fd_watch(m, m->m_listen_fd, &m->m_listen_tag, false);

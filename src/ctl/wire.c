@@ -177,6 +177,31 @@ void ry__r_ep(struct ry__rbuf *r, struct ry_qp_endpoint *ep)
 	ep->mtu = ry__r_u32(r);
 }
 
+void ry__w_key_ids(struct ry__wbuf *w,
+		   const unsigned char (*ids)[RY__CTL_KEY_ID], unsigned n)
+{
+	if (!n || n > RY__CTL_KEY_IDS) {
+		w->bad = true;
+		return;
+	}
+	ry__w_u8(w, (uint8_t)n);
+	ry__w_bytes(w, ids, n * RY__CTL_KEY_ID);
+}
+
+/* A list's count, its ids into ids[]; 0 (and r bad) if malformed. */
+static unsigned r_key_ids(struct ry__rbuf *r,
+			  unsigned char ids[RY__CTL_KEY_IDS][RY__CTL_KEY_ID])
+{
+	unsigned n = ry__r_u8(r);
+
+	if (!n || n > RY__CTL_KEY_IDS || r->n < n * RY__CTL_KEY_ID) {
+		r->bad = true;
+		return 0;
+	}
+	ry__r_bytes(r, ids, n * RY__CTL_KEY_ID);
+	return n;
+}
+
 /* ---- frame bodies ---- */
 
 void ry__wire_hello_put(struct ry__wbuf *w, const struct ry__wire_hello *h,
@@ -201,6 +226,10 @@ void ry__wire_hello_put(struct ry__wbuf *w, const struct ry__wire_hello *h,
 	if (!h->wh_auth)
 		return;
 	ry__w_bytes(w, h->wh_nonce, RY__CTL_NONCE);
+	if (h->wh_nids)
+		ry__w_key_ids(w,
+			      (const unsigned char(*)[RY__CTL_KEY_ID])h->wh_ids,
+			      h->wh_nids);
 	if (with_proof)
 		ry__w_bytes(w, h->wh_proof, RY__CTL_MAC);
 }
@@ -213,6 +242,7 @@ int ry__wire_hello_get(const void *body, size_t n, bool reply,
 	uint8_t auth;
 
 	ry__rbuf_init(&r, body, n);
+	h->wh_nids = 0;
 	h->wh_node = ry__r_u64(&r);
 	ry__r_str(&r, h->wh_name, sizeof(h->wh_name));
 	ry__r_str(&r, h->wh_addr, sizeof(h->wh_addr));
@@ -233,6 +263,12 @@ int ry__wire_hello_get(const void *body, size_t n, bool reply,
 	h->wh_data_mac = auth & 2;
 	if (h->wh_auth) {
 		ry__r_bytes(&r, h->wh_nonce, RY__CTL_NONCE);
+		/* optional: a peer with one key may send no ids; a
+		 * HELLO_ACK names exactly one */
+		if (reply ? r.n > RY__CTL_MAC : r.n > 0)
+			h->wh_nids = r_key_ids(&r, h->wh_ids);
+		if (reply && h->wh_nids > 1)
+			return -EBADMSG;
 		if (reply)
 			ry__r_bytes(&r, h->wh_proof, RY__CTL_MAC);
 		/* the proof must be the last RY__CTL_MAC bytes: nothing
@@ -348,6 +384,19 @@ void ry__wire_refuse_put(struct ry__wbuf *w, uint8_t why)
 uint8_t ry__wire_refuse_get(const void *body, size_t n)
 {
 	return n ? *(const uint8_t *)body : 0;
+}
+
+int ry__wire_refuse_ids(const void *body, size_t n,
+			unsigned char ids[RY__CTL_KEY_IDS][RY__CTL_KEY_ID])
+{
+	struct ry__rbuf r;
+	unsigned k;
+
+	if (n <= 1)
+		return 0;
+	ry__rbuf_init(&r, (const unsigned char *)body + 1, n - 1);
+	k = r_key_ids(&r, ids);
+	return r.bad || r.n ? -EBADMSG : (int)k;
 }
 
 void ry__wire_goodbye_put(struct ry__wbuf *w, const struct ry__wire_goodbye *g)

@@ -13,10 +13,14 @@
  *                      address, u8 n, n x { str rail, str network,
  *                      endpoint }, u8 auth (bit 0: key_file, bit 1:
  *                      data_mac, only with bit 0), and with a key:
- *                      32-byte nonce, and in HELLO_ACK the listener's
- *                      32-byte proof
+ *                      32-byte nonce, then optionally key ids (HELLO:
+ *                      the dialer's, newest first; HELLO_ACK: exactly
+ *                      one, the key the listener chose; absent: "my one
+ *                      key"), and in HELLO_ACK the listener's 32-byte
+ *                      proof last
  *   AUTH               32-byte proof: the dialer's, after HELLO_ACK
- *   REFUSE             u8 why (enum ry__ctl_refusal)
+ *   REFUSE             u8 why (enum ry__ctl_refusal), then optionally
+ *                      key ids: the sender's (REF_NO_COMMON_KEY)
  *   CONN_REQ / REP     u8 sender's rail, u8 receiver's rail, u32 attempt,
  *                      endpoint, then u64 addr, u32 rkey, u32 len: the
  *                      sender rail's path MTU probe slice (absent: none)
@@ -29,6 +33,8 @@
  *                      purpose; the receiver closes its connections to it
  *                      as closed, not failed
  *
+ *   key ids = u8 n (1..RY__CTL_KEY_IDS), n x 8 bytes (src/auth.c: a
+ *   one-way function of a key, never the key)
  *   str = u16 length + bytes; endpoint = u32 qpn, u32 psn, u64 cookie,
  *   16 bytes gid, u16 lid, u16 udp_port, u32 mtu.
  *
@@ -53,13 +59,16 @@
 #define RY__CTL_NONCE 32  /* handshake nonce */
 #define RY__CTL_MAC 32	  /* proofs and frame MACs */
 #define RY__CTL_EP_LEN 40 /* endpoint */
+#define RY__CTL_KEY_ID 8  /* a key id */
+#define RY__CTL_KEY_IDS 8 /* key ids in one list, at most */
 /* The largest legitimate frame body: a HELLO with every rail, names and
  * addresses at their longest (a str of cap - 1 bytes or more is refused). */
 #define RY__CTL_STR_MAX(cap) (2 + (cap)-1)
 #define RY__CTL_MAX_FRAME                                                      \
 	(8 + RY__CTL_STR_MAX(RY_NAME_MAX) + RY__CTL_STR_MAX(RY_ADDR_MAX) + 1 + \
 	 RY_MAX_RAILS * (2 * RY__CTL_STR_MAX(RY_NAME_MAX) + RY__CTL_EP_LEN) +  \
-	 1 + RY__CTL_NONCE + 2 * RY__CTL_MAC)
+	 1 + RY__CTL_NONCE + 1 + RY__CTL_KEY_IDS * RY__CTL_KEY_ID +            \
+	 2 * RY__CTL_MAC)
 
 /* Control frame types, one list: the numbers are the wire's. */
 enum ry__ctl_type {
@@ -89,6 +98,7 @@ enum ry__ctl_refusal {
 	REF_KEY_REQUIRED,    /* the sender has a key; the other end sent none */
 	REF_NO_KEY,	     /* the sender has no key; the other end has one */
 	REF_DATA_MAC,	     /* the two ends' data_mac settings differ */
+	REF_NO_COMMON_KEY,   /* no key id in common (the sender's ids follow) */
 };
 
 struct ry__ctl_hdr {
@@ -154,6 +164,10 @@ struct ry__wire_hello {
 	bool wh_auth, wh_data_mac; /* data_mac only with auth */
 	unsigned char wh_nonce[RY__CTL_NONCE];
 	unsigned char wh_proof[RY__CTL_MAC]; /* HELLO_ACK with auth */
+	/* with auth: HELLO, the dialer's key ids (newest first); HELLO_ACK,
+	 * 1 and the chosen one; 0: none sent (a peer that has one key) */
+	unsigned wh_nids;
+	unsigned char wh_ids[RY__CTL_KEY_IDS][RY__CTL_KEY_ID];
 };
 
 /*
@@ -227,6 +241,14 @@ int ry__wire_goodbye_get(const void *body, size_t n,
 /* REFUSE: the reason; an empty body reads as 0 (no reason given). */
 void ry__wire_refuse_put(struct ry__wbuf *w, uint8_t why);
 uint8_t ry__wire_refuse_get(const void *body, size_t n);
+/* A REFUSE's key ids after the reason: n of them (0: none given) or
+ * -EBADMSG (a count past the body, or bytes after the list). */
+int ry__wire_refuse_ids(const void *body, size_t n,
+			unsigned char ids[RY__CTL_KEY_IDS][RY__CTL_KEY_ID]);
+
+/* A key id list (n of 1..RY__CTL_KEY_IDS; else the writer is bad). */
+void ry__w_key_ids(struct ry__wbuf *w,
+		   const unsigned char (*ids)[RY__CTL_KEY_ID], unsigned n);
 
 /*
  * A header and body[n] as one frame into out[cap] (no MAC): its length, or

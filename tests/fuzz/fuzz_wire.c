@@ -116,13 +116,22 @@ static void auth(const unsigned char *body, size_t n)
 
 static void refuse(const unsigned char *body, size_t n)
 {
+	static unsigned char ids[RY__CTL_KEY_IDS][RY__CTL_KEY_ID],
+	    back[RY__CTL_KEY_IDS][RY__CTL_KEY_ID];
 	uint8_t x = ry__wire_refuse_get(body, n);
+	int k = ry__wire_refuse_ids(body, n, ids);
 	struct ry__wbuf w;
 
 	ry__wbuf_init(&w, enc1, sizeof(enc1));
 	ry__wire_refuse_put(&w, x);
+	if (k > 0)
+		ry__w_key_ids(&w, (const unsigned char(*)[RY__CTL_KEY_ID])ids,
+			      (unsigned)k);
 	if (ry__wire_refuse_get(w.b, w.n) != x)
 		fail("REFUSE: decode(encode(x)) != x", CTL_REFUSE);
+	if (k > 0 && (ry__wire_refuse_ids(w.b, w.n, back) != k ||
+		      memcmp(ids, back, (size_t)k * RY__CTL_KEY_ID)))
+		fail("REFUSE: key ids: decode(encode(x)) != x", CTL_REFUSE);
 }
 
 static void goodbye(const unsigned char *body, size_t n)

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include "src/ctl/ctl_int.h"
 #include "src/manager.h"
 #ifdef FX_AUTH_SOFT
 #include "rails/soft/soft_int.h"
@@ -28,7 +29,7 @@
 
 static struct fx F;
 static char dir[] = "/tmp/ry-auth-XXXXXX";
-static char key1[64], key2[64];
+static char key1[64], key2[64], ka[64], kb[64];
 
 /* ---- keys and the log ---- */
 
@@ -63,9 +64,14 @@ static bool logged(const char *s)
 
 static void setup(void)
 {
+	/* a fresh template each time: CK_FORK=no (valgrind) runs every test
+	 * in one process */
+	snprintf(dir, sizeof(dir), "/tmp/ry-auth-XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(key1, sizeof(key1), "%s/k1", dir);
 	snprintf(key2, sizeof(key2), "%s/k2", dir);
+	snprintf(ka, sizeof(ka), "%s/ka", dir);
+	snprintf(kb, sizeof(kb), "%s/kb", dir);
 	write_key(key1, 0x11);
 	write_key(key2, 0x22);
 	loglen = 0;
@@ -78,7 +84,31 @@ static void teardown(void)
 	ry_log_set_sink(NULL, NULL);
 	unlink(key1);
 	unlink(key2);
+	unlink(ka);
+	unlink(kb);
 	rmdir(dir);
+}
+
+/* The key in path as the library loads it (free with
+ * ry__auth_key_free). */
+static struct ry__authkey *load_key(const char *path)
+{
+	struct ry__authkey *k = NULL;
+	char why[400], hint[400];
+
+	ck_assert_msg(
+	    !ry__auth_load(path, &k, why, sizeof(why), hint, sizeof(hint)),
+	    "%s", why);
+	return k;
+}
+
+static void key_id_str(const char *path, char out[2 * RY__KEY_ID + 1])
+{
+	struct ry__authkey *k = load_key(path);
+
+	ry__auth_ids_str((const unsigned char(*)[RY__KEY_ID])ry__auth_key_id(k),
+			 1, out, 2 * RY__KEY_ID + 1);
+	ry__auth_key_free(k);
 }
 
 /* ---- a raw client ---- */
@@ -116,9 +146,9 @@ static void keyed_handshake(int fd, uint64_t node, const char *name,
 	ck_assert_uint_eq(in.n, RY__CTL_HDR + len);
 	ck_assert_uint_eq(h.h_type, CTL_HELLO_ACK);
 	ry__auth_transcript(hello_h, in.b + RY__CTL_HDR, len - RY__MAC, t);
-	ck_assert(ry__auth_proof_ok(F.a, false, t,
+	ck_assert(ry__auth_proof_ok(ry__auth_current(F.a), false, t,
 				    in.b + RY__CTL_HDR + len - RY__MAC));
-	ry__auth_proof(F.a, true, t, proof);
+	ry__auth_proof(ry__auth_current(F.a), true, t, proof);
 	ry__wbuf_init(&w, body, sizeof(body));
 	ry__wire_auth_put(&w, proof);
 	frame_start(&f, CTL_AUTH);
@@ -168,15 +198,25 @@ static void refused_both(const struct fx_opts *o, const char *to_why,
 	fx_fini(&F);
 }
 
-/* Different keys: refused on both sides with the reason, and b keeps no
- * record of a. */
+/* Different keys: refused on both sides with the reason (the key ids
+ * each end holds), and b keeps no record of a. */
 START_TEST(different_keys_refused)
 {
+	char w[2][128], ids[2][2 * RY__KEY_ID + 1];
+	const char *path[2] = {key1, key2};
+
+	for (int i = 0; i < 2; i++)
+		key_id_str(path[i], ids[i]);
+	snprintf(w[0], sizeof(w[0]),
+		 "no common key: the peer holds key ids %s; this node holds %s",
+		 ids[1], ids[0]);
+	snprintf(w[1], sizeof(w[1]),
+		 "no common key: the peer holds key ids %s; this node holds %s",
+		 ids[0], ids[1]);
 	refused_both(&(struct fx_opts){.key_a = key1,
 				       .key_b = key2,
 				       .op_timeout_ms = 1500},
-		     "authentication failed: the peer's key differs",
-		     "authentication failed: the peer's key differs");
+		     w[0], w[1]);
 }
 END_TEST
 
@@ -305,7 +345,7 @@ START_TEST(flipped_mac_closes_session)
 	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
 	fd = raw_connect(&F, "127.0.0.1");
 	keyed_handshake(fd, 0x7171, "raw", "127.0.0.1:9", t);
-	ry__auth_session_keys(F.a, true, t, ktx, krx, kdata);
+	ry__auth_session_keys(ry__auth_current(F.a), true, t, ktx, krx, kdata);
 	/* CONN_REJ for a rail b does not have: harmless, if authentic */
 	for (i = 0; i < 2; i++) {
 		struct ry__wire_conn wc = {.wc_dst = RY_MAX_RAILS - 1,
@@ -423,6 +463,502 @@ START_TEST(data_mac_mismatch_refused)
 }
 END_TEST
 
+/* ---- key rotation (reload) ---- */
+
+/* The key ids m holds, newest first. */
+static unsigned held(struct ry_manager *m, unsigned char ids[2][RY__KEY_ID])
+{
+	unsigned n;
+
+	ry__lock_and_run_leftovers(m);
+	n = ry__auth_ids(m, ids, 2);
+	ry__unlock(m);
+	return n;
+}
+
+static bool same_id(const unsigned char *x, const struct ry__authkey *k)
+{
+	return !memcmp(x, ry__auth_key_id(k), RY__KEY_ID);
+}
+
+/* m's admitted sessions whose handshake used key k, and all of them. */
+static unsigned sessions_with(struct ry_manager *m, const struct ry__authkey *k,
+			      unsigned *all)
+{
+	unsigned n = 0, t = 0;
+
+	ry__lock_and_run_leftovers(m);
+	for (struct ry__ctl *c = m->m_ctls; c; c = c->c_next)
+		if (!c->c_dead && c->c_admitted) {
+			t++;
+			n += same_id(c->c_auth->a_key, k);
+		}
+	ry__unlock(m);
+	if (all)
+		*all = t;
+	return n;
+}
+
+static bool both_admitted(void *arg)
+{
+	unsigned na, nb;
+
+	(void)arg;
+	sessions_with(F.a, ry__auth_current(F.a), &na);
+	sessions_with(F.b, ry__auth_current(F.b), &nb);
+	return na && nb;
+}
+
+/* Close m's control sessions, so that new handshakes follow. */
+static void kill_sessions(struct ry_manager *m)
+{
+	ry__lock_and_run_leftovers(m);
+	for (struct ry__ctl *c = m->m_ctls; c; c = c->c_next)
+		if (!c->c_dead)
+			ry__ctl_kill(c, "test: handshake again");
+	ry__unlock(m);
+}
+
+/* Reload a or b with the fixture's config (b naming a, as fx_create_b
+ * does) and this key_overlap_s; problems appended to text. */
+static char problems[2048];
+
+static void note(const struct ry_config_error *e, void *arg)
+{
+	size_t n = strlen(problems);
+
+	(void)arg;
+	snprintf(problems + n, sizeof(problems) - n, "%s\n", e->message);
+}
+
+static int reload_key(bool is_b, uint32_t overlap_s)
+{
+	struct ry_peer_config pa = {.name = "a"};
+	struct ry_config c;
+
+	fx_config(&c, &F.o, is_b);
+	c.key_overlap_s = overlap_s;
+	if (is_b && F.o.b_names_a) {
+		ry_manager_control_addr(F.a, pa.address, sizeof(pa.address));
+		c.peers = &pa;
+		c.n_peers = 1;
+	}
+	problems[0] = 0;
+	return ry_manager_reload(is_b ? F.b : F.a, &c, note, NULL);
+}
+
+/*
+ * A raw dialer holding keys ks[0..n) says HELLO to b, listing their ids
+ * (none without list).  Admitted: true, the key b chose in *used (b's
+ * HELLO_ACK named it, its proof verified under it, and our AUTH went
+ * out).  Refused: false, what b sent in *in.
+ */
+static bool raw_dial(int fd, struct ry__authkey *const *ks, unsigned n,
+		     bool list, const struct ry__authkey **used,
+		     struct frame *in)
+{
+	static struct ry__wire_hello h, ack;
+	static unsigned node = 0x4200;
+	unsigned char hello_h[RY__MAC], t[RY__MAC], proof[RY__MAC];
+	const struct ry__authkey *k = NULL;
+	struct ry__ctl_hdr hd;
+	struct ry__wbuf w;
+	struct frame f;
+
+	memset(&h, 0, sizeof(h));
+	h.wh_node = ++node;
+	snprintf(h.wh_name, sizeof(h.wh_name), "raw%u", node);
+	snprintf(h.wh_addr, sizeof(h.wh_addr), "127.0.0.1:%u", node);
+	h.wh_auth = true;
+	ry__auth_nonce(h.wh_nonce);
+	h.wh_nids = list ? n : 0;
+	for (unsigned i = 0; list && i < n; i++)
+		memcpy(h.wh_ids[i], ry__auth_key_id(ks[i]), RY__KEY_ID);
+	frame_hello(&f, CTL_HELLO, &h);
+	ry__auth_hash_hello(f.b + RY__CTL_HDR, f.n - RY__CTL_HDR, hello_h);
+	raw_send(fd, f.b, f.n);
+	in->n = 0;
+	if (closed_within(&F, fd, 500, in))
+		return false;
+	ck_assert(frame_hdr(in, &hd));
+	ck_assert_uint_eq(hd.h_type, CTL_HELLO_ACK);
+	ck_assert_uint_eq(in->n, RY__CTL_HDR + hd.h_len);
+	ck_assert_int_eq(
+	    ry__wire_hello_get(in->b + RY__CTL_HDR, hd.h_len, true, &ack), 0);
+	/* a list asks for the choice to be named; none, for none */
+	ck_assert_uint_eq(ack.wh_nids, list ? 1 : 0);
+	for (unsigned i = 0; i < n; i++)
+		if (!list || same_id(ack.wh_ids[0], ks[i])) {
+			k = ks[i];
+			break;
+		}
+	ck_assert_ptr_nonnull(k);
+	ry__auth_transcript(hello_h, in->b + RY__CTL_HDR, hd.h_len - RY__MAC,
+			    t);
+	ck_assert(ry__auth_proof_ok(k, false, t, ack.wh_proof));
+	ry__auth_proof(k, true, t, proof);
+	ry__wbuf_init(&w, f.b + RY__CTL_HDR, RY__MAC);
+	ry__wire_auth_put(&w, proof);
+	frame_of(&f, CTL_AUTH, &w);
+	raw_send(fd, f.b, f.n);
+	*used = k;
+	return true;
+}
+
+/* a and b start with K1 (the same bytes in files ka and kb). */
+static const struct fx_opts rot = {.key_a = ka,
+				   .key_b = kb,
+				   .b_names_a = true,
+				   .b_handshake_timeout_ms = 60000};
+
+/*
+ * b writes K2 into its key file (same path) and reloads: it holds K2 and
+ * K1, newest first; the sessions made under K1 go on; a node holding only
+ * K1 is admitted by b (a raw dialer with its one id, and a and b dialing
+ * each other again after their sessions close: K1 both ways).  Then a
+ * rotates too: new sessions use K2, and a dialer listing K2 and K1 gets
+ * K2 from b.
+ */
+START_TEST(rotation_overlap)
+{
+	struct ry__authkey *k1, *k2, *both[2];
+	unsigned char ids[2][RY__KEY_ID];
+	const struct ry__authkey *used;
+	struct fx_done d;
+	struct frame in;
+	unsigned all;
+	int fd;
+
+	write_key(ka, 0x11);
+	write_key(kb, 0x11);
+	k1 = load_key(key1);
+	k2 = load_key(key2);
+	ck_assert_int_eq(fx_init(&F, &rot), 0);
+	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
+	ck_assert_uint_eq(held(F.b, ids), 1);
+	ck_assert(same_id(ids[0], k1));
+
+	write_key(kb, 0x22);
+	ck_assert_msg(reload_key(true, 600) == 0, "%s", problems);
+	ck_assert_uint_eq(held(F.b, ids), 2);
+	ck_assert(same_id(ids[0], k2) && same_id(ids[1], k1));
+	ck_assert_uint_eq(held(F.a, ids), 1);
+	{
+		/* as railyard status shows it */
+		char buf[64], want[64], s1[20], s2[20];
+		uint32_t left = 0;
+
+		key_id_str(key1, s1);
+		key_id_str(key2, s2);
+		snprintf(want, sizeof(want), "%s,%s", s2, s1);
+		ck_assert_int_eq(
+		    ry_manager_key_ids(F.b, buf, sizeof(buf), &left), 2);
+		ck_assert_str_eq(buf, want);
+		ck_assert(left > 0 && left <= 600);
+		ck_assert_int_eq(
+		    ry_manager_key_ids(F.a, buf, sizeof(buf), &left), 1);
+		ck_assert_str_eq(buf, s1);
+		ck_assert_uint_eq(left, 0);
+		ck_assert_int_eq(ry_manager_key_ids(F.b, buf, 20, NULL),
+				 -ENOSPC);
+	}
+	/* what was made under K1 goes on */
+	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
+	ck_assert_uint_eq(F.ev_a.n_conn_down + F.ev_b.n_conn_down, 0);
+	ck_assert_uint_eq(F.ev_a.n_peer_down + F.ev_b.n_peer_down, 0);
+	ck_assert_uint_ge(sessions_with(F.b, k1, NULL), 1);
+
+	/* a node of K1 only, dialing the rotated b */
+	fd = raw_connect(&F, "127.0.0.1");
+	ck_assert_msg(raw_dial(fd, &k1, 1, true, &used, &in), "%s", logbuf);
+	ck_assert_ptr_eq(used, k1);
+	ck_assert(!closed_within(&F, fd, 500, NULL));
+	close(fd);
+	/* and a and b again, both ways: the rotated b dials a too */
+	kill_sessions(F.b);
+	ck_assert(fx_until(&F, both_admitted, NULL, 20000));
+	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
+	ck_assert_uint_eq(sessions_with(F.a, k1, &all), all);
+	ck_assert_uint_ge(all, 1);
+
+	/* a rotates too: K2 from here on */
+	write_key(ka, 0x22);
+	ck_assert_msg(reload_key(false, 600) == 0, "%s", problems);
+	kill_sessions(F.a);
+	ck_assert(fx_until(&F, both_admitted, NULL, 20000));
+	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
+	ck_assert_uint_eq(sessions_with(F.a, k2, &all), all);
+	ck_assert_uint_ge(all, 1);
+	ck_assert_uint_eq(sessions_with(F.b, k2, &all), all);
+	ck_assert_uint_ge(all, 1);
+	both[0] = k2;
+	both[1] = k1;
+	fd = raw_connect(&F, "127.0.0.1");
+	ck_assert(raw_dial(fd, both, 2, true, &used, &in));
+	ck_assert_ptr_eq(used, k2);
+	ck_assert(!closed_within(&F, fd, 500, NULL));
+	close(fd);
+	/* a peer of an older version lists no ids: b's current key */
+	fd = raw_connect(&F, "127.0.0.1");
+	ck_assert(raw_dial(fd, &k2, 1, false, &used, &in));
+	ck_assert(!closed_within(&F, fd, 500, NULL));
+	close(fd);
+	ck_assert(!logged("refused"));
+	fx_fini(&F);
+	ry__auth_key_free(k1);
+	ry__auth_key_free(k2);
+}
+END_TEST
+
+static bool b_holds_one(void *arg)
+{
+	unsigned char ids[2][RY__KEY_ID];
+
+	(void)arg;
+	return held(F.b, ids) == 1;
+}
+
+static bool both_logged(void *arg)
+{
+	char(*want)[160] = arg;
+
+	return logged(want[0]) && logged(want[1]);
+}
+
+/*
+ * key_overlap_s = 1: once it is over b holds K2 only.  A session made
+ * under K1 goes on (its keys are its own); a node holding only K1 is
+ * refused, and both ends say which key ids each holds (a and b too, once
+ * their control sessions close: their data connections stay, as control
+ * sessions do not carry them).
+ */
+START_TEST(rotation_overlap_ends)
+{
+	unsigned char ids[RY__CTL_KEY_IDS][RY__KEY_ID];
+	char want[2][160], s1[20], s2[20];
+	struct ry__authkey *k1, *k2;
+	const struct ry__authkey *used;
+	struct ry__ctl_hdr hd;
+	struct fx_opts o = rot;
+	struct fx_done d;
+	struct frame in;
+	int fd;
+
+	o.op_timeout_ms = 1500;
+	write_key(ka, 0x11);
+	write_key(kb, 0x11);
+	k1 = load_key(key1);
+	k2 = load_key(key2);
+	key_id_str(key1, s1);
+	key_id_str(key2, s2);
+	ck_assert_int_eq(fx_init(&F, &o), 0);
+	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
+	write_key(kb, 0x22);
+	ck_assert_msg(reload_key(true, 1) == 0, "%s", problems);
+	ck_assert(fx_until(&F, b_holds_one, NULL, 10000));
+	ck_assert_uint_eq(held(F.b, ids), 1);
+	ck_assert(same_id(ids[0], k2));
+	/* the sessions made under K1 before stay, and work */
+	ck_assert_uint_ge(sessions_with(F.b, k1, NULL), 1);
+	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
+	ck_assert_uint_eq(F.ev_a.n_conn_down + F.ev_b.n_conn_down, 0);
+
+	fd = raw_connect(&F, "127.0.0.1");
+	ck_assert(!raw_dial(fd, &k1, 1, true, &used, &in));
+	close(fd);
+	ck_assert(frame_hdr(&in, &hd));
+	ck_assert_uint_eq(hd.h_type, CTL_REFUSE);
+	ck_assert_uint_eq(ry__wire_refuse_get(in.b + RY__CTL_HDR, hd.h_len),
+			  REF_NO_COMMON_KEY);
+	ck_assert_int_eq(ry__wire_refuse_ids(in.b + RY__CTL_HDR, hd.h_len, ids),
+			 1);
+	ck_assert(same_id(ids[0], k2));
+	snprintf(want[0], sizeof(want[0]),
+		 "no common key: the peer holds key ids %s; this node holds "
+		 "%s",
+		 s1, s2);
+	ck_assert_msg(logged(want[0]), "%s", logbuf);
+
+	/* a (K1) and b (K2) once their sessions close: refused both ways */
+	loglen = 0;
+	logbuf[0] = 0;
+	snprintf(want[1], sizeof(want[1]),
+		 "no common key: the peer holds key ids %s; this node holds "
+		 "%s",
+		 s2, s1);
+	kill_sessions(F.b);
+	ck_assert_msg(fx_until(&F, both_logged, want, 20000), "%s", logbuf);
+	ck_assert_uint_eq(sessions_with(F.a, k1, NULL), 0);
+	ck_assert_uint_eq(sessions_with(F.b, k2, NULL), 0);
+	fx_fini(&F);
+	ry__auth_key_free(k1);
+	ry__auth_key_free(k2);
+}
+END_TEST
+
+/*
+ * A reload whose key file is malformed, unreadable by its mode, or gone
+ * fails with the reason and changes nothing: the old key still admits.
+ * Setting or removing key_file by reload is refused.
+ */
+START_TEST(rotation_bad_file_keeps_key)
+{
+	unsigned char ids[2][RY__KEY_ID];
+	const struct ry__authkey *used;
+	struct ry__authkey *k1;
+	struct ry_config c;
+	struct fx_done d;
+	struct frame in;
+	int fd;
+
+	write_key(ka, 0x11);
+	write_key(kb, 0x11);
+	k1 = load_key(key1);
+	ck_assert_int_eq(fx_init(&F, &rot), 0);
+	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
+	fd = open(kb, O_WRONLY | O_TRUNC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "not a key\n", 10), 10);
+	close(fd);
+	ck_assert_int_ne(reload_key(true, 600), 0);
+	ck_assert_msg(strstr(problems, "holds 10 bytes"), "%s", problems);
+	write_key(kb, 0x22);
+	ck_assert_int_eq(chmod(kb, 0644), 0);
+	ck_assert_int_ne(reload_key(true, 600), 0);
+	ck_assert_msg(strstr(problems, "accessible by group or others"), "%s",
+		      problems);
+	ck_assert_int_eq(unlink(kb), 0);
+	ck_assert_int_ne(reload_key(true, 600), 0);
+	ck_assert_msg(strstr(problems, "No such file"), "%s", problems);
+	/* turning authentication off is refused too */
+	fx_config(&c, &F.o, true);
+	c.key_file[0] = 0;
+	problems[0] = 0;
+	ck_assert_int_ne(ry_manager_reload(F.b, &c, note, NULL), 0);
+	ck_assert_msg(strstr(problems, "key_file cannot be removed"), "%s",
+		      problems);
+	/* nothing changed: K1 only, and it admits */
+	ck_assert_uint_eq(held(F.b, ids), 1);
+	ck_assert(same_id(ids[0], k1));
+	fd = raw_connect(&F, "127.0.0.1");
+	ck_assert(raw_dial(fd, &k1, 1, true, &used, &in));
+	ck_assert(!closed_within(&F, fd, 500, NULL));
+	close(fd);
+	kill_sessions(F.b);
+	ck_assert_int_eq(write_one(&F, true, 20000, &d), 0);
+	/* and a good file afterwards is taken */
+	write_key(kb, 0x22);
+	ck_assert_msg(reload_key(true, 600) == 0, "%s", problems);
+	ck_assert_uint_eq(held(F.b, ids), 2);
+	fx_fini(&F);
+	ry__auth_key_free(k1);
+}
+END_TEST
+
+/* HELLO and HELLO_ACK with and without key ids, REFUSE with ids, through
+ * the codec; malformed lists refused. */
+START_TEST(key_ids_wire)
+{
+	static struct ry__wire_hello h, g;
+	unsigned char b[RY__CTL_MAX_FRAME], ids[RY__CTL_KEY_IDS][RY__KEY_ID];
+	struct ry__wbuf w;
+	size_t base;
+
+	memset(&h, 0, sizeof(h));
+	h.wh_node = 7;
+	snprintf(h.wh_name, sizeof(h.wh_name), "n");
+	snprintf(h.wh_addr, sizeof(h.wh_addr), "127.0.0.1:1");
+	h.wh_auth = true;
+	memset(h.wh_nonce, 0x5a, sizeof(h.wh_nonce));
+	memset(h.wh_proof, 0xa5, sizeof(h.wh_proof));
+	for (int reply = 0; reply < 2; reply++) {
+		/* without ids: as an older node sends it */
+		h.wh_nids = 0;
+		ry__wbuf_init(&w, b, sizeof(b));
+		ry__wire_hello_put(&w, &h, reply);
+		ck_assert(!w.bad);
+		base = w.n;
+		g.wh_nids = 99;
+		ck_assert_int_eq(ry__wire_hello_get(b, w.n, reply, &g), 0);
+		ck_assert_uint_eq(g.wh_nids, 0);
+		ck_assert(!memcmp(g.wh_nonce, h.wh_nonce, RY__NONCE));
+		/* with ids: HELLO up to RY__CTL_KEY_IDS, HELLO_ACK one */
+		h.wh_nids = reply ? 1 : RY__CTL_KEY_IDS;
+		for (unsigned i = 0; i < h.wh_nids; i++)
+			memset(h.wh_ids[i], 0x30 + i, RY__KEY_ID);
+		ry__wbuf_init(&w, b, sizeof(b));
+		ry__wire_hello_put(&w, &h, reply);
+		ck_assert(!w.bad);
+		ck_assert_uint_eq(w.n, base + 1 + h.wh_nids * RY__KEY_ID);
+		ck_assert_int_eq(ry__wire_hello_get(b, w.n, reply, &g), 0);
+		ck_assert_uint_eq(g.wh_nids, h.wh_nids);
+		ck_assert(!memcmp(g.wh_ids, h.wh_ids, h.wh_nids * RY__KEY_ID));
+		if (reply)
+			ck_assert(!memcmp(g.wh_proof, h.wh_proof, RY__MAC));
+		/* the proof stays last in HELLO_ACK: the id is before it */
+		if (reply)
+			ck_assert(
+			    !memcmp(b + w.n - RY__MAC, h.wh_proof, RY__MAC));
+	}
+	/* HELLO: a count past the body, 0, or too many; bytes after */
+	h.wh_nids = 2;
+	ry__wbuf_init(&w, b, sizeof(b));
+	ry__wire_hello_put(&w, &h, false);
+	ck_assert_int_eq(ry__wire_hello_get(b, w.n - 1, false, &g), -EBADMSG);
+	b[w.n - 1 - 2 * RY__KEY_ID] = 3; /* count 3, two ids there */
+	ck_assert_int_eq(ry__wire_hello_get(b, w.n, false, &g), -EBADMSG);
+	b[w.n - 1 - 2 * RY__KEY_ID] = 0;
+	ck_assert_int_eq(ry__wire_hello_get(b, w.n, false, &g), -EBADMSG);
+	b[w.n - 1 - 2 * RY__KEY_ID] = RY__CTL_KEY_IDS + 1;
+	ck_assert_int_eq(ry__wire_hello_get(b, w.n, false, &g), -EBADMSG);
+	b[w.n - 1 - 2 * RY__KEY_ID] = 1; /* one id, then 8 stray bytes */
+	ck_assert_int_eq(ry__wire_hello_get(b, w.n, false, &g), -EBADMSG);
+	/* HELLO_ACK naming two ids, or a truncated one */
+	ry__wbuf_init(&w, b, sizeof(b));
+	ry__wire_hello_put(&w, &h, true);
+	ck_assert_int_eq(ry__wire_hello_get(b, w.n, true, &g), -EBADMSG);
+	h.wh_nids = 1;
+	ry__wbuf_init(&w, b, sizeof(b));
+	ry__wire_hello_put(&w, &h, true);
+	ck_assert_int_eq(ry__wire_hello_get(b, w.n - 1, true, &g), -EBADMSG);
+	/* a writer refuses a list of none or too many */
+	h.wh_nids = RY__CTL_KEY_IDS + 1;
+	ry__wbuf_init(&w, b, sizeof(b));
+	ry__wire_hello_put(&w, &h, false);
+	ck_assert(w.bad);
+	/* REFUSE: ids after the reason; an older node's has none */
+	ry__wbuf_init(&w, b, sizeof(b));
+	ry__wire_refuse_put(&w, REF_NO_COMMON_KEY);
+	ck_assert_int_eq(ry__wire_refuse_ids(b, w.n, ids), 0);
+	ry__w_key_ids(&w, (const unsigned char(*)[RY__KEY_ID])h.wh_ids, 2);
+	ck_assert_uint_eq(ry__wire_refuse_get(b, w.n), REF_NO_COMMON_KEY);
+	ck_assert_int_eq(ry__wire_refuse_ids(b, w.n, ids), 2);
+	ck_assert(!memcmp(ids, h.wh_ids, 2 * RY__KEY_ID));
+	ck_assert_int_eq(ry__wire_refuse_ids(b, w.n - 1, ids), -EBADMSG);
+	b[1] = 9;
+	ck_assert_int_eq(ry__wire_refuse_ids(b, w.n, ids), -EBADMSG);
+}
+END_TEST
+
+/* The key id names the key and nothing more: stable for the same bytes,
+ * different for another key, not a prefix of the key or its subkeys. */
+START_TEST(key_id_reveals_nothing)
+{
+	struct ry__authkey *k1 = load_key(key1), *k1b = load_key(key1);
+	struct ry__authkey *k2 = load_key(key2);
+	unsigned char raw[32];
+
+	ck_assert(
+	    !memcmp(ry__auth_key_id(k1), ry__auth_key_id(k1b), RY__KEY_ID));
+	ck_assert(memcmp(ry__auth_key_id(k1), ry__auth_key_id(k2), RY__KEY_ID));
+	memset(raw, 0x11, sizeof(raw));
+	ck_assert(memcmp(ry__auth_key_id(k1), raw, RY__KEY_ID));
+	ry__auth_key_free(k1);
+	ry__auth_key_free(k1b);
+	ry__auth_key_free(k2);
+}
+END_TEST
+
 #ifdef FX_AUTH_SOFT
 /* On a's and b's rails: no packet failed its MAC, and every connected QP
  * has data_mac on as the config says; the QPs seen. */
@@ -535,6 +1071,11 @@ static Suite *auth_suite(void)
 	tcase_add_test(tc, impersonation_without_key);
 	tcase_add_test(tc, flipped_mac_closes_session);
 	tcase_add_test(tc, version_mismatch_named);
+	tcase_add_test(tc, key_ids_wire);
+	tcase_add_test(tc, key_id_reveals_nothing);
+	tcase_add_test(tc, rotation_overlap);
+	tcase_add_test(tc, rotation_overlap_ends);
+	tcase_add_test(tc, rotation_bad_file_keeps_key);
 	suite_add_tcase(s, tc);
 	return s;
 }
