@@ -8,6 +8,8 @@
 #include "src/util/le.h"
 
 _Static_assert(sizeof(struct ry__mhdr) == 40, "rail message header");
+_Static_assert(RY__WIRE_FENCE_MAX <= RY__CTL_MAX_FRAME,
+	       "a FENCE_REQ of every pair fits a frame");
 
 void ry__ctl_hdr_put(void *b, uint32_t len, uint16_t type)
 {
