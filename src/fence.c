@@ -78,6 +78,10 @@ static void send_req(struct ry_peer *p, uint64_t gen,
 	struct ry__wire_fence wf = {.wf_gen = gen, .wf_n = n};
 	unsigned i;
 
+	/* a send that failed closed the session: the rest wait for the
+	 * next one */
+	if (!ry__ctl_alive(p->pr_ctl))
+		return;
 	for (i = 0; i < n; i++)
 		wf.wf_pair[i] = (struct ry__wire_fence_pair){
 		    .fp_src = (uint8_t)due[i]->cn_lrail->lr_idx,
