@@ -673,7 +673,7 @@ static void mark_failed(struct ry__conn *c, const char *reason,
 	c->cn_cnt.detect_ns_total += now - fail_ns;
 	if (now - fail_ns > c->cn_cnt.detect_ns_max)
 		c->cn_cnt.detect_ns_max = now - fail_ns;
-	c->cn_fence_gen = ++p->pr_fence_gen;
+	c->cn_fence_gen = ry__fence_gen(p);
 	c->cn_health /= 2;
 	ry__conn_update_share(c);
 	if (!p->pr_resume_from_ns) {

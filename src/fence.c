@@ -10,11 +10,24 @@
  * it relies on neither end handing a dead QP's number to a new QP before
  * the fence is handled (rxe allocates them cyclically).
  *
- * Each failure of a connection to a peer takes the next fence generation
+ * A failure of a connection to a peer takes a fence generation
  * (pr_fence_gen); an op records the highest generation its fragments were
  * replayed from (op_fence_gen) and waits until pr_fence_acked reaches it.
  * The peer handles FENCE_REQs in order on one TCP stream, so an ack of
  * generation g means every earlier one was handled too.
+ *
+ * One request per peer per failure event, not one per connection: the
+ * connections to a peer that fail before its pending request has left (in
+ * one ry__replay_run(), or while its control session is down) share one
+ * generation, and one FENCE_REQ names all their dead pairs; the peer moves
+ * each pair that still matches to ERR, then sends one FENCE_ACK.  A peer
+ * gets the list only once its own FENCE_ACK said it reads one
+ * (RY__FENCE_CAP_PAIRS; each end sends a FENCE_ACK of generation 0, which
+ * acknowledges nothing, when a session starts): an older peer reads the
+ * first pair alone and its ack would cover the others unfenced.  Such a
+ * peer gets a request per connection, each under its own generation, sent
+ * in generation order (an ack of a later one covers the earlier ones, so
+ * they must have been handled before it).
  *
  * With fence = no, none of this happens: an operation may complete while a
  * delayed WRITE of a dead connection is still in flight, and that packet
@@ -36,46 +49,135 @@ static bool fence_on(const struct ry_manager *m)
 	return m->m_cfg.failover.fence;
 }
 
+/* p's current incarnation handles a FENCE_REQ's whole pair list. */
+static bool takes_pairs(const struct ry_peer *p)
+{
+	return p->pr_node && p->pr_fence_caps_node == p->pr_node &&
+	       (p->pr_fence_caps & RY__FENCE_CAP_PAIRS);
+}
+
+/* Generations up to this one are requested over the current session. */
+static uint64_t requested(const struct ry_peer *p)
+{
+	return p->pr_fence_sent > p->pr_fence_acked ? p->pr_fence_sent
+						    : p->pr_fence_acked;
+}
+
+uint64_t ry__fence_gen(struct ry_peer *p)
+{
+	/* the newest generation, not requested yet, covers this one too */
+	if (takes_pairs(p) && p->pr_fence_gen > requested(p))
+		return p->pr_fence_gen;
+	return ++p->pr_fence_gen;
+}
+
+/* One FENCE_REQ under gen naming the dead pairs of due[0..n). */
+static void send_req(struct ry_peer *p, uint64_t gen,
+		     struct ry__conn *const *due, unsigned n)
+{
+	struct ry__wire_fence wf = {.wf_gen = gen, .wf_n = n};
+	unsigned i;
+
+	/* a send that failed closed the session: the rest wait for the
+	 * next one */
+	if (!ry__ctl_alive(p->pr_ctl))
+		return;
+	for (i = 0; i < n; i++)
+		wf.wf_pair[i] = (struct ry__wire_fence_pair){
+		    .fp_src = (uint8_t)due[i]->cn_lrail->lr_idx,
+		    .fp_dst = (uint8_t)due[i]->cn_ridx,
+		    .fp_src_qpn = due[i]->cn_dead_qpn,
+		    .fp_dst_qpn = due[i]->cn_dead_rqpn,
+		};
+	ry__ctl_send_fence(p->pr_ctl, false, &wf);
+	p->pr_mgr->m_fence_reqs++;
+	if (gen > p->pr_fence_sent)
+		p->pr_fence_sent = gen;
+}
+
+/*
+ * Request every fence p is owed and not yet asked for over this session.
+ * A connection still on m_failed is named too: its dead pair is known
+ * since it was marked, and our side's ERR follows in the same
+ * ry__replay_run(), long before an ack can be read.
+ */
+static void fence_flush(struct ry_peer *p)
+{
+	struct ry_manager *m = p->pr_mgr;
+	struct ry__conn *due[RY_MAX_RAILS];
+	uint64_t from = requested(p);
+	unsigned n = 0, i, j;
+
+	_Static_assert(RY__WIRE_FENCE_PAIRS >= RY_MAX_RAILS,
+		       "one FENCE_REQ names every connection of a peer");
+	if (!fence_on(m) || !ry__ctl_alive(p->pr_ctl))
+		return; /* resent when the control channel is back */
+	for (i = 0; i < m->m_nrails; i++) {
+		struct ry__conn *c = p->pr_conn[i];
+
+		/* unpaired: no rail of the peer to name */
+		if (c->cn_fence_gen <= from || c->cn_ridx < 0)
+			continue;
+		for (j = n; j && due[j - 1]->cn_fence_gen > c->cn_fence_gen;
+		     j--)
+			due[j] = due[j - 1];
+		due[j] = c;
+		n++;
+	}
+	if (!n)
+		return;
+	if (takes_pairs(p)) {
+		send_req(p, due[n - 1]->cn_fence_gen, due, n);
+		return;
+	}
+	for (i = 0; i < n; i++)
+		send_req(p, due[i]->cn_fence_gen, &due[i], 1);
+}
+
 void ry__fence_request(struct ry__conn *c)
 {
-	struct ry_peer *p = c->cn_peer;
-
-	if (!fence_on(p->pr_mgr) || c->cn_fence_gen <= p->pr_fence_acked ||
-	    !ry__ctl_alive(p->pr_ctl) || c->cn_ridx < 0)
-		return; /* resent when the control channel is back */
-	ry__ctl_send_fence(p->pr_ctl, false, c->cn_fence_gen,
-			   c->cn_lrail->lr_idx, (unsigned)c->cn_ridx,
-			   c->cn_dead_qpn, c->cn_dead_rqpn);
+	fence_flush(c->cn_peer);
 }
 
 void ry__fence_resend(struct ry_peer *p)
 {
-	struct ry_manager *m = p->pr_mgr;
-	unsigned i;
+	const struct ry__wire_fence caps = {.wf_caps = RY__FENCE_CAP_PAIRS};
 
-	for (i = 0; i < m->m_nrails; i++)
-		if (p->pr_conn[i]->cn_fence_gen > p->pr_fence_acked &&
-		    p->pr_conn[i]->cn_state != CONN_FAILED)
-			ry__fence_request(p->pr_conn[i]);
+	if (!ry__ctl_alive(p->pr_ctl))
+		return;
+	ry__ctl_send_fence(p->pr_ctl, true, &caps);
+	/* what a lost session carried may not have arrived */
+	p->pr_fence_sent = p->pr_fence_acked;
+	fence_flush(p);
 }
 
-void ry__fence_on_req(struct ry_peer *p, struct ry__ctl *ctl, uint64_t gen,
-		      unsigned src, unsigned dst, uint32_t src_qpn,
-		      uint32_t dst_qpn)
+void ry__fence_on_req(struct ry_peer *p, struct ry__ctl *ctl,
+		      const struct ry__wire_fence *wf)
 {
 	struct ry_manager *m = p->pr_mgr;
-	struct ry__conn *c;
+	const struct ry__wire_fence ack = {.wf_gen = wf->wf_gen,
+					   .wf_caps = RY__FENCE_CAP_PAIRS};
+	uint64_t now = ry__now_ns();
+	bool hit = false;
+	unsigned i;
 
-	if (dst < m->m_nrails) {
-		c = p->pr_conn[dst];
-		if (c->cn_qp && c->cn_qp->qp_num == dst_qpn &&
-		    c->cn_remote.qpn == src_qpn) {
-			ry__conn_mark_failed(c, "fenced by peer", ry__now_ns());
-			/* ERR now, before the ack leaves */
-			ry__replay_run(m);
+	for (i = 0; i < wf->wf_n; i++) {
+		const struct ry__wire_fence_pair *fp = &wf->wf_pair[i];
+		struct ry__conn *c;
+
+		if (fp->fp_dst >= m->m_nrails)
+			continue;
+		c = p->pr_conn[fp->fp_dst];
+		if (c->cn_qp && c->cn_qp->qp_num == fp->fp_dst_qpn &&
+		    c->cn_remote.qpn == fp->fp_src_qpn) {
+			ry__conn_mark_failed(c, "fenced by peer", now);
+			hit = true;
 		}
 	}
-	ry__ctl_send_fence(ctl, true, gen, 0, 0, 0, 0);
+	/* every named pair to ERR now, before the ack leaves */
+	if (hit)
+		ry__replay_run(m);
+	ry__ctl_send_fence(ctl, true, &ack);
 }
 
 /* The peer fenced c's dead pair: time it from c's detection. */
@@ -95,13 +197,19 @@ static void fenced(struct ry__conn *c, uint64_t now)
 		      c->cn_dead_qpn, (double)ns / 1e6);
 }
 
-int ry__fence_on_ack(struct ry_peer *p, uint64_t gen)
+int ry__fence_on_ack(struct ry_peer *p, uint64_t gen, unsigned caps)
 {
 	struct ry_manager *m = p->pr_mgr;
 	struct ry__list *pos, *next;
 	uint64_t now = ry__now_ns();
 	unsigned i;
 
+	/* an incarnation's caps only grow: no later ack takes them back */
+	if (p->pr_fence_caps_node != p->pr_node) {
+		p->pr_fence_caps_node = p->pr_node;
+		p->pr_fence_caps = 0;
+	}
+	p->pr_fence_caps |= caps & RY__FENCE_CAP_PAIRS;
 	/* a generation we never asked for would acknowledge fences not yet
 	 * requested (2^64-1: all of them, for good) */
 	if (gen > p->pr_fence_gen) {

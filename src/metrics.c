@@ -346,6 +346,11 @@ static void render_locked(struct ry_manager *m, struct mw *w)
 	       "Control sessions closed for flooding.");
 	sample_u64(w, "railyard_control_sessions_flooding_total", NULL, NULL,
 		   closed);
+	family(w, "railyard_fence_requests_total", "counter",
+	       "FENCE_REQ frames sent; one names every connection to a peer "
+	       "that failed together.");
+	sample_u64(w, "railyard_fence_requests_total", NULL, NULL,
+		   m->m_fence_reqs);
 
 	/* per rail */
 	family(w, "railyard_rail_up", "gauge",

@@ -193,13 +193,16 @@ void ry__replay_run(struct ry_manager *m);
 void ry__wr_failed(struct ry__wr *w, const struct ry_wc *wc);
 
 /* fence.c */
+struct ry__wire_fence;
+/* The generation a connection to p that fails now is fenced under. */
+uint64_t ry__fence_gen(struct ry_peer *p);
 void ry__fence_request(struct ry__conn *c);
+/* p's control session is (back) up: caps, and every fence still owed */
 void ry__fence_resend(struct ry_peer *p);
-void ry__fence_on_req(struct ry_peer *p, struct ry__ctl *ctl, uint64_t gen,
-		      unsigned src, unsigned dst, uint32_t src_qpn,
-		      uint32_t dst_qpn);
+void ry__fence_on_req(struct ry_peer *p, struct ry__ctl *ctl,
+		      const struct ry__wire_fence *wf);
 /* -EPROTO for a generation never requested: the session must go */
-int ry__fence_on_ack(struct ry_peer *p, uint64_t gen);
+int ry__fence_on_ack(struct ry_peer *p, uint64_t gen, unsigned caps);
 bool ry__fence_pending(const struct ry__op *op);
 
 #endif /* RAILYARD_OP_H */

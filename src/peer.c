@@ -348,9 +348,10 @@ static void restarted(struct ry_peer *p, uint64_t old_node, uint64_t now)
 	p->pr_past[p->pr_npast++ % RY__PAST] = old_node;
 	for (i = 0; i < m->m_nrails; i++)
 		ry__conn_mark_failed(p->pr_conn[i], "peer restarted", now);
-	ry__replay_run(m);
-	/* the old incarnation's QPs died with it: nothing to fence */
+	/* the old incarnation's QPs died with it: nothing to fence (and
+	 * nothing to ask the new one) */
 	p->pr_fence_acked = p->pr_fence_gen;
+	ry__replay_run(m);
 	p->pr_rx_base = 1;
 	memset(p->pr_rx_bits, 0, sizeof(p->pr_rx_bits));
 	ry__tx_seq_reset(p);

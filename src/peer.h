@@ -117,8 +117,12 @@ struct ry_peer {
 	struct ry_peer *pr_dnext;
 	struct ry__list pr_tlink; /* m_tpeers (timers.c), or self */
 	bool pr_timed;		  /* on m_tpeers */
-	/* fencing */
-	uint64_t pr_fence_gen, pr_fence_acked;
+	/* fencing (fence.c): the last generation taken, acknowledged, and
+	 * requested over the current session; the caps the incarnation
+	 * pr_fence_caps_node said it has */
+	uint64_t pr_fence_gen, pr_fence_acked, pr_fence_sent;
+	uint64_t pr_fence_caps_node;
+	unsigned pr_fence_caps;
 	/* messages */
 	uint64_t pr_tx_seq;		     /* last sequence assigned */
 	uint64_t pr_tx_low;		     /* lowest not yet completed */

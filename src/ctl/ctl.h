@@ -75,13 +75,13 @@ struct ry__ctl_ops {
 	 * (0: none) */
 	void (*co_conn_rej)(struct ry_peer *p, unsigned src, unsigned dst,
 			    uint32_t attempt, int err, uint32_t retry_ms);
-	/* FENCE_REQ: p's QP src_qpn on its rail src died; ours on dst is
-	 * dst_qpn */
-	void (*co_fence_req)(struct ry_peer *p, struct ry__ctl *c, uint64_t gen,
-			     unsigned src, unsigned dst, uint32_t src_qpn,
-			     uint32_t dst_qpn);
-	/* FENCE_ACK; nonzero: a protocol violation (the session closes) */
-	int (*co_fence_ack)(struct ry_peer *p, uint64_t gen);
+	/* FENCE_REQ: for each pair, p's QP fp_src_qpn on its rail fp_src
+	 * died; ours on fp_dst is fp_dst_qpn */
+	void (*co_fence_req)(struct ry_peer *p, struct ry__ctl *c,
+			     const struct ry__wire_fence *wf);
+	/* FENCE_ACK and the caps it carries (RY__FENCE_CAP_*); nonzero: a
+	 * protocol violation (the session closes) */
+	int (*co_fence_ack)(struct ry_peer *p, uint64_t gen, unsigned caps);
 	/* the path MTU probe slice of our rail `rail`, sent in CONN_REQ/REP */
 	void (*co_probe_mr)(struct ry_manager *m, unsigned rail,
 			    struct ry__probe_mr *pm);
@@ -130,8 +130,8 @@ int ry__ctl_admit_reload(struct ry_manager *m);
 void ry__ctl_send_conn(struct ry__ctl *c, int type, unsigned src, unsigned dst,
 		       uint32_t attempt, const struct ry_qp_endpoint *ep,
 		       int err, uint32_t aux);
-void ry__ctl_send_fence(struct ry__ctl *c, bool ack, uint64_t gen, unsigned src,
-			unsigned dst, uint32_t src_qpn, uint32_t dst_qpn);
+void ry__ctl_send_fence(struct ry__ctl *c, bool ack,
+			const struct ry__wire_fence *wf);
 
 /* Internal entry points for tests and the fuzz target (fuzz_ctl.c). */
 struct ry__ctl *ry__ctl_adopt(struct ry_manager *m, int fd,

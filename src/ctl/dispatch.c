@@ -50,9 +50,8 @@ static int dispatch(struct ry__ctl *c, uint16_t type, const unsigned char *body,
 		if (ry__wire_fence_get(body, n, type == CTL_FENCE_ACK, &wf))
 			return -EBADMSG;
 		if (type == CTL_FENCE_ACK)
-			return ops->co_fence_ack(p, wf.wf_gen);
-		ops->co_fence_req(p, c, wf.wf_gen, wf.wf_src, wf.wf_dst,
-				  wf.wf_src_qpn, wf.wf_dst_qpn);
+			return ops->co_fence_ack(p, wf.wf_gen, wf.wf_caps);
+		ops->co_fence_req(p, c, &wf);
 		return 0;
 	case CTL_GOODBYE:
 		/* only the incarnation this session was admitted as may
@@ -180,21 +179,14 @@ void ry__ctl_send_conn(struct ry__ctl *c, int type, unsigned src, unsigned dst,
 	ry__ctl_send(c, (uint16_t)type, &w);
 }
 
-void ry__ctl_send_fence(struct ry__ctl *c, bool ack, uint64_t gen, unsigned src,
-			unsigned dst, uint32_t src_qpn, uint32_t dst_qpn)
+void ry__ctl_send_fence(struct ry__ctl *c, bool ack,
+			const struct ry__wire_fence *wf)
 {
-	struct ry__wire_fence wf = {
-	    .wf_gen = gen,
-	    .wf_src = (uint8_t)src,
-	    .wf_dst = (uint8_t)dst,
-	    .wf_src_qpn = src_qpn,
-	    .wf_dst_qpn = dst_qpn,
-	};
-	unsigned char b[32];
+	unsigned char b[RY__WIRE_FENCE_MAX];
 	struct ry__wbuf w;
 
 	ry__wbuf_init(&w, b, sizeof(b));
-	ry__wire_fence_put(&w, ack, &wf);
+	ry__wire_fence_put(&w, ack, wf);
 	ry__ctl_send(c, ack ? CTL_FENCE_ACK : CTL_FENCE_REQ, &w);
 }
 

@@ -8,6 +8,8 @@
 #include "src/util/le.h"
 
 _Static_assert(sizeof(struct ry__mhdr) == 40, "rail message header");
+_Static_assert(RY__WIRE_FENCE_MAX <= RY__CTL_MAX_FRAME,
+	       "a FENCE_REQ of every pair fits a frame");
 
 void ry__ctl_hdr_put(void *b, uint32_t len, uint16_t type)
 {
@@ -330,34 +332,76 @@ int ry__wire_conn_get(const void *body, size_t n, uint16_t type,
 	return 0;
 }
 
+static void fence_pair_put(struct ry__wbuf *w,
+			   const struct ry__wire_fence_pair *fp)
+{
+	ry__w_u8(w, fp->fp_src);
+	ry__w_u8(w, fp->fp_dst);
+	ry__w_u32(w, fp->fp_src_qpn);
+	ry__w_u32(w, fp->fp_dst_qpn);
+}
+
 void ry__wire_fence_put(struct ry__wbuf *w, bool ack,
 			const struct ry__wire_fence *f)
 {
+	unsigned i;
+
 	ry__w_u64(w, f->wf_gen);
-	if (ack)
+	if (ack) {
+		ry__w_u8(w, f->wf_caps);
 		return;
-	ry__w_u8(w, f->wf_src);
-	ry__w_u8(w, f->wf_dst);
-	ry__w_u32(w, f->wf_src_qpn);
-	ry__w_u32(w, f->wf_dst_qpn);
+	}
+	if (!f->wf_n || f->wf_n > RY__WIRE_FENCE_PAIRS) {
+		w->bad = true;
+		return;
+	}
+	fence_pair_put(w, &f->wf_pair[0]);
+	if (f->wf_n == 1)
+		return; /* the form every peer reads */
+	ry__w_u8(w, (uint8_t)(f->wf_n - 1));
+	for (i = 1; i < f->wf_n; i++)
+		fence_pair_put(w, &f->wf_pair[i]);
+}
+
+static bool fence_pair_get(struct ry__rbuf *r, struct ry__wire_fence_pair *fp)
+{
+	fp->fp_src = ry__r_u8(r);
+	fp->fp_dst = ry__r_u8(r);
+	fp->fp_src_qpn = ry__r_u32(r);
+	fp->fp_dst_qpn = ry__r_u32(r);
+	return !r->bad && fp->fp_src < RY_MAX_RAILS &&
+	       fp->fp_dst < RY_MAX_RAILS;
 }
 
 int ry__wire_fence_get(const void *body, size_t n, bool ack,
 		       struct ry__wire_fence *f)
 {
 	struct ry__rbuf r;
+	unsigned k, i;
 
 	memset(f, 0, sizeof(*f));
 	ry__rbuf_init(&r, body, n);
 	f->wf_gen = ry__r_u64(&r);
-	if (!ack) {
-		f->wf_src = ry__r_u8(&r);
-		f->wf_dst = ry__r_u8(&r);
-		f->wf_src_qpn = ry__r_u32(&r);
-		f->wf_dst_qpn = ry__r_u32(&r);
+	if (ack) {
+		/* an older peer tells no caps */
+		if (r.n)
+			f->wf_caps = ry__r_u8(&r);
+		return r.bad ? -EBADMSG : 0;
 	}
-	if (r.bad || f->wf_src >= RY_MAX_RAILS || f->wf_dst >= RY_MAX_RAILS)
+	if (!fence_pair_get(&r, &f->wf_pair[0]))
 		return -EBADMSG;
+	f->wf_n = 1;
+	if (!r.n)
+		return 0;
+	/* all or nothing: a list that does not parse names no pair, so a
+	 * refused request fences none of them */
+	k = ry__r_u8(&r);
+	if (!k || k >= RY__WIRE_FENCE_PAIRS || r.n != 10 * (size_t)k)
+		return -EBADMSG;
+	for (i = 1; i <= k; i++)
+		if (!fence_pair_get(&r, &f->wf_pair[i]))
+			return -EBADMSG;
+	f->wf_n = 1 + k;
 	return 0;
 }
 

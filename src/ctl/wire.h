@@ -25,9 +25,17 @@
  *                      endpoint, then u64 addr, u32 rkey, u32 len: the
  *                      sender rail's path MTU probe slice (absent: none)
  *   CONN_REJ           u8, u8, u32 attempt, i32 -errno
- *   FENCE_REQ          u64 gen, u8 sender's rail, u8 receiver's rail,
- *                      u32 sender's dead QPN, u32 receiver's QPN on it
- *   FENCE_ACK          u64 gen
+ *   FENCE_REQ          u64 gen, pair, then optional: u8 k, k x pair
+ *                      (1 <= k < RY__WIRE_FENCE_PAIRS; nothing after);
+ *                      pair = u8 sender's rail, u8 receiver's rail, u32
+ *                      sender's dead QPN, u32 receiver's QPN on it.  The
+ *                      list goes only to a peer whose FENCE_ACK carried
+ *                      RY__FENCE_CAP_PAIRS: an older one reads the first
+ *                      pair alone and would acknowledge the rest unfenced
+ *   FENCE_ACK          u64 gen, then optional: u8 caps (RY__FENCE_CAP_*;
+ *                      absent: 0).  Every session starts with one of
+ *                      generation 0 each way, which acknowledges nothing
+ *                      and tells the caps
  *   GOODBYE            u64 sender's incarnation, u8 why (enum
  *                      ry__ctl_goodbye): the sender is leaving on
  *                      purpose; the receiver closes its connections to it
@@ -209,15 +217,35 @@ void ry__wire_conn_put(struct ry__wbuf *w, uint16_t type,
 int ry__wire_conn_get(const void *body, size_t n, uint16_t type,
 		      struct ry__wire_conn *c);
 
-/* FENCE_REQ, FENCE_ACK (wf_gen only). */
-struct ry__wire_fence {
-	uint64_t wf_gen;
-	uint8_t wf_src, wf_dst;
-	uint32_t wf_src_qpn, wf_dst_qpn;
+/* FENCE_REQ: pairs at most, one a connection: a peer has at most
+ * RY_MAX_RAILS connections, so one request names all it owes. */
+#define RY__WIRE_FENCE_PAIRS RY_MAX_RAILS
+/* FENCE_ACK caps: the sender handles a FENCE_REQ's whole pair list. */
+#define RY__FENCE_CAP_PAIRS 1u
+
+/* One dead connection: the sender's rail and QPN, the receiver's. */
+struct ry__wire_fence_pair {
+	uint8_t fp_src, fp_dst;
+	uint32_t fp_src_qpn, fp_dst_qpn;
 };
 
+/* FENCE_REQ (wf_gen, wf_n pairs), FENCE_ACK (wf_gen, wf_caps). */
+struct ry__wire_fence {
+	uint64_t wf_gen;
+	unsigned wf_n; /* 1 to RY__WIRE_FENCE_PAIRS */
+	struct ry__wire_fence_pair wf_pair[RY__WIRE_FENCE_PAIRS];
+	uint8_t wf_caps;
+};
+
+/* A FENCE_REQ's body bytes at most. */
+#define RY__WIRE_FENCE_MAX (8 + 1 + 10 * RY__WIRE_FENCE_PAIRS)
+
+/* A REQ of no pairs or too many marks w bad. */
 void ry__wire_fence_put(struct ry__wbuf *w, bool ack,
 			const struct ry__wire_fence *f);
+/* 0 or -EBADMSG: short, a rail index of RY_MAX_RAILS or more, a pair
+ * count of 0 or past RY__WIRE_FENCE_PAIRS or past the body, bytes after
+ * the last pair. */
 int ry__wire_fence_get(const void *body, size_t n, bool ack,
 		       struct ry__wire_fence *f);
 

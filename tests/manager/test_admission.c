@@ -112,7 +112,7 @@ START_TEST(fence_ack_forged)
 	hello(&f, 0x777, "raw", "127.0.0.1:9");
 	{
 		struct ry__wire_fence wf = {.wf_gen = UINT64_MAX};
-		unsigned char body[8];
+		unsigned char body[RY__WIRE_FENCE_MAX];
 		struct ry__wbuf w;
 
 		ry__wbuf_init(&w, body, sizeof(body));

@@ -187,7 +187,7 @@ static size_t flood_frames(unsigned char *buf, size_t cap, unsigned n)
 
 		ry__wbuf_init(&w, body, sizeof(body));
 		if (i % 2) {
-			struct ry__wire_fence wf = {.wf_gen = i, .wf_dst = 0};
+			struct ry__wire_fence wf = {.wf_gen = i, .wf_n = 1};
 
 			ry__wire_fence_put(&w, false, &wf);
 			frame_start(&f, CTL_FENCE_REQ);

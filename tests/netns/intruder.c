@@ -176,7 +176,7 @@ static void build_flood(struct buf *b)
 	for (unsigned i = 0; i < FLOOD_BATCH; i++) {
 		ry__wbuf_init(&w, body, sizeof(body));
 		if (i % 2) {
-			struct ry__wire_fence f = {.wf_gen = i};
+			struct ry__wire_fence f = {.wf_gen = i, .wf_n = 1};
 
 			ry__wire_fence_put(&w, false, &f);
 			put_frame(b, CTL_FENCE_REQ, &w);

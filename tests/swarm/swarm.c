@@ -609,18 +609,22 @@ static int dispatch(struct swarm *sw, struct node *nd, unsigned type,
 	case CTL_FENCE_REQ:
 		if (ry__wire_fence_get(body, n, false, &wf))
 			return -1;
-		dst = wf.wf_dst;
 		sw->fences++;
-		/* our QP of that connection goes to ERR before the ack */
-		if (dst < sw->nr && nd->c[dst].qp &&
-		    nd->c[dst].qp->qp_num == wf.wf_dst_qpn) {
-			ry__rail_modify_qp(nd->c[dst].qp, RY_QPS_ERR, NULL);
-			conn_drop(sw, nd, dst, now, true);
+		/* our QPs of those connections go to ERR before the ack */
+		for (unsigned i = 0; i < wf.wf_n; i++) {
+			dst = wf.wf_pair[i].fp_dst;
+			if (dst < sw->nr && nd->c[dst].qp &&
+			    nd->c[dst].qp->qp_num == wf.wf_pair[i].fp_dst_qpn) {
+				ry__rail_modify_qp(nd->c[dst].qp, RY_QPS_ERR,
+						   NULL);
+				conn_drop(sw, nd, dst, now, true);
+			}
 		}
 		{
-			unsigned char b[8];
+			unsigned char b[16];
 			struct ry__wbuf w;
 
+			wf.wf_caps = RY__FENCE_CAP_PAIRS;
 			ry__wbuf_init(&w, b, sizeof(b));
 			ry__wire_fence_put(&w, true, &wf);
 			send_frame(sw, nd, CTL_FENCE_ACK, &w);
