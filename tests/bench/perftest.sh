@@ -55,15 +55,18 @@ declare -A LABEL=(
 	[lat1]="4 KiB write d1 p50 us vs ib_write_lat"
 )
 echo "# $(date -u +%FT%TZ), RUNS=$RUNS, $(git -C "$root" rev-parse --short HEAD 2>/dev/null)"
-printf "%-40s %-20s %-22s %s\n" row "ratio min/med/max" "railyard min/med/max" \
-	"perftest min/med/max"
+printf "%-40s %-20s %-22s %-22s %s\n" row "ratio min/med/max" "railyard min/med/max" \
+	"perftest min/med/max" measured
 json="{\"runs\":$RUNS"
 for row in write1 read1 write2 lat1; do
-	ry=$(awk -v r="$row" '$2 == r { print $5 }' "$log.rows")
-	pt=$(awk -v r="$row" '$2 == r { print $7 }' "$log.rows")
-	ra=$(awk -v r="$row" '$2 == r { printf "%.4f\n", ($7 > 0 ? $5 / $7 : 0) }' "$log.rows")
-	printf "%-40s %-20s %-22s %s\n" "${LABEL[$row]}" "$(mmm <<<"$ra" | tr ' ' /)" \
-		"$(mmm <<<"$ry" | tr ' ' /)" "$(mmm <<<"$pt" | tr ' ' /)"
+	# a run where either side measured nothing is left out, and counted
+	ok=$(awk -v r="$row" '$2 == r && $5 > 0 && $7 > 0' "$log.rows")
+	ry=$(awk '{ print $5 }' <<<"$ok")
+	pt=$(awk '{ print $7 }' <<<"$ok")
+	ra=$(awk 'NF { printf "%.4f\n", $5 / $7 }' <<<"$ok")
+	printf "%-40s %-20s %-22s %-22s %s\n" "${LABEL[$row]}" "$(mmm <<<"$ra" | tr ' ' /)" \
+		"$(mmm <<<"$ry" | tr ' ' /)" "$(mmm <<<"$pt" | tr ' ' /)" \
+		"$(grep -c . <<<"$ok" || true) of $(awk -v r="$row" '$2 == r' "$log.rows" | grep -c . || true) runs"
 	json+=",\"$row\":{\"ratio\":[$(paste -sd, <<<"$ra")],\"railyard\":[$(paste -sd, <<<"$ry")],\"perftest\":[$(paste -sd, <<<"$pt")]}"
 done
 rm -f "$log.rows"

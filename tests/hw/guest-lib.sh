@@ -61,3 +61,14 @@ wait_gid() {
 	return 1
 }
 
+# wait_sock SOCKET PID: until railyard serve (PID) has made its status
+# socket, at most 20 s; fails at once if serve exits
+wait_sock() {
+	i=0
+	while [ $i -lt 200 ] && [ ! -S "$1" ]; do
+		kill -0 "$2" 2>/dev/null || break
+		i=$((i + 1))
+		sleep 0.1
+	done
+	[ -S "$1" ]
+}

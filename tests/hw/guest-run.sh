@@ -20,7 +20,7 @@
 # result, and it must not call exit.
 # Exit: 0 all passed, 1 a failure.
 
-# rail_up, wait_gid, check, now, since
+# rail_up, wait_gid, wait_sock, check, now, since
 . "$SRC/tests/hw/guest-lib.sh"
 
 devices_lists_rxe() {

@@ -42,13 +42,7 @@ mgr_serve_start() { # mgr_serve_start [CONFIG of node b]
 	"$mgr_ry" serve -c "${1:-$mgr_etc/rxe-b.conf}" --socket $mgr_dir/b.sock \
 		--region 16M >$mgr_dir/serve.log 2>&1 &
 	mgr_serve_pid=$!
-	i=0
-	while [ $i -lt 200 ] && [ ! -S $mgr_dir/b.sock ]; do
-		kill -0 $mgr_serve_pid 2>/dev/null || break
-		i=$((i + 1))
-		sleep 0.1
-	done
-	[ -S $mgr_dir/b.sock ] && return 0
+	wait_sock $mgr_dir/b.sock $mgr_serve_pid && return 0
 	cat $mgr_dir/serve.log
 	mgr_fail "railyard serve did not start"
 }

@@ -38,13 +38,8 @@ tc_wire() {
 	"$tc_ry" serve -c $tc_dir/b.conf --socket $tc_dir/b.sock \
 		--region 4M >$tc_dir/serve.log 2>&1 &
 	tc_serve=$!
-	i=0
-	while [ $i -lt 200 ] && [ ! -S $tc_dir/b.sock ]; do
-		kill -0 $tc_serve 2>/dev/null || break
-		i=$((i + 1))
-		sleep 0.1
-	done
-	[ -S $tc_dir/b.sock ] || { cat $tc_dir/serve.log; tc_fail "serve did not start"; return 1; }
+	wait_sock $tc_dir/b.sock $tc_serve ||
+		{ cat $tc_dir/serve.log; tc_fail "serve did not start"; return 1; }
 	for n in 0 1; do
 		tcpdump -Z root -i veth${n}a -nn -v -l -c 400 udp port 4791 \
 			>$tc_dir/cap$n.txt 2>$tc_dir/cap$n.err &
