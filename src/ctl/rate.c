@@ -8,9 +8,11 @@
  * those 10 s is flooding, not bursting: it is closed with the reason named,
  * and an inbound one's address is refused at accept for a back-off that
  * doubles at each repeat (2 s to 60 s) and is forgotten after a quiet
- * minute.  A legitimate peer sends a few frames a connection attempt, so
- * the defaults (100/s, 200) never touch it; a dropped CONN_REQ or
- * FENCE_REQ is sent again by its sender anyway.
+ * minute.  A legitimate peer sends a few frames a connection attempt and
+ * one FENCE_REQ a failure event, so the defaults (100/s, 200) never touch
+ * it.  Were one dropped, a CONN_REQ is sent again at the next attempt, but
+ * a FENCE_REQ only when the session comes back: its operations would wait
+ * for that, or fail at op_timeout.
  */
 #include <stdio.h>
 
