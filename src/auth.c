@@ -142,8 +142,7 @@ int ry__auth_init(struct ry_manager *m)
 		return -ENOMEM;
 	}
 	m->m_auth->kr_cur = k;
-	ry__auth_ids_str((const unsigned char(*)[RY__KEY_ID])k->k_id, 1, id,
-			 sizeof(id));
+	ry__auth_ids_str(k->k_id, 1, id, sizeof(id));
 	RY_INFO("mgr", "key_file: key id %s", id);
 	return 0;
 }
@@ -158,9 +157,9 @@ void ry__auth_fini(struct ry_manager *m)
 	m->m_auth = NULL;
 }
 
-void ry__auth_ids_str(const unsigned char (*ids)[RY__KEY_ID], unsigned n,
-		      char *out, size_t len)
+void ry__auth_ids_str(const void *ids, unsigned n, char *out, size_t len)
 {
+	const unsigned char *id = ids;
 	size_t o = 0;
 
 	if (!len)
@@ -170,7 +169,8 @@ void ry__auth_ids_str(const unsigned char (*ids)[RY__KEY_ID], unsigned n,
 	     i++) {
 		if (i)
 			out[o++] = ',';
-		sodium_bin2hex(out + o, len - o, ids[i], RY__KEY_ID);
+		sodium_bin2hex(out + o, len - o, id + i * RY__KEY_ID,
+			       RY__KEY_ID);
 		o += 2 * RY__KEY_ID;
 	}
 }
@@ -180,8 +180,7 @@ static void prev_drop(struct ry_manager *m, const char *why)
 	struct ry__keyring *kr = m->m_auth;
 	char id[2 * RY__KEY_ID + 1];
 
-	ry__auth_ids_str((const unsigned char(*)[RY__KEY_ID])kr->kr_prev->k_id,
-			 1, id, sizeof(id));
+	ry__auth_ids_str(kr->kr_prev->k_id, 1, id, sizeof(id));
 	RY_INFO("mgr", "key_file: key id %s %s; it is wiped", id, why);
 	ry__auth_key_free(kr->kr_prev);
 	kr->kr_prev = NULL;
@@ -203,10 +202,8 @@ void ry__auth_rotate(struct ry_manager *m, struct ry__authkey *k)
 	kr->kr_prev = kr->kr_cur;
 	kr->kr_cur = k;
 	kr->kr_prev_until_ns = ry__now_ns() + overlap_ns;
-	ry__auth_ids_str((const unsigned char(*)[RY__KEY_ID])k->k_id, 1, ids[0],
-			 sizeof(ids[0]));
-	ry__auth_ids_str((const unsigned char(*)[RY__KEY_ID])kr->kr_prev->k_id,
-			 1, ids[1], sizeof(ids[1]));
+	ry__auth_ids_str(k->k_id, 1, ids[0], sizeof(ids[0]));
+	ry__auth_ids_str(kr->kr_prev->k_id, 1, ids[1], sizeof(ids[1]));
 	RY_INFO("mgr",
 		"key_file: key id %s is current; key id %s is accepted for "
 		"%u s more",

@@ -69,9 +69,9 @@ const struct ry__authkey *ry__auth_key(struct ry_manager *m,
 				       const unsigned char id[RY__KEY_ID]);
 const struct ry__authkey *ry__auth_current(const struct ry_manager *m);
 const unsigned char *ry__auth_key_id(const struct ry__authkey *k);
-/* ids as "0123456789abcdef,..." into out[len] */
-void ry__auth_ids_str(const unsigned char (*ids)[RY__KEY_ID], unsigned n,
-		      char *out, size_t len);
+/* n ids of RY__KEY_ID bytes, back to back, as "0123456789abcdef,..."
+ * into out[len] */
+void ry__auth_ids_str(const void *ids, unsigned n, char *out, size_t len);
 void ry__auth_nonce(unsigned char n[RY__NONCE]);
 void ry__auth_hash_hello(const void *body, size_t n, unsigned char h[RY__MAC]);
 void ry__auth_transcript(const unsigned char hello_h[RY__MAC], const void *ack,

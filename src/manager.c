@@ -540,7 +540,7 @@ int ry_manager_key_ids(struct ry_manager *m, char *buf, size_t len,
 	ry__unlock(m);
 	if (len < n * (2 * RY__KEY_ID + 1))
 		return -ENOSPC;
-	ry__auth_ids_str((const unsigned char(*)[RY__KEY_ID])ids, n, buf, len);
+	ry__auth_ids_str(ids, n, buf, len);
 	if (overlap_s)
 		*overlap_s =
 		    end > now

@@ -50,8 +50,7 @@ static int no_common_key(struct ry__ctl *c, const char *what)
 	struct ry__wbuf w;
 	unsigned n = ry__auth_ids(m, ids, RY__CTL_KEY_IDS);
 
-	ry__auth_ids_str((const unsigned char(*)[RY__KEY_ID])ids, n, mine,
-			 sizeof(mine));
+	ry__auth_ids_str(ids, n, mine, sizeof(mine));
 	snprintf(why, sizeof(why), "no common key: %s; this node holds %s",
 		 what, mine);
 	ry__ctl_refused(c, why);
@@ -330,9 +329,8 @@ int ry__ctl_on_hello(struct ry__ctl *c, const unsigned char *body, size_t blen,
 			char theirs[RY__CTL_KEY_IDS * (2 * RY__KEY_ID + 1)];
 			char what[sizeof(theirs) + 40];
 
-			ry__auth_ids_str(
-			    (const unsigned char(*)[RY__KEY_ID])h->wh_ids,
-			    h->wh_nids, theirs, sizeof(theirs));
+			ry__auth_ids_str(h->wh_ids, h->wh_nids, theirs,
+					 sizeof(theirs));
 			snprintf(what, sizeof(what),
 				 "the peer holds key ids %s", theirs);
 			ret = no_common_key(c, what);
@@ -351,8 +349,7 @@ int ry__ctl_on_hello(struct ry__ctl *c, const unsigned char *body, size_t blen,
 	if (!k) {
 		char id[2 * RY__KEY_ID + 1], what[80];
 
-		ry__auth_ids_str((const unsigned char(*)[RY__KEY_ID])h->wh_ids,
-				 1, id, sizeof(id));
+		ry__auth_ids_str(h->wh_ids, 1, id, sizeof(id));
 		snprintf(what, sizeof(what),
 			 "the peer chose key id %s, not one this node offered",
 			 id);
@@ -401,8 +398,7 @@ int ry__ctl_on_auth(struct ry__ctl *c, const unsigned char *body, size_t n)
 	if (!k) {
 		char id[2 * RY__KEY_ID + 1], what[96];
 
-		ry__auth_ids_str((const unsigned char(*)[RY__KEY_ID])a->a_key,
-				 1, id, sizeof(id));
+		ry__auth_ids_str(a->a_key, 1, id, sizeof(id));
 		snprintf(what, sizeof(what),
 			 "key id %s stopped being accepted during the "
 			 "handshake",
@@ -429,10 +425,8 @@ static void refused_no_key(struct ry__ctl *c, const unsigned char *body,
 	int k = ry__wire_refuse_ids(body, n, ids);
 	unsigned nm = ry__auth_ids(c->c_mgr, mine, 2);
 
-	ry__auth_ids_str((const unsigned char(*)[RY__KEY_ID])ids,
-			 k > 0 ? (unsigned)k : 0, s[0], sizeof(s[0]));
-	ry__auth_ids_str((const unsigned char(*)[RY__KEY_ID])mine, nm, s[1],
-			 sizeof(s[1]));
+	ry__auth_ids_str(ids, k > 0 ? (unsigned)k : 0, s[0], sizeof(s[0]));
+	ry__auth_ids_str(mine, nm, s[1], sizeof(s[1]));
 	snprintf(why, sizeof(why),
 		 "no common key: the peer holds key ids %s; this node holds "
 		 "%s",

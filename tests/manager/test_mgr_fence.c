@@ -240,25 +240,37 @@ static void setup_three(void)
 }
 
 /*
+ * Two of a's connections to b fail in one event under a 1 MiB write
+ * (seed): it survives (write_survived), and the peer's fence generation
+ * and a's FENCE_REQs have each grown by steps.  Returns the generation
+ * before the event.
+ */
+static uint64_t two_fail_one_event(uint32_t seed, unsigned steps)
+{
+	const size_t len = MiB;
+	struct ry_rail *held[2];
+	uint64_t reqs = F.a->m_fence_reqs, gen = F.ab->pr_fence_gen;
+	struct fx_done d;
+
+	cut_two(held);
+	post_write(&d, len, seed);
+	write_survived(&d, len, held);
+	ck_assert_uint_eq(F.ab->pr_fence_gen, gen + steps);
+	ck_assert_uint_eq(F.a->m_fence_reqs, reqs + steps);
+	return gen;
+}
+
+/*
  * Two connections to b fail in one event: one FENCE_REQ under one new
  * generation names both, b moves both of its QPs to ERR (their stale
  * packets land nowhere) and one ack completes the replayed write.
  */
 START_TEST(fence_one_request_per_event)
 {
-	const size_t len = MiB;
-	struct ry_rail *held[2];
-	uint64_t reqs, gen;
-	struct fx_done d;
+	uint64_t gen;
 
 	setup_three();
-	reqs = F.a->m_fence_reqs;
-	gen = F.ab->pr_fence_gen;
-	cut_two(held);
-	post_write(&d, len, 2);
-	write_survived(&d, len, held);
-	ck_assert_uint_eq(F.ab->pr_fence_gen, gen + 1);
-	ck_assert_uint_eq(F.a->m_fence_reqs, reqs + 1);
+	gen = two_fail_one_event(2, 1);
 	ck_assert_uint_ge(F.ab->pr_fence_acked, gen + 1);
 	teardown();
 }
@@ -268,20 +280,9 @@ END_TEST
  * no caps): a request and a generation per connection. */
 START_TEST(fence_per_connection_without_caps)
 {
-	const size_t len = MiB;
-	struct ry_rail *held[2];
-	uint64_t reqs, gen;
-	struct fx_done d;
-
 	setup_three();
 	F.ab->pr_fence_caps = 0;
-	reqs = F.a->m_fence_reqs;
-	gen = F.ab->pr_fence_gen;
-	cut_two(held);
-	post_write(&d, len, 3);
-	write_survived(&d, len, held);
-	ck_assert_uint_eq(F.ab->pr_fence_gen, gen + 2);
-	ck_assert_uint_eq(F.a->m_fence_reqs, reqs + 2);
+	two_fail_one_event(3, 2);
 	teardown();
 }
 END_TEST
@@ -304,10 +305,6 @@ static bool ctl_up(void *arg)
  */
 START_TEST(fence_resend_batches)
 {
-	const size_t len = MiB;
-	struct ry_rail *held[2];
-	uint64_t reqs, gen;
-	struct fx_done d;
 	bool inbound[8];
 	int fd[8];
 	unsigned n, i;
@@ -318,13 +315,7 @@ START_TEST(fence_resend_batches)
 	for (i = 0; i < n && i < 8; i++)
 		shutdown(fd[i], SHUT_RDWR);
 	ck_assert(fx_until(&F, ctl_down, NULL, 5000));
-	reqs = F.a->m_fence_reqs;
-	gen = F.ab->pr_fence_gen;
-	cut_two(held);
-	post_write(&d, len, 4);
-	write_survived(&d, len, held);
-	ck_assert_uint_eq(F.ab->pr_fence_gen, gen + 1);
-	ck_assert_uint_eq(F.a->m_fence_reqs, reqs + 1);
+	two_fail_one_event(4, 1);
 	teardown();
 }
 END_TEST
