@@ -66,6 +66,14 @@ peer $([ "$ROLE" = a ] && echo b || echo a) {
 EOF
 
 if [ "$ROLE" = b ]; then
+	# the host pulled r1's cable before this kernel ran: no carrier
+	i=0
+	while [ "$(cat /sys/class/net/r1/carrier)" != 0 ] && [ $i -lt 20 ]; do
+		i=$((i + 1))
+		sleep 0.1
+	done
+	[ "$(cat /sys/class/net/r1/carrier)" = 0 ] ||
+		die "r1 has carrier at boot: its cable should be out"
 	"$ry" serve -c $conf --socket /tmp/b.sock --region 16M \
 		>/tmp/serve.log 2>&1 &
 	spid=$!

@@ -12,7 +12,8 @@
 # 127.0.0.1.  A cable is pulled the way the NIC sees it: QEMU's monitor
 # `set_link NIC off`, then `on`.  One drill (a) against serve (b), while
 # this script, timed from a's "drill to" line:
-#   before boot  b's r1 cable out: serve starts without r1 (port DOWN)
+#   before boot  b's r1 cable out (b is started paused, -S, and runs only
+#                once the monitor has pulled it): serve starts without r1
 #   t+1 s        b's r1 plugged: r1 opens, connects, carries bytes
 #   t+4..6 s     a's r1 cable out, then in (client-side pull)
 #   t+9..11 s    b's r1 cable out, then in (server-side pull)
@@ -59,9 +60,11 @@ netdev() {
 	echo "-netdev dgram,id=$1,local.type=inet,local.host=127.0.0.1,local.port=$2,remote.type=inet,remote.host=127.0.0.1,remote.port=$3"
 }
 mport() { if [ "$1" = a ]; then echo $((base + 6)); else echo $((base + 7)); fi; }
-# boot ROLE: ports mg r0 r1 are base+0..2 for a, base+3..5 for b
+# boot ROLE [QEMU_OPTION...]: ports mg r0 r1 are base+0..2 for a,
+# base+3..5 for b
 boot() {
 	local role=$1 me there mac i n args
+	shift
 	if [ "$role" = a ]; then me=$base there=$((base + 3)); else me=$((base + 3)) there=$base; fi
 	args=(-accel tcg -cpu max -m "${RY_HW_MEM:-768}" -smp 1
 	      -nographic -no-reboot -serial stdio
@@ -70,13 +73,14 @@ boot() {
 	      -append "console=ttyS0 quiet loglevel=4 panic=-1 ry_src=$SRC ry_build=$BUILD ry_run=$HERE/guest-2node.sh ry_role=$role ry_work=$W ry_slack=${RY_HW_SLACK_MS:-1500}"
 	      -device isa-debug-exit,iobase=0xf4,iosize=4
 	      -virtfs "local,path=$SRC,mount_tag=src,security_model=none,readonly=on,id=src"
-	      -virtfs "local,path=$BUILD,mount_tag=build,security_model=none,id=build")
+	      -virtfs "local,path=$BUILD,mount_tag=build,security_model=none,id=build"
+	      "$@")
 	i=0
 	for n in mg r0 r1; do
 		mac=52:54:00:00:0$([ "$role" = a ] && echo 1 || echo 2):0$i
 		# shellcheck disable=SC2207 # one word per option
 		args+=($(netdev "$n" $((me + i)) $((there + i)))
-		       -device "virtio-net-pci,netdev=$n,id=$n,mac=$mac")
+		       -device "virtio-net-pci,netdev=$n,id=$n,mac=$mac,romfile=")
 		i=$((i + 1))
 	done
 	timeout "${RY_HW_TIMEOUT:-240}" qemu-system-x86_64 "${args[@]}" \
@@ -84,12 +88,13 @@ boot() {
 	pids+=($!)
 	eval "pid_$role=$!"
 }
-# monitor ROLE COMMAND: one command on the guest's QEMU monitor
+# monitor ROLE COMMAND: one command on the guest's QEMU monitor; QEMU
+# on a loaded machine has taken over 3 s to listen, so wait up to 30
 monitor() {
-	local port try
+	local port _
 	port=$(mport "$1")
-	for try in 1 2 3 4 5 6 7 8 9 10; do
-		if exec 3<>"/dev/tcp/127.0.0.1/$port"; then
+	for _ in $(seq 150); do
+		if { exec 3<>"/dev/tcp/127.0.0.1/$port"; } 2>/dev/null; then
 			printf '%s\n' "$2" >&3
 			sent=$(date +%s.%N)
 			sleep 0.2
@@ -103,9 +108,14 @@ monitor() {
 	return 1
 }
 
-boot b
-sleep 0.5
-monitor b "set_link r1 off"  # b boots with r1's cable out
+# b's r1 cable is out before b's kernel sees its NIC: a set_link that
+# lands while the guest's virtio driver probes can leave the guest with
+# carrier and QEMU dropping every frame
+boot b -S
+if ! monitor b "set_link r1 off" || ! monitor b cont; then
+	echo "FAIL: could not pull b's r1 cable before b booted"
+	exit 1
+fi
 boot a
 wait_line() { # wait_line ROLE PATTERN SECONDS
 	local i=0
