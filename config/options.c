@@ -84,6 +84,14 @@ const struct ry__opt ry__opts[] = {
     TOP(key_overlap_s, RY__OPT_INT, "600", 0, 604800, 0, "seconds",
 	"seconds the previous key stays accepted after a reload reads a new "
 	"one, 0 to 604800 (a week); 0: not at all"),
+    /* error_drain_ppm at or over error_degrade_ppm: checked in validate.c */
+    TOP(error_degrade_ppm, RY__OPT_INT, "10000", 0, 1000000, 0,
+	"errors per million packets",
+	"0 to 1000000 (0: never); 10000 (1 %) is the default"),
+    TOP(error_drain_ppm, RY__OPT_INT, "50000", 0, 1000000, 0,
+	"errors per million packets",
+	"0 to 1000000 (0: never); 50000 (5 %) is the default"),
+    TOP(error_quiet_ms, RY__OPT_INT, "10000", 1, 86400000, ZD, "ms", MS_HINT),
     /* needs key_file and soft rails only: checked in validate.c */
     TOP(data_mac, RY__OPT_BOOL, "no", 0, 0, 0, "yes | no", NULL),
     TOP(require_all_rails, RY__OPT_BOOL, "no", 0, 0, 0, "yes | no", NULL),

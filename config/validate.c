@@ -313,6 +313,13 @@ int ry__cfg_validate(const struct ry_config *cfg, struct ry__loader *ld)
 		REPORT(&v, line_of(&v, "", 0, "max_op_size", 0),
 		       "at least one fragment, at most 4G",
 		       "max_op_size must be from fragment_size to 4 GiB");
+	if (cfg->error_drain_ppm && cfg->error_degrade_ppm &&
+	    cfg->error_drain_ppm < cfg->error_degrade_ppm)
+		REPORT(&v, line_of(&v, "", 0, "error_drain_ppm", 0),
+		       "a rail is drained at a higher error rate than the one "
+		       "that lowers its share; 0 turns either off",
+		       "error_drain_ppm %u is below error_degrade_ppm %u",
+		       cfg->error_drain_ppm, cfg->error_degrade_ppm);
 	for (unsigned i = 0; i < cfg->accept.n && i < RY_MAX_ACCEPT; i++) {
 		unsigned char a[16];
 		unsigned len;

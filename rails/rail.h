@@ -351,7 +351,9 @@ struct ry_rail_stats {
 	    faults_corrupted;
 	uint64_t tx_pad_bytes; /* zeros after a short last packet (soft) */
 	/* errors the port itself counted (symbol, link, receive, buffer
-	 * overrun, discards: verbs, rails/verbs/verbs_health.c); 0 on soft */
+	 * overrun, discards: verbs, rails/verbs/verbs_health.c); on soft,
+	 * retransmits plus bad CRCs; the manager's rail health
+	 * (src/rail_health.c) divides them by the packets */
 	uint64_t port_errors;
 };
 

@@ -321,7 +321,12 @@ static int to_rts(struct ry__conn *c, const struct ry_qp_endpoint *rem,
 
 void ry__conn_update_share(struct ry__conn *c)
 {
-	c->cn_share = (uint64_t)c->cn_weight * (c->cn_health + 10);
+	uint64_t share = (uint64_t)c->cn_weight * (c->cn_health + 10);
+
+	/* a rail whose port counts errors (rail_health.c) */
+	if (c->cn_lrail->lr_health.rh_state != RY_RAIL_OK)
+		share = share / RY__DEGRADED_DIV + 1;
+	c->cn_share = share;
 }
 
 /* Up for less than this before failing again: a flap (see the top). */

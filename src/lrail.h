@@ -19,6 +19,7 @@
 
 #include "rails/rail.h"
 #include "src/hist.h"
+#include "src/rail_health.h"
 #include "src/rail_life.h"
 #include "src/tunables.h"
 
@@ -56,9 +57,10 @@ struct ry__lrail {
 	 * completion): 2^lr_qpn_bits buckets, lr_qpn_n entries */
 	struct ry__conn **lr_qpn_hash;
 	unsigned lr_qpn_bits, lr_qpn_n;
-	struct ry_counters lr_gone; /* counters of peers forgotten */
-	uint64_t lr_goodbyes_gone;  /* and their cn_goodbyes */
-	struct ry__rlife lr_life;   /* absent, present, gone (rail_life.c) */
+	struct ry_counters lr_gone;   /* counters of peers forgotten */
+	uint64_t lr_goodbyes_gone;    /* and their cn_goodbyes */
+	struct ry__rlife lr_life;     /* absent, present, gone (rail_life.c) */
+	struct ry__rhealth lr_health; /* error rate (rail_health.c) */
 	struct ry__lat lr_fo[RY__FO_N]; /* failover times (hist.h) */
 };
 

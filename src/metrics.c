@@ -279,7 +279,7 @@ static const struct sfield sfields[] = {
 		   "connection expects, or with a wrong one (dropped)."),
     SF(port_errors, "Errors the rail's port counted (verbs: symbol, link "
 		    "recovery and down, receive, link integrity, buffer "
-		    "overrun, discards)."),
+		    "overrun, discards; soft: retransmits and bad CRCs)."),
     SF(tx_pad_bytes, "Zero bytes sent after a message's short last packet "
 		     "so that the next message joins its GSO datagram "
 		     "(soft rail; also in tx_bytes)."),
@@ -395,6 +395,19 @@ static void render_locked(struct ry_manager *m, struct mw *w)
 	for (i = 0; i < nr; i++)
 		sample_f(w, "railyard_rail_health_min_ratio", rnames[i], NULL,
 			 hmin[i] / 1000.0);
+	family(w, "railyard_rail_health", "gauge",
+	       "0 ok, 1 degraded (a quarter of its share), 2 drained (new "
+	       "work avoids it) by the rail's errors per packet "
+	       "(error_degrade_ppm, error_drain_ppm).");
+	for (i = 0; i < nr; i++)
+		sample_u64(w, "railyard_rail_health", rnames[i], NULL,
+			   m->m_rails[slot[i]].lr_health.rh_state);
+	family(w, "railyard_rail_error_ppm", "gauge",
+	       "The rail's errors per million packets in the last second's "
+	       "sample.");
+	for (i = 0; i < nr; i++)
+		sample_u64(w, "railyard_rail_error_ppm", rnames[i], NULL,
+			   m->m_rails[slot[i]].lr_health.rh_ppm);
 	rows = (struct rows){m, true, nr, rnames, rcnt};
 	counter_families(w, &rows);
 	failover_histograms(w, m, slot, nr);

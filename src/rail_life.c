@@ -30,6 +30,8 @@
  * errors, so pack descriptors again on RY_EV_RAIL_BACK (railyard serve
  * does).
  *
+ * Each round also samples the open rails' error rates (rail_health.c).
+ *
  * Threads: everything here runs under the cold lock.  Opening and
  * closing call into the rail without lr_lock held throughout, so rl_busy
  * (set under lr_lock) keeps the rail threads' rail_run off it meanwhile.
@@ -231,6 +233,7 @@ static void try_open(struct ry_manager *m, struct ry__lrail *lr, uint64_t now)
 	}
 	set_busy(lr, false);
 	rl->rl_missing = false;
+	ry__rail_health_reset(&lr->lr_health);
 	if (rl->rl_was_open) /* keys of the last open are not this one's */
 		rl->rl_gen = (rl->rl_gen + 1) & 0xffffff;
 	/* a rail list names no QP: its cookie carries the generation */
@@ -271,6 +274,7 @@ void ry__rail_life_run(struct ry_manager *m, uint64_t now)
 			   now >= lr->lr_life.rl_next_ns && !m->m_closing)
 			try_open(m, lr, now);
 	}
+	ry__rail_health_run(m, now);
 }
 
 void ry__rail_life_peer_rails(struct ry_peer *p,

@@ -46,8 +46,8 @@
  *                     rnr_retry for connections made after the reload.
  *   the rest          ops_in_flight, reg_cache_bytes, progress_threads,
  *                     accept, max_sessions*, handshake_timeout_ms,
- *                     control_frame_*, standby_below, require_all_rails
- *                     and log
+ *                     control_frame_*, standby_below, require_all_rails,
+ *                     error_* (from the next sample) and log
  *                     (the process's log is set by ry_manager_reload_file()
  *                     and by railyard serve, not by a config built by hand).
  *
@@ -506,6 +506,9 @@ static void apply_options(struct ry_manager *m, const struct ry_config *c)
 	o->control_frame_burst = c->control_frame_burst;
 	o->standby_below = c->standby_below;
 	o->key_overlap_s = c->key_overlap_s;
+	o->error_degrade_ppm = c->error_degrade_ppm;
+	o->error_drain_ppm = c->error_drain_ppm;
+	o->error_quiet_ms = c->error_quiet_ms;
 	snprintf(o->key_file, sizeof(o->key_file), "%s", c->key_file);
 	o->require_all_rails = c->require_all_rails;
 	o->failover = c->failover;

@@ -7,9 +7,12 @@
  * the primary rails' weight (a node that lost three of its four HCA ports
  * may rather add the tcp rail than squeeze everything into one); when the
  * primaries are back, new work goes there and the standby drains what it
- * holds.  Heartbeats, probes and fencing run on every connection
- * alike, so a standby is known good before it is needed; replay and
- * exactly-once delivery are the manager's, the same on every rail.
+ * holds.  A drained rail (rail_health.c: its port counts errors) is left
+ * out the same way while another rail can take the work, and does not
+ * count as a primary that is up.  Heartbeats, probes and fencing run on
+ * every connection alike, so a standby is known good before it is
+ * needed; replay and exactly-once delivery are the manager's, the same on
+ * every rail.
  */
 #ifndef RAILYARD_STANDBY_H
 #define RAILYARD_STANDBY_H
@@ -20,15 +23,13 @@
 #include "src/lrail.h"
 #include "src/peer.h"
 
-/* Whether p's primary connections that can take work now are enough to
- * leave its standbys idle: any, or standby_below percent of their weight. */
-bool ry__standby_primary_up(const struct ry_peer *p);
-
-/* Whether c may take p's work now, primary_up being
- * ry__standby_primary_up(p). */
-static inline bool ry__standby_usable(const struct ry__conn *c, bool primary_up)
-{
-	return !primary_up || !c->cn_lrail->lr_cfg.standby;
-}
+/*
+ * The connections that may take p's work now, into cs (RY_MAX_RAILS):
+ * those that can (ACTIVE, no post error), less the drained rails' while
+ * another can (rail_health.h), less the standbys while the primaries left
+ * are enough (above).  Returns how many.
+ */
+unsigned ry__standby_usable_conns(const struct ry_peer *p,
+				  struct ry__conn **cs);
 
 #endif

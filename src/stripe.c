@@ -428,19 +428,15 @@ void ry__stripe(struct ry_peer *p)
 	unsigned na = 0, i;
 	uint64_t now;
 	bool general = false; /* the next piece by the general path */
-	bool prim;	      /* a primary rail is up: standbys idle */
 	int bi;
 
 	if (!p->pr_nactive || p->pr_state == PEER_NEW)
 		return;
-	prim = ry__standby_primary_up(p);
-	for (i = 0; i < m->m_nrails; i++)
-		if (p->pr_conn[i]->cn_state == CONN_ACTIVE &&
-		    !p->pr_conn[i]->cn_post_err &&
-		    ry__standby_usable(p->pr_conn[i], prim)) {
-			cs[na] = bt[na].b_conn = p->pr_conn[i];
-			bt[na++].b_n = 0;
-		}
+	na = ry__standby_usable_conns(p, cs);
+	for (i = 0; i < na; i++) {
+		bt[i].b_conn = cs[i];
+		bt[i].b_n = 0;
+	}
 	now = ry__now_ns();
 	post_msgs(p, bt, cs, na, now);
 	if (!p->pr_replay_head && !p->pr_sched_head)

@@ -68,6 +68,15 @@ uint64_t ry__hb_interval(const struct ry__conn *c, uint64_t now)
 	     ry__since(now, c->cn_last_work_ns) < RY__HB_LINGER_NS) ||
 	    c->cn_peer->pr_state != PEER_READY)
 		return m->m_hb_ns;
+	/* a drained rail is probed while the peer's other rails carry work:
+	 * its error rate needs packets to be judged (rail_health.c) */
+	if (c->cn_lrail->lr_health.rh_state == RY_RAIL_DRAINED)
+		for (unsigned i = 0; i < m->m_nrails; i++) {
+			uint64_t w = c->cn_peer->pr_conn[i]->cn_last_work_ns;
+
+			if (w && ry__since(now, w) < RY__HB_LINGER_NS)
+				return m->m_hb_ns;
+		}
 	if (peer && m->m_node > peer)
 		return 0;
 	return m->m_idle_hb_ns;

@@ -197,6 +197,13 @@ struct ry_config {
 	/* after a reload reads a new key from key_file, the previous key is
 	 * still accepted for this many seconds (0: not at all) */
 	uint32_t key_overlap_s;
+	/* a rail's errors per million packets (its port's error counters
+	 * on verbs, retransmits and bad CRCs on soft) over two samples a
+	 * second apart: at error_degrade_ppm its share of the stripe is
+	 * lowered to a quarter, at error_drain_ppm new work avoids it while
+	 * another rail can take it; back once under error_degrade_ppm for
+	 * error_quiet_ms.  0: never. */
+	uint32_t error_degrade_ppm, error_drain_ppm, error_quiet_ms;
 	/* new top-level options go here, at the end (see the top) */
 };
 

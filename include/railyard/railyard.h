@@ -615,6 +615,16 @@ enum ry_event_type {
 	 */
 	RY_EV_RAIL_GONE,
 	RY_EV_RAIL_BACK,
+	/*
+	 * A local rail's error rate crossed a threshold (railyard.conf(5):
+	 * error_degrade_ppm, error_drain_ppm, error_quiet_ms): reason is
+	 * "degraded: ..." (its share of the stripe lowered), "drained: ..."
+	 * (new work avoids it while another rail can take it; its
+	 * connections stay up) or "ok: ..." (its full share again), with the
+	 * rate.  ry_rail_health() reads the state.
+	 */
+	RY_EV_RAIL_HEALTH,
+	/* Types may be added after the last: ignore those you do not know. */
 };
 
 struct ry_event {
@@ -713,6 +723,25 @@ struct ry_rail_info {
 };
 RY_API int ry_rail_info(struct ry_manager *mgr, const char *rail,
 			struct ry_rail_info *out);
+
+/* A rail's state as its error rate makes it (RY_EV_RAIL_HEALTH). */
+enum ry_rail_health_state {
+	RY_RAIL_OK = 0,
+	RY_RAIL_DEGRADED, /* its share of the stripe lowered to a quarter */
+	RY_RAIL_DRAINED,  /* new work avoids it while another rail can */
+};
+struct ry_rail_health {
+	enum ry_rail_health_state state;
+	/* errors per million packets in the last sample (1 s); 0 before
+	 * the first */
+	uint32_t error_ppm;
+	uint64_t changes; /* state changes since the rail opened */
+};
+/* The rail's health, or -ENOENT (no such open rail), -EINVAL. */
+RY_API int ry_rail_health(struct ry_manager *mgr, const char *rail,
+			  struct ry_rail_health *out);
+/* "ok", "degraded", "drained" */
+RY_API const char *ry_rail_health_str(enum ry_rail_health_state state);
 
 /*
  * Configured rails that are not open (rail_life: absent at start, or

@@ -390,6 +390,8 @@ static int soft_query(struct ry_rail *rail, struct ry_rail_attr *attr)
 static int soft_get_stats(struct ry_rail *rail, struct ry_rail_stats *st)
 {
 	*st = to_srail(rail)->st;
+	/* what a port's error counters say of a link, said of the path */
+	st->port_errors = st->retransmits + st->rx_bad_crc;
 	return 0;
 }
 

@@ -310,19 +310,23 @@ void cli_status_write(struct ry_manager *mgr, const struct ry_config *cfg,
 	for (int i = 0; i < n; i++) {
 		const char *name = ry_rail_name(mgr, (unsigned)i);
 		const struct ry_rail_config *vc = verbs_rail_cfg(cfg, name);
+		struct ry_rail_health rh = {0};
 		struct ry_rail_info info = {0};
 		struct ry_counters c = {0};
 
 		ry_rail_info(mgr, name, &info);
 		ry_rail_counters(mgr, name, &c);
+		ry_rail_health(mgr, name, &rh);
 		if (json) {
 			fprintf(out, "%s{\"name\":", i ? "," : "");
 			cli_json_str(out, name);
 			fprintf(out,
 				",\"link\":\"%s\",\"up\":1,\"peers_active\":%u,"
-				"\"health\":%u,",
+				"\"health\":%u,\"error_state\":\"%s\","
+				"\"error_ppm\":%u,",
 				info.link_up ? "up" : "down", info.peers_active,
-				info.health_min);
+				info.health_min, ry_rail_health_str(rh.state),
+				rh.error_ppm);
 			if (vc)
 				fprintf(out, "\"traffic_class\":%u,\"sl\":%u,",
 					vc->traffic_class, vc->sl);
@@ -337,6 +341,15 @@ void cli_status_write(struct ry_manager *mgr, const struct ry_config *cfg,
 			    name, info.link_up ? "up" : "down",
 			    info.peers_active, info.health_min, c.bytes,
 			    c.replayed_fragments, c.failovers, c.reconnects);
+			if (rh.state != RY_RAIL_OK)
+				fprintf(out,
+					"           %s: %u errors per million "
+					"packets (%s)\n",
+					ry_rail_health_str(rh.state),
+					rh.error_ppm,
+					rh.state == RY_RAIL_DRAINED
+					    ? "new work avoids it"
+					    : "a quarter of its share");
 			if (vc)
 				fprintf(out,
 					"           traffic_class %u (DSCP %u, "

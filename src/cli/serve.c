@@ -186,6 +186,7 @@ static void on_event(const struct ry_event *ev, void *arg)
 		: ev->type == RY_EV_CONN_RESUMED ? "replayed traffic resumed"
 		: ev->type == RY_EV_RAIL_GONE	 ? "gone"
 		: ev->type == RY_EV_RAIL_BACK	 ? "back"
+		: ev->type == RY_EV_RAIL_HEALTH	 ? "errors"
 						 : "connection up",
 		ev->reason && *ev->reason ? ": " : "",
 		ev->reason ? ev->reason : "");

@@ -38,6 +38,8 @@ static const char *event_name(enum ry_event_type t, struct rail_track *rt)
 		return "rail-gone";
 	case RY_EV_RAIL_BACK:
 		return "rail-back";
+	case RY_EV_RAIL_HEALTH:
+		return "rail-health";
 	}
 	return "?";
 }

@@ -59,6 +59,10 @@ void ry_loop_fail_posts(struct ry_rail *rail, unsigned n);
  * RY_WC_REM_INVALID_REQ (a responder error, as an RC HCA reports it). */
 void ry_loop_fail_recvs(struct ry_rail *rail, unsigned n);
 
+/* From now on each get_stats adds n to the rail's port_errors, as a port
+ * counting errors would (the manager samples once a second); 0: stop. */
+void ry_loop_port_errors(struct ry_rail *rail, unsigned n);
+
 /* Keep packets lost to a pulled cable for ry_loop_release_held(). */
 void ry_loop_hold(struct ry_rail *rail, bool on);
 

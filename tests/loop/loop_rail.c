@@ -81,6 +81,7 @@ struct loop_rail {
 	_Atomic uint64_t lr_progress_calls; /* ry_loop_progress_calls() */
 	atomic_uint lr_fail_posts;	    /* ry_loop_fail_posts() */
 	atomic_uint lr_fail_recvs;	    /* ry_loop_fail_recvs() */
+	unsigned lr_port_errors;	    /* ry_loop_port_errors() */
 	enum ry_link_state lr_link;
 	struct ry_fault lr_fault;
 	struct ry_wc *lr_cq;
@@ -1140,9 +1141,17 @@ static int loop_get_stats(struct ry_rail *rail, struct ry_rail_stats *st)
 	struct loop_rail *lr = to_lr(rail);
 
 	pthread_mutex_lock(&loop_lock);
+	lr->lr_stats.port_errors += lr->lr_port_errors;
 	*st = lr->lr_stats;
 	pthread_mutex_unlock(&loop_lock);
 	return 0;
+}
+
+void ry_loop_port_errors(struct ry_rail *rail, unsigned n)
+{
+	pthread_mutex_lock(&loop_lock);
+	to_lr(rail)->lr_port_errors = n;
+	pthread_mutex_unlock(&loop_lock);
 }
 
 void ry_loop_hold(struct ry_rail *rail, bool on)

@@ -61,6 +61,9 @@ void fx_config(struct ry_config *c, const struct fx_opts *o, bool is_b)
 	c->failover.fence = !o->fence_off;
 	FX_SET(c->control_frame_rate, o->control_frame_rate);
 	c->standby_below = o->standby_below;
+	FX_SET(c->error_degrade_ppm, o->error_degrade_ppm);
+	FX_SET(c->error_drain_ppm, o->error_drain_ppm);
+	FX_SET(c->error_quiet_ms, o->error_quiet_ms);
 	/* both ends are on loopback with kernel-chosen control ports */
 	if (!is_b || !o->b_strict) {
 		c->accept.n = 1;
@@ -128,6 +131,11 @@ static void on_event(const struct ry_event *ev, void *arg)
 		break;
 	case RY_EV_RAIL_BACK:
 		e->n_rail_back++;
+		break;
+	case RY_EV_RAIL_HEALTH:
+		e->n_rail_health++;
+		snprintf(e->last_health, sizeof(e->last_health), "%s",
+			 ev->reason);
 		break;
 	case RY_EV_CONN_RESUMED:
 		e->n_resumed++;

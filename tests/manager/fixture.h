@@ -44,6 +44,8 @@ struct fx_opts {
 	uint32_t b_max_sessions_per_source, b_handshake_timeout_ms;
 	uint32_t control_frame_rate; /* both; 0: the default */
 	uint32_t standby_below;	     /* both */
+	/* both; 0: the defaults (error_* 0 cannot be asked for here) */
+	uint32_t error_degrade_ppm, error_drain_ppm, error_quiet_ms;
 	const char *key_a, *key_b;   /* key_file of each; NULL: none */
 	bool data_mac_a, data_mac_b; /* need keys; soft rails to matter */
 };
@@ -51,6 +53,8 @@ struct fx_opts {
 struct fx_events {
 	unsigned n_conn_down, n_conn_up, n_rail_down, n_rail_up;
 	unsigned n_rail_gone, n_rail_back;
+	unsigned n_rail_health; /* RY_EV_RAIL_HEALTH */
+	char last_health[160];	/* its reason */
 	uint64_t first_conn_down_ns;
 	uint64_t first_fail_ns, first_detect_ns; /* its ry_event fields */
 	unsigned n_resumed;

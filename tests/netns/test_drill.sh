@@ -20,6 +20,10 @@
 #             mid-run (path-MTU black holes: small packets pass, full-size
 #             ones die): neither rail may flap; each runs at the path MTU
 #             1500 found by probing, says so, and carries bytes
+#   lossy     one of a's rails loses a tenth of what it sends (nft, in a)
+#             but stays up: a drains it (error_drain_ppm: its retransmits)
+#             and the other rails carry the work; the loss stops: after
+#             error_quiet_ms (2 s here) it is back and carries bytes
 #   restart   kill -9 b's serve mid-drill and start it again 2 s later:
 #             the drill learns the restart, operations aimed at the old
 #             process's memory fail as such (RY_ESTALE), it fetches the new
@@ -375,6 +379,56 @@ pmtu)
 		(.[-3:] | min > 0)' "$out" >/dev/null ||
 		fail "r2 carries no bytes after its path MTU shrank"
 	echo "pmtu: r1 up at 1500 with $(own_downs r1) failures, r2 $(own_downs r2) failure after shrinking; $(j .ops_ok) operations, none failed"
+	;;
+lossy)
+	command -v nft >/dev/null || { echo "SKIP: nft not installed (Debian: nftables)"; exit 77; }
+	sed 's/^failover {/error_quiet_ms = 2000\nfailover {/' "$etc/netns-drill-a.conf" >"$work/a.conf"
+	grep -q "error_quiet_ms = 2000" "$work/a.conf" || fail "cannot set error_quiet_ms"
+	conf_a=$work/a.conf
+	drill 16 "$out"
+	sleep 3
+	t_loss=$(now)
+	in_a nft add table inet rylossy
+	in_a nft add chain inet rylossy out '{ type filter hook output priority 0; }'
+	in_a nft add rule inet rylossy out oifname r1 numgen random mod 10 0 drop
+	sleep 7
+	t_heal=$(now)
+	in_a nft delete table inet rylossy
+	finish "$out"
+	[[ $(j .ops_failed) == 0 ]] || fail "$(j .ops_failed) operations failed"
+	[[ $(j .verify_errors) == 0 ]] || fail "$(j .verify_errors) verify errors"
+	# drained once the loss had run two samples (2 s), well before the
+	# repair; its reason gives the rate
+	tdr=$(jq -r '.start_unix as $s | [.events[] | select(.rail == "r1" and
+		.event == "rail-health" and (.reason | startswith("drained: "))) |
+		$s + .t] | min // empty' "$out")
+	[[ -n $tdr ]] || fail "r1 was never drained: $(jq -c '[.events[] | select(.rail == "r1")]' "$out")"
+	le "$tdr" "$t_heal" || fail "r1 drained only after the repair"
+	grep -q "rail r1: drained: [0-9]* errors per million packets" "$out.log" ||
+		fail "a's log does not say r1 is drained, and why"
+	# drained: new work avoids it (what it held completes within a
+	# sample); the other rails carry the drill
+	jq -e --argjson d "$tdr" --argjson h "$t_heal" '.start_unix as $s |
+		[.samples[] | select($s + .t > $d + 1.5 and $s + .t < $h) |
+		.rails.r1] | length > 0 and max == 0' "$out" >/dev/null ||
+		fail "r1 carried bytes while drained: $(jq -c --argjson d "$tdr" '.start_unix as $s | [.samples[] | select($s + .t > $d) | .rails.r1]' "$out")"
+	jq -e --argjson d "$tdr" --argjson h "$t_heal" '.start_unix as $s |
+		[.samples[] | select($s + .t > $d + 1.5 and $s + .t < $h) |
+		.total_mbyte_s] | length > 0 and min > 0' "$out" >/dev/null ||
+		fail "the other rails stopped while r1 was drained"
+	# back after error_quiet_ms (2 s) of no errors, within two samples
+	tok=$(jq -r --argjson h "$t_heal" '.start_unix as $s | [.events[] |
+		select(.rail == "r1" and .event == "rail-health" and
+		(.reason | startswith("ok: ")) and $s + .t > $h) | $s + .t] |
+		min // empty' "$out")
+	[[ -n $tok ]] || fail "r1 not ok again after the loss stopped"
+	le "$(awk -v u="$tok" -v h="$t_heal" 'BEGIN { print u - h }')" \
+		"$(awk -v s="$slack" 'BEGIN { print 4 + s / 1000 }')" ||
+		fail "r1 ok again $(awk -v u="$tok" -v h="$t_heal" 'BEGIN { print u - h }') s after the repair (2 s quiet, 1 s samples)"
+	jq -e --argjson o "$tok" '.start_unix as $s | [.samples[] |
+		select($s + .t > $o + 1) | .rails.r1] | length > 0 and max > 0' \
+		"$out" >/dev/null || fail "r1 carries no bytes after it is ok again"
+	echo "lossy: r1 drained $(awk -v d="$tdr" -v l="$t_loss" 'BEGIN { printf "%.1f", d - l }') s after the loss began, ok $(awk -v u="$tok" -v h="$t_heal" 'BEGIN { printf "%.1f", u - h }') s after it stopped; $(j .ops_ok) operations, none failed"
 	;;
 restart)
 	# operations wait for the peer up to op_timeout_ms: 10 s here, room
