@@ -199,6 +199,8 @@ int ry_rail_health(struct ry_manager *m, const char *rail,
 		out->state = lr->lr_health.rh_state;
 		out->error_ppm = lr->lr_health.rh_ppm;
 		out->changes = lr->lr_health.rh_changes;
+		out->errors = lr->lr_health.rh_errs;
+		out->packets = lr->lr_health.rh_pkts;
 		ret = 0;
 		break;
 	}

@@ -736,6 +736,10 @@ struct ry_rail_health {
 	 * the first */
 	uint32_t error_ppm;
 	uint64_t changes; /* state changes since the rail opened */
+	/* at the last sample, monotonic since the rail opened: the errors
+	 * counted (verbs: the port's error counters; soft: retransmits and
+	 * bad CRCs) and the packets sent and received */
+	uint64_t errors, packets;
 };
 /* The rail's health, or -ENOENT (no such open rail), -EINVAL. */
 RY_API int ry_rail_health(struct ry_manager *mgr, const char *rail,

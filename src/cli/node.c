@@ -323,10 +323,11 @@ void cli_status_write(struct ry_manager *mgr, const struct ry_config *cfg,
 			fprintf(out,
 				",\"link\":\"%s\",\"up\":1,\"peers_active\":%u,"
 				"\"health\":%u,\"error_state\":\"%s\","
-				"\"error_ppm\":%u,",
+				"\"error_ppm\":%u,\"port_errors\":%" PRIu64
+				",",
 				info.link_up ? "up" : "down", info.peers_active,
 				info.health_min, ry_rail_health_str(rh.state),
-				rh.error_ppm);
+				rh.error_ppm, rh.errors);
 			if (vc)
 				fprintf(out, "\"traffic_class\":%u,\"sl\":%u,",
 					vc->traffic_class, vc->sl);

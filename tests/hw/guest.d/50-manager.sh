@@ -93,8 +93,13 @@ mgr_drill_started() {
 	done
 }
 
+# mgr_perr FILE RAIL: serve's port_errors of RAIL in status FILE
+mgr_perr() { jq -r ".rails[] | select(.name == \"$2\") | .port_errors" "$1"; }
+
 mgr_drill() { # mgr_drill [CONFIG of node a]
 	mgr_out=$mgr_dir/drill.json
+	"$mgr_ry" status --socket $mgr_dir/b.sock --json >$mgr_dir/st0.json ||
+		mgr_fail "status of serve failed" || return 1
 	# depth 8: at 4, under ThreadSanitizer in a guest on a loaded host,
 	# r1 once had nothing in flight when its cable went (its share of
 	# all four operations done, r0 still at its own): no replay to check
@@ -133,6 +138,17 @@ mgr_drill() { # mgr_drill [CONFIG of node a]
 	[ "$(mgr_jq '.rails[] | select(.name == "r1") | .state')" = up ] ||
 		mgr_fail "r1 is not up at the end" || return 1
 	[ $rc = 0 ] || mgr_fail "drill exited $rc" || return 1
+	# node b's rxe counted the pull as a port error (hw_counters/
+	# link_downed) on r1 alone, and one pull does not make a rail degraded
+	"$mgr_ry" status --socket $mgr_dir/b.sock --json >$mgr_dir/st.json ||
+		mgr_fail "status of serve failed" || return 1
+	echo "guest: serve's rails: $(jq -c '[.rails[] | {name, error_state, error_ppm, port_errors}]' $mgr_dir/st.json), port_errors before the drill: r0 $(mgr_perr $mgr_dir/st0.json r0), r1 $(mgr_perr $mgr_dir/st0.json r1)"
+	[ "$(mgr_perr $mgr_dir/st.json r1)" -gt "$(mgr_perr $mgr_dir/st0.json r1)" ] ||
+		mgr_fail "serve's r1 counted no port error for its pulled cable" || return 1
+	[ "$(mgr_perr $mgr_dir/st.json r0)" = "$(mgr_perr $mgr_dir/st0.json r0)" ] ||
+		mgr_fail "serve's r0 counted port errors, its cable stayed in" || return 1
+	[ "$(jq -r '[.rails[].error_state] | unique | join(",")' $mgr_dir/st.json)" = ok ] ||
+		mgr_fail "a rail is not ok after one pull" || return 1
 }
 
 mgr_all() {
