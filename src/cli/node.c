@@ -323,8 +323,7 @@ void cli_status_write(struct ry_manager *mgr, const struct ry_config *cfg,
 			fprintf(out,
 				",\"link\":\"%s\",\"up\":1,\"peers_active\":%u,"
 				"\"health\":%u,\"error_state\":\"%s\","
-				"\"error_ppm\":%u,\"port_errors\":%" PRIu64
-				",",
+				"\"error_ppm\":%u,\"port_errors\":%" PRIu64 ",",
 				info.link_up ? "up" : "down", info.peers_active,
 				info.health_min, ry_rail_health_str(rh.state),
 				rh.error_ppm, rh.errors);
