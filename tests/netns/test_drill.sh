@@ -72,6 +72,12 @@ ns_serve "$etc/netns-drill-b.conf" "$work/serve.log"
 
 # drill DURATION OUT: runs in the background, JSON to OUT
 conf_a=$etc/netns-drill-a.conf
+# a_conf SED WANT: a's config changed by SED, which must leave WANT in it
+a_conf() {
+	sed "$1" "$etc/netns-drill-a.conf" >"$work/a.conf"
+	grep -q "$2" "$work/a.conf" || fail "cannot set $2"
+	conf_a=$work/a.conf
+}
 drill() {
 	in_a "$ry" drill -c "$conf_a" --peer b --duration "$1" --load streams \
 		--json --csv "$work/drill.csv" --plot "$work/drill.svg" \
@@ -382,9 +388,7 @@ pmtu)
 	;;
 lossy)
 	command -v nft >/dev/null || { echo "SKIP: nft not installed (Debian: nftables)"; exit 77; }
-	sed 's/^failover {/error_quiet_ms = 2000\nfailover {/' "$etc/netns-drill-a.conf" >"$work/a.conf"
-	grep -q "error_quiet_ms = 2000" "$work/a.conf" || fail "cannot set error_quiet_ms"
-	conf_a=$work/a.conf
+	a_conf 's/^failover {/error_quiet_ms = 2000\nfailover {/' "error_quiet_ms = 2000"
 	drill 16 "$out"
 	sleep 3
 	t_loss=$(now)
@@ -434,9 +438,7 @@ restart)
 	# operations wait for the peer up to op_timeout_ms: 10 s here, room
 	# for the new serve to start (it registers a 64 MB target) on a
 	# loaded machine; the outage itself is what is measured
-	sed 's/op_timeout_ms = 5000/op_timeout_ms = 10000/' "$etc/netns-drill-a.conf" >"$work/a.conf"
-	grep -q "op_timeout_ms = 10000" "$work/a.conf" || fail "cannot set op_timeout_ms"
-	conf_a=$work/a.conf
+	a_conf 's/op_timeout_ms = 5000/op_timeout_ms = 10000/' "op_timeout_ms = 10000"
 	drill 16 "$out"
 	sleep 5
 	t_kill=$(now)
