@@ -6,7 +6,9 @@
  * are the IB PortCounters the kernel shows in sysfs (counters/), or the
  * driver's hw_counters/ where it keeps them there (rxe: link_downed).
  * Sampled with the rail's other statistics (get_stats: port_errors), so
- * the metrics and whoever judges a rail's health read one monotonic sum.
+ * the metrics and whoever judges a rail's health (src/rail_health.c) read
+ * one monotonic sum.  A port with none of them here is asked through its
+ * PMA (verbs_pma.c).
  */
 #include <errno.h>
 #include <stdio.h>

@@ -197,6 +197,11 @@ struct ry__verbs_rail {
 	 * before a move to RTR (see neigh_ready() in verbs_qp.c). */
 	uint8_t primed_ip[4];
 	uint64_t primed_ns;
+
+	/* port errors from the PMA (verbs_pma.c) where sysfs has none: the
+	 * last answer, when it was asked, and whether it ever answers */
+	uint64_t pma_errors, pma_ns;
+	bool pma_off;
 };
 
 static inline struct ry__verbs_rail *vrail(struct ry_rail *r)
@@ -253,6 +258,18 @@ int ry__verbs_port_counter(const char *root, const char *dev, unsigned port,
 /* the sum of the port's error counters, -ENOENT when it has none */
 int ry__verbs_port_errors(const char *root, const char *dev, unsigned port,
 			  uint64_t *sum_p);
+
+/* verbs_pma.c: the port's error counters from its PMA (PortCounters) */
+/* A Get(PortCounters) of port with transaction id tid into mad (256 B). */
+void ry__verbs_pma_request(uint8_t *mad, unsigned port, uint64_t tid);
+/* The answer's error counters summed: 0, -EPROTO (not a PortCounters
+ * answer for port), -EOPNOTSUPP (the MAD's status is an error). */
+int ry__verbs_pma_parse(const uint8_t *mad, size_t len, unsigned port,
+			uint64_t *sum_p);
+/* Ask dev's port (its LID: 0, no PMA to ask, -ENOENT) and wait for the
+ * answer (at most 0.3 s): 0, or -errno. */
+int ry__verbs_pma_port_errors(const char *dev, unsigned port, uint16_t lid,
+			      uint64_t *sum_p);
 
 /* verbs_cm.c: rdma_cm mode (NULL r->cm: manual, each a no-op) */
 /* Decide the rail's mode (cfg->cm, the device's transport); listen. */

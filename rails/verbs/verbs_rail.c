@@ -585,6 +585,35 @@ static uint64_t read_counter(struct ry__verbs_rail *r, const char *dir,
 	return v;
 }
 
+/*
+ * No error counters in sysfs: the PMA's, asked at most once a second (the
+ * metrics call get_stats too, and an answer can take a while), never
+ * again once it did not answer.
+ */
+static uint64_t pma_errors(struct ry__verbs_rail *r)
+{
+	uint64_t now = ry__now_ns(), v;
+	int ret;
+
+	if (r->pma_off || (r->pma_ns && now - r->pma_ns < 1000000000ull))
+		return r->pma_errors;
+	r->pma_ns = now;
+	ret = ry__verbs_pma_port_errors(ibv_get_device_name(r->ctx->device),
+					r->port, r->ethernet ? 0 : r->lid, &v);
+	if (ret) {
+		r->pma_off = true;
+		if (ret != -ENOENT)
+			RY_INFO("verbs",
+				"rail %s: port %u has no error counters in "
+				"sysfs and its PMA did not answer (%s): its "
+				"health comes from failures only",
+				r->base.name, r->port, strerror(-ret));
+	} else {
+		r->pma_errors = v;
+	}
+	return r->pma_errors;
+}
+
 static int verbs_get_stats(struct ry_rail *rail, struct ry_rail_stats *st)
 {
 	struct ry__verbs_rail *r = vrail(rail);
@@ -606,9 +635,10 @@ static int verbs_get_stats(struct ry_rail *rail, struct ry_rail_stats *st)
 	st->naks_rcvd = read_counter(r, "hw_counters", "rcvd_seq_err");
 	st->dup_rcvd = read_counter(r, "hw_counters", "duplicate_request");
 	st->rx_bad_psn = read_counter(r, "hw_counters", "out_of_seq_request");
-	ry__verbs_port_errors(RY__VERBS_SYSFS,
-			      ibv_get_device_name(r->ctx->device), r->port,
-			      &st->port_errors);
+	if (ry__verbs_port_errors(RY__VERBS_SYSFS,
+				  ibv_get_device_name(r->ctx->device), r->port,
+				  &st->port_errors) == -ENOENT)
+		st->port_errors = pma_errors(r);
 	return 0;
 }
 
