@@ -28,6 +28,8 @@
 #             M fragments/s of both (wall clock)
 #   tcp1r1500, tcp4x2g, tcpcpu4x1g (+ tcpcpuproc), tcplat_d1
 #             the rows above with tcp rails (rails/tcp) instead of soft
+#   tcpread4x64, tcpwrite4x64
+#             read4x64 and write4x64 with tcp rails
 #   tcppull   drill 4 tcp rails at tbf 1gbit,    3/4 of the healthy MB/s:
 #             a's r1 unplugged for the middle    ratio = outage /
 #             third: mean MB/s while it is out   (0.75 x healthy)
@@ -567,6 +569,10 @@ for run in $(seq "$RUNS"); do
 		tcp4x2g) PROV=tcp; row_tput tcp4x2g 4 1500 2gbit; PROV=soft ;;
 		tcpcpu4x1g) PROV=tcp; row_cpu tcpcpu4x1g tcpcpuproc; PROV=soft ;;
 		tcplat_d1) PROV=tcp; row_lat tcplat_d1; PROV=soft ;;
+		tcpread4x64) PROV=tcp; row_many tcpread4x4k read 4K
+			row_many tcpread4x64k read 64K; PROV=soft ;;
+		tcpwrite4x64) PROV=tcp; row_many tcpwrite4x4k write 4K
+			row_many tcpwrite4x64k write 64K; PROV=soft ;;
 		tcppull) row_pull ;;
 		mptcp4x2g) row_mptcp ;;
 		mptcppull) row_mptcp_pull ;;
@@ -600,6 +606,10 @@ declare -A LABEL=(
 	[tcpcpuproc]="  same, the processes' own CPU (not the machine)"
 	[tcplat_d1]="tcp: 4K depth 1 p50 us vs sockperf RTT (lower=better)"
 	[tcppull]="tcp: r1 pulled at 4x1gbit, MB/s vs 3/4 healthy"
+	[tcpread4x4k]="tcp: 4 clients 4K reads d64 vs 4 x iperf3 -R"
+	[tcpread4x64k]="tcp: 4 clients 64K reads d64 vs 4 x iperf3 -R"
+	[tcpwrite4x4k]="tcp: 4 clients 4K writes d64 vs 4 x iperf3"
+	[tcpwrite4x64k]="tcp: 4 clients 64K writes d64 vs 4 x iperf3"
 	[mptcp4x2g]="tcp: 4x2gbit tbf, MB/s vs MPTCP 4 subflows"
 	[mptcppull]="tcp: r1 pulled at 4x1gbit, MB/s vs MPTCP's"
 )
@@ -607,7 +617,9 @@ declare -A TARGET=([4x2g]=">=0.97" [1r1500]=">=1.0" [1r9000]=">=1.0"
 	[cpu4x1g]="<=1.2" [cpuproc]="<=1.2" [4k_d64]=">=1.0" [lat_d1]="<=1.2" [null4]=">=1.0" [thr2]=">=1.6"
 	[read4x4k]=">=1.0" [read4x64k]=">=1.0" [write4x4k]=">=1.0" [write4x64k]=">=1.0" [lat4]="<=1.2"
 	[tcp1r1500]=">=1.0" [tcp4x2g]=">=0.97" [tcpcpu4x1g]="<=1.2" [tcpcpuproc]="<=1.2"
-	[tcplat_d1]="<=1.1" [tcppull]=">=0.97" [mptcp4x2g]="-" [mptcppull]="-")
+	[tcplat_d1]="<=1.1" [tcppull]=">=0.97" [mptcp4x2g]="-" [mptcppull]="-"
+	[tcpread4x4k]=">=1.0" [tcpread4x64k]=">=1.0" [tcpwrite4x4k]=">=1.0"
+	[tcpwrite4x64k]=">=1.0")
 printf "%-48s %-20s %-22s %-22s %-7s %s\n" row "ratio min/med/max" \
 	"railyard min/med/max" "peer min/med/max" target extra
 json="{\"runs\":$RUNS,\"seconds\":$T"
@@ -616,6 +628,8 @@ rows=${rows/ cpu4x1g / cpu4x1g cpuproc }
 rows=${rows/ tcpcpu4x1g / tcpcpu4x1g tcpcpuproc }
 rows=${rows/ read4x64 / read4x4k read4x64k }
 rows=${rows/ write4x64 / write4x4k write4x64k }
+rows=${rows/ tcpread4x64 / tcpread4x4k tcpread4x64k }
+rows=${rows/ tcpwrite4x64 / tcpwrite4x4k tcpwrite4x64k }
 for row in $rows; do
 	if [[ -n ${NOTE[$row]:-} ]]; then
 		printf "%-48s not run: %s\n" "${LABEL[$row]}" "${NOTE[$row]}"
@@ -634,7 +648,7 @@ for row in $rows; do
 	[[ $row == tcppull ]] && ex="ops failed ${EXTRA[$row]}"
 	[[ $row == mptcppull ]] &&
 		ex="outage/(0.75 healthy) ry/mptcp/ops failed: ${EXTRA[$row]//\"/}"
-	[[ $row == read4x* || $row == write4x* ]] &&
+	[[ $row == *read4x* || $row == *write4x* ]] &&
 		ex="worst client p99/p50 $(mmm "${EXTRA[$row]}" | tr ' ' /) (target <=5)"
 	[[ $row == lat4 ]] && ex="worst p99 ratio $(mmm "${EXTRA[$row]}" | tr ' ' /) (target <=2)"
 	[[ $row == *cpu4x1g ]] && ex="railyard MB/s $(mmm "${EXTRA[$row]}" | tr ' ' /)"
