@@ -89,11 +89,14 @@ boot() {
 	eval "pid_$role=$!"
 }
 # monitor ROLE COMMAND: one command on the guest's QEMU monitor; QEMU
-# on a loaded machine has taken over 3 s to listen, so wait up to 30
+# on a loaded machine has taken over 3 s to listen, so wait up to 30, but
+# not for a QEMU that has exited (its guest's kernel panicked: seen)
 monitor() {
-	local port _
+	local port _ pid
 	port=$(mport "$1")
+	eval "pid=\$pid_$1"
 	for _ in $(seq 150); do
+		kill -0 "$pid" 2>/dev/null || break
 		if { exec 3<>"/dev/tcp/127.0.0.1/$port"; } 2>/dev/null; then
 			printf '%s\n' "$2" >&3
 			sent=$(date +%s.%N)
