@@ -118,7 +118,7 @@ static void sample(struct ry_manager *m, struct ry__lrail *lr, uint64_t now)
 	const struct ry_config *cfg = &m->m_cfg;
 	enum ry_rail_health_state level = RY_RAIL_OK;
 	struct ry_rail_stats st;
-	uint64_t pkts, derr, dpkt;
+	uint64_t pkts, derr, moved, dpkt;
 	int ret;
 
 	pthread_mutex_lock(&lr->lr_lock);
@@ -137,9 +137,8 @@ static void sample(struct ry_manager *m, struct ry__lrail *lr, uint64_t now)
 		goto keep;
 	}
 	derr = st.port_errors - rh->rh_errs;
-	dpkt = pkts - rh->rh_pkts;
-	if (dpkt < RY__HEALTH_MIN_PKTS)
-		dpkt = RY__HEALTH_MIN_PKTS;
+	moved = pkts - rh->rh_pkts;
+	dpkt = moved < RY__HEALTH_MIN_PKTS ? RY__HEALTH_MIN_PKTS : moved;
 	rh->rh_ppm =
 	    derr >= dpkt ? 1000000u : (uint32_t)(derr * 1000000u / dpkt);
 	if (cfg->error_drain_ppm && rh->rh_ppm >= cfg->error_drain_ppm)
@@ -148,15 +147,14 @@ static void sample(struct ry_manager *m, struct ry__lrail *lr, uint64_t now)
 		level = RY_RAIL_DEGRADED;
 	if (level > rh->rh_state) {
 		if (++rh->rh_streak >= 2)
-			set_state(m, lr, level, derr, pkts - rh->rh_pkts, now);
+			set_state(m, lr, level, derr, moved, now);
 	} else {
 		rh->rh_streak = 0;
 	}
 	/* quiet: a rate under the mark over packets that were really sent
 	 * (no floor); too few packets say nothing either way */
-	if (level != RY_RAIL_OK || pkts - rh->rh_pkts < RY__HEALTH_MIN_QUIET ||
-	    derr * 1000000u >=
-		(uint64_t)cfg->error_degrade_ppm * (pkts - rh->rh_pkts)) {
+	if (level != RY_RAIL_OK || moved < RY__HEALTH_MIN_QUIET ||
+	    derr * 1000000u >= (uint64_t)cfg->error_degrade_ppm * moved) {
 		rh->rh_quiet_ns = 0;
 	} else {
 		if (!rh->rh_quiet_ns)

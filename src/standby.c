@@ -8,9 +8,11 @@ static bool can_take(const struct ry__conn *c)
 	return c->cn_state == CONN_ACTIVE && !c->cn_post_err;
 }
 
-static bool drained(const struct ry__conn *c)
+/* can take work, and is not a drained rail's while a healthy one can */
+static bool takes(const struct ry__conn *c, bool healthy)
 {
-	return c->cn_lrail->lr_health.rh_state == RY_RAIL_DRAINED;
+	return can_take(c) &&
+	       !(healthy && c->cn_lrail->lr_health.rh_state == RY_RAIL_DRAINED);
 }
 
 unsigned ry__standby_usable_conns(const struct ry_peer *p, struct ry__conn **cs)
@@ -21,7 +23,7 @@ unsigned ry__standby_usable_conns(const struct ry_peer *p, struct ry__conn **cs)
 	unsigned i, n = 0;
 
 	for (i = 0; i < m->m_nrails && !healthy; i++)
-		healthy = can_take(p->pr_conn[i]) && !drained(p->pr_conn[i]);
+		healthy = takes(p->pr_conn[i], true);
 	for (i = 0; i < m->m_nrails; i++) {
 		const struct ry__conn *c = p->pr_conn[i];
 		uint32_t w = c->cn_lrail->lr_cfg.weight;
@@ -29,15 +31,14 @@ unsigned ry__standby_usable_conns(const struct ry_peer *p, struct ry__conn **cs)
 		if (c->cn_lrail->lr_cfg.standby)
 			continue;
 		all += w;
-		if (can_take(c) && !(healthy && drained(c)))
+		if (takes(c, healthy))
 			up += w;
 	}
 	prim = up && up * 100 >= (uint64_t)m->m_cfg.standby_below * all;
 	for (i = 0; i < m->m_nrails; i++) {
 		struct ry__conn *c = p->pr_conn[i];
 
-		if (can_take(c) && !(healthy && drained(c)) &&
-		    !(prim && c->cn_lrail->lr_cfg.standby))
+		if (takes(c, healthy) && !(prim && c->cn_lrail->lr_cfg.standby))
 			cs[n++] = c;
 	}
 	return n;
