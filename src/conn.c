@@ -7,10 +7,10 @@
  *
  * Connection state machine (enum ry__conn_state).  Every change of
  * cn_state is made in this file; the code that detects a reason for one
- * (peer.c, replay.c, fence.c, heartbeat.c, progress.c) calls in here.
+ * (peer_life.c, replay.c, fence.c, heartbeat.c, progress.c) calls in here.
  *
  *   UNPAIRED   the peer has no rail on this network
- *   UNPAIRED <-> IDLE         pairing found or lost a peer rail (peer.c)
+ *   UNPAIRED <-> IDLE         pairing found or lost a peer rail (peer_life.c)
  *   IDLE -> CONNECTING        we sent CONNECT_REQ (QP in INIT)
  *   IDLE -> PROBING           we accepted the peer's CONNECT_REQ (QP in RTS)
  *   CONNECTING -> PROBING     CONNECT_REP: QP to RTS, probe SEND posted
@@ -20,7 +20,7 @@
  *                             that accepted posts its probe then
  *   CONNECTING -> BACKOFF     reject or timeout (nothing was posted)
  *   PROBING|ACTIVE -> FAILED  error completion, link down, silence, fence
- *   FAILED -> DRAINING        QP to ERR (ry__replay_run), flushed WRs replayed
+ *   FAILED -> DRAINING        QP to ERR (replay.c), flushed WRs replayed
  *   DRAINING -> BACKOFF       last flushed WR seen; QP destroyed
  *   BACKOFF -> CONNECTING     backoff expired, link up, control channel up
  *
@@ -174,7 +174,7 @@ void ry__conn_renew(struct ry__conn *c, struct ry_peer *p, struct ry__lrail *lr)
 	c->cn_dead_rqpn = old.cn_dead_rqpn;
 }
 
-/* UNPAIRED <-> IDLE, once pairing (peer.c) has set or cleared cn_ridx. */
+/* UNPAIRED <-> IDLE, once pairing (peer_life.c) has set or cleared cn_ridx. */
 void ry__conn_paired(struct ry__conn *c)
 {
 	if (c->cn_ridx < 0) {
@@ -205,7 +205,8 @@ void ry__conn_destroy_qp(struct ry__conn *c)
 	 * the canceled operations those completions would name are gone.
 	 */
 	if (!c->cn_lrail->lr_polling && !c->cn_lrail->lr_mgr->m_closing) {
-		ry__poll_rail(c->cn_lrail, ry__now_ns());
+		c->cn_lrail->lr_mgr->m_conn_up->cu_poll_rail(c->cn_lrail,
+							     ry__now_ns());
 		if (!c->cn_qp)
 			return;
 	}
@@ -678,7 +679,7 @@ static void mark_failed(struct ry__conn *c, const char *reason,
 	c->cn_cnt.detect_ns_total += now - fail_ns;
 	if (now - fail_ns > c->cn_cnt.detect_ns_max)
 		c->cn_cnt.detect_ns_max = now - fail_ns;
-	c->cn_fence_gen = ry__fence_gen(p);
+	c->cn_fence_gen = ry__peer_fence_gen(p);
 	c->cn_health /= 2;
 	ry__conn_update_share(c);
 	if (!p->pr_resume_from_ns) {
@@ -831,9 +832,9 @@ static bool make_room(struct ry__conn *c, uint64_t now)
 	if (c->cn_state == CONN_PROBING || c->cn_state == CONN_ACTIVE)
 		ry__conn_mark_failed(c, "peer reconnected", now);
 	if (c->cn_state == CONN_FAILED)
-		ry__replay_run(m);
+		m->m_conn_up->cu_replay(m);
 	if (c->cn_state == CONN_DRAINING)
-		ry__poll_rail(c->cn_lrail, now);
+		m->m_conn_up->cu_poll_rail(c->cn_lrail, now);
 	return c->cn_state == CONN_IDLE || c->cn_state == CONN_BACKOFF;
 }
 

@@ -59,6 +59,23 @@ struct ry__wr {
 	struct ry__list wr_link; /* cn_posted */
 };
 
+/*
+ * The two things the connection floor (conn.c) needs done by the floors
+ * above it, which it may not call (README, floors); the manager registers
+ * them (manager.c, m_conn_up).  Both are asked for only when a QP must be
+ * replaced at once: a CONNECT_REQ from the peer for a pair we still hold,
+ * or a QP destroyed outside a poll of its rail.
+ */
+struct ry__conn_up {
+	/* Hand over what lr's CQs hold (completion.c, ry__poll_rail): a QP
+	 * about to go still finds its connection by number, and a draining
+	 * one sees its flushed WRs. */
+	void (*cu_poll_rail)(struct ry__lrail *lr, uint64_t now);
+	/* The connections marked FAILED to ERR, fenced, now (replay.c,
+	 * ry__replay_run), not later in the progress call. */
+	void (*cu_replay)(struct ry_manager *m);
+};
+
 /* Where a peer's rail takes path MTU probes (CONNECT_REQ/REP, conn.c). */
 struct ry__probe_mr {
 	uint64_t pm_addr;

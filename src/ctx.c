@@ -3,12 +3,11 @@
  * Progress contexts (LOCKING: Contexts): the cold lock, which takes every
  * context's lock and hands what the context paths left to their handlers,
  * and the context path itself, a context's CQs and striping under its own
- * lock alone.
+ * lock alone.  A thread's marks (which context it holds, which it last
+ * posted to) are ctx_mark.c's.
  *
  * The lock order and ownership rules are in src/manager.h (LOCKING).
  */
-#include <unistd.h>
-
 #include "src/conn.h"
 #include "src/control.h"
 #include "src/lrail.h"
@@ -19,24 +18,6 @@
 #include "src/pool.h"
 #include "src/progress.h"
 #include "src/tunables.h"
-
-_Thread_local struct ry__ctx *ry__tl_hot;
-
-/* the context this thread last posted to (ry__ctx_note), by manager and
- * index: a pointer could outlive its manager */
-static _Thread_local struct ry_manager *tl_aff_m;
-static _Thread_local unsigned tl_aff_idx;
-
-void ry__ctx_note(struct ry__ctx *cx)
-{
-	tl_aff_m = cx->cx_mgr;
-	tl_aff_idx = cx->cx_idx;
-}
-
-unsigned ry__ctx_noted(const struct ry_manager *m)
-{
-	return tl_aff_m == m && tl_aff_idx < m->m_nctx ? tl_aff_idx : m->m_nctx;
-}
 
 /*
  * A completion the context path may handle under cx_lock alone: a
@@ -86,20 +67,6 @@ static void unposted(struct ry_manager *m, struct ry__ctx *cx, uint64_t now)
 			ry__wr_complete(m, w, &wc, now);
 		}
 	}
-}
-
-/*
- * A post left work to the cold round (a failed post_send): with progress
- * threads the control thread runs it now rather than at its next tick;
- * self-driven, the next ry_progress() call (the wake fd is drained by it).
- */
-void ry__cold_ask(struct ry_manager *m)
-{
-	static const uint64_t one = 1;
-
-	atomic_store_explicit(&m->m_cold_due, true, memory_order_relaxed);
-	if (write(m->m_wake_fd, &one, sizeof(one)) < 0)
-		RY_DBG("mgr", "wake: %m");
 }
 
 /* The cold lock held: hand over what the context paths left, in order. */

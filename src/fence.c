@@ -11,8 +11,10 @@
  * the fence is handled (rxe allocates them cyclically).
  *
  * A failure of a connection to a peer takes a fence generation
- * (pr_fence_gen); an op records the highest generation its fragments were
- * replayed from (op_fence_gen) and waits until pr_fence_acked reaches it.
+ * (pr_fence_gen; ry__peer_fence_gen in peer.c, which conn.c calls as the
+ * connection fails); an op records the highest generation its fragments
+ * were replayed from (op_fence_gen) and waits until pr_fence_acked
+ * reaches it.
  * The peer handles FENCE_REQs in order on one TCP stream, so an ack of
  * generation g means every earlier one was handled too.
  *
@@ -49,28 +51,6 @@ static bool fence_on(const struct ry_manager *m)
 	return m->m_cfg.failover.fence;
 }
 
-/* p's current incarnation handles a FENCE_REQ's whole pair list. */
-static bool takes_pairs(const struct ry_peer *p)
-{
-	return p->pr_node && p->pr_fence_caps_node == p->pr_node &&
-	       (p->pr_fence_caps & RY__FENCE_CAP_PAIRS);
-}
-
-/* Generations up to this one are requested over the current session. */
-static uint64_t requested(const struct ry_peer *p)
-{
-	return p->pr_fence_sent > p->pr_fence_acked ? p->pr_fence_sent
-						    : p->pr_fence_acked;
-}
-
-uint64_t ry__fence_gen(struct ry_peer *p)
-{
-	/* the newest generation, not requested yet, covers this one too */
-	if (takes_pairs(p) && p->pr_fence_gen > requested(p))
-		return p->pr_fence_gen;
-	return ++p->pr_fence_gen;
-}
-
 /* One FENCE_REQ under gen naming the dead pairs of due[0..n). */
 static void send_req(struct ry_peer *p, uint64_t gen,
 		     struct ry__conn *const *due, unsigned n)
@@ -105,7 +85,7 @@ static void fence_flush(struct ry_peer *p)
 {
 	struct ry_manager *m = p->pr_mgr;
 	struct ry__conn *due[RY_MAX_RAILS];
-	uint64_t from = requested(p);
+	uint64_t from = ry__peer_fence_requested(p);
 	unsigned n = 0, i, j;
 
 	_Static_assert(RY__WIRE_FENCE_PAIRS >= RY_MAX_RAILS,
@@ -126,7 +106,7 @@ static void fence_flush(struct ry_peer *p)
 	}
 	if (!n)
 		return;
-	if (takes_pairs(p)) {
+	if (ry__peer_fence_pairs(p)) {
 		send_req(p, due[n - 1]->cn_fence_gen, due, n);
 		return;
 	}

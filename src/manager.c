@@ -75,6 +75,12 @@ static const struct ry__ctl_ops ctl_ops = {
     .co_probe_mr = ry__probe_mr_of,
 };
 
+/* What the connection floor asks of the floors above (src/conn.h). */
+static const struct ry__conn_up conn_up = {
+    .cu_poll_rail = ry__poll_rail,
+    .cu_replay = ry__replay_run,
+};
+
 void ry__timer_arm(struct ry_manager *m)
 {
 	struct itimerspec its = {0};
@@ -370,6 +376,7 @@ int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
+	m->m_conn_up = &conn_up;
 	pthread_mutex_init(&m->m_lock, NULL);
 	pthread_mutex_init(&m->m_dq_lock, NULL);
 	pthread_mutex_init(&m->m_deliver_lock, NULL);

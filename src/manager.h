@@ -253,6 +253,7 @@ struct ry_manager {
 	struct ry__hidx m_ix_name, m_ix_nname, m_ix_addr, m_ix_host, m_ix_node;
 	unsigned char m_ix_key[16];
 	struct ry__conn *m_failed;
+	const struct ry__conn_up *m_conn_up; /* manager.c */
 	uint64_t m_fence_reqs; /* FENCE_REQ frames sent (fence.c) */
 	/* timers (timers.c): connections by their next deadline; peers with
 	 * operations to time out or a control redial to make */

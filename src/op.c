@@ -428,8 +428,8 @@ void ry__op_span_vec(const struct ry__op *op, uint32_t first, uint32_t n,
 	sp->sp_n = n;
 }
 
-/* The local list's total, each entry checked; 0 or -EINVAL. */
-static void fill(struct ry_completion *c, const struct ry__op *op)
+/* What the application is told of a finished op. */
+void ry__op_fill(struct ry_completion *c, const struct ry__op *op)
 {
 	size_t n;
 
@@ -441,32 +441,4 @@ static void fill(struct ry_completion *c, const struct ry__op *op)
 			     : 0;
 	memcpy(c->reason, op->op_reason, n);
 	c->reason[n] = 0;
-}
-
-void ry__op_fill(struct ry_completion *c, const struct ry__op *op)
-{
-	fill(c, op);
-}
-
-int ry_poll_completions(struct ry_manager *m, struct ry_completion *out,
-			int max)
-{
-	struct ry__op *op;
-	int n = 0;
-
-	if (!m || (!out && max > 0) || max < 0)
-		return -EINVAL;
-	ry__lock_and_run_leftovers(m);
-	for (unsigned i = 0; i < m->m_nctx; i++) {
-		struct ry__ctx *cx = &m->m_ctx[i];
-
-		while (n < max && (op = cx->cx_poll_head)) {
-			ry__sq_pop_head(cx->cx_poll_head, cx->cx_poll_tail,
-					op_q_next);
-			fill(&out[n++], op);
-			ry__op_release(m, op);
-		}
-	}
-	ry__unlock(m);
-	return n;
 }

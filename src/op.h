@@ -194,8 +194,7 @@ void ry__wr_failed(struct ry__wr *w, const struct ry_wc *wc);
 
 /* fence.c */
 struct ry__wire_fence;
-/* The generation a connection to p that fails now is fenced under. */
-uint64_t ry__fence_gen(struct ry_peer *p);
+/* c failed: its peer is asked to fence every dead pair it is owed. */
 void ry__fence_request(struct ry__conn *c);
 /* p's control session is (back) up: caps, and every fence still owed */
 void ry__fence_resend(struct ry_peer *p);

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Peers: records (their lookup is peer_index.c), discovery (pairing our rails
- * with the peer's by network name once the HELLOs are exchanged), the
- * control channel's lifecycle, and the text that says why no path is left.
- * A connection's state follows pairing through conn.c (ry__conn_paired).
+ * Peers: records (their lookup is peer_index.c), state (ry__peer_set_state,
+ * fence generations), the control channel's dialing and backoff, and the
+ * text that says why no path is left.  What a peer's arrival, restart,
+ * goodbye or revocation does to its connections and operations is
+ * peer_life.c's, a floor above.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,8 +16,6 @@
 #include "src/control.h"
 #include "src/lrail.h"
 #include "src/manager.h"
-#include "src/msg.h"
-#include "src/op.h"
 #include "src/peer.h"
 #include "src/progress.h"
 #include "src/region.h"
@@ -58,8 +57,9 @@ struct ry_peer *ry__peer_new(struct ry_manager *m, const char *name,
 	p->pr_dial = dial && addr && addr[0];
 	ry__peer_set_state(p, PEER_NEW);
 	p->pr_ctl_backoff_ms = m->m_cfg.failover.reconnect_min_ms;
+	/* both message windows start at sequence 1 (msg.c) */
 	p->pr_rx_base = 1;
-	ry__tx_seq_reset(p);
+	p->pr_tx_low = 1;
 	p->pr_nopath_ns = ry__now_ns();
 	ry__list_init(&p->pr_ops);
 	ry__list_init(&p->pr_tlink);
@@ -156,6 +156,27 @@ void ry__peer_dirty(struct ry_peer *p)
 	cx->cx_dirty = p;
 }
 
+bool ry__peer_fence_pairs(const struct ry_peer *p)
+{
+	return p->pr_node && p->pr_fence_caps_node == p->pr_node &&
+	       (p->pr_fence_caps & RY__FENCE_CAP_PAIRS);
+}
+
+uint64_t ry__peer_fence_requested(const struct ry_peer *p)
+{
+	return p->pr_fence_sent > p->pr_fence_acked ? p->pr_fence_sent
+						    : p->pr_fence_acked;
+}
+
+uint64_t ry__peer_fence_gen(struct ry_peer *p)
+{
+	/* the newest generation, not requested yet, covers this one too */
+	if (ry__peer_fence_pairs(p) &&
+	    p->pr_fence_gen > ry__peer_fence_requested(p))
+		return p->pr_fence_gen;
+	return ++p->pr_fence_gen;
+}
+
 /*
  * The control channel waits before the next dial, twice as long each time
  * up to reconnect_max_ms; but while operations wait for the peer at most
@@ -217,88 +238,12 @@ void ry__peer_update_paths(struct ry_peer *p)
 	p->pr_nactive = n;
 }
 
-static bool pairable(const struct ry__conn *c)
-{
-	return c->cn_state == CONN_UNPAIRED || c->cn_state == CONN_IDLE ||
-	       c->cn_state == CONN_BACKOFF;
-}
-
-/*
- * A connection paired with a rail the peer no longer lists (its reload
- * removed it; the slot is a hole, never reused): fail it, its work to the
- * other rails, and forget the pairing.  The peer fenced it already when it
- * removed the rail, so usually this finds it failed.
- */
-static void unpair_gone(struct ry__conn *c, uint64_t now)
-{
-	struct ry_peer *p = c->cn_peer;
-	const struct ry__rrail *rr;
-
-	if (c->cn_ridx < 0)
-		return;
-	rr = (unsigned)c->cn_ridx < p->pr_nrrails ? &p->pr_rrails[c->cn_ridx]
-						  : NULL;
-	if (rr && rr->rr_name[0] &&
-	    !strcmp(rr->rr_network, c->cn_lrail->lr_cfg.network))
-		return;
-	if (!pairable(c)) {
-		ry__conn_link_failed(c, "the peer removed its rail", now);
-		/* ERR and the fence request while the pairing is known */
-		ry__replay_run(p->pr_mgr);
-	}
-	c->cn_ridx = -1;
-	if (pairable(c))
-		ry__conn_paired(c);
-}
-
-/* Pair our rails with the peer's by network name, first match first. */
-static void pair_rails(struct ry_peer *p)
-{
-	struct ry_manager *m = p->pr_mgr;
-	uint64_t now = ry__now_ns();
-	uint32_t used = 0;
-	unsigned i, j;
-
-	/* a hole (a rail a reload removed) keeps its last pairing for the
-	 * fence it may still owe (reload.c) and pairs with nothing */
-	for (i = 0; i < m->m_nrails; i++)
-		if (ry__lrail_live(&m->m_rails[i]))
-			unpair_gone(p->pr_conn[i], now);
-	for (i = 0; i < m->m_nrails; i++)
-		if (p->pr_conn[i]->cn_ridx >= 0 && !pairable(p->pr_conn[i]))
-			used |= 1u << p->pr_conn[i]->cn_ridx;
-	for (i = 0; i < m->m_nrails; i++) {
-		struct ry__conn *c = p->pr_conn[i];
-
-		if (!pairable(c) || !ry__lrail_live(&m->m_rails[i]))
-			continue;
-		c->cn_ridx = -1;
-		for (j = 0; j < p->pr_nrrails; j++) {
-			/* a hole in the peer's list has no name */
-			if (used & (1u << j) || !p->pr_rrails[j].rr_name[0] ||
-			    strcmp(p->pr_rrails[j].rr_network,
-				   m->m_rails[i].lr_cfg.network))
-				continue;
-			c->cn_ridx = (int)j;
-			used |= 1u << j;
-			break;
-		}
-		ry__conn_paired(c);
-	}
-}
-
-void ry__peer_pair(struct ry_peer *p)
-{
-	if (p->pr_state == PEER_READY)
-		pair_rails(p);
-}
-
 /*
  * A peer event (RY_EV_PEER_*).  It names the peer but hands out no
  * pointer to it, so a record learned from a HELLO stays disposable.
  */
-static void peer_event(struct ry_peer *p, enum ry_event_type t,
-		       const char *reason, uint64_t old_node, uint64_t new_node)
+void ry__peer_event(struct ry_peer *p, enum ry_event_type t, const char *reason,
+		    uint64_t old_node, uint64_t new_node)
 {
 	struct ry_event *ev =
 	    ry__queue_event(p->pr_mgr, t, NULL, NULL, reason, ry__now_ns());
@@ -324,88 +269,6 @@ bool ry__peer_node_stale(const struct ry_peer *p, uint64_t node)
 	return false;
 }
 
-/*
- * The peer came back as a new process: what its old incarnation held is
- * gone.  Connections to it are failed, the message windows start again,
- * and every operation aimed at its memory completes with RY_ESTALE as
- * soon as nothing of it is posted (ops queued behind them go on; sends
- * are resent to the new incarnation).  Called with pr_node already the
- * new incarnation, so nothing with an old descriptor is posted again.
- */
-static void restarted(struct ry_peer *p, uint64_t old_node, uint64_t now)
-{
-	struct ry_manager *m = p->pr_mgr;
-	struct ry__list *pos, *next;
-	char why[320];
-	unsigned i;
-
-	RY_WARN("mgr",
-		"peer %s restarted (incarnation %016llx -> %016llx): "
-		"dropping its connections, failing operations aimed at its "
-		"old memory",
-		p->pr_name, (unsigned long long)old_node,
-		(unsigned long long)p->pr_node);
-	p->pr_past[p->pr_npast++ % RY__PAST] = old_node;
-	for (i = 0; i < m->m_nrails; i++)
-		ry__conn_mark_failed(p->pr_conn[i], "peer restarted", now);
-	/* the old incarnation's QPs died with it: nothing to fence (and
-	 * nothing to ask the new one) */
-	p->pr_fence_acked = p->pr_fence_gen;
-	ry__replay_run(m);
-	p->pr_rx_base = 1;
-	memset(p->pr_rx_bits, 0, sizeof(p->pr_rx_bits));
-	ry__tx_seq_reset(p);
-	ry__list_for_each(pos, &p->pr_ops) {
-		struct ry__op *op = ry__list_entry(pos, struct ry__op, op_all);
-
-		op->op_seq = 0;
-	}
-	snprintf(why, sizeof(why),
-		 "peer %s restarted (incarnation %016llx -> %016llx): the "
-		 "target memory died with the old incarnation",
-		 p->pr_name, (unsigned long long)old_node,
-		 (unsigned long long)p->pr_node);
-	ry__list_for_each_safe(pos, next, &p->pr_ops) {
-		struct ry__op *op = ry__list_entry(pos, struct ry__op, op_all);
-
-		if (op->op_type != OP_SEND &&
-		    ry__peer_node_stale(p, op->op_rnode))
-			ry__op_fail(op, RY_ESTALE, why);
-	}
-	peer_event(p, RY_EV_PEER_RESTARTED, "peer restarted", old_node,
-		   p->pr_node);
-}
-
-void ry__peer_ready(struct ry_peer *p, uint64_t old_node, bool dialer)
-{
-	struct ry_manager *m = p->pr_mgr;
-	uint64_t now = ry__now_ns();
-	bool was_ready = p->pr_state == PEER_READY;
-	unsigned i;
-
-	if (old_node)
-		restarted(p, old_node, now);
-	ry__peer_set_state(p, PEER_READY);
-	p->pr_gone = false;
-	if (!was_ready || old_node)
-		peer_event(p, RY_EV_PEER_UP, "", 0, p->pr_node);
-	ry__op_unpark_all(p);
-	p->pr_ctl_backoff_ms = m->m_cfg.failover.reconnect_min_ms;
-	pair_rails(p);
-	ry__fence_resend(p);
-	for (i = 0; i < m->m_nrails; i++) {
-		struct ry__conn *c = p->pr_conn[i];
-
-		if (c->cn_state == CONN_IDLE && dialer)
-			ry__conn_start(c, now);
-		else if (c->cn_state == CONN_BACKOFF && old_node) {
-			c->cn_deadline_ns = now;
-			ry__conn_timer(c, now);
-		}
-	}
-	ry__peer_dirty(p);
-}
-
 void ry__peer_ctl_lost(struct ry_peer *p, struct ry__ctl *c)
 {
 	bool was_ready = p->pr_state == PEER_READY;
@@ -420,40 +283,8 @@ void ry__peer_ctl_lost(struct ry_peer *p, struct ry__ctl *c)
 	for (i = 0; i < p->pr_mgr->m_nrails; i++)
 		ry__conn_timer(p->pr_conn[i], now);
 	if (was_ready)
-		peer_event(p, RY_EV_PEER_DOWN, "control session lost",
-			   p->pr_node, 0);
-}
-
-void ry__peer_goodbye(struct ry_peer *p, int why)
-{
-	struct ry_manager *m = p->pr_mgr;
-	uint64_t now = ry__now_ns();
-	unsigned i;
-
-	RY_INFO("mgr", "peer %s: said goodbye (%s): its connections close",
-		p->pr_name,
-		why == BYE_CLOSING ? "its manager is closing"
-				   : "it dropped this node");
-	p->pr_gone = true;
-	for (i = 0; i < m->m_nrails; i++)
-		ry__conn_mark_failed(p->pr_conn[i],
-				     "closed by the peer (goodbye)", now);
-	/* QPs to ERR now: nothing more is posted to a peer that left */
-	ry__replay_run(m);
-}
-
-void ry__peer_revoked(struct ry_peer *p)
-{
-	struct ry_manager *m = p->pr_mgr;
-	uint64_t now = ry__now_ns();
-	unsigned i;
-
-	for (i = 0; i < m->m_nrails; i++)
-		ry__conn_mark_failed(p->pr_conn[i],
-				     "its admission was revoked by a reload",
-				     now);
-	/* QPs to ERR and the fences out while its session is still up */
-	ry__replay_run(m);
+		ry__peer_event(p, RY_EV_PEER_DOWN, "control session lost",
+			       p->pr_node, 0);
 }
 
 void ry__peer_path_reason(struct ry_peer *p, uint64_t waited_ns, char *buf,

@@ -178,23 +178,35 @@ struct ry_peer *ry__peer_new(struct ry_manager *m, const char *name,
 bool ry__peer_disposable(const struct ry_peer *p);
 void ry__peer_forget(struct ry_peer *p);
 void ry__peer_use(struct ry_peer *p);
-/* old_node: the incarnation a new one replaces (the peer restarted), or 0 */
-void ry__peer_ready(struct ry_peer *p, uint64_t old_node, bool dialer);
 /* node is an earlier incarnation of p: its memory is gone */
 bool ry__peer_node_stale(const struct ry_peer *p, uint64_t node);
 void ry__peer_path_reason(struct ry_peer *p, uint64_t waited_ns, char *buf,
 			  size_t len);
 void ry__peer_ctl_lost(struct ry_peer *p, struct ry__ctl *c);
+void ry__peer_dirty(struct ry_peer *p);
+void ry__peer_update_paths(struct ry_peer *p);
+/* Fence generations (fence.c has the protocol).  p's current incarnation
+ * reads a FENCE_REQ's whole pair list. */
+bool ry__peer_fence_pairs(const struct ry_peer *p);
+/* Generations up to this one are requested over the current session. */
+uint64_t ry__peer_fence_requested(const struct ry_peer *p);
+/* The generation a connection failing now takes. */
+uint64_t ry__peer_fence_gen(struct ry_peer *p);
+void ry__peer_free(struct ry_peer *p);
+void ry__peer_unref(struct ry_peer *p);
+
+/* A peer event (RY_EV_PEER_*), naming p but holding no pointer to it. */
+void ry__peer_event(struct ry_peer *p, enum ry_event_type t, const char *reason,
+		    uint64_t old_node, uint64_t new_node);
+
+/* peer_life.c: the control plane's reports of a peer's life */
+/* old_node: the incarnation a new one replaces (the peer restarted), or 0 */
+void ry__peer_ready(struct ry_peer *p, uint64_t old_node, bool dialer);
 /* p said GOODBYE: its connections close as closed, not failed */
 void ry__peer_goodbye(struct ry_peer *p, int why);
 /* p is no longer admitted (reload): its connections fail, fenced */
 void ry__peer_revoked(struct ry_peer *p);
-void ry__peer_dirty(struct ry_peer *p);
-void ry__peer_update_paths(struct ry_peer *p);
-void ry__peer_free(struct ry_peer *p);
-void ry__peer_unref(struct ry_peer *p);
-
-/* peer.c: pair our rails with the peer's again (rails added or removed) */
+/* pair our rails with the peer's again (rails added or removed) */
 void ry__peer_pair(struct ry_peer *p);
 
 /* timers.c */

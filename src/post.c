@@ -472,3 +472,27 @@ int ry_send(struct ry_peer *p, const void *buf, size_t len, ry_complete_fn cb,
 out:
 	return post_unlock(p, hot, ret, len);
 }
+
+/* The completions of ops posted without a callback (ry_poll_completions). */
+int ry_poll_completions(struct ry_manager *m, struct ry_completion *out,
+			int max)
+{
+	struct ry__op *op;
+	int n = 0;
+
+	if (!m || (!out && max > 0) || max < 0)
+		return -EINVAL;
+	ry__lock_and_run_leftovers(m);
+	for (unsigned i = 0; i < m->m_nctx; i++) {
+		struct ry__ctx *cx = &m->m_ctx[i];
+
+		while (n < max && (op = cx->cx_poll_head)) {
+			ry__sq_pop_head(cx->cx_poll_head, cx->cx_poll_tail,
+					op_q_next);
+			ry__op_fill(&out[n++], op);
+			ry__op_release(m, op);
+		}
+	}
+	ry__unlock(m);
+	return n;
+}

@@ -8,7 +8,7 @@
  * manager hands it a struct ry__ctl_ops when it starts listening, and the
  * module reports through it what the other managers said (a peer's HELLO
  * admitted, a session lost, CONN and FENCE frames) instead of calling up
- * into conn.c, fence.c or peer.c.  It looks peer records up itself
+ * into conn.c, fence.c or peer_life.c.  It looks peer records up itself
  * (peer_index.c) to decide admission; it has them made and freed through
  * the ops.
  *

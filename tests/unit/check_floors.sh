@@ -34,6 +34,13 @@ name_of() {
 	esac
 }
 
+# an object left in a build tree by a source since removed is not code
+live=()
+for o in "${objs[@]}"; do
+	[[ ! -f $src/$(name_of "$o") ]] || live+=("$o")
+done
+objs=("${live[@]}")
+
 edges=$(mktemp)
 trap 'rm -f "$edges"' EXIT
 {
