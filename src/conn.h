@@ -218,8 +218,24 @@ bool ry__conn_mtu_reason(struct ry__conn *c, const char *what, char *buf,
 			 size_t len);
 void ry__conn_probed(struct ry__conn *c, uint64_t now);
 void ry__conn_probe_done(struct ry__wr *w, uint64_t now);
+
+/* conn_pace.c: when a connection tries again (conn.c moves it) */
 /* Work waits on c's peer (ours or, lately, its): c comes first. */
 bool ry__conn_work(const struct ry__conn *c, uint64_t now);
+/* now plus a half to one and a half times ns */
+uint64_t ry__conn_jittered(uint64_t now, uint64_t ns);
+/* When c, failed or refused or unanswered, tries again (flap damping). */
+uint64_t ry__conn_backoff_at(struct ry__conn *c, uint64_t now);
+/* Attempts in flight a rail takes before it refuses (-EBUSY). */
+unsigned ry__conn_gate_room(bool work);
+/* 0: c may start its attempt now; else when its turn at the gate is. */
+uint64_t ry__conn_gate_wait(struct ry__conn *c, uint64_t now);
+/* The retry-after of a refusal for want of attempts, in ms. */
+uint32_t ry__conn_gate_retry_ms(struct ry__lrail *lr, bool work, uint64_t now);
+/* c's CONN_REQ was refused with err (-ENETDOWN or -EBUSY): c's deadline
+ * and reason. */
+void ry__conn_refused_wait(struct ry__conn *c, int err, uint32_t retry_ms,
+			   uint64_t now);
 void ry__conn_on_rej(struct ry_peer *p, unsigned src, unsigned dst,
 		     uint32_t attempt, int err, uint32_t retry_ms);
 int ry__post_ctl_msg(struct ry__conn *c, enum ry__wr_kind kind, uint64_t now);

@@ -42,9 +42,9 @@ struct ry__lrail {
 	struct ry_mr *lr_recv_mr;
 	unsigned lr_active;	   /* ACTIVE connections */
 	unsigned lr_connecting;	   /* CONNECTING or PROBING (conn.c) */
-	uint64_t lr_next_start_ns; /* the last paced start given (conn.c) */
-	/* the attempt gate's retry-after feedback (conn.c gate_retry_ms):
-	 * refusals and attempts ended since lr_gate_win_ns */
+	uint64_t lr_next_start_ns; /* the last paced start (conn_pace.c) */
+	/* the attempt gate's retry-after feedback (conn_pace.c): refusals
+	 * and attempts ended since lr_gate_win_ns */
 	uint64_t lr_gate_win_ns, lr_gate_refused, lr_gate_done;
 	uint32_t lr_gate_retry_ms;
 	pthread_mutex_t lr_lock;  /* calls into lr_rail (LOCKING) */

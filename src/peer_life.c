@@ -7,11 +7,12 @@
  * return changes them), the session becoming ready, a restart (a new
  * incarnation), a goodbye, a revoked admission.
  *
- * Above peers and connections (peer.c, conn.c), whose state it changes
- * only through their setters, beside operations, replay and fencing
- * (op.c, replay.c, fence.c), which it drives: the failed connections go
- * to ERR (ry__replay_run) before the event's handler returns, while the
- * pairing and the session they are fenced over are still known.
+ * Above peers and connections: a peer's or a connection's state changes
+ * through their setters (ry__peer_set_state, conn.c's transitions).
+ * Beside operations, replay and fencing (op.c, replay.c, fence.c), which
+ * it drives: the failed connections go to ERR (ry__replay_run) before the
+ * event's handler returns, while the pairing and the session they are
+ * fenced over are still known.
  */
 #include <stdio.h>
 #include <string.h>
