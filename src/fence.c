@@ -73,6 +73,9 @@ static void send_req(struct ry_peer *p, uint64_t gen,
 	p->pr_mgr->m_fence_reqs++;
 	if (gen > p->pr_fence_sent)
 		p->pr_fence_sent = gen;
+	if (!p->pr_fence_wait_ns)
+		p->pr_fence_wait_ns = RY__FENCE_RESEND_MIN_NS;
+	p->pr_fence_retry_ns = ry__now_ns() + p->pr_fence_wait_ns;
 }
 
 /*
@@ -127,6 +130,30 @@ void ry__fence_resend(struct ry_peer *p)
 		return;
 	ry__ctl_send_fence(p->pr_ctl, true, &caps);
 	/* what a lost session carried may not have arrived */
+	p->pr_fence_sent = p->pr_fence_acked;
+	fence_flush(p);
+}
+
+/*
+ * A request the peer dropped unread (its rate limit on control frames,
+ * ctl/rate.c) is never acknowledged, and while the session stays up
+ * nothing else would send it again: its operations would wait for
+ * op_timeout_ms.  So what is still unacknowledged after
+ * RY__FENCE_RESEND_MIN_NS is asked again, the wait doubling up to
+ * RY__FENCE_RESEND_MAX_NS (a peer that is slow, not dropping, sees a few
+ * duplicates, which it acknowledges at no cost).
+ */
+void ry__fence_tick(struct ry_peer *p, uint64_t now)
+{
+	if (!fence_on(p->pr_mgr) || p->pr_fence_sent <= p->pr_fence_acked ||
+	    !ry__ctl_alive(p->pr_ctl) || now < p->pr_fence_retry_ns)
+		return;
+	RY_DBG("mgr",
+	       "peer %s: fence generation %llu not acknowledged: "
+	       "asking again",
+	       p->pr_name, (unsigned long long)p->pr_fence_sent);
+	p->pr_fence_wait_ns =
+	    ry__min64(2 * p->pr_fence_wait_ns, RY__FENCE_RESEND_MAX_NS);
 	p->pr_fence_sent = p->pr_fence_acked;
 	fence_flush(p);
 }
@@ -215,6 +242,8 @@ int ry__fence_on_ack(struct ry_peer *p, uint64_t gen, unsigned caps)
 		}
 	}
 	p->pr_fence_acked = gen;
+	if (gen >= p->pr_fence_sent)
+		p->pr_fence_wait_ns = 0; /* all answered: the next waits less */
 	ry__list_for_each_safe(pos, next, &p->pr_ops) {
 		struct ry__op *op = ry__list_entry(pos, struct ry__op, op_all);
 

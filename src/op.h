@@ -198,6 +198,9 @@ struct ry__wire_fence;
 void ry__fence_request(struct ry__conn *c);
 /* p's control session is (back) up: caps, and every fence still owed */
 void ry__fence_resend(struct ry_peer *p);
+/* Each tick while p is watched: a request unacknowledged for too long is
+ * sent again. */
+void ry__fence_tick(struct ry_peer *p, uint64_t now);
 void ry__fence_on_req(struct ry_peer *p, struct ry__ctl *ctl,
 		      const struct ry__wire_fence *wf);
 /* -EPROTO for a generation never requested: the session must go */

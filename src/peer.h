@@ -123,6 +123,9 @@ struct ry_peer {
 	uint64_t pr_fence_gen, pr_fence_acked, pr_fence_sent;
 	uint64_t pr_fence_caps_node;
 	unsigned pr_fence_caps;
+	/* an unacknowledged request is asked again then, after a wait
+	 * doubled at each resend (ry__fence_tick) */
+	uint64_t pr_fence_retry_ns, pr_fence_wait_ns;
 	/* messages */
 	uint64_t pr_tx_seq;		     /* last sequence assigned */
 	uint64_t pr_tx_low;		     /* lowest not yet completed */

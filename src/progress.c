@@ -120,6 +120,7 @@ void ry__timers_run(struct ry_manager *m, uint64_t now)
 				ry__peer_use(p); /* back to backoff */
 			}
 		}
+		ry__fence_tick(p, now);
 		ry__ops_timeouts(p, now);
 		if (!peer_watched(p)) {
 			ry__list_del(&p->pr_tlink);

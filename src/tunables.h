@@ -26,6 +26,10 @@ _Static_assert(RY__RXWIN >= RY__TXWIN + RY__RECV_BUFS * RY_MAX_RAILS,
  * the last window this long (stripe.c), unless under RY__OUT_MIN bytes. */
 #define RY__OUT_HORIZON_NS 8000000ull
 #define RY__OUT_MIN (128u << 10)
+/* A FENCE_REQ unacknowledged this long is sent again (fence.c), the wait
+ * doubled at each resend up to the max. */
+#define RY__FENCE_RESEND_MIN_NS 250000000ull
+#define RY__FENCE_RESEND_MAX_NS 4000000000ull
 
 /*
  * Time from t to now, 0 if t is later: stamps taken during one progress

@@ -10,9 +10,8 @@
  * doubles at each repeat (2 s to 60 s) and is forgotten after a quiet
  * minute.  A legitimate peer sends a few frames a connection attempt and
  * one FENCE_REQ a failure event, so the defaults (100/s, 200) never touch
- * it.  Were one dropped, a CONN_REQ is sent again at the next attempt, but
- * a FENCE_REQ only when the session comes back: its operations would wait
- * for that, or fail at op_timeout.
+ * it.  Were one dropped, a CONN_REQ is sent again at the next attempt and
+ * a FENCE_REQ after a back-off (fence.c, ry__fence_tick).
  */
 #include <stdio.h>
 

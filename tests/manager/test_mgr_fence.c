@@ -320,6 +320,46 @@ START_TEST(fence_resend_batches)
 }
 END_TEST
 
+/*
+ * b drops a's FENCE_REQs unread for 600 ms (its rate limit on control
+ * frames: the bucket of that type is emptied by hand).  a asks again after
+ * a back-off, so the replayed write completes within a second, not at
+ * op_timeout_ms (10 s) or when the session comes back; and the session is
+ * neither lost nor closed as a flood.
+ */
+START_TEST(fence_dropped_request_sent_again)
+{
+	const struct ry_config *cb;
+	uint64_t step, room, until, reqs, gen, frames, closed;
+	struct ry__ctl *ab_ctl, *c;
+	struct ry_rail *held[2];
+	struct fx_done d;
+
+	setup_three();
+	cb = &F.b->m_cfg;
+	ab_ctl = F.ab->pr_ctl;
+	reqs = F.a->m_fence_reqs;
+	gen = F.ab->pr_fence_gen;
+	step = 1000000000ull / cb->control_frame_rate;
+	room = (uint64_t)cb->control_frame_burst * step;
+	until = ry__now_ns() + 600000000ull;
+	for (c = F.b->m_ctls; c; c = c->c_next)
+		c->c_tat[CTL_FENCE_REQ] = until + room;
+	cut_two(held);
+	post_write(&d, MiB, 5);
+	write_survived(&d, MiB, held);
+	ck_assert_uint_eq(F.ab->pr_fence_gen, gen + 1);
+	ck_assert_uint_ge(F.ab->pr_fence_acked, gen + 1);
+	/* the first was dropped: at least one more went out */
+	ck_assert_uint_ge(F.a->m_fence_reqs, reqs + 2);
+	ry__ctl_pressure(F.b, &frames, &closed);
+	ck_assert_uint_ge(frames, 1);
+	ck_assert_uint_eq(closed, 0);
+	ck_assert_ptr_eq(F.ab->pr_ctl, ab_ctl);
+	teardown();
+}
+END_TEST
+
 /* ---- the FENCE frames' codec ---- */
 
 static size_t fence_req_body(unsigned char *b, size_t cap, unsigned n)
@@ -521,6 +561,7 @@ int main(void)
 	    {"batch", fence_one_request_per_event, MGR_ANY},
 	    {"batch", fence_per_connection_without_caps, MGR_ANY},
 	    {"batch", fence_resend_batches, MGR_ANY},
+	    {"batch", fence_dropped_request_sent_again, MGR_ANY},
 	    {"batch", fence_malformed_acts_on_nothing, MGR_LOOP},
 	    {"wire", fence_frames_round_trip, MGR_LOOP},
 	    {"wire", fence_frames_malformed, MGR_LOOP},
