@@ -310,8 +310,9 @@ void ry__ops_timeouts(struct ry_peer *p, uint64_t now)
 		}
 		if (p->pr_nactive)
 			continue;
-		since = op->op_wait_ns > p->pr_nopath_ns ? op->op_wait_ns
-							 : p->pr_nopath_ns;
+		/* nor could a path come back while we did not run */
+		since = ry__max64(ry__max64(op->op_wait_ns, p->pr_nopath_ns),
+				  m->m_resumed_ns);
 		if (ry__since(now, since) <= m->m_op_timeout_ns)
 			continue;
 		ry__peer_path_reason(p, ry__since(now, since), why,

@@ -465,6 +465,51 @@ START_TEST(own_stall_is_not_a_connect_timeout)
 }
 END_TEST
 
+static bool a_no_path(void *arg)
+{
+	(void)arg;
+	return F.ab->pr_nactive == 0;
+}
+
+/*
+ * A stall of our own while an operation waits for a path (every rail of a
+ * down): no path could come back while we did not run, so the wait is not
+ * timed out for it (op_timeout_ms counts again from the stall's end), and
+ * the rails back just after the stall carry the operation.
+ */
+START_TEST(own_stall_is_not_a_path_timeout)
+{
+	struct fx_done d = {0};
+	char name[16];
+	unsigned i;
+
+	setup_opts(&(struct fx_opts){.op_timeout_ms = 1000});
+	ck_assert_int_eq(write_verify(0, MiB, 1), RY_OK);
+	for (i = 0; i < F.o.nrails_a; i++) {
+		snprintf(name, sizeof(name), "r%u", i);
+		ck_assert_int_eq(ry_rail_link(F.a, name, false), 0);
+	}
+	ck_assert(fx_until(&F, a_no_path, NULL, 3000));
+	fx_fill(F.bufa, MiB, 2);
+	ck_assert_int_eq(ry_write(F.ab, F.ra, 0, F.desc_b, (size_t)F.desc_b_len,
+				  0, MiB, fx_cb, &d),
+			 0);
+	ry_progress(F.a);
+	ck_assert_msg(!d.total, "the write ended with no path: %s", d.reason);
+	usleep(2000000); /* twice op_timeout_ms */
+	for (i = 0; i < F.o.nrails_a; i++) {
+		snprintf(name, sizeof(name), "r%u", i);
+		ck_assert_int_eq(ry_rail_link(F.a, name, true), 0);
+	}
+	ry_progress(F.a);
+	ck_assert_msg(!d.err, "failed right after the stall: %s", d.reason);
+	ck_assert(fx_until_done(&F, &d, 1, 5000));
+	ck_assert_msg(d.ok == 1, "write failed: %s", d.reason);
+	ck_assert_int_eq(memcmp(F.bufa, F.bufb, MiB), 0);
+	teardown();
+}
+END_TEST
+
 /*
  * The far end's link is down: it says so (-ENETDOWN) and connects itself
  * when the link is back, so this end does not ask every reconnect_min_ms
@@ -606,6 +651,7 @@ int main(void)
 	    {"manager", standby_rail, MGR_ANY},
 	    {"manager", standby_below_share, MGR_ANY},
 	    {"manager", own_stall_is_not_a_connect_timeout, MGR_ANY},
+	    {"manager", own_stall_is_not_a_path_timeout, MGR_ANY},
 	    {"manager", flapping_rail, MGR_ANY},
 	    {"manager", far_link_down_waits_for_peer, MGR_ANY},
 	    {"manager", far_link_down_first_connect, MGR_ANY},
