@@ -61,6 +61,16 @@ struct ry__loader {
 	unsigned n_secs, cap_secs;
 };
 
+/*
+ * ry_config_load() without the checks of validate.c: the file parses and
+ * every value has its type and range, but the whole need not hold
+ * together (a key_file that cannot be read, say).  For commands that need
+ * only a few options of a node's file, such as `railyard status -c`,
+ * which needs its node name while the key is being fixed.
+ */
+int ry__config_load_lax(const char *path, struct ry_config **cfg_p,
+			ry_config_report_fn report, void *arg);
+
 void ry__cfg_report(struct ry__loader *ld, int line, const char *hint,
 		    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 

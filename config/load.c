@@ -280,7 +280,7 @@ static void loader_free(struct ry__loader *ld)
 
 static int parse_text(const char *text, const char *name,
 		      struct ry_config **cfg_p, ry_config_report_fn report,
-		      void *arg)
+		      void *arg, bool validate)
 {
 	struct ry__loader ld = {.file = name, .report = report, .arg = arg};
 	struct ry_config *cfg = NULL;
@@ -327,7 +327,8 @@ static int parse_text(const char *text, const char *name,
 	if (ret)
 		goto out;
 	ret = -EINVAL;
-	ry__cfg_validate(cfg, &ld);
+	if (validate)
+		ry__cfg_validate(cfg, &ld);
 	if (ld.errors)
 		goto out;
 	*cfg_p = cfg;
@@ -346,11 +347,12 @@ int ry_config_parse(const char *text, const char *name,
 		    struct ry_config **cfg_p, ry_config_report_fn report,
 		    void *arg)
 {
-	return parse_text(text, name ? name : "<buffer>", cfg_p, report, arg);
+	return parse_text(text, name ? name : "<buffer>", cfg_p, report, arg,
+			  true);
 }
 
-int ry_config_load(const char *path, struct ry_config **cfg_p,
-		   ry_config_report_fn report, void *arg)
+static int load_file(const char *path, struct ry_config **cfg_p,
+		     ry_config_report_fn report, void *arg, bool validate)
 {
 	struct ry__loader ld = {.file = path, .report = report, .arg = arg};
 	struct stat st;
@@ -397,12 +399,24 @@ int ry_config_load(const char *path, struct ry_config **cfg_p,
 			       "the file contains a NUL byte");
 		goto out;
 	}
-	ret = parse_text(text, path, cfg_p, report, arg);
+	ret = parse_text(text, path, cfg_p, report, arg, validate);
 out:
 	ry__cfg_flush(&ld);
 	free(text);
 	close(fd);
 	return ret;
+}
+
+int ry_config_load(const char *path, struct ry_config **cfg_p,
+		   ry_config_report_fn report, void *arg)
+{
+	return load_file(path, cfg_p, report, arg, true);
+}
+
+int ry__config_load_lax(const char *path, struct ry_config **cfg_p,
+			ry_config_report_fn report, void *arg)
+{
+	return load_file(path, cfg_p, report, arg, false);
 }
 
 void ry_config_free(struct ry_config *cfg)

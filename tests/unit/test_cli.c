@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -562,6 +564,67 @@ START_TEST(test_serve_reload)
 }
 END_TEST
 
+/*
+ * `status -c FILE` needs only the node's name from FILE: a key_file that
+ * cannot be read (being replaced, say) does not keep it from the running
+ * node.  A stand-in for serve listens where serve's status socket would
+ * be for that name (RUNTIME_DIRECTORY, as under systemd) and answers.
+ */
+START_TEST(test_status_broken_key_file)
+{
+	char dir[] = "/tmp/ry-status-XXXXXX", path[128], args[256];
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	pid_t pid;
+	FILE *f;
+	int fd, st;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/n.conf", dir);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f,
+		"node = keyless\nkey_file = \"%s/missing.key\"\n"
+		"rail r0 { provider = soft network = n0 address = "
+		"\"127.0.0.1\" }\n",
+		dir);
+	fclose(f);
+	/* the file does not validate: check-config says why */
+	snprintf(args, sizeof(args), "check-config %s", path);
+	ck_assert_int_eq(run(args, out, sizeof(out)), 1);
+	ck_assert_ptr_nonnull(strstr(out, "missing.key"));
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/keyless.sock", dir);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(fd, 1), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		static const char answer[] = "node keyless: 1 rail\n";
+		char req[64];
+		int c = accept(fd, NULL, NULL);
+
+		if (c < 0 || read(c, req, sizeof(req)) <= 0 ||
+		    write(c, answer, sizeof(answer) - 1) < 0)
+			_exit(1);
+		close(c);
+		_exit(0);
+	}
+	close(fd);
+	setenv("RUNTIME_DIRECTORY", dir, 1);
+	snprintf(args, sizeof(args), "status -c %s", path);
+	st = run(args, out, sizeof(out));
+	unsetenv("RUNTIME_DIRECTORY");
+	if (st)
+		kill(pid, SIGKILL);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(strstr(out, "node keyless: 1 rail"), "status: %s", out);
+	snprintf(args, sizeof(args), "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(args), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cli");
@@ -579,6 +642,7 @@ int main(void)
 	tcase_add_test(tc, test_serve_bench_status);
 	tcase_add_test(tc, test_serve_no_device);
 	tcase_add_test(tc, test_serve_reload);
+	tcase_add_test(tc, test_status_broken_key_file);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
