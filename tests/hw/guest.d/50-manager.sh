@@ -16,7 +16,8 @@
 #   2. drill --json with rail r1's cable pulled mid-transfer (veth1a down,
 #      then up): no failed operation, no verify error, fragments replayed,
 #      an "up" event for r1 after the link came back and r1 moving bytes
-#      again after it.
+#      again after it.  A pull that finds r1 idle (nothing to replay) is
+#      made again, in a new drill, at most three times in all.
 # TCG makes everything slow: small sizes and short runs.
 
 mgr_ry=$BUILD/src/cli/railyard
@@ -96,14 +97,14 @@ mgr_drill_started() {
 # mgr_perr FILE RAIL: serve's port_errors of RAIL in status FILE
 mgr_perr() { jq -r ".rails[] | select(.name == \"$2\") | .port_errors" "$1"; }
 
-mgr_drill() { # mgr_drill [CONFIG of node a]
-	mgr_out=$mgr_dir/drill.json
-	"$mgr_ry" status --socket $mgr_dir/b.sock --json >$mgr_dir/st0.json ||
-		mgr_fail "status of serve failed" || return 1
+# mgr_drill_once CONFIG: one drill with r1's cable pulled and restored;
+# 0 if it passed, 1 if it failed, 2 if it passed but nothing was in flight
+# on r1 when its cable went (no replay to check)
+mgr_drill_once() {
 	# depth 8: at 4, under ThreadSanitizer in a guest on a loaded host,
-	# r1 once had nothing in flight when its cable went (its share of
-	# all four operations done, r0 still at its own): no replay to check
-	"$mgr_ry" drill -c "${1:-$mgr_etc/rxe-a.conf}" --peer b --duration 16 \
+	# r1 often had nothing in flight when its cable went (its share of
+	# all four operations done, r0 still at its own)
+	"$mgr_ry" drill -c "$1" --peer b --duration 16 \
 		--size 256K --depth 8 --json --csv $mgr_dir/drill.csv \
 		>$mgr_out 2>$mgr_dir/drill.log &
 	pid=$!
@@ -126,8 +127,6 @@ mgr_drill() { # mgr_drill [CONFIG of node a]
 	[ "$(mgr_jq .ops_failed)" = 0 ] || mgr_fail "$(mgr_jq .ops_failed) operations failed: $(mgr_jq .first_error)" || return 1
 	[ "$(mgr_jq .verify_errors)" = 0 ] || mgr_fail "$(mgr_jq .verify_errors) verify errors" || return 1
 	[ "$(mgr_jq .ops_ok)" -gt 0 ] || mgr_fail "no operation completed" || return 1
-	[ "$(mgr_jq '[.rails[].replayed] | add')" -gt 0 ] ||
-		mgr_fail "no fragment replayed: the cable was pulled on an idle rail?" || return 1
 	down=$(mgr_jq '[.events[] | select(.rail == "r1" and .event == "down") | .t] | min')
 	[ "$down" != null ] || mgr_fail "no down event for r1" || return 1
 	up=$(mgr_jq "[.events[] | select(.rail == \"r1\" and .event == \"up\" and .t > $down) | .t] | min")
@@ -138,6 +137,28 @@ mgr_drill() { # mgr_drill [CONFIG of node a]
 	[ "$(mgr_jq '.rails[] | select(.name == "r1") | .state')" = up ] ||
 		mgr_fail "r1 is not up at the end" || return 1
 	[ $rc = 0 ] || mgr_fail "drill exited $rc" || return 1
+	[ "$(mgr_jq '[.rails[].replayed] | add')" -gt 0 ] || return 2
+}
+
+# The drill, until a pull finds fragments in flight on r1 (at most 3
+# pulls: slowed by ThreadSanitizer, the rail is often idle for a moment),
+# then serve's view of the pulls.
+mgr_drill() { # mgr_drill [CONFIG of node a]
+	local try=1 rc
+
+	mgr_out=$mgr_dir/drill.json
+	"$mgr_ry" status --socket $mgr_dir/b.sock --json >$mgr_dir/st0.json ||
+		mgr_fail "status of serve failed" || return 1
+	while :; do
+		mgr_drill_once "${1:-$mgr_etc/rxe-a.conf}"
+		rc=$?
+		[ $rc = 2 ] || break
+		[ $try -lt 3 ] ||
+			mgr_fail "no fragment replayed in $try pulls: r1 idle each time?" || return 1
+		echo "guest: drill: nothing in flight on r1 when pulled (pull $try): again"
+		try=$((try + 1))
+	done
+	[ $rc = 0 ] || return 1
 	# node b's rxe counted the pull as a port error (hw_counters/
 	# link_downed) on r1 alone, and one pull does not make a rail degraded
 	"$mgr_ry" status --socket $mgr_dir/b.sock --json >$mgr_dir/st.json ||
@@ -148,7 +169,7 @@ mgr_drill() { # mgr_drill [CONFIG of node a]
 	[ "$(mgr_perr $mgr_dir/st.json r0)" = "$(mgr_perr $mgr_dir/st0.json r0)" ] ||
 		mgr_fail "serve's r0 counted port errors, its cable stayed in" || return 1
 	[ "$(jq -r '[.rails[].error_state] | unique | join(",")' $mgr_dir/st.json)" = ok ] ||
-		mgr_fail "a rail is not ok after one pull" || return 1
+		mgr_fail "a rail is not ok after $try pulls" || return 1
 }
 
 mgr_all() {
