@@ -239,6 +239,13 @@ void ry__tcp_timed(struct ry__tcp_qp *qp)
 	ry__list_add_tail(&tqp_rail(qp)->timed, &qp->timed);
 }
 
+/*
+ * The timerfd only ever moves earlier, as the soft rail's: the answer
+ * timer moves later with every byte received, and re-arming for it cost a
+ * timerfd_settime in every progress call, on both sides of every round
+ * trip.  A timer left armed too early fires once for nothing; progress
+ * then finds nothing due and arms the real deadline.
+ */
 static void arm_timer(struct ry__tcp_rail *r)
 {
 	uint64_t next = 0;
@@ -260,14 +267,12 @@ static void arm_timer(struct ry__tcp_rail *r)
 		if (!next || p->deadline < next)
 			next = p->deadline;
 	}
-	if (next == r->timer_armed)
+	if (!next || (r->timer_armed && r->timer_armed <= next))
 		return;
-	r->timer_armed = next;
-	if (next) {
-		its.it_value.tv_sec = (time_t)(next / 1000000000);
-		its.it_value.tv_nsec = (long)(next % 1000000000);
-	}
-	timerfd_settime(r->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+	its.it_value.tv_sec = (time_t)(next / 1000000000);
+	its.it_value.tv_nsec = (long)(next % 1000000000);
+	if (timerfd_settime(r->tfd, TFD_TIMER_ABSTIME, &its, NULL) == 0)
+		r->timer_armed = next;
 }
 
 static void run_timers(struct ry__tcp_rail *r)
