@@ -643,15 +643,26 @@ static uint8_t *rx_target(struct ry__tcp_qp *qp)
 	return m ? (uint8_t *)(uintptr_t)qp->c.rx.va : NULL;
 }
 
-/* Read what waits on qp's socket, one message at a time. */
+/*
+ * Read what waits on qp's socket, one message at a time.  The rest of a
+ * payload is read together with the next message's header, which goes
+ * to the header buffer (never to a region: it is checked first, as any
+ * header).  A read shorter than asked found the socket empty, so it ends
+ * the round without a recv that would only say EAGAIN: on a round trip
+ * of one message each way that recv was on the path to the answer.
+ * Epoll is level-triggered, so bytes that come after it are seen next
+ * time.
+ */
 static void conn_rx(struct ry__tcp_qp *qp)
 {
 	struct ry__tcp_rail *r = tqp_rail(qp);
 	size_t budget = RY__TCP_BUDGET;
 
 	while (qp->c.fd >= 0 && !qp->c.closing && budget) {
+		struct iovec iov[2];
+		struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 1};
+		size_t want, asked = 0, extra = 0;
 		void *dst;
-		size_t want;
 		ssize_t n;
 
 		switch (qp->c.rx.state) {
@@ -680,7 +691,17 @@ static void conn_rx(struct ry__tcp_qp *qp)
 			break;
 		}
 		if (want) {
-			n = recv(qp->c.fd, dst, want, MSG_DONTWAIT);
+			iov[0].iov_base = dst;
+			iov[0].iov_len = want;
+			asked = want;
+			if (qp->c.rx.state != RY__TCP_RX_HDR &&
+			    want == qp->c.rx.left) {
+				iov[1].iov_base = qp->c.rx.hdr;
+				iov[1].iov_len = RY__TCP_HDR_LEN;
+				mh.msg_iovlen = 2;
+				asked += RY__TCP_HDR_LEN;
+			}
+			n = recvmsg(qp->c.fd, &mh, MSG_DONTWAIT);
 			if (n < 0 && (errno == EAGAIN || errno == EINTR))
 				return;
 			if (n <= 0) {
@@ -697,8 +718,11 @@ static void conn_rx(struct ry__tcp_qp *qp)
 			n = 0;
 		if (qp->c.rx.state == RY__TCP_RX_HDR) {
 			qp->c.rx.got += (uint32_t)n;
-			if (qp->c.rx.got < RY__TCP_HDR_LEN)
+			if (qp->c.rx.got < RY__TCP_HDR_LEN) {
+				if ((size_t)n < asked)
+					return;
 				continue;
+			}
 			qp->c.rx.got = 0;
 			r->st.rx_packets++;
 			if (!ry__tcp_rx_header(qp))
@@ -706,13 +730,23 @@ static void conn_rx(struct ry__tcp_qp *qp)
 			if (qp->c.rx.state == RY__TCP_RX_HDR)
 				continue; /* no payload: done already */
 		} else {
+			if ((size_t)n > want) {
+				extra = (size_t)n - want;
+				n = (ssize_t)want;
+			}
 			qp->c.rx.left -= (uint32_t)n;
 			qp->c.rx.off += (uint32_t)n;
 		}
 		if (qp->c.rx.state != RY__TCP_RX_HDR && !qp->c.rx.left) {
 			qp->c.rx.state = RY__TCP_RX_HDR;
 			ry__tcp_rx_done(qp);
+			/* the next header's first bytes, if they came along
+			 * (an abort since reset the receive state) */
+			if (qp->c.fd >= 0 && !qp->c.closing)
+				qp->c.rx.got = (uint32_t)extra;
 		}
+		if (asked && (size_t)n + extra < asked)
+			return; /* the socket is empty */
 	}
 }
 

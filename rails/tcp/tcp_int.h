@@ -25,7 +25,8 @@
  * ways), or until RY__TCP_PEND_NS passes.
  *
  * Nothing lands before its header is checked: the receive side reads the
- * 48 header bytes alone, checks them against the QP (cookie, QPN, PSN)
+ * 48 header bytes into the header buffer (alone, or behind the end of the
+ * payload before them), checks them against the QP (cookie, QPN, PSN)
  * and the region table (key, bounds, access), and only then receives the
  * payload straight into the region (recv into the registered memory).  A
  * refused payload is read into the rail's scratch buffer and dropped.

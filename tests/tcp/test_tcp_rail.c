@@ -20,6 +20,12 @@
  *   err_closes         a QP moved to ERR resets its connection: the idle
  *                      peer QP's next WR fails (RETRY_EXCEEDED) at once,
  *                      not after a timeout
+ *   split_stream       a peer (a raw socket after a good HELLO) whose
+ *                      messages the stream cuts anywhere: a header in
+ *                      pieces, a payload with part or all of the next
+ *                      header behind it, a header-only READ and a WRITE
+ *                      in one segment: each lands whole, where its header
+ *                      says and nowhere else, and is answered in order
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -304,6 +310,143 @@ START_TEST(test_err_closes)
 }
 END_TEST
 
+/* A WRITE or READ_REQ of the raw peer at h (its header), psn in order. */
+static void raw_msg(uint8_t *h, struct ry_qp *to, uint32_t psn, uint8_t op,
+		    struct region *r, size_t off, uint32_t len)
+{
+	struct ry__tcp_msg m = {.opcode = op,
+				.qpn = to->qp_num,
+				.cookie = to->local.cookie,
+				.psn = psn & 0xffffff,
+				.va = (uintptr_t)r->mr->addr + off,
+				.rkey = r->mr->rkey};
+
+	if (op == RY__TCP_OP_READ_REQ)
+		m.rlen = len;
+	else
+		m.len = len;
+	ry__tcp_wire_encode(h, &m);
+}
+
+/* Send len bytes of s in pieces ending at cuts[] (ascending, < len), the
+ * rail run between them so that it reads each piece alone. */
+static void send_cut(struct ry_test_pair *p, int fd, const uint8_t *s,
+		     size_t len, const size_t *cuts, int ncuts)
+{
+	size_t at = 0;
+
+	for (int i = 0; i <= ncuts; i++) {
+		size_t end = i < ncuts ? cuts[i] : len;
+
+		ck_assert_int_eq(send(fd, s + at, end - at, 0),
+				 (ssize_t)(end - at));
+		at = end;
+		pair_spin(p, 5);
+	}
+}
+
+/* Read len bytes the rail sends the raw peer, running it meanwhile. */
+static void raw_recv(struct ry_test_pair *p, int fd, uint8_t *d, size_t len)
+{
+	uint64_t end = test_now_ms() + 5000;
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n = recv(fd, d + got, len - got, MSG_DONTWAIT);
+
+		if (n > 0)
+			got += (size_t)n;
+		else
+			ck_assert_msg(n < 0 && errno == EAGAIN,
+				      "connection closed");
+		pair_progress(p);
+		ck_assert_msg(test_now_ms() < end, "no answer");
+	}
+}
+
+/* The next message from the rail is an ACK (syndrome OK) up to psn. */
+static void expect_ack(struct ry_test_pair *p, int fd, uint32_t psn)
+{
+	uint8_t h[RY__TCP_HDR_LEN];
+	struct ry__tcp_msg m;
+
+	for (;;) {
+		raw_recv(p, fd, h, sizeof(h));
+		ck_assert_int_eq(ry__tcp_wire_decode(h, &m), 0);
+		ck_assert_int_eq(m.opcode, RY__TCP_OP_ACK);
+		ck_assert_int_eq(m.syndrome, RY__TCP_SYN_OK);
+		if (m.psn == (psn & 0xffffff))
+			return;
+	}
+}
+
+START_TEST(test_split_stream)
+{
+	enum { LEN = 1000, MSG = RY__TCP_HDR_LEN + LEN };
+	struct ry_test_pair p;
+	struct ry_qp_attr at;
+	struct region r;
+	struct ry__tcp_msg m;
+	uint8_t s[4 * MSG + RY__TCP_HDR_LEN], *snap, *pay;
+	uint8_t rh[RY__TCP_HDR_LEN], rd[100];
+	uint32_t psn;
+	int a, b, fd;
+	/* a header in three pieces, the first payload in two and the next
+	 * header's first 20 bytes with its end, the second payload with its
+	 * whole next header; the third and fourth messages in one piece */
+	const size_t cuts[] = {10, 30, RY__TCP_HDR_LEN + 500, MSG + 20,
+			       2 * MSG + RY__TCP_HDR_LEN};
+
+	pair_open(&p);
+	pair_defaults(&p);
+	pair_create_qps(&p);
+	a = active_side(&p);
+	b = 1 - a;
+	/* qp[a] stays in INIT: the raw socket speaks for it */
+	at = p.attr;
+	at.mtu = p.mtu;
+	at.remote = p.qp[a]->local;
+	ck_assert_int_eq(ry__rail_modify_qp(p.qp[b], RY_QPS_INIT, &at), 0);
+	ck_assert_int_eq(pair_to_rtr(p.qp[b], &at), 0);
+	ck_assert_int_eq(ry__rail_modify_qp(p.qp[b], RY_QPS_RTS, &at), 0);
+	region_get(&p, b, &r, 4 * LEN, 7, ALL);
+	snap = malloc(4 * LEN + 2 * GUARD);
+	memcpy(snap, r.buf, 4 * LEN + 2 * GUARD);
+	fd = raw_connect(&p, b);
+	send_hello(fd, p.qp[b]->qp_num, p.qp[b]->local.cookie, p.qp[a]->qp_num,
+		   p.qp[a]->local.cookie);
+	pair_spin(&p, 20);
+	psn = p.qp[a]->local.psn;
+	for (int i = 0; i < 4; i++) {
+		pay = s + i * MSG + RY__TCP_HDR_LEN;
+		raw_msg(s + i * MSG, p.qp[b], psn + (uint32_t)i,
+			RY__TCP_OP_WRITE, &r, (size_t)i * LEN, LEN);
+		for (int k = 0; k < LEN; k++)
+			pay[k] = (uint8_t)(i * 31 + k * 7 + 1);
+		memcpy(snap + GUARD + (size_t)i * LEN, pay, LEN);
+	}
+	/* then a READ of the first 100 bytes, header only, behind them */
+	raw_msg(s + 4 * MSG, p.qp[b], psn + 4, RY__TCP_OP_READ_REQ, &r, 0,
+		sizeof(rd));
+	send_cut(&p, fd, s, sizeof(s), cuts, 5);
+	expect_ack(&p, fd, psn + 3);
+	raw_recv(&p, fd, rh, sizeof(rh));
+	ck_assert_int_eq(ry__tcp_wire_decode(rh, &m), 0);
+	ck_assert_int_eq(m.opcode, RY__TCP_OP_READ_RESP);
+	ck_assert_uint_eq(m.psn, (psn + 4) & 0xffffff);
+	ck_assert_uint_eq(m.len, sizeof(rd));
+	raw_recv(&p, fd, rd, sizeof(rd));
+	ck_assert(!memcmp(rd, snap + GUARD, sizeof(rd)));
+	/* every byte where its header said, the guards untouched */
+	ck_assert(!memcmp(snap, r.buf, 4 * LEN + 2 * GUARD));
+	ck_assert_int_eq(p.qp[b]->state, RY_QPS_RTS);
+	close(fd);
+	free(snap);
+	region_put(&r);
+	pair_close(&p);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("tcp_rail");
@@ -319,6 +462,7 @@ int main(void)
 	tcase_add_test(tc, test_garbage);
 	tcase_add_test(tc, test_pend_flood);
 	tcase_add_test(tc, test_err_closes);
+	tcase_add_test(tc, test_split_stream);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);
