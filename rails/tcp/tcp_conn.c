@@ -37,6 +37,8 @@ static void sock_opts(int fd, uint32_t user_timeout_ms)
 	int one = 1;
 
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* recvmsg says how much is left: no recv just to hear EAGAIN */
+	setsockopt(fd, IPPROTO_TCP, TCP_INQ, &one, sizeof(one));
 	if (user_timeout_ms)
 		setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms,
 			   sizeof(user_timeout_ms));
@@ -643,25 +645,48 @@ static uint8_t *rx_target(struct ry__tcp_qp *qp)
 	return m ? (uint8_t *)(uintptr_t)qp->c.rx.va : NULL;
 }
 
+/* The socket held nothing more after this read (TCP_INQ's count). */
+static bool inq_empty(struct msghdr *mh)
+{
+	struct cmsghdr *c;
+	int inq;
+
+	for (c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c))
+		if (c->cmsg_level == SOL_TCP && c->cmsg_type == TCP_CM_INQ &&
+		    c->cmsg_len >= CMSG_LEN(sizeof(inq))) {
+			memcpy(&inq, CMSG_DATA(c), sizeof(inq));
+			return inq == 0;
+		}
+	return false;
+}
+
 /*
  * Read what waits on qp's socket, one message at a time.  The rest of a
  * payload is read together with the next message's header, which goes
  * to the header buffer (never to a region: it is checked first, as any
- * header).  A read shorter than asked found the socket empty, so it ends
- * the round without a recv that would only say EAGAIN: on a round trip
- * of one message each way that recv was on the path to the answer.
- * Epoll is level-triggered, so bytes that come after it are seen next
- * time.
+ * header).  Once a read says the socket is empty (it came back short, or
+ * TCP_INQ counted nothing left), the round ends without the recv that
+ * would only say EAGAIN: at depth 1 that recv stood between a message
+ * and its answer on both sides.  Epoll is level-triggered, so bytes that
+ * come after it are read next time.
  */
 static void conn_rx(struct ry__tcp_qp *qp)
 {
 	struct ry__tcp_rail *r = tqp_rail(qp);
 	size_t budget = RY__TCP_BUDGET;
+	bool empty = false;
 
 	while (qp->c.fd >= 0 && !qp->c.closing && budget) {
+		union {
+			char buf[CMSG_SPACE(sizeof(int))];
+			struct cmsghdr align;
+		} cm;
 		struct iovec iov[2];
-		struct msghdr mh = {.msg_iov = iov, .msg_iovlen = 1};
-		size_t want, asked = 0, extra = 0;
+		struct msghdr mh = {.msg_iov = iov,
+				    .msg_iovlen = 1,
+				    .msg_control = cm.buf,
+				    .msg_controllen = sizeof(cm.buf)};
+		size_t want, asked, extra = 0;
 		void *dst;
 		ssize_t n;
 
@@ -691,6 +716,8 @@ static void conn_rx(struct ry__tcp_qp *qp)
 			break;
 		}
 		if (want) {
+			if (empty)
+				return;
 			iov[0].iov_base = dst;
 			iov[0].iov_len = want;
 			asked = want;
@@ -709,6 +736,7 @@ static void conn_rx(struct ry__tcp_qp *qp)
 						     n ? errno : ECONNRESET);
 				return;
 			}
+			empty = (size_t)n < asked || inq_empty(&mh);
 			r->st.rx_bytes += (uint64_t)n;
 			budget = (size_t)n < budget ? budget - (size_t)n : 0;
 			/* a sign of life: the answer timer starts over */
@@ -718,26 +746,21 @@ static void conn_rx(struct ry__tcp_qp *qp)
 			n = 0;
 		if (qp->c.rx.state == RY__TCP_RX_HDR) {
 			qp->c.rx.got += (uint32_t)n;
-			if (qp->c.rx.got < RY__TCP_HDR_LEN) {
-				if ((size_t)n < asked)
-					return;
+			if (qp->c.rx.got < RY__TCP_HDR_LEN)
 				continue;
-			}
 			qp->c.rx.got = 0;
 			r->st.rx_packets++;
 			if (!ry__tcp_rx_header(qp))
 				return;
-			if (qp->c.rx.state == RY__TCP_RX_HDR)
-				continue; /* no payload: done already */
-		} else {
-			if ((size_t)n > want) {
-				extra = (size_t)n - want;
-				n = (ssize_t)want;
-			}
-			qp->c.rx.left -= (uint32_t)n;
-			qp->c.rx.off += (uint32_t)n;
+			continue; /* its payload next, or done already */
 		}
-		if (qp->c.rx.state != RY__TCP_RX_HDR && !qp->c.rx.left) {
+		if ((size_t)n > want) {
+			extra = (size_t)n - want;
+			n = (ssize_t)want;
+		}
+		qp->c.rx.left -= (uint32_t)n;
+		qp->c.rx.off += (uint32_t)n;
+		if (!qp->c.rx.left) {
 			qp->c.rx.state = RY__TCP_RX_HDR;
 			ry__tcp_rx_done(qp);
 			/* the next header's first bytes, if they came along
@@ -745,8 +768,6 @@ static void conn_rx(struct ry__tcp_qp *qp)
 			if (qp->c.fd >= 0 && !qp->c.closing)
 				qp->c.rx.got = (uint32_t)extra;
 		}
-		if (asked && (size_t)n + extra < asked)
-			return; /* the socket is empty */
 	}
 }
 
