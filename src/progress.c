@@ -387,19 +387,50 @@ static void note_stalls(struct ry_manager *m, uint64_t now, uint64_t gap)
 static int progress_round(struct ry_manager *m, bool all)
 {
 	bool pending[RY_MAX_RAILS] = {0}, ready[RY_MAX_RAILS] = {0}, sweep;
-	struct epoll_event evs[RY_MAX_RAILS];
+	bool rails_ready = false, ctl_ready = false;
+	struct epoll_event evs[32];
 	uint64_t now = ry__now_ns(), gap;
 	unsigned i;
 	int n;
 
 	/*
+	 * One look at the whole set first (the rails' set is in it): a round
+	 * that finds nothing ready, as most do for an application that
+	 * progresses before it sleeps, costs one epoll_wait instead of two.
+	 * Only the tags' addresses are compared: a control session's tag
+	 * may be freed by another thread until the cold lock is held.
+	 */
+	n = epoll_wait(m->m_epfd, evs, 32, 0);
+	rails_ready = n == 32; /* a full batch may not show them all */
+	for (i = 0; n > 0 && i < (unsigned)n; i++) {
+		if (evs[i].data.ptr == &m->m_rails_tag)
+			rails_ready = true;
+		else
+			ctl_ready = true;
+	}
+	/*
 	 * Only the rails with something to do: a readable fd (packets, a
 	 * timer due, a completion waiting), a post since they last ran, or no
 	 * way to tell; and every rail once a tick, in case.
 	 */
-	n = epoll_wait(m->m_rail_epfd, evs, RY_MAX_RAILS, 0);
-	for (i = 0; n > 0 && i < (unsigned)n; i++)
-		ready[((struct ry__lrail *)evs[i].data.ptr)->lr_idx] = true;
+	if (rails_ready) {
+		unsigned cand = 0, only = 0;
+
+		/* one rail without a thread of its own: it is the one */
+		for (i = 0; i < m->m_nrails; i++)
+			if (!m->m_rails[i].lr_rt) {
+				cand++;
+				only = i;
+			}
+		if (cand == 1) {
+			ready[only] = true;
+		} else {
+			n = epoll_wait(m->m_rail_epfd, evs, RY_MAX_RAILS, 0);
+			for (i = 0; n > 0 && i < (unsigned)n; i++)
+				ready[((struct ry__lrail *)evs[i].data.ptr)
+					  ->lr_idx] = true;
+		}
+	}
 	sweep =
 	    now >= atomic_load_explicit(&m->m_sweep_ns, memory_order_relaxed);
 	if (sweep)
@@ -437,7 +468,9 @@ static int progress_round(struct ry_manager *m, bool all)
 	m->m_hb_deferred = m->m_hb_defer;
 	note_stalls(m, now, gap);
 	m->m_last_progress_ns = now;
-	control_events(m);
+	/* what became ready since is level-triggered: the next round's */
+	if (ctl_ready)
+		control_events(m);
 	for (i = 0; i < m->m_nrails; i++)
 		if (pending[i])
 			rail_handover(&m->m_rails[i], now, all);
