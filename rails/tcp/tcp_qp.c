@@ -452,6 +452,9 @@ void ry__tcp_req_fill(struct ry__tcp_qp *qp)
 	}
 	if (qp->c.state != RY__TCP_C_UP || qp->rnr_until)
 		return;
+	/* nothing out unanswered: the answer timer starts with the next */
+	if (qp->sq_next == qp->sq_head)
+		qp->ack_since = 0;
 	while (qp->sq_next != qp->sq_tail && qp->c.tx_reqs < RY__TCP_TXQ_REQ) {
 		struct ry__tcp_wqe *w = wqe(qp, qp->sq_next);
 		bool read = w->wr.opcode == RY_WR_RDMA_READ;
@@ -873,6 +876,19 @@ void ry__tcp_qp_timers(struct ry__tcp_qp *qp)
 		RY_DBG("tcp", "rail %s: qp 0x%x: no connection in %u ms",
 		       r->base.name, qp->base.qp_num, qp->user_timeout_ms);
 		ry__tcp_qp_conn_lost(qp, ETIMEDOUT);
+	}
+	if (qp->ack_since && qp->sq_next == qp->sq_head) {
+		qp->ack_since = 0; /* every request answered */
+	} else if (qp->ack_since && qp->base.state == RY_QPS_RTS &&
+		   r->lclock - qp->ack_since >= qp->ack_budget_ns) {
+		/* the peer's socket takes our bytes but nothing answers
+		 * them (its rail stopped, or a middlebox holds the
+		 * stream): as an RC QP whose retries ran out */
+		RY_DBG("tcp", "rail %s: qp 0x%x: no answer in %llu ms",
+		       r->base.name, qp->base.qp_num,
+		       (unsigned long long)(qp->ack_budget_ns / 1000000));
+		ry__tcp_qp_error(qp, RY_WC_RETRY_EXCEEDED, false);
+		return;
 	}
 	if (!ry__tcp_qp_next_timer(qp))
 		timed_off(qp);

@@ -20,6 +20,9 @@
  *   err_closes         a QP moved to ERR resets its connection: the idle
  *                      peer QP's next WR fails (RETRY_EXCEEDED) at once,
  *                      not after a timeout
+ *   unanswered         the peer's socket takes the bytes but its rail never
+ *                      runs: the WR fails RETRY_EXCEEDED after the ack
+ *                      timeout x (retry_cnt + 1), as on an RC QP
  *   split_stream       a peer (a raw socket after a good HELLO) whose
  *                      messages the stream cuts anywhere: a header in
  *                      pieces, a payload with part or all of the next
@@ -380,6 +383,52 @@ static void expect_ack(struct ry_test_pair *p, int fd, uint32_t psn)
 	}
 }
 
+START_TEST(test_unanswered)
+{
+	struct ry_test_pair p;
+	struct region a, b;
+	struct ry_send_wr wr;
+	struct ry_wc wc;
+	uint64_t t;
+	int n;
+
+	pair_open(&p);
+	pair_defaults(&p);
+	p.attr.ack_timeout_us = 20000;
+	p.attr.retry_cnt = 2; /* 60 ms without an answer */
+	pair_connect(&p);
+	region_get(&p, 0, &a, 4096, 1, ALL);
+	region_get(&p, 1, &b, 4096, 2, ALL);
+	xfer_check(&p, RY_WR_RDMA_WRITE, 4096, 1);
+	/* an idle QP is not timed out: nothing of it is unanswered */
+	t = test_now_ms();
+	while (test_now_ms() - t < 200)
+		ck_assert_int_eq(ry__rail_progress(p.r[0]), 0);
+	ck_assert_int_eq(p.qp[0]->state, RY_QPS_RTS);
+	/* from now on only rail 0 runs: the write is never answered */
+	wr = wr_make(RY_WR_RDMA_WRITE, &a, &b, 4096, 7);
+	ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), 0);
+	t = test_now_ms();
+	for (;;) {
+		struct ry_test_pair q = p;
+
+		ck_assert_int_eq(ry__rail_progress(p.r[0]), 0);
+		n = pair_poll(&q, 0, &wc, 1);
+		if (n == 1)
+			break;
+		ck_assert_msg(test_now_ms() - t < 3000, "no completion");
+		usleep(1000);
+	}
+	ck_assert_uint_eq(wc.wr_id, 7);
+	ck_assert_msg(wc.status == RY_WC_RETRY_EXCEEDED, "got %s",
+		      ry_wc_status_str(wc.status));
+	ck_assert_int_eq(p.qp[0]->state, RY_QPS_ERR);
+	region_put(&a);
+	region_put(&b);
+	pair_close(&p);
+}
+END_TEST
+
 START_TEST(test_split_stream)
 {
 	enum { LEN = 1000, MSG = RY__TCP_HDR_LEN + LEN };
@@ -462,6 +511,7 @@ int main(void)
 	tcase_add_test(tc, test_garbage);
 	tcase_add_test(tc, test_pend_flood);
 	tcase_add_test(tc, test_err_closes);
+	tcase_add_test(tc, test_unanswered);
 	tcase_add_test(tc, test_split_stream);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
