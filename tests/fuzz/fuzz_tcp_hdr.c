@@ -18,8 +18,10 @@
  * side that must stay untouched; ASan watches everything else.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <poll.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -69,6 +71,29 @@ static void drain(int fd)
 
 	while (recv(fd, buf, sizeof(buf), MSG_DONTWAIT) > 0)
 		;
+}
+
+/* connect() that a signal does not end: libFuzzer's SIGALRM (its -timeout
+ * watch) interrupts a blocking connect now and then over a long run; the
+ * connection goes on in the kernel, so wait for it and take its result. */
+static int connect_all(int fd, const struct sockaddr *sa, socklen_t len)
+{
+	struct pollfd p = {.fd = fd, .events = POLLOUT};
+	socklen_t elen = sizeof(int);
+	int err = 0;
+
+	if (!connect(fd, sa, len))
+		return 0;
+	if (errno != EINTR)
+		return -1;
+	while (poll(&p, 1, -1) < 0)
+		if (errno != EINTR)
+			return -1;
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) || err) {
+		errno = err ? err : errno;
+		return -1;
+	}
+	return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -151,8 +176,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fd = socket(AF_INET, SOCK_STREAM, 0);
 	sa.sin_port = htons(port);
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+	if (fd < 0 || connect_all(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		perror("fuzz_tcp_hdr: socket/connect");
 		abort();
+	}
 	m = (struct ry__tcp_msg){.opcode = RY__TCP_OP_HELLO,
 				 .qpn = qp->qp_num,
 				 .cookie = qp->local.cookie,
