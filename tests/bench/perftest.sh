@@ -12,6 +12,9 @@
 #   read1    the same, --op read               ib_read_bw -s 1M -t 8
 #   write2   bench 1 MiB depth 8, two rails    ib_write_bw on both rails at once
 #   lat1     bench 4 KiB depth 1: p50 us       ib_write_lat -s 4096: 2 x t_typical
+#   siw_*    write1, read1 and lat1 on soft-   the same tools with -R (rdma_cm)
+#            iWARP (siw), cm = auto (rdma_cm);
+#            when the guest has siw.ko (RY_HW_SIW=1, tests/hw/README.md)
 #
 # Bandwidth ratios are railyard/perftest (higher is better), the latency
 # ratio railyard/perftest (lower is better).  ib_write_lat polls memory on
@@ -53,12 +56,16 @@ declare -A LABEL=(
 	[read1]="1 MiB reads d8, 1 rail, Gbit/s"
 	[write2]="1 MiB writes d8, 2 rails, Gbit/s"
 	[lat1]="4 KiB write d1 p50 us vs ib_write_lat"
+	[siw_write1]="siw: 1 MiB writes d8, 1 rail, Gbit/s"
+	[siw_read1]="siw: 1 MiB reads d8, 1 rail, Gbit/s"
+	[siw_lat1]="siw: 4 KiB write d1 p50 us vs ib_write_lat"
 )
 echo "# $(date -u +%FT%TZ), RUNS=$RUNS, $(git -C "$root" rev-parse --short HEAD 2>/dev/null)"
 printf "%-40s %-20s %-22s %-22s %s\n" row "ratio min/med/max" "railyard min/med/max" \
 	"perftest min/med/max" measured
 json="{\"runs\":$RUNS"
-for row in write1 read1 write2 lat1; do
+for row in write1 read1 write2 lat1 siw_write1 siw_read1 siw_lat1; do
+	grep -q "^perftest: $row " "$log.rows" || continue
 	# a run where either side measured nothing is left out, and counted
 	ok=$(awk -v r="$row" '$2 == r && $5 > 0 && $7 > 0' "$log.rows")
 	ry=$(awk '{ print $5 }' <<<"$ok")

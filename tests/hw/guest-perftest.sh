@@ -10,6 +10,10 @@
 #   lat1     railyard bench --size 4K --depth 1: p50 us       ib_write_lat -s 4096: 2 x
 #            (a write and its acknowledgement)                t_typical (it prints half
 #                                                             a round trip)
+#   siw_write1, siw_read1, siw_lat1
+#            the one-rail rows on soft-iWARP (siw_a2/siw_b2   the same tools with -R
+#            on veth2), the rail with cm = auto (rdma_cm)     (rdma_cm, as iWARP needs)
+#            when the image has siw.ko (RY_HW_SIW=1)
 #
 # ib_write_lat polls memory on both ends; on the guest's two emulated CPUs
 # that starves rxe's own kernel work and its figure swings by 2x from run
@@ -67,21 +71,30 @@ ry_bench() {
 	jq -r "$q // 0" $dir/bench.json 2>/dev/null || echo 0
 }
 # pt TOOL N ARGS...: TOOL between rxe_bN (server) and rxe_aN; its output.
+# PT_DEV=siw: between siw_bN and siw_aN through rdma_cm (-R; iWARP has
+# no GID to give it).
 # A server whose client never came (it started too early, and perftest's
 # client does not retry) would wait for ever: both have a time limit, and
 # the client is started again until the server has gone.
 pt() {
-	tool=$1 n=$2
+	tool=$1 n=$2 dv=${PT_DEV:-rxe}
 	shift 2
-	timeout 120 "$tool" -d rxe_b$n -i 1 -x "$(gid_index rxe_b$n 198.18.$n.2)" \
+	if [ "$dv" = siw ]; then
+		xs=-R xc=-R
+	else
+		xs="-x $(gid_index rxe_b$n 198.18.$n.2)"
+		xc="-x $(gid_index rxe_a$n 198.18.$n.1)"
+	fi
+	# shellcheck disable=SC2086 # xs, xc: one option and its value
+	timeout 120 "$tool" -d ${dv}_b$n -i 1 $xs \
 		-F -p $((18515 + n)) "$@" >$dir/pt_srv.$n 2>&1 &
 	srv=$!
 	tries=0
 	while [ $tries -lt 5 ] && kill -0 $srv 2>/dev/null; do
 		sleep 2
-		timeout 100 "$tool" -d rxe_a$n -i 1 \
-			-x "$(gid_index rxe_a$n 198.18.$n.1)" -F -p $((18515 + n)) \
-			"$@" 198.18.$n.2 >$dir/pt_cli.$n 2>&1 && break
+		# shellcheck disable=SC2086
+		timeout 100 "$tool" -d ${dv}_a$n -i 1 $xc \
+			-F -p $((18515 + n)) "$@" 198.18.$n.2 >$dir/pt_cli.$n 2>&1 && break
 		tries=$((tries + 1))
 	done
 	wait $srv
@@ -111,6 +124,35 @@ done
 one_rail $etc/rxe-a.conf $dir/a1.conf
 one_rail $etc/rxe-b.conf $dir/b1.conf
 
+# soft-iWARP on veth2, when the image has siw.ko (as guest.d/65-siw.sh)
+siw=0
+siw_conf() { # siw_conf NODE OTHER: one verbs rail on siw, rdma_cm
+	i=1 j=2
+	[ "$1" = b ] && i=2 j=1
+	cat <<-CONF
+	node = "$1"
+	control = "198.18.0.$i:7470"
+	rail s2 { provider = verbs  network = "n2"  device = "siw_${1}2"  address = "198.18.2.$i"  cm = auto }
+	failover { heartbeat_ms = 50  timeout_ms = 500  ack_timeout_ms = 100  op_timeout_ms = 10000 }
+	peer $2 { address = "198.18.0.$j:7470" }
+	CONF
+}
+# busybox modprobe skips softdeps: libcrc32c's crc32c comes first
+if modprobe crc32c_generic 2>/dev/null && modprobe siw 2>/dev/null &&
+	rail_up 2 siw; then
+	i=0
+	while [ $i -lt 100 ] &&
+		! grep -q ACTIVE /sys/class/infiniband/siw_b2/ports/1/state 2>/dev/null; do
+		i=$((i + 1))
+		sleep 0.1
+	done
+	siw_conf a b >$dir/siw-a.conf
+	siw_conf b a >$dir/siw-b.conf
+	siw=1
+else
+	echo "guest: perftest: no siw (the image has no siw.ko: RY_HW_SIW=1); no siw rows"
+fi
+
 run=1
 while [ $run -le "$RUNS" ]; do
 	echo "perftest: write1 $run railyard $(ry_bench $dir/a1.conf $dir/b1.conf .gbit_per_s \
@@ -130,6 +172,19 @@ while [ $run -le "$RUNS" ]; do
 	p=$(pt ib_write_lat 0 -s 4096 -n 5000 | pt_field 5)
 	echo "perftest: lat1 $run railyard $y perftest $(awk -v t="$p" \
 		'BEGIN { print 2 * t }')"
+	if [ $siw = 1 ]; then
+		echo "perftest: siw_write1 $run railyard $(ry_bench $dir/siw-a.conf \
+			$dir/siw-b.conf .gbit_per_s --size 1M --depth 8) perftest \
+			$(PT_DEV=siw bw ib_write_bw 2)"
+		echo "perftest: siw_read1 $run railyard $(ry_bench $dir/siw-a.conf \
+			$dir/siw-b.conf .gbit_per_s --op read --size 1M --depth 8) \
+			perftest $(PT_DEV=siw bw ib_read_bw 2)"
+		y=$(ry_bench $dir/siw-a.conf $dir/siw-b.conf .latency_us.p50 \
+			--size 4K --depth 1)
+		p=$(PT_DEV=siw pt ib_write_lat 2 -s 4096 -n 5000 | pt_field 5)
+		echo "perftest: siw_lat1 $run railyard $y perftest $(awk -v t="$p" \
+			'BEGIN { print 2 * t }')"
+	fi
 	run=$((run + 1))
 done
 exit 0
