@@ -173,12 +173,12 @@ while [ $run -le "$RUNS" ]; do
 	echo "perftest: lat1 $run railyard $y perftest $(awk -v t="$p" \
 		'BEGIN { print 2 * t }')"
 	if [ $siw = 1 ]; then
-		echo "perftest: siw_write1 $run railyard $(ry_bench $dir/siw-a.conf \
-			$dir/siw-b.conf .gbit_per_s --size 1M --depth 8) perftest \
-			$(PT_DEV=siw bw ib_write_bw 2)"
-		echo "perftest: siw_read1 $run railyard $(ry_bench $dir/siw-a.conf \
-			$dir/siw-b.conf .gbit_per_s --op read --size 1M --depth 8) \
-			perftest $(PT_DEV=siw bw ib_read_bw 2)"
+		y=$(ry_bench $dir/siw-a.conf $dir/siw-b.conf .gbit_per_s \
+			--size 1M --depth 8)
+		echo "perftest: siw_write1 $run railyard $y perftest $(PT_DEV=siw bw ib_write_bw 2)"
+		y=$(ry_bench $dir/siw-a.conf $dir/siw-b.conf .gbit_per_s \
+			--op read --size 1M --depth 8)
+		echo "perftest: siw_read1 $run railyard $y perftest $(PT_DEV=siw bw ib_read_bw 2)"
 		y=$(ry_bench $dir/siw-a.conf $dir/siw-b.conf .latency_us.p50 \
 			--size 4K --depth 1)
 		p=$(PT_DEV=siw pt ib_write_lat 2 -s 4096 -n 5000 | pt_field 5)
