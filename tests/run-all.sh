@@ -33,8 +33,12 @@ fi
 # As root the QEMU/rxe suite (label hw) may install what it needs (QEMU,
 # a Debian kernel package), as it does in CI: a new user who runs this
 # command as root runs the verbs tests too.  RY_HW_INSTALL=0 opts out.
+# It also builds siw.ko for the guest (tests/hw/mksiw.sh: ~170 MB fetched,
+# unpacked in a scratch directory, not installed), so the soft-iWARP
+# drills run too; RY_HW_SIW=0 leaves them out.
 if [[ $(id -u) -eq 0 ]]; then
 	export RY_HW_INSTALL=${RY_HW_INSTALL:-1}
+	export RY_HW_SIW=${RY_HW_SIW:-1}
 fi
 
 start=$(date +%s)
