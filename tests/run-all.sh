@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 jobs=$(nproc)
 
 pkgs=(build-essential cmake pkg-config clang clang-format libclang-rt-14-dev
-      libibverbs-dev librdmacm-dev libibumad-dev libconfuse-dev libsodium-dev libisal-dev check
+      libibverbs-dev librdmacm-dev libibumad-dev libconfuse-dev libsodium-dev check
       iproute2 iputils-ping iperf3 jq curl libmicrohttpd-dev libsystemd-dev
       prometheus abigail-tools mandoc systemd fio dpkg-dev nftables)
 missing=()

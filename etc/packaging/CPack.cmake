@@ -46,7 +46,7 @@ Headers, the static library, railyard.pc, the CMake package
 (find_package(railyard)) and the API man pages.")
 # The static library's and railyard.pc's private requirements.
 set(_dev_depends "librailyard${PROJECT_VERSION_MAJOR} (= ${PROJECT_VERSION})")
-string(APPEND _dev_depends ", libconfuse-dev, libsodium-dev, libisal-dev, pkg-config")
+string(APPEND _dev_depends ", libconfuse-dev, libsodium-dev, pkg-config")
 if(RY_WITH_VERBS)
 	string(APPEND _dev_depends
 		", libibverbs-dev, librdmacm-dev, libibumad-dev")
