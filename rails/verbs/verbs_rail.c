@@ -164,9 +164,18 @@ static int pick_gid(struct ry__verbs_rail *r, const struct ry_rail_config *cfg)
 	int rc;
 
 	/* iWARP connects by IP through rdma_cm (verbs_cm.c): its GID is
-	 * the netdev's MAC, nothing to choose */
-	if (r->ctx->device->transport_type == IBV_TRANSPORT_IWARP)
+	 * the netdev's MAC, nothing to choose; a gid_index the port does
+	 * not have is refused all the same, as on every other device */
+	if (r->ctx->device->transport_type == IBV_TRANSPORT_IWARP) {
+		if (cfg->gid_index > 0) {
+			RY_ERR("verbs",
+			       "rail %s: gid_index %d: an iWARP port has only "
+			       "GID 0",
+			       cfg->name, cfg->gid_index);
+			return -ENOENT;
+		}
 		return ibv_query_gid(r->ctx, r->port, 0, &r->gid) ? -EIO : 0;
+	}
 	rc = ry__verbs_pick_gid(r->ctx, r->port, cfg->gid_index, cfg->address,
 				&idx, r->gid.raw, why, sizeof(why));
 	if (rc) {
@@ -175,6 +184,25 @@ static int pick_gid(struct ry__verbs_rail *r, const struct ry_rail_config *cfg)
 	}
 	r->gid_index = (int)idx;
 	return 0;
+}
+
+/* Whether the device resizes CQs (siw does not): a CQ that cannot grow
+ * with its QPs is made large enough up front (verbs_cq.c). */
+static bool cq_resizes(struct ry__verbs_rail *r)
+{
+	struct ibv_cq *cq = ibv_create_cq(r->ctx, 1, NULL, NULL, 0);
+	int rc;
+
+	if (!cq)
+		return true; /* cannot tell: the first resize will */
+	rc = ibv_resize_cq(cq, 2 * cq->cqe + 1);
+	ibv_destroy_cq(cq);
+	if (rc == EOPNOTSUPP || rc == -EOPNOTSUPP || rc == ENOSYS) {
+		RY_DBG("verbs", "rail %s: the device cannot resize CQs",
+		       r->base.name);
+		return false;
+	}
+	return true;
 }
 
 static int verbs_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
@@ -216,6 +244,7 @@ static int verbs_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 		       port.device);
 		goto err_free;
 	}
+	r->iwarp = r->ctx->device->transport_type == IBV_TRANSPORT_IWARP;
 	/* both return an errno value */
 	rc = ibv_query_device(r->ctx, &r->dev_attr);
 	if (!rc)
@@ -271,6 +300,7 @@ static int verbs_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 		       sa.attr.max_wr);
 		goto err_channel;
 	}
+	r->cq_fixed = !cq_resizes(r);
 	/* what the SRQ holds, which every CQ must have room for; the rail's
 	 * own CQ is made with its first QP (ry__verbs_create_qp): an owner
 	 * with CQs of its own (the manager) never has one */
@@ -564,6 +594,9 @@ static int verbs_query(struct ry_rail *rail, struct ry_rail_attr *attr)
 	attr->sends_alone = true; /* post_send rang the doorbell */
 	/* libibverbs is thread-safe, our state per CQ (verbs_int.h) */
 	attr->concurrent_qps = true;
+	attr->no_imm = r->iwarp;
+	attr->no_rnr = r->iwarp;
+	attr->opaque_errors = r->iwarp;
 	memcpy(attr->local.gid, r->gid.raw, 16);
 	attr->local.lid = pa.lid;
 	attr->local.mtu = attr->mtu;
