@@ -132,6 +132,14 @@ static int translate(struct ry__verbs_rail *r, struct ry__verbs_cq *c,
 	}
 	if (send && q) {
 		s = swr_find(q, w->wr_id);
+		if (!s && r->iwarp) {
+			/* completed by the sweep already (verbs_qp.c) */
+			RY_DBG("verbs",
+			       "rail %s: qp 0x%x: late completion "
+			       "dropped",
+			       r->base.name, w->qp_num);
+			return 0;
+		}
 		if (!s) {
 			RY_WARN("verbs",
 				"rail %s: qp 0x%x: completion for wr_id "
@@ -205,7 +213,9 @@ static int release(struct ry__verbs_cq *c, struct ry__verbs_qp *q,
 		/* iWARP: the first failure of a connection the caller did
 		 * not end is its error (rail.h: opaque_errors), whatever the
 		 * HCA said of it (siw flushes the WR the peer refused) */
-		if (iwarp && !s->fence && st != RY_WC_SUCCESS && !q->failed) {
+		if (iwarp && !s->fence && q->failed) {
+			st = RY_WC_FLUSHED; /* after the first failure */
+		} else if (iwarp && !s->fence && st != RY_WC_SUCCESS) {
 			q->failed = true;
 			if (!q->user_err)
 				st = RY_WC_GENERAL_ERR;

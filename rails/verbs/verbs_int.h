@@ -73,6 +73,9 @@ _Static_assert((RY__VERBS_EVENTS & (RY__VERBS_EVENTS - 1)) == 0,
 /* After one gave up, connects of the rail fail at once for this long: a
  * fabric that drops CM MADs must not keep the caller's thread waiting. */
 #define RY__VERBS_CM_HOLDOFF_NS 1000000000ull
+/* iWARP: how often a QP owing completions has its device state asked,
+ * and how long after it is seen in ERR the HCA may still flush */
+#define RY__VERBS_SWEEP_NS 100000000ull
 /* How long a destroyed QP waits for "last WQE reached" from an HCA that
  * may not send it (rxe and mlx5 do). */
 #define RY__VERBS_LAST_WQE_GRACE_NS 1000000000ull
@@ -173,14 +176,18 @@ struct ry__verbs_qp {
 	bool failed;
 	/* An SRQ QP may still be taking a receive when it enters ERR; the
 	 * HCA says "last WQE reached" when it no longer can. */
-	bool rq_live;	 /* reached RTR: may consume receives */
-	bool last_wqe;	 /* IBV_EVENT_QP_LAST_WQE_REACHED seen */
-	uint64_t err_ns; /* when it entered ERR (CLOCK_MONOTONIC) */
+	bool rq_live;	   /* reached RTR: may consume receives */
+	bool last_wqe;	   /* IBV_EVENT_QP_LAST_WQE_REACHED seen */
+	uint64_t err_ns;   /* when it entered ERR (CLOCK_MONOTONIC) */
+	uint64_t swept_ns; /* iWARP: its device state last asked */
 	/* rdma_cm mode (verbs_cm.c), under the rail's cm->lock */
 	struct ry__verbs_qp *cm_next;
 	struct rdma_cm_id *cm_id;
 	uint32_t cm_rqpn;   /* the peer's QPN its CM connection names */
 	uint32_t cm_sq_psn; /* the CM's starting PSN for RTS */
+	/* iWARP: the peer rail's fence region (0: none, no fences) */
+	uint32_t fence_rkey;
+	uint64_t fence_addr;
 	uint8_t cm_state;
 	bool cm_reg;
 };
@@ -213,9 +220,13 @@ struct ry__verbs_rail {
 	uint32_t srq_wr; /* receives it holds: each CQ must have room */
 	int epfd;	 /* channel fd + async fd */
 	bool device_fatal;
-	bool cq_fixed;	  /* the device cannot resize CQs: made at CQ_FIXED */
-	bool iwarp;	  /* no RNR, no WRITE with immediate */
-	bool port_active; /* as the last port event said */
+	bool cq_fixed; /* the device cannot resize CQs: made at CQ_FIXED */
+	/* iWARP: what the fence READs of our peers read (a few bytes,
+	 * remote read only), and where ours land */
+	void *fence_buf;
+	struct ibv_mr *fence_mr;
+	bool iwarp;	      /* no RNR, no WRITE with immediate */
+	bool port_active;     /* as the last port event said */
 	uint64_t dev_checked; /* the device's uverbs node last seen */
 	/* QPs the caller destroyed that the HCA still owes completions or
 	 * a "last WQE reached"; they stay on their CQ until reaped. */
@@ -284,6 +295,8 @@ struct ry__verbs_qp *ry__verbs_qp_find(struct ry__verbs_cq *c, uint32_t qpn);
 void ry__verbs_qp_set_err(struct ry__verbs_qp *q);
 void ry__verbs_qp_close_all(struct ry__verbs_rail *r);
 void ry__verbs_qp_reap(struct ry__verbs_rail *r);
+/* iWARP: complete what a dead QP's HCA will never complete (progress) */
+void ry__verbs_qp_sweep(struct ry__verbs_rail *r);
 
 /* verbs_health.c: the port's counters in sysfs, under root */
 #define RY__VERBS_SYSFS "/sys/class/infiniband"

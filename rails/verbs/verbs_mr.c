@@ -66,6 +66,17 @@ int ry__verbs_reg_mr(struct ry_pd *pd, void *addr, size_t length,
 	    ~(unsigned)(RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE |
 			RY_ACCESS_REMOTE_READ))
 		return -EINVAL;
+	/* siw answers a READ of any region of the PD (it checks no
+	 * REMOTE_READ): a region meant to be written but not read by the
+	 * peer would not be what it says (rail.h: read_unchecked) */
+	if (r->iwarp && (access & RY_ACCESS_REMOTE_WRITE) &&
+	    !(access & RY_ACCESS_REMOTE_READ)) {
+		RY_ERR("verbs",
+		       "rail %s: a region the peer may write but not read: "
+		       "this iWARP device does not check REMOTE_READ",
+		       r->base.name);
+		return -EOPNOTSUPP;
+	}
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;

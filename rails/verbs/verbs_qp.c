@@ -64,14 +64,20 @@ static void qp_unlink(struct ry__verbs_qp *q)
 
 /* Whether the device has the QP in ERR (or in siw's TERMINATE, on its
  * way there) while we still think it works. */
-static bool qp_hw_err(struct ry__verbs_qp *q)
+static int qp_dev_state(struct ry__verbs_qp *q)
 {
 	struct ibv_qp_attr a;
 	struct ibv_qp_init_attr ia;
 
-	return !ibv_query_qp(q->qp, &a, IBV_QP_STATE, &ia) &&
-	       (a.qp_state == IBV_QPS_ERR || a.qp_state == IBV_QPS_SQE ||
-		a.qp_state == IBV_QPS_SQD);
+	return ibv_query_qp(q->qp, &a, IBV_QP_STATE, &ia) ? -1
+							  : (int)a.qp_state;
+}
+
+static bool qp_hw_err(struct ry__verbs_qp *q)
+{
+	int st = qp_dev_state(q);
+
+	return st == IBV_QPS_ERR || st == IBV_QPS_SQE || st == IBV_QPS_SQD;
 }
 
 /* A random nonzero 24-bit PSN: a packet of an old connection must not be
@@ -431,21 +437,23 @@ static int to_rts(struct ry__verbs_qp *q, const struct ry_qp_attr *attr)
  * siw takes a QP out of ERR to nowhere (its modify to RESET succeeds and
  * leaves it in ERR), so that QP never connects again.  RESET gives such a
  * QP a new ibv_qp, as a reconnect would: a new QPN with the new PSN, the
- * same ry_qp and CQ.  The old ibv_qp owes no send WR (RESET waits for
- * that) but may still be taking a receive from the SRQ: it stays a
- * zombie of its own until the HCA is done with it (hw_done).
+ * same ry_qp and CQ.  The old ibv_qp owes none of the caller's send WRs
+ * (RESET waits for that), perhaps fences, and may still be taking a
+ * receive from the SRQ: it stays a zombie of its own, with the fences,
+ * until the HCA is done with it (hw_done).
  */
 static int qp_renew(struct ry__verbs_rail *r, struct ry__verbs_qp *q)
 {
 	struct ry__verbs_cq *c = q->cq;
 	struct ibv_qp_init_attr ia = {0};
 	struct ry__verbs_qp *old = calloc(1, sizeof(*old));
+	struct ry__verbs_swr *ring;
 	struct ibv_qp *nq;
 
 	if (!old)
 		return ENOMEM;
-	old->ring = calloc(1, sizeof(*old->ring));
-	if (!old->ring) {
+	ring = calloc(q->ring_mask + 1, sizeof(*ring));
+	if (!ring) {
 		free(old);
 		return ENOMEM;
 	}
@@ -463,7 +471,7 @@ static int qp_renew(struct ry__verbs_rail *r, struct ry__verbs_qp *q)
 
 		RY_ERR("verbs", "rail %s: qp 0x%x: a new ibv_qp for RESET: %m",
 		       r->base.name, q->base.qp_num);
-		free(old->ring);
+		free(ring);
 		free(old);
 		return rc;
 	}
@@ -478,6 +486,14 @@ static int qp_renew(struct ry__verbs_rail *r, struct ry__verbs_qp *q)
 	old->last_wqe = q->last_wqe;
 	old->err_ns = q->err_ns;
 	pthread_mutex_lock(&c->lock);
+	/* the fences the old one still owes go with it */
+	old->ring = q->ring;
+	old->ring_mask = q->ring_mask;
+	old->head = q->head;
+	old->tail = q->tail;
+	old->hw_outstanding = q->hw_outstanding;
+	q->ring = ring;
+	q->head = q->tail = q->hw_outstanding = 0;
 	/* the old number's completions find the zombie, the new one q */
 	qp_unlink(q);
 	c->cq_used += (int)q->sq_depth; /* q keeps its share */
@@ -503,7 +519,7 @@ int ry__verbs_modify_qp(struct ry_qp *qp, enum ry_qp_state state,
 	struct ry__verbs_rail *r = pd_vrail(qp->pd);
 	struct ibv_qp_attr a = {0};
 	uint32_t psn = 0;
-	bool busy;
+	bool busy, fences;
 	int rc;
 
 	switch (state) {
@@ -513,13 +529,20 @@ int ry__verbs_modify_qp(struct ry_qp *qp, enum ry_qp_state state,
 		 * the manager reconnects with new QPs, and RESET right after
 		 * ERR must work at once, as on the soft rail.) */
 		pthread_mutex_lock(&q->cq->lock); /* a poll moves head */
-		busy = q->tail != q->head;
+		busy = q->n_user != 0;
+		fences = q->tail != q->head;
 		pthread_mutex_unlock(&q->cq->lock);
 		if (busy)
 			return -EBUSY;
 		rc = random_psn(&psn);
 		if (rc)
 			return rc;
+		/* fences still owed (iWARP): the HCA must not drop them, the
+		 * old ibv_qp keeps them (qp_renew) */
+		if (fences) {
+			rc = qp_renew(r, q);
+			break;
+		}
 		a.qp_state = IBV_QPS_RESET;
 		rc = ibv_modify_qp(q->qp, &a, IBV_QP_STATE);
 		if (!rc && qp_hw_err(q))
@@ -577,6 +600,7 @@ int ry__verbs_modify_qp(struct ry_qp *qp, enum ry_qp_state state,
 		qp->local.psn = psn; /* a new connection: a new PSN */
 		q->rq_live = q->last_wqe = false;
 		q->user_err = q->failed = false;
+		q->fence_rkey = 0; /* the next connection names it again */
 	} else if (state == RY_QPS_RTR) {
 		q->rq_live = true;
 	}
@@ -696,6 +720,70 @@ int ry__verbs_destroy_qp(struct ry_qp *qp)
 	return 0;
 }
 
+/*
+ * siw moves a QP to ERR without flushing what it owes when nothing was
+ * being sent at that moment (a TERMINATE from the peer, a closed
+ * connection): a READ waiting for its response, a fence among them, then
+ * never completes, and nor would anything the caller waits for behind it.
+ * So a QP that owes completions has its device state asked now and then;
+ * once the device has had it in ERR for a while (time for the flush it
+ * does make), the rail completes the rest FLUSHED itself.  A completion
+ * of the HCA after that finds no WR owed and is dropped (verbs_cq.c).
+ */
+static void qp_sweep(struct ry__verbs_cq *c, struct ry__verbs_qp *q,
+		     uint64_t now)
+{
+	if (!q->hw_outstanding || now - q->swept_ns < RY__VERBS_SWEEP_NS)
+		return;
+	q->swept_ns = now;
+	if (q->base.state != RY_QPS_ERR) {
+		if (qp_hw_err(q))
+			ry__verbs_qp_set_err(q);
+		return;
+	}
+	if (now - q->err_ns < RY__VERBS_SWEEP_NS ||
+	    qp_dev_state(q) != IBV_QPS_ERR)
+		return;
+	RY_DBG("verbs", "qp 0x%x: %u WRs the device will not complete",
+	       q->base.qp_num, q->hw_outstanding);
+	for (uint32_t i = q->head; i != q->tail; i++) {
+		struct ry__verbs_swr *s = &q->ring[i & q->ring_mask];
+
+		if (s->done || s->flushed)
+			continue;
+		s->done = true;
+		s->status = RY_WC_FLUSHED;
+		s->vendor_err = 0;
+		s->unacked = false;
+		c->n_held++;
+	}
+	q->hw_outstanding = 0;
+}
+
+static void cq_sweep(struct ry__verbs_cq *c, uint64_t now)
+{
+	struct ry__list *pos;
+
+	pthread_mutex_lock(&c->lock);
+	ry__list_for_each(pos, &c->qps)
+		qp_sweep(c, ry__list_entry(pos, struct ry__verbs_qp, cq_link),
+			 now);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void ry__verbs_qp_sweep(struct ry__verbs_rail *r)
+{
+	uint64_t now = ry__now_ns();
+	struct ry__list *pos;
+
+	if (r->cq.cq)
+		cq_sweep(&r->cq, now);
+	ry__list_for_each(pos, &r->cqs)
+		cq_sweep(ry__list_entry(pos, struct ry__verbs_cq, link), now);
+	ry__list_for_each(pos, &r->dead_cqs)
+		cq_sweep(ry__list_entry(pos, struct ry__verbs_cq, link), now);
+}
+
 /* Destroy the zombies the HCA is done with (from progress). */
 void ry__verbs_qp_reap(struct ry__verbs_rail *r)
 {
@@ -768,7 +856,7 @@ static const uint8_t wc_opcodes[] = {
 /* A WR of the caller's; on iWARP a WRITE's or SEND's success waits for
  * the READ behind it (unacked). */
 static void ring_push(struct ry__verbs_qp *q, const struct ry_send_wr *wr,
-		      bool flushed, bool iwarp)
+		      bool flushed, bool fenced)
 {
 	struct ry__verbs_swr *s = &q->ring[q->tail++ & q->ring_mask];
 
@@ -777,7 +865,7 @@ static void ring_push(struct ry__verbs_qp *q, const struct ry_send_wr *wr,
 	s->flushed = flushed;
 	s->done = false;
 	s->fence = false;
-	s->unacked = !flushed && iwarp && wr->opcode != RY_WR_RDMA_READ;
+	s->unacked = !flushed && fenced && wr->opcode != RY_WR_RDMA_READ;
 	q->n_user++;
 }
 
@@ -811,8 +899,8 @@ static int post_send_locked(struct ry__verbs_qp *q, struct ry__verbs_rail *r,
 	while (n) {
 		unsigned k = n < POST_BATCH ? n : POST_BATCH;
 		/* the call's last WR a WRITE or SEND: a fence behind it */
-		bool fence =
-		    r->iwarp && k == n && wr[k - 1].opcode != RY_WR_RDMA_READ;
+		bool fence = q->fence_rkey && k == n &&
+			     wr[k - 1].opcode != RY_WR_RDMA_READ;
 		int rc;
 
 		for (unsigned i = 0; i < k; i++) {
@@ -835,24 +923,28 @@ static int post_send_locked(struct ry__verbs_qp *q, struct ry__verbs_rail *r,
 			w[i].wr.rdma.rkey = s->rkey;
 		}
 		if (fence) {
-			/* 0 bytes: the peer checks no key (as siw's own
-			 * MPA RTR READ, rkey 1: some HCAs mind STag 0) */
+			/* one byte of the peer's fence region: siw answers
+			 * a READ of 0 bytes that waits in its IRQ with the
+			 * length of the READ response before it */
 			memset(&w[k], 0, sizeof(w[k]));
-			memset(&sg[k], 0, sizeof(sg[k]));
+			sg[k].addr = (uintptr_t)r->fence_buf;
+			sg[k].length = 1;
+			sg[k].lkey = r->fence_mr->lkey;
 			w[k - 1].next = &w[k];
 			w[k].wr_id = RY__VERBS_FENCE_ID;
 			w[k].sg_list = &sg[k];
 			w[k].num_sge = 1;
 			w[k].opcode = IBV_WR_RDMA_READ;
 			w[k].send_flags = IBV_SEND_SIGNALED;
-			w[k].wr.rdma.rkey = 1;
+			w[k].wr.rdma.remote_addr = q->fence_addr;
+			w[k].wr.rdma.rkey = q->fence_rkey;
 		}
 		rc = ibv_post_send(q->qp, w, &bad);
 		if (rc < 0) /* siw's provider returns -errno */
 			rc = -rc;
 		/* The WRs before the bad one are posted and will complete. */
 		for (unsigned i = 0; i < k && (!rc || &w[i] != bad); i++) {
-			ring_push(q, &wr[i], false, r->iwarp);
+			ring_push(q, &wr[i], false, q->fence_rkey != 0);
 			q->hw_outstanding++;
 		}
 		if (fence && !rc) {

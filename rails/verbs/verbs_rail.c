@@ -205,6 +205,39 @@ static bool cq_resizes(struct ry__verbs_rail *r)
 	return true;
 }
 
+/* iWARP: the region the peers' fence READs read (verbs_int.h, struct
+ * ry__verbs_swr); a byte of it is all they take. */
+static int fence_open(struct ry__verbs_rail *r)
+{
+	if (!r->iwarp)
+		return 0;
+	if (posix_memalign(&r->fence_buf, 64, 64))
+		return -ENOMEM;
+	memset(r->fence_buf, 0, 64);
+	r->fence_mr =
+	    ibv_reg_mr(r->pd, r->fence_buf, 64,
+		       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+	if (!r->fence_mr) {
+		int rc = -errno;
+
+		RY_ERR("verbs", "rail %s: the fence region: ibv_reg_mr: %m",
+		       r->base.name);
+		free(r->fence_buf);
+		r->fence_buf = NULL;
+		return rc;
+	}
+	return 0;
+}
+
+static void fence_close(struct ry__verbs_rail *r)
+{
+	if (r->fence_mr)
+		ibv_dereg_mr(r->fence_mr);
+	free(r->fence_buf);
+	r->fence_mr = NULL;
+	r->fence_buf = NULL;
+}
+
 static int verbs_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 {
 	struct ry__verbs_port port;
@@ -332,9 +365,14 @@ static int verbs_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 		RY_ERR("verbs", "rail %s: epoll_ctl: %m", cfg->name);
 		goto err_epoll;
 	}
-	rc = ry__verbs_cm_open(r, cfg); /* rdma_cm mode: listen */
+	rc = fence_open(r);
 	if (rc)
 		goto err_epoll;
+	rc = ry__verbs_cm_open(r, cfg); /* rdma_cm mode: listen */
+	if (rc) {
+		fence_close(r);
+		goto err_epoll;
+	}
 	RY_DBG("verbs", "rail %s: %s port %u, gid index %d, mtu %u, %s",
 	       cfg->name, port.device, r->port, r->gid_index, r->mtu,
 	       r->ethernet ? "RoCE" : "InfiniBand");
@@ -554,6 +592,8 @@ static int verbs_progress(struct ry_rail *rail)
 		rc = drain_cq_events(r);
 	if (!ry__list_empty(&r->dead_cqs))
 		ry__verbs_cq_drain_dead(r);
+	if (r->iwarp)
+		ry__verbs_qp_sweep(r);
 	if (r->zombies)
 		ry__verbs_qp_reap(r);
 	return rc;
@@ -597,6 +637,8 @@ static int verbs_query(struct ry_rail *rail, struct ry_rail_attr *attr)
 	attr->no_imm = r->iwarp;
 	attr->no_rnr = r->iwarp;
 	attr->opaque_errors = r->iwarp;
+	attr->read_unchecked = r->iwarp;
+	attr->partial_writes = r->iwarp;
 	memcpy(attr->local.gid, r->gid.raw, 16);
 	attr->local.lid = pa.lid;
 	attr->local.mtu = attr->mtu;
@@ -684,6 +726,7 @@ static void verbs_close(struct ry_rail *rail)
 	ry__verbs_cm_close(r);
 	ry__verbs_qp_close_all(r);
 	ry__verbs_mr_close_all(r);
+	fence_close(r);
 	close(r->epfd);
 	ibv_destroy_srq(r->srq);
 	ry__verbs_cq_close_all(r);
