@@ -64,20 +64,14 @@ static void qp_unlink(struct ry__verbs_qp *q)
 
 /* Whether the device has the QP in ERR (or in siw's TERMINATE, on its
  * way there) while we still think it works. */
-static int qp_dev_state(struct ry__verbs_qp *q)
+static bool qp_hw_err(struct ry__verbs_qp *q)
 {
 	struct ibv_qp_attr a;
 	struct ibv_qp_init_attr ia;
 
-	return ibv_query_qp(q->qp, &a, IBV_QP_STATE, &ia) ? -1
-							  : (int)a.qp_state;
-}
-
-static bool qp_hw_err(struct ry__verbs_qp *q)
-{
-	int st = qp_dev_state(q);
-
-	return st == IBV_QPS_ERR || st == IBV_QPS_SQE || st == IBV_QPS_SQD;
+	return !ibv_query_qp(q->qp, &a, IBV_QP_STATE, &ia) &&
+	       (a.qp_state == IBV_QPS_ERR || a.qp_state == IBV_QPS_SQE ||
+		a.qp_state == IBV_QPS_SQD);
 }
 
 /* A random nonzero 24-bit PSN: a packet of an old connection must not be
@@ -688,6 +682,12 @@ int ry__verbs_destroy_qp(struct ry_qp *qp)
 	bool done;
 	int rc;
 
+	/* the caller ends it: what the HCA flushes from now on, the end of
+	 * its CM connection included, is not a failure (iWARP: release()) */
+	pthread_mutex_lock(&c->lock);
+	if (qp->state != RY_QPS_ERR)
+		q->user_err = true;
+	pthread_mutex_unlock(&c->lock);
 	ry__verbs_cm_del(r, q); /* no REQ finds it; its CM connection ends */
 	if (qp->state != RY_QPS_ERR && !hw_done_now(r, q)) {
 		rc = ry__verbs_modify_qp(qp, RY_QPS_ERR, NULL);
@@ -741,8 +741,8 @@ static void qp_sweep(struct ry__verbs_cq *c, struct ry__verbs_qp *q,
 			ry__verbs_qp_set_err(q);
 		return;
 	}
-	if (now - q->err_ns < RY__VERBS_SWEEP_NS ||
-	    qp_dev_state(q) != IBV_QPS_ERR)
+	/* siw's TERMINATE and CLOSING too: a QP may stay there for good */
+	if (now - q->err_ns < RY__VERBS_SWEEP_NS || !qp_hw_err(q))
 		return;
 	RY_DBG("verbs", "qp 0x%x: %u WRs the device will not complete",
 	       q->base.qp_num, q->hw_outstanding);
