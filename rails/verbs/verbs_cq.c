@@ -119,7 +119,9 @@ static int translate(struct ry__verbs_rail *r, struct ry__verbs_cq *c,
 	if (w->status == IBV_WC_LOC_QP_OP_ERR && r->iwarp && q &&
 	    q->base.state == RY_QPS_ERR)
 		st = RY_WC_FLUSHED;
-	if (w->status == IBV_WC_SUCCESS)
+	/* siw names the opcode of an error completion too; it tells a
+	 * send the sweep completed already from a receive */
+	if (w->status == IBV_WC_SUCCESS || r->iwarp)
 		send = !(w->opcode & IBV_WC_RECV);
 	else
 		send = q && swr_find(q, w->wr_id);

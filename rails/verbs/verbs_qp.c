@@ -741,8 +741,11 @@ static void qp_sweep(struct ry__verbs_cq *c, struct ry__verbs_qp *q,
 			ry__verbs_qp_set_err(q);
 		return;
 	}
-	/* siw's TERMINATE and CLOSING too: a QP may stay there for good */
-	if (now - q->err_ns < RY__VERBS_SWEEP_NS || !qp_hw_err(q))
+	/* siw's TERMINATE and CLOSING too: a QP may stay there for good;
+	 * and after a WR of its own failed it may stay in RTS, its sending
+	 * suspended for good */
+	if (now - q->err_ns < RY__VERBS_SWEEP_NS ||
+	    (q->user_err && !qp_hw_err(q)))
 		return;
 	RY_DBG("verbs", "qp 0x%x: %u WRs the device will not complete",
 	       q->base.qp_num, q->hw_outstanding);
