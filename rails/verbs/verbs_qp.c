@@ -64,14 +64,20 @@ static void qp_unlink(struct ry__verbs_qp *q)
 
 /* Whether the device has the QP in ERR (or in siw's TERMINATE, on its
  * way there) while we still think it works. */
-static bool qp_hw_err(struct ry__verbs_qp *q)
+static int qp_dev_state(struct ry__verbs_qp *q)
 {
 	struct ibv_qp_attr a;
 	struct ibv_qp_init_attr ia;
 
-	return !ibv_query_qp(q->qp, &a, IBV_QP_STATE, &ia) &&
-	       (a.qp_state == IBV_QPS_ERR || a.qp_state == IBV_QPS_SQE ||
-		a.qp_state == IBV_QPS_SQD);
+	return ibv_query_qp(q->qp, &a, IBV_QP_STATE, &ia) ? -1
+							  : (int)a.qp_state;
+}
+
+static bool qp_hw_err(struct ry__verbs_qp *q)
+{
+	int st = qp_dev_state(q);
+
+	return st == IBV_QPS_ERR || st == IBV_QPS_SQE || st == IBV_QPS_SQD;
 }
 
 /* A random nonzero 24-bit PSN: a packet of an old connection must not be
@@ -963,11 +969,16 @@ static int post_send_locked(struct ry__verbs_qp *q, struct ry__verbs_rail *r,
 				q->ring[i & q->ring_mask].unacked = false;
 			rc = 0;
 		}
-		if (rc && qp_hw_err(q)) {
+		/* siw refuses posts once it has ended the connection, in
+		 * any state but RTS (its idle one reads as INIT) */
+		if (rc && (r->iwarp ? qp_dev_state(q) != IBV_QPS_RTS
+				    : qp_hw_err(q))) {
 			/* The device moved it to ERR before we heard (siw,
 			 * when the peer ended the connection): in ERR every
 			 * post completes FLUSHED, the rest of these too. */
-			unsigned done = (unsigned)(bad - w);
+			unsigned done = bad && bad >= w && bad <= &w[k]
+					    ? (unsigned)(bad - w)
+					    : k;
 
 			ry__verbs_qp_set_err(q);
 			for (unsigned i = done; i < n; i++)
