@@ -308,6 +308,31 @@ struct ry_rail_attr {
 	 * and cq_pending on such a CQ, need no serialising with the rail's
 	 * other calls, only with calls on the same QP or CQ (Threading) */
 	bool concurrent_qps;
+	/* RY_WR_RDMA_WRITE_IMM and RY_WR_SEND_IMM are refused at
+	 * post_send with -EOPNOTSUPP, the call's other WRs unposted (siw
+	 * carries no immediate data) */
+	bool no_imm;
+	/* no receiver-not-ready flow control (iWARP): a SEND or WRITE_IMM
+	 * that finds no receive posted ends the connection, both QPs go to
+	 * ERR, and rnr_retry and min_rnr_timer_us mean nothing */
+	bool no_rnr;
+	/* a failed WR's status names no cause (iWARP: the peer's
+	 * TERMINATE tells it to the peer's kernel log, and siw fails its
+	 * own checks as one): the first WR of a QP that fails, unless the
+	 * caller moved the QP to ERR, completes RY_WC_GENERAL_ERR whatever
+	 * failed (a row of "Errors of one WR" at the top, a bad lkey, the
+	 * peer gone), the rest RY_WC_FLUSHED; the other promises of those
+	 * rows hold */
+	bool opaque_errors;
+	/* the device does not check REMOTE_READ (siw answers a READ of
+	 * any region of the PD): a region with REMOTE_WRITE and without
+	 * REMOTE_READ is refused with -EOPNOTSUPP, not made readable
+	 * behind the caller's back */
+	bool read_unchecked;
+	/* a WRITE the peer refuses part-way (past the region's end) may
+	 * have placed its bytes that lie inside the region (iWARP places
+	 * each segment as it comes); never a byte outside it */
+	bool partial_writes;
 	struct ry_qp_endpoint local; /* gid/lid/udp_port filled; no QP */
 	uint32_t max_qp_wr;
 	uint32_t max_msg_size;

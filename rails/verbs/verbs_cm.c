@@ -70,12 +70,33 @@
 #define CM_REJ_STALE_CONN 10
 #define CM_STALE_WAIT_NS 50000000ull
 
-/* What a REQ carries, big-endian: which QP it wants and who asks. */
+/* What a REQ carries, big-endian: which QP it wants and who asks; and
+ * on iWARP (REQ and the accept's reply) where the sender's fence region
+ * is, for the peer's fence READs (struct ry__verbs_swr). */
 struct cm_priv {
 	uint32_t magic;
 	uint32_t dst_qpn;
 	uint32_t src_qpn;
+	uint32_t fence_rkey;
+	uint64_t fence_addr;
 };
+
+/* The peer's fence region, from its REQ or its accept (iWARP). */
+static void fence_from(struct ry__verbs_qp *q, const struct cm_priv *pd)
+{
+	if (ntohl(pd->magic) != CM_MAGIC)
+		return;
+	q->fence_rkey = ntohl(pd->fence_rkey);
+	q->fence_addr = be64toh(pd->fence_addr);
+}
+
+static void fence_to(struct ry__verbs_rail *r, struct cm_priv *pd)
+{
+	if (!r->fence_mr)
+		return;
+	pd->fence_rkey = htonl(r->fence_mr->rkey);
+	pd->fence_addr = htobe64((uint64_t)(uintptr_t)r->fence_mr->addr);
+}
 
 enum cm_qp_state {
 	CMQ_NONE = 0,	/* RESET: not to be connected yet */
@@ -206,7 +227,7 @@ static bool on_request(struct ry__verbs_rail *r, struct rdma_cm_event *ev)
 {
 	struct ry__verbs_cm *cm = r->cm;
 	struct rdma_conn_param cp = {0};
-	struct cm_priv pd = {0};
+	struct cm_priv pd = {0}, rep = {.magic = htonl(CM_MAGIC)};
 	struct ry__verbs_qp *q = NULL;
 	const char *why = "no such QP waiting";
 	char peer[INET6_ADDRSTRLEN];
@@ -233,6 +254,10 @@ static bool on_request(struct ry__verbs_rail *r, struct rdma_cm_event *ev)
 		cp.responder_resources = ev->param.conn.initiator_depth;
 		cp.initiator_depth = ev->param.conn.responder_resources;
 		cp.rnr_retry_count = 7 - 1;
+		fence_to(r, &rep);
+		cp.private_data = &rep;
+		cp.private_data_len = sizeof(rep);
+		fence_from(q, &pd);
 		if (rdma_accept(ev->id, &cp))
 			rc = errno;
 	}
@@ -581,7 +606,8 @@ void ry__verbs_cm_state(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
 
 /* Wait for the next event of a private channel, at most until deadline. */
 static int wait_event(struct rdma_event_channel *ch, uint64_t deadline,
-		      enum rdma_cm_event_type *type, int *status)
+		      enum rdma_cm_event_type *type, int *status,
+		      struct cm_priv *pd)
 {
 	struct rdma_cm_event *ev;
 
@@ -592,6 +618,10 @@ static int wait_event(struct rdma_event_channel *ch, uint64_t deadline,
 		if (!rdma_get_cm_event(ch, &ev)) {
 			*type = ev->event;
 			*status = ev->status;
+			if (pd && ev->param.conn.private_data &&
+			    ev->param.conn.private_data_len >= sizeof(*pd))
+				memcpy(pd, ev->param.conn.private_data,
+				       sizeof(*pd));
 			rdma_ack_cm_event(ev);
 			return 0;
 		}
@@ -603,12 +633,13 @@ static int wait_event(struct rdma_event_channel *ch, uint64_t deadline,
 	}
 }
 
-static int expect(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
-		  struct rdma_event_channel *ch, uint64_t deadline,
-		  enum rdma_cm_event_type want, enum rdma_cm_event_type alt)
+static int expect_pd(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
+		     struct rdma_event_channel *ch, uint64_t deadline,
+		     enum rdma_cm_event_type want, enum rdma_cm_event_type alt,
+		     struct cm_priv *pd)
 {
 	enum rdma_cm_event_type t = want;
-	int st = 0, rc = wait_event(ch, deadline, &t, &st);
+	int st = 0, rc = wait_event(ch, deadline, &t, &st, pd);
 
 	if (rc) {
 		errno = rc;
@@ -636,6 +667,13 @@ static int expect(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
 	}
 }
 
+static int expect(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
+		  struct rdma_event_channel *ch, uint64_t deadline,
+		  enum rdma_cm_event_type want, enum rdma_cm_event_type alt)
+{
+	return expect_pd(r, q, ch, deadline, want, alt, NULL);
+}
+
 /* One REQ, REP, RTR, RTU for q, until deadline; 0 or a positive errno
  * (ESTALE: refused as a stale connection, cm_connect asks again). */
 static int cm_connect_once(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
@@ -648,7 +686,8 @@ static int cm_connect_once(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
 	struct rdma_conn_param cp = {0};
 	struct cm_priv pd = {.magic = htonl(CM_MAGIC),
 			     .dst_qpn = htonl(attr->remote.qpn),
-			     .src_qpn = htonl(q->base.qp_num)};
+			     .src_qpn = htonl(q->base.qp_num)},
+		       rep = {0};
 	uint8_t tos = r->traffic_class;
 	uint8_t rd = r->dev_attr.max_qp_rd_atom < RY__VERBS_MAX_RD
 			 ? (uint8_t)r->dev_attr.max_qp_rd_atom
@@ -700,6 +739,7 @@ static int cm_connect_once(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
 		    RDMA_CM_EVENT_ROUTE_RESOLVED);
 	if (rc)
 		goto out;
+	fence_to(r, &pd);
 	cp.private_data = &pd;
 	cp.private_data_len = sizeof(pd);
 	cp.qp_num = q->base.qp_num;
@@ -715,10 +755,11 @@ static int cm_connect_once(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
 	}
 	/* an external QP: IB/RoCE stop at the REP for us to move it; the
 	 * iWARP CM moves it to RTS itself and says ESTABLISHED */
-	rc = expect(r, q, ch, deadline, RDMA_CM_EVENT_CONNECT_RESPONSE,
-		    RDMA_CM_EVENT_ESTABLISHED);
+	rc = expect_pd(r, q, ch, deadline, RDMA_CM_EVENT_CONNECT_RESPONSE,
+		       RDMA_CM_EVENT_ESTABLISHED, &rep);
 	if (rc)
 		goto out;
+	fence_from(q, &rep);
 	if (!cm->iwarp) {
 		rc = cm_to_rtr(r, q, id);
 		if (!rc && rdma_establish(id))

@@ -9,10 +9,12 @@
  * it.
  *
  * Verbs defines wc.opcode only for successful completions, so an error
- * completion is matched to its send WR by the QP's ring of posted WRs (an
- * RC send queue completes in order); one that matches no send WR is a
- * receive's.  Any error completion means the QP is in ERR now: the HCA
- * moved it there, and the base struct says so at once.
+ * completion is matched to its send WR by the QP's ring of posted WRs
+ * (by wr_id, the oldest owed); one that matches no send WR is a
+ * receive's.  Send completions leave in posting order (release()), even
+ * where the HCA's come out of it (iWARP, see struct ry__verbs_swr).  Any error
+ * completion means the QP is in ERR now: the HCA moved it there, and the base
+ * struct says so at once.
  */
 #include <endian.h>
 #include <errno.h>
@@ -49,76 +51,80 @@ static enum ry_wc_status status_of(enum ibv_wc_status s)
 	}
 }
 
-/* A successful send completion's own opcode (verbs defines it only then) */
-static enum ry_wc_opcode send_opcode(enum ibv_wc_opcode op)
+/* The ring entry a send completion belongs to: the oldest WR of the QP
+ * the HCA still owes with that wr_id (most often the head; on siw a WRITE
+ * may overtake a READ).  NULL: none, so a receive's.  Under c->lock. */
+static struct ry__verbs_swr *swr_find(struct ry__verbs_qp *q, uint64_t wr_id)
 {
-	switch (op) {
-	case IBV_WC_RDMA_READ:
-		return RY_WC_RDMA_READ;
-	case IBV_WC_SEND:
-		return RY_WC_SEND;
-	default:
-		return RY_WC_RDMA_WRITE;
+	for (uint32_t i = q->head; i != q->tail; i++) {
+		struct ry__verbs_swr *s = &q->ring[i & q->ring_mask];
+
+		if (!s->done && !s->flushed && s->wr_id == wr_id)
+			return s;
+	}
+	return NULL;
+}
+
+/* The oldest WR the HCA still owes: where a success that names no WR of
+ * ours goes. */
+static struct ry__verbs_swr *swr_owed(struct ry__verbs_qp *q)
+{
+	for (uint32_t i = q->head; i != q->tail; i++) {
+		struct ry__verbs_swr *s = &q->ring[i & q->ring_mask];
+
+		if (!s->done && !s->flushed)
+			return s;
+	}
+	return NULL;
+}
+
+/* A READ (or a fence) completed, or any WR failed: what the QP posted
+ * before it is settled (struct ry__verbs_swr).  A success confirms the
+ * WRITEs and SENDs before it; a failure means the connection ended
+ * before they were confirmed: they are FLUSHED (release() reports the
+ * first failure of the QP as the error).  Under c->lock. */
+static void ack_upto(struct ry__verbs_qp *q, struct ry__verbs_swr *upto,
+		     enum ry_wc_status st)
+{
+	for (uint32_t i = q->head;; i++) {
+		struct ry__verbs_swr *e = &q->ring[i & q->ring_mask];
+
+		e->unacked = false;
+		if (e == upto)
+			break;
+		if (st != RY_WC_SUCCESS && e->done &&
+		    e->status == RY_WC_SUCCESS)
+			e->status = RY_WC_FLUSHED;
 	}
 }
 
-/* Returns false for a completion nobody may see: a send WR of a QP the
- * caller destroyed.  Under c->lock. */
-static bool translate(struct ry__verbs_rail *r, struct ry__verbs_cq *c,
-		      const struct ibv_wc *w, struct ry_wc *o)
+/*
+ * A completion of the HCA.  A receive's is written to *o (returns 1); a
+ * send WR's is stored in its ring entry, reported by release() in its
+ * turn, and *q_p names the QP (returns 0).  Under c->lock.
+ */
+static int translate(struct ry__verbs_rail *r, struct ry__verbs_cq *c,
+		     const struct ibv_wc *w, struct ry_wc *o,
+		     struct ry__verbs_qp **q_p)
 {
 	struct ry__verbs_qp *q = ry__verbs_qp_find(c, w->qp_num);
+	struct ry__verbs_swr *s = NULL;
+	enum ry_wc_status st = status_of(w->status);
 	bool send;
 
-	o->wr_id = w->wr_id;
-	o->status = status_of(w->status);
-	o->qp_num = w->qp_num;
-	o->vendor_err = w->vendor_err;
-	o->byte_len = 0;
-	o->imm_data = 0;
-	o->flags = 0;
-	if (w->status == IBV_WC_SUCCESS)
+	*q_p = NULL;
+	/* siw says "local QP operation error" for every WR it could not
+	 * send: one cut off by the move to ERR is flushed, as on any other
+	 * device (release() makes the first one of a failure the error) */
+	if (w->status == IBV_WC_LOC_QP_OP_ERR && r->iwarp && q &&
+	    q->base.state == RY_QPS_ERR)
+		st = RY_WC_FLUSHED;
+	/* siw names the opcode of an error completion too; it tells a
+	 * send the sweep completed already from a receive */
+	if (w->status == IBV_WC_SUCCESS || r->iwarp)
 		send = !(w->opcode & IBV_WC_RECV);
 	else
-		send = q && q->tail != q->head &&
-		       !q->ring[q->head & q->ring_mask].flushed &&
-		       q->ring[q->head & q->ring_mask].wr_id == w->wr_id;
-	if (send && q && q->tail != q->head) {
-		struct ry__verbs_swr *s = &q->ring[q->head++ & q->ring_mask];
-
-		o->opcode = s->opcode;
-		/* iWARP (siw) completes a WRITE posted after a READ before
-		 * it: a success names its own opcode */
-		if (s->wr_id != w->wr_id) {
-			if (r->ctx->device->transport_type !=
-			    IBV_TRANSPORT_IWARP)
-				RY_WARN("verbs",
-					"rail %s: qp 0x%x: completion for "
-					"wr_id %#llx, expected %#llx",
-					r->base.name, w->qp_num,
-					(unsigned long long)w->wr_id,
-					(unsigned long long)s->wr_id);
-			if (w->status == IBV_WC_SUCCESS)
-				o->opcode = send_opcode(w->opcode);
-		}
-		q->hw_outstanding--;
-		if (q->zombie)
-			return false;
-	} else if (send) {
-		/* a QP destroyed on a dead device: no ring to ask */
-		o->opcode = send_opcode(w->opcode);
-	} else {
-		o->opcode = w->opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
-				    w->status == IBV_WC_SUCCESS
-				? RY_WC_RECV_RDMA_IMM
-				: RY_WC_RECV;
-		o->byte_len = w->byte_len;
-		if (w->status == IBV_WC_SUCCESS &&
-		    (w->wc_flags & IBV_WC_WITH_IMM)) {
-			o->flags |= RY_WC_WITH_IMM;
-			o->imm_data = be32toh(w->imm_data);
-		}
-	}
+		send = q && swr_find(q, w->wr_id);
 	if (w->status != IBV_WC_SUCCESS && q && q->base.state != RY_QPS_ERR) {
 		if (w->status != IBV_WC_WR_FLUSH_ERR)
 			RY_DBG("verbs", "rail %s: qp 0x%x: %s (vendor 0x%x)",
@@ -126,37 +132,125 @@ static bool translate(struct ry__verbs_rail *r, struct ry__verbs_cq *c,
 			       ibv_wc_status_str(w->status), w->vendor_err);
 		ry__verbs_qp_set_err(q);
 	}
-	return true;
+	if (send && q) {
+		s = swr_find(q, w->wr_id);
+		if (!s && r->iwarp) {
+			/* completed by the sweep already (verbs_qp.c) */
+			RY_DBG("verbs",
+			       "rail %s: qp 0x%x: late completion "
+			       "dropped",
+			       r->base.name, w->qp_num);
+			return 0;
+		}
+		if (!s) {
+			RY_WARN("verbs",
+				"rail %s: qp 0x%x: completion for wr_id "
+				"%#llx, not one posted",
+				r->base.name, w->qp_num,
+				(unsigned long long)w->wr_id);
+			s = swr_owed(q);
+		}
+	}
+	if (s) {
+		s->done = true;
+		s->status = (uint8_t)st;
+		s->vendor_err = w->vendor_err;
+		q->hw_outstanding--;
+		c->n_held++;
+		if (st != RY_WC_SUCCESS || s->opcode == RY_WC_RDMA_READ)
+			ack_upto(q, s, st);
+		*q_p = q;
+		return 0;
+	}
+	if (send) {
+		/* a QP destroyed on a dead device: no ring, nobody to tell */
+		return 0;
+	}
+	o->wr_id = w->wr_id;
+	o->status = st;
+	o->qp_num = w->qp_num;
+	o->vendor_err = w->vendor_err;
+	o->opcode = w->opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
+			    w->status == IBV_WC_SUCCESS
+			? RY_WC_RECV_RDMA_IMM
+			: RY_WC_RECV;
+	o->byte_len = w->byte_len;
+	o->imm_data = 0;
+	o->flags = 0;
+	if (w->status == IBV_WC_SUCCESS && (w->wc_flags & IBV_WC_WITH_IMM)) {
+		o->flags |= RY_WC_WITH_IMM;
+		o->imm_data = be32toh(w->imm_data);
+	}
+	return 1;
 }
 
-/* WRs posted in ERR whose turn has come: they are at the ring's head.
- * They complete on their QP's CQ, as the HCA's would. */
-static int poll_sw_flushed(struct ry__verbs_cq *c, struct ry_wc *wc, int n)
+/* Report q's completed WRs from its ring's head, in posting order, up to
+ * the first one still owed: the HCA's (done) and those posted in ERR
+ * (flushed), which complete on the QP's CQ as the HCA's would.  A
+ * zombie's are dropped.  Under c->lock. */
+static int release(struct ry__verbs_cq *c, struct ry__verbs_qp *q,
+		   struct ry_wc *wc, int n)
 {
-	struct ry__list *pos;
+	bool iwarp = vrail(c->base.rail)->iwarp;
 	int got = 0;
 
-	ry__list_for_each(pos, &c->qps) {
-		struct ry__verbs_qp *q =
-		    ry__list_entry(pos, struct ry__verbs_qp, cq_link);
+	while (q->tail != q->head) {
+		struct ry__verbs_swr *s = &q->ring[q->head & q->ring_mask];
+		enum ry_wc_status st;
+		struct ry_wc *o;
 
-		while (got < n && q->tail != q->head &&
-		       q->ring[q->head & q->ring_mask].flushed) {
-			struct ry__verbs_swr *s =
-			    &q->ring[q->head++ & q->ring_mask];
-			struct ry_wc *o = &wc[got++];
-
+		if (!s->done && !s->flushed)
+			break;
+		/* on the wire, not yet confirmed: wait for the READ behind
+		 * it, unless nothing more is coming from the HCA */
+		if (s->unacked) {
+			if (q->base.state != RY_QPS_ERR || q->hw_outstanding)
+				break;
+			s->unacked = false;
+			s->status = RY_WC_FLUSHED;
+		}
+		if (!q->zombie && !s->fence && got == n)
+			break;
+		st = s->done ? (enum ry_wc_status)s->status : RY_WC_FLUSHED;
+		/* iWARP: the first failure of a connection the caller did
+		 * not end is its error (rail.h: opaque_errors), whatever the
+		 * HCA said of it (siw flushes the WR the peer refused) */
+		if (iwarp && !s->fence && q->failed) {
+			st = RY_WC_FLUSHED; /* after the first failure */
+		} else if (iwarp && !s->fence && st != RY_WC_SUCCESS) {
+			q->failed = true;
+			if (!q->user_err)
+				st = RY_WC_GENERAL_ERR;
+		}
+		if (!q->zombie && !s->fence) {
+			o = &wc[got++];
 			o->wr_id = s->wr_id;
-			o->status = RY_WC_FLUSHED;
+			o->status = st;
 			o->opcode = s->opcode;
 			o->byte_len = 0;
 			o->imm_data = 0;
 			o->qp_num = q->base.qp_num;
 			o->flags = 0;
-			o->vendor_err = 0;
-			c->n_sw_flush--;
+			o->vendor_err = s->done ? s->vendor_err : 0;
 		}
-		if (got == n)
+		if (!s->fence)
+			q->n_user--;
+		q->head++;
+		c->n_held--;
+	}
+	return got;
+}
+
+static int release_all(struct ry__verbs_cq *c, struct ry_wc *wc, int n)
+{
+	struct ry__list *pos;
+	int got = 0;
+
+	ry__list_for_each(pos, &c->qps) {
+		got += release(
+		    c, ry__list_entry(pos, struct ry__verbs_qp, cq_link),
+		    wc + got, n - got);
+		if (got == n || !c->n_held)
 			break;
 	}
 	return got;
@@ -169,22 +263,32 @@ static int cq_poll_locked(struct ry__verbs_rail *r, struct ry__verbs_cq *c,
 	int got = 0;
 
 	while (got < n) {
+		struct ry__verbs_qp *touched[POLL_BATCH];
 		int k = n - got < POLL_BATCH ? n - got : POLL_BATCH;
 		int m = ibv_poll_cq(c->cq, k, w);
+		int nt = 0;
 
 		if (m < 0) {
 			RY_ERR("verbs", "rail %s: ibv_poll_cq failed (%d)",
 			       r->base.name, m);
 			return got ? got : -EIO;
 		}
-		for (int i = 0; i < m; i++)
-			if (translate(r, c, &w[i], &wc[got]))
-				got++;
+		/* receives at once (at most m, there is room), sends into
+		 * their rings, then the rings of the QPs they were for */
+		for (int i = 0; i < m; i++) {
+			struct ry__verbs_qp *q;
+
+			got += translate(r, c, &w[i], &wc[got], &q);
+			if (q && (!nt || touched[nt - 1] != q))
+				touched[nt++] = q;
+		}
+		for (int i = 0; i < nt && got < n; i++)
+			got += release(c, touched[i], wc + got, n - got);
 		if (m < k)
 			break;
 	}
-	if (c->n_sw_flush && got < n)
-		got += poll_sw_flushed(c, wc + got, n - got);
+	if (c->n_held && got < n)
+		got += release_all(c, wc + got, n - got);
 	return got;
 }
 
@@ -233,9 +337,11 @@ int ry__verbs_cq_init(struct ry__verbs_rail *r, struct ry__verbs_cq *c)
 
 int ry__verbs_cq_open(struct ry__verbs_rail *r, struct ry__verbs_cq *c)
 {
-	int size = RY__VERBS_CQ_MIN < r->dev_attr.max_cqe ? RY__VERBS_CQ_MIN
-							  : r->dev_attr.max_cqe;
+	int size = r->cq_fixed ? RY__VERBS_CQ_FIXED : RY__VERBS_CQ_MIN;
 	int rc;
+
+	if (size > r->dev_attr.max_cqe)
+		size = r->dev_attr.max_cqe;
 
 	c->cq = ibv_create_cq(r->ctx, size, c, r->channel, 0);
 	if (!c->cq) {
@@ -344,6 +450,7 @@ void ry__verbs_cq_drain_dead(struct ry__verbs_rail *r)
 		struct ry__verbs_cq *c =
 		    ry__list_entry(pos, struct ry__verbs_cq, link);
 		struct ibv_wc w[POLL_BATCH];
+		struct ry__verbs_qp *q;
 		struct ry_wc o;
 		int m;
 
@@ -353,7 +460,8 @@ void ry__verbs_cq_drain_dead(struct ry__verbs_rail *r)
 		do {
 			m = ibv_poll_cq(c->cq, POLL_BATCH, w);
 			for (int i = 0; i < m; i++)
-				translate(r, c, &w[i], &o);
+				if (!translate(r, c, &w[i], &o, &q) && q)
+					release(c, q, &o, 0);
 		} while (m == POLL_BATCH);
 		pthread_mutex_unlock(&c->lock);
 		if (m < 0)

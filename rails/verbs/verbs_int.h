@@ -26,7 +26,7 @@
  * cq_pending on such a CQ: those run beside each other on other QPs and
  * CQs and beside progress() (the manager makes them under a context's
  * lock, not the rail's).  libibverbs is thread-safe; what is ours and
- * shared is guarded by the CQ's lock: its QP hash and list, n_sw_flush,
+ * shared is guarded by the CQ's lock: its QP hash and list, n_held,
  * and of each of its QPs the send ring (head, tail, ring,
  * hw_outstanding), base.state, err_ns, last_wqe and zombie.  Whoever
  * writes one of those holds the lock, and so does whoever reads one
@@ -61,6 +61,8 @@
 _Static_assert((RY__VERBS_EVENTS & (RY__VERBS_EVENTS - 1)) == 0,
 	       "event ring size must be a power of two (ring.h)");
 #define RY__VERBS_CQ_MIN 4096 /* entries of a new CQ; grows per QP */
+/* entries of every CQ on a device that cannot resize them (siw) */
+#define RY__VERBS_CQ_FIXED 65536
 #define RY__VERBS_SRQ_WR 1024 /* receives the SRQ can hold */
 #define RY__VERBS_MAX_RD 16   /* READs outstanding per QP */
 /* A move to RTR slower than this is logged: the caller stood still. */
@@ -71,6 +73,9 @@ _Static_assert((RY__VERBS_EVENTS & (RY__VERBS_EVENTS - 1)) == 0,
 /* After one gave up, connects of the rail fail at once for this long: a
  * fabric that drops CM MADs must not keep the caller's thread waiting. */
 #define RY__VERBS_CM_HOLDOFF_NS 1000000000ull
+/* iWARP: how often a QP owing completions has its device state asked,
+ * and how long after it is seen in ERR the HCA may still flush */
+#define RY__VERBS_SWEEP_NS 100000000ull
 /* How long a destroyed QP waits for "last WQE reached" from an HCA that
  * may not send it (rxe and mlx5 do). */
 #define RY__VERBS_LAST_WQE_GRACE_NS 1000000000ull
@@ -93,9 +98,11 @@ struct ry__verbs_cq {
 	/* qpn -> QP of qps, zombies included: a completion's QP */
 	struct ry__verbs_qp *qp_hash[RY__VERBS_QP_BUCKETS];
 	int cq_size;
-	int cq_used;	     /* entries promised to its QPs and the SRQ */
-	unsigned n_qps;	     /* QPs on it the caller has not destroyed */
-	unsigned n_sw_flush; /* software-flushed WRs poll has to report */
+	int cq_used;	/* entries promised to its QPs and the SRQ */
+	unsigned n_qps; /* QPs on it the caller has not destroyed */
+	/* ring entries complete (done or flushed) that poll still has to
+	 * report or, for a zombie, drop */
+	unsigned n_held;
 	/* CQ events taken by one progress() and not yet acked */
 	unsigned n_events;
 	struct ry__verbs_cq *evnext;
@@ -114,12 +121,35 @@ struct ry__verbs_mr {
 	struct ibv_mr *mr;
 };
 
-/* What a posted send WR needs at completion, kept in post order. */
+/*
+ * What a posted send WR needs at completion, kept in post order.  The
+ * contract promises a QP's send completions in posting order, which iWARP
+ * (siw) does not keep: it completes a WRITE or SEND when it is on the wire
+ * and a READ posted before it only when the response is in.  So a WR the
+ * HCA completed while an older one is still owed is held here (done) until
+ * its turn.
+ *
+ * For the same reason an iWARP WRITE or SEND that completed has not
+ * necessarily been placed: the peer may still refuse it.  A READ's
+ * response comes after the peer took everything posted before it, so each
+ * post_send on iWARP that ends in a WRITE or SEND posts a READ of 0 bytes
+ * behind it (a fence, never reported), and a WRITE's or SEND's success is
+ * held (unacked) until a READ after it completes: success confirms it, a
+ * failure (the connection ended) makes it FLUSHED (verbs_cq.c).
+ */
 struct ry__verbs_swr {
 	uint64_t wr_id;
-	uint8_t opcode; /* enum ry_wc_opcode */
-	bool flushed;	/* posted in ERR: completed by software */
+	uint32_t vendor_err; /* done: the HCA's */
+	uint8_t opcode;	     /* enum ry_wc_opcode */
+	uint8_t status;	     /* done: enum ry_wc_status */
+	bool done;	     /* the HCA completed it */
+	bool flushed;	     /* posted in ERR: completed by software */
+	bool fence;	     /* ours, not the caller's: never reported */
+	bool unacked;	     /* success held for a READ behind it */
 };
+
+/* The wr_id of a fence: a READ of 0 bytes, iWARP only */
+#define RY__VERBS_FENCE_ID 0xfe4ce0fe4ce0fe4cull
 
 struct ry__verbs_qp {
 	struct ry_qp base;
@@ -136,17 +166,28 @@ struct ry__verbs_qp {
 	uint32_t ring_mask;	 /* ring size - 1 (a power of two) */
 	uint32_t head, tail;	 /* tail - head = outstanding */
 	uint32_t hw_outstanding; /* of those, owed by the HCA */
-	uint32_t max_send_wr;
+	uint32_t max_send_wr;	 /* the caller's WRs outstanding at most */
+	uint32_t n_user;	 /* the caller's WRs in the ring */
+	uint32_t sq_depth;	 /* max_send_wr and room for fences */
+	/* iWARP: the caller moved it to ERR (what the HCA owed then is
+	 * FLUSHED), and an error was reported (the first one names the
+	 * failure: RY_WC_GENERAL_ERR, the rest FLUSHED) */
+	bool user_err;
+	bool failed;
 	/* An SRQ QP may still be taking a receive when it enters ERR; the
 	 * HCA says "last WQE reached" when it no longer can. */
-	bool rq_live;	 /* reached RTR: may consume receives */
-	bool last_wqe;	 /* IBV_EVENT_QP_LAST_WQE_REACHED seen */
-	uint64_t err_ns; /* when it entered ERR (CLOCK_MONOTONIC) */
+	bool rq_live;	   /* reached RTR: may consume receives */
+	bool last_wqe;	   /* IBV_EVENT_QP_LAST_WQE_REACHED seen */
+	uint64_t err_ns;   /* when it entered ERR (CLOCK_MONOTONIC) */
+	uint64_t swept_ns; /* iWARP: its device state last asked */
 	/* rdma_cm mode (verbs_cm.c), under the rail's cm->lock */
 	struct ry__verbs_qp *cm_next;
 	struct rdma_cm_id *cm_id;
 	uint32_t cm_rqpn;   /* the peer's QPN its CM connection names */
 	uint32_t cm_sq_psn; /* the CM's starting PSN for RTS */
+	/* iWARP: the peer rail's fence region (0: none, no fences) */
+	uint32_t fence_rkey;
+	uint64_t fence_addr;
 	uint8_t cm_state;
 	bool cm_reg;
 };
@@ -179,6 +220,12 @@ struct ry__verbs_rail {
 	uint32_t srq_wr; /* receives it holds: each CQ must have room */
 	int epfd;	 /* channel fd + async fd */
 	bool device_fatal;
+	bool cq_fixed; /* the device cannot resize CQs: made at CQ_FIXED */
+	/* iWARP: what the fence READs of our peers read (a few bytes,
+	 * remote read only), and where ours land */
+	void *fence_buf;
+	struct ibv_mr *fence_mr;
+	bool iwarp;	      /* no RNR, no WRITE with immediate */
 	bool port_active;     /* as the last port event said */
 	uint64_t dev_checked; /* the device's uverbs node last seen */
 	/* QPs the caller destroyed that the HCA still owes completions or
@@ -248,6 +295,8 @@ struct ry__verbs_qp *ry__verbs_qp_find(struct ry__verbs_cq *c, uint32_t qpn);
 void ry__verbs_qp_set_err(struct ry__verbs_qp *q);
 void ry__verbs_qp_close_all(struct ry__verbs_rail *r);
 void ry__verbs_qp_reap(struct ry__verbs_rail *r);
+/* iWARP: complete what a dead QP's HCA will never complete (progress) */
+void ry__verbs_qp_sweep(struct ry__verbs_rail *r);
 
 /* verbs_health.c: the port's counters in sysfs, under root */
 #define RY__VERBS_SYSFS "/sys/class/infiniband"

@@ -66,10 +66,35 @@ int ry__verbs_reg_mr(struct ry_pd *pd, void *addr, size_t length,
 	    ~(unsigned)(RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE |
 			RY_ACCESS_REMOTE_READ))
 		return -EINVAL;
+	/* siw answers a READ of any region of the PD (it checks no
+	 * REMOTE_READ): a region meant to be written but not read by the
+	 * peer would not be what it says (rail.h: read_unchecked) */
+	if (r->iwarp && (access & RY_ACCESS_REMOTE_WRITE) &&
+	    !(access & RY_ACCESS_REMOTE_READ)) {
+		RY_ERR("verbs",
+		       "rail %s: a region the peer may write but not read: "
+		       "this iWARP device does not check REMOTE_READ",
+		       r->base.name);
+		return -EOPNOTSUPP;
+	}
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
 	m->mr = ibv_reg_mr(r->pd, addr, length, ibv_access(access));
+	if (!m->mr && !length && errno == EINVAL) {
+		/* siw refuses an empty region.  A WR of 0 bytes carries no
+		 * SGE and the peer checks no key for it (verbs; siw too), so
+		 * its keys are never looked at: the region needs none of the
+		 * device's.  Its keys are 0, which no region of the device
+		 * has (iWARP STag 0 is reserved, siw starts at 1). */
+		m->base.pd = pd;
+		m->base.addr = addr;
+		m->base.access = access;
+		p->refs++;
+		ry__list_add(&r->mrs, &m->link);
+		*mr_p = &m->base;
+		return 0;
+	}
 	if (!m->mr) {
 		rc = -errno;
 		RY_ERR("verbs",
@@ -98,7 +123,7 @@ int ry__verbs_dereg_mr(struct ry_mr *mr)
 	    container_of(mr->pd, struct ry__verbs_pd, base);
 	int rc;
 
-	rc = ibv_dereg_mr(m->mr);
+	rc = m->mr ? ibv_dereg_mr(m->mr) : 0;
 	if (rc) {
 		/* EBUSY: a memory window is bound; anything else is a bug */
 		errno = rc;
@@ -119,7 +144,8 @@ void ry__verbs_mr_close_all(struct ry__verbs_rail *r)
 		struct ry__verbs_mr *m =
 		    ry__list_first_entry(&r->mrs, struct ry__verbs_mr, link);
 
-		ibv_dereg_mr(m->mr);
+		if (m->mr)
+			ibv_dereg_mr(m->mr);
 		ry__list_del(&m->link);
 		free(m);
 	}

@@ -59,7 +59,25 @@ static void qp_unlink(struct ry__verbs_qp *q)
 		pp = &(*pp)->hnext;
 	*pp = q->hnext;
 	ry__list_del(&q->cq_link);
-	c->cq_used -= (int)q->max_send_wr;
+	c->cq_used -= (int)q->sq_depth;
+}
+
+/* Whether the device has the QP in ERR (or in siw's TERMINATE, on its
+ * way there) while we still think it works. */
+static int qp_dev_state(struct ry__verbs_qp *q)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+
+	return ibv_query_qp(q->qp, &a, IBV_QP_STATE, &ia) ? -1
+							  : (int)a.qp_state;
+}
+
+static bool qp_hw_err(struct ry__verbs_qp *q)
+{
+	int st = qp_dev_state(q);
+
+	return st == IBV_QPS_ERR || st == IBV_QPS_SQE || st == IBV_QPS_SQD;
 }
 
 /* A random nonzero 24-bit PSN: a packet of an old connection must not be
@@ -102,11 +120,13 @@ static int cq_reserve(struct ry__verbs_rail *r, struct ry__verbs_cq *c, int n)
 			size *= 2;
 		if (size > r->dev_attr.max_cqe)
 			size = r->dev_attr.max_cqe;
-		if (size < want) {
+		if (size < want || r->cq_fixed) {
 			RY_ERR("verbs",
-			       "rail %s: CQ full: %d entries promised, device "
-			       "max %d",
-			       r->base.name, want, r->dev_attr.max_cqe);
+			       "rail %s: CQ full: %d entries promised, %s %d",
+			       r->base.name, want,
+			       r->cq_fixed ? "the device cannot resize it from"
+					   : "device max",
+			       r->cq_fixed ? c->cq_size : r->dev_attr.max_cqe);
 			return -ENOSPC;
 		}
 		rc = ibv_resize_cq(c->cq, size);
@@ -131,9 +151,11 @@ int ry__verbs_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	struct ry__verbs_cq *c = &r->cq;
 	struct ry__verbs_qp *q;
 	uint32_t wr = init && init->max_send_wr ? init->max_send_wr : 256;
+	/* iWARP: a fence may follow each of them (struct ry__verbs_swr) */
+	uint32_t sq = r->iwarp ? 2 * wr : wr;
 	int rc;
 
-	if (wr > (uint32_t)r->dev_attr.max_qp_wr)
+	if (sq > (uint32_t)r->dev_attr.max_qp_wr)
 		return -EINVAL;
 	if (init && init->cq) {
 		/* another rail's is another device's */
@@ -150,7 +172,7 @@ int ry__verbs_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return -ENOMEM;
-	q->ring_mask = pow2_at_least(wr) - 1;
+	q->ring_mask = pow2_at_least(sq) - 1;
 	q->ring = calloc(q->ring_mask + 1, sizeof(*q->ring));
 	if (!q->ring) {
 		rc = -ENOMEM;
@@ -159,7 +181,7 @@ int ry__verbs_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	rc = random_psn(&q->base.local.psn);
 	if (rc)
 		goto err_ring;
-	rc = cq_reserve(r, c, (int)wr);
+	rc = cq_reserve(r, c, (int)sq);
 	if (rc)
 		goto err_ring;
 
@@ -169,7 +191,7 @@ int ry__verbs_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	ia.qp_type = IBV_QPT_RC;
 	ia.sq_sig_all = 1; /* every send WR completes: the contract */
 	ia.qp_context = q; /* its async events name it (verbs_rail.c) */
-	ia.cap.max_send_wr = wr;
+	ia.cap.max_send_wr = sq;
 	ia.cap.max_send_sge = 1;
 	q->qp = ibv_create_qp(r->pd, &ia);
 	if (!q->qp) {
@@ -179,6 +201,7 @@ int ry__verbs_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 		goto err_cq;
 	}
 	q->max_send_wr = wr;
+	q->sq_depth = sq;
 	q->base.pd = pd;
 	q->base.qp_num = q->qp->qp_num;
 	q->base.state = RY_QPS_RESET;
@@ -204,7 +227,7 @@ int ry__verbs_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	return 0;
 
 err_cq:
-	c->cq_used -= (int)wr;
+	c->cq_used -= (int)sq;
 err_ring:
 	free(q->ring);
 err_free:
@@ -392,6 +415,10 @@ static int to_rts(struct ry__verbs_qp *q, const struct ry_qp_attr *attr)
 	if (rd > (uint32_t)r->dev_attr.max_qp_init_rd_atom)
 		rd = (uint32_t)r->dev_attr.max_qp_init_rd_atom;
 	a.sq_psn = q->base.local.psn;
+	/* the CM below may have moved it already: the state machine is
+	 * checked here for it */
+	if (q->base.state != RY_QPS_RTR && q->base.state != RY_QPS_RTS)
+		return EINVAL;
 	/* rdma_cm: its PSN; on iWARP the CM made it RTS already */
 	if (r->cm && ry__verbs_cm_rts_done(r, q, &a.sq_psn))
 		return 0;
@@ -406,6 +433,85 @@ static int to_rts(struct ry__verbs_qp *q, const struct ry_qp_attr *attr)
 				 IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
+/*
+ * siw takes a QP out of ERR to nowhere (its modify to RESET succeeds and
+ * leaves it in ERR), so that QP never connects again.  RESET gives such a
+ * QP a new ibv_qp, as a reconnect would: a new QPN with the new PSN, the
+ * same ry_qp and CQ.  The old ibv_qp owes none of the caller's send WRs
+ * (RESET waits for that), perhaps fences, and may still be taking a
+ * receive from the SRQ: it stays a zombie of its own, with the fences,
+ * until the HCA is done with it (hw_done).
+ */
+static int qp_renew(struct ry__verbs_rail *r, struct ry__verbs_qp *q)
+{
+	struct ry__verbs_cq *c = q->cq;
+	struct ibv_qp_init_attr ia = {0};
+	struct ry__verbs_qp *old = calloc(1, sizeof(*old));
+	struct ry__verbs_swr *ring;
+	struct ibv_qp *nq;
+
+	if (!old)
+		return ENOMEM;
+	ring = calloc(q->ring_mask + 1, sizeof(*ring));
+	if (!ring) {
+		free(old);
+		return ENOMEM;
+	}
+	ia.send_cq = c->cq;
+	ia.recv_cq = c->cq;
+	ia.srq = r->srq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.sq_sig_all = 1;
+	ia.qp_context = q;
+	ia.cap.max_send_wr = q->sq_depth;
+	ia.cap.max_send_sge = 1;
+	nq = ibv_create_qp(r->pd, &ia);
+	if (!nq) {
+		int rc = errno;
+
+		RY_ERR("verbs", "rail %s: qp 0x%x: a new ibv_qp for RESET: %m",
+		       r->base.name, q->base.qp_num);
+		free(ring);
+		free(old);
+		return rc;
+	}
+	RY_DBG("verbs", "rail %s: qp 0x%x: stays in ERR at RESET, now 0x%x",
+	       r->base.name, q->base.qp_num, nq->qp_num);
+	old->base = q->base;
+	old->cq = c;
+	old->qp = q->qp;
+	old->qp->qp_context = old; /* its async events name the old one */
+	old->zombie = true;
+	old->rq_live = q->rq_live;
+	old->last_wqe = q->last_wqe;
+	old->err_ns = q->err_ns;
+	pthread_mutex_lock(&c->lock);
+	/* the fences the old one still owes go with it */
+	old->ring = q->ring;
+	old->ring_mask = q->ring_mask;
+	old->head = q->head;
+	old->tail = q->tail;
+	old->hw_outstanding = q->hw_outstanding;
+	q->ring = ring;
+	q->head = q->tail = q->hw_outstanding = 0;
+	/* the old number's completions find the zombie, the new one q */
+	qp_unlink(q);
+	c->cq_used += (int)q->sq_depth; /* q keeps its share */
+	q->qp = nq;
+	q->base.qp_num = nq->qp_num;
+	q->base.local.qpn = nq->qp_num;
+	q->hnext = c->qp_hash[hash_qpn(q->base.qp_num)];
+	c->qp_hash[hash_qpn(q->base.qp_num)] = q;
+	ry__list_add_tail(&c->qps, &q->cq_link);
+	old->hnext = c->qp_hash[hash_qpn(old->base.qp_num)];
+	c->qp_hash[hash_qpn(old->base.qp_num)] = old;
+	ry__list_add_tail(&c->qps, &old->cq_link);
+	pthread_mutex_unlock(&c->lock);
+	old->znext = r->zombies;
+	r->zombies = old;
+	return 0;
+}
+
 int ry__verbs_modify_qp(struct ry_qp *qp, enum ry_qp_state state,
 			const struct ry_qp_attr *attr)
 {
@@ -413,7 +519,7 @@ int ry__verbs_modify_qp(struct ry_qp *qp, enum ry_qp_state state,
 	struct ry__verbs_rail *r = pd_vrail(qp->pd);
 	struct ibv_qp_attr a = {0};
 	uint32_t psn = 0;
-	bool busy;
+	bool busy, fences;
 	int rc;
 
 	switch (state) {
@@ -423,15 +529,24 @@ int ry__verbs_modify_qp(struct ry_qp *qp, enum ry_qp_state state,
 		 * the manager reconnects with new QPs, and RESET right after
 		 * ERR must work at once, as on the soft rail.) */
 		pthread_mutex_lock(&q->cq->lock); /* a poll moves head */
-		busy = q->tail != q->head;
+		busy = q->n_user != 0;
+		fences = q->tail != q->head;
 		pthread_mutex_unlock(&q->cq->lock);
 		if (busy)
 			return -EBUSY;
 		rc = random_psn(&psn);
 		if (rc)
 			return rc;
+		/* fences still owed (iWARP): the HCA must not drop them, the
+		 * old ibv_qp keeps them (qp_renew) */
+		if (fences) {
+			rc = qp_renew(r, q);
+			break;
+		}
 		a.qp_state = IBV_QPS_RESET;
 		rc = ibv_modify_qp(q->qp, &a, IBV_QP_STATE);
+		if (!rc && qp_hw_err(q))
+			rc = qp_renew(r, q);
 		break;
 	case RY_QPS_INIT:
 		if (!attr)
@@ -484,12 +599,16 @@ int ry__verbs_modify_qp(struct ry_qp *qp, enum ry_qp_state state,
 	if (state == RY_QPS_RESET) {
 		qp->local.psn = psn; /* a new connection: a new PSN */
 		q->rq_live = q->last_wqe = false;
+		q->user_err = q->failed = false;
+		q->fence_rkey = 0; /* the next connection names it again */
 	} else if (state == RY_QPS_RTR) {
 		q->rq_live = true;
 	}
-	if (state == RY_QPS_ERR)
+	if (state == RY_QPS_ERR) {
+		if (qp->state != RY_QPS_ERR)
+			q->user_err = true;
 		ry__verbs_qp_set_err(q);
-	else
+	} else
 		qp->state = state;
 	pthread_mutex_unlock(&q->cq->lock);
 	return 0;
@@ -569,6 +688,12 @@ int ry__verbs_destroy_qp(struct ry_qp *qp)
 	bool done;
 	int rc;
 
+	/* the caller ends it: what the HCA flushes from now on, the end of
+	 * its CM connection included, is not a failure (iWARP: release()) */
+	pthread_mutex_lock(&c->lock);
+	if (qp->state != RY_QPS_ERR)
+		q->user_err = true;
+	pthread_mutex_unlock(&c->lock);
 	ry__verbs_cm_del(r, q); /* no REQ finds it; its CM connection ends */
 	if (qp->state != RY_QPS_ERR && !hw_done_now(r, q)) {
 		rc = ry__verbs_modify_qp(qp, RY_QPS_ERR, NULL);
@@ -580,7 +705,8 @@ int ry__verbs_destroy_qp(struct ry_qp *qp)
 	while (q->tail != q->head &&
 	       q->ring[(q->tail - 1) & q->ring_mask].flushed) {
 		q->tail--;
-		c->n_sw_flush--;
+		q->n_user--;
+		c->n_held--;
 	}
 	vpd->refs--;
 	c->n_qps--;
@@ -598,6 +724,73 @@ int ry__verbs_destroy_qp(struct ry_qp *qp)
 	q->znext = r->zombies;
 	r->zombies = q;
 	return 0;
+}
+
+/*
+ * siw moves a QP to ERR without flushing what it owes when nothing was
+ * being sent at that moment (a TERMINATE from the peer, a closed
+ * connection): a READ waiting for its response, a fence among them, then
+ * never completes, and nor would anything the caller waits for behind it.
+ * So a QP that owes completions has its device state asked now and then;
+ * once the device has had it in ERR for a while (time for the flush it
+ * does make), the rail completes the rest FLUSHED itself.  A completion
+ * of the HCA after that finds no WR owed and is dropped (verbs_cq.c).
+ */
+static void qp_sweep(struct ry__verbs_cq *c, struct ry__verbs_qp *q,
+		     uint64_t now)
+{
+	if (!q->hw_outstanding || now - q->swept_ns < RY__VERBS_SWEEP_NS)
+		return;
+	q->swept_ns = now;
+	if (q->base.state != RY_QPS_ERR) {
+		if (qp_hw_err(q))
+			ry__verbs_qp_set_err(q);
+		return;
+	}
+	/* siw's TERMINATE and CLOSING too: a QP may stay there for good;
+	 * and after a WR of its own failed it may stay in RTS, its sending
+	 * suspended for good */
+	if (now - q->err_ns < RY__VERBS_SWEEP_NS ||
+	    (q->user_err && !qp_hw_err(q)))
+		return;
+	RY_DBG("verbs", "qp 0x%x: %u WRs the device will not complete",
+	       q->base.qp_num, q->hw_outstanding);
+	for (uint32_t i = q->head; i != q->tail; i++) {
+		struct ry__verbs_swr *s = &q->ring[i & q->ring_mask];
+
+		if (s->done || s->flushed)
+			continue;
+		s->done = true;
+		s->status = RY_WC_FLUSHED;
+		s->vendor_err = 0;
+		s->unacked = false;
+		c->n_held++;
+	}
+	q->hw_outstanding = 0;
+}
+
+static void cq_sweep(struct ry__verbs_cq *c, uint64_t now)
+{
+	struct ry__list *pos;
+
+	pthread_mutex_lock(&c->lock);
+	ry__list_for_each(pos, &c->qps)
+		qp_sweep(c, ry__list_entry(pos, struct ry__verbs_qp, cq_link),
+			 now);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void ry__verbs_qp_sweep(struct ry__verbs_rail *r)
+{
+	uint64_t now = ry__now_ns();
+	struct ry__list *pos;
+
+	if (r->cq.cq)
+		cq_sweep(&r->cq, now);
+	ry__list_for_each(pos, &r->cqs)
+		cq_sweep(ry__list_entry(pos, struct ry__verbs_cq, link), now);
+	ry__list_for_each(pos, &r->dead_cqs)
+		cq_sweep(ry__list_entry(pos, struct ry__verbs_cq, link), now);
 }
 
 /* Destroy the zombies the HCA is done with (from progress). */
@@ -669,28 +862,44 @@ static const uint8_t wc_opcodes[] = {
     [RY_WR_SEND_IMM] = RY_WC_SEND,
 };
 
+/* A WR of the caller's; on iWARP a WRITE's or SEND's success waits for
+ * the READ behind it (unacked). */
 static void ring_push(struct ry__verbs_qp *q, const struct ry_send_wr *wr,
-		      bool flushed)
+		      bool flushed, bool fenced)
 {
 	struct ry__verbs_swr *s = &q->ring[q->tail++ & q->ring_mask];
 
 	s->wr_id = wr->wr_id;
 	s->opcode = wc_opcodes[wr->opcode];
 	s->flushed = flushed;
+	s->done = false;
+	s->fence = false;
+	s->unacked = !flushed && fenced && wr->opcode != RY_WR_RDMA_READ;
+	q->n_user++;
+}
+
+static void ring_push_fence(struct ry__verbs_qp *q)
+{
+	struct ry__verbs_swr *s = &q->ring[q->tail++ & q->ring_mask];
+
+	s->wr_id = RY__VERBS_FENCE_ID;
+	s->opcode = RY_WC_RDMA_READ;
+	s->flushed = s->done = s->unacked = false;
+	s->fence = true;
 }
 
 static int post_send_locked(struct ry__verbs_qp *q, struct ry__verbs_rail *r,
 			    const struct ry_send_wr *wr, unsigned n)
 {
-	struct ibv_send_wr w[POST_BATCH], *bad;
-	struct ibv_sge sg[POST_BATCH];
+	struct ibv_send_wr w[POST_BATCH + 1], *bad;
+	struct ibv_sge sg[POST_BATCH + 1];
 
-	if (q->tail - q->head + n > q->max_send_wr)
+	if (q->n_user + n > q->max_send_wr)
 		return -ENOMEM; /* the send queue is full, as verbs says */
 	if (q->base.state == RY_QPS_ERR) {
 		for (unsigned i = 0; i < n; i++)
-			ring_push(q, &wr[i], true);
-		q->cq->n_sw_flush += n;
+			ring_push(q, &wr[i], true, false);
+		q->cq->n_held += n;
 		return 0;
 	}
 	if (q->base.state != RY_QPS_RTS)
@@ -698,6 +907,9 @@ static int post_send_locked(struct ry__verbs_qp *q, struct ry__verbs_rail *r,
 
 	while (n) {
 		unsigned k = n < POST_BATCH ? n : POST_BATCH;
+		/* the call's last WR a WRITE or SEND: a fence behind it */
+		bool fence = q->fence_rkey && k == n &&
+			     wr[k - 1].opcode != RY_WR_RDMA_READ;
 		int rc;
 
 		for (unsigned i = 0; i < k; i++) {
@@ -719,11 +931,60 @@ static int post_send_locked(struct ry__verbs_qp *q, struct ry__verbs_rail *r,
 			w[i].wr.rdma.remote_addr = s->remote_addr;
 			w[i].wr.rdma.rkey = s->rkey;
 		}
+		if (fence) {
+			/* one byte of the peer's fence region: siw answers
+			 * a READ of 0 bytes that waits in its IRQ with the
+			 * length of the READ response before it */
+			memset(&w[k], 0, sizeof(w[k]));
+			sg[k].addr = (uintptr_t)r->fence_buf;
+			sg[k].length = 1;
+			sg[k].lkey = r->fence_mr->lkey;
+			w[k - 1].next = &w[k];
+			w[k].wr_id = RY__VERBS_FENCE_ID;
+			w[k].sg_list = &sg[k];
+			w[k].num_sge = 1;
+			w[k].opcode = IBV_WR_RDMA_READ;
+			w[k].send_flags = IBV_SEND_SIGNALED;
+			w[k].wr.rdma.remote_addr = q->fence_addr;
+			w[k].wr.rdma.rkey = q->fence_rkey;
+		}
 		rc = ibv_post_send(q->qp, w, &bad);
+		if (rc < 0) /* siw's provider returns -errno */
+			rc = -rc;
 		/* The WRs before the bad one are posted and will complete. */
 		for (unsigned i = 0; i < k && (!rc || &w[i] != bad); i++) {
-			ring_push(q, &wr[i], false);
+			ring_push(q, &wr[i], false, q->fence_rkey != 0);
 			q->hw_outstanding++;
+		}
+		if (fence && !rc) {
+			ring_push_fence(q);
+			q->hw_outstanding++;
+		} else if (fence && bad == &w[k] && !qp_hw_err(q)) {
+			/* the caller's are all posted; without their fence
+			 * they count as done once on the wire */
+			RY_WARN("verbs",
+				"rail %s: qp 0x%x: no fence posted: %s",
+				r->base.name, q->base.qp_num, strerror(rc));
+			for (uint32_t i = q->tail - k; i != q->tail; i++)
+				q->ring[i & q->ring_mask].unacked = false;
+			rc = 0;
+		}
+		/* siw refuses posts once it has ended the connection, in
+		 * any state but RTS (its idle one reads as INIT) */
+		if (rc && (r->iwarp ? qp_dev_state(q) != IBV_QPS_RTS
+				    : qp_hw_err(q))) {
+			/* The device moved it to ERR before we heard (siw,
+			 * when the peer ended the connection): in ERR every
+			 * post completes FLUSHED, the rest of these too. */
+			unsigned done = bad && bad >= w && bad <= &w[k]
+					    ? (unsigned)(bad - w)
+					    : k;
+
+			ry__verbs_qp_set_err(q);
+			for (unsigned i = done; i < n; i++)
+				ring_push(q, &wr[i], true, false);
+			q->cq->n_held += n - done;
+			return 0;
 		}
 		if (rc) {
 			errno = rc;
@@ -744,9 +1005,16 @@ int ry__verbs_post_send(struct ry_qp *qp, const struct ry_send_wr *wr,
 	struct ry__verbs_rail *r = pd_vrail(qp->pd);
 	int rc;
 
-	for (unsigned i = 0; i < n; i++)
+	for (unsigned i = 0; i < n; i++) {
 		if ((unsigned)wr[i].opcode > RY_WR_SEND_IMM)
 			return -EINVAL;
+		/* siw carries no immediate data (rail.h: no_imm): refused
+		 * before any of them is posted */
+		if ((wr[i].opcode == RY_WR_RDMA_WRITE_IMM ||
+		     wr[i].opcode == RY_WR_SEND_IMM) &&
+		    r->iwarp)
+			return -EOPNOTSUPP;
+	}
 	/* progress may move the QP to ERR, a poll takes from the ring */
 	pthread_mutex_lock(&q->cq->lock);
 	rc = post_send_locked(q, r, wr, n);
@@ -772,9 +1040,13 @@ int ry__verbs_post_recv(struct ry_rail *rail, const struct ry_recv_wr *wr,
 			w[i].wr_id = wr[i].wr_id;
 			w[i].next = i + 1 < k ? &w[i + 1] : NULL;
 			w[i].sg_list = &sg[i];
-			w[i].num_sge = wr[i].sge.length ? 1 : 0;
+			/* siw refuses a receive without an SGE: an empty one
+			 * (its key is never looked at) */
+			w[i].num_sge = wr[i].sge.length || r->iwarp ? 1 : 0;
 		}
 		rc = ibv_post_srq_recv(r->srq, w, &bad);
+		if (rc < 0) /* siw's provider returns -errno */
+			rc = -rc;
 		if (rc) {
 			errno = rc;
 			RY_ERR("verbs", "rail %s: ibv_post_srq_recv: %m",

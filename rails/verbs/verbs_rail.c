@@ -164,9 +164,18 @@ static int pick_gid(struct ry__verbs_rail *r, const struct ry_rail_config *cfg)
 	int rc;
 
 	/* iWARP connects by IP through rdma_cm (verbs_cm.c): its GID is
-	 * the netdev's MAC, nothing to choose */
-	if (r->ctx->device->transport_type == IBV_TRANSPORT_IWARP)
+	 * the netdev's MAC, nothing to choose; a gid_index the port does
+	 * not have is refused all the same, as on every other device */
+	if (r->ctx->device->transport_type == IBV_TRANSPORT_IWARP) {
+		if (cfg->gid_index > 0) {
+			RY_ERR("verbs",
+			       "rail %s: gid_index %d: an iWARP port has only "
+			       "GID 0",
+			       cfg->name, cfg->gid_index);
+			return -ENOENT;
+		}
 		return ibv_query_gid(r->ctx, r->port, 0, &r->gid) ? -EIO : 0;
+	}
 	rc = ry__verbs_pick_gid(r->ctx, r->port, cfg->gid_index, cfg->address,
 				&idx, r->gid.raw, why, sizeof(why));
 	if (rc) {
@@ -175,6 +184,58 @@ static int pick_gid(struct ry__verbs_rail *r, const struct ry_rail_config *cfg)
 	}
 	r->gid_index = (int)idx;
 	return 0;
+}
+
+/* Whether the device resizes CQs (siw does not): a CQ that cannot grow
+ * with its QPs is made large enough up front (verbs_cq.c). */
+static bool cq_resizes(struct ry__verbs_rail *r)
+{
+	struct ibv_cq *cq = ibv_create_cq(r->ctx, 1, NULL, NULL, 0);
+	int rc;
+
+	if (!cq)
+		return true; /* cannot tell: the first resize will */
+	rc = ibv_resize_cq(cq, 2 * cq->cqe + 1);
+	ibv_destroy_cq(cq);
+	if (rc == EOPNOTSUPP || rc == -EOPNOTSUPP || rc == ENOSYS) {
+		RY_DBG("verbs", "rail %s: the device cannot resize CQs",
+		       r->base.name);
+		return false;
+	}
+	return true;
+}
+
+/* iWARP: the region the peers' fence READs read (verbs_int.h, struct
+ * ry__verbs_swr); a byte of it is all they take. */
+static int fence_open(struct ry__verbs_rail *r)
+{
+	if (!r->iwarp)
+		return 0;
+	if (posix_memalign(&r->fence_buf, 64, 64))
+		return -ENOMEM;
+	memset(r->fence_buf, 0, 64);
+	r->fence_mr =
+	    ibv_reg_mr(r->pd, r->fence_buf, 64,
+		       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+	if (!r->fence_mr) {
+		int rc = -errno;
+
+		RY_ERR("verbs", "rail %s: the fence region: ibv_reg_mr: %m",
+		       r->base.name);
+		free(r->fence_buf);
+		r->fence_buf = NULL;
+		return rc;
+	}
+	return 0;
+}
+
+static void fence_close(struct ry__verbs_rail *r)
+{
+	if (r->fence_mr)
+		ibv_dereg_mr(r->fence_mr);
+	free(r->fence_buf);
+	r->fence_mr = NULL;
+	r->fence_buf = NULL;
 }
 
 static int verbs_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
@@ -216,6 +277,7 @@ static int verbs_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 		       port.device);
 		goto err_free;
 	}
+	r->iwarp = r->ctx->device->transport_type == IBV_TRANSPORT_IWARP;
 	/* both return an errno value */
 	rc = ibv_query_device(r->ctx, &r->dev_attr);
 	if (!rc)
@@ -271,6 +333,7 @@ static int verbs_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 		       sa.attr.max_wr);
 		goto err_channel;
 	}
+	r->cq_fixed = !cq_resizes(r);
 	/* what the SRQ holds, which every CQ must have room for; the rail's
 	 * own CQ is made with its first QP (ry__verbs_create_qp): an owner
 	 * with CQs of its own (the manager) never has one */
@@ -302,9 +365,14 @@ static int verbs_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 		RY_ERR("verbs", "rail %s: epoll_ctl: %m", cfg->name);
 		goto err_epoll;
 	}
-	rc = ry__verbs_cm_open(r, cfg); /* rdma_cm mode: listen */
+	rc = fence_open(r);
 	if (rc)
 		goto err_epoll;
+	rc = ry__verbs_cm_open(r, cfg); /* rdma_cm mode: listen */
+	if (rc) {
+		fence_close(r);
+		goto err_epoll;
+	}
 	RY_DBG("verbs", "rail %s: %s port %u, gid index %d, mtu %u, %s",
 	       cfg->name, port.device, r->port, r->gid_index, r->mtu,
 	       r->ethernet ? "RoCE" : "InfiniBand");
@@ -524,6 +592,8 @@ static int verbs_progress(struct ry_rail *rail)
 		rc = drain_cq_events(r);
 	if (!ry__list_empty(&r->dead_cqs))
 		ry__verbs_cq_drain_dead(r);
+	if (r->iwarp)
+		ry__verbs_qp_sweep(r);
 	if (r->zombies)
 		ry__verbs_qp_reap(r);
 	return rc;
@@ -564,6 +634,11 @@ static int verbs_query(struct ry_rail *rail, struct ry_rail_attr *attr)
 	attr->sends_alone = true; /* post_send rang the doorbell */
 	/* libibverbs is thread-safe, our state per CQ (verbs_int.h) */
 	attr->concurrent_qps = true;
+	attr->no_imm = r->iwarp;
+	attr->no_rnr = r->iwarp;
+	attr->opaque_errors = r->iwarp;
+	attr->read_unchecked = r->iwarp;
+	attr->partial_writes = r->iwarp;
 	memcpy(attr->local.gid, r->gid.raw, 16);
 	attr->local.lid = pa.lid;
 	attr->local.mtu = attr->mtu;
@@ -651,6 +726,7 @@ static void verbs_close(struct ry_rail *rail)
 	ry__verbs_cm_close(r);
 	ry__verbs_qp_close_all(r);
 	ry__verbs_mr_close_all(r);
+	fence_close(r);
 	close(r->epfd);
 	ibv_destroy_srq(r->srq);
 	ry__verbs_cq_close_all(r);

@@ -146,6 +146,43 @@ static unsigned sizes_for(struct ry_test_pair *p, size_t *out)
 	return n;
 }
 
+static struct ry_rail_attr attr_of(struct ry_test_pair *p, int i)
+{
+	struct ry_rail_attr a;
+
+	ck_assert_int_eq(ry__rail_query(p->r[i], &a), 0);
+	return a;
+}
+
+/* A rail that says no_imm (iWARP) refuses WRITE_IMM and SEND_IMM at
+ * post with -EOPNOTSUPP, a batch holding one as a whole: nothing reaches
+ * the peer or completes, and the QP goes on working. */
+static void imm_refused(struct ry_test_pair *p, enum ry_wr_opcode op)
+{
+	struct region a, b;
+	struct ry_send_wr wr[2];
+	struct ry_wc wc;
+	uint8_t *snap;
+
+	region_get(p, 0, &a, 4096, 1, ALL);
+	region_get(p, 1, &b, 4096, 2, ALL);
+	snap = malloc(4096 + 2 * GUARD);
+	memcpy(snap, b.buf, 4096 + 2 * GUARD);
+	wr[0] = wr_make(RY_WR_RDMA_WRITE, &a, &b, 4096, 1);
+	wr[1] = wr_make(op, &a, op == RY_WR_SEND_IMM ? NULL : &b, 4096, 2);
+	ck_assert_int_eq(ry__rail_post_send(p->qp[0], &wr[1], 1), -EOPNOTSUPP);
+	ck_assert_int_eq(ry__rail_post_send(p->qp[0], wr, 2), -EOPNOTSUPP);
+	pair_spin(p, 50);
+	ck_assert_int_eq(pair_poll(p, 0, &wc, 1), 0);
+	ck_assert_int_eq(pair_poll(p, 1, &wc, 1), 0);
+	ck_assert(!memcmp(snap, b.buf, 4096 + 2 * GUARD));
+	ck_assert_int_eq(p->qp[0]->state, RY_QPS_RTS);
+	free(snap);
+	region_put(&a);
+	region_put(&b);
+	xfer_check(p, RY_WR_RDMA_WRITE, 4096, 3);
+}
+
 static void sizes_case(enum ry_wr_opcode op)
 {
 	struct ry_test_pair p;
@@ -154,6 +191,12 @@ static void sizes_case(enum ry_wr_opcode op)
 
 	pair_open(&p);
 	pair_connect(&p);
+	if ((op == RY_WR_RDMA_WRITE_IMM || op == RY_WR_SEND_IMM) &&
+	    attr_of(&p, 0).no_imm) {
+		imm_refused(&p, op);
+		pair_close(&p);
+		return;
+	}
 	n = sizes_for(&p, sizes);
 	for (unsigned i = 0; i < n; i++)
 		xfer_check(&p, op, sizes[i], i + 1);
@@ -449,7 +492,10 @@ START_TEST(test_psn_wrap)
 	xfer_check(&p, RY_WR_RDMA_WRITE, MIB, 1);
 	xfer_check(&p, RY_WR_RDMA_READ, MIB, 2);
 	xfer_check(&p, RY_WR_SEND, 64 * 1024, 3);
-	xfer_check(&p, RY_WR_RDMA_WRITE_IMM, 3 * p.mtu, 4);
+	if (attr_of(&p, 0).no_imm)
+		imm_refused(&p, RY_WR_RDMA_WRITE_IMM);
+	else
+		xfer_check(&p, RY_WR_RDMA_WRITE_IMM, 3 * p.mtu, 4);
 	pair_close(&p);
 }
 END_TEST
@@ -636,8 +682,9 @@ static void expect_flushed(struct ry_test_pair *p, uint64_t from, uint64_t to)
 	ck_assert_int_eq(pair_poll(p, 0, &wc, 1), 0);
 }
 
-/* A remote access error: REM_ACCESS for that WR (every provider), the QP
- * in ERR, the WRs behind it FLUSHED in order, the target untouched. */
+/* A remote access error: REM_ACCESS for that WR (every provider but one
+ * that says opaque_errors: GENERAL_ERR), the QP in ERR, the WRs behind it
+ * FLUSHED in order, the target untouched. */
 static void access_case(unsigned dst_access, bool bad_rkey, int64_t shift,
 			enum ry_wr_opcode op, bool dereg_first)
 {
@@ -668,15 +715,29 @@ static void access_case(unsigned dst_access, bool bad_rkey, int64_t shift,
 		wr.wr_id++;
 	}
 	pair_wait_wc(&p, 0, &wc, 10000);
-	ck_assert_msg(wc.status == RY_WC_REM_ACCESS, "got %s",
-		      ry_wc_status_str(wc.status));
+	ck_assert_msg(wc.status == (attr_of(&p, 0).opaque_errors
+					? RY_WC_GENERAL_ERR
+					: RY_WC_REM_ACCESS),
+		      "got %s", ry_wc_status_str(wc.status));
 	ck_assert_uint_eq(wc.wr_id, 9);
 	ck_assert_int_eq(wc.opcode, op == RY_WR_RDMA_READ ? RY_WC_RDMA_READ
 							  : RY_WC_RDMA_WRITE);
 	ck_assert_int_eq(p.qp[0]->state, RY_QPS_ERR);
 	expect_flushed(&p, 10, 13);
 	pair_spin(&p, 20);
-	ck_assert(!memcmp(snap, b.buf, 65536 + 2 * GUARD));
+	if (shift > 0 && op == RY_WR_RDMA_WRITE &&
+	    attr_of(&p, 1).partial_writes) {
+		/* the guards untouched; inside the region each byte as it
+		 * was or what the WRITE carried there */
+		ck_assert(!memcmp(snap, b.buf, GUARD + (size_t)shift));
+		ck_assert(!memcmp(snap + GUARD + 65536, b.buf + GUARD + 65536,
+				  GUARD));
+		for (size_t i = (size_t)shift; i < 65536; i++)
+			ck_assert(b.buf[GUARD + i] == snap[GUARD + i] ||
+				  b.buf[GUARD + i] == asnap[GUARD + i - shift]);
+	} else {
+		ck_assert(!memcmp(snap, b.buf, 65536 + 2 * GUARD));
+	}
 	/* a READ that failed wrote nothing into the local buffer either */
 	ck_assert(!memcmp(asnap, a.buf, 65536 + 2 * GUARD));
 	free(snap);
@@ -710,10 +771,30 @@ START_TEST(test_no_remote_write)
 		    RY_WR_RDMA_WRITE, false);
 }
 END_TEST
+/* Where the device does not check REMOTE_READ (read_unchecked), such a
+ * region is refused, not registered readable. */
 START_TEST(test_no_remote_read)
 {
-	access_case(RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE, false, 0,
-		    RY_WR_RDMA_READ, false);
+	struct ry_test_pair p;
+	struct ry_mr *mr = NULL;
+	uint8_t *buf;
+
+	pair_open(&p);
+	if (!attr_of(&p, 1).read_unchecked) {
+		pair_close(&p);
+		access_case(RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE,
+			    false, 0, RY_WR_RDMA_READ, false);
+		return;
+	}
+	buf = test_buf(4096, 1);
+	ck_assert_int_eq(
+	    ry__rail_reg_mr(p.pd[1], buf, 4096,
+			    RY_ACCESS_LOCAL_WRITE | RY_ACCESS_REMOTE_WRITE,
+			    &mr),
+	    -EOPNOTSUPP);
+	ck_assert_ptr_null(mr);
+	free(buf);
+	pair_close(&p);
 }
 END_TEST
 START_TEST(test_read_bad_rkey)
@@ -758,7 +839,9 @@ START_TEST(test_bad_lkey)
 			      ry_wc_status_str(wc.status));
 	else
 		ck_assert_msg(wc.status == RY_WC_LOC_PROT ||
-				  wc.status == RY_WC_FLUSHED,
+				  wc.status == RY_WC_FLUSHED ||
+				  (attr_of(&p, 0).opaque_errors &&
+				   wc.status == RY_WC_GENERAL_ERR),
 			      "got %s", ry_wc_status_str(wc.status));
 	if (wc.status != RY_WC_LOC_PROT)
 		fprintf(stderr,
@@ -777,7 +860,46 @@ END_TEST
 
 /* ---- receiver not ready, peer gone ---- */
 
-/* The receive arrives while the sender is being RNR NAKed: it goes on. */
+/*
+ * A rail that says no_rnr (iWARP): a SEND that finds no receive posted
+ * ends the connection, no matter rnr_retry.  The SEND itself may complete
+ * SUCCESS (it left; siw completes a SEND once on the wire), but the READ
+ * behind it is never answered: it fails, every WR after the first error
+ * is FLUSHED, in order, and the QP is in ERR.
+ */
+static void no_rnr_case(struct ry_test_pair *p)
+{
+	struct region a, b;
+	struct ry_send_wr wr[3];
+	struct ry_wc wc;
+	bool failed = false;
+
+	region_get(p, 0, &a, 100, 1, ALL);
+	region_get(p, 1, &b, 100, 2, ALL);
+	wr[0] = wr_make(RY_WR_SEND, &a, NULL, 100, 0);
+	wr[1] = wr_make(RY_WR_RDMA_READ, &a, &b, 100, 1);
+	wr[2] = wr_make(RY_WR_SEND, &a, NULL, 100, 2);
+	ck_assert_int_eq(ry__rail_post_send(p->qp[0], wr, 3), 0);
+	for (uint64_t id = 0; id < 3; id++) {
+		pair_wait_wc(p, 0, &wc, 20000);
+		ck_assert_uint_eq(wc.wr_id, id);
+		if (failed)
+			ck_assert_msg(wc.status == RY_WC_FLUSHED, "wr %d: %s",
+				      (int)id, ry_wc_status_str(wc.status));
+		else if (id == 1)
+			ck_assert_msg(wc.status != RY_WC_SUCCESS,
+				      "a READ behind a SEND without a receive "
+				      "succeeded");
+		failed |= wc.status != RY_WC_SUCCESS;
+	}
+	ck_assert_int_eq(p->qp[0]->state, RY_QPS_ERR);
+	ck_assert_int_eq(pair_poll(p, 0, &wc, 1), 0);
+	region_put(&a);
+	region_put(&b);
+}
+
+/* The receive arrives while the sender is being RNR NAKed: it goes on.
+ * Without RNR (no_rnr) nothing waits for it: the connection ends. */
 START_TEST(test_rnr_recovers)
 {
 	struct ry_test_pair p;
@@ -791,6 +913,11 @@ START_TEST(test_rnr_recovers)
 	p.attr.rnr_retry = 6;
 	p.attr.min_rnr_timer_us = 10000;
 	pair_connect(&p);
+	if (attr_of(&p, 0).no_rnr) {
+		no_rnr_case(&p);
+		pair_close(&p);
+		return;
+	}
 	region_get(&p, 0, &a, 5000, 1, ALL);
 	region_get(&p, 1, &b, 5000, 2, ALL);
 	wr = wr_make(RY_WR_SEND, &a, NULL, 5000, 4);
@@ -814,7 +941,7 @@ START_TEST(test_rnr_recovers)
 END_TEST
 
 /* No receive posted at the peer: RNR NAKs, rnr_retry of them, then
- * RNR_RETRY_EXCEEDED and the rest flushed. */
+ * RNR_RETRY_EXCEEDED and the rest flushed (no_rnr: no_rnr_case). */
 START_TEST(test_rnr_exceeded)
 {
 	struct ry_test_pair p;
@@ -826,6 +953,11 @@ START_TEST(test_rnr_exceeded)
 	p.attr.rnr_retry = 2;
 	p.attr.min_rnr_timer_us = 1000;
 	pair_connect(&p);
+	if (attr_of(&p, 0).no_rnr) {
+		no_rnr_case(&p);
+		pair_close(&p);
+		return;
+	}
 	region_get(&p, 0, &a, 100, 1, ALL);
 	for (int i = 0; i < 3; i++) {
 		struct ry_send_wr wr =
@@ -870,8 +1002,10 @@ START_TEST(test_retry_exceeded)
 	ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), 0);
 	t = test_now_ms();
 	pair_wait_wc(&p, 0, &wc, 20000);
-	ck_assert_msg(wc.status == RY_WC_RETRY_EXCEEDED, "got %s",
-		      ry_wc_status_str(wc.status));
+	ck_assert_msg(wc.status == (attr_of(&p, 0).opaque_errors
+					? RY_WC_GENERAL_ERR
+					: RY_WC_RETRY_EXCEEDED),
+		      "got %s", ry_wc_status_str(wc.status));
 	ck_assert_uint_eq(wc.wr_id, 1);
 	ck_assert_int_eq(p.qp[0]->state, RY_QPS_ERR);
 	fprintf(
@@ -911,7 +1045,9 @@ START_TEST(test_recv_too_small)
 	pair_wait_wc(&p, 0, &wc, 10000);
 	ck_assert_uint_eq(wc.wr_id, 4);
 	ck_assert_msg(wc.status == RY_WC_REM_INVALID_REQ ||
-			  (!strict && wc.status == RY_WC_REM_OP),
+			  (!strict && wc.status == RY_WC_REM_OP) ||
+			  (attr_of(&p, 0).opaque_errors &&
+			   wc.status == RY_WC_GENERAL_ERR),
 		      "sender got %s", ry_wc_status_str(wc.status));
 	if (wc.status != RY_WC_REM_INVALID_REQ)
 		fprintf(stderr, "%s: SEND to a short receive completed %s\n",
