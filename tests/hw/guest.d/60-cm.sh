@@ -9,10 +9,12 @@
 #   2. node b's log shows its rails listening through rdma_cm, its QPs
 #      connected through the CM (b answers a's connects, so b sends the
 #      REQs), and no REQ from a QPN the control channel did not name.
-# Not here: a cable pull on rdma_cm.  After veth1a goes down and up, rxe
-# in this guest sends no CM MAD on that rail any more (no packet on the
-# veth, every REQ times out), while manual connects carry on (see
-# railyard-verbs(7), rails/verbs/railyard-verbs.7).
+# Not here: a cable pull on rdma_cm.  After veth1a goes down and up, the
+# serve and bench that were running send no CM MAD on that rail any more
+# (no packet on the veth, every REQ times out), while manual connects carry
+# on.  A process started after the flap does connect through rdma_cm there
+# (ib_write_bw -R), so what goes stale is the running process's CM state,
+# not rxe's MAD path (see railyard-verbs(7), rails/verbs/railyard-verbs.7).
 
 cm_dir=/tmp/cm
 mkdir -p $cm_dir
