@@ -13,8 +13,10 @@
 # serve and bench that were running send no CM MAD on that rail any more
 # (no packet on the veth, every REQ times out), while manual connects carry
 # on.  A process started after the flap does connect through rdma_cm there
-# (ib_write_bw -R), so what goes stale is the running process's CM state,
-# not rxe's MAD path (see railyard-verbs(7), rails/verbs/railyard-verbs.7).
+# (ib_write_bw -R); with rping, a listener made before the flap no longer
+# answers after it (REQs unanswered one way, rejected "invalid service ID"
+# the other) and one made after it does.  The rail does not listen again
+# when its link returns (see railyard-verbs(7), rails/verbs/railyard-verbs.7).
 
 cm_dir=/tmp/cm
 mkdir -p $cm_dir
