@@ -121,10 +121,12 @@ static int translate(struct ry__verbs_rail *r, struct ry__verbs_cq *c,
 		st = RY_WC_FLUSHED;
 	/* siw names the opcode of an error completion too; it tells a
 	 * send the sweep completed already from a receive */
-	if (w->status == IBV_WC_SUCCESS || r->iwarp)
+	if (w->status == IBV_WC_SUCCESS || r->iwarp) {
 		send = !(w->opcode & IBV_WC_RECV);
-	else
-		send = q && swr_find(q, w->wr_id);
+	} else {
+		s = q ? swr_find(q, w->wr_id) : NULL;
+		send = s != NULL;
+	}
 	if (w->status != IBV_WC_SUCCESS && q && q->base.state != RY_QPS_ERR) {
 		if (w->status != IBV_WC_WR_FLUSH_ERR)
 			RY_DBG("verbs", "rail %s: qp 0x%x: %s (vendor 0x%x)",
@@ -132,7 +134,7 @@ static int translate(struct ry__verbs_rail *r, struct ry__verbs_cq *c,
 			       ibv_wc_status_str(w->status), w->vendor_err);
 		ry__verbs_qp_set_err(q);
 	}
-	if (send && q) {
+	if (send && q && !s) {
 		s = swr_find(q, w->wr_id);
 		if (!s && r->iwarp) {
 			/* completed by the sweep already (verbs_qp.c) */
@@ -157,7 +159,9 @@ static int translate(struct ry__verbs_rail *r, struct ry__verbs_cq *c,
 		s->vendor_err = w->vendor_err;
 		q->hw_outstanding--;
 		c->n_held++;
-		if (st != RY_WC_SUCCESS || s->opcode == RY_WC_RDMA_READ)
+		/* only iWARP holds successes unconfirmed (ry__verbs_swr) */
+		if (r->iwarp &&
+		    (st != RY_WC_SUCCESS || s->opcode == RY_WC_RDMA_READ))
 			ack_upto(q, s, st);
 		*q_p = q;
 		return 0;
