@@ -42,7 +42,15 @@
  * rail transmits there), unless the rail's attributes say sends_alone
  * (verbs: post_send rang the HCA's doorbell, so that progress call
  * would find nothing to do), and after that whenever the fd is
- * readable; a completion is then found by poll_cq.
+ * readable; a completion is then found by poll_cq.  What a progress()
+ * call completed (or queued as an event) its caller finds by asking
+ * pending(), cq_pending() or poll_cq() after it: the fd need not
+ * announce it (tcp does not: an eventfd written and read for each would
+ * cost two syscalls a completion; verbs' completion channel was drained by
+ * that progress), so an owner asks after every progress() call before it
+ * sleeps on the fd.  What arrives between progress() calls (a packet, a
+ * timer, a completion another call made: a post in ERR, modify_qp to ERR)
+ * makes the fd readable.
  * pending() says, cheaply and without consuming anything, whether
  * poll_cq or get_event has something to hand over (1) or not (0), so that
  * a thread doing a rail's protocol work takes the manager's lock only when

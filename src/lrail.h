@@ -52,6 +52,9 @@ struct ry__lrail {
 	bool lr_polling;	  /* inside ry__poll_rail() (m_lock) */
 	bool lr_always;	     /* no fd or no pending(): run it every round */
 	atomic_bool lr_kick; /* posted to since the last progress */
+	/* a kick's progress left completions or events: the next round
+	 * takes them (the rail's fd need not say so, rails/rail.h) */
+	atomic_bool lr_left;
 	struct ry__rthread *lr_rt; /* its progress thread, NULL: none */
 	/* connections with a QP by its number (ry__conn_by_qpn, per receive
 	 * completion): 2^lr_qpn_bits buckets, lr_qpn_n entries */

@@ -233,6 +233,7 @@ void ry__lrail_close(struct ry__lrail *lr)
 	lr->lr_link = RY_LINK_DOWN;
 	lr->lr_always = false;
 	atomic_store(&lr->lr_kick, false);
+	atomic_store(&lr->lr_left, false);
 	memset(&lr->lr_cfg, 0, sizeof(lr->lr_cfg));
 	memset(&lr->lr_attr, 0, sizeof(lr->lr_attr));
 	free(lr->lr_qpn_hash);

@@ -168,18 +168,20 @@ static void rail_handover(struct ry__lrail *lr, uint64_t now, bool all)
 }
 
 /*
- * A rail's protocol work, under its own lock only; with ask, true when
- * the rail has completions or events for the manager (or cannot tell),
- * and *own whether its events or its own CQ do (which only the cold
- * round hands over: the contexts' CQs are the context path's).
+ * A rail's protocol work, under its own lock only; true when the rail has
+ * completions or events for the manager (or cannot tell), and *own
+ * whether its events or its own CQ do (which only the cold round hands
+ * over: the contexts' CQs are the context path's).  Always asked: what
+ * progress completed the rail's fd need not say (rails/rail.h).
  */
-static bool rail_run(struct ry__lrail *lr, bool ask, bool *own)
+static bool rail_run(struct ry__lrail *lr, bool *own)
 {
 	struct ry_manager *m = lr->lr_mgr;
-	int pending = 0;
+	int pending;
 
 	*own = false;
 	atomic_store_explicit(&lr->lr_kick, false, memory_order_relaxed);
+	atomic_store_explicit(&lr->lr_left, false, memory_order_relaxed);
 	pthread_mutex_lock(&lr->lr_lock);
 	/* a hole (reload.c, rail_life.c), or being opened or closed */
 	if (!lr->lr_rail || lr->lr_life.rl_busy) {
@@ -187,14 +189,11 @@ static bool rail_run(struct ry__lrail *lr, bool ask, bool *own)
 		return false;
 	}
 	ry__rail_progress(lr->lr_rail);
-	if (ask) {
-		/* its events (and its own CQ), then ours; < 0: cannot tell */
-		pending = ry__rail_pending(lr->lr_rail);
-		*own = pending != 0;
-		for (unsigned k = 0; !pending && k < m->m_nctx && lr->lr_cq[k];
-		     k++)
-			pending = ry__rail_cq_pending(lr->lr_cq[k]);
-	}
+	/* its events (and its own CQ), then ours; < 0: cannot tell */
+	pending = ry__rail_pending(lr->lr_rail);
+	*own = pending != 0;
+	for (unsigned k = 0; !pending && k < m->m_nctx && lr->lr_cq[k]; k++)
+		pending = ry__rail_cq_pending(lr->lr_cq[k]);
 	pthread_mutex_unlock(&lr->lr_lock);
 	return pending != 0;
 }
@@ -203,7 +202,7 @@ static bool rail_work(struct ry__lrail *lr)
 {
 	bool own;
 
-	return rail_run(lr, true, &own);
+	return rail_run(lr, &own);
 }
 
 /*
@@ -277,12 +276,19 @@ void ry__kick(struct ry_manager *m)
 		if (!atomic_load_explicit(&lr->lr_kick, memory_order_relaxed))
 			continue;
 		if (!rt) {
-			/* send now; what it completes is handed over by the
-			 * next round (the rail's fd says so), so no need to
-			 * ask */
+			/* send now; what it completes the rail's fd need not
+			 * say (rails/rail.h, Progress): the next round runs
+			 * the rail again and hands it over, and whoever waits
+			 * for rounds is woken for it (a rail run every round
+			 * anyway, lr_always, needs neither) */
 			bool own;
 
-			rail_run(lr, false, &own);
+			if (rail_run(lr, &own) && !lr->lr_always) {
+				atomic_store_explicit(&lr->lr_left, true,
+						      memory_order_relaxed);
+				if (write(m->m_wake_fd, &one, sizeof(one)) < 0)
+					RY_DBG("mgr", "wake: %m");
+			}
 			continue;
 		}
 		if (!atomic_exchange(&rt->rt_woken, true) &&
@@ -441,7 +447,8 @@ static int progress_round(struct ry_manager *m, bool all)
 
 		if (!lr->lr_rt &&
 		    (ready[i] || sweep || lr->lr_always ||
-		     atomic_load_explicit(&lr->lr_kick, memory_order_relaxed)))
+		     atomic_load_explicit(&lr->lr_kick, memory_order_relaxed) ||
+		     atomic_load_explicit(&lr->lr_left, memory_order_relaxed)))
 			pending[i] = rail_work(lr);
 	}
 	ry__lock_and_run_leftovers(m);
@@ -519,8 +526,9 @@ static int ctx_progress(struct ry_manager *m)
 
 		if (!lr->lr_rt && !lr->lr_attr.sends_alone &&
 		    (ready[i] || lr->lr_always ||
-		     atomic_load_explicit(&lr->lr_kick, memory_order_relaxed)))
-			rail_run(lr, true, &own);
+		     atomic_load_explicit(&lr->lr_kick, memory_order_relaxed) ||
+		     atomic_load_explicit(&lr->lr_left, memory_order_relaxed)))
+			rail_run(lr, &own);
 		own_any |= own;
 	}
 	if (ry__ctx_noted(m) < m->m_nctx)
@@ -635,7 +643,7 @@ static void *rail_main(void *arg)
 		for (i = 0; i < rt->rt_nrails; i++) {
 			bool o;
 
-			any |= pending[i] = rail_run(rt->rt_rails[i], true, &o);
+			any |= pending[i] = rail_run(rt->rt_rails[i], &o);
 			own |= o;
 		}
 		if (any && m->m_nctx > 1 && !own) {

@@ -8,9 +8,13 @@
  *   ry__kick() runs that rail's progress at once in the caller's thread
  *   (no rail threads) or wakes the rail's thread (rt_wake_fd, written once
  *   per wake-up: rt_woken), so a post reaches the wire without waiting for
- *   a progress tick.  A small op (< RY__KICK_BATCH_BYTES) posted from one
- *   of the manager's own callbacks is kicked once at the end of that
- *   callback batch (ry__kick_post), so the batch's reposts share a send.
+ *   a progress tick.  What that progress completed the rail's fd need not
+ *   say (rails/rail.h): the kick asks pending(), and when something waits
+ *   it sets lr_left, which the next round runs the rail for, and writes
+ *   m_wake_fd for whoever waits for rounds.  A small op (<
+ *   RY__KICK_BATCH_BYTES) posted from one of the manager's own callbacks
+ *   is kicked once at the end of that callback batch (ry__kick_post), so
+ *   the batch's reposts share a send.
  */
 #ifndef RAILYARD_PROGRESS_H
 #define RAILYARD_PROGRESS_H

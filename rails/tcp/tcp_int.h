@@ -257,6 +257,9 @@ struct ry__tcp_rail {
 	enum ry_link_state link; /* set_link: an unplugged cable when DOWN */
 	bool cut; /* set_fault drop_all: a cable cut, no link event */
 	bool efd_set;
+	/* in progress(): completions and events need no eventfd (the caller
+	 * asks pending() after it) */
+	bool in_progress;
 	uint64_t timer_armed;
 	uint64_t now;
 	/* time this rail could listen: progress gaps count at most

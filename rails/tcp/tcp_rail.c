@@ -7,9 +7,11 @@
  *
  * fd() is an epoll fd over the listening socket, every connection and
  * parked socket, a timerfd and an eventfd set while completions or events
- * wait.  progress() takes what epoll reports (accepts, HELLOs, received
- * messages, sockets that took more), runs the QPs with something to send
- * (the active list) and the timers.
+ * wait that progress() did not make.  progress() takes what epoll reports
+ * (accepts, HELLOs, received messages, sockets that took more), runs the
+ * QPs with something to send (the active list) and the timers; what it
+ * completes its caller finds by pending() (rails/rail.h, Progress), so
+ * the eventfd is not written and read again for each of those.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -28,7 +30,8 @@
 #include "src/util/log.h"
 #include "src/util/ring.h"
 
-/* ---- the eventfd: readable while the owner has something to take ---- */
+/* ---- the eventfd: readable while the owner has something to take that
+ * no progress() call has reported ---- */
 
 static void efd_raise(struct ry__tcp_rail *r)
 {
@@ -87,7 +90,9 @@ void ry__tcp_cq_push(struct ry__tcp_qp *qp, const struct ry_wc *wc)
 	}
 	if (idle)
 		r->cqs_busy++;
-	efd_raise(r);
+	/* inside progress() the caller asks pending() next */
+	if (!r->in_progress)
+		efd_raise(r);
 }
 
 static int cq_poll(struct ry__tcp_rail *r, struct ry__sw_cq *cq,
@@ -181,7 +186,8 @@ void ry__tcp_event(struct ry__tcp_rail *r, enum ry_rail_event_type type,
 	e->qpn = qpn;
 	/* now, not the last progress's time: set_link runs outside it */
 	e->time_ns = ry__now_ns();
-	efd_raise(r);
+	if (!r->in_progress)
+		efd_raise(r);
 }
 
 static int tcp_get_event(struct ry_rail *rail, struct ry_rail_event *ev)
@@ -309,6 +315,7 @@ static int tcp_progress(struct ry_rail *rail)
 		r->lclock += d < RY__TCP_STALL_NS ? d : RY__TCP_STALL_NS;
 	}
 	r->last_progress = r->now;
+	r->in_progress = true;
 	n = epoll_wait(r->epfd, evs, 64, 0);
 	for (int i = 0; i < n; i++) {
 		struct ry__tcp_ep *ep = evs[i].data.ptr;
@@ -350,8 +357,11 @@ static int tcp_progress(struct ry_rail *rail)
 		ry__tcp_conn_tx(qp);
 	}
 	arm_timer(r);
-	if (!rail_calm(r))
-		efd_raise(r);
+	r->in_progress = false;
+	/* what waits now is reported by pending(): the eventfd, raised for
+	 * what came between progress calls, has said its part */
+	if (rail_calm(r))
+		efd_clear(r);
 	return 0;
 }
 

@@ -1272,6 +1272,81 @@ START_TEST(test_reads_beyond_max_rd_wait_calm)
 }
 END_TEST
 
+/*
+ * What a progress() call completed, its caller finds by asking (Progress
+ * in rails/rail.h): the fd need not say it (tcp's does not), so pending()
+ * (cq_pending() for a CQ of its own) must never say 0 after progress
+ * while poll_cq() holds a completion: the manager asks once after every
+ * progress call and then sleeps on the fd.  Checked after every progress
+ * of a transfer driven by the fds, and after a post in ERR, whose flush a
+ * rail may make in post_send or in the next progress.  A rail that cannot
+ * tell (-EOPNOTSUPP) is polled every time and passes.
+ */
+static void pending_truthful(struct ry_test_pair *p, int i, struct ry_wc *wc,
+			     int *got)
+{
+	int pend = pair_pending(p, i);
+
+	*got = pair_poll(p, i, wc, 1);
+	ck_assert_msg(pend != 0 || *got == 0,
+		      "pending() said 0 after progress() while poll_cq held a "
+		      "completion: an owner sleeping on the fd would miss it");
+}
+
+START_TEST(test_pending_after_progress)
+{
+	struct ry_test_pair p;
+	struct region a, b;
+	struct ry_send_wr wr;
+	struct ry_wc wc;
+	int got = 0;
+
+	pair_open(&p);
+	pair_connect(&p);
+	region_get(&p, 0, &a, 65536, 1, ALL);
+	region_get(&p, 1, &b, 65536, 2, ALL);
+	pair_progress(&p);
+	ck_assert_int_eq(pair_poll(&p, 0, &wc, 1), 0);
+	for (int k = 0; k < 20; k++) {
+		wr = wr_make(k & 1 ? RY_WR_RDMA_READ : RY_WR_RDMA_WRITE, &a, &b,
+			     65536, (uint64_t)k);
+		ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), 0);
+		ck_assert_int_eq(ry__rail_progress(p.r[0]), 0);
+		pending_truthful(&p, 0, &wc, &got);
+		for (uint64_t end = test_now_ms() + 10000; !got;) {
+			struct pollfd fds[2] = {
+			    {.fd = ry__rail_fd(p.r[0]), .events = POLLIN},
+			    {.fd = ry__rail_fd(p.r[1]), .events = POLLIN},
+			};
+
+			ck_assert_msg(test_now_ms() < end, "no completion");
+			poll(fds, 2, 10);
+			ck_assert_int_eq(ry__rail_progress(p.r[1]), 0);
+			ck_assert_int_eq(ry__rail_progress(p.r[0]), 0);
+			pending_truthful(&p, 0, &wc, &got);
+		}
+		ck_assert_int_eq(wc.status, RY_WC_SUCCESS);
+		ck_assert_uint_eq(wc.wr_id, (uint64_t)k);
+	}
+	ck_assert_int_eq(ry__rail_modify_qp(p.qp[0], RY_QPS_ERR, NULL), 0);
+	wr = wr_make(RY_WR_RDMA_WRITE, &a, &b, 4096, 99);
+	ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), 0);
+	ck_assert_int_eq(ry__rail_progress(p.r[0]), 0);
+	for (uint64_t end = test_now_ms() + 10000;;) {
+		pending_truthful(&p, 0, &wc, &got);
+		if (got)
+			break;
+		ck_assert_msg(test_now_ms() < end, "no flush completion");
+		ck_assert_int_eq(ry__rail_progress(p.r[0]), 0);
+	}
+	ck_assert_int_eq(wc.status, RY_WC_FLUSHED);
+	ck_assert_uint_eq(wc.wr_id, 99);
+	region_put(&a);
+	region_put(&b);
+	pair_close(&p);
+}
+END_TEST
+
 /* The fd is calm while there is nothing to do, turns readable for a
  * completion, and calm again once progress and poll_cq took everything;
  * then transfers driven by the fds alone. */
@@ -1706,6 +1781,7 @@ void rail_conformance_add(Suite *s)
 	tcase_add_test(tc, test_recv_too_small);
 	tcase_add_test(tc, test_link_events);
 	tcase_add_test(tc, test_fd_readable);
+	tcase_add_test(tc, test_pending_after_progress);
 	tcase_add_test(tc, test_cq_per_qp);
 	tcase_add_test(tc, test_cq_lifetime);
 	tcase_add_test(tc, test_concurrent_qps);
@@ -1728,5 +1804,6 @@ void rail_conformance_add(Suite *s)
 	tcase_add_test(tc, test_rnr_exceeded);
 	tcase_add_test(tc, test_recv_too_small);
 	tcase_add_test(tc, test_fd_readable);
+	tcase_add_test(tc, test_pending_after_progress);
 	suite_add_tcase(s, tc);
 }
