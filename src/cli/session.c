@@ -611,14 +611,23 @@ void cli_session_destroy(struct cli_session *s)
 	free(s);
 }
 
-/* Progress, waiting on the event fd when there is nothing to do. */
+/*
+ * Progress, waiting on the event fd when there is nothing to do.  After a
+ * round that ran callbacks (which posted the next operations and sent
+ * them), whatever is left the event fd shows (ry_event_fd(3)), so the
+ * wait comes at once: a round before it would only find nothing, one
+ * epoll_wait per operation at depth 1.
+ */
 static void pump(struct cli_session *s, int wait_ms)
 {
-	if (ry_progress(s->mgr) <= 0 && wait_ms > 0) {
+	bool ran = s->pump_ran;
+
+	s->pump_ran = false;
+	if ((ran || ry_progress(s->mgr) <= 0) && wait_ms > 0) {
 		struct epoll_event ev;
 
 		epoll_wait(ry_event_fd(s->mgr), &ev, 1, wait_ms);
-		ry_progress(s->mgr);
+		s->pump_ran = ry_progress(s->mgr) > 0;
 	}
 }
 

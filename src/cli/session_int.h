@@ -97,6 +97,9 @@ struct cli_session {
 	uint64_t ops_stale;
 	uint64_t stale_early; /* RY_ESTALE seen before its restart's event */
 
+	/* the last round of pump() ran callbacks: the next waits at once */
+	bool pump_ran;
+
 	double t0, t0_unix, t_end, t_last_tick, t_stop;
 	uint64_t posted;
 	int fatal;
