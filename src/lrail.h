@@ -27,6 +27,20 @@ struct ry_manager;
 struct ry__conn;
 struct ry__rthread;
 
+/* What an event of the manager's epoll set (m_epfd) names: data.ptr. */
+enum ry__fd_kind {
+	FDK_LISTEN = 0,
+	FDK_CTL,
+	FDK_RAIL,
+	FDK_TIMER,
+	FDK_WAKE,
+};
+
+struct ry__fdtag {
+	enum ry__fd_kind ft_kind;
+	void *ft_ptr;
+};
+
 struct ry__lrail {
 	struct ry_manager *lr_mgr;
 	unsigned lr_idx;
@@ -56,6 +70,7 @@ struct ry__lrail {
 	 * takes them (the rail's fd need not say so, rails/rail.h) */
 	atomic_bool lr_left;
 	struct ry__rthread *lr_rt; /* its progress thread, NULL: none */
+	struct ry__fdtag lr_tag;   /* its fd in m_epfd (ry__lrail_watch) */
 	/* connections with a QP by its number (ry__conn_by_qpn, per receive
 	 * completion): 2^lr_qpn_bits buckets, lr_qpn_n entries */
 	struct ry__conn **lr_qpn_hash;
@@ -120,6 +135,9 @@ static inline bool ry__lrail_live(const struct ry__lrail *lr)
 int ry__lrail_open(struct ry_manager *m, unsigned i,
 		   const struct ry_rail_config *rc);
 void ry__lrail_close(struct ry__lrail *lr);
+/* fd.c: put the rail's fd in the manager's epoll sets, or take it out (a
+ * rail without a thread of its own, m_lock held). */
+void ry__lrail_watch(struct ry__lrail *lr, bool on);
 /* reload.c: fail a rail's connections over, then close it (rail_life.c) */
 void ry__rail_remove(struct ry_manager *m, struct ry__lrail *lr,
 		     uint64_t drain_ns, const char *why);

@@ -181,14 +181,15 @@ int ry__lrail_open(struct ry_manager *m, unsigned i,
 			return ret;
 	}
 	ret = ry__rail_fd(lr->lr_rail);
-	if (ret >= 0) {
-		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = lr};
+	if (ret >= 0 && lr->lr_rt) {
 		/* reopened (rail_life.c) in a slot a rail thread runs */
-		int epfd = lr->lr_rt ? lr->lr_rt->rt_epfd : m->m_rail_epfd;
+		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = lr};
 
-		if (epoll_ctl(epfd, EPOLL_CTL_ADD, ret, &ev))
+		if (epoll_ctl(lr->lr_rt->rt_epfd, EPOLL_CTL_ADD, ret, &ev))
 			RY_ERR("mgr", "rail %s: epoll_ctl: %m",
 			       lr->lr_cfg.name);
+	} else if (ret >= 0) {
+		ry__lrail_watch(lr, true);
 	}
 	lr->lr_always =
 	    ret < 0 || ry__rail_pending(lr->lr_rail) == -EOPNOTSUPP ||
@@ -202,15 +203,12 @@ int ry__lrail_open(struct ry_manager *m, unsigned i,
  */
 void ry__lrail_close(struct ry__lrail *lr)
 {
-	struct ry_manager *m = lr->lr_mgr;
 	struct ry_rail *rail = lr->lr_rail;
-	int fd;
 
 	if (!rail)
 		return;
-	fd = ry__rail_fd(rail);
-	if (fd >= 0)
-		epoll_ctl(m->m_rail_epfd, EPOLL_CTL_DEL, fd, NULL);
+	if (!lr->lr_rt)
+		ry__lrail_watch(lr, false);
 	ry__recv_teardown(lr);
 	/* under lr_lock: an application thread's ry_progress() may be
 	 * asking this rail's CQs whether they hold anything (rail_run) */
@@ -437,8 +435,6 @@ int ry_manager_create(const struct ry_config *cfg, struct ry_manager **mgr_p)
 	m->m_wake_tag.ft_kind = FDK_WAKE;
 	ry__fd_watch(m, m->m_timer_fd, &m->m_timer_tag, false);
 	ry__fd_watch(m, m->m_wake_fd, &m->m_wake_tag, false);
-	m->m_rails_tag.ft_kind = FDK_RAIL;
-	ry__fd_watch(m, m->m_rail_epfd, &m->m_rails_tag, false);
 
 	m->m_nrails = m->m_cfg.n_rails;
 	m->m_rail_life = ry__rail_life_run;

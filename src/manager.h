@@ -162,19 +162,6 @@ struct ry__ctx {
 	struct ry__conn *cx_pfail; /* failed posts (cn_post_err) */
 } __attribute__((aligned(64)));
 
-enum ry__fd_kind {
-	FDK_LISTEN = 0,
-	FDK_CTL,
-	FDK_RAIL,
-	FDK_TIMER,
-	FDK_WAKE,
-};
-
-struct ry__fdtag {
-	enum ry__fd_kind ft_kind;
-	void *ft_ptr;
-};
-
 struct ry_manager {
 	pthread_mutex_t m_lock;
 	/* progress contexts (LOCKING: Contexts); m_nctx fixed at create */
@@ -230,13 +217,12 @@ struct ry_manager {
 	int m_epfd, m_timer_fd, m_wake_fd;
 	bool m_timer_armed;
 	struct ry__fdtag m_listen_tag, m_timer_tag, m_wake_tag;
-	/* the rails' fds without a thread of their own, itself in m_epfd
-	 * (m_rails_tag): ry_progress() runs only the rails it reports */
+	/* the rails' fds without a thread of their own, which are also in
+	 * m_epfd (ry__lrail_watch): the context path asks it for them */
 	int m_rail_epfd;
 	/* rail_life.c's round (set at create): progress calls up through it,
 	 * so the floors below rail_life.c never name it */
 	void (*m_rail_life)(struct ry_manager *m, uint64_t now);
-	struct ry__fdtag m_rails_tag;
 	_Atomic uint64_t m_sweep_ns; /* next round that runs every rail */
 	/* progress threads: m_thread for control and timers, m_rt[] for
 	 * rails; m_thread_stop is read by them without m_lock */

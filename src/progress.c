@@ -321,7 +321,7 @@ static void control_events(struct ry_manager *m)
 			drain_fd(m->m_wake_fd);
 			break;
 		case FDK_RAIL:
-			break; /* the rails ran before (m_rail_epfd) */
+			break; /* the rails ran before (their tags) */
 		}
 	}
 }
@@ -400,17 +400,22 @@ static int progress_round(struct ry_manager *m, bool all)
 	int n;
 
 	/*
-	 * One look at the whole set first (the rails' set is in it): a round
-	 * that finds nothing ready, as most do for an application that
-	 * progresses before it sleeps, costs one epoll_wait instead of two.
-	 * Only the tags' addresses are compared: a control session's tag
-	 * may be freed by another thread until the cold lock is held.
+	 * One look at the whole set, the rails' fds in it (ry__lrail_watch):
+	 * which rails are ready, and whether the control channel is.  Only
+	 * the rails' tags are read: they live as long as the manager, while
+	 * a control session's tag may be freed by another thread until the
+	 * cold lock is held.
 	 */
 	n = epoll_wait(m->m_epfd, evs, 32, 0);
 	rails_ready = n == 32; /* a full batch may not show them all */
 	for (i = 0; n > 0 && i < (unsigned)n; i++) {
-		if (evs[i].data.ptr == &m->m_rails_tag)
-			rails_ready = true;
+		uintptr_t t = (uintptr_t)evs[i].data.ptr;
+
+		if (t >= (uintptr_t)m->m_rails &&
+		    t < (uintptr_t)(m->m_rails + RY_MAX_RAILS))
+			ready[container_of(evs[i].data.ptr, struct ry__lrail,
+					   lr_tag)
+				  ->lr_idx] = true;
 		else
 			ctl_ready = true;
 	}
@@ -420,22 +425,10 @@ static int progress_round(struct ry_manager *m, bool all)
 	 * way to tell; and every rail once a tick, in case.
 	 */
 	if (rails_ready) {
-		unsigned cand = 0, only = 0;
-
-		/* one rail without a thread of its own: it is the one */
-		for (i = 0; i < m->m_nrails; i++)
-			if (!m->m_rails[i].lr_rt) {
-				cand++;
-				only = i;
-			}
-		if (cand == 1) {
-			ready[only] = true;
-		} else {
-			n = epoll_wait(m->m_rail_epfd, evs, RY_MAX_RAILS, 0);
-			for (i = 0; n > 0 && i < (unsigned)n; i++)
-				ready[((struct ry__lrail *)evs[i].data.ptr)
-					  ->lr_idx] = true;
-		}
+		n = epoll_wait(m->m_rail_epfd, evs, RY_MAX_RAILS, 0);
+		for (i = 0; n > 0 && i < (unsigned)n; i++)
+			ready[((struct ry__lrail *)evs[i].data.ptr)->lr_idx] =
+			    true;
 	}
 	sweep =
 	    now >= atomic_load_explicit(&m->m_sweep_ns, memory_order_relaxed);
@@ -730,16 +723,10 @@ static void rthreads_stop(struct ry_manager *m)
 
 		for (k = 0; k < rt->rt_nrails; k++) {
 			struct ry__lrail *lr = rt->rt_rails[k];
-			int fd = ry__rail_fd(lr->lr_rail);
 
 			lr->lr_rt = NULL;
-			if (fd >= 0) {
-				struct epoll_event ev = {.events = EPOLLIN,
-							 .data.ptr = lr};
-
-				epoll_ctl(m->m_rail_epfd, EPOLL_CTL_ADD, fd,
-					  &ev);
-			}
+			if (lr->lr_rail)
+				ry__lrail_watch(lr, true);
 		}
 		if (rt->rt_epfd >= 0)
 			close(rt->rt_epfd);
@@ -787,7 +774,7 @@ static int rthreads_setup(struct ry_manager *m)
 		rt->rt_rails[rt->rt_nrails++] = lr;
 		lr->lr_rt = rt;
 		if (fd >= 0) {
-			epoll_ctl(m->m_rail_epfd, EPOLL_CTL_DEL, fd, NULL);
+			ry__lrail_watch(lr, false);
 			if (epoll_ctl(rt->rt_epfd, EPOLL_CTL_ADD, fd, &ev))
 				return -errno;
 		}
