@@ -215,6 +215,8 @@ struct ry_manager {
 	    *m_auth; /* keys from key_file (auth.c); NULL: none */
 	/* event fd */
 	int m_epfd, m_timer_fd, m_wake_fd;
+	/* m_wake_fd written by a kick and not drained yet (progress.c) */
+	atomic_bool m_woken;
 	bool m_timer_armed;
 	struct ry__fdtag m_listen_tag, m_timer_tag, m_wake_tag;
 	/* the rails' fds without a thread of their own, which are also in

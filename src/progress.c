@@ -286,7 +286,9 @@ void ry__kick(struct ry_manager *m)
 			if (rail_run(lr, &own) && !lr->lr_always) {
 				atomic_store_explicit(&lr->lr_left, true,
 						      memory_order_relaxed);
-				if (write(m->m_wake_fd, &one, sizeof(one)) < 0)
+				/* once until a round drains it */
+				if (!atomic_exchange(&m->m_woken, true) &&
+				    write(m->m_wake_fd, &one, sizeof(one)) < 0)
 					RY_DBG("mgr", "wake: %m");
 			}
 			continue;
@@ -411,8 +413,14 @@ static int progress_round(struct ry_manager *m, bool all)
 	for (i = 0; n > 0 && i < (unsigned)n; i++) {
 		uintptr_t t = (uintptr_t)evs[i].data.ptr;
 
-		if (t >= (uintptr_t)m->m_rails &&
-		    t < (uintptr_t)(m->m_rails + RY_MAX_RAILS))
+		if (evs[i].data.ptr == &m->m_wake_tag) {
+			/* drained before the rails run: a kick after the
+			 * store writes again, one before it left lr_left,
+			 * which this round sees */
+			drain_fd(m->m_wake_fd);
+			atomic_store(&m->m_woken, false);
+		} else if (t >= (uintptr_t)m->m_rails &&
+			   t < (uintptr_t)(m->m_rails + RY_MAX_RAILS))
 			ready[container_of(evs[i].data.ptr, struct ry__lrail,
 					   lr_tag)
 				  ->lr_idx] = true;
