@@ -312,6 +312,12 @@ struct ry_rail_attr {
 	uint64_t rate_bps; /* 0 when unknown */
 	/* a post reaches the wire without a progress call (Progress above) */
 	bool sends_alone;
+	/* the same only for a post to a QP with no send WR outstanding (the
+	 * first WR after its completions were polled: tcp sends it from
+	 * post_send, and what it could not send makes the fd readable);
+	 * any other post needs its progress call, so that a busy QP's
+	 * posts leave together */
+	bool sends_idle;
 	/* post_send on a QP created with a CQ of create_cq's, and cq_poll
 	 * and cq_pending on such a CQ, need no serialising with the rail's
 	 * other calls, only with calls on the same QP or CQ (Threading) */

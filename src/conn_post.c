@@ -108,6 +108,8 @@ int ry__conn_post(struct ry__conn *c, struct ry__wr **wrs,
 		  struct ry_send_wr *swr, unsigned n, uint64_t now)
 {
 	struct ry_manager *m = c->cn_lrail->lr_mgr;
+	/* every WR of the QP's before these completed and polled */
+	bool idle = ry__list_empty(&c->cn_posted);
 	unsigned i;
 	int ret;
 
@@ -116,8 +118,10 @@ int ry__conn_post(struct ry__conn *c, struct ry__wr **wrs,
 		return ret;
 	/* a rail that sends alone (an HCA) has nothing for progress to do
 	 * now: its completion will raise its fd, and waking its thread here
-	 * would only have it take m_lock for an empty CQ */
-	if (!c->cn_lrail->lr_attr.sends_alone)
+	 * would only have it take m_lock for an empty CQ; tcp sends alone
+	 * what it is given on an idle QP (sends_idle) */
+	if (!c->cn_lrail->lr_attr.sends_alone &&
+	    !(idle && c->cn_lrail->lr_attr.sends_idle))
 		atomic_store_explicit(&c->cn_lrail->lr_kick, true,
 				      memory_order_relaxed);
 	for (i = 0; i < n; i++) {

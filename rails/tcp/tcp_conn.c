@@ -741,7 +741,7 @@ static void conn_rx(struct ry__tcp_qp *qp)
 			budget = (size_t)n < budget ? budget - (size_t)n : 0;
 			/* a sign of life: the answer timer starts over */
 			if (qp->ack_since)
-				qp->ack_since = r->lclock ? r->lclock : 1;
+				qp->ack_since = r->lclock;
 		} else
 			n = 0;
 		if (qp->c.rx.state == RY__TCP_RX_HDR) {

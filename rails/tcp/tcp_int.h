@@ -304,6 +304,9 @@ static inline struct ry__tcp_rail *tqp_rail(struct ry__tcp_qp *qp)
 }
 
 /* tcp_rail.c */
+/* The fd readable: completions, events or transmit work wait that no
+ * progress call has reported. */
+void ry__tcp_efd_raise(struct ry__tcp_rail *r);
 void ry__tcp_cq_push(struct ry__tcp_qp *qp, const struct ry_wc *wc);
 int ry__tcp_cq_take(struct ry__sw_cq *cq, uint32_t n);
 void ry__tcp_event(struct ry__tcp_rail *r, enum ry_rail_event_type type,

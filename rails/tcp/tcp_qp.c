@@ -397,6 +397,8 @@ int ry__tcp_post_send(struct ry_qp *base, const struct ry_send_wr *wr,
 		      unsigned n)
 {
 	struct ry__tcp_qp *qp = to_tqp(base);
+	struct ry__tcp_rail *r = tqp_rail(qp);
+	bool idle = qp->sq_head == qp->sq_tail;
 	int rc;
 
 	if (base->state != RY_QPS_RTS && base->state != RY_QPS_ERR)
@@ -425,7 +427,23 @@ int ry__tcp_post_send(struct ry_qp *base, const struct ry_send_wr *wr,
 		qp->post_psn = ry__soft_psn_add(qp->post_psn, 1);
 		qp->sq_tail++;
 	}
-	ry__tcp_kick(qp);
+	if (!idle || base->state != RY_QPS_RTS) {
+		ry__tcp_kick(qp); /* the owner's progress call sends it */
+		return 0;
+	}
+	/* sends_idle: nothing of this QP's was outstanding, so the owner
+	 * makes no progress call for it (at depth 1 that call's epoll_wait
+	 * found nothing); what does not go now (a full socket, a connect
+	 * not done, an RNR wait) the fd says */
+	r->now = ry__now_ns();
+	ry__tcp_conn_tx(qp);
+	if (qp->c.tx_head != qp->c.tx_tail || qp->sq_next != qp->sq_tail) {
+		ry__tcp_efd_raise(r);
+	} else if (qp->flags & RY__TCP_QF_ACTIVE) {
+		/* all out: queuing put it on the list for progress */
+		ry__list_del(&qp->active);
+		qp->flags &= ~RY__TCP_QF_ACTIVE;
+	}
 	return 0;
 }
 
@@ -515,7 +533,7 @@ void ry__tcp_req_fill(struct ry__tcp_qp *qp)
 		}
 		ry__tcp_txq_commit(qp);
 		if (!qp->ack_since && qp->ack_budget_ns) {
-			qp->ack_since = r->lclock ? r->lclock : 1;
+			qp->ack_since = r->lclock;
 			ry__tcp_timed(qp);
 		}
 		w->sent = true;

@@ -33,7 +33,7 @@
 /* ---- the eventfd: readable while the owner has something to take that
  * no progress() call has reported ---- */
 
-static void efd_raise(struct ry__tcp_rail *r)
+void ry__tcp_efd_raise(struct ry__tcp_rail *r)
 {
 	uint64_t one = 1;
 
@@ -51,7 +51,8 @@ static void efd_clear(struct ry__tcp_rail *r)
 
 static bool rail_calm(const struct ry__tcp_rail *r)
 {
-	return !r->cqs_busy && r->ev_head == r->ev_tail;
+	return !r->cqs_busy && r->ev_head == r->ev_tail &&
+	       ry__list_empty(&r->active);
 }
 
 int ry__tcp_epoll(struct ry__tcp_rail *r, int op, int fd, uint32_t events,
@@ -92,7 +93,7 @@ void ry__tcp_cq_push(struct ry__tcp_qp *qp, const struct ry_wc *wc)
 		r->cqs_busy++;
 	/* inside progress() the caller asks pending() next */
 	if (!r->in_progress)
-		efd_raise(r);
+		ry__tcp_efd_raise(r);
 }
 
 static int cq_poll(struct ry__tcp_rail *r, struct ry__sw_cq *cq,
@@ -187,7 +188,7 @@ void ry__tcp_event(struct ry__tcp_rail *r, enum ry_rail_event_type type,
 	/* now, not the last progress's time: set_link runs outside it */
 	e->time_ns = ry__now_ns();
 	if (!r->in_progress)
-		efd_raise(r);
+		ry__tcp_efd_raise(r);
 }
 
 static int tcp_get_event(struct ry_rail *rail, struct ry_rail_event *ev)
@@ -386,6 +387,7 @@ static int tcp_query(struct ry_rail *rail, struct ry_rail_attr *attr)
 	attr->mtu = r->mtu;
 	attr->mtu_hdr = 0; /* TCP segments; a message has no MTU limit */
 	attr->sends_alone = false; /* post queues, progress transmits */
+	attr->sends_idle = true;   /* unless nothing was outstanding */
 	attr->local.gid[10] = 0xff;
 	attr->local.gid[11] = 0xff;
 	memcpy(&attr->local.gid[12], &r->addr.sin_addr, 4);
@@ -484,6 +486,9 @@ static int tcp_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 	r->eep.kind = RY__TCP_EP_EVENT;
 	r->mtu = cfg->mtu ? cfg->mtu : 1500;
 	r->link = RY_LINK_UP;
+	/* never 0: the answer timer's start (qp->ack_since) is 0 when off,
+	 * and a post may start it before any progress call (sends_idle) */
+	r->lclock = 1;
 	ry__list_init(&r->qps);
 	ry__list_init(&r->active);
 	ry__list_init(&r->timed);

@@ -1347,6 +1347,69 @@ START_TEST(test_pending_after_progress)
 }
 END_TEST
 
+/*
+ * sends_idle (rails/rail.h): a post to a QP with nothing outstanding
+ * reaches the peer without a progress call on the sender; the sender
+ * runs only once its fd says the answer came.  A busy QP's post still
+ * waits for progress (not checked: it may go sooner).  Rails without
+ * the attribute pass.
+ */
+START_TEST(test_sends_idle)
+{
+	struct ry_test_pair p;
+	struct ry_rail_attr attr;
+	struct region a, b;
+	struct ry_send_wr wr;
+	struct ry_wc wc;
+	int got = 0;
+
+	pair_open(&p);
+	ck_assert_int_eq(ry__rail_query(p.r[0], &attr), 0);
+	if (!attr.sends_idle) {
+		pair_close(&p);
+		return;
+	}
+	pair_connect(&p);
+	region_get(&p, 0, &a, 4096, 1, ALL);
+	region_get(&p, 1, &b, 4096, 2, ALL);
+	pair_progress(&p);
+	ck_assert_int_eq(pair_poll(&p, 0, &wc, 1), 0);
+	for (int k = 0; k < 3; k++) {
+		struct pollfd pfd = {.fd = ry__rail_fd(p.r[0]),
+				     .events = POLLIN};
+
+		memset(b.mr->addr, 0, 4096);
+		memset(a.mr->addr, 0x40 + k, 4096);
+		wr = wr_make(RY_WR_RDMA_WRITE, &a, &b, 4096, (uint64_t)k);
+		ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), 0);
+		/* only the peer runs until the data landed */
+		for (uint64_t end = test_now_ms() + 10000;
+		     memcmp(a.mr->addr, b.mr->addr, 4096);) {
+			ck_assert_msg(test_now_ms() < end,
+				      "a post to an idle QP did not reach the "
+				      "peer without a progress call");
+			ck_assert_int_eq(ry__rail_progress(p.r[1]), 0);
+		}
+		/* then the sender, when its fd says so */
+		for (uint64_t end = test_now_ms() + 10000;;) {
+			ck_assert_msg(test_now_ms() < end, "no completion");
+			ck_assert_int_eq(ry__rail_progress(p.r[1]), 0);
+			if (poll(&pfd, 1, 10) != 1)
+				continue;
+			ck_assert_int_eq(ry__rail_progress(p.r[0]), 0);
+			pending_truthful(&p, 0, &wc, &got);
+			if (got)
+				break;
+		}
+		ck_assert_int_eq(wc.status, RY_WC_SUCCESS);
+		ck_assert_uint_eq(wc.wr_id, (uint64_t)k);
+	}
+	region_put(&a);
+	region_put(&b);
+	pair_close(&p);
+}
+END_TEST
+
 /* The fd is calm while there is nothing to do, turns readable for a
  * completion, and calm again once progress and poll_cq took everything;
  * then transfers driven by the fds alone. */
@@ -1782,6 +1845,7 @@ void rail_conformance_add(Suite *s)
 	tcase_add_test(tc, test_link_events);
 	tcase_add_test(tc, test_fd_readable);
 	tcase_add_test(tc, test_pending_after_progress);
+	tcase_add_test(tc, test_sends_idle);
 	tcase_add_test(tc, test_cq_per_qp);
 	tcase_add_test(tc, test_cq_lifetime);
 	tcase_add_test(tc, test_concurrent_qps);
