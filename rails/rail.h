@@ -318,6 +318,11 @@ struct ry_rail_attr {
 	 * any other post needs its progress call, so that a busy QP's
 	 * posts leave together */
 	bool sends_idle;
+	/* what progress() completes leaves the fd calm (tcp; Progress
+	 * above): an owner that will not ask pending() after a progress call
+	 * must see that someone does; a rail without it (soft) makes its fd
+	 * readable for those too */
+	bool progress_quiet;
 	/* post_send on a QP created with a CQ of create_cq's, and cq_poll
 	 * and cq_pending on such a CQ, need no serialising with the rail's
 	 * other calls, only with calls on the same QP or CQ (Threading) */

@@ -279,11 +279,14 @@ void ry__kick(struct ry_manager *m)
 			/* send now; what it completes the rail's fd need not
 			 * say (rails/rail.h, Progress): the next round runs
 			 * the rail again and hands it over, and whoever waits
-			 * for rounds is woken for it (a rail run every round
-			 * anyway, lr_always, needs neither) */
+			 * for rounds is woken for it; a rail run every round
+			 * anyway (lr_always) needs neither, nor one whose fd
+			 * says it (not progress_quiet: soft), where the
+			 * extra round cost its depth-1 writes 3-8 % */
 			bool own;
 
-			if (rail_run(lr, &own) && !lr->lr_always) {
+			if (rail_run(lr, &own) && !lr->lr_always &&
+			    lr->lr_attr.progress_quiet) {
 				atomic_store_explicit(&lr->lr_left, true,
 						      memory_order_relaxed);
 				/* once until a round drains it */

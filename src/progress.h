@@ -10,8 +10,9 @@
  *   per wake-up: rt_woken), so a post reaches the wire without waiting for
  *   a progress tick.  What that progress completed the rail's fd need not
  *   say (rails/rail.h): the kick asks pending(), and when something waits
- *   it sets lr_left, which the next round runs the rail for, and writes
- *   m_wake_fd for whoever waits for rounds.  A small op (<
+ *   on a rail that says so (progress_quiet) it sets lr_left, which the
+ *   next round runs the rail for, and writes m_wake_fd for whoever waits
+ *   for rounds.  A small op (<
  *   RY__KICK_BATCH_BYTES) posted from one of the manager's own callbacks
  *   is kicked once at the end of that callback batch (ry__kick_post), so
  *   the batch's reposts share a send.

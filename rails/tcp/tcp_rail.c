@@ -386,8 +386,9 @@ static int tcp_query(struct ry_rail *rail, struct ry_rail_attr *attr)
 	attr->link = r->eff_up ? RY_LINK_UP : RY_LINK_DOWN;
 	attr->mtu = r->mtu;
 	attr->mtu_hdr = 0; /* TCP segments; a message has no MTU limit */
-	attr->sends_alone = false; /* post queues, progress transmits */
-	attr->sends_idle = true;   /* unless nothing was outstanding */
+	attr->sends_alone = false;   /* post queues, progress transmits */
+	attr->sends_idle = true;     /* unless nothing was outstanding */
+	attr->progress_quiet = true; /* pending() after progress */
 	attr->local.gid[10] = 0xff;
 	attr->local.gid[11] = 0xff;
 	memcpy(&attr->local.gid[12], &r->addr.sin_addr, 4);
