@@ -107,6 +107,12 @@ enum cm_qp_state {
 	CMQ_CONNECTED	/* we connected: the peer accepted */
 };
 
+/* A cm_id the owner is done with, and when it was handed over. */
+struct cm_dead {
+	struct rdma_cm_id *id;
+	uint64_t at;
+};
+
 struct ry__verbs_cm {
 	pthread_mutex_t lock;
 	struct rdma_event_channel *ch;
@@ -117,7 +123,7 @@ struct ry__verbs_cm {
 	int wake_fd;		      /* eventfd: ids to destroy, or stop */
 	pthread_t thread;
 	bool stopping;		  /* under lock */
-	struct rdma_cm_id **dead; /* to destroy, under lock */
+	struct cm_dead *dead; /* to destroy, under lock */
 	unsigned n_dead, cap_dead;
 	struct ry__verbs_qp *qps; /* registered, cm_next */
 	/* connects (the owner's calls) fail at once until then */
@@ -300,7 +306,8 @@ static void bury(struct ry__verbs_cm *cm, struct rdma_cm_id *id)
 		}
 	}
 	if (cm->n_dead < cm->cap_dead) {
-		cm->dead[cm->n_dead++] = id;
+		cm->dead[cm->n_dead++] =
+		    (struct cm_dead){.id = id, .at = ry__now_ns()};
 		queued = true;
 	}
 	pthread_mutex_unlock(&cm->lock);
@@ -310,28 +317,73 @@ static void bury(struct ry__verbs_cm *cm, struct rdma_cm_id *id)
 		RY_ERR("verbs", "waking the rdma_cm thread: %m");
 }
 
-/* Destroy what was buried; true when the thread is to stop. */
-static bool reap_dead(struct ry__verbs_cm *cm)
+/* The rail's port is active (or cannot be asked). */
+static bool port_up(struct ry__verbs_rail *r)
 {
+	struct ibv_port_attr pa;
+
+	return ibv_query_port(r->ctx, r->port, &pa) ||
+	       pa.state == IBV_PORT_ACTIVE;
+}
+
+/*
+ * Destroy what was buried; true when the thread is to stop.  *held: some
+ * wait.  Destroying a connected cm_id sends a DREQ, one whose connect is
+ * pending a REJ, and rxe (kernel 6.12) moves the port's QP1, the GSI QP
+ * that carries every CM message, to ERR for good when such a message
+ * finds its netdev down (`rdma res show qp`: "lqpn 1 type GSI state ERR"
+ * after `ip link set veth1a down` while the rail's QPs were destroyed,
+ * and the DREQ's send completed "WR flushed"): no REQ, REP or DREQ leaves
+ * or is answered on that port again until the device is made anew.  A
+ * message to a peer behind a dead link is lost anyway, so they wait for
+ * the link.  They also wait DEAD_GRACE_NS first: a QP is often destroyed
+ * because the link went (the peer fenced it, a heartbeat missed) a moment
+ * before the port says so.
+ */
+#define DEAD_GRACE_NS 250000000ull
+
+static bool reap_dead(struct ry__verbs_rail *r, bool *held)
+{
+	struct ry__verbs_cm *cm = r->cm;
 	struct rdma_cm_id *ids[64];
-	unsigned n;
-	bool stop;
-	uint64_t v;
+	uint64_t v, ripe;
+	unsigned n, i, kept;
+	bool stop, up = true;
 
 	if (read(cm->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		return true;
+	pthread_mutex_lock(&cm->lock);
+	stop = cm->stopping;
+	pthread_mutex_unlock(&cm->lock);
+	if (!stop) {
+		up = port_up(r);
+		if (!up && !*held)
+			RY_DBG("verbs",
+			       "rail %s: rdma_cm: port down: its ended "
+			       "connections wait for it",
+			       r->base.name);
+	}
+	ripe = stop ? UINT64_MAX : ry__now_ns() - DEAD_GRACE_NS;
 	do {
+		n = kept = 0;
 		pthread_mutex_lock(&cm->lock);
-		n = cm->n_dead < 64 ? cm->n_dead : 64;
-		cm->n_dead -= n;
-		memcpy(ids, cm->dead + cm->n_dead, n * sizeof(*ids));
-		stop = cm->stopping;
+		for (i = 0; i < cm->n_dead; i++) {
+			if (n < 64 && up && cm->dead[i].at <= ripe)
+				ids[n++] = cm->dead[i].id;
+			else
+				cm->dead[kept++] = cm->dead[i];
+		}
+		cm->n_dead = kept;
 		pthread_mutex_unlock(&cm->lock);
-		for (unsigned i = 0; i < n; i++)
+		for (i = 0; i < n; i++)
 			rdma_destroy_id(ids[i]);
-	} while (n);
+	} while (n == 64);
+	*held = kept > 0;
 	return stop;
 }
+
+/* How often the thread looks again while cm_ids wait. */
+#define HELD_POLL_MS 50
 
 static void *cm_thread(void *arg)
 {
@@ -339,16 +391,18 @@ static void *cm_thread(void *arg)
 	struct ry__verbs_cm *cm = r->cm;
 	struct pollfd pf[2] = {{.fd = cm->ch->fd, .events = POLLIN},
 			       {.fd = cm->wake_fd, .events = POLLIN}};
+	bool held = false;
 
 	for (;;) {
 		struct rdma_cm_event *ev;
 		struct rdma_cm_id *drop = NULL;
+		int n = poll(pf, 2, held ? HELD_POLL_MS : -1);
 
-		if (poll(pf, 2, -1) < 0 && errno != EINTR)
+		if (n < 0 && errno != EINTR)
 			break;
 		/* every event taken is acked by now: destroying waits for
 		 * nothing of ours */
-		if (pf[1].revents && reap_dead(cm))
+		if ((pf[1].revents || held) && reap_dead(r, &held))
 			break;
 		while (!rdma_get_cm_event(cm->ch, &ev)) {
 			if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
@@ -526,7 +580,7 @@ void ry__verbs_cm_close(struct ry__verbs_rail *r)
 		       r->base.name);
 	pthread_join(cm->thread, NULL);
 	while (cm->n_dead) /* buried after it stopped */
-		rdma_destroy_id(cm->dead[--cm->n_dead]);
+		rdma_destroy_id(cm->dead[--cm->n_dead].id);
 	free(cm->dead);
 	while (cm->qps) {
 		struct ry__verbs_qp *q = cm->qps;
@@ -698,6 +752,8 @@ static int cm_connect_once(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
 		return EINVAL; /* the peer's rail does not use rdma_cm */
 	if (ry__now_ns() < cm->holdoff_ns)
 		return EHOSTUNREACH; /* the last one timed out a moment ago */
+	if (!port_up(r))
+		return ENETDOWN; /* a REQ now could cost the port its QP1 */
 	pthread_mutex_lock(&cm->lock);
 	/* the thread may have accepted the peer's REQ a moment ago: then
 	 * the next call finds it accepted */
