@@ -122,7 +122,7 @@ struct ry__verbs_cm {
 	bool iwarp;		      /* the CM moves the QP to RTS */
 	int wake_fd;		      /* eventfd: ids to destroy, or stop */
 	pthread_t thread;
-	bool stopping;		  /* under lock */
+	bool stopping;	      /* under lock */
 	struct cm_dead *dead; /* to destroy, under lock */
 	unsigned n_dead, cap_dead;
 	struct ry__verbs_qp *qps; /* registered, cm_next */
