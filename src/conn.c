@@ -896,16 +896,15 @@ void ry__conn_timers(struct ry__conn *c, uint64_t now)
 
 	switch (c->cn_state) {
 	case CONN_CONNECTING:
-		if (c->cn_rts_wait && now >= c->cn_rts_poll_ns &&
-		    now < c->cn_deadline_ns) {
-			rts_again(c, now);
-			break;
-		}
-		if (c->cn_rts_wait && attempt_expired(c, now)) {
-			snprintf(c->cn_reason, sizeof(c->cn_reason),
-				 "the rail did not reach RTR in time");
-			c->cn_rts_ctl = NULL; /* gives up: no answer owed */
-			rts_again(c, now);
+		if (c->cn_rts_wait) {
+			if (attempt_expired(c, now)) {
+				snprintf(c->cn_reason, sizeof(c->cn_reason),
+					 "the rail did not reach RTR in time");
+				ry__conn_destroy_qp(c);
+				ry__conn_backoff(c, now);
+			} else if (now >= c->cn_rts_poll_ns) {
+				rts_again(c, now);
+			}
 			break;
 		}
 		if (attempt_expired(c, now)) {

@@ -447,7 +447,8 @@ static void *cm_thread(void *arg)
 			drop = NULL;
 		}
 		pthread_mutex_lock(&cm->lock);
-		connect_timers(r);
+		if (cm->n_connecting)
+			connect_timers(r);
 		held = held || cm->n_dead;
 		pthread_mutex_unlock(&cm->lock);
 	}
