@@ -114,25 +114,27 @@
  * is RY__SOFT_OVERHEAD less), an IB size 256..4096 on verbs (the payload
  * per packet; rxe on a 1500-byte netdev says 1024).
  *
- * Blocking: only modify_qp to RTR may wait for the network: on RoCE the
- * kernel resolves the peer's MAC address (ARP/ND) inside it, for up to
- * 1 s when the neighbour is not cached (after a link flap, or toward a
- * peer that does not answer), and the caller's thread waits with it.  To
- * keep that wait off the caller, the verbs rail first asks the kernel to
- * resolve an IPv4 peer and answers -EAGAIN (QP still in INIT): call again
- * a little later (the manager backs off ~100 ms), by then the address is
- * cached and the move is quick.  The soft rail never waits or refuses.
+ * Blocking: no call waits for the network.  modify_qp to RTR may answer
+ * -EAGAIN, the QP still in INIT, when the move needs the network first:
+ * on RoCE the kernel resolves the peer's MAC address (ARP/ND), for up to
+ * 1 s when the neighbour is not cached, so the verbs rail asks the kernel
+ * to resolve an IPv4 peer and answers -EAGAIN; with rdma_cm the REQ/REP
+ * handshake runs on the rail's own thread meanwhile.  Call again a little
+ * later with the same attributes, the QP kept (the manager asks every
+ * 5 ms until its connect time is out, conn.c rts_wait).  The soft and tcp
+ * rails never refuse so (but ry_fault.rtr_again makes the soft rail).
  *
  * Connection managers (verbs, cm = rdma_cm; rails/verbs/verbs_cm.c): the
  * endpoint a QP hands out names the rail's rdma_cm listener, its address
  * in gid (IPv4-mapped or IPv6) and its port in udp_port, and the owner
  * exchanges it as any other.  modify_qp to RTR then connects through the
  * CM: the first of the two QPs to get there sends the CM's REQ to the
- * other, which must be in INIT by then (else -ECONNREFUSED), and waits
- * for the REP (at most a few seconds, the address and route resolution
- * included); the other is accepted by the peer rail's own thread, and
- * its RTR only checks that the REQ came from the QPN its endpoint
- * names.  The PSNs are the CM's (random, drawn by the kernel per
+ * other, which must be in INIT by then (else -ECONNREFUSED); its RTR
+ * answers -EAGAIN until the REP came and the QP is at RTR (at most
+ * RY__VERBS_CM_WAIT_MS, the address and route resolution included), then
+ * 0 or why the connect failed; the other is accepted by the peer rail's
+ * own thread, and its RTR only checks that the REQ came from the QPN its
+ * endpoint names.  The PSNs are the CM's (random, drawn by the kernel per
  * connection), so local.psn is not what the QP sends from.
  *
  * Teardown: destroy_qp returns at once (never blocks, never -EBUSY): no
@@ -378,6 +380,11 @@ struct ry_fault {
 	double reorder;
 	double corrupt;
 	uint32_t delay_us;
+	/* each QP made from now on answers -EAGAIN (left in INIT) to its
+	 * first rtr_again moves to RTR, as a rail still getting ready does
+	 * (the verbs rail during rdma_cm's handshake): for the manager's
+	 * tests; soft rail only */
+	unsigned rtr_again;
 };
 
 /* Per-rail counters a provider keeps; all monotonic. */

@@ -109,6 +109,7 @@ static void count_out(struct ry__lrail *lr)
 
 static void set_state(struct ry__conn *c, enum ry__conn_state s)
 {
+	c->cn_rts_wait = false;
 	if (attempting(s) && !attempting(c->cn_state))
 		c->cn_lrail->lr_connecting++;
 	else if (!attempting(s) && attempting(c->cn_state))
@@ -180,6 +181,7 @@ void ry__conn_destroy_qp(struct ry__conn *c)
 {
 	int ret;
 
+	c->cn_rts_wait = false; /* nothing left to ask the rail about */
 	if (!c->cn_qp)
 		return;
 	/*
@@ -678,6 +680,69 @@ static bool make_room(struct ry__conn *c, uint64_t now)
 	return c->cn_state == CONN_IDLE || c->cn_state == CONN_BACKOFF;
 }
 
+/* How often a QP on its way to RTR is asked again (rdma_cm: a REQ/REP
+ * round trip; a MAC address being resolved). */
+#define RTS_POLL_NS 5000000ull
+
+/* The rail answered -EAGAIN on the way to RTR: the QP stays, CONNECTING,
+ * and is asked again on the connection's timer until the attempt's time
+ * is out (ry__conn_timers).  The caller's thread does not wait for the
+ * network. */
+static void rts_wait(struct ry__conn *c, bool asker, const struct ry__ctl *ctl,
+		     const struct ry__probe_mr *pm, uint64_t now)
+{
+	if (c->cn_state != CONN_CONNECTING) {
+		set_state(c, CONN_CONNECTING);
+		c->cn_deadline_ns = now + c->cn_lrail->lr_mgr->m_connect_ns;
+	}
+	c->cn_rts_wait = true;
+	c->cn_rts_asker = asker;
+	c->cn_rts_ctl = ctl;
+	c->cn_pmr = *pm;
+	c->cn_rts_poll_ns = now + RTS_POLL_NS;
+	ry__conn_timer(c, now);
+}
+
+/* Ask the rail again; on its answer, go on as the CONN_REQ or CONN_REP
+ * that started the wait would have. */
+static void rts_again(struct ry__conn *c, uint64_t now)
+{
+	struct ry_peer *p = c->cn_peer;
+	struct ry__ctl *ctl = p->pr_ctl;
+	struct ry_qp_endpoint mine;
+	bool asker = c->cn_rts_asker;
+	int ret = -ECONNRESET;
+
+	/* the keys are the session's that carried the request: a new
+	 * session means a new request */
+	if (ctl == c->cn_rts_ctl && ry__ctl_alive(ctl))
+		ret = to_rts(c, &c->cn_remote, ctl);
+	if (ret == -EAGAIN) {
+		c->cn_rts_poll_ns = now + RTS_POLL_NS;
+		ry__conn_timer(c, now);
+		return;
+	}
+	c->cn_rts_wait = false;
+	if (ret) {
+		ry__conn_destroy_qp(c);
+		ry__conn_backoff(c, now);
+		if (!asker && ctl == c->cn_rts_ctl)
+			ry__ctl_send_conn(ctl, CTL_CONN_REJ,
+					  c->cn_lrail->lr_idx, c->cn_rts_src,
+					  c->cn_rts_attempt, NULL, -EIO, 0);
+		return;
+	}
+	probing(c, &c->cn_pmr, now);
+	if (asker) {
+		if (ry__conn_post_probes(c, now))
+			ry__conn_mark_failed(c, "cannot post probe", now);
+		return;
+	}
+	local_ep(c, &mine);
+	ry__ctl_send_conn(ctl, CTL_CONN_REP, c->cn_lrail->lr_idx, c->cn_rts_src,
+			  c->cn_rts_attempt, &mine, 0, 0);
+}
+
 void ry__conn_on_req(struct ry_peer *p, unsigned src, unsigned dst,
 		     uint32_t attempt, const struct ry_qp_endpoint *ep,
 		     const struct ry__probe_mr *pm, uint32_t flags,
@@ -688,6 +753,7 @@ void ry__conn_on_req(struct ry_peer *p, unsigned src, unsigned dst,
 	struct ry_qp_endpoint mine;
 	struct ry__conn *c;
 	bool work;
+	int ret;
 
 	if (dst >= m->m_nrails || p->pr_conn[dst]->cn_ridx != (int)src) {
 		ry__ctl_send_conn(ctl, CTL_CONN_REJ, dst, src, attempt, NULL,
@@ -699,8 +765,12 @@ void ry__conn_on_req(struct ry_peer *p, unsigned src, unsigned dst,
 	if (flags & RY__CONN_F_WORK)
 		c->cn_work_ns = now;
 	if (c->cn_state == CONN_CONNECTING) {
-		if (m->m_node > p->pr_node)
-			return; /* ours wins; the peer will take it */
+		/* ours wins and the peer will take it; but a QP still on its
+		 * way to RTR for the peer's last request gives way to its new
+		 * one */
+		if (m->m_node > p->pr_node &&
+		    !(c->cn_rts_wait && !c->cn_rts_asker))
+			return;
 		ry__conn_destroy_qp(c);
 		set_state(c, CONN_IDLE);
 	}
@@ -730,7 +800,14 @@ void ry__conn_on_req(struct ry_peer *p, unsigned src, unsigned dst,
 				  -EAGAIN, 0);
 		return;
 	}
-	if (to_rts(c, ep, ctl)) {
+	ret = to_rts(c, ep, ctl);
+	if (ret == -EAGAIN) {
+		rts_wait(c, false, ctl, pm, now);
+		c->cn_rts_src = src;
+		c->cn_rts_attempt = attempt;
+		return;
+	}
+	if (ret) {
 		ry__conn_destroy_qp(c);
 		ry__conn_backoff(c, now);
 		ry__ctl_send_conn(ctl, CTL_CONN_REJ, dst, src, attempt, NULL,
@@ -749,15 +826,21 @@ void ry__conn_on_rep(struct ry_peer *p, unsigned src, unsigned dst,
 	struct ry_manager *m = p->pr_mgr;
 	uint64_t now = ry__now_ns();
 	struct ry__conn *c;
+	int ret;
 
 	if (dst >= m->m_nrails)
 		return;
 	c = p->pr_conn[dst];
 	if (c->cn_state != CONN_CONNECTING || c->cn_attempt != attempt ||
-	    c->cn_ridx != (int)src)
-		return; /* an attempt we gave up on */
+	    c->cn_ridx != (int)src || c->cn_rts_wait)
+		return; /* an attempt we gave up on, or a REP again */
 	c->cn_unanswered = 0;
-	if (to_rts(c, ep, ctl)) {
+	ret = to_rts(c, ep, ctl);
+	if (ret == -EAGAIN) {
+		rts_wait(c, true, ctl, pm, now);
+		return;
+	}
+	if (ret) {
 		ry__conn_destroy_qp(c);
 		ry__conn_backoff(c, now);
 		return;
@@ -813,6 +896,17 @@ void ry__conn_timers(struct ry__conn *c, uint64_t now)
 
 	switch (c->cn_state) {
 	case CONN_CONNECTING:
+		if (c->cn_rts_wait) {
+			if (attempt_expired(c, now)) {
+				snprintf(c->cn_reason, sizeof(c->cn_reason),
+					 "the rail did not reach RTR in time");
+				ry__conn_destroy_qp(c);
+				ry__conn_backoff(c, now);
+			} else if (now >= c->cn_rts_poll_ns) {
+				rts_again(c, now);
+			}
+			break;
+		}
 		if (attempt_expired(c, now)) {
 			ry__conn_destroy_qp(c);
 			if (c->cn_unanswered < UINT32_MAX)

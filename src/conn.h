@@ -127,6 +127,16 @@ struct ry__conn {
 	struct ry__probe_mr cn_pmr; /* the peer rail's probe slice */
 	uint64_t cn_fence_gen;	    /* fence to request for this failure */
 	uint32_t cn_dead_qpn, cn_dead_rqpn;
+	/* CONNECTING with the rail still taking the QP to RTR (-EAGAIN:
+	 * rdma_cm's handshake, the peer's MAC being resolved): asked again
+	 * at cn_rts_poll_ns; the asker's side (a CONN_REP came) or the
+	 * answerer's (the peer's CONN_REQ, its rail and attempt, owed a
+	 * CONN_REP over cn_rts_ctl) */
+	bool cn_rts_wait, cn_rts_asker;
+	uint64_t cn_rts_poll_ns;
+	unsigned cn_rts_src;
+	uint32_t cn_rts_attempt;
+	const struct ry__ctl *cn_rts_ctl;
 	char cn_reason[160];
 	struct ry__conn *cn_hnext; /* lr_qpn_hash */
 	struct ry__conn *cn_fnext; /* m_failed */

@@ -606,8 +606,6 @@ int ry_rail_fault(struct ry_manager *m, const char *rail,
 		  const struct ry_fault_spec *spec)
 {
 	struct ry_fault f = {0};
-	struct ry__lrail *lr;
-	int ret;
 
 	if (!m || !spec || spec->drop < 0 || spec->drop > 1 ||
 	    spec->duplicate < 0 || spec->duplicate > 1 || spec->reorder < 0 ||
@@ -619,12 +617,20 @@ int ry_rail_fault(struct ry_manager *m, const char *rail,
 	f.reorder = spec->reorder;
 	f.corrupt = spec->corrupt;
 	f.delay_us = spec->delay_us;
+	return ry__rail_fault(m, rail, &f);
+}
+
+int ry__rail_fault(struct ry_manager *m, const char *rail,
+		   const struct ry_fault *f)
+{
+	struct ry__lrail *lr;
+	int ret = -ENOENT;
+
 	ry__lock_and_run_leftovers(m);
 	lr = lrail(m, rail);
-	ret = -ENOENT;
 	if (lr) {
 		pthread_mutex_lock(&lr->lr_lock);
-		ret = ry__rail_set_fault(lr->lr_rail, &f);
+		ret = ry__rail_set_fault(lr->lr_rail, f);
 		pthread_mutex_unlock(&lr->lr_lock);
 	}
 	ry__unlock(m);

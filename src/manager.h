@@ -288,6 +288,9 @@ struct ry_manager {
  */
 void ry__lock_and_run_leftovers(struct ry_manager *m);
 void ry__unlock(struct ry_manager *m);
+/* ry_rail_fault() with any of the rail's faults (tests: rtr_again) */
+int ry__rail_fault(struct ry_manager *m, const char *rail,
+		   const struct ry_fault *f);
 /* Before taking a context's lock alone: let a cold lock that is waiting
  * for the contexts' locks have them first. */
 static inline void ry__ctx_gate(struct ry_manager *m)

@@ -137,6 +137,8 @@ static uint64_t conn_due(const struct ry__conn *c, uint64_t now)
 	case CONN_CONNECTING:
 	case CONN_PROBING:
 		t = c->cn_deadline_ns;
+		if (c->cn_rts_wait)
+			t = ry__min64(t, c->cn_rts_poll_ns);
 		break;
 	case CONN_ACTIVE:
 		t = ry__heartbeat_due(c, now);

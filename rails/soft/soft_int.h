@@ -191,6 +191,7 @@ struct ry__soft_qp {
 	unsigned access;
 	uint64_t ack_timeout_ns, min_rnr_ns;
 	uint32_t retry_cnt, rnr_retry, max_rd;
+	unsigned rtr_again; /* -EAGAINs still owed (ry_fault.rtr_again) */
 	struct ry__soft_mac mac;
 
 	/* send queue: free-running counters, index & (sq_size - 1).  sq is

@@ -69,6 +69,7 @@ int ry__soft_create_qp(struct ry_pd *pd, const struct ry_qp_init *init,
 	qp->sq = qp->sq_inline;
 	qp->sq_size = RY__SOFT_SQ_INLINE;
 	qp->sq_max = init->max_send_wr;
+	qp->rtr_again = r->fault.rtr_again;
 	for (int tries = 0;; tries++) {
 		uint32_t qpn;
 
@@ -352,6 +353,10 @@ int ry__soft_modify_qp(struct ry_qp *base, enum ry_qp_state state,
 	case RY_QPS_RTR:
 		if (cur != RY_QPS_INIT || !attr)
 			return -EINVAL;
+		if (qp->rtr_again) {
+			qp->rtr_again--;
+			return -EAGAIN;
+		}
 		rc = to_rtr(qp, attr);
 		break;
 	case RY_QPS_RTS:

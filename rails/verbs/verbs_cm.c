@@ -10,15 +10,16 @@
  *     kernel picks; the QP's endpoint carries that address (gid, as an
  *     IPv4-mapped or IPv6 address) and port (udp_port), so the peer learns
  *     both through the control channel with the rest of the endpoint;
- *   - the first side whose modify_qp(RTR) runs connects: it resolves the
- *     peer's address and route, sends the CM's REQ with private data naming
- *     the peer's QPN (learnt over the control channel) and its own, and
- *     waits (at most RY__VERBS_CM_WAIT_MS) for the REP; its QP then goes
- *     to RTR with the attributes the CM gives (path, PSNs) and it sends the
- *     RTU.  On iWARP the CM itself moves the QP to RTS.  When the wait
- *     ends without an answer, the rail's next connects fail at once for
- *     RY__VERBS_CM_HOLDOFF_NS, so that a fabric losing CM MADs does not
- *     hold the caller's thread (the manager's progress) most of the time.
+ *   - the first side whose modify_qp(RTR) runs connects: the call starts
+ *     it and answers -EAGAIN, and the rail thread resolves the peer's
+ *     address and route, sends the CM's REQ with private data naming the
+ *     peer's QPN (learnt over the control channel) and its own, and on
+ *     the REP moves the QP to RTR with the attributes the CM gives (path,
+ *     PSNs) and sends the RTU (on iWARP the CM itself moves the QP to
+ *     RTS).  The owner's calls answer -EAGAIN meanwhile, then 0, or why it
+ *     failed (no answer within RY__VERBS_CM_WAIT_MS: ETIMEDOUT): a fabric
+ *     losing CM messages never holds the caller's thread (the manager's
+ *     control thread, which serves every peer).
  *   - the other side's rail thread takes the REQ, finds the QP it names
  *     (in INIT, not yet connected), moves it to RTR and accepts; that QP's
  *     own modify_qp(RTR) later checks that the REQ came from the QPN the
@@ -107,6 +108,21 @@ enum cm_qp_state {
 	CMQ_CONNECTED	/* we connected: the peer accepted */
 };
 
+/* Our connect of q (CMQ_CONNECTING, or just ended), under cm->lock. */
+struct ry__verbs_cm_conn {
+	struct sockaddr_storage dst;
+	uint32_t dst_qpn;
+	uint8_t retry_cnt, rnr_retry;
+	uint64_t deadline, retry_at; /* retry_at: a new REQ due (stale) */
+	int err;		     /* how it ended, 0: connected or not yet */
+};
+
+/* A cm_id the owner is done with, and when it was handed over. */
+struct cm_dead {
+	struct rdma_cm_id *id;
+	uint64_t at;
+};
+
 struct ry__verbs_cm {
 	pthread_mutex_t lock;
 	struct rdma_event_channel *ch;
@@ -116,12 +132,11 @@ struct ry__verbs_cm {
 	bool iwarp;		      /* the CM moves the QP to RTS */
 	int wake_fd;		      /* eventfd: ids to destroy, or stop */
 	pthread_t thread;
-	bool stopping;		  /* under lock */
-	struct rdma_cm_id **dead; /* to destroy, under lock */
+	bool stopping;	      /* under lock */
+	struct cm_dead *dead; /* to destroy, under lock */
 	unsigned n_dead, cap_dead;
 	struct ry__verbs_qp *qps; /* registered, cm_next */
-	/* connects (the owner's calls) fail at once until then */
-	uint64_t holdoff_ns;
+	unsigned n_connecting;	  /* QPs in CMQ_CONNECTING, under lock */
 };
 
 static const char *addr_str(const struct sockaddr *sa, char *buf, size_t len)
@@ -283,55 +298,116 @@ static bool on_request(struct ry__verbs_rail *r, struct rdma_cm_event *ev)
 	return false;
 }
 
-/* Hand a cm_id to the rail thread to destroy (the owner's calls). */
-static void bury(struct ry__verbs_cm *cm, struct rdma_cm_id *id)
+/* Queue a cm_id for the rail thread to destroy (lock held): never here,
+ * where the thread may not have acked its last event yet. */
+static void bury_locked(struct ry__verbs_cm *cm, struct rdma_cm_id *id)
 {
-	uint64_t one = 1;
-	bool queued = false;
-
-	pthread_mutex_lock(&cm->lock);
 	if (cm->n_dead == cm->cap_dead) {
 		unsigned cap = cm->cap_dead ? 2 * cm->cap_dead : 16;
 		void *v = realloc(cm->dead, cap * sizeof(*cm->dead));
 
-		if (v) {
-			cm->dead = v;
-			cm->cap_dead = cap;
+		if (!v) {
+			RY_ERR("verbs", "rdma_cm: no memory to end a "
+					"connection: its cm_id is kept");
+			return;
 		}
+		cm->dead = v;
+		cm->cap_dead = cap;
 	}
-	if (cm->n_dead < cm->cap_dead) {
-		cm->dead[cm->n_dead++] = id;
-		queued = true;
-	}
+	cm->dead[cm->n_dead++] = (struct cm_dead){.id = id, .at = ry__now_ns()};
+}
+
+/* Hand a cm_id to the rail thread to destroy (the owner's calls). */
+static void bury(struct ry__verbs_cm *cm, struct rdma_cm_id *id)
+{
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&cm->lock);
+	bury_locked(cm, id);
 	pthread_mutex_unlock(&cm->lock);
-	if (!queued) /* out of memory: here, then */
-		rdma_destroy_id(id);
-	else if (write(cm->wake_fd, &one, sizeof(one)) != sizeof(one))
+	if (write(cm->wake_fd, &one, sizeof(one)) != sizeof(one))
 		RY_ERR("verbs", "waking the rdma_cm thread: %m");
 }
 
-/* Destroy what was buried; true when the thread is to stop. */
-static bool reap_dead(struct ry__verbs_cm *cm)
+/* The rail's port is active (or cannot be asked). */
+static bool port_up(struct ry__verbs_rail *r)
 {
+	struct ibv_port_attr pa;
+
+	return ibv_query_port(r->ctx, r->port, &pa) ||
+	       pa.state == IBV_PORT_ACTIVE;
+}
+
+/*
+ * Destroy what was buried; true when the thread is to stop.  *held: some
+ * wait.  Destroying a connected cm_id sends a DREQ, one whose connect is
+ * pending a REJ, and rxe (kernel 6.12) moves the port's QP1, the GSI QP
+ * that carries every CM message, to ERR for good when such a message
+ * finds its netdev down (`rdma res show qp`: "lqpn 1 type GSI state ERR"
+ * after `ip link set veth1a down` while the rail's QPs were destroyed,
+ * and the DREQ's send completed "WR flushed"): no REQ, REP or DREQ leaves
+ * or is answered on that port again until the device is made anew.  A
+ * message to a peer behind a dead link is lost anyway, so they wait for
+ * the link.  They also wait DEAD_GRACE_NS first: a QP is often destroyed
+ * because the link went (the peer fenced it, a heartbeat missed) a moment
+ * before the port says so.
+ */
+#define DEAD_GRACE_NS 250000000ull
+
+static bool reap_dead(struct ry__verbs_rail *r, bool *held)
+{
+	struct ry__verbs_cm *cm = r->cm;
 	struct rdma_cm_id *ids[64];
-	unsigned n;
-	bool stop;
-	uint64_t v;
+	uint64_t v, ripe;
+	unsigned n, i, kept;
+	bool stop, up = true;
 
 	if (read(cm->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		return true;
+	pthread_mutex_lock(&cm->lock);
+	stop = cm->stopping;
+	n = cm->n_dead;
+	pthread_mutex_unlock(&cm->lock);
+	if (!n && !stop) {
+		*held = false;
+		return false;
+	}
+	if (!stop) {
+		up = port_up(r);
+		if (!up && !*held)
+			RY_DBG("verbs",
+			       "rail %s: rdma_cm: port down: its ended "
+			       "connections wait for it",
+			       r->base.name);
+	}
+	ripe = stop ? UINT64_MAX : ry__now_ns() - DEAD_GRACE_NS;
 	do {
+		n = kept = 0;
 		pthread_mutex_lock(&cm->lock);
-		n = cm->n_dead < 64 ? cm->n_dead : 64;
-		cm->n_dead -= n;
-		memcpy(ids, cm->dead + cm->n_dead, n * sizeof(*ids));
-		stop = cm->stopping;
+		for (i = 0; i < cm->n_dead; i++) {
+			if (n < 64 && up && cm->dead[i].at <= ripe)
+				ids[n++] = cm->dead[i].id;
+			else
+				cm->dead[kept++] = cm->dead[i];
+		}
+		cm->n_dead = kept;
 		pthread_mutex_unlock(&cm->lock);
-		for (unsigned i = 0; i < n; i++)
+		for (i = 0; i < n; i++)
 			rdma_destroy_id(ids[i]);
-	} while (n);
+	} while (n == 64);
+	*held = kept > 0;
 	return stop;
 }
+
+/* How often the thread looks again while cm_ids wait. */
+#define HELD_POLL_MS 50
+
+static bool on_connect_event(struct ry__verbs_rail *r,
+			     const struct rdma_cm_event *ev);
+static void connect_timers(struct ry__verbs_rail *r);
+
+/* How often the thread looks at its connects' clocks while one runs. */
+#define CONNECT_POLL_MS 10
 
 static void *cm_thread(void *arg)
 {
@@ -339,23 +415,29 @@ static void *cm_thread(void *arg)
 	struct ry__verbs_cm *cm = r->cm;
 	struct pollfd pf[2] = {{.fd = cm->ch->fd, .events = POLLIN},
 			       {.fd = cm->wake_fd, .events = POLLIN}};
+	bool held = false;
 
 	for (;;) {
 		struct rdma_cm_event *ev;
 		struct rdma_cm_id *drop = NULL;
+		int t = held ? HELD_POLL_MS : -1;
 
-		if (poll(pf, 2, -1) < 0 && errno != EINTR)
+		pthread_mutex_lock(&cm->lock);
+		if (cm->n_connecting)
+			t = CONNECT_POLL_MS;
+		pthread_mutex_unlock(&cm->lock);
+		if (poll(pf, 2, t) < 0 && errno != EINTR)
 			break;
 		/* every event taken is acked by now: destroying waits for
 		 * nothing of ours */
-		if (pf[1].revents && reap_dead(cm))
+		if (reap_dead(r, &held))
 			break;
 		while (!rdma_get_cm_event(cm->ch, &ev)) {
 			if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
 				/* refused: ours to destroy, after the ack */
 				if (!on_request(r, ev))
 					drop = ev->id;
-			} else {
+			} else if (!on_connect_event(r, ev)) {
 				RY_DBG("verbs", "rail %s: rdma_cm %s",
 				       r->base.name, rdma_event_str(ev->event));
 			}
@@ -364,6 +446,11 @@ static void *cm_thread(void *arg)
 				rdma_destroy_id(drop);
 			drop = NULL;
 		}
+		pthread_mutex_lock(&cm->lock);
+		if (cm->n_connecting)
+			connect_timers(r);
+		held = held || cm->n_dead;
+		pthread_mutex_unlock(&cm->lock);
 	}
 	return NULL;
 }
@@ -526,7 +613,7 @@ void ry__verbs_cm_close(struct ry__verbs_rail *r)
 		       r->base.name);
 	pthread_join(cm->thread, NULL);
 	while (cm->n_dead) /* buried after it stopped */
-		rdma_destroy_id(cm->dead[--cm->n_dead]);
+		rdma_destroy_id(cm->dead[--cm->n_dead].id);
 	free(cm->dead);
 	while (cm->qps) {
 		struct ry__verbs_qp *q = cm->qps;
@@ -536,6 +623,8 @@ void ry__verbs_cm_close(struct ry__verbs_rail *r)
 			rdma_destroy_id(q->cm_id);
 		q->cm_id = NULL;
 		q->cm_reg = false;
+		free(q->cm_conn);
+		q->cm_conn = NULL;
 	}
 	rdma_destroy_id(cm->listen);
 	rdma_destroy_event_channel(cm->ch);
@@ -575,7 +664,11 @@ void ry__verbs_cm_del(struct ry__verbs_rail *r, struct ry__verbs_qp *q)
 	q->cm_reg = false;
 	id = q->cm_id;
 	q->cm_id = NULL;
+	if (q->cm_state == CMQ_CONNECTING)
+		cm->n_connecting--;
 	q->cm_state = CMQ_NONE;
+	free(q->cm_conn);
+	q->cm_conn = NULL;
 	pthread_mutex_unlock(&cm->lock);
 	if (id)
 		bury(cm, id);
@@ -595,7 +688,11 @@ void ry__verbs_cm_state(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
 	if (s == RY_QPS_RESET) {
 		id = q->cm_id;
 		q->cm_id = NULL;
+		if (q->cm_state == CMQ_CONNECTING)
+			cm->n_connecting--;
 		q->cm_state = CMQ_NONE;
+		if (q->cm_conn)
+			q->cm_conn->err = 0;
 	} else if (q->cm_state == CMQ_NONE) {
 		q->cm_state = CMQ_INIT;
 	}
@@ -604,241 +701,274 @@ void ry__verbs_cm_state(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
 		bury(cm, id);
 }
 
-/* Wait for the next event of a private channel, at most until deadline. */
-static int wait_event(struct rdma_event_channel *ch, uint64_t deadline,
-		      enum rdma_cm_event_type *type, int *status,
-		      struct cm_priv *pd)
+static struct ry__verbs_qp *find_id(struct ry__verbs_cm *cm,
+				    const struct rdma_cm_id *id)
 {
-	struct rdma_cm_event *ev;
+	struct ry__verbs_qp *q = cm->qps;
 
-	for (;;) {
-		struct pollfd pf = {.fd = ch->fd, .events = POLLIN};
-		uint64_t now = ry__now_ns();
-
-		if (!rdma_get_cm_event(ch, &ev)) {
-			*type = ev->event;
-			*status = ev->status;
-			if (pd && ev->param.conn.private_data &&
-			    ev->param.conn.private_data_len >= sizeof(*pd))
-				memcpy(pd, ev->param.conn.private_data,
-				       sizeof(*pd));
-			rdma_ack_cm_event(ev);
-			return 0;
-		}
-		if (errno != EAGAIN)
-			return errno;
-		if (now >= deadline)
-			return ETIMEDOUT;
-		poll(&pf, 1, (int)((deadline - now) / 1000000) + 1);
-	}
+	while (q && q->cm_id != id)
+		q = q->cm_next;
+	return q;
 }
 
-static int expect_pd(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
-		     struct rdma_event_channel *ch, uint64_t deadline,
-		     enum rdma_cm_event_type want, enum rdma_cm_event_type alt,
-		     struct cm_priv *pd)
-{
-	enum rdma_cm_event_type t = want;
-	int st = 0, rc = wait_event(ch, deadline, &t, &st, pd);
-
-	if (rc) {
-		errno = rc;
-		RY_WARN("verbs",
-			"rail %s: qp 0x%x: rdma_cm: waiting for %s: %m",
-			r->base.name, q->base.qp_num, rdma_event_str(want));
-		return rc;
-	}
-	if (t == want || t == alt)
-		return 0;
-	RY_WARN("verbs", "rail %s: qp 0x%x: rdma_cm: %s (status %d)",
-		r->base.name, q->base.qp_num, rdma_event_str(t), st);
-	switch (t) {
-	case RDMA_CM_EVENT_REJECTED:
-		/* the peer's CM still holds this QP number's last connection
-		 * (a QP reset and connected again before its DREQ was done):
-		 * it ends that one now, and a new REQ in a moment is taken */
-		return st == CM_REJ_STALE_CONN ? ESTALE : ECONNREFUSED;
-	case RDMA_CM_EVENT_ADDR_ERROR:
-	case RDMA_CM_EVENT_ROUTE_ERROR:
-	case RDMA_CM_EVENT_UNREACHABLE:
-		return EHOSTUNREACH;
-	default:
-		return EPROTO;
-	}
-}
-
-static int expect(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
-		  struct rdma_event_channel *ch, uint64_t deadline,
-		  enum rdma_cm_event_type want, enum rdma_cm_event_type alt)
-{
-	return expect_pd(r, q, ch, deadline, want, alt, NULL);
-}
-
-/* One REQ, REP, RTR, RTU for q, until deadline; 0 or a positive errno
- * (ESTALE: refused as a stale connection, cm_connect asks again). */
-static int cm_connect_once(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
-			   const struct ry_qp_attr *attr, uint64_t deadline)
+/* A new cm_id for q's connect, resolving the peer's address (lock held;
+ * its events come to the rail thread, which takes the lock first). */
+static int connect_begin(struct ry__verbs_rail *r, struct ry__verbs_qp *q)
 {
 	struct ry__verbs_cm *cm = r->cm;
-	struct rdma_event_channel *ch;
-	struct rdma_cm_id *id = NULL;
-	struct sockaddr_storage dst, src = cm->addr;
+	struct sockaddr_storage src = cm->addr;
+	struct rdma_cm_id *id;
+	uint8_t tos = r->traffic_class;
+
+	if (rdma_create_id(cm->ch, &id, r, RDMA_PS_TCP))
+		return errno;
+	if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos,
+			    sizeof(tos)) ||
+	    rdma_resolve_addr(id, (struct sockaddr *)&src,
+			      (struct sockaddr *)&q->cm_conn->dst,
+			      RY__VERBS_CM_WAIT_MS / 2)) {
+		int rc = errno;
+
+		rdma_destroy_id(id); /* no event of it taken yet */
+		return rc;
+	}
+	q->cm_id = id;
+	return 0;
+}
+
+/* q's connect ended with rc (lock held): its cm_id goes, it may be asked
+ * for again from INIT. */
+static void connect_end(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
+			int rc)
+{
+	struct ry__verbs_cm *cm = r->cm;
+
+	if (q->cm_id) {
+		bury_locked(cm, q->cm_id);
+		q->cm_id = NULL;
+	}
+	q->cm_conn->err = rc;
+	q->cm_state = CMQ_INIT;
+	cm->n_connecting--;
+	errno = rc;
+	RY_WARN("verbs", "rail %s: qp 0x%x: rdma_cm connect to qp 0x%x: %m",
+		r->base.name, q->base.qp_num, q->cm_conn->dst_qpn);
+}
+
+/* The next step of q's connect on event ev (lock held). */
+static void connect_step(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
+			 const struct rdma_cm_event *ev)
+{
+	struct ry__verbs_cm *cm = r->cm;
+	struct ry__verbs_cm_conn *cc = q->cm_conn;
 	struct rdma_conn_param cp = {0};
 	struct cm_priv pd = {.magic = htonl(CM_MAGIC),
-			     .dst_qpn = htonl(attr->remote.qpn),
+			     .dst_qpn = htonl(cc->dst_qpn),
 			     .src_qpn = htonl(q->base.qp_num)},
 		       rep = {0};
-	uint8_t tos = r->traffic_class;
 	uint8_t rd = r->dev_attr.max_qp_rd_atom < RY__VERBS_MAX_RD
 			 ? (uint8_t)r->dev_attr.max_qp_rd_atom
 			 : RY__VERBS_MAX_RD;
+	int rc = 0;
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		if (rdma_resolve_route(q->cm_id, RY__VERBS_CM_WAIT_MS / 2))
+			rc = errno;
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		fence_to(r, &pd);
+		cp.private_data = &pd;
+		cp.private_data_len = sizeof(pd);
+		cp.qp_num = q->base.qp_num;
+		cp.responder_resources = rd;
+		cp.initiator_depth = rd;
+		cp.retry_count = cc->retry_cnt;
+		cp.rnr_retry_count = cc->rnr_retry;
+		cp.flow_control = 1;
+		if (rdma_connect(q->cm_id, &cp))
+			rc = errno;
+		break;
+	case RDMA_CM_EVENT_CONNECT_RESPONSE:
+	case RDMA_CM_EVENT_ESTABLISHED:
+		/* an external QP: IB/RoCE stop at the REP for us to move it;
+		 * the iWARP CM moves it to RTS itself and says ESTABLISHED */
+		if (ev->param.conn.private_data &&
+		    ev->param.conn.private_data_len >= sizeof(rep)) {
+			memcpy(&rep, ev->param.conn.private_data, sizeof(rep));
+			fence_from(q, &rep);
+		}
+		if (!cm->iwarp) {
+			if (ev->event != RDMA_CM_EVENT_CONNECT_RESPONSE)
+				return; /* the RTU's echo: connected already */
+			rc = cm_to_rtr(r, q, q->cm_id);
+			if (!rc && rdma_establish(q->cm_id))
+				rc = errno;
+		}
+		if (!rc) {
+			q->cm_rqpn = cc->dst_qpn & 0xffffff;
+			q->cm_state = CMQ_CONNECTED;
+			cm->n_connecting--;
+			RY_DBG(
+			    "verbs",
+			    "rail %s: qp 0x%x: connected to qp 0x%x port %u",
+			    r->base.name, q->base.qp_num, q->cm_rqpn,
+			    ntohs(((struct sockaddr_in *)&cc->dst)->sin_port));
+			return;
+		}
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+		RY_DBG("verbs", "rail %s: qp 0x%x: rdma_cm REJ (status %d)",
+		       r->base.name, q->base.qp_num, ev->status);
+		/* the peer's CM still holds this QP number's last connection
+		 * (a QP reset and connected again before its DREQ was done):
+		 * it ends that one now, and a new REQ in a moment is taken */
+		if (ev->status == CM_REJ_STALE_CONN &&
+		    ry__now_ns() + CM_STALE_WAIT_NS < cc->deadline) {
+			bury_locked(cm, q->cm_id);
+			q->cm_id = NULL;
+			cc->retry_at = ry__now_ns() + CM_STALE_WAIT_NS;
+			return;
+		}
+		rc = ECONNREFUSED;
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+		rc = EHOSTUNREACH;
+		break;
+	default:
+		RY_WARN("verbs", "rail %s: qp 0x%x: rdma_cm %s (status %d)",
+			r->base.name, q->base.qp_num, rdma_event_str(ev->event),
+			ev->status);
+		rc = EPROTO;
+		break;
+	}
+	if (rc)
+		connect_end(r, q, rc);
+}
+
+/* The connects' clocks (lock held): a stale REJ's new REQ, deadlines. */
+static void connect_timers(struct ry__verbs_rail *r)
+{
+	struct ry__verbs_cm *cm = r->cm;
+	uint64_t now = ry__now_ns();
+	int rc;
+
+	for (struct ry__verbs_qp *q = cm->qps; q; q = q->cm_next) {
+		struct ry__verbs_cm_conn *cc = q->cm_conn;
+
+		if (q->cm_state != CMQ_CONNECTING || !cc)
+			continue;
+		if (now >= cc->deadline) {
+			connect_end(r, q, ETIMEDOUT);
+		} else if (cc->retry_at && now >= cc->retry_at) {
+			cc->retry_at = 0;
+			rc = connect_begin(r, q);
+			if (rc)
+				connect_end(r, q, rc);
+		}
+	}
+}
+
+/* An event of one of our own connects: true when it was one. */
+static bool on_connect_event(struct ry__verbs_rail *r,
+			     const struct rdma_cm_event *ev)
+{
+	struct ry__verbs_cm *cm = r->cm;
+	struct ry__verbs_qp *q;
+
+	pthread_mutex_lock(&cm->lock);
+	q = find_id(cm, ev->id);
+	if (q && q->cm_state == CMQ_CONNECTING)
+		connect_step(r, q, ev);
+	pthread_mutex_unlock(&cm->lock);
+	return q != NULL;
+}
+
+/* Start q's connect to the peer's QP named in attr (lock held). */
+static int connect_start(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
+			 const struct ry_qp_attr *attr)
+{
+	struct ry__verbs_cm *cm = r->cm;
+	struct ry__verbs_cm_conn *cc = q->cm_conn;
+	uint64_t one = 1;
 	int rc;
 
 	if (!attr->remote.udp_port)
 		return EINVAL; /* the peer's rail does not use rdma_cm */
-	if (ry__now_ns() < cm->holdoff_ns)
-		return EHOSTUNREACH; /* the last one timed out a moment ago */
-	pthread_mutex_lock(&cm->lock);
-	/* the thread may have accepted the peer's REQ a moment ago: then
-	 * the next call finds it accepted */
-	rc = q->cm_state == CMQ_INIT ? 0 : EAGAIN;
-	if (!rc)
-		q->cm_state = CMQ_CONNECTING;
-	pthread_mutex_unlock(&cm->lock);
+	if (!port_up(r))
+		return ENETDOWN; /* a REQ now could cost the port its QP1 */
+	if (!cc) {
+		cc = calloc(1, sizeof(*cc));
+		if (!cc)
+			return ENOMEM;
+		q->cm_conn = cc;
+	}
+	memset(cc, 0, sizeof(*cc));
+	gid_sockaddr(attr->remote.gid, attr->remote.udp_port, &cc->dst);
+	cc->dst_qpn = attr->remote.qpn;
+	cc->retry_cnt = (uint8_t)(attr->retry_cnt > 6 ? 6 : attr->retry_cnt);
+	cc->rnr_retry = (uint8_t)(attr->rnr_retry > 6 ? 6 : attr->rnr_retry);
+	cc->deadline = ry__now_ns() + RY__VERBS_CM_WAIT_MS * 1000000ull;
+	rc = connect_begin(r, q);
 	if (rc)
 		return rc;
-	gid_sockaddr(attr->remote.gid, attr->remote.udp_port, &dst);
-	ch = rdma_create_event_channel();
-	if (!ch)
-		return errno;
-	if (fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK) ||
-	    rdma_create_id(ch, &id, q, RDMA_PS_TCP)) {
-		rc = errno;
-		goto out;
-	}
-	if (rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos,
-			    sizeof(tos))) {
-		rc = errno;
-		goto out;
-	}
-	if (rdma_resolve_addr(id, (struct sockaddr *)&src,
-			      (struct sockaddr *)&dst,
-			      RY__VERBS_CM_WAIT_MS / 2)) {
-		rc = errno;
-		goto out;
-	}
-	rc = expect(r, q, ch, deadline, RDMA_CM_EVENT_ADDR_RESOLVED,
-		    RDMA_CM_EVENT_ADDR_RESOLVED);
-	if (rc)
-		goto out;
-	if (rdma_resolve_route(id, RY__VERBS_CM_WAIT_MS / 2)) {
-		rc = errno;
-		goto out;
-	}
-	rc = expect(r, q, ch, deadline, RDMA_CM_EVENT_ROUTE_RESOLVED,
-		    RDMA_CM_EVENT_ROUTE_RESOLVED);
-	if (rc)
-		goto out;
-	fence_to(r, &pd);
-	cp.private_data = &pd;
-	cp.private_data_len = sizeof(pd);
-	cp.qp_num = q->base.qp_num;
-	cp.responder_resources = rd;
-	cp.initiator_depth = rd;
-	cp.retry_count = (uint8_t)(attr->retry_cnt > 6 ? 6 : attr->retry_cnt);
-	cp.rnr_retry_count =
-	    (uint8_t)(attr->rnr_retry > 6 ? 6 : attr->rnr_retry);
-	cp.flow_control = 1;
-	if (rdma_connect(id, &cp)) {
-		rc = errno;
-		goto out;
-	}
-	/* an external QP: IB/RoCE stop at the REP for us to move it; the
-	 * iWARP CM moves it to RTS itself and says ESTABLISHED */
-	rc = expect_pd(r, q, ch, deadline, RDMA_CM_EVENT_CONNECT_RESPONSE,
-		       RDMA_CM_EVENT_ESTABLISHED, &rep);
-	if (rc)
-		goto out;
-	fence_from(q, &rep);
-	if (!cm->iwarp) {
-		rc = cm_to_rtr(r, q, id);
-		if (!rc && rdma_establish(id))
-			rc = errno;
-		if (rc)
-			goto out;
-	}
-	/* its later events (the peer's DREQ) go to the rail thread */
-	if (rdma_migrate_id(id, cm->ch)) {
-		rc = errno;
-		goto out;
-	}
-	pthread_mutex_lock(&cm->lock);
-	q->cm_id = id;
-	q->cm_rqpn = attr->remote.qpn & 0xffffff;
-	q->cm_state = CMQ_CONNECTED;
-	pthread_mutex_unlock(&cm->lock);
-	RY_DBG("verbs", "rail %s: qp 0x%x: connected to qp 0x%x port %u",
-	       r->base.name, q->base.qp_num, q->cm_rqpn, attr->remote.udp_port);
-	id = NULL;
-out:
-	if (rc) {
-		pthread_mutex_lock(&cm->lock);
-		if (q->cm_state == CMQ_CONNECTING)
-			q->cm_state = CMQ_INIT;
-		pthread_mutex_unlock(&cm->lock);
-	}
-	if (rc == ETIMEDOUT)
-		cm->holdoff_ns = ry__now_ns() + RY__VERBS_CM_HOLDOFF_NS;
-	/* a connect given up on ends in the rail thread too */
-	if (id && !rdma_migrate_id(id, cm->ch))
-		bury(cm, id);
-	else if (id)
-		rdma_destroy_id(id);
-	rdma_destroy_event_channel(ch);
-	return rc;
+	q->cm_state = CMQ_CONNECTING;
+	cm->n_connecting++;
+	/* the thread's poll learns of a deadline to keep */
+	if (write(cm->wake_fd, &one, sizeof(one)) != sizeof(one))
+		RY_ERR("verbs", "waking the rdma_cm thread: %m");
+	return EAGAIN;
 }
 
-/* Connect q to the peer's QP.  Blocks up to RY__VERBS_CM_WAIT_MS;
- * returns 0 or a positive errno, as to_rtr. */
-static int cm_connect(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
-		      const struct ry_qp_attr *attr)
-{
-	uint64_t deadline = ry__now_ns() + RY__VERBS_CM_WAIT_MS * 1000000ull;
-	int rc;
-
-	while ((rc = cm_connect_once(r, q, attr, deadline)) == ESTALE &&
-	       ry__now_ns() + CM_STALE_WAIT_NS < deadline)
-		usleep(CM_STALE_WAIT_NS / 1000);
-	return rc == ESTALE ? ECONNREFUSED : rc;
-}
-
+/*
+ * RTR through the CM: 0 or a positive errno, as to_rtr().  The first call
+ * on a QP in INIT starts its connect and answers EAGAIN; the rail thread
+ * drives it (address, route, REQ, REP, RTR, RTU) and the calls after
+ * answer EAGAIN until it ended: 0 once connected, or why it failed (the
+ * QP back in INIT).  The caller's thread never waits for the network.
+ */
 int ry__verbs_cm_rtr(struct ry__verbs_rail *r, struct ry__verbs_qp *q,
 		     const struct ry_qp_attr *attr)
 {
 	struct ry__verbs_cm *cm = r->cm;
-	enum cm_qp_state st;
-	uint32_t rqpn;
+	int rc;
 
 	pthread_mutex_lock(&cm->lock);
-	st = (enum cm_qp_state)q->cm_state;
-	rqpn = q->cm_rqpn;
-	pthread_mutex_unlock(&cm->lock);
-	switch (st) {
+	switch (q->cm_state) {
 	case CMQ_INIT:
-		return cm_connect(r, q, attr);
+		if (q->cm_conn && q->cm_conn->err &&
+		    q->cm_conn->dst_qpn == attr->remote.qpn) {
+			rc = q->cm_conn->err; /* said once */
+			q->cm_conn->err = 0;
+			q->cm_conn->dst_qpn = 0;
+		} else {
+			rc = connect_start(r, q, attr);
+		}
+		break;
+	case CMQ_CONNECTING:
+		rc = EAGAIN;
+		break;
+	case CMQ_CONNECTED:
 	case CMQ_ACCEPTED:
-		/* the REQ must have come from the QP the control channel
+		/* the connection must be with the QP the control channel
 		 * named */
-		if (rqpn == (attr->remote.qpn & 0xffffff))
-			return 0;
-		RY_WARN("verbs",
-			"rail %s: qp 0x%x: connected by qp 0x%x, not the "
-			"peer's 0x%x",
-			r->base.name, q->base.qp_num, rqpn, attr->remote.qpn);
-		return ECONNREFUSED;
+		rc = q->cm_rqpn == (attr->remote.qpn & 0xffffff) ? 0
+								 : ECONNREFUSED;
+		if (rc)
+			RY_WARN("verbs",
+				"rail %s: qp 0x%x: connected by qp 0x%x, not "
+				"the peer's 0x%x",
+				r->base.name, q->base.qp_num, q->cm_rqpn,
+				attr->remote.qpn);
+		break;
 	default:
-		return EINVAL;
+		rc = EINVAL;
+		break;
 	}
+	pthread_mutex_unlock(&cm->lock);
+	return rc;
 }
 
 bool ry__verbs_cm_rts_done(struct ry__verbs_rail *r, struct ry__verbs_qp *q,

@@ -67,12 +67,9 @@ _Static_assert((RY__VERBS_EVENTS & (RY__VERBS_EVENTS - 1)) == 0,
 #define RY__VERBS_MAX_RD 16   /* READs outstanding per QP */
 /* A move to RTR slower than this is logged: the caller stood still. */
 #define RY__VERBS_SLOW_RTR_NS 100000000ull
-/* rdma_cm mode: how long a connecting modify_qp(RTR) waits for the
- * peer's CM (address, route, REP) before it gives up. */
+/* rdma_cm mode: how long a connect (address, route, REQ to REP) may
+ * take before the rail thread gives it up. */
 #define RY__VERBS_CM_WAIT_MS 1000
-/* After one gave up, connects of the rail fail at once for this long: a
- * fabric that drops CM MADs must not keep the caller's thread waiting. */
-#define RY__VERBS_CM_HOLDOFF_NS 1000000000ull
 /* iWARP: how often a QP owing completions has its device state asked,
  * and how long after it is seen in ERR the HCA may still flush */
 #define RY__VERBS_SWEEP_NS 100000000ull
@@ -82,6 +79,7 @@ _Static_assert((RY__VERBS_EVENTS & (RY__VERBS_EVENTS - 1)) == 0,
 
 struct ry__verbs_rail;
 struct ry__verbs_cm;
+struct ry__verbs_cm_conn;
 
 /*
  * A CQ.  Its ibv_cq may outlive the ry_cq: destroy_cq with zombies still
@@ -185,6 +183,7 @@ struct ry__verbs_qp {
 	struct rdma_cm_id *cm_id;
 	uint32_t cm_rqpn;   /* the peer's QPN its CM connection names */
 	uint32_t cm_sq_psn; /* the CM's starting PSN for RTS */
+	struct ry__verbs_cm_conn *cm_conn; /* our connect: its target, end */
 	/* iWARP: the peer rail's fence region (0: none, no fences) */
 	uint32_t fence_rkey;
 	uint64_t fence_addr;

@@ -427,6 +427,29 @@ START_TEST(both_sides_connect_at_once)
 }
 END_TEST
 
+/*
+ * A rail that answers -EAGAIN to a QP's first moves to RTR (the verbs rail
+ * while rdma_cm's REQ and REP go, or while a MAC is resolved) keeps that
+ * QP: the manager asks again on the connection's timer, and neither
+ * drops the QP nor blocks its thread.  Each new QP owes the rail's
+ * -EAGAINs afresh, so a manager that gave the attempt up on -EAGAIN would
+ * never connect.
+ */
+START_TEST(rtr_again_keeps_the_qp)
+{
+	struct ry_fault f = {.rtr_again = 4};
+
+	setup_opts(&(struct fx_opts){.nrails_a = 1});
+	ck_assert_int_eq(ry__rail_fault(F.a, "r0", &f), 0);
+	ck_assert_int_eq(ry__rail_fault(F.b, "r0", &f), 0);
+	ck_assert_int_eq(write_verify(0, MiB, 41), RY_OK);
+	ck_assert_int_eq(read_verify(MiB, MiB, 42), RY_OK);
+	ck_assert_uint_eq(fx_active(F.a, "r0"), 1);
+	ck_assert_uint_eq(fx_active(F.b, "r0"), 1);
+	teardown();
+}
+END_TEST
+
 /* A peer named in the config is found by name; unknown names are not. */
 START_TEST(peer_by_config_name)
 {
@@ -591,6 +614,7 @@ int main(void)
 	    {"manager", peer_crash, MGR_ANY},
 	    {"manager", peer_restart, MGR_ANY},
 	    {"manager", both_sides_connect_at_once, MGR_ANY},
+	    {"manager", rtr_again_keeps_the_qp, MGR_SOFT},
 	    {"manager", peer_by_config_name, MGR_ANY},
 	    {"manager", control_garbage, MGR_ANY},
 	    {"manager", log_section_of_a_file, MGR_NOT_LOOP},

@@ -8,15 +8,16 @@
 #      rails carried bytes;
 #   2. node b's log shows its rails listening through rdma_cm, its QPs
 #      connected through the CM (b answers a's connects, so b sends the
-#      REQs), and no REQ from a QPN the control channel did not name.
-# Not here: a cable pull on rdma_cm.  After veth1a goes down and up, the
-# serve and bench that were running send no CM MAD on that rail any more
-# (no packet on the veth, every REQ times out), while manual connects carry
-# on.  A process started after the flap does connect through rdma_cm there
-# (ib_write_bw -R); with rping, a listener made before the flap no longer
-# answers after it (REQs unanswered one way, rejected "invalid service ID"
-# the other) and one made after it does.  The rail does not listen again
-# when its link returns (see railyard-verbs(7), rails/verbs/railyard-verbs.7).
+#      REQs), and no REQ from a QPN the control channel did not name;
+#   3. the cable-pull drill of 50-manager.sh (veth1a down for 3 s, then
+#      up) on rdma_cm: nothing failed or corrupted, fragments replayed, r1
+#      connected again through the CM once its link was back; and every
+#      port's GSI QP (QP1, which carries the CM's messages) still in RTS.
+# The last is the trap this drill found: rxe moves QP1 to ERR for good
+# when a CM message (the DREQ of a QP destroyed as its link went) is sent
+# while the netdev is down, and then no connect on that port is ever
+# answered again.  The rail holds its ended CM connections until the port
+# is back (rails/verbs/verbs_cm.c, reap_dead).
 
 cm_dir=/tmp/cm
 mkdir -p $cm_dir
@@ -38,6 +39,15 @@ cm_listening() {
 		mgr_fail "a CM connection from a QP the control channel did not name"
 }
 
+# every rxe port's GSI QP (QP1) in RTS: one in ERR answers no CM message
+cm_gsi_ok() {
+	gsi=$(rdma res show qp 2>&1 | grep "type GSI")
+	echo "$gsi" | sed 's/^/guest: cm: /'
+	[ -n "$gsi" ] || mgr_fail "rdma res show qp lists no GSI QP" || return 1
+	! echo "$gsi" | grep -v "state RTS" | grep -q . ||
+		mgr_fail "a port's QP1 left RTS: its CM is dead until the device is made again"
+}
+
 cm_all() {
 	cm_fail_before=$fail
 	fail=0
@@ -49,6 +59,10 @@ cm_all() {
 	if mgr_serve_start $cm_dir/b.conf; then
 		check "cm: serve + bench --verify over two rxe rails on rdma_cm" \
 			mgr_bench $cm_dir/a.conf
+		check "cm: drill, r1's cable pulled and restored" \
+			mgr_drill $cm_dir/a.conf
+		check "cm: every port's QP1 (GSI) still RTS after the pull" \
+			cm_gsi_ok
 		# its log is complete once it has stopped
 		mgr_serve_stop >$cm_dir/serve.out ||
 			{ fail=1; tail -30 $cm_dir/serve.out; }
