@@ -67,7 +67,7 @@ mgr_json_ok() { [ -s "$mgr_out" ] && jq -e 'type == "object"' "$mgr_out" >/dev/n
 mgr_bench() { # mgr_bench [CONFIG]
 	mgr_out=$mgr_dir/bench.json
 	"$mgr_ry" bench -c "${1:-$mgr_etc/rxe-a.conf}" --peer b --verify --json \
-		--duration 6 --size 256K --depth 4 >$mgr_out 2>$mgr_dir/bench.log
+		--duration 4 --size 256K --depth 4 >$mgr_out 2>$mgr_dir/bench.log
 	rc=$?
 	cat $mgr_dir/bench.log
 	mgr_json_ok || mgr_fail "bench printed no JSON" || return 1
@@ -104,7 +104,7 @@ mgr_drill_once() {
 	# depth 8: at 4, under ThreadSanitizer in a guest on a loaded host,
 	# r1 often had nothing in flight when its cable went (its share of
 	# all four operations done, r0 still at its own)
-	"$mgr_ry" drill -c "$1" --peer b --duration 16 \
+	"$mgr_ry" drill -c "$1" --peer b --duration 12 \
 		--size 256K --depth 8 --json --csv $mgr_dir/drill.csv \
 		>$mgr_out 2>$mgr_dir/drill.log &
 	pid=$!
