@@ -604,7 +604,7 @@ static void *control_main(void *arg)
 	return NULL;
 }
 
-#define WAKE_TAG 1 /* a rail thread's wake fd in its epoll set; rails: 0 */
+#define WAKE_TAG 1 /* a rail thread's wake fd in its epoll set; rails: lr */
 
 /*
  * A rail thread: its rails' protocol work under their own locks; m_lock
@@ -621,17 +621,20 @@ static void *rail_main(void *arg)
 	/* read once: a reload changes it only while the rail threads are
 	 * stopped, and starts them again after */
 	const uint64_t lim = stall_limit(m);
-	bool pending[RY_MAX_RAILS];
-	uint64_t prev = 0;
+	bool pending[RY_MAX_RAILS], ready[RY_MAX_RAILS];
+	uint64_t prev = 0, sweep = 0;
 	unsigned i;
 	int n;
 
-	for (i = 0; i < rt->rt_nrails; i++)
+	for (i = 0; i < rt->rt_nrails; i++) {
+		ready[i] = true;
 		if (ry__rail_fd(rt->rt_rails[i]->lr_rail) < 0)
 			ms = 1;
+	}
 	while (!stopping(m)) {
 		bool any = false, again = false, own = false;
 		uint64_t t = ry__now_ns();
+		bool all = t >= sweep;
 
 		/*
 		 * Our own gap between two rounds (we wake at least every
@@ -644,10 +647,26 @@ static void *rail_main(void *arg)
 			warn_rt_stall(m, rt, ry__since(t, prev), "was ");
 		prev = t;
 		atomic_store_explicit(&rt->rt_ran_ns, t, memory_order_relaxed);
+		/*
+		 * Only the rails with something to do (as progress_round):
+		 * a readable fd, a post since they last ran, or no way to
+		 * tell; every rail once a tick, in case.  A sibling whose fd
+		 * is calm would only answer an empty recvmmsg.
+		 */
+		if (all)
+			sweep = t + m->m_tick_ns;
 		for (i = 0; i < rt->rt_nrails; i++) {
-			bool o;
+			struct ry__lrail *lr = rt->rt_rails[i];
+			bool o = false;
 
-			any |= pending[i] = rail_run(rt->rt_rails[i], &o);
+			pending[i] = false;
+			if (all || ready[i] || lr->lr_always ||
+			    atomic_load_explicit(&lr->lr_kick,
+						 memory_order_relaxed) ||
+			    atomic_load_explicit(&lr->lr_left,
+						 memory_order_relaxed))
+				any |= pending[i] = rail_run(lr, &o);
+			ready[i] = false;
 			own |= o;
 		}
 		if (any && m->m_nctx > 1 && !own) {
@@ -693,7 +712,14 @@ static void *rail_main(void *arg)
 				 * work that follows (lr_kick is set first) */
 				drain_fd(rt->rt_wake_fd);
 				atomic_store(&rt->rt_woken, false);
+			} else {
+				for (i = 0; i < rt->rt_nrails; i++)
+					if (evs[k].data.ptr == rt->rt_rails[i])
+						ready[i] = true;
 			}
+		if (n <= 0) /* a tick without news: everyone, in case */
+			for (i = 0; i < rt->rt_nrails; i++)
+				ready[i] = true;
 	}
 	return NULL;
 }
@@ -775,7 +801,9 @@ static int rthreads_setup(struct ry_manager *m)
 	for (i = 0, k = 0; i < m->m_nrails; i++) {
 		struct ry__lrail *lr = &m->m_rails[i];
 		struct ry__rthread *rt;
-		struct epoll_event ev = {.events = EPOLLIN};
+		/* the tag rail_main() tells its rails' fds by, as
+		 * manager.c's for a rail reopened in a running slot */
+		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = lr};
 		int fd;
 
 		if (!ry__lrail_live(lr))

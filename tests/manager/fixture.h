@@ -32,6 +32,7 @@ struct fx_opts {
 	uint32_t op_timeout_ms, reconnect_min_ms, reconnect_max_ms;
 	uint32_t idle_heartbeat_ms;
 	uint32_t ops_in_flight, frags_per_wr, wr_per_qp;
+	uint32_t progress_threads; /* both; 0: the default */
 	uint64_t max_op_size;
 	uint64_t reg_cache_bytes; /* a's; 0: cache off */
 	bool fence_off;

@@ -13,6 +13,7 @@
 #include <check.h>
 #include <stdatomic.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -388,6 +389,83 @@ START_TEST(log_level_set_while_threads_run)
 }
 END_TEST
 
+static struct calm {
+	atomic_uint left, ok, bad;
+} g_calm;
+
+/* the next of a chain of 4 KiB writes at depth 1, posted from the
+ * callback (the rail thread) */
+static void calm_cb(const struct ry_completion *c, void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(c->status == RY_OK ? &g_calm.ok : &g_calm.bad, 1);
+	if (c->status == RY_OK && atomic_fetch_sub(&g_calm.left, 1) > 1 &&
+	    ry_write(F.ab, F.ra, 0, F.desc_b, (size_t)F.desc_b_len, 0, 4096,
+		     calm_cb, NULL))
+		atomic_fetch_add(&g_calm.bad, 1);
+}
+
+static bool calm_done(void)
+{
+	return atomic_load(&g_calm.left) == 0 || atomic_load(&g_calm.bad);
+}
+
+/*
+ * A rail thread runs only the rails with something to do: a's two rails
+ * share one thread (progress_threads = 1), b has only r0's network, so r1
+ * never connects and carries nothing.  2,000 writes at depth 1 on r0 wake
+ * the thread at least once each; r1's progress may be called once a tick
+ * (the sweep, or a wait that timed out), not at each of those wake-ups,
+ * where it would only find nothing (a soft rail: an empty recvmmsg).
+ */
+START_TEST(calm_rail_not_run)
+{
+	const unsigned writes = 2000;
+	uint64_t c0, c1, t0, ticks;
+	struct ry_rail *r0, *r1;
+
+	setup_opts(&(struct fx_opts){.nrails_a = 2,
+				     .nrails_b = 1,
+				     .net_a = {"net0", "net1"},
+				     .net_b = {"net0"},
+				     .progress_threads = 1});
+	ck_assert_int_eq(write_verify(0, 4096, 5), RY_OK);
+	ck_assert_int_eq(ry_progress_thread_start(F.a), 0);
+	ck_assert_int_eq(ry_progress_thread_start(F.b), 0);
+	ck_assert_uint_eq(F.a->m_nrt, 1);
+	r0 = F.a->m_rails[0].lr_rail;
+	r1 = F.a->m_rails[1].lr_rail;
+	memset(&g_calm, 0, sizeof(g_calm));
+	atomic_store(&g_calm.left, writes);
+	fx_fill(F.bufa, 4096, 13);
+	c0 = ry_loop_progress_calls(r0);
+	c1 = ry_loop_progress_calls(r1);
+	t0 = fx_now_ns();
+	ck_assert_int_eq(ry_write(F.ab, F.ra, 0, F.desc_b, (size_t)F.desc_b_len,
+				  0, 4096, calm_cb, NULL),
+			 0);
+	ck_assert_msg(wait_threads(calm_done, 60000), "%u of %u writes done",
+		      atomic_load(&g_calm.ok), writes);
+	ticks = (fx_now_ns() - t0) / F.a->m_tick_ns + 1;
+	c0 = ry_loop_progress_calls(r0) - c0;
+	c1 = ry_loop_progress_calls(r1) - c1;
+	ry_progress_thread_stop(F.a);
+	ry_progress_thread_stop(F.b);
+	ck_assert_uint_eq(atomic_load(&g_calm.bad), 0);
+	ck_assert_uint_eq(atomic_load(&g_calm.ok), writes);
+	ck_assert_msg(c0 >= writes,
+		      "r0 progressed %" PRIu64 " times for %u "
+		      "writes",
+		      c0, writes);
+	ck_assert_msg(c1 <= 2 * ticks + 20,
+		      "calm r1 progressed %" PRIu64 " times in %" PRIu64
+		      " ticks (r0: %" PRIu64 ")",
+		      c1, ticks, c0);
+	ck_assert(!memcmp(F.bufa, F.bufb, 4096));
+	teardown();
+}
+END_TEST
+
 START_TEST(progress_threads)
 {
 	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -429,6 +507,7 @@ int main(void)
 	    {"threads", log_level_set_while_threads_run, MGR_ANY},
 	    {"progress", post_from_callback_sent_by_progress_end, MGR_ANY},
 	    {"progress", sends_alone_not_kicked, MGR_LOOP},
+	    {"progress", calm_rail_not_run, MGR_LOOP},
 	};
 
 	return mgr_main("threads", cases, sizeof(cases) / sizeof(cases[0]));
