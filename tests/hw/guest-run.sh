@@ -49,9 +49,9 @@ for n in 0 1; do
 done
 echo "guest: rail setup took $(since $t0) s"
 check "railyard devices lists the rxe ports" devices_lists_rxe
-# under TSan only its "contract" case: own_cq repeats 13 of its cases, one
-# thread each, on CQs of their own (no thread meets another there that
-# "contract" does not already have meet)
+# under TSan only its "contract" case: own_cq repeats 13 of its
+# single-threaded cases on CQs of their own, which gives TSan nothing
+# "contract" does not
 check "rail contract suite on verbs (tests/hw/test_verbs_conformance)" \
 	verbs_suite test_verbs_conformance "" ${TSAN_OPTIONS:+contract}
 check "verbs-only cases (tests/hw/test_verbs_rail)" verbs_suite test_verbs_rail
