@@ -168,6 +168,18 @@ static void rail_handover(struct ry__lrail *lr, uint64_t now, bool all)
 }
 
 /*
+ * Whether a rail must run this round whatever its fd says: it cannot tell
+ * (no fd, or no pending()), it was posted to since it last ran, or a
+ * kick's progress left it completions (lr_left).
+ */
+static bool rail_due(struct ry__lrail *lr)
+{
+	return lr->lr_always ||
+	       atomic_load_explicit(&lr->lr_kick, memory_order_relaxed) ||
+	       atomic_load_explicit(&lr->lr_left, memory_order_relaxed);
+}
+
+/*
  * A rail's protocol work, under its own lock only; true when the rail has
  * completions or events for the manager (or cannot tell), and *own
  * whether its events or its own CQ do (which only the cold round hands
@@ -449,10 +461,7 @@ static int progress_round(struct ry_manager *m, bool all)
 	for (i = 0; i < m->m_nrails; i++) {
 		struct ry__lrail *lr = &m->m_rails[i];
 
-		if (!lr->lr_rt &&
-		    (ready[i] || sweep || lr->lr_always ||
-		     atomic_load_explicit(&lr->lr_kick, memory_order_relaxed) ||
-		     atomic_load_explicit(&lr->lr_left, memory_order_relaxed)))
+		if (!lr->lr_rt && (ready[i] || sweep || rail_due(lr)))
 			pending[i] = rail_work(lr);
 	}
 	ry__lock_and_run_leftovers(m);
@@ -529,9 +538,7 @@ static int ctx_progress(struct ry_manager *m)
 		bool own = false;
 
 		if (!lr->lr_rt && !lr->lr_attr.sends_alone &&
-		    (ready[i] || lr->lr_always ||
-		     atomic_load_explicit(&lr->lr_kick, memory_order_relaxed) ||
-		     atomic_load_explicit(&lr->lr_left, memory_order_relaxed)))
+		    (ready[i] || rail_due(lr)))
 			rail_run(lr, &own);
 		own_any |= own;
 	}
@@ -621,16 +628,15 @@ static void *rail_main(void *arg)
 	/* read once: a reload changes it only while the rail threads are
 	 * stopped, and starts them again after */
 	const uint64_t lim = stall_limit(m);
-	bool pending[RY_MAX_RAILS], ready[RY_MAX_RAILS];
+	/* ready: by lr_idx, as the fds' tags name them */
+	bool pending[RY_MAX_RAILS], ready[RY_MAX_RAILS] = {0};
 	uint64_t prev = 0, sweep = 0;
 	unsigned i;
 	int n;
 
-	for (i = 0; i < rt->rt_nrails; i++) {
-		ready[i] = true;
+	for (i = 0; i < rt->rt_nrails; i++)
 		if (ry__rail_fd(rt->rt_rails[i]->lr_rail) < 0)
 			ms = 1;
-	}
 	while (!stopping(m)) {
 		bool any = false, again = false, own = false;
 		uint64_t t = ry__now_ns();
@@ -649,9 +655,10 @@ static void *rail_main(void *arg)
 		atomic_store_explicit(&rt->rt_ran_ns, t, memory_order_relaxed);
 		/*
 		 * Only the rails with something to do (as progress_round):
-		 * a readable fd, a post since they last ran, or no way to
-		 * tell; every rail once a tick, in case.  A sibling whose fd
-		 * is calm would only answer an empty recvmmsg.
+		 * a readable fd or rail_due(); every rail once a tick (the
+		 * first round, and after a wait that timed out), in case.  A
+		 * sibling whose fd is calm would only answer an empty
+		 * recvmmsg.
 		 */
 		if (all)
 			sweep = t + m->m_tick_ns;
@@ -660,13 +667,9 @@ static void *rail_main(void *arg)
 			bool o = false;
 
 			pending[i] = false;
-			if (all || ready[i] || lr->lr_always ||
-			    atomic_load_explicit(&lr->lr_kick,
-						 memory_order_relaxed) ||
-			    atomic_load_explicit(&lr->lr_left,
-						 memory_order_relaxed))
+			if (all || ready[lr->lr_idx] || rail_due(lr))
 				any |= pending[i] = rail_run(lr, &o);
-			ready[i] = false;
+			ready[lr->lr_idx] = false;
 			own |= o;
 		}
 		if (any && m->m_nctx > 1 && !own) {
@@ -713,13 +716,9 @@ static void *rail_main(void *arg)
 				drain_fd(rt->rt_wake_fd);
 				atomic_store(&rt->rt_woken, false);
 			} else {
-				for (i = 0; i < rt->rt_nrails; i++)
-					if (evs[k].data.ptr == rt->rt_rails[i])
-						ready[i] = true;
+				ready[((struct ry__lrail *)evs[k].data.ptr)
+					  ->lr_idx] = true;
 			}
-		if (n <= 0) /* a tick without news: everyone, in case */
-			for (i = 0; i < rt->rt_nrails; i++)
-				ready[i] = true;
 	}
 	return NULL;
 }

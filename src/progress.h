@@ -12,10 +12,10 @@
  *   say (rails/rail.h): the kick asks pending(), and when something waits
  *   on a rail that says so (progress_quiet) it sets lr_left, which the
  *   next round runs the rail for, and writes m_wake_fd for whoever waits
- *   for rounds.  A small op (<
- *   RY__KICK_BATCH_BYTES) posted from one of the manager's own callbacks
- *   is kicked once at the end of that callback batch (ry__kick_post), so
- *   the batch's reposts share a send.
+ *   for rounds.  A small op
+ *   (< RY__KICK_BATCH_BYTES) posted from one of the manager's own
+ *   callbacks is kicked once at the end of that callback batch
+ *   (ry__kick_post), so the batch's reposts share a send.
  */
 #ifndef RAILYARD_PROGRESS_H
 #define RAILYARD_PROGRESS_H
