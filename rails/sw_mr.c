@@ -2,6 +2,7 @@
 /* PDs and regions of the soft and tcp rails (sw_mr.h). */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "rails/sw_mr.h"
 #include "src/util/random.h"
@@ -159,4 +160,20 @@ struct ry__sw_mr *ry__sw_mr_lkey(const struct ry__sw_mem *mem, struct ry_pd *pd,
 				 unsigned access)
 {
 	return usable(find_lkey(mem, lkey), pd, va, len, access);
+}
+
+void ry__sw_land(void *dst, const void *src, size_t len)
+{
+	unsigned char *d = dst;
+	const unsigned char *s = src;
+	uint64_t v;
+
+	for (; len && ((uintptr_t)d & 7); len--)
+		__atomic_store_n(d++, *s++, __ATOMIC_RELAXED);
+	for (; len >= 8; len -= 8, d += 8, s += 8) {
+		memcpy(&v, s, 8);
+		__atomic_store_n((uint64_t *)(void *)d, v, __ATOMIC_RELAXED);
+	}
+	for (; len; len--)
+		__atomic_store_n(d++, *s++, __ATOMIC_RELAXED);
 }

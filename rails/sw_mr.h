@@ -64,4 +64,15 @@ struct ry__sw_mr *ry__sw_mr_lkey(const struct ry__sw_mem *mem, struct ry_pd *pd,
 				 uint32_t lkey, uint64_t va, uint64_t len,
 				 unsigned access);
 
+/*
+ * Copies a packet's payload into a region, as an HCA's DMA would land it.
+ * A fragment replayed after a failover can land on a surviving rail's
+ * thread while the dead rail's thread still lands the original (the fence
+ * orders everything after, not these two): the same bytes, from two
+ * threads at once.  Relaxed atomic stores make that defined, and cost what
+ * memcpy does (both move 4 KiB in ~140 ns here, bound by memory); an
+ * application's own unordered access to the region is still a race.
+ */
+void ry__sw_land(void *dst, const void *src, size_t len);
+
 #endif

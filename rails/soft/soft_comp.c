@@ -146,8 +146,8 @@ static void read_resp(struct ry__soft_qp *qp, const struct ry__soft_pkt *p)
 		ry__soft_qp_error(qp, RY_WC_LOC_PROT);
 		return;
 	}
-	memcpy((void *)(uintptr_t)(w->wr.sge.addr + off), p->payload,
-	       p->paylen);
+	ry__sw_land((void *)(uintptr_t)(w->wr.sge.addr + off), p->payload,
+		    p->paylen);
 	qp->comp.psn = ry__soft_psn_add(p->psn, 1);
 	/* the end of a chunk: one READ request answered */
 	if (ry__soft_rd_chunks(qp, w, (uint32_t)k, (uint32_t)k + 1) &&

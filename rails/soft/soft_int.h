@@ -280,6 +280,7 @@ struct ry__soft_rail {
 	bool efd_set;
 	uint64_t timer_armed;
 	uint64_t nl_checked; /* last netlink read */
+	bool rx_idle; /* the last progress read no datagram, nor netlink */
 
 	struct ry_rail_stats st;
 	struct ry_fault fault;
@@ -367,7 +368,7 @@ int ry__soft_net_open(struct ry__soft_rail *r,
 		      const struct ry_rail_config *cfg);
 /* Closes the socket, frees the receive buffers; safe after a failed open. */
 void ry__soft_net_close(struct ry__soft_rail *r);
-/* Read and dispatch what waits on the socket: 0 or -errno. */
+/* Read and dispatch what waits on the socket: datagrams read, or -errno. */
 int ry__soft_net_rx(struct ry__soft_rail *r);
 /* Queue one packet of qp's to its peer; payload is referenced until the
  * batch is flushed. */

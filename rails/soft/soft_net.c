@@ -386,15 +386,18 @@ static int rx_batch(struct ry__soft_rail *r)
  */
 int ry__soft_net_rx(struct ry__soft_rail *r)
 {
+	int got = 0;
+
 	for (int round = 0; round < 8; round++) {
 		int n = rx_batch(r);
 
 		if (n < 0)
 			return n;
+		got += n;
 		if (n < RY__SOFT_RX_MSGS)
 			break;
 	}
-	return 0;
+	return got;
 }
 
 /* ---- socket ---- */

@@ -289,7 +289,8 @@ static int soft_progress(struct ry_rail *rail)
 	struct ry__soft_qp *qp;
 	struct ry__list work;
 	uint64_t next = 0;
-	int rc = 0;
+	bool nl_due;
+	int rc, n;
 
 	r->now = ry__now_ns();
 	if (r->timer_armed && r->now >= r->timer_armed) {
@@ -299,14 +300,21 @@ static int soft_progress(struct ry_rail *rail)
 			RY_DBG("soft", "timerfd read: %m");
 		r->timer_armed = 0;
 	}
+	ry__soft_fault_run(r);
+	n = ry__soft_net_rx(r); /* kicks every QP a packet was for */
+	rc = n < 0 ? n : 0;
 	/* Link changes are needed within milliseconds, not per call: a
-	 * busy-polling owner must not pay a netlink syscall each time. */
-	if (r->nlfd >= 0 && r->now - r->nl_checked >= 1000000) {
+	 * busy-polling owner must not pay a netlink syscall each time.  But
+	 * any link change in the namespace makes the netlink socket, and so
+	 * fd(), readable: every second call in a row that read no datagram
+	 * reads it too, or an epoll owner would spin until the millisecond
+	 * is up. */
+	nl_due = r->now - r->nl_checked >= 1000000 || (n <= 0 && r->rx_idle);
+	r->rx_idle = n <= 0 && !nl_due;
+	if (r->nlfd >= 0 && nl_due) {
 		r->nl_checked = r->now;
 		ry__soft_nl_run(r);
 	}
-	ry__soft_fault_run(r);
-	rc = ry__soft_net_rx(r); /* kicks every QP a packet was for */
 	while ((qp = heap_first(r)) && qp->tnode.at <= r->now) {
 		ry__heap_del(&r->timers, &qp->tnode);
 		ry__soft_qp_kick(qp);

@@ -159,7 +159,7 @@ static bool do_write(struct ry__soft_qp *qp, const struct ry__soft_pkt *p)
 		rnr(qp, p->psn);
 		return false;
 	}
-	memcpy((void *)(uintptr_t)p->va, p->payload, p->paylen);
+	ry__sw_land((void *)(uintptr_t)p->va, p->payload, p->paylen);
 	if (p->flags & RY__SOFT_F_IMM) {
 		srq_pop(r, &rw);
 		recv_complete(qp, &rw, RY_WC_SUCCESS, RY_WC_RECV_RDMA_IMM,

@@ -3,11 +3,13 @@
  * The soft rail under injected faults: loss, duplicates, reordering,
  * corruption and delay with every byte checked; retry exhaustion with the
  * head WR failing and the rest flushed; the link switch and the real
- * interface watched through rtnetlink (in a private network namespace, so
+ * interface watched through rtnetlink, and another interface's changes
+ * not keeping the rail's fd readable (in a private network namespace, so
  * only when root).
  */
 #include <check.h>
 #include <errno.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -459,6 +461,88 @@ START_TEST(test_netlink_link_down)
 }
 END_TEST
 
+/*
+ * Any link change in the namespace makes the rail's netlink socket, and
+ * so its fd, readable, though it names another interface.  An epoll
+ * owner calls progress for it: two calls must calm the fd (a few when
+ * messages come close together), not a millisecond of them (~1,700
+ * here).  A background shell flaps an unrelated veth while progress and a
+ * zero poll run in a tight loop.
+ */
+static int netns_calm_child(void)
+{
+	struct ry_rail_config cfg = {0};
+	struct ry_rail *r;
+	struct pollfd pfd;
+	unsigned run = 0, worst = 0, seen = 0;
+	uint64_t t0;
+	pid_t sh;
+	int status;
+
+	if (unshare(CLONE_NEWNET))
+		return 20;
+	if (system("ip link set lo up && ip link add ry2 type veth peer name "
+		   "ry3"))
+		return 21;
+	ry__soft_test_config(&cfg, 0);
+	if (ry__rail_open(&cfg, &r))
+		return 22;
+	pfd = (struct pollfd){.fd = ry__rail_fd(r), .events = POLLIN};
+	fflush(NULL);
+	sh = fork();
+	if (sh < 0)
+		return 23;
+	if (sh == 0)
+		_exit(
+		    system("for i in 1 2 3 4 5 6 7 8 9 10; do ip link set ry2 "
+			   "up; ip link set ry2 down; done"));
+	for (t0 = test_now_ms(); test_now_ms() - t0 < 10000;) {
+		if (poll(&pfd, 1, 0) == 1) {
+			seen++;
+			if (++run > worst)
+				worst = run;
+		} else {
+			run = 0;
+		}
+		ry__rail_progress(r);
+		if (waitpid(sh, &status, WNOHANG) == sh)
+			break;
+	}
+	ry__rail_close(r);
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		return 24;
+	if (!seen)
+		return 25; /* the flaps never reached the fd: nothing tested */
+	fprintf(stderr,
+		"netlink calm: readable in %u rounds, at most %u in a "
+		"row\n",
+		seen, worst);
+	return worst <= 8 ? 0 : 26;
+}
+
+START_TEST(test_netlink_other_link_calm)
+{
+	pid_t pid;
+	int status;
+
+	if (geteuid() != 0 || system("ip -V >/dev/null 2>&1")) {
+		fprintf(stderr, "test_netlink_other_link_calm: needs root and "
+				"iproute2, skipped\n");
+		return;
+	}
+	fflush(NULL);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		exit(netns_calm_child());
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "netns child failed with %d (26: fd readable for more "
+		      "than 8 progress calls in a row)",
+		      WEXITSTATUS(status));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("soft_faults");
@@ -482,6 +566,7 @@ int main(void)
 	tcase_add_test(tc, test_blackout_backoff);
 	tcase_add_test(tc, test_config_fault);
 	tcase_add_test(tc, test_netlink_link_down);
+	tcase_add_test(tc, test_netlink_other_link_calm);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);
