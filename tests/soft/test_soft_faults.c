@@ -438,15 +438,16 @@ static int netns_child(void)
 	return 0;
 }
 
-START_TEST(test_netlink_link_down)
+/* Runs child() in a forked process (it unshares its own network
+ * namespace); false when this is not root with iproute2. */
+static bool in_netns_child(const char *test, int (*child)(void), int *code)
 {
 	pid_t pid;
 	int status;
 
 	if (geteuid() != 0 || system("ip -V >/dev/null 2>&1")) {
-		fprintf(stderr, "test_netlink_link_down: needs root and "
-				"iproute2, skipped\n");
-		return;
+		fprintf(stderr, "%s: needs root and iproute2, skipped\n", test);
+		return false;
 	}
 	fflush(NULL);
 	pid = fork();
@@ -454,10 +455,19 @@ START_TEST(test_netlink_link_down)
 	/* exit(), not _exit(): library destructors run, so that valgrind
 	 * does not see the child's libnl globals as leaks */
 	if (pid == 0)
-		exit(netns_child());
+		exit(child());
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-		      "netns child failed with %d", WEXITSTATUS(status));
+	ck_assert_msg(WIFEXITED(status), "netns child died");
+	*code = WEXITSTATUS(status);
+	return true;
+}
+
+START_TEST(test_netlink_link_down)
+{
+	int code;
+
+	if (in_netns_child("test_netlink_link_down", netns_child, &code))
+		ck_assert_msg(!code, "netns child failed with %d", code);
 }
 END_TEST
 
@@ -522,24 +532,14 @@ static int netns_calm_child(void)
 
 START_TEST(test_netlink_other_link_calm)
 {
-	pid_t pid;
-	int status;
+	int code;
 
-	if (geteuid() != 0 || system("ip -V >/dev/null 2>&1")) {
-		fprintf(stderr, "test_netlink_other_link_calm: needs root and "
-				"iproute2, skipped\n");
-		return;
-	}
-	fflush(NULL);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0)
-		exit(netns_calm_child());
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-		      "netns child failed with %d (26: fd readable for more "
-		      "than 8 progress calls in a row)",
-		      WEXITSTATUS(status));
+	if (in_netns_child("test_netlink_other_link_calm", netns_calm_child,
+			   &code))
+		ck_assert_msg(!code,
+			      "netns child failed with %d (26: fd readable for "
+			      "more than 8 progress calls in a row)",
+			      code);
 }
 END_TEST
 
