@@ -728,7 +728,11 @@ static void conn_rx(struct ry__tcp_qp *qp)
 				mh.msg_iovlen = 2;
 				asked += RY__TCP_HDR_LEN;
 			}
+			if (qp->c.rx.state == RY__TCP_RX_PAYLOAD)
+				ry__dma_begin(); /* into the region */
 			n = recvmsg(qp->c.fd, &mh, MSG_DONTWAIT);
+			if (qp->c.rx.state == RY__TCP_RX_PAYLOAD)
+				ry__dma_end();
 			if (n < 0 && (errno == EAGAIN || errno == EINTR))
 				return;
 			if (n <= 0) {

@@ -1819,6 +1819,102 @@ static void own_cq_off(void)
 	ry_test_own_cq = false;
 }
 
+/*
+ * After a failover a replayed fragment can land on one rail's thread while
+ * the dead rail's thread still lands the original: the same bytes into one
+ * region from two threads (WRITEs at the responder, READ responses at the
+ * requester).  Two pairs of rails, each progressed by its own thread, do
+ * that on purpose; the bytes come out whole, and under ThreadSanitizer
+ * (halt_on_error) a landing it sees as a plain write fails the case.  Not
+ * in the contract suite: a provider whose landing is its hardware's DMA
+ * has nothing for it to see.
+ */
+#define LAND_LEN (24u << 10) /* several packets at MTU 1500 */
+#define LAND_ROUNDS 200
+
+struct lander {
+	struct ry_test_pair p;
+	struct region src;   /* rail 0: what WRITEs send */
+	struct region rsrc;  /* rail 1: what READs fetch, the same bytes */
+	struct ry_mr *wmr;   /* rail 1: the shared buffer, WRITE target */
+	struct ry_mr *rmr;   /* rail 0: the shared buffer, READ target */
+	uint8_t *land;	     /* shared by both landers */
+	unsigned bad_status; /* completions that were not SUCCESS */
+};
+
+static void *lander_main(void *arg)
+{
+	struct lander *l = arg;
+	struct ry_wc wc;
+
+	for (unsigned i = 0; i < LAND_ROUNDS; i++) {
+		bool read = i & 1;
+		struct ry_send_wr wr = {
+		    .wr_id = i,
+		    .opcode = read ? RY_WR_RDMA_READ : RY_WR_RDMA_WRITE,
+		    .sge = {.addr = read ? (uintptr_t)l->land
+					 : (uintptr_t)l->src.mr->addr,
+			    .length = LAND_LEN,
+			    .lkey = read ? l->rmr->lkey : l->src.mr->lkey},
+		    .remote_addr =
+			read ? (uintptr_t)l->rsrc.mr->addr : (uintptr_t)l->land,
+		    .rkey = read ? l->rsrc.mr->rkey : l->wmr->rkey,
+		};
+
+		if (ry__rail_post_send(l->p.qp[0], &wr, 1) ||
+		    !pair_try_wc(&l->p, 0, &wc, 10000) ||
+		    wc.status != RY_WC_SUCCESS)
+			l->bad_status++;
+	}
+	return NULL;
+}
+
+START_TEST(test_same_bytes_two_rails)
+{
+	struct lander l[2];
+	uint8_t *land = test_buf(LAND_LEN, 7);
+	pthread_t t[2];
+	int i;
+
+	memset(land, 0, LAND_LEN);
+	for (i = 0; i < 2; i++) {
+		memset(&l[i], 0, sizeof(l[i]));
+		pair_open(&l[i].p);
+		pair_connect(&l[i].p);
+		l[i].land = land;
+		region_get(&l[i].p, 0, &l[i].src, LAND_LEN, 3, ALL);
+		region_get(&l[i].p, 1, &l[i].rsrc, LAND_LEN, 3, ALL);
+		ck_assert_int_eq(ry__rail_reg_mr(l[i].p.pd[1], land, LAND_LEN,
+						 ALL, &l[i].wmr),
+				 0);
+		ck_assert_int_eq(ry__rail_reg_mr(l[i].p.pd[0], land, LAND_LEN,
+						 ALL, &l[i].rmr),
+				 0);
+	}
+	for (i = 0; i < 2; i++)
+		ck_assert_int_eq(
+		    pthread_create(&t[i], NULL, lander_main, &l[i]), 0);
+	for (i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	for (i = 0; i < 2; i++)
+		ck_assert_uint_eq(l[i].bad_status, 0);
+	ck_assert(memcmp(land, l[0].src.mr->addr, LAND_LEN) == 0);
+	for (i = 0; i < 2; i++) {
+		ck_assert_int_eq(ry__rail_dereg_mr(l[i].wmr), 0);
+		ck_assert_int_eq(ry__rail_dereg_mr(l[i].rmr), 0);
+		region_put(&l[i].src);
+		region_put(&l[i].rsrc);
+		pair_close(&l[i].p);
+	}
+	free(land);
+}
+END_TEST
+
+void rail_same_bytes_add(TCase *tc)
+{
+	tcase_add_test(tc, test_same_bytes_two_rails);
+}
+
 void rail_conformance_add(Suite *s)
 {
 	TCase *tc = tcase_create("contract");

@@ -10,6 +10,9 @@
 /* Add the contract cases to s; they use ry_test_provider. */
 void rail_conformance_add(Suite *s);
 
+/* Two rails land the same bytes in one region at once (soft, tcp). */
+void rail_same_bytes_add(TCase *tc);
+
 /* Helpers the provider-specific suites share with it. */
 #define GUARD 64
 

@@ -513,6 +513,7 @@ int main(void)
 	tcase_add_test(tc, test_err_closes);
 	tcase_add_test(tc, test_unanswered);
 	tcase_add_test(tc, test_split_stream);
+	rail_same_bytes_add(tc);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);
