@@ -969,9 +969,13 @@ static int post_send_locked(struct ry__verbs_qp *q, struct ry__verbs_rail *r,
 				q->ring[i & q->ring_mask].unacked = false;
 			rc = 0;
 		}
-		/* siw refuses posts once it has ended the connection, in
-		 * any state but RTS (its idle one reads as INIT) */
-		if (rc && (r->iwarp ? qp_dev_state(q) != IBV_QPS_RTS
+		/* siw refuses posts once it has ended the connection: in
+		 * any state but RTS (its idle one reads as INIT), and with
+		 * EPERM while its QP still reads RTS, a TERMINATE being
+		 * exchanged (seen after a remote access error: the WRs
+		 * are checked before this, so nothing else is refused) */
+		if (rc && (r->iwarp ? rc == EPERM || rc == ENOTCONN ||
+					  qp_dev_state(q) != IBV_QPS_RTS
 				    : qp_hw_err(q))) {
 			/* The device moved it to ERR before we heard (siw,
 			 * when the peer ended the connection): in ERR every

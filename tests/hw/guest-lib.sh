@@ -72,3 +72,24 @@ wait_sock() {
 	done
 	[ -S "$1" ]
 }
+
+# siw.ko comes from the host: hw_qemu_rxe.sh builds it (mksiw.sh), in the
+# background while the tests before the siw ones run, and hands it over in
+# $BUILD/tests/hw/siw, whose 'status' says "ok", "skip WHY" or "fail WHY".
+# siw_word: that word, waiting up to 180 s for it
+siw_word() {
+	i=0
+	while [ ! -f "$BUILD/tests/hw/siw/status" ] && [ $i -lt 1800 ]; do
+		i=$((i + 1))
+		sleep 0.1
+	done
+	cat "$BUILD/tests/hw/siw/status" 2>/dev/null ||
+		echo "fail the host said nothing about siw.ko in 180 s"
+}
+
+# siw_load: load it (busybox modprobe skips softdeps: libcrc32c's crc32c
+# first); prints why not
+siw_load() {
+	modprobe crc32c_generic 2>&1 && modprobe libcrc32c 2>&1 &&
+		insmod "$BUILD/tests/hw/siw/siw.ko" 2>&1
+}

@@ -12,8 +12,9 @@
 #               installed on the host)
 #   OUT_DIR     gets vmlinuz, initramfs.cpio.gz, kver
 #   BINARY      project executables whose libraries the guest needs
-# env: RY_HW_SIW_KO  a siw.ko built for that kernel (mksiw.sh): added with
-#                    what it needs and the siw libibverbs provider
+# siw.ko is not in it (Debian builds no siw): the guest loads the one
+# mksiw.sh builds from the build mount (guest.d/65-siw.sh); the image has
+# what it needs (libcrc32c, the siw libibverbs provider).
 set -euo pipefail
 DEB=$1 OUT=$2
 shift 2
@@ -39,7 +40,7 @@ ln -s usr/lib "$R/lib"; ln -s usr/lib64 "$R/lib64"
 MODS="crc32_generic crc32-pclmul rdma_rxe ib_uverbs ib_umad rdma_ucm veth sch_netem
       9p 9pnet_virtio virtio_pci virtio_net"
 # siw takes crc32c from the crypto API, and iw_cm from rdma_ucm's deps
-[ -n "${RY_HW_SIW_KO:-}" ] && MODS="$MODS crc32c_generic libcrc32c"
+MODS="$MODS crc32c_generic libcrc32c"
 for m in $MODS; do
 	modprobe -d "$work/kernel" -S "$KVER" --show-depends "$m" 2>/dev/null |
 		awk '$1 == "insmod" { print $2 }' ||
@@ -53,10 +54,6 @@ done
 find "$R/usr/lib/modules" -name '*.ko.xz' -exec xz -d {} +
 find "$R/usr/lib/modules" -name '*.ko.zst' -exec zstd -q -d --rm {} +
 cp "$work/kernel/lib/modules/$KVER"/modules.builtin* "$R/usr/lib/modules/$KVER/"
-if [ -n "${RY_HW_SIW_KO:-}" ]; then
-	mkdir -p "$R/usr/lib/modules/$KVER/extra"
-	cp "$RY_HW_SIW_KO" "$R/usr/lib/modules/$KVER/extra/siw.ko"
-fi
 depmod -b "$R/usr" "$KVER"
 
 # --- userspace ---
@@ -91,8 +88,9 @@ prov=$(ls /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so | head -1)
 copy "$prov"
 mkdir -p "$R/etc/libibverbs.d"
 cp /etc/libibverbs.d/rxe.driver "$R/etc/libibverbs.d/"
-if [ -n "${RY_HW_SIW_KO:-}" ]; then
-	copy "$(ls /usr/lib/x86_64-linux-gnu/libibverbs/libsiw-rdmav*.so | head -1)"
+siw=$(ls /usr/lib/x86_64-linux-gnu/libibverbs/libsiw-rdmav*.so 2>/dev/null | head -1 || true)
+if [ -n "$siw" ] && [ -f /etc/libibverbs.d/siw.driver ]; then
+	copy "$siw"
 	cp /etc/libibverbs.d/siw.driver "$R/etc/libibverbs.d/"
 fi
 for b in "$@"; do copy "$b"; done

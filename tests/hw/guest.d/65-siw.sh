@@ -1,7 +1,8 @@
 # Soft-iWARP (siw) rails (sourced by guest-run.sh after 50-manager.sh,
 # whose functions it uses; must not exit).  Debian's kernels lack siw.ko:
 # hw_qemu_rxe.sh builds it (mksiw.sh) when linux-source and the guest
-# kernel's headers are on the host; without it this says SKIP.
+# kernel's headers are on the host, while the tests before this one run,
+# and hands it over on the build mount; without it this says SKIP.
 #
 #   siw_a2 -- veth2a 198.18.2.1 <==veth==> 198.18.2.2 veth2b -- siw_b2
 #
@@ -124,11 +125,13 @@ siw_drill() {
 if [ -n "${TSAN_OPTIONS:-}" ]; then
 	# the CM thread is exercised on rxe there (60-cm.sh, the cm suite)
 	echo "guest: siw: not in the TSan run"
-elif [ ! -f /lib/modules/$(uname -r)/extra/siw.ko ]; then
-	echo "guest: siw: SKIP: no siw.ko in the guest image (on the host: apt-get install linux-source-6.12 linux-headers-$(uname -r), or run as root with RY_HW_SIW=1 RY_HW_INSTALL=1)"
-# busybox modprobe skips softdeps: libcrc32c's crc32c comes first
-elif ! siw_err=$(modprobe crc32c_generic 2>&1 && modprobe siw 2>&1); then
-	echo "guest: siw: modprobe siw: $siw_err"
+elif siw_st=$(siw_word) && [ "${siw_st%% *}" = skip ]; then
+	echo "guest: siw: SKIP: no siw.ko: ${siw_st#skip } (on the host: apt-get install linux-source-6.12 linux-headers-$(uname -r), or run as root with RY_HW_SIW=1 RY_HW_INSTALL=1)"
+elif [ "$siw_st" != ok ]; then
+	echo "guest: siw: ${siw_st#fail }"
+	check "siw: siw.ko built on the host" false
+elif ! siw_err=$(siw_load); then
+	echo "guest: siw: loading siw.ko: $siw_err"
 	dmesg | tail -5
 	check "siw: siw.ko loads" false
 else
