@@ -346,6 +346,9 @@ static inline struct ry__soft_rail *qp_rail(struct ry__soft_qp *qp)
 int ry__soft_cq_ready(struct ry__sw_cq *cq);
 /* A completion of qp, to its CQ. */
 void ry__soft_cq_push(struct ry__soft_qp *qp, const struct ry_wc *wc);
+/* Between progress calls: the owner must run progress (or poll): the fd
+ * becomes readable. */
+void ry__soft_fd_raise(struct ry__soft_rail *r);
 /* n send WRs are being posted to qp: room on its CQ for their completions
  * (grown if needed), given back as poll hands them out; 0 or -ENOMEM. */
 int ry__soft_cq_take(struct ry__soft_qp *qp, uint32_t n);

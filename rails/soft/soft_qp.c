@@ -390,7 +390,7 @@ int ry__soft_post_send(struct ry_qp *base, const struct ry_send_wr *wr,
 {
 	struct ry__soft_qp *qp = to_sqp(base);
 	uint32_t need;
-	bool idle;
+	bool idle, was_empty;
 	int rc;
 
 	for (unsigned i = 0; i < n; i++)
@@ -409,6 +409,7 @@ int ry__soft_post_send(struct ry_qp *base, const struct ry_send_wr *wr,
 
 			ry__soft_wqe_complete(qp, &w, RY_WC_FLUSHED);
 		}
+		ry__soft_fd_raise(qp_rail(qp));
 		return 0;
 	}
 	if (base->state != RY_QPS_RTS)
@@ -421,6 +422,7 @@ int ry__soft_post_send(struct ry_qp *base, const struct ry_send_wr *wr,
 	rc = ry__soft_cq_take(qp, n);
 	if (rc)
 		return rc;
+	was_empty = qp->sq_head == qp->sq_tail;
 	idle = qp->req.idx == qp->sq_tail && qp->comp.psn == qp->req.max_psn &&
 	       !qp->comp.rnr_until;
 	for (unsigned i = 0; i < n; i++) {
@@ -435,14 +437,16 @@ int ry__soft_post_send(struct ry_qp *base, const struct ry_send_wr *wr,
 		    ry__soft_psn_add(qp->post_psn, (int32_t)w->npkts);
 	}
 	/*
-	 * A QP with nothing in flight sends at once: a lone request (depth
-	 * 1, a message) does not wait for the owner's next progress call.  A
-	 * busy one leaves it to progress, which sends everything posted
-	 * since in one batch.  The retransmit clock starts at the progress
-	 * call that follows the post (the contract has one), as if the
-	 * packets had gone out there: that call receives first, so an owner
-	 * descheduled right after posting does not time out on an ACK its
-	 * peer has long sent (soft_req.c starts it).
+	 * A QP with nothing in flight sends at once (sends_idle): a lone
+	 * request (depth 1, a message) needs no progress call.  A busy one
+	 * leaves it to progress, which sends everything posted since in one
+	 * batch.  The retransmit clock starts at the next progress call, as
+	 * if the packets had gone out there (soft_req.c starts it): that call
+	 * receives first, so an owner descheduled right after posting does
+	 * not time out on an ACK its peer has long sent; it comes with the
+	 * ACK, or else with the owner's next round (its tick).  Whatever was
+	 * not sent here, on a QP whose send queue was empty (so that its
+	 * owner may not call progress for it), raises the fd.
 	 */
 	ry__soft_qp_kick(qp);
 	if (idle) {
@@ -452,6 +456,10 @@ int ry__soft_post_send(struct ry_qp *base, const struct ry_send_wr *wr,
 		ry__soft_req_run(qp);
 		ry__soft_tx_flush(r);
 		qp->comp.deadline = 0;
+		if (qp->req.idx != qp->sq_tail)
+			ry__soft_fd_raise(r);
+	} else if (was_empty) {
+		ry__soft_fd_raise(qp_rail(qp));
 	}
 	return 0;
 }

@@ -45,6 +45,11 @@ static void efd_raise(struct ry__soft_rail *r)
 		r->efd_set = true;
 }
 
+void ry__soft_fd_raise(struct ry__soft_rail *r)
+{
+	efd_raise(r);
+}
+
 static void efd_clear(struct ry__soft_rail *r)
 {
 	uint64_t v;
@@ -354,8 +359,11 @@ static int soft_progress(struct ry_rail *rail)
 			next = t;
 	}
 	arm_timer(r, next);
+	/* also takes back a raise for work a post left (post_send) */
 	if (!rail_calm(r))
 		efd_raise(r);
+	else
+		efd_clear(r);
 	return rc;
 }
 
@@ -380,6 +388,7 @@ static int soft_query(struct ry_rail *rail, struct ry_rail_attr *attr)
 	attr->mtu = r->mtu;
 	attr->mtu_hdr = RY__SOFT_OVERHEAD;
 	attr->sends_alone = false; /* post queues, progress transmits */
+	attr->sends_idle = true;   /* unless nothing was outstanding */
 	attr->local.gid[10] = 0xff;
 	attr->local.gid[11] = 0xff;
 	memcpy(&attr->local.gid[12], &r->addr.sin_addr, 4);
