@@ -278,6 +278,9 @@ struct ry__soft_rail {
 	bool nl_gone;		 /* it was deleted (soft_netlink.c) */
 	bool eff_up;		 /* both: what query reports */
 	bool efd_set;
+	/* inside progress(): what it completes the owner finds by asking
+	 * (progress_quiet), so only completions made outside raise efd */
+	bool in_progress;
 	uint64_t timer_armed;
 	uint64_t nl_checked; /* last netlink read */
 	bool rx_idle; /* the last progress read no datagram, nor netlink */

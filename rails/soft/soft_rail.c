@@ -88,6 +88,9 @@ void ry__soft_cq_push(struct ry__soft_qp *qp, const struct ry_wc *wc)
 	}
 	if (idle)
 		qp_rail(qp)->cqs_busy++;
+	/* a flush made by post_send or modify_qp: the owner is not asking */
+	if (!qp_rail(qp)->in_progress)
+		efd_raise(qp_rail(qp));
 }
 
 int ry__soft_cq_ready(struct ry__sw_cq *cq)
@@ -298,6 +301,7 @@ static int soft_progress(struct ry_rail *rail)
 	int rc, n;
 
 	r->now = ry__now_ns();
+	r->in_progress = true;
 	if (r->timer_armed && r->now >= r->timer_armed) {
 		uint64_t v;
 
@@ -359,10 +363,15 @@ static int soft_progress(struct ry_rail *rail)
 			next = t;
 	}
 	arm_timer(r, next);
-	/* also takes back a raise for work a post left (post_send) */
-	if (!rail_calm(r))
-		efd_raise(r);
-	else
+	/*
+	 * What this call completed is not announced (progress_quiet): the
+	 * owner asks pending() after it, and an eventfd written here and read
+	 * when the CQ is polled cost two syscalls a completion.  A raise for
+	 * work a post left (post_send) is taken back once there is nothing
+	 * to take.
+	 */
+	r->in_progress = false;
+	if (rail_calm(r))
 		efd_clear(r);
 	return rc;
 }
@@ -387,8 +396,9 @@ static int soft_query(struct ry_rail *rail, struct ry_rail_attr *attr)
 	attr->link = r->eff_up ? RY_LINK_UP : RY_LINK_DOWN;
 	attr->mtu = r->mtu;
 	attr->mtu_hdr = RY__SOFT_OVERHEAD;
-	attr->sends_alone = false; /* post queues, progress transmits */
-	attr->sends_idle = true;   /* unless nothing was outstanding */
+	attr->sends_alone = false;   /* post queues, progress transmits */
+	attr->sends_idle = true;     /* unless nothing was outstanding */
+	attr->progress_quiet = true; /* pending() after progress */
 	attr->local.gid[10] = 0xff;
 	attr->local.gid[11] = 0xff;
 	memcpy(&attr->local.gid[12], &r->addr.sin_addr, 4);
