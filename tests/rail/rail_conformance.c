@@ -1362,9 +1362,9 @@ END_TEST
 /*
  * sends_idle (rails/rail.h): a post to a QP with nothing outstanding
  * reaches the peer without a progress call on the sender; the sender
- * runs only once its fd says the answer came.  A busy QP's post still
- * waits for progress (not checked: it may go sooner).  Rails without
- * the attribute pass.
+ * runs only once its fd says the answer came, and a post in ERR makes the
+ * fd readable by itself.  A busy QP's post still waits for progress (not
+ * checked: it may go sooner).  Rails without the attribute pass.
  */
 START_TEST(test_sends_idle)
 {
@@ -1416,6 +1416,25 @@ START_TEST(test_sends_idle)
 		ck_assert_int_eq(wc.status, RY_WC_SUCCESS);
 		ck_assert_uint_eq(wc.wr_id, (uint64_t)k);
 	}
+	/* a post in ERR completes FLUSHED: the fd says so, no progress
+	 * call needed (the owner makes none after a post to an idle QP) */
+	ck_assert_int_eq(ry__rail_modify_qp(p.qp[0], RY_QPS_ERR, NULL), 0);
+	pair_progress(&p);
+	while (pair_poll(&p, 0, &wc, 1) == 1)
+		;
+	wr = wr_make(RY_WR_RDMA_WRITE, &a, &b, 4096, 77);
+	ck_assert_int_eq(ry__rail_post_send(p.qp[0], &wr, 1), 0);
+	{
+		struct pollfd pfd = {.fd = ry__rail_fd(p.r[0]),
+				     .events = POLLIN};
+
+		ck_assert_msg(poll(&pfd, 1, 5000) == 1,
+			      "a post in ERR left the fd calm");
+	}
+	ck_assert_int_eq(ry__rail_progress(p.r[0]), 0);
+	ck_assert_int_eq(pair_poll(&p, 0, &wc, 1), 1);
+	ck_assert_int_eq(wc.status, RY_WC_FLUSHED);
+	ck_assert_uint_eq(wc.wr_id, 77);
 	region_put(&a);
 	region_put(&b);
 	pair_close(&p);
