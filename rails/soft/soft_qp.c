@@ -409,8 +409,7 @@ int ry__soft_post_send(struct ry_qp *base, const struct ry_send_wr *wr,
 
 			ry__soft_wqe_complete(qp, &w, RY_WC_FLUSHED);
 		}
-		ry__soft_fd_raise(qp_rail(qp));
-		return 0;
+		return 0; /* their completions raised the fd */
 	}
 	if (base->state != RY_QPS_RTS)
 		return -EINVAL;
