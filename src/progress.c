@@ -407,7 +407,17 @@ static void note_stalls(struct ry_manager *m, uint64_t now, uint64_t gap)
  * channel, the rails' completions and events, replay, timers and striping;
  * then the kick and the callbacks, without m_lock.
  */
-static int progress_round(struct ry_manager *m, bool all)
+/* Whether the manager has work its fd does not show: a rail without a
+ * thread that must run whatever its fd says (rail_due). */
+static bool work_due(struct ry_manager *m)
+{
+	for (unsigned i = 0; i < m->m_nrails; i++)
+		if (!m->m_rails[i].lr_rt && rail_due(&m->m_rails[i]))
+			return true;
+	return false;
+}
+
+static int progress_round(struct ry_manager *m, bool all, int wait_ms)
 {
 	bool pending[RY_MAX_RAILS] = {0}, ready[RY_MAX_RAILS] = {0}, sweep;
 	bool rails_ready = false, ctl_ready = false;
@@ -423,8 +433,11 @@ static int progress_round(struct ry_manager *m, bool all)
 	 * a control session's tag may be freed by another thread until the
 	 * cold lock is held.
 	 */
-	n = epoll_wait(m->m_epfd, evs, 32, 0);
-	rails_ready = n == 32; /* a full batch may not show them all */
+	n = epoll_wait(m->m_epfd, evs, 32,
+		       wait_ms && !work_due(m) ? wait_ms : 0);
+	if (wait_ms)
+		now = ry__now_ns(); /* it may have waited */
+	rails_ready = n == 32;	    /* a full batch may not show them all */
 	for (i = 0; n > 0 && i < (unsigned)n; i++) {
 		uintptr_t t = (uintptr_t)evs[i].data.ptr;
 
@@ -566,7 +579,7 @@ static int ctx_progress(struct ry_manager *m)
 	if (own_any || left ||
 	    (now >= t && atomic_compare_exchange_strong(&m->m_cold_ns, &t,
 							now + m->m_tick_ns))) {
-		n = progress_round(m, left);
+		n = progress_round(m, left, 0);
 		if (n < 0)
 			return n;
 	} else {
@@ -582,7 +595,23 @@ int ry_progress(struct ry_manager *m)
 		return -EINVAL;
 	if (m->m_nctx > 1)
 		return ctx_progress(m);
-	return progress_round(m, true);
+	return progress_round(m, true, 0);
+}
+
+int ry_progress_wait(struct ry_manager *m, int timeout_ms)
+{
+	struct epoll_event ev;
+
+	if (!m)
+		return -EINVAL;
+	if (!timeout_ms)
+		return ry_progress(m);
+	/* one context: the wait is the round's own look at the fd */
+	if (m->m_nctx == 1)
+		return progress_round(m, true, timeout_ms);
+	if (!work_due(m))
+		epoll_wait(m->m_epfd, &ev, 1, timeout_ms);
+	return ctx_progress(m);
 }
 
 int ry_event_fd(struct ry_manager *m)
@@ -599,15 +628,15 @@ static bool stopping(struct ry_manager *m)
 static void *control_main(void *arg)
 {
 	struct ry_manager *m = arg;
-	struct epoll_event ev;
 	int ms = (int)(m->m_tick_ns / 1000000) + 1;
 
-	while (!stopping(m)) {
-		epoll_wait(m->m_epfd, &ev, 1, ms);
-		progress_round(m, m->m_nctx == 1 || atomic_load_explicit(
-							&m->m_cold_due,
-							memory_order_relaxed));
-	}
+	/* the round's own look at the fd is the wait */
+	while (!stopping(m))
+		progress_round(m,
+			       m->m_nctx == 1 ||
+				   atomic_load_explicit(&m->m_cold_due,
+							memory_order_relaxed),
+			       ms);
 	return NULL;
 }
 

@@ -268,6 +268,17 @@ RY_API int ry_manager_reload_file(struct ry_manager *mgr, const char *path,
 RY_API int ry_progress(struct ry_manager *mgr);
 
 /*
+ * ry_progress() after waiting up to timeout_ms (-1: no limit; 0: none) for
+ * work to show on ry_event_fd(), in one call: the wait is the call's own
+ * look at the fd, so a thread that only waits and progresses (a depth-1
+ * loop) makes one epoll_wait a round, not two.  It does not wait while
+ * work the fd does not show is due.  After a call that ran callbacks
+ * (they posted, and what they left the fd shows) it may wait at once.
+ * Returns what ry_progress() returns.  Not while the progress threads run.
+ */
+RY_API int ry_progress_wait(struct ry_manager *mgr, int timeout_ms);
+
+/*
  * An fd that becomes readable when ry_progress() has work, for epoll (it is
  * itself an epoll fd; never read it or close it).  A periodic internal
  * timer keeps it waking up while peers exist, so heartbeats and timeouts

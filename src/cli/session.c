@@ -41,7 +41,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <time.h>
 
 #include "src/cli/json.h"
@@ -615,20 +614,17 @@ void cli_session_destroy(struct cli_session *s)
  * Progress, waiting on the event fd when there is nothing to do.  After a
  * round that ran callbacks (which posted the next operations and sent
  * them), whatever is left the event fd shows (ry_event_fd(3)), so the
- * wait comes at once: a round before it would only find nothing, one
- * epoll_wait per operation at depth 1.
+ * wait comes at once: a round before it would only find nothing.  The
+ * wait is the round's own (ry_progress_wait(3)): one epoll_wait per
+ * operation at depth 1.
  */
 static void pump(struct cli_session *s, int wait_ms)
 {
 	bool ran = s->pump_ran;
 
 	s->pump_ran = false;
-	if ((ran || ry_progress(s->mgr) <= 0) && wait_ms > 0) {
-		struct epoll_event ev;
-
-		epoll_wait(ry_event_fd(s->mgr), &ev, 1, wait_ms);
-		s->pump_ran = ry_progress(s->mgr) > 0;
-	}
+	if ((ran || ry_progress(s->mgr) <= 0) && wait_ms > 0)
+		s->pump_ran = ry_progress_wait(s->mgr, wait_ms) > 0;
 }
 
 /* Nothing to do: an unanswered hello is simply said again.  No pointer

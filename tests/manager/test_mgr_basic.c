@@ -11,6 +11,7 @@
 #include <check.h>
 #include <stdatomic.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -253,6 +254,51 @@ START_TEST(ops_in_flight_limit)
 }
 END_TEST
 
+/* ---- waiting ---- */
+
+/*
+ * ry_progress_wait(): a depth-1 loop driven by it alone on a (b answers
+ * on its own threads) completes every write, each verified; a timeout of
+ * 0 is ry_progress(), a call with nothing to do comes back by its
+ * timeout, and a NULL manager is refused.
+ */
+START_TEST(progress_wait)
+{
+	uint64_t t0, end;
+	unsigned i;
+
+	setup_opts(&(struct fx_opts){0});
+	ck_assert_int_eq(ry_progress_wait(NULL, 10), -EINVAL);
+	ck_assert_int_eq(write_verify(0, 4096, 1), RY_OK); /* connected */
+	ck_assert_int_eq(ry_progress_thread_start(F.b), 0);
+	end = fx_now_ns() + 60000000000ull;
+	for (i = 0; i < 200; i++) {
+		struct fx_done d = {0};
+		size_t off = (i % 16) * 4096;
+
+		fx_fill(F.bufa + off, 4096, 100 + i);
+		ck_assert_int_eq(ry_write(F.ab, F.ra, off, F.desc_b,
+					  (size_t)F.desc_b_len, off, 4096,
+					  fx_cb, &d),
+				 0);
+		while (!d.total) {
+			ck_assert_int_ge(ry_progress_wait(F.a, 1000), 0);
+			ck_assert_msg(fx_now_ns() < end, "write %u stuck", i);
+		}
+		ck_assert_uint_eq(d.ok, 1);
+		ck_assert(!memcmp(F.bufa + off, F.bufb + off, 4096));
+	}
+	ck_assert_int_ge(ry_progress_wait(F.a, 0), 0);
+	t0 = fx_now_ns();
+	ck_assert_int_ge(ry_progress_wait(F.a, 50), 0);
+	ck_assert_msg(fx_now_ns() - t0 < 30000000000ull,
+		      "a 50 ms wait took %" PRIu64 " ms",
+		      (fx_now_ns() - t0) / 1000000);
+	ry_progress_thread_stop(F.b);
+	teardown();
+}
+END_TEST
+
 int main(void)
 {
 	const struct mgr_case cases[] = {
@@ -262,6 +308,7 @@ int main(void)
 	    {"manager", all_sizes, MGR_ANY},
 	    {"manager", unequal_rates, MGR_ANY},
 	    {"manager", ops_in_flight_limit, MGR_ANY},
+	    {"manager", progress_wait, MGR_ANY},
 	};
 
 	return mgr_main("basic", cases, sizeof(cases) / sizeof(cases[0]));
