@@ -401,12 +401,6 @@ static void note_stalls(struct ry_manager *m, uint64_t now, uint64_t gap)
 	}
 }
 
-/*
- * One round: the rails' protocol work (only rails without a thread of
- * their own: the others run on theirs), then under the cold lock the control
- * channel, the rails' completions and events, replay, timers and striping;
- * then the kick and the callbacks, without m_lock.
- */
 /* Whether the manager has work its fd does not show: a rail without a
  * thread that must run whatever its fd says (rail_due). */
 static bool work_due(struct ry_manager *m)
@@ -417,6 +411,12 @@ static bool work_due(struct ry_manager *m)
 	return false;
 }
 
+/*
+ * One round: the rails' protocol work (only rails without a thread of
+ * their own: the others run on theirs), then under the cold lock the control
+ * channel, the rails' completions and events, replay, timers and striping;
+ * then the kick and the callbacks, without m_lock.
+ */
 static int progress_round(struct ry_manager *m, bool all, int wait_ms)
 {
 	bool pending[RY_MAX_RAILS] = {0}, ready[RY_MAX_RAILS] = {0}, sweep;

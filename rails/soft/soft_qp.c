@@ -455,11 +455,9 @@ int ry__soft_post_send(struct ry_qp *base, const struct ry_send_wr *wr,
 		ry__soft_req_run(qp);
 		ry__soft_tx_flush(r);
 		qp->comp.deadline = 0;
-		if (qp->req.idx != qp->sq_tail)
-			ry__soft_fd_raise(r);
-	} else if (was_empty) {
-		ry__soft_fd_raise(qp_rail(qp));
 	}
+	if (was_empty && qp->req.idx != qp->sq_tail)
+		ry__soft_fd_raise(qp_rail(qp));
 	return 0;
 }
 

@@ -687,6 +687,7 @@ static void conn_rx(struct ry__tcp_qp *qp)
 				    .msg_control = cm.buf,
 				    .msg_controllen = sizeof(cm.buf)};
 		size_t want, asked, extra = 0;
+		bool dma;
 		void *dst;
 		ssize_t n;
 
@@ -728,10 +729,11 @@ static void conn_rx(struct ry__tcp_qp *qp)
 				mh.msg_iovlen = 2;
 				asked += RY__TCP_HDR_LEN;
 			}
-			if (qp->c.rx.state == RY__TCP_RX_PAYLOAD)
+			dma = qp->c.rx.state == RY__TCP_RX_PAYLOAD;
+			if (dma)
 				ry__dma_begin(); /* into the region */
 			n = recvmsg(qp->c.fd, &mh, MSG_DONTWAIT);
-			if (qp->c.rx.state == RY__TCP_RX_PAYLOAD)
+			if (dma)
 				ry__dma_end();
 			if (n < 0 && (errno == EAGAIN || errno == EINTR))
 				return;
