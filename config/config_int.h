@@ -159,6 +159,9 @@ extern const unsigned ry__n_opts;
 
 /* Store the table's defaults of one section into base. */
 void ry__opt_defaults(const char *sec, void *base);
+/* Expand each soft and tcp rail into c->lanes rails (lanes.c); 0, or
+ * -EINVAL with why said. */
+int ry__config_lanes(struct ry_config *c, char *why, size_t len);
 /* Give every RY__OPT_ZERO_DEFAULT field that is 0 its default. */
 void ry__opt_fill_zero(struct ry_config *cfg);
 static inline void *ry__opt_field(const struct ry__opt *o, const void *base)

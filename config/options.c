@@ -61,6 +61,9 @@ const struct ry__opt ry__opts[] = {
 	"0 (one per rail, at most one per core) or 1 to 16"),
     TOP(contexts, RY__OPT_INT, "1", 1, 16, ZD, "contexts",
 	"progress contexts; 1 is the default"),
+    /* expanded into rails when a manager adopts the config (lanes.c) */
+    TOP(lanes, RY__OPT_INT, "1", 1, 8, ZD, "lanes",
+	"lanes per soft or tcp rail, 1 to 8; 1 is the default"),
     /* each entry is checked in validate.c */
     TOP(accept, RY__OPT_LIST, NULL, 0, 0, RY__OPT_OMIT_EMPTY,
 	"list of \"ip/len\" | \"any\"", NULL),

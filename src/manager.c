@@ -139,7 +139,17 @@ static int adopt_config(struct ry_config *c)
 			 (unsigned)ry__rand64());
 	if (!c->control[0])
 		snprintf(c->control, sizeof(c->control), "127.0.0.1:0");
-	return ry_config_validate(c, log_config_error, NULL) ? -EINVAL : 0;
+	if (ry_config_validate(c, log_config_error, NULL))
+		return -EINVAL;
+	{
+		char why[200];
+
+		if (ry__config_lanes(c, why, sizeof(why))) {
+			RY_ERR("config", "%s", why);
+			return -EINVAL;
+		}
+	}
+	return 0;
 }
 
 int ry__lrail_open(struct ry_manager *m, unsigned i,

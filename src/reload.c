@@ -47,7 +47,8 @@
  *   the rest          ops_in_flight, reg_cache_bytes, progress_threads,
  *                     accept, max_sessions*, handshake_timeout_ms,
  *                     control_frame_*, standby_below, require_all_rails,
- *                     error_* (from the next sample) and log
+ *                     error_* (from the next sample) and log; lanes
+ *                     adds or removes the lanes' rails (config/lanes.c)
  *                     (the process's log is set by ry_manager_reload_file()
  *                     and by railyard serve, not by a config built by hand).
  *
@@ -509,6 +510,7 @@ static void apply_options(struct ry_manager *m, const struct ry_config *c)
 	o->error_degrade_ppm = c->error_degrade_ppm;
 	o->error_drain_ppm = c->error_drain_ppm;
 	o->error_quiet_ms = c->error_quiet_ms;
+	o->lanes = c->lanes; /* its rails were added and removed as rails */
 	snprintf(o->key_file, sizeof(o->key_file), "%s", c->key_file);
 	o->require_all_rails = c->require_all_rails;
 	o->failover = c->failover;
@@ -562,6 +564,14 @@ static int reload(struct ry_manager *m, const struct ry_config *cfg,
 		snprintf(c.control, sizeof(c.control), "%s", m->m_cfg.control);
 	if (ry_config_validate(&c, r->fn, r->arg))
 		return -EINVAL;
+	{
+		char lwhy[200];
+
+		if (ry__config_lanes(&c, lwhy, sizeof(lwhy))) {
+			say(r, option_line(r, "lanes"), "", "%s", lwhy);
+			return -EINVAL;
+		}
+	}
 	if (on_progress_thread(m))
 		return -EDEADLK;
 	if (c.key_file[0]) {

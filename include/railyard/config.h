@@ -204,6 +204,13 @@ struct ry_config {
 	 * another rail can take it; back once under error_degrade_ppm for
 	 * error_quiet_ms.  0: never. */
 	uint32_t error_degrade_ppm, error_drain_ppm, error_quiet_ms;
+	/* each soft or tcp rail runs as this many lanes, 1..8: rails of
+	 * their own (name.2, ...) on the same interface, paired with the
+	 * peer's lanes of the same network, so that a node serving many
+	 * peers on one link spreads their protocol work over as many rail
+	 * threads.  The config keeps the rails as written; a manager
+	 * expands them (railyard.conf(5)). */
+	uint32_t lanes;
 	/* new top-level options go here, at the end (see the top) */
 };
 

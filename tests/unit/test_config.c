@@ -15,6 +15,8 @@
 #include <railyard/config.h>
 #include <railyard/testing.h>
 
+#include "config/config_int.h"
+
 #define MAX_ERRS 16
 
 struct errs {
@@ -682,6 +684,84 @@ START_TEST(test_control_frame_rate)
 }
 END_TEST
 
+/*
+ * lanes: each soft and tcp rail becomes that many rails with names,
+ * networks and ports of their own (config/lanes.c); verbs rails stay
+ * one; a rate is shared; what cannot be expanded is refused, not cut.
+ */
+START_TEST(test_lanes)
+{
+	static const char *text =
+	    "node = \"a\"\n"
+	    "lanes = 3\n"
+	    "rail r0 { provider = soft network = \"n0\" "
+	    "address = \"198.18.1.1:7000\" rate = 3G }\n"
+	    "rail r1 { provider = tcp network = \"n1\" "
+	    "address = \"198.18.2.1\" }\n"
+	    "rail v { provider = verbs device = \"mlx5_0\" }\n";
+	struct ry_config *cfg = NULL, c;
+	struct errs e = {0};
+	char why[200] = "";
+
+	ck_assert_int_eq(ry_config_parse(text, "l.conf", &cfg, collect, &e), 0);
+	ck_assert_uint_eq(cfg->lanes, 3);
+	ck_assert_uint_eq(cfg->n_rails,
+			  3); /* the config keeps what was written */
+	c = *cfg;
+	ck_assert_int_eq(ry__config_lanes(&c, why, sizeof(why)), 0);
+	ck_assert_uint_eq(c.n_rails, 7);
+	ck_assert_str_eq(c.rails[0].name, "r0");
+	ck_assert_str_eq(c.rails[0].address, "198.18.1.1:7000");
+	ck_assert_uint_eq(c.rails[0].rate_bps, 1000000000ull);
+	ck_assert_str_eq(c.rails[2].name, "v");
+	ck_assert_str_eq(c.rails[3].name, "r0.2");
+	ck_assert_str_eq(c.rails[3].network, "n0.2");
+	ck_assert_str_eq(c.rails[3].address, "198.18.1.1:7001");
+	ck_assert_uint_eq(c.rails[3].rate_bps, 1000000000ull);
+	ck_assert_str_eq(c.rails[4].name, "r0.3");
+	ck_assert_str_eq(c.rails[4].address, "198.18.1.1:7002");
+	ck_assert_int_eq(c.rails[4].provider, RY_PROVIDER_SOFT);
+	ck_assert_str_eq(c.rails[5].name, "r1.2");
+	ck_assert_str_eq(c.rails[5].network, "n1.2");
+	ck_assert_str_eq(c.rails[5].address, "198.18.2.1"); /* kernel's port */
+	ck_assert_int_eq(c.rails[5].provider, RY_PROVIDER_TCP);
+	ck_assert_str_eq(c.rails[6].name, "r1.3");
+
+	/* a lane named as another rail */
+	c = *cfg;
+	snprintf(c.rails[2].name, sizeof(c.rails[2].name), "r1.3");
+	ck_assert_int_eq(ry__config_lanes(&c, why, sizeof(why)), -EINVAL);
+	ck_assert_msg(strstr(why, "'r1.3'"), "%s", why);
+	/* more rails than a node has */
+	c = *cfg;
+	c.lanes = 8;
+	ck_assert_int_eq(ry__config_lanes(&c, why, sizeof(why)), -EINVAL);
+	ck_assert_msg(strstr(why, "more than 16 rails"), "%s", why);
+	/* ports past 65535 */
+	c = *cfg;
+	snprintf(c.rails[0].address, sizeof(c.rails[0].address),
+		 "198.18.1.1:65534");
+	ck_assert_int_eq(ry__config_lanes(&c, why, sizeof(why)), -EINVAL);
+	ck_assert_msg(strstr(why, "over 65535"), "%s", why);
+	/* 1: nothing changes */
+	c = *cfg;
+	c.lanes = 1;
+	ck_assert_int_eq(ry__config_lanes(&c, why, sizeof(why)), 0);
+	ck_assert_uint_eq(c.n_rails, 3);
+	ck_assert_uint_eq(c.rails[0].rate_bps, 3000000000ull);
+	ry_config_free(cfg);
+
+	/* out of range in a file: the line says so */
+	memset(&e, 0, sizeof(e));
+	ck_assert_int_eq(ry_config_parse("lanes = 9\nrail r0 { provider = soft "
+					 "address = \"198.18.1.1\" }\n",
+					 "l.conf", &cfg, collect, &e),
+			 -EINVAL);
+	ck_assert_int_eq(e.line[0], 1);
+	ck_assert_msg(strstr(e.msg[0], "lanes"), "%s", e.msg[0]);
+}
+END_TEST
+
 static Suite *config_suite(void)
 {
 	Suite *s = suite_create("config");
@@ -699,6 +779,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_key_file);
 	tcase_add_test(tc, test_control_frame_rate);
 	tcase_add_test(tc, test_traffic_class_sl);
+	tcase_add_test(tc, test_lanes);
 	suite_add_tcase(s, tc);
 	return s;
 }
