@@ -49,6 +49,7 @@ void fx_config(struct ry_config *c, const struct fx_opts *o, bool is_b)
 	FX_SET(c->wr_per_qp, o->wr_per_qp);
 	FX_SET(c->frags_per_wr, o->frags_per_wr);
 	FX_SET(c->progress_threads, o->progress_threads);
+	FX_SET(c->lanes, o->lanes);
 	if (!is_b)
 		c->reg_cache_bytes = o->reg_cache_bytes;
 	FX_SET(c->failover.heartbeat_ms, o->heartbeat_ms);

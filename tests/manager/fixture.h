@@ -49,6 +49,7 @@ struct fx_opts {
 	uint32_t error_degrade_ppm, error_drain_ppm, error_quiet_ms;
 	const char *key_a, *key_b;   /* key_file of each; NULL: none */
 	bool data_mac_a, data_mac_b; /* need keys; soft rails to matter */
+	uint32_t lanes;		     /* both; 0: the default */
 };
 
 struct fx_events {

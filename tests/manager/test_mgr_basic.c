@@ -299,6 +299,45 @@ START_TEST(progress_wait)
 }
 END_TEST
 
+static bool lanes_active(void *arg)
+{
+	(void)arg;
+	return fx_active(F.a, "r0") == 1 && fx_active(F.a, "r0.2") == 1 &&
+	       fx_active(F.b, "r0") == 1 && fx_active(F.b, "r0.2") == 1;
+}
+
+/*
+ * lanes = 2 (railyard.conf(5)): one configured rail is two rails on each
+ * end, paired lane with lane; both connect and both carry a stream of
+ * operations, which arrive intact.  Soft and tcp only (verbs and the loop
+ * rail are not split).
+ */
+START_TEST(lanes)
+{
+	struct ry_counters c0, c1;
+	struct stream s = {.slots = 4};
+
+	setup_opts(&(struct fx_opts){.nrails_a = 1, .nrails_b = 1,
+				     .lanes = 2});
+	ck_assert_int_eq(ry_rail_count(F.a), 2);
+	ck_assert_int_eq(ry_rail_count(F.b), 2);
+	ck_assert_str_eq(ry_rail_name(F.a, 0), "r0");
+	ck_assert_str_eq(ry_rail_name(F.a, 1), "r0.2");
+	ck_assert_int_eq(write_verify(0, 64 << 10, 1), RY_OK);
+	ck_assert(fx_until(&F, lanes_active, NULL, 5000));
+	stream_run(&s, 300);
+	stream_finish_clean(&s);
+	ck_assert_uint_gt(s.done_ok, 0);
+	ck_assert_int_eq(read_verify(0, 4 * MiB, 2), RY_OK);
+	ck_assert_int_eq(ry_rail_counters(F.a, "r0", &c0), 0);
+	ck_assert_int_eq(ry_rail_counters(F.a, "r0.2", &c1), 0);
+	ck_assert_msg(c0.bytes > 4 * MiB && c1.bytes > 4 * MiB,
+		      "lane r0 carried %" PRIu64 " bytes, r0.2 %" PRIu64,
+		      c0.bytes, c1.bytes);
+	teardown();
+}
+END_TEST
+
 int main(void)
 {
 	const struct mgr_case cases[] = {
@@ -309,6 +348,7 @@ int main(void)
 	    {"manager", unequal_rates, MGR_ANY},
 	    {"manager", ops_in_flight_limit, MGR_ANY},
 	    {"manager", progress_wait, MGR_ANY},
+	    {"manager", lanes, MGR_NOT_LOOP},
 	};
 
 	return mgr_main("basic", cases, sizeof(cases) / sizeof(cases[0]));
