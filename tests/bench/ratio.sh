@@ -56,6 +56,10 @@
 #             median of their p50s (ratio lower  server each, all at once:
 #             is better); extra: the worst p99   median p50 x 2 (a round
 #             against the worst sockperf p99 x 2 trip), worst p99 x 2
+#   The many-client rows (read4x64, write4x64, lat4 and their tcp
+#   twins) run serve and clients with `lanes = LANES` (default: the
+#   cores, at most 8; railyard.conf(5)): one link whose work is spread
+#   over that many rail threads on the serving node.  LANES=1: one thread.
 #
 # Topology: tests/netns/topo.sh (two hosts, a switch namespace, one bridge
 # per rail); serve runs in b, bench and the peer clients in a.  Shaping is
@@ -77,6 +81,8 @@ RUNS=${RUNS:-3}
 T=${T:-4}
 ROWS=${ROWS:-4x2g 1r1500 1r9000 cpu4x1g 4k_d64 lat_d1 null4 thr2 read4x64 write4x64 lat4 tcp1r1500 tcp4x2g tcpcpu4x1g tcplat_d1 tcppull mptcp4x2g mptcppull}
 NCLI=${NCLI:-4} # client nodes of the many-client rows (env: NCLI)
+LANES=${LANES:-$(n=$(nproc); echo $((n > 8 ? 8 : n)))}
+lanes=1 # the lanes of the configs written next (the many-client rows: LANES)
 PROV=soft # the rails' provider, for the tcp rows
 
 if [[ $(id -u) -ne 0 ]]; then
@@ -138,6 +144,7 @@ conf() {
 	{
 		echo "node = \"$h\""
 		echo "control = \"198.18.0.$me:7470\""
+		echo "lanes = $lanes"
 		for ((i = 0; i < n; i++)); do
 			echo "rail r$i { provider = $PROV network = \"n$i\"" \
 				"address = \"198.18.$((i + 1)).$me\"" \
@@ -157,6 +164,7 @@ client_conf() {
 	{
 		echo "node = \"c$1\""
 		echo 'control = "198.18.0.1:0"'
+		echo "lanes = $lanes"
 		for ((i = 0; i < $2; i++)); do
 			echo "rail r$i { provider = $PROV network = \"n$i\"" \
 				"address = \"198.18.$((i + 1)).1\" interface = \"r$i\" mtu = $3 }"
@@ -491,10 +499,12 @@ row_many() {
 	[[ $op == read ]] && rev=-R
 	shape none
 	set_mtu 1500
+	lanes=$LANES
 	serve_start 1 1500
 	out=$work/$row.$run
 	many "$out.json" "$op" "$size" 64
 	serve_stop
+	lanes=1
 	ry_mbs=$(jq -s '[.[] | if .bytes then .bytes / .seconds else 0 end] |
 		add / 1e6' "$out".json.?)
 	# the worst client's p99 / p50: a client starved by the others shows
@@ -510,10 +520,12 @@ row_lat4() {
 	local row=lat4 out k sq=() cp=() ry50 ry99 sp50 sp99
 	shape none
 	set_mtu 1500
+	lanes=$LANES
 	serve_start 1 1500
 	out=$work/$row.$run
 	many "$out.json" write 4K 1
 	serve_stop
+	lanes=1
 	ry50=$(jq -s '[.[] | .latency_us.p50 // 0] | sort | if length % 2 == 1
 		then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2
 		end' "$out".json.?)
@@ -555,7 +567,7 @@ row_threads() {
 	add $row "$(div "${two:-0}" "${one:-1}")" "${two:-0}" "${one:-0}"
 }
 
-echo "# $(date -u +%FT%TZ) $(uname -r), $(nproc) cpus, RUNS=$RUNS T=$T s," \
+echo "# $(date -u +%FT%TZ) $(uname -r), $(nproc) cpus, RUNS=$RUNS T=$T s, LANES=$LANES," \
 	"load $(cut -d' ' -f1-3 /proc/loadavg), $(git -C "$root" rev-parse --short HEAD 2>/dev/null)"
 for run in $(seq "$RUNS"); do
 	for row in $ROWS; do
