@@ -24,6 +24,9 @@
 #             but stays up: a drains it (error_drain_ppm 2 %: retransmits)
 #             and the other rails carry the work; the loss stops: after
 #             error_quiet_ms (2 s here) it is back and carries bytes
+#   lanes     local's unplug with lanes = 2 on both ends (eight rails on
+#             four links): both lanes of the pulled link go down at once
+#             and come back, each with one fence, nothing lost
 #   restart   kill -9 b's serve mid-drill and start it again 2 s later:
 #             the drill learns the restart, operations aimed at the old
 #             process's memory fail as such (RY_ESTALE), it fetches the new
@@ -68,7 +71,13 @@ diagnose() {
 }
 fail() { echo "FAIL ($scenario): $*"; diagnose; exit 1; }
 
-ns_serve "$etc/netns-drill-b.conf" "$work/serve.log"
+conf_b=$etc/netns-drill-b.conf
+if [[ $scenario == lanes ]]; then
+	sed 's/^node = "b"$/&\nlanes = 2/' "$etc/netns-drill-b.conf" >"$work/b.conf"
+	grep -q '^lanes = 2$' "$work/b.conf" || fail "cannot set lanes in b"
+	conf_b=$work/b.conf
+fi
+ns_serve "$conf_b" "$work/serve.log"
 
 # drill DURATION OUT: runs in the background, JSON to OUT
 conf_a=$etc/netns-drill-a.conf
@@ -206,12 +215,13 @@ mean_nostall() {
 
 out=$work/run.json
 case $scenario in
-local | remote | two | silent)
+local | remote | two | silent | lanes)
+	[[ $scenario == lanes ]] && a_conf 's/^node = "a"$/&\nlanes = 2/' '^lanes = 2$'
 	drill 12 "$out"
 	sleep 4
 	t_fault0=$(now)
 	case $scenario in
-	local) bash "$here/topo.sh" unplug $p a 1 ;;
+	local | lanes) bash "$here/topo.sh" unplug $p a 1 ;;
 	remote) bash "$here/topo.sh" unplug $p b 1 ;;
 	silent) bash "$here/topo.sh" blackhole $p 1 ;;
 	two) bash "$here/topo.sh" unplug $p a 1; bash "$here/topo.sh" unplug $p a 2 ;;
@@ -230,6 +240,10 @@ local | remote | two | silent)
 	[[ $(j .verify_errors) == 0 ]] || fail "$(j .verify_errors) verify errors"
 	[[ $(j .ops_ok) -gt 0 ]] || fail "no operation completed"
 	rails=r1; [[ $scenario == two ]] && rails="r1 r2"
+	if [[ $scenario == lanes ]]; then
+		rails="r1 r1.2"
+		[[ $(j '.rails | length') == 8 ]] || fail "$(j '[.rails[].name]') rails, not 8 lanes"
+	fi
 	healthy=$(mean_nostall 1 4)
 	outage=$(mean_nostall 5 8)
 	[[ $healthy != nan && $outage != nan ]] ||
