@@ -317,8 +317,7 @@ START_TEST(lanes)
 	struct ry_counters c0, c1;
 	struct stream s = {.slots = 4};
 
-	setup_opts(&(struct fx_opts){.nrails_a = 1, .nrails_b = 1,
-				     .lanes = 2});
+	setup_opts(&(struct fx_opts){.nrails_a = 1, .nrails_b = 1, .lanes = 2});
 	ck_assert_int_eq(ry_rail_count(F.a), 2);
 	ck_assert_int_eq(ry_rail_count(F.b), 2);
 	ck_assert_str_eq(ry_rail_name(F.a, 0), "r0");

@@ -541,6 +541,71 @@ START_TEST(with_progress_threads)
 }
 END_TEST
 
+/* Reload side a or b with the fixture's config and lanes l. */
+static int reload_lanes(bool is_b, unsigned l, struct problems *pr)
+{
+	struct fx_opts o = F.o;
+	struct ry_config c;
+
+	o.lanes = l;
+	fx_config(&c, &o, is_b);
+	return ry_manager_reload(is_b ? F.b : F.a, &c, collect, pr);
+}
+
+static bool lanes_up(void *arg)
+{
+	(void)arg;
+	return fx_active(F.a, "r0.2") == 1 && fx_active(F.a, "r1.2") == 1 &&
+	       fx_active(F.b, "r0.2") == 1 && fx_active(F.b, "r1.2") == 1;
+}
+
+/*
+ * lanes changed by a reload: 1 -> 2 adds a lane to each soft or tcp rail
+ * (the rails that stay are not touched, the new lanes connect and carry
+ * work), 2 -> 1 removes them with nothing lost.  The loop rail is not
+ * split: there the same reloads change nothing.
+ */
+START_TEST(lanes_added_and_removed)
+{
+	struct problems pr = {0};
+	struct stream s = {.slots = 4};
+	struct ry_counters c;
+	int want = fx_is_loop() ? 2 : 4;
+
+	setup_connected(&(struct fx_opts){0});
+	wait_active(2);
+	ck_assert_int_eq(reload_lanes(false, 2, &pr), 0);
+	ck_assert_int_eq(reload_lanes(true, 2, &pr), 0);
+	ck_assert_msg(pr.n == 0, "%s", pr.text);
+	ck_assert_int_eq(ry_rail_count(F.a), want);
+	ck_assert_int_eq(ry_rail_count(F.b), want);
+	ck_assert_uint_eq(F.ev_a.n_conn_down, 0);
+	ck_assert_uint_eq(F.ev_b.n_conn_down, 0);
+	if (!fx_is_loop()) {
+		ck_assert_str_eq(ry_rail_name(F.a, 2), "r0.2");
+		ck_assert_str_eq(ry_rail_name(F.a, 3), "r1.2");
+		ck_assert_msg(fx_until(&F, lanes_up, NULL, 10000),
+			      "the lanes did not come up");
+		F.desc_b_len = ry_mr_pack(F.rb, F.desc_b, sizeof(F.desc_b));
+		ck_assert_int_gt(F.desc_b_len, 0);
+	}
+	stream_clean(&s, 500);
+	if (!fx_is_loop()) {
+		ck_assert_int_eq(ry_rail_counters(F.a, "r0.2", &c), 0);
+		ck_assert_uint_gt(c.fragments, 0);
+	}
+	ck_assert_int_eq(reload_lanes(false, 1, &pr), 0);
+	ck_assert_int_eq(reload_lanes(true, 1, &pr), 0);
+	ck_assert_msg(pr.n == 0, "%s", pr.text);
+	ck_assert_int_eq(ry_rail_count(F.a), 2);
+	ck_assert_int_eq(ry_rail_count(F.b), 2);
+	s = (struct stream){.slots = 4};
+	stream_clean(&s, 300);
+	ck_assert_uint_gt(s.done_ok, 0);
+	fx_fini(&F);
+}
+END_TEST
+
 int main(void)
 {
 	const TTest *const tests[] = {
@@ -555,6 +620,7 @@ int main(void)
 	    peer_added_by_name,
 	    bad_config_changes_nothing,
 	    with_progress_threads,
+	    lanes_added_and_removed,
 	};
 
 	return fx_run_suite("reload", 60, tests,
