@@ -361,6 +361,25 @@ int ry__cfg_validate(const struct ry_config *cfg, struct ry__loader *ld)
 			       "data_mac: %s rail '%s' cannot carry a MAC",
 			       ry_provider_name(cfg->rails[i].provider),
 			       cfg->rails[i].name);
+	if (cfg->lanes >= 2 && cfg->lanes <= 8 &&
+	    cfg->n_rails <= RY_MAX_RAILS) {
+		/* what a manager will expand, tried now so that the file is
+		 * refused with its line rather than the node at start */
+		struct ry_config *x = malloc(sizeof(*x));
+		char why[200];
+
+		if (x) {
+			*x = *cfg;
+			if (ry__config_lanes(x, why, sizeof(why)))
+				REPORT(
+				    &v, line_of(&v, "", 0, "lanes", 0),
+				    "fewer lanes or fewer soft and tcp rails; "
+				    "a lane is named and numbered after its "
+				    "rail",
+				    "%s", why);
+			free(x);
+		}
+	}
 	check_opts(&v, "", cfg, NULL, 0, 0);
 	check_opts(&v, "failover", cfg, NULL, 0, 0);
 	if (f->heartbeat_ms && f->timeout_ms &&

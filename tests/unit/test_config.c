@@ -759,6 +759,19 @@ START_TEST(test_lanes)
 			 -EINVAL);
 	ck_assert_int_eq(e.line[0], 1);
 	ck_assert_msg(strstr(e.msg[0], "lanes"), "%s", e.msg[0]);
+	/* what a manager could not expand is refused with the file */
+	memset(&e, 0, sizeof(e));
+	ck_assert_int_eq(
+	    ry_config_parse(
+		"node = \"x\"\nlanes = 8\n"
+		"rail r0 { provider = soft address = \"198.18.1.1\" }\n"
+		"rail r1 { provider = tcp address = \"198.18.2.1\" }\n"
+		"rail r2 { provider = soft address = \"198.18.3.1\" }\n",
+		"l.conf", &cfg, collect, &e),
+	    -EINVAL);
+	ck_assert_int_eq(e.n, 1);
+	ck_assert_int_eq(e.line[0], 2);
+	ck_assert_msg(strstr(e.msg[0], "more than 16 rails"), "%s", e.msg[0]);
 }
 END_TEST
 
