@@ -171,7 +171,7 @@ int ry__stripe_pick(struct ry__conn *const *cs, unsigned n, uint32_t bytes,
 		    uint32_t mask, unsigned max_wrs, bool msg);
 /* ry__stripe()'s per-call view of its ACTIVE connections, for the
  * fragment path: the same decisions as ry__stripe_pick(.., msg false). */
-struct ry__lanes {
+struct ry__choice {
 	unsigned ln_n;
 	unsigned ln_max_wrs;
 	bool ln_equal;	 /* every cn_share the same */
@@ -181,12 +181,12 @@ struct ry__lanes {
 	uint64_t ln_cap[RY_MAX_RAILS]; /* backlogged at this many bytes */
 	uint32_t ln_bit[RY_MAX_RAILS]; /* 1 << cn_ridx */
 };
-void ry__lanes_init(struct ry__lanes *l, struct ry__conn *const *cs, unsigned n,
-		    unsigned max_wrs);
-/* After a WR was accounted to lane i's connection. */
-void ry__lanes_update(struct ry__lanes *l, unsigned i);
-/* Index of the lane a fragment piece of `bytes` goes to, or -1. */
-int ry__lanes_pick(const struct ry__lanes *l, uint32_t bytes, uint32_t mask);
+void ry__choice_init(struct ry__choice *l, struct ry__conn *const *cs,
+		     unsigned n, unsigned max_wrs);
+/* After a WR was accounted to connection i. */
+void ry__choice_update(struct ry__choice *l, unsigned i);
+/* Index of the connection a fragment piece of `bytes` goes to, or -1. */
+int ry__choice_pick(const struct ry__choice *l, uint32_t bytes, uint32_t mask);
 
 /* replay.c: the work of failed connections */
 void ry__replay_run(struct ry_manager *m);

@@ -150,21 +150,21 @@ int ry__stripe_pick(struct ry__conn *const *cs, unsigned n, uint32_t bytes,
 }
 
 /*
- * The fragment path's pick, per fragment, over keys ry__lanes_init()
- * computes once per ry__stripe() call and ry__lanes_update() refreshes
- * for the one lane a fragment went to: a lane's key is its outstanding
- * bytes, or ~0 while it cannot take a fragment (not ACTIVE, wr_per_qp
- * WRs out, or backlogged: its cap is what backlogged() compares with, and
- * cn_win_prev changes only when a WR completes, which happens in
- * ry__stripe only through a failed post: the caller then calls
- * ry__lanes_init() again).  When every share is equal (equal weights at
+ * The fragment path's pick, per fragment, over keys ry__choice_init()
+ * computes once per ry__stripe() call and ry__choice_update() refreshes
+ * for the one connection a fragment went to: a connection's key is its
+ * outstanding bytes, or ~0 while it cannot take a fragment (not ACTIVE,
+ * wr_per_qp WRs out, or backlogged: its cap is what backlogged() compares
+ * with, and cn_win_prev changes only when a WR completes, which happens
+ * in ry__stripe only through a failed post: the caller then calls
+ * ry__choice_init() again).  When every share is equal (equal weights at
  * full health: the common case) the expected completion times compare as
  * the outstanding bytes alone -- (o1 + b) * s < (o2 + b) * s is o1 < o2
  * for s >= 1 -- so a pick is a scan for the smallest key; otherwise the
  * reference ry__stripe_pick() decides.  The same decisions either way
  * (tests/unit/test_stripe.c compares them).
  */
-void ry__lanes_update(struct ry__lanes *l, unsigned i)
+void ry__choice_update(struct ry__choice *l, unsigned i)
 {
 	const struct ry__conn *c = l->ln_cs[i];
 
@@ -175,8 +175,8 @@ void ry__lanes_update(struct ry__lanes *l, unsigned i)
 			   : ~0ull;
 }
 
-void ry__lanes_init(struct ry__lanes *l, struct ry__conn *const *cs, unsigned n,
-		    unsigned max_wrs)
+void ry__choice_init(struct ry__choice *l, struct ry__conn *const *cs,
+		     unsigned n, unsigned max_wrs)
 {
 	unsigned i;
 
@@ -194,14 +194,14 @@ void ry__lanes_init(struct ry__lanes *l, struct ry__conn *const *cs, unsigned n,
 		l->ln_all |= l->ln_bit[i];
 		if (c->cn_share != cs[0]->cn_share)
 			l->ln_equal = false;
-		ry__lanes_update(l, i);
+		ry__choice_update(l, i);
 	}
 }
 
-/* Inline into the stripe's per-fragment loops; ry__lanes_pick() for the
+/* Inline into the stripe's per-fragment loops; ry__choice_pick() for the
  * tests. */
-static inline int lanes_pick(const struct ry__lanes *l, uint32_t bytes,
-			     uint32_t mask)
+static inline int choice_pick(const struct ry__choice *l, uint32_t bytes,
+			      uint32_t mask)
 {
 	uint64_t bk = ~0ull;
 	int bi = -1;
@@ -227,9 +227,9 @@ static inline int lanes_pick(const struct ry__lanes *l, uint32_t bytes,
 	return bi;
 }
 
-int ry__lanes_pick(const struct ry__lanes *l, uint32_t bytes, uint32_t mask)
+int ry__choice_pick(const struct ry__choice *l, uint32_t bytes, uint32_t mask)
 {
-	return lanes_pick(l, bytes, mask);
+	return choice_pick(l, bytes, mask);
 }
 
 static struct batch *pick(struct batch *bt, struct ry__conn *const *cs,
@@ -339,12 +339,12 @@ static void take_fresh(struct ry_peer *p, struct ry__op *op, uint32_t nf)
 
 /*
  * Put a WR for fragments [first, first + sp->sp_n) of op into batch b
- * (lane bi), account it, and hand the batch to its rail when full; false
- * if that post failed (the lanes must be computed again).
+ * (connection bi), account it, and hand the batch to its rail when full; false
+ * if that post failed (the choice must be computed again).
  */
 static inline bool add_frag(struct ry_peer *p, struct batch *b,
-			    struct ry__lanes *ln, unsigned bi, struct ry__wr *w,
-			    struct ry__op *op, uint32_t first,
+			    struct ry__choice *ln, unsigned bi,
+			    struct ry__wr *w, struct ry__op *op, uint32_t first,
 			    const struct ry__span *sp, bool replay,
 			    uint64_t now)
 {
@@ -370,14 +370,14 @@ static inline bool add_frag(struct ry_peer *p, struct batch *b,
 	b->b_wr[b->b_n++] = w;
 	op->op_posted++;
 	account(c, w, now);
-	ry__lanes_update(ln, bi);
+	ry__choice_update(ln, bi);
 	return b->b_n < RY__POST_BATCH || flush(p, b, now);
 }
 
 enum run_end {
 	RUN_DONE,   /* the op has no fresh fragments left */
 	RUN_FULL,   /* no connection takes more */
-	RUN_REPOST, /* a post failed: lanes again, and the queue again (the
+	RUN_REPOST, /* a post failed: the choice again, and the queue again (the
 		       failure may have queued replay work, which goes first) */
 	RUN_NOWR,   /* out of WRs: the general path fails the op */
 };
@@ -389,7 +389,7 @@ enum run_end {
  * only a failed post, after which it returns).
  */
 static enum run_end fresh_run(struct ry_peer *p, struct ry__op *op,
-			      struct batch *bt, struct ry__lanes *ln,
+			      struct batch *bt, struct ry__choice *ln,
 			      uint32_t fpw, uint64_t now)
 {
 	struct ry_manager *m = p->pr_mgr;
@@ -402,7 +402,7 @@ static enum run_end fresh_run(struct ry_peer *p, struct ry__op *op,
 		int bi;
 
 		ry__op_span_flat(op, fs, first, n < fpw ? n : fpw, &sp);
-		bi = lanes_pick(ln, sp.sp_bytes, op->op_rmask);
+		bi = choice_pick(ln, sp.sp_bytes, op->op_rmask);
 		if (bi < 0)
 			return RUN_FULL;
 		w = ry__pool_get(&p->pr_ctx->cx_wr_pool);
@@ -424,7 +424,7 @@ void ry__stripe(struct ry_peer *p)
 	struct batch bt[RY_MAX_RAILS];
 	/* bt[i].b_conn again, packed: pick() scans these per fragment */
 	struct ry__conn *cs[RY_MAX_RAILS];
-	struct ry__lanes ln;
+	struct ry__choice ln;
 	unsigned na = 0, i;
 	uint64_t now;
 	bool general = false; /* the next piece by the general path */
@@ -441,7 +441,7 @@ void ry__stripe(struct ry_peer *p)
 	post_msgs(p, bt, cs, na, now);
 	if (!p->pr_replay_head && !p->pr_sched_head)
 		goto out;
-	ry__lanes_init(&ln, cs, na, max_wrs);
+	ry__choice_init(&ln, cs, na, max_wrs);
 
 	for (;;) {
 		struct ry__range *rn = p->pr_replay_head;
@@ -468,7 +468,7 @@ void ry__stripe(struct ry_peer *p)
 			if (r == RUN_FULL)
 				break;
 			if (r == RUN_REPOST)
-				ry__lanes_init(&ln, cs, na, max_wrs);
+				ry__choice_init(&ln, cs, na, max_wrs);
 			general = r == RUN_NOWR;
 			continue;
 		}
@@ -476,7 +476,7 @@ void ry__stripe(struct ry_peer *p)
 		/* up to fpw fragments, within one piece of a vectored op */
 		ry__op_span(op, first, n < fpw ? n : fpw, &sp);
 		nf = sp.sp_n;
-		bi = lanes_pick(&ln, sp.sp_bytes, op->op_rmask);
+		bi = choice_pick(&ln, sp.sp_bytes, op->op_rmask);
 		if (bi < 0)
 			break;
 		/* take the fragments out of the queue */
@@ -499,7 +499,7 @@ void ry__stripe(struct ry_peer *p)
 		}
 		if (!add_frag(p, &bt[bi], &ln, (unsigned)bi, w, op, first, &sp,
 			      rn != NULL, now))
-			ry__lanes_init(&ln, cs, na, max_wrs);
+			ry__choice_init(&ln, cs, na, max_wrs);
 	}
 out:
 	for (i = 0; i < na; i++)

@@ -346,12 +346,12 @@ START_TEST(pick_table)
 		      "%s: want %d", picks[_i].name, picks[_i].want);
 	if (!picks[_i].msg) {
 		/* ry__stripe()'s fragment path decides the same */
-		struct ry__lanes ln;
+		struct ry__choice ln;
 
-		ry__lanes_init(&ln, cs, picks[_i].n, picks[_i].max_wrs);
-		ck_assert_msg(ry__lanes_pick(&ln, picks[_i].bytes,
-					     picks[_i].mask) == picks[_i].want,
-			      "%s (lanes): want %d", picks[_i].name,
+		ry__choice_init(&ln, cs, picks[_i].n, picks[_i].max_wrs);
+		ck_assert_msg(ry__choice_pick(&ln, picks[_i].bytes,
+					      picks[_i].mask) == picks[_i].want,
+			      "%s (choice): want %d", picks[_i].name,
 			      picks[_i].want);
 	}
 }
@@ -506,17 +506,18 @@ START_TEST(sim_table)
 	unsigned got[NC] = {0}, k, i;
 	const char *seq = sims[_i].seq;
 
-	struct ry__lanes ln;
+	struct ry__choice ln;
 
 	build(conns, cs, sims[_i].c, sims[_i].n);
-	ry__lanes_init(&ln, cs, sims[_i].n, sims[_i].max_wrs);
+	ry__choice_init(&ln, cs, sims[_i].n, sims[_i].max_wrs);
 	for (k = 0; k < sims[_i].npieces; k++) {
 		int b = ry__stripe_pick(cs, sims[_i].n, sims[_i].bytes, ~0u,
 					sims[_i].max_wrs, false);
 
-		ck_assert_msg(ry__lanes_pick(&ln, sims[_i].bytes, ~0u) == b,
-			      "%s: piece %u: lanes and ry__stripe_pick differ",
-			      sims[_i].name, k);
+		ck_assert_msg(
+		    ry__choice_pick(&ln, sims[_i].bytes, ~0u) == b,
+		    "%s: piece %u: the choice and ry__stripe_pick differ",
+		    sims[_i].name, k);
 
 		if (k < strlen(seq))
 			ck_assert_msg(b == (seq[k] == '-' ? -1 : seq[k] - '0'),
@@ -527,7 +528,7 @@ START_TEST(sim_table)
 		/* what account() does; nothing completes */
 		conns[b].cn_out_wrs++;
 		conns[b].cn_out_bytes += sims[_i].bytes;
-		ry__lanes_update(&ln, (unsigned)b);
+		ry__choice_update(&ln, (unsigned)b);
 		got[b]++;
 	}
 	for (i = 0; i < sims[_i].n; i++)
@@ -597,7 +598,7 @@ START_TEST(share_invariant)
 END_TEST
 
 /*
- * ry__stripe()'s fragment path (ry__lanes_*: keys computed once per call,
+ * ry__stripe()'s fragment path (ry__choice_*: keys computed once per call,
  * updated per fragment) against the reference ry__stripe_pick() on random
  * connections: equal and unequal shares, masks, limits, backlogs, states,
  * and sequences of picks as ry__stripe() makes them.
@@ -610,10 +611,10 @@ static uint64_t rnd(void)
 	return rnd_state >> 33;
 }
 
-START_TEST(lanes_same_as_pick)
+START_TEST(choice_same_as_pick)
 {
 	struct ry__conn conns[NC], *cs[NC];
-	struct ry__lanes ln;
+	struct ry__choice ln;
 	struct cand cd[NC];
 	unsigned n, i, k, t, max_wrs;
 	uint64_t sh;
@@ -639,7 +640,7 @@ START_TEST(lanes_same_as_pick)
 			if (rnd() % 8 == 0)
 				conns[i].cn_state =
 				    (enum ry__conn_state)(rnd() % CONN__MAX);
-		ry__lanes_init(&ln, cs, n, max_wrs);
+		ry__choice_init(&ln, cs, n, max_wrs);
 		for (k = 0; k < 300; k++) {
 			uint32_t bytes =
 			    rnd() % 4 ? 4096 : 1 + (uint32_t)(rnd() % 65536);
@@ -647,14 +648,15 @@ START_TEST(lanes_same_as_pick)
 			int want =
 			    ry__stripe_pick(cs, n, bytes, mask, max_wrs, false);
 
-			ck_assert_msg(ry__lanes_pick(&ln, bytes, mask) == want,
-				      "case %d pick %u: lanes differ from %d",
-				      c, k, want);
+			ck_assert_msg(
+			    ry__choice_pick(&ln, bytes, mask) == want,
+			    "case %d pick %u: the choice differs from %d", c, k,
+			    want);
 			if (want < 0)
 				continue;
 			conns[want].cn_out_wrs++;
 			conns[want].cn_out_bytes += bytes;
-			ry__lanes_update(&ln, (unsigned)want);
+			ry__choice_update(&ln, (unsigned)want);
 		}
 	}
 }
@@ -672,7 +674,7 @@ int main(void)
 	tcase_add_loop_test(tc, sim_table, 0, NSIMS);
 	tcase_add_loop_test(tc, share_invariant, 0,
 			    (int)(sizeof(share_sets) / sizeof(share_sets[0])));
-	tcase_add_loop_test(tc, lanes_same_as_pick, 0, 100);
+	tcase_add_loop_test(tc, choice_same_as_pick, 0, 100);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
