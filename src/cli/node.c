@@ -33,7 +33,9 @@ int cli_start(const char *path, struct ry_config **cfg_p,
 int cli_fit_fds(const char *path, struct ry_config *c, FILE *out)
 {
 	uint64_t other =
-	    (uint64_t)c->n_peers + 8ull * c->n_rails + 64 /* metrics */ + 64;
+	    (uint64_t)c->n_peers +
+	    8ull * c->n_rails * (c->lanes ? c->lanes : 1) /* lanes: rails */ +
+	    64 /* metrics */ + 64;
 	uint64_t need = c->max_sessions + other;
 	struct rlimit rl;
 
