@@ -133,6 +133,8 @@ static void log_config_error(const struct ry_config_error *e, void *arg)
  */
 static int adopt_config(struct ry_config *c)
 {
+	char why[200];
+
 	ry__opt_fill_zero(c);
 	if (!c->node[0])
 		snprintf(c->node, sizeof(c->node), "node-%08x",
@@ -141,13 +143,10 @@ static int adopt_config(struct ry_config *c)
 		snprintf(c->control, sizeof(c->control), "127.0.0.1:0");
 	if (ry_config_validate(c, log_config_error, NULL))
 		return -EINVAL;
-	{
-		char why[200];
-
-		if (ry__config_lanes(c, why, sizeof(why))) {
-			RY_ERR("config", "%s", why);
-			return -EINVAL;
-		}
+	/* validated: it expands (validate.c tried it) */
+	if (ry__config_lanes(c, why, sizeof(why))) {
+		RY_ERR("config", "%s", why);
+		return -EINVAL;
 	}
 	return 0;
 }

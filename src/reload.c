@@ -47,8 +47,8 @@
  *   the rest          ops_in_flight, reg_cache_bytes, progress_threads,
  *                     accept, max_sessions*, handshake_timeout_ms,
  *                     control_frame_*, standby_below, require_all_rails,
- *                     error_* (from the next sample) and log; lanes
- *                     adds or removes the lanes' rails (config/lanes.c)
+ *                     lanes (their rails added or removed as above),
+ *                     error_* (from the next sample) and log
  *                     (the process's log is set by ry_manager_reload_file()
  *                     and by railyard serve, not by a config built by hand).
  *
@@ -550,6 +550,7 @@ static int reload(struct ry_manager *m, const struct ry_config *cfg,
 	int ret;
 
 	const char *why = "no config";
+	char lwhy[200];
 
 	if (ry__config_adopt(cfg, &c, &why)) {
 		say(r, 0, "call ry_config_init_defaults() on it first", "%s",
@@ -564,13 +565,10 @@ static int reload(struct ry_manager *m, const struct ry_config *cfg,
 		snprintf(c.control, sizeof(c.control), "%s", m->m_cfg.control);
 	if (ry_config_validate(&c, r->fn, r->arg))
 		return -EINVAL;
-	{
-		char lwhy[200];
-
-		if (ry__config_lanes(&c, lwhy, sizeof(lwhy))) {
-			say(r, option_line(r, "lanes"), "", "%s", lwhy);
-			return -EINVAL;
-		}
+	/* validated: it expands (validate.c tried it) */
+	if (ry__config_lanes(&c, lwhy, sizeof(lwhy))) {
+		say(r, option_line(r, "lanes"), "", "%s", lwhy);
+		return -EINVAL;
 	}
 	if (on_progress_thread(m))
 		return -EDEADLK;
