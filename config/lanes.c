@@ -6,7 +6,7 @@
  * the tcp rail's reads) for every peer on that link go through it.  A node
  * serving many peers on a single link is then bound by that one thread's
  * share of the machine, whatever its cores: measured with four clients
- * reading at depth 64 from one serve, one thread moved three quarters of
+ * reading at depth 64 from one serve, one thread moved four fifths of
  * what two did (tests/bench/RESULTS.md, "Lanes").  A lane is a rail of its
  * own in every respect (socket, QPs, thread, counters, failover); lanes of
  * one rail share its interface, so a pulled cable takes them down
