@@ -16,25 +16,12 @@
  * application builds as the user wrote them (ry_config_print shows
  * "lanes = 2", not four rails).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "config/config_int.h"
-
-/* "ip:port" with a port other than 0: the port, else 0 */
-static unsigned long addr_port(const char *addr)
-{
-	const char *c = strrchr(addr, ':');
-	char *end;
-	unsigned long port;
-
-	if (!c || c[1] == 0)
-		return 0;
-	port = strtoul(c + 1, &end, 10);
-	return *end ? 0 : port;
-}
 
 static bool rail_named(const struct ry_config *c, const char *name)
 {
@@ -51,19 +38,27 @@ int ry__config_lanes(struct ry_config *c, char *why, size_t len)
 	if (lanes == 1)
 		return 0;
 	for (unsigned i = 0; i < n; i++) {
-		const struct ry_rail_config *r = &c->rails[i];
-		unsigned long port = addr_port(r->address);
+		struct ry_rail_config *r = &c->rails[i];
+		char host[INET6_ADDRSTRLEN];
+		uint16_t port = 0;
 
 		if (r->provider != RY_PROVIDER_SOFT &&
 		    r->provider != RY_PROVIDER_TCP)
 			continue;
+		/* an address validation refused has no port to number */
+		if (ry__parse_hostport(r->address, false, host, sizeof(host),
+				       &port))
+			port = 0;
 		if (port && port + lanes - 1 > 65535) {
 			snprintf(why, len,
-				 "rail '%s': lanes = %u needs ports %lu to "
-				 "%lu, over 65535",
+				 "rail '%s': lanes = %u needs ports %u to "
+				 "%u, over 65535",
 				 r->name, lanes, port, port + lanes - 1);
 			return -EINVAL;
 		}
+		/* the link's rate is shared, not multiplied: the lanes below
+		 * are copies of r */
+		r->rate_bps /= lanes;
 		for (unsigned k = 2; k <= lanes; k++) {
 			struct ry_rail_config l = *r;
 			int a, b;
@@ -93,19 +88,11 @@ int ry__config_lanes(struct ry_config *c, char *why, size_t len)
 					 r->name, k, l.name);
 				return -EINVAL;
 			}
-			if (port) {
-				char *colon = strrchr(l.address, ':');
-
-				snprintf(colon + 1,
-					 sizeof(l.address) -
-					     (size_t)(colon + 1 - l.address),
-					 "%lu", port + k - 1);
-			}
-			/* the link's rate is shared, not multiplied */
-			l.rate_bps = r->rate_bps / lanes;
+			if (port)
+				snprintf(l.address, sizeof(l.address), "%s:%u",
+					 host, (uint16_t)(port + k - 1));
 			c->rails[c->n_rails++] = l;
 		}
-		c->rails[i].rate_bps = r->rate_bps / lanes;
 	}
 	return 0;
 }
