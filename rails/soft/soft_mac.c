@@ -14,14 +14,15 @@
  *               the QP sends (a retransmission too)
  *   tag         ChaCha20-Poly1305 (IETF, libsodium's AEAD) under the
  *               direction's key with nonce le64 n || 0, an empty message
- *               and as additional data: le64 xpsn || header bytes 0..51
+ *               and as additional data: le64 xpsn || header bytes 0..39
  *               || payload
  *
  * and the receiver drops a packet whose MAC is missing or wrong (counted as
  * rx_bad_mac) after the QPN/cookie lookup and the CRC, before the responder
  * or the completer sees it.  The header bytes cover opcode, flags (the MAC
- * flag too: stripping it is a bad MAC, not a packet without one), QPNs,
- * PSN, cookie, RETH, AETH, immediate and payload length.
+ * flag too: stripping it is a bad MAC, not a packet without one), syndrome,
+ * destination QPN, PSN, payload length, cookie, RETH, and the immediate or
+ * MSN.
  *
  * The nonce is the transmission counter, not QPN, PSN and direction: an
  * AEAD (Poly1305 inside) must never authenticate two different messages

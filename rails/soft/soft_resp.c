@@ -23,7 +23,6 @@ static void send_ack(struct ry__soft_qp *qp, uint8_t syn, uint32_t psn)
 	struct ry__soft_pkt p = {
 	    .opcode = RY__SOFT_OP_ACK,
 	    .dqpn = qp->remote.qpn,
-	    .sqpn = qp->base.qp_num,
 	    .psn = psn,
 	    .cookie = qp->remote.cookie,
 	    .syndrome = syn,
@@ -355,7 +354,6 @@ void ry__soft_resp_run(struct ry__soft_qp *qp)
 		struct ry__soft_pkt p = {
 		    .opcode = RY__SOFT_OP_READ_RESP,
 		    .dqpn = qp->remote.qpn,
-		    .sqpn = qp->base.qp_num,
 		    .psn = ry__soft_psn_add(rd->psn, (int32_t)rd->pkt),
 		    .cookie = qp->remote.cookie,
 		    .va = off,

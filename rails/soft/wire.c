@@ -15,7 +15,8 @@ int ry__soft_wire_parse(const void *pkt, size_t len, struct ry__soft_pkt *out)
 {
 	const uint8_t *buf = pkt;
 	struct ry__soft_hdr h;
-	uint32_t hlen = RY__SOFT_HDR_LEN, paylen;
+	uint32_t hlen = RY__SOFT_HDR_LEN, paylen, word;
+	uint64_t v;
 
 	if (len < RY__SOFT_HDR_LEN)
 		return -EMSGSIZE;
@@ -23,37 +24,43 @@ int ry__soft_wire_parse(const void *pkt, size_t len, struct ry__soft_pkt *out)
 	memcpy(&h, buf, sizeof(h));
 	if (h.flags & RY__SOFT_F_MAC)
 		hlen += RY__SOFT_MAC_LEN;
-	paylen = be32toh(h.paylen);
+	paylen = be16toh(h.paylen);
 	/* bytes after the payload: GSO padding, where it is allowed */
 	if (len < hlen || paylen > len - hlen ||
 	    (paylen != len - hlen && !ry__soft_may_pad(h.opcode, h.flags)))
 		return -EMSGSIZE;
-	if (h.version != RY__SOFT_WIRE_VERSION || h.rsvd || !h.opcode ||
-	    h.opcode >= RY__SOFT_OP__MAX || (h.flags & ~RY__SOFT_F__ALL))
+	if (h.version != RY__SOFT_WIRE_VERSION || !h.opcode ||
+	    h.opcode >= RY__SOFT_OP__MAX || (h.flags & ~RY__SOFT_F__ALL) ||
+	    (h.syndrome && h.opcode != RY__SOFT_OP_ACK))
 		return -EPROTO;
 	out->opcode = h.opcode;
 	out->flags = h.flags;
-	out->dqpn = be32toh(h.dqpn);
-	out->sqpn = be32toh(h.sqpn);
-	out->psn = be32toh(h.psn);
-	out->cookie = be64toh(h.cookie);
-	out->va = be64toh(h.reth_va);
+	out->syndrome = h.syndrome;
+	out->dqpn = ry__soft_get24(h.dqpn);
+	out->psn = ry__soft_get24(h.psn);
+	memcpy(&v, h.cookie, sizeof(v));
+	out->cookie = be64toh(v);
+	memcpy(&v, h.reth_va, sizeof(v));
+	out->va = be64toh(v);
 	out->rkey = be32toh(h.reth_rkey);
 	out->len = be32toh(h.reth_len);
-	out->syndrome = (uint8_t)(be32toh(h.aeth) >> 24);
-	out->msn = be32toh(h.aeth) & 0xffffff;
-	out->imm = be32toh(h.imm);
+	word = be32toh(h.imm_msn);
+	out->msn = ry__soft_op_has_msn(h.opcode) ? word : 0;
+	out->imm = ry__soft_op_has_msn(h.opcode) ? 0 : word;
 	out->paylen = paylen;
 	out->payload = buf + hlen;
 	out->mac = hlen > RY__SOFT_HDR_LEN ? buf + RY__SOFT_HDR_LEN : NULL;
 	out->crc = be32toh(h.crc);
-	if ((out->dqpn | out->sqpn | out->psn) & ~RY__SOFT_PSN_MASK)
+	if (out->msn & ~RY__SOFT_PSN_MASK)
 		return -EPROTO;
-	/* IMM only on a LAST packet of a SEND or WRITE. */
+	/* IMM only on a LAST packet of a SEND or WRITE, and an immediate
+	 * only with IMM: the word is an MSN's or nothing's elsewhere. */
 	if ((out->flags & RY__SOFT_F_IMM) &&
 	    (!(out->flags & RY__SOFT_F_LAST) ||
 	     (out->opcode != RY__SOFT_OP_SEND &&
 	      out->opcode != RY__SOFT_OP_WRITE)))
+		return -EPROTO;
+	if (out->imm && !(out->flags & RY__SOFT_F_IMM))
 		return -EPROTO;
 	return 0;
 }

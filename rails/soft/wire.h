@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The soft rail's wire format: one fixed 56-byte header in front of every
+ * The soft rail's wire format: one fixed 44-byte header in front of every
  * UDP payload segment, all integers big-endian (as RoCE).  The encoder is
  * here, inline for the transmit path; the decoder is in wire.c.
  *
@@ -8,22 +8,29 @@
  *     0    1 version     RY__SOFT_WIRE_VERSION; anything else is dropped
  *     1    1 opcode      enum ry__soft_op
  *     2    1 flags       enum ry__soft_flag (FIRST/LAST/IMM/ACKREQ/RETRY)
- *     3    1 rsvd        must be 0
- *     4    4 dqpn        destination QPN, 24 bits (demultiplexing key)
- *     8    4 sqpn        source QPN, 24 bits
- *    12    4 psn         24 bits
+ *     3    1 syndrome    AETH syndrome on an ACK; 0 on everything else
+ *     4    3 dqpn        destination QPN (demultiplexing key)
+ *     7    3 psn
+ *    10    2 paylen      payload bytes following the header; zeros
+ *                        may follow them (ry__soft_may_pad)
+ *    12    4 reth_rkey   RETH: rkey
  *    16    8 cookie      the *destination* QP's own random cookie
  *    24    8 reth_va     RETH: remote address of this packet's payload
  *                        (SEND: byte offset in the message)
- *    32    4 reth_rkey   RETH: rkey
- *    36    4 reth_len    RETH: length of the whole message / READ
- *    40    4 aeth        AETH: syndrome << 24 | MSN (24 bits)
- *    44    4 imm         immediate data
- *    48    4 paylen      payload bytes following the header; zeros
- *                        may follow them (ry__soft_may_pad)
- *    52    4 crc         CRC32C of bytes 0..51 and the payload
- *    56   24 mac         only with flag MAC (data_mac): see soft_mac.c;
+ *    32    4 reth_len    RETH: length of the whole message / READ
+ *    36    4 imm_msn     SEND or WRITE: the immediate (flag IMM, LAST only;
+ *                        else 0); ACK and READ response: the AETH's MSN,
+ *                        24 bits; READ request: 0
+ *    40    4 crc         CRC32C of bytes 0..39 and the payload
+ *    44   24 mac         only with flag MAC (data_mac): see soft_mac.c;
  *                        the payload follows it, paylen does not count it
+ *
+ * Every byte of it is paid per packet: at MTU 1500 a packet carries 1428
+ * payload bytes behind 86 of headers (Ethernet, IP, UDP, this), so a
+ * 64 KiB WRITE is 46 packets.  No packet needs both an immediate and an
+ * MSN, so they share a word; there is no source QPN, because the cookie
+ * (known only to the QP it was handed to) and the source address already
+ * say who sent a packet.
  *
  * Cookie scheme: create_qp draws a random 64-bit cookie for the QP, which
  * the manager hands to the peer in ry_qp_endpoint.cookie.  Every packet
@@ -47,11 +54,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
-/* 2: bytes after the payload on a message's last packet (GSO padding,
- * ry__soft_may_pad).  Version 1 receivers would drop them, so the two do
- * not talk: the receiver says so once (soft_net.c). */
-#define RY__SOFT_WIRE_VERSION 2
+/* 3: the 44-byte header above.  Nodes of other versions (2: a 56-byte
+ * header; 1: no GSO padding) do not talk to it: the receiver says so
+ * once (soft_net.c). */
+#define RY__SOFT_WIRE_VERSION 3
 /* IPv4 (20) + UDP (8) in front of our header: subtracted from the MTU. */
 #define RY__SOFT_IP_UDP_HDR 28
 
@@ -84,36 +92,33 @@ enum ry__soft_syndrome {
 	RY__SOFT_SYN_NAK_REM_OP = 0x63,
 };
 
+/* Alignment 4 at most, so no padding: the 64-bit fields are bytes. */
 struct ry__soft_hdr {
 	uint8_t version;
 	uint8_t opcode;
 	uint8_t flags;
-	uint8_t rsvd;
-	uint32_t dqpn;
-	uint32_t sqpn;
-	uint32_t psn;
-	uint64_t cookie;
-	uint64_t reth_va;
+	uint8_t syndrome;
+	uint8_t dqpn[3];
+	uint8_t psn[3];
+	uint16_t paylen;
 	uint32_t reth_rkey;
+	uint8_t cookie[8];
+	uint8_t reth_va[8];
 	uint32_t reth_len;
-	uint32_t aeth;
-	uint32_t imm;
-	uint32_t paylen;
+	uint32_t imm_msn;
 	uint32_t crc;
 };
 
-_Static_assert(sizeof(struct ry__soft_hdr) == 56, "wire header is 56 bytes");
+_Static_assert(sizeof(struct ry__soft_hdr) == 44, "wire header is 44 bytes");
 _Static_assert(offsetof(struct ry__soft_hdr, dqpn) == 4, "dqpn at 4");
-_Static_assert(offsetof(struct ry__soft_hdr, sqpn) == 8, "sqpn at 8");
-_Static_assert(offsetof(struct ry__soft_hdr, psn) == 12, "psn at 12");
+_Static_assert(offsetof(struct ry__soft_hdr, psn) == 7, "psn at 7");
+_Static_assert(offsetof(struct ry__soft_hdr, paylen) == 10, "paylen at 10");
+_Static_assert(offsetof(struct ry__soft_hdr, reth_rkey) == 12, "rkey at 12");
 _Static_assert(offsetof(struct ry__soft_hdr, cookie) == 16, "cookie at 16");
-_Static_assert(offsetof(struct ry__soft_hdr, reth_va) == 24, "RETH at 24");
-_Static_assert(offsetof(struct ry__soft_hdr, reth_rkey) == 32, "rkey at 32");
-_Static_assert(offsetof(struct ry__soft_hdr, reth_len) == 36, "len at 36");
-_Static_assert(offsetof(struct ry__soft_hdr, aeth) == 40, "AETH at 40");
-_Static_assert(offsetof(struct ry__soft_hdr, imm) == 44, "imm at 44");
-_Static_assert(offsetof(struct ry__soft_hdr, paylen) == 48, "paylen at 48");
-_Static_assert(offsetof(struct ry__soft_hdr, crc) == 52, "crc at 52");
+_Static_assert(offsetof(struct ry__soft_hdr, reth_va) == 24, "va at 24");
+_Static_assert(offsetof(struct ry__soft_hdr, reth_len) == 32, "len at 32");
+_Static_assert(offsetof(struct ry__soft_hdr, imm_msn) == 36, "imm at 36");
+_Static_assert(offsetof(struct ry__soft_hdr, crc) == 40, "crc at 40");
 
 #define RY__SOFT_HDR_LEN ((uint32_t)sizeof(struct ry__soft_hdr))
 /* With RY__SOFT_F_MAC: this many bytes of MAC between header and payload
@@ -124,7 +129,7 @@ _Static_assert(offsetof(struct ry__soft_hdr, crc) == 52, "crc at 52");
 /* A decoded header, host order. */
 struct ry__soft_pkt {
 	uint8_t opcode, flags, syndrome;
-	uint32_t dqpn, sqpn, psn, msn;
+	uint32_t dqpn, psn, msn;
 	uint64_t cookie, va;
 	uint32_t rkey, len, imm, paylen;
 	uint32_t crc; /* as received: ry__soft_wire_crc_ok() checks it */
@@ -156,31 +161,50 @@ static inline bool ry__soft_op_is_request(uint8_t op)
 	       op == RY__SOFT_OP_READ_REQ;
 }
 
+/* An ACK or a READ response carries an MSN in imm_msn, not an immediate. */
+static inline bool ry__soft_op_has_msn(uint8_t op)
+{
+	return op == RY__SOFT_OP_ACK || op == RY__SOFT_OP_READ_RESP;
+}
+
+static inline void ry__soft_put24(uint8_t b[3], uint32_t v)
+{
+	b[0] = (uint8_t)(v >> 16);
+	b[1] = (uint8_t)(v >> 8);
+	b[2] = (uint8_t)v;
+}
+
+static inline uint32_t ry__soft_get24(const uint8_t b[3])
+{
+	return (uint32_t)b[0] << 16 | (uint32_t)b[1] << 8 | b[2];
+}
+
 static inline void ry__soft_hdr_encode(struct ry__soft_hdr *h,
 				       const struct ry__soft_pkt *p)
 {
+	uint64_t cookie = htobe64(p->cookie), va = htobe64(p->va);
+
 	h->version = RY__SOFT_WIRE_VERSION;
 	h->opcode = p->opcode;
 	h->flags = p->flags;
-	h->rsvd = 0;
-	h->dqpn = htobe32(p->dqpn);
-	h->sqpn = htobe32(p->sqpn);
-	h->psn = htobe32(p->psn);
-	h->cookie = htobe64(p->cookie);
-	h->reth_va = htobe64(p->va);
+	h->syndrome = p->syndrome;
+	ry__soft_put24(h->dqpn, p->dqpn);
+	ry__soft_put24(h->psn, p->psn);
+	h->paylen = htobe16((uint16_t)p->paylen);
 	h->reth_rkey = htobe32(p->rkey);
+	memcpy(h->cookie, &cookie, sizeof(cookie));
+	memcpy(h->reth_va, &va, sizeof(va));
 	h->reth_len = htobe32(p->len);
-	h->aeth = htobe32((uint32_t)p->syndrome << 24 | (p->msn & 0xffffff));
-	h->imm = htobe32(p->imm);
-	h->paylen = htobe32(p->paylen);
+	h->imm_msn = htobe32(ry__soft_op_has_msn(p->opcode) ? p->msn : p->imm);
 }
 
 /*
  * Decode and check one datagram of len bytes (header + payload), in wire.c:
  * 0 with out filled (out->payload points into pkt), or
  *   -EMSGSIZE  shorter than the header, or paylen disagrees with len
- *   -EPROTO    a field no sender produces (version, rsvd, opcode, flags,
- *              a QPN or PSN over 24 bits, IMM off a SEND/WRITE LAST)
+ *   -EPROTO    a field no sender produces (version, opcode, flags, a
+ *              syndrome off an ACK, an MSN over 24 bits, IMM off a
+ *              SEND/WRITE LAST, an immediate without IMM)
  *   -EBADMSG   the CRC does not match
  * *out is only meaningful on 0.  No rail or QP state is consulted.
  */

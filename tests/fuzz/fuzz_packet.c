@@ -154,31 +154,37 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    size >= sizeof(h) + RY__SOFT_MAC_LEN)
 			hl += RY__SOFT_MAC_LEN;
 		if (ctl & 2) {
+			uint64_t cookie = htobe64(qp[to]->local.cookie);
+
 			h.version = RY__SOFT_WIRE_VERSION;
-			h.dqpn = htobe32(qp[to]->qp_num);
-			h.sqpn = htobe32(qp[1 - to]->qp_num);
-			h.cookie = htobe64(qp[to]->local.cookie);
-			h.paylen = htobe32((uint32_t)(size - hl));
+			ry__soft_put24(h.dqpn, qp[to]->qp_num);
+			memcpy(h.cookie, &cookie, sizeof(cookie));
+			h.paylen = htobe16((uint16_t)(size - hl));
 			/* the last bytes as GSO padding (wire.h): as many as
-			 * the immediate's low byte says */
+			 * the shared word's low byte says */
 			if ((ctl & 32) && size > hl)
-				h.paylen =
-				    htobe32((uint32_t)(size - hl -
-						       be32toh(h.imm) % 256 %
-							   (size - hl + 1)));
+				h.paylen = htobe16(
+				    (uint16_t)(size - hl -
+					       be32toh(h.imm_msn) % 256 %
+						   (size - hl + 1)));
 		}
 		if (ctl & 4)
-			h.psn = htobe32(to ? dst->resp.psn : dst->comp.psn);
+			ry__soft_put24(h.psn,
+				       to ? dst->resp.psn : dst->comp.psn);
 		if (ctl & 8) {
+			uint64_t va;
+
+			memcpy(&va, h.reth_va, sizeof(va));
+			va = htobe64((uintptr_t)mem[to] +
+				     (be64toh(va) % REGION));
 			h.reth_rkey = htobe32(mr[to]->rkey);
-			h.reth_va = htobe64((uintptr_t)mem[to] +
-					    (be64toh(h.reth_va) % REGION));
+			memcpy(h.reth_va, &va, sizeof(va));
 		}
 		memcpy(pkt, &h, sizeof(h));
 		if (ctl & 16) {
 			/* over paylen (padding is outside the CRC), never
 			 * past the datagram */
-			uint32_t pl = be32toh(h.paylen);
+			uint32_t pl = be16toh(h.paylen);
 
 			if (pl > size - hl)
 				pl = (uint32_t)(size - hl);

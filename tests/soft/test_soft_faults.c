@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "rails/soft/soft.h"
+#include "rails/soft/wire.h"
 #include "rail/rail_conformance.h"
 #include "soft/soft_provider.h"
 
@@ -42,7 +43,9 @@ static void mix(struct ry_test_pair *p, size_t big)
 	    RY_WR_RDMA_WRITE,	  RY_WR_RDMA_READ, RY_WR_SEND,
 	    RY_WR_RDMA_WRITE_IMM, RY_WR_SEND_IMM,
 	};
-	size_t lens[] = {1, 1416, 1417, 20000, big};
+	/* one byte, one packet's payload at MTU 1500, one byte more */
+	size_t one = 1500 - RY__SOFT_IP_UDP_HDR - RY__SOFT_HDR_LEN;
+	size_t lens[] = {1, one, one + 1, 20000, big};
 	unsigned seed = 1;
 
 	for (unsigned o = 0; o < 5; o++)

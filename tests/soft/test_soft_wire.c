@@ -118,33 +118,51 @@ START_TEST(test_header_layout)
 	    .opcode = RY__SOFT_OP_WRITE,
 	    .flags = RY__SOFT_F_FIRST,
 	    .dqpn = 0xabcdef,
-	    .sqpn = 0x123456,
 	    .psn = 0xfffffe,
 	    .cookie = 0x0102030405060708ull,
 	    .va = 0x1122334455667788ull,
 	    .rkey = 0xdeadbeef,
 	    .len = 0x10000,
+	    .paylen = 0x5dc,
+	};
+	struct ry__soft_pkt a = {
+	    .opcode = RY__SOFT_OP_ACK,
 	    .syndrome = 0x62,
-	    .msn = 0x42,
-	    .imm = 0xcafe,
-	    .paylen = 0,
+	    .msn = 0x123456,
+	    .imm = 0xcafe, /* an ACK has no immediate: not sent */
 	};
 	struct ry__soft_hdr h;
 	const uint8_t *b = (const uint8_t *)&h;
 
+	ck_assert_uint_eq(RY__SOFT_HDR_LEN, 44);
 	ry__soft_hdr_encode(&h, &p);
 	ry__soft_hdr_seal(&h, NULL, 0);
 	ck_assert_uint_eq(b[0], RY__SOFT_WIRE_VERSION);
 	ck_assert_uint_eq(b[1], RY__SOFT_OP_WRITE);
+	ck_assert_uint_eq(b[2], RY__SOFT_F_FIRST);
+	ck_assert_uint_eq(b[3], 0);
 	/* big-endian on the wire, as RoCE */
-	ck_assert_uint_eq(b[5], 0xab);
-	ck_assert_uint_eq(b[7], 0xef);
+	ck_assert_uint_eq(b[4], 0xab);
+	ck_assert_uint_eq(b[6], 0xef);
+	ck_assert_uint_eq(b[7], 0xff);
+	ck_assert_uint_eq(b[9], 0xfe);
+	ck_assert_uint_eq(b[10], 0x05);
+	ck_assert_uint_eq(b[11], 0xdc);
+	ck_assert_uint_eq(b[12], 0xde);
 	ck_assert_uint_eq(b[16], 0x01);
 	ck_assert_uint_eq(b[23], 0x08);
-	ck_assert_uint_eq(b[40], 0x62);
-	ck_assert_uint_eq(b[43], 0x42);
+	ck_assert_uint_eq(b[24], 0x11);
+	ck_assert_uint_eq(b[31], 0x88);
+	ck_assert_uint_eq(b[33], 0x01);
+	ck_assert_uint_eq(b[36] | b[37] | b[38] | b[39], 0);
 	ck_assert_uint_eq(be32toh(h.crc),
 			  ry__soft_crc32c(0, &h, RY__SOFT_HDR_CRC_LEN));
+	/* an ACK: the syndrome in byte 3, the MSN where an immediate goes */
+	ry__soft_hdr_encode(&h, &a);
+	ck_assert_uint_eq(b[3], 0x62);
+	ck_assert_uint_eq(b[36], 0);
+	ck_assert_uint_eq(b[37], 0x12);
+	ck_assert_uint_eq(b[39], 0x56);
 }
 END_TEST
 
@@ -157,7 +175,6 @@ static const struct ry__soft_pkt round_trip[] = {
      .flags = RY__SOFT_F_FIRST | RY__SOFT_F_LAST | RY__SOFT_F_IMM |
 	      RY__SOFT_F_ACKREQ,
      .dqpn = 0xabcdef,
-     .sqpn = 0x123456,
      .psn = 0xfffffe,
      .cookie = 0x0102030405060708ull,
      .va = 0x1122334455667788ull,
@@ -168,7 +185,6 @@ static const struct ry__soft_pkt round_trip[] = {
     {.opcode = RY__SOFT_OP_SEND,
      .flags = RY__SOFT_F_LAST | RY__SOFT_F_IMM | RY__SOFT_F_RETRY,
      .dqpn = 0xffffff,
-     .sqpn = 0xffffff,
      .psn = 0xffffff,
      .cookie = UINT64_MAX,
      .va = UINT64_MAX,
@@ -228,7 +244,6 @@ START_TEST(test_decode_round_trip)
 	ck_assert_uint_eq(got.opcode, want->opcode);
 	ck_assert_uint_eq(got.flags, want->flags);
 	ck_assert_uint_eq(got.dqpn, want->dqpn);
-	ck_assert_uint_eq(got.sqpn, want->sqpn);
 	ck_assert_uint_eq(got.psn, want->psn);
 	ck_assert_uint_eq(got.cookie, want->cookie);
 	ck_assert_uint_eq(got.va, want->va);
@@ -326,9 +341,9 @@ END_TEST
 
 enum bad {
 	B_VERSION_0,
-	B_VERSION_1,
-	B_VERSION_3,
-	B_RSVD,
+	B_VERSION_2,
+	B_VERSION_4,
+	B_SYNDROME,
 	B_OPCODE_0,
 	B_OPCODE_MAX,
 	B_OPCODE_FF,
@@ -336,13 +351,11 @@ enum bad {
 	B_PAYLEN_LONG,
 	B_PAYLEN_SHORT,
 	B_PAYLEN_HUGE,
-	B_DQPN,
-	B_SQPN,
-	B_PSN,
 	B_IMM_NOT_LAST,
 	B_IMM_READ_REQ,
 	B_IMM_READ_RESP,
 	B_IMM_ACK,
+	B_IMM_WITHOUT_FLAG,
 	B_CRC_FIELD,
 	B_CRC_HEADER,
 	B_CRC_PAYLOAD,
@@ -359,22 +372,20 @@ static const struct {
 	int want;
 } bad[B__N] = {
     [B_VERSION_0] = {"version 0", 0, 0, true, -EPROTO},
-    [B_VERSION_1] = {"version 1 (before padding)", 0, 1, true, -EPROTO},
-    [B_VERSION_3] = {"version 3", 0, 3, true, -EPROTO},
-    [B_RSVD] = {"reserved byte", 3, 1, true, -EPROTO},
+    [B_VERSION_2] = {"version 2 (56-byte header)", 0, 2, true, -EPROTO},
+    [B_VERSION_4] = {"version 4", 0, 4, true, -EPROTO},
+    [B_SYNDROME] = {"syndrome off an ack", 3, RY__SOFT_SYN_NAK_SEQ, true,
+		    -EPROTO},
     [B_OPCODE_0] = {"opcode 0", 1, 0, true, -EPROTO},
     [B_OPCODE_MAX] = {"opcode past the last", 1, RY__SOFT_OP__MAX, true,
 		      -EPROTO},
     [B_OPCODE_FF] = {"opcode 0xff", 1, 0xff, true, -EPROTO},
     [B_FLAGS] = {"unknown flag", 2, RY__SOFT_F__ALL + 1, true, -EPROTO},
-    [B_PAYLEN_LONG] = {"paylen one more", 51, 101, true, -EMSGSIZE},
+    [B_PAYLEN_LONG] = {"paylen one more", 11, 101, true, -EMSGSIZE},
     /* on a LAST WRITE the 100th byte is then padding (wire.h), so the
      * CRC, sealed over 100 bytes, is what catches it */
-    [B_PAYLEN_SHORT] = {"paylen one less", 51, 99, true, -EBADMSG},
-    [B_PAYLEN_HUGE] = {"paylen 2^31 + 100", 48, 0x80, true, -EMSGSIZE},
-    [B_DQPN] = {"dest qpn over 24 bits", 4, 1, true, -EPROTO},
-    [B_SQPN] = {"source qpn over 24 bits", 8, 0x80, true, -EPROTO},
-    [B_PSN] = {"psn over 24 bits", 12, 0xff, true, -EPROTO},
+    [B_PAYLEN_SHORT] = {"paylen one less", 11, 99, true, -EBADMSG},
+    [B_PAYLEN_HUGE] = {"paylen 2^15 + 100", 10, 0x80, true, -EMSGSIZE},
     [B_IMM_NOT_LAST] = {"imm without last", 2,
 			RY__SOFT_F_FIRST | RY__SOFT_F_IMM, true, -EPROTO},
     [B_IMM_READ_REQ] = {"imm on a read request", 1, RY__SOFT_OP_READ_REQ, true,
@@ -382,9 +393,13 @@ static const struct {
     [B_IMM_READ_RESP] = {"imm on a read response", 1, RY__SOFT_OP_READ_RESP,
 			 true, -EPROTO},
     [B_IMM_ACK] = {"imm on an ack", 1, RY__SOFT_OP_ACK, true, -EPROTO},
-    [B_CRC_FIELD] = {"crc field", 55, 0x01, false, -EBADMSG},
+    [B_IMM_WITHOUT_FLAG] = {"an immediate without imm", 2,
+			    RY__SOFT_F_FIRST | RY__SOFT_F_LAST |
+				RY__SOFT_F_ACKREQ,
+			    true, -EPROTO},
+    [B_CRC_FIELD] = {"crc field", 43, 0x01, false, -EBADMSG},
     [B_CRC_HEADER] = {"header bit", 30, 0x10, false, -EBADMSG},
-    [B_CRC_PAYLOAD] = {"payload bit", 56 + 99, 0x80, false, -EBADMSG},
+    [B_CRC_PAYLOAD] = {"payload bit", 44 + 99, 0x80, false, -EBADMSG},
 };
 
 START_TEST(test_decode_bad_field)
@@ -405,6 +420,39 @@ START_TEST(test_decode_bad_field)
 	ck_assert_msg(ry__soft_wire_decode(pkt, len, &got) == bad[_i].want,
 		      "%s: got %d, want %d", bad[_i].name,
 		      ry__soft_wire_decode(pkt, len, &got), bad[_i].want);
+}
+END_TEST
+
+/* The word an immediate and an MSN share: an MSN is 24 bits, and a READ
+ * request carries neither. */
+START_TEST(test_decode_shared_word)
+{
+	uint8_t pkt[512];
+	struct ry__soft_pkt got;
+	size_t len;
+
+	/* round_trip[4]: a READ response with MSN 0xffffff */
+	ck_assert_uint_eq(round_trip[4].opcode, RY__SOFT_OP_READ_RESP);
+	len = wire_build(pkt, &round_trip[4]);
+	ck_assert_int_eq(ry__soft_wire_decode(pkt, len, &got), 0);
+	ck_assert_uint_eq(got.msn, 0xffffff);
+	ck_assert_uint_eq(got.imm, 0);
+	pkt[36] = 1;
+	reseal(pkt, len);
+	ck_assert_int_eq(ry__soft_wire_decode(pkt, len, &got), -EPROTO);
+	/* round_trip[5]: an ACK */
+	ck_assert_uint_eq(round_trip[5].opcode, RY__SOFT_OP_ACK);
+	len = wire_build(pkt, &round_trip[5]);
+	pkt[36] = 0x80;
+	reseal(pkt, len);
+	ck_assert_int_eq(ry__soft_wire_decode(pkt, len, &got), -EPROTO);
+	/* round_trip[3]: a READ request */
+	ck_assert_uint_eq(round_trip[3].opcode, RY__SOFT_OP_READ_REQ);
+	len = wire_build(pkt, &round_trip[3]);
+	ck_assert_int_eq(ry__soft_wire_decode(pkt, len, &got), 0);
+	pkt[39] = 1;
+	reseal(pkt, len);
+	ck_assert_int_eq(ry__soft_wire_decode(pkt, len, &got), -EPROTO);
 }
 END_TEST
 
@@ -434,7 +482,6 @@ static void forge_setup(struct forge *F)
 	    .opcode = RY__SOFT_OP_WRITE,
 	    .flags = RY__SOFT_F_FIRST | RY__SOFT_F_LAST,
 	    .dqpn = F->p.qp[1]->qp_num,
-	    .sqpn = F->p.qp[0]->qp_num,
 	    .psn = F->p.qp[0]->local.psn,
 	    .cookie = F->p.qp[1]->local.cookie,
 	    .va = (uintptr_t)F->mr->addr + 100,
@@ -495,7 +542,6 @@ END_TEST
 enum mut {
 	M_COOKIE,
 	M_DQPN,
-	M_SQPN,
 	M_PORT,
 	M_STALE,
 	M_AHEAD,
@@ -521,7 +567,6 @@ static const struct {
     [M_COOKIE] = {"wrong cookie",
 		  offsetof(struct ry_rail_stats, rx_bad_cookie)},
     [M_DQPN] = {"wrong dest qpn", offsetof(struct ry_rail_stats, rx_bad_qpn)},
-    [M_SQPN] = {"wrong source qpn", offsetof(struct ry_rail_stats, rx_bad_qpn)},
     [M_PORT] = {"wrong source port",
 		offsetof(struct ry_rail_stats, rx_bad_qpn)},
     [M_STALE] = {"stale psn", offsetof(struct ry_rail_stats, dup_rcvd)},
@@ -564,9 +609,6 @@ START_TEST(test_forged_rejected)
 		break;
 	case M_DQPN:
 		f.dqpn ^= 0x10;
-		break;
-	case M_SQPN:
-		f.sqpn ^= 0x10;
 		break;
 	case M_PORT:
 		port_delta = 1;
@@ -776,7 +818,6 @@ START_TEST(test_mac_forged)
 	    .opcode = RY__SOFT_OP_WRITE,
 	    .flags = RY__SOFT_F_FIRST | RY__SOFT_F_LAST | RY__SOFT_F_MAC,
 	    .dqpn = F.p.qp[1]->qp_num,
-	    .sqpn = F.p.qp[0]->qp_num,
 	    .psn = F.p.qp[0]->local.psn,
 	    .cookie = F.p.qp[1]->local.cookie,
 	    .va = (uintptr_t)F.mr->addr + 100,
@@ -876,7 +917,7 @@ static void wlog_sink(enum ry_log_level level, const char *component,
 		snprintf(wlog[wlog_n++], sizeof(wlog[0]), "%s", message);
 }
 
-/* A valid packet of wire version 1 (a build before GSO padding): dropped
+/* A valid packet of wire version 2 (a build with a 56-byte header): dropped
  * like any bad header, nothing touched, and said once per rail, naming
  * the versions, however many arrive. */
 START_TEST(test_old_version_said_once)
@@ -888,7 +929,7 @@ START_TEST(test_old_version_said_once)
 	wlog_n = 0;
 	ry_log_set_sink(wlog_sink, NULL);
 	len = forge_build(&F, &F.f);
-	F.pkt[0] = 1;
+	F.pkt[0] = 2;
 	reseal(F.pkt, len);
 	for (int i = 0; i < 3; i++)
 		forge_inject(&F, len, 0);
@@ -896,8 +937,8 @@ START_TEST(test_old_version_said_once)
 	ck_assert_uint_eq(STAT(F.p.r[1], rx_bad_header), 3);
 	ck_assert(!memcmp(F.buf, F.snap, sizeof(F.snap)));
 	ck_assert_uint_eq(wlog_n, 1);
-	ck_assert_msg(strstr(wlog[0], "soft wire version 1") &&
-			  strstr(wlog[0], "speaks 2"),
+	ck_assert_msg(strstr(wlog[0], "soft wire version 2") &&
+			  strstr(wlog[0], "speaks 3"),
 		      "%s", wlog[0]);
 	/* and the connection still works */
 	xfer_check(&F.p, RY_WR_RDMA_WRITE, 5000, 1);
@@ -949,7 +990,6 @@ START_TEST(test_new_qp_rejects_old)
 	    stat_at(F.p.r[1], offsetof(struct ry_rail_stats, rx_bad_qpn)), 1);
 	/* the old packet aimed at the new QPN: the cookie gives it away */
 	old.dqpn = F.p.qp[1]->qp_num;
-	old.sqpn = F.p.qp[0]->qp_num;
 	len = forge_build(&F, &old);
 	forge_inject(&F, len, 0);
 	ck_assert_uint_eq(
@@ -1102,7 +1142,9 @@ START_TEST(test_clean_path)
 	ck_assert_uint_eq(st[0].retransmits, 0);
 	ck_assert_uint_eq(st[1].naks_sent, 0);
 	ck_assert_uint_eq(st[1].rx_dropped, 0);
-	ck_assert_uint_gt(st[0].tx_packets, 4 * (8 << 20) / 1416);
+	ck_assert_uint_gt(st[0].tx_packets,
+			  4 * (8 << 20) /
+			      (1500 - RY__SOFT_IP_UDP_HDR - RY__SOFT_HDR_LEN));
 	/* coalesced: one ACK covers many packets */
 	ck_assert_uint_lt(st[1].tx_packets * 8, st[0].tx_packets);
 	pair_close(&p);
@@ -1148,7 +1190,7 @@ START_TEST(test_dup_read_reexecuted)
 	pair_spin(&F.p, 5);
 	ck_assert_int_eq(ry__rail_get_stats(F.p.r[1], &after), 0);
 	ck_assert_uint_eq(after.dup_rcvd, before.dup_rcvd + 1);
-	/* 4096 bytes at 1416 per packet: three responses again */
+	/* 4096 bytes at 1428 per packet: three responses again */
 	ck_assert_uint_ge(after.tx_packets, before.tx_packets + 3);
 	ck_assert(!memcmp(local, snap, 4096));
 	ck_assert_int_eq(F.p.qp[1]->state, RY_QPS_RTS);
@@ -1190,6 +1232,7 @@ int main(void)
 			    sizeof(round_trip) / sizeof(round_trip[0]));
 	tcase_add_loop_test(tc, test_decode_truncated, 0,
 			    sizeof(round_trip) / sizeof(round_trip[0]));
+	tcase_add_test(tc, test_decode_shared_word);
 	tcase_add_loop_test(tc, test_decode_bad_field, 0, B__N);
 	tcase_add_test(tc, test_decode_padding);
 	suite_add_tcase(s, tc);
