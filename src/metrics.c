@@ -283,6 +283,8 @@ static const struct sfield sfields[] = {
     SF(tx_pad_bytes, "Zero bytes sent after a message's short last packet "
 		     "so that the next message joins its GSO datagram "
 		     "(soft rail; also in tx_bytes)."),
+    SF(rx_held, "Packets that arrived ahead of a gap and were held for it "
+		"to fill instead of NAKed (soft rail)."),
 };
 #undef SF
 

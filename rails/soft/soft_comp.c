@@ -227,6 +227,19 @@ static void ack(struct ry__soft_qp *qp, const struct ry__soft_pkt *p)
 	}
 }
 
+bool ry__soft_comp_next_resp(struct ry__soft_qp *qp, uint32_t *psn)
+{
+	struct ry__soft_wqe *w = head(qp);
+
+	if (!w || w->wr.opcode != RY_WR_RDMA_READ || qp->comp.rewound)
+		return false;
+	/* before its first response, that one also ACKs what preceded it */
+	*psn = ry__soft_psn_cmp(qp->comp.psn, w->first_psn) >= 0
+		   ? qp->comp.psn
+		   : w->first_psn;
+	return true;
+}
+
 void ry__soft_comp_rx(struct ry__soft_qp *qp, const struct ry__soft_pkt *p)
 {
 	struct ry__soft_rail *r = qp_rail(qp);

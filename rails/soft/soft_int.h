@@ -121,6 +121,16 @@
 #define RY__SOFT_GSO_BYTES 65000
 #define RY__SOFT_EVENTS 64
 #define RY__SOFT_FAULT_SLOTS 1024
+/*
+ * Reorder tolerance (soft_net.c): a packet that arrives fewer than
+ * RY__SOFT_HOLD_SPAN PSNs ahead of the one expected is held, copied into
+ * one of at most RY__SOFT_HOLD_MAX slots (RY__SOFT_HOLD_BYTES in all), for
+ * up to RY__SOFT_HOLD_NS, instead of answered with a NAK at once.
+ */
+#define RY__SOFT_HOLD_SPAN 64
+#define RY__SOFT_HOLD_MAX 64
+#define RY__SOFT_HOLD_BYTES (256u << 10)
+#define RY__SOFT_HOLD_NS 500000ull
 /* The SRQ, event and READ rings index with ry__ring_slot (a mask). */
 _Static_assert((RY__SOFT_SRQ_SIZE & (RY__SOFT_SRQ_SIZE - 1)) == 0,
 	       "RY__SOFT_SRQ_SIZE must be a power of two");
@@ -263,6 +273,15 @@ struct ry__soft_fault_slot {
 	uint8_t *buf;
 };
 
+/* A packet held ahead of a gap: the datagram as it came, checked again
+ * when it is let go. */
+struct ry__soft_held {
+	struct sockaddr_in from;
+	uint32_t qpn, psn, len;
+	bool used, req; /* req: a request's PSN, else a READ response's */
+	uint8_t *buf;	/* mtu bytes */
+};
+
 struct ry__soft_rail {
 	struct ry_rail base;
 	int sock, epfd, tfd, efd, nlfd;
@@ -292,6 +311,13 @@ struct ry__soft_rail {
 	uint8_t *slot_mem;
 	uint32_t slot_size;
 	unsigned slots_used;
+
+	/* packets held ahead of a gap (soft_net.c) */
+	struct ry__soft_held *held;
+	uint8_t *held_mem;
+	unsigned nheld, nheld_max;
+	uint64_t held_until; /* when the oldest is let go */
+	uint64_t hold_ns;
 
 	struct ry__sw_mem mem;	 /* PDs and regions */
 	struct ry__hidx qpns;	 /* QPs by number; grows with them */
@@ -386,6 +412,10 @@ void ry__soft_tx_flush(struct ry__soft_rail *r);
 bool ry__soft_tx_full(const struct ry__soft_rail *r);
 void ry__soft_rx_packet(struct ry__soft_rail *r, const uint8_t *buf,
 			uint32_t len, const struct sockaddr_in *from);
+/* Reorder tolerance: the slots (after the rail's MTU is known; 0 or
+ * -ENOMEM), and letting go of what was held too long (progress). */
+int ry__soft_hold_init(struct ry__soft_rail *r);
+void ry__soft_hold_expire(struct ry__soft_rail *r);
 
 /* soft_mr.c */
 int ry__soft_reg_mr(struct ry_pd *pd, void *addr, size_t length,
@@ -450,6 +480,9 @@ void ry__soft_resp_run(struct ry__soft_qp *qp);
 
 /* soft_comp.c */
 void ry__soft_comp_rx(struct ry__soft_qp *qp, const struct ry__soft_pkt *p);
+/* The PSN of the READ response the completer takes next, when the oldest
+ * WR is a READ and no go-back-N is under way; false otherwise. */
+bool ry__soft_comp_next_resp(struct ry__soft_qp *qp, uint32_t *psn);
 
 /* soft_mac.c */
 /* RTR: take attr's MAC keys (or none) and start the PSN spaces; 0 or

@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "rails/soft/soft.h"
 #include "rails/soft/soft_int.h"
 #include "src/util/log.h"
 
@@ -247,23 +248,88 @@ static void count_drop(struct ry__soft_rail *r, uint64_t *counter)
 	r->st.rx_dropped++;
 }
 
-void ry__soft_rx_packet(struct ry__soft_rail *r, const uint8_t *buf,
-			uint32_t len, const struct sockaddr_in *from)
+/*
+ * Reorder tolerance.  Go-back-N drops every packet after a gap and asks
+ * for all of them again, so a packet overtaken by a few later ones costs
+ * a window of retransmissions though nothing was lost.  That happens on
+ * Linux paths without loss: veth and bridge ports queue each packet on
+ * the backlog of the CPU that sends it on, and two CPUs drain theirs in
+ * any order (tc tbf, dequeued from its timer on one CPU and from the
+ * sender on another, does it under load; a few packets, up to hundreds
+ * of microseconds late).  So a packet up to RY__SOFT_HOLD_SPAN PSNs ahead
+ * of the expected one is copied aside, checked as any (QPN, cookie,
+ * address, CRC, MAC), and taken in PSN order once the gap fills; a gap
+ * still open after hold_ns is NAKed as before, with everything held
+ * going through the usual path.  Only while nothing of the QP's is being
+ * resent (a NAK sent, a go-back-N under way): then the resent copies are
+ * on their way anyway.
+ */
+static bool hold(struct ry__soft_rail *r, struct ry__soft_qp *qp,
+		 const struct ry__soft_pkt *p, const uint8_t *buf,
+		 uint32_t len, const struct sockaddr_in *from)
+{
+	bool req = ry__soft_op_is_request(p->opcode);
+	struct ry__soft_held *e = NULL;
+	uint32_t want;
+	int32_t d;
+
+	if (r->nheld == r->nheld_max || len > r->mtu)
+		return false;
+	if (req) {
+		if (qp->resp.nak_sent)
+			return false;
+		want = qp->resp.psn;
+	} else if (p->opcode != RY__SOFT_OP_READ_RESP ||
+		   !ry__soft_comp_next_resp(qp, &want)) {
+		return false;
+	}
+	d = ry__soft_psn_cmp(p->psn, want);
+	if (d <= 0 || d >= RY__SOFT_HOLD_SPAN)
+		return false;
+	for (unsigned i = 0; i < r->nheld_max; i++) {
+		struct ry__soft_held *h = &r->held[i];
+
+		if (!h->used) {
+			e = e ? e : h;
+		} else if (h->qpn == qp->base.qp_num && h->req == req &&
+			   h->psn == p->psn) {
+			r->st.dup_rcvd++; /* that one will be taken */
+			return true;
+		}
+	}
+	memcpy(e->buf, buf, len);
+	e->from = *from;
+	e->qpn = qp->base.qp_num;
+	e->psn = p->psn;
+	e->len = len;
+	e->req = req;
+	e->used = true;
+	if (!r->nheld++)
+		r->held_until = r->now + r->hold_ns;
+	r->st.rx_held++;
+	return true;
+}
+
+/*
+ * Check one packet and hand it to the responder or the completer: the QP
+ * it went to, or NULL (dropped, or held when may_hold).
+ */
+static struct ry__soft_qp *rx_one(struct ry__soft_rail *r, const uint8_t *buf,
+				  uint32_t len, const struct sockaddr_in *from,
+				  bool may_hold)
 {
 	struct ry__soft_pkt p;
 	struct ry__soft_qp *qp;
 	int rc;
 
-	r->st.rx_packets++;
-	r->st.rx_bytes += len;
 	if (!r->eff_up || r->fault.drop_all) {
 		r->st.faults_dropped++;
-		return;
+		return NULL;
 	}
 	if (!len) {
 		/* nothing we send; counted apart so a flood of them shows */
 		count_drop(r, &r->st.rx_empty);
-		return;
+		return NULL;
 	}
 	rc = ry__soft_wire_parse(buf, len, &p);
 	if (rc) {
@@ -283,52 +349,107 @@ void ry__soft_rx_packet(struct ry__soft_rail *r, const uint8_t *buf,
 				RY__SOFT_WIRE_VERSION);
 			r->version_said = true;
 		}
-		return;
+		return NULL;
 	}
 	qp = ry__soft_qp_lookup(r, p.dqpn);
 	if (!qp) {
 		count_drop(r, &r->st.rx_bad_qpn);
-		return;
+		return NULL;
 	}
 	if (qp->base.state == RY_QPS_ERR) {
 		/* A dead connection's packet never lands. */
 		count_drop(r, &r->st.rx_qp_err_dropped);
-		return;
+		return NULL;
 	}
 	if (qp->base.state < RY_QPS_RTR || (!ry__soft_op_is_request(p.opcode) &&
 					    qp->base.state != RY_QPS_RTS)) {
 		count_drop(r, &r->st.rx_bad_qpn);
-		return;
+		return NULL;
 	}
 	if (p.cookie != qp->base.local.cookie) {
 		count_drop(r, &r->st.rx_bad_cookie);
-		return;
+		return NULL;
 	}
 	/* The cookie was handed to this QP's peer alone; the address is
 	 * where that peer sends from. */
 	if (!same_dst(from, &qp->peer)) {
 		count_drop(r, &r->st.rx_bad_qpn);
-		return;
+		return NULL;
 	}
 	if (p.paylen > qp->pmtu) {
 		count_drop(r, &r->st.rx_bad_header);
-		return;
+		return NULL;
 	}
 	/* The CRC only for a packet some QP would take: forging one needs a
 	 * cookie, anything else costs a lookup, not a pass over the payload. */
 	if (!ry__soft_wire_crc_ok(buf, &p)) {
 		count_drop(r, &r->st.rx_bad_crc);
-		return;
+		return NULL;
 	}
 	if ((qp->mac.on || p.mac) && !ry__soft_mac_ok(qp, buf, &p)) {
 		count_drop(r, &r->st.rx_bad_mac);
-		return;
+		return NULL;
 	}
+	if (may_hold && hold(r, qp, &p, buf, len, from))
+		return NULL;
 	ry__soft_qp_kick(qp); /* ACK, respond, send more: progress runs it */
 	if (ry__soft_op_is_request(p.opcode))
 		ry__soft_resp_rx(qp, &p);
 	else
 		ry__soft_comp_rx(qp, &p);
+	return qp;
+}
+
+/* The one held packet of qp's that is now next in its PSN space. */
+static struct ry__soft_held *held_next(struct ry__soft_rail *r,
+				       struct ry__soft_qp *qp)
+{
+	uint32_t want[2];
+	bool have[2];
+
+	have[1] = true;
+	want[1] = qp->resp.psn;
+	have[0] = ry__soft_comp_next_resp(qp, &want[0]);
+	for (unsigned i = 0; i < r->nheld_max; i++) {
+		struct ry__soft_held *e = &r->held[i];
+
+		if (e->used && e->qpn == qp->base.qp_num && have[e->req] &&
+		    e->psn == want[e->req])
+			return e;
+	}
+	return NULL;
+}
+
+void ry__soft_rx_packet(struct ry__soft_rail *r, const uint8_t *buf,
+			uint32_t len, const struct sockaddr_in *from)
+{
+	struct ry__soft_qp *qp;
+	struct ry__soft_held *e;
+
+	r->st.rx_packets++;
+	r->st.rx_bytes += len;
+	qp = rx_one(r, buf, len, from, true);
+	/* what this one made next in line: each is checked again, never
+	 * held again, and its slot is not reused before it is done */
+	while (qp && r->nheld && (e = held_next(r, qp))) {
+		e->used = false;
+		r->nheld--;
+		qp = rx_one(r, e->buf, e->len, &e->from, false);
+	}
+}
+
+void ry__soft_hold_expire(struct ry__soft_rail *r)
+{
+	for (unsigned i = 0; r->nheld && i < r->nheld_max; i++) {
+		struct ry__soft_held *e = &r->held[i];
+
+		if (!e->used)
+			continue;
+		e->used = false;
+		r->nheld--;
+		/* as if it came now: a gap still open is NAKed */
+		rx_one(r, e->buf, e->len, &e->from, false);
+	}
 }
 
 static int rx_batch(struct ry__soft_rail *r)
@@ -458,10 +579,36 @@ int ry__soft_net_open(struct ry__soft_rail *r, const struct ry_rail_config *cfg)
 	return 0;
 }
 
+int ry__soft_hold_init(struct ry__soft_rail *r)
+{
+	unsigned n = RY__SOFT_HOLD_BYTES / r->mtu;
+
+	if (n > RY__SOFT_HOLD_MAX)
+		n = RY__SOFT_HOLD_MAX;
+	if (n < 4)
+		n = 4;
+	r->held = calloc(n, sizeof(*r->held));
+	r->held_mem = malloc((size_t)n * r->mtu);
+	if (!r->held || !r->held_mem)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++)
+		r->held[i].buf = r->held_mem + (size_t)i * r->mtu;
+	r->nheld_max = n;
+	r->hold_ns = RY__SOFT_HOLD_NS;
+	return 0;
+}
+
+void ry__soft_test_set_hold(struct ry_rail *rail, uint64_t ns)
+{
+	to_srail(rail)->hold_ns = ns;
+}
+
 void ry__soft_net_close(struct ry__soft_rail *r)
 {
 	if (r->sock >= 0)
 		close(r->sock);
 	free(r->rxbuf);
 	free(r->mac_ad);
+	free(r->held);
+	free(r->held_mem);
 }

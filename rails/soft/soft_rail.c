@@ -33,6 +33,9 @@
 #include "src/util/log.h"
 #include "src/util/ring.h"
 
+_Static_assert(RY__SOFT_OVERHEAD == RY__SOFT_IP_UDP_HDR + RY__SOFT_HDR_LEN,
+	       "RY__SOFT_OVERHEAD is IPv4, UDP and the wire header");
+
 /* ---- CQ, SRQ, events ---- */
 
 static void efd_raise(struct ry__soft_rail *r)
@@ -311,6 +314,8 @@ static int soft_progress(struct ry_rail *rail)
 	}
 	ry__soft_fault_run(r);
 	n = ry__soft_net_rx(r); /* kicks every QP a packet was for */
+	if (r->nheld && r->now >= r->held_until)
+		ry__soft_hold_expire(r);
 	rc = n < 0 ? n : 0;
 	/* Link changes are needed within milliseconds, not per call: a
 	 * busy-polling owner must not pay a netlink syscall each time.  But
@@ -361,6 +366,8 @@ static int soft_progress(struct ry_rail *rail)
 
 		if (t && (!next || t < next))
 			next = t;
+		if (r->nheld && (!next || r->held_until < next))
+			next = r->held_until;
 	}
 	arm_timer(r, next);
 	/*
@@ -532,6 +539,9 @@ static int soft_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 		ry__rail_addr_owner(&r->addr, ifname, sizeof(ifname));
 	if (!cfg->mtu)
 		r->mtu = link_mtu(r->sock, ifname);
+	rc = ry__soft_hold_init(r);
+	if (rc)
+		goto err_close;
 	if (ifname[0]) {
 		rc = ry__soft_nl_open(r, ifname);
 		if (rc)

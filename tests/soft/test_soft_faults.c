@@ -177,6 +177,47 @@ START_TEST(test_duplicate_reorder)
 }
 END_TEST
 
+/*
+ * Reordering without loss (the fault holds a packet back 300 us and later
+ * ones overtake it): the receiver holds what arrives ahead of the gap
+ * until it fills, so every byte arrives and nothing is NAKed or sent
+ * twice; requests and READ responses alike.  One WR at a time of at most
+ * 64 KiB keeps fewer packets in flight than RY__SOFT_HOLD_SPAN, and the
+ * long timers and hold time leave no retransmission to timing.
+ */
+START_TEST(test_reorder_no_resend)
+{
+	struct ry_test_pair p;
+	struct ry_fault f = {.reorder = 0.05};
+	struct ry_rail_stats st[2];
+
+	pair_open(&p);
+	p.attr_set = true;
+	p.attr = (struct ry_qp_attr){.access = ALL,
+				     .ack_timeout_us = 2000000,
+				     .retry_cnt = 6,
+				     .rnr_retry = 6,
+				     .max_rd_atomic = 4};
+	pair_connect(&p);
+	for (int i = 0; i < 2; i++)
+		ry__soft_test_set_hold(p.r[i], 60ull * 1000000000);
+	faults_both(&p, &f);
+	for (int k = 0; k < 4; k++)
+		mix(&p, 64 << 10);
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(ry__rail_get_stats(p.r[i], &st[i]), 0);
+	ck_assert_uint_gt(st[0].faults_reordered, 0);
+	ck_assert_uint_gt(st[1].faults_reordered, 0);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_uint_eq(st[i].naks_sent, 0);
+		ck_assert_uint_eq(st[i].retransmits, 0);
+	}
+	ck_assert_uint_gt(st[0].rx_held, 0); /* READ responses */
+	ck_assert_uint_gt(st[1].rx_held, 0); /* requests */
+	pair_close(&p);
+}
+END_TEST
+
 START_TEST(test_corrupt)
 {
 	struct ry_test_pair p;
@@ -561,6 +602,7 @@ int main(void)
 	tcase_add_test(tc, test_loss_15_reverse);
 	tcase_add_test(tc, test_stall_past_rto);
 	tcase_add_test(tc, test_duplicate_reorder);
+	tcase_add_test(tc, test_reorder_no_resend);
 	tcase_add_test(tc, test_corrupt);
 	tcase_add_test(tc, test_delay);
 	tcase_add_test(tc, test_retry_exhausted);
