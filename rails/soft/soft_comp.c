@@ -234,9 +234,8 @@ bool ry__soft_comp_next_resp(struct ry__soft_qp *qp, uint32_t *psn)
 	if (!w || w->wr.opcode != RY_WR_RDMA_READ || qp->comp.rewound)
 		return false;
 	/* before its first response, that one also ACKs what preceded it */
-	*psn = ry__soft_psn_cmp(qp->comp.psn, w->first_psn) >= 0
-		   ? qp->comp.psn
-		   : w->first_psn;
+	*psn = ry__soft_psn_cmp(qp->comp.psn, w->first_psn) >= 0 ? qp->comp.psn
+								 : w->first_psn;
 	return true;
 }
 

@@ -265,8 +265,8 @@ static void count_drop(struct ry__soft_rail *r, uint64_t *counter)
  * on their way anyway.
  */
 static bool hold(struct ry__soft_rail *r, struct ry__soft_qp *qp,
-		 const struct ry__soft_pkt *p, const uint8_t *buf,
-		 uint32_t len, const struct sockaddr_in *from)
+		 const struct ry__soft_pkt *p, const uint8_t *buf, uint32_t len,
+		 const struct sockaddr_in *from)
 {
 	bool req = ry__soft_op_is_request(p->opcode);
 	struct ry__soft_held *e = NULL;
