@@ -401,8 +401,7 @@ struct ry_rail_stats {
 	uint64_t faults_dropped, faults_duplicated, faults_reordered,
 	    faults_corrupted;
 	uint64_t tx_pad_bytes; /* zeros after a short last packet (soft) */
-	uint64_t
-	    rx_held; /* arrived ahead of a gap, held until it filled (soft) */
+	uint64_t rx_held;      /* held ahead of a gap till it filled (soft) */
 	/* errors the port itself counted (symbol, link, receive, buffer
 	 * overrun, discards: verbs, rails/verbs/verbs_health.c); on soft,
 	 * retransmits plus bad CRCs; the manager's rail health
