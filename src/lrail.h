@@ -64,8 +64,9 @@ struct ry__lrail {
 	pthread_mutex_t lr_lock;  /* calls into lr_rail (LOCKING) */
 	uint64_t lr_caught_up_ns; /* ry__rail_catch_up(): last pass */
 	bool lr_polling;	  /* inside ry__poll_rail() (m_lock) */
-	bool lr_always;	     /* no fd or no pending(): run it every round */
-	atomic_bool lr_kick; /* posted to since the last progress */
+	bool lr_always;	       /* no fd or no pending(): run it every round */
+	bool lr_unpaired_said; /* a peer without its network was logged */
+	atomic_bool lr_kick;   /* posted to since the last progress */
 	/* a kick's progress left completions or events: the next round
 	 * takes them (the rail's fd need not say so, rails/rail.h) */
 	atomic_bool lr_left;

@@ -59,6 +59,26 @@ static void unpair_gone(struct ry__conn *c, uint64_t now)
 		ry__conn_paired(c);
 }
 
+/*
+ * A rail left idle for a peer that has nothing on its network: said once
+ * per rail (a server whose clients have fewer rails would say it for each
+ * of them).  Lanes (railyard.conf(5)) pair by their networks' names too,
+ * so both ends need the same number.
+ */
+static void unpaired_said(struct ry_manager *m, struct ry__lrail *lr,
+			  const struct ry_peer *p)
+{
+	if (lr->lr_unpaired_said)
+		return;
+	lr->lr_unpaired_said = true;
+	RY_WARN("mgr",
+		"rail %s: peer %s has no rail on network %s, so this rail "
+		"carries nothing to it%s (said once per rail)",
+		lr->lr_cfg.name, p->pr_name, lr->lr_cfg.network,
+		m->m_cfg.lanes > 1 ? "; lanes must be the same on both ends"
+				   : "");
+}
+
 /* Pair our rails with the peer's by network name, first match first. */
 static void pair_rails(struct ry_peer *p)
 {
@@ -92,6 +112,8 @@ static void pair_rails(struct ry_peer *p)
 			break;
 		}
 		ry__conn_paired(c);
+		if (c->cn_ridx < 0)
+			unpaired_said(m, &m->m_rails[i], p);
 	}
 }
 

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "src/util/log.h"
 #include "tests/loop/loop.h"
 #include "tests/manager/fixture.h"
 #include "tests/manager/mgr_common.h"
@@ -562,8 +563,9 @@ static bool lanes_up(void *arg)
 /*
  * lanes changed by a reload: 1 -> 2 adds a lane to each soft or tcp rail
  * (the rails that stay are not touched, the new lanes connect and carry
- * work), 2 -> 1 removes them with nothing lost.  The loop rail is not
- * split: there the same reloads change nothing.
+ * work), 2 -> 1 removes them with nothing lost.  While only one end has
+ * the new lanes they carry nothing, and that end says so, once a rail.
+ * The loop rail is not split: there the same reloads change nothing.
  */
 START_TEST(lanes_added_and_removed)
 {
@@ -572,11 +574,25 @@ START_TEST(lanes_added_and_removed)
 	struct ry_counters c;
 	int want = fx_is_loop() ? 2 : 4;
 
+	enum ry_log_level was = (enum ry_log_level)atomic_load(&ry__log_level);
+	struct log_match said = {.level = RY_LOG_WARN,
+				 .has1 = "has no rail on network",
+				 .has2 = "lanes must be the same on both ends"};
+
 	setup_connected(&(struct fx_opts){0});
 	wait_active(2);
+	/* a has two lanes a rail, b one: a's second lanes are idle, and a
+	 * says so once each */
+	ry_log_set_level(RY_LOG_WARN);
+	ry_log_set_sink(count_lines, &said);
 	ck_assert_int_eq(reload_lanes(false, 2, &pr), 0);
+	ry_progress(F.a);
+	ry_progress(F.b);
 	ck_assert_int_eq(reload_lanes(true, 2, &pr), 0);
+	ry_log_set_sink(NULL, NULL);
+	ry_log_set_level(was);
 	ck_assert_msg(pr.n == 0, "%s", pr.text);
+	ck_assert_uint_eq(atomic_load(&said.n), (fx_is_loop() ? 0 : 2));
 	ck_assert_int_eq(ry_rail_count(F.a), want);
 	ck_assert_int_eq(ry_rail_count(F.b), want);
 	ck_assert_uint_eq(F.ev_a.n_conn_down, 0);
