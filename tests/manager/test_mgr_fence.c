@@ -132,7 +132,11 @@ END_TEST
  * the delayed originals reach b after the op completed.  (At 300 ms the
  * op completed after them under ASan at load 10: the control case then
  * saw nothing.  b's old QP still takes them: its side fails only by
- * heartbeat silence, 4 s, or a reconnect, 3 s.)
+ * heartbeat silence, 4 s, or a reconnect, 3 s.)  Giving r1 up takes the
+ * transport's retries: with the defaults (20 ms, 5 retries, each wait
+ * doubled, the RTO up to 4 x 20 ms when the RTT varies under load) from
+ * 1.26 s to 5 s, which under load crossed the 1.5 s; at 10 ms and 3
+ * retries it is 0.15-0.6 s.
  */
 static void fence_delayed_case(bool fence)
 {
@@ -144,6 +148,8 @@ static void fence_delayed_case(bool fence)
 	/* no reconnect inside the window either: it too would replace b's
 	 * QP and hide the stale packets */
 	setup_opts(&(struct fx_opts){.fence_off = !fence,
+				     .ack_timeout_ms = 10,
+				     .retry_count = 3,
 				     .heartbeat_ms = 2000,
 				     .timeout_ms = 4000,
 				     .reconnect_min_ms = 3000,
