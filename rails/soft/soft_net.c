@@ -264,6 +264,16 @@ static void count_drop(struct ry__soft_rail *r, uint64_t *counter)
  * resent (a NAK sent, a go-back-N under way): then the resent copies are
  * on their way anyway.
  */
+/* The PSN qp takes next in a space: its peer's requests (req), or the
+ * responses to its own READ (false when it awaits none). */
+static bool next_psn(struct ry__soft_qp *qp, bool req, uint32_t *psn)
+{
+	if (!req)
+		return ry__soft_comp_next_resp(qp, psn);
+	*psn = qp->resp.psn;
+	return true;
+}
+
 static bool hold(struct ry__soft_rail *r, struct ry__soft_qp *qp,
 		 const struct ry__soft_pkt *p, const uint8_t *buf, uint32_t len,
 		 const struct sockaddr_in *from)
@@ -273,16 +283,10 @@ static bool hold(struct ry__soft_rail *r, struct ry__soft_qp *qp,
 	uint32_t want;
 	int32_t d;
 
-	if (r->nheld == r->nheld_max || len > r->mtu)
+	if (r->nheld == r->nheld_max || len > r->mtu ||
+	    (req ? qp->resp.nak_sent : p->opcode != RY__SOFT_OP_READ_RESP) ||
+	    !next_psn(qp, req, &want))
 		return false;
-	if (req) {
-		if (qp->resp.nak_sent)
-			return false;
-		want = qp->resp.psn;
-	} else if (p->opcode != RY__SOFT_OP_READ_RESP ||
-		   !ry__soft_comp_next_resp(qp, &want)) {
-		return false;
-	}
 	d = ry__soft_psn_cmp(p->psn, want);
 	if (d <= 0 || d >= RY__SOFT_HOLD_SPAN)
 		return false;
@@ -404,17 +408,12 @@ static struct ry__soft_qp *rx_one(struct ry__soft_rail *r, const uint8_t *buf,
 static struct ry__soft_held *held_next(struct ry__soft_rail *r,
 				       struct ry__soft_qp *qp)
 {
-	uint32_t want[2];
-	bool have[2];
-
-	have[1] = true;
-	want[1] = qp->resp.psn;
-	have[0] = ry__soft_comp_next_resp(qp, &want[0]);
 	for (unsigned i = 0; i < r->nheld_max; i++) {
 		struct ry__soft_held *e = &r->held[i];
+		uint32_t want;
 
-		if (e->used && e->qpn == qp->base.qp_num && have[e->req] &&
-		    e->psn == want[e->req])
+		if (e->used && e->qpn == qp->base.qp_num &&
+		    next_psn(qp, e->req, &want) && e->psn == want)
 			return e;
 	}
 	return NULL;

@@ -45,8 +45,11 @@ int ry__soft_wire_parse(const void *pkt, size_t len, struct ry__soft_pkt *out)
 	out->rkey = be32toh(h.reth_rkey);
 	out->len = be32toh(h.reth_len);
 	word = be32toh(h.imm_msn);
-	out->msn = ry__soft_op_has_msn(h.opcode) ? word : 0;
-	out->imm = ry__soft_op_has_msn(h.opcode) ? 0 : word;
+	out->msn = out->imm = 0;
+	if (ry__soft_op_has_msn(h.opcode))
+		out->msn = word;
+	else
+		out->imm = word;
 	out->paylen = paylen;
 	out->payload = buf + hlen;
 	out->mac = hlen > RY__SOFT_HDR_LEN ? buf + RY__SOFT_HDR_LEN : NULL;
