@@ -47,6 +47,7 @@ static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 	}
 NOSUP(query, struct ry_rail *r, struct ry_rail_attr *a)
 NOSUP(fd, struct ry_rail *r)
+NOSUP(watch, struct ry_rail *r, int epfd, void *tag)
 NOSUP(progress, struct ry_rail *r)
 NOSUP(pending, struct ry_rail *r)
 NOSUP(get_event, struct ry_rail *r, struct ry_rail_event *ev)
@@ -84,6 +85,7 @@ static void fill(enum ry_provider kind, const struct ry_rail_ops *ops)
 		t->slot = nosup_##slot;
 	FILL(query)
 	FILL(fd)
+	FILL(watch)
 	FILL(progress)
 	FILL(pending)
 	FILL(get_event)

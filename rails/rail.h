@@ -51,6 +51,17 @@
  * sleeps on the fd.  What arrives between progress() calls (a packet, a
  * timer, a completion another call made: a post in ERR, modify_qp to ERR)
  * makes the fd readable.
+ * An owner that sleeps in an epoll set of its own may ask watch(epfd, tag)
+ * instead of adding the fd there: the rail puts the fds behind its fd
+ * into epfd itself (data.ptr = tag, each with the events it asks of it)
+ * and keeps them there as its fds come and go, so that a packet wakes the
+ * owner through one epoll set, not through the rail's set nested in the
+ * owner's (each level is one more callback and wake-up on every packet
+ * the owner sleeps for: a microsecond or two of a round trip).  An event
+ * with the tag means what the fd's readability means: run progress.
+ * One set at a time: a second call moves them, epfd -1 takes them out;
+ * a failed call leaves none of them in either set.  Closing the rail
+ * takes them out too.  -EOPNOTSUPP: the owner watches the fd.
  * pending() says, cheaply and without consuming anything, whether
  * poll_cq or get_event has something to hand over (1) or not (0), so that
  * a thread doing a rail's protocol work takes the manager's lock only when
@@ -415,6 +426,7 @@ struct ry_rail_ops {
 	void (*close)(struct ry_rail *rail);
 	int (*query)(struct ry_rail *rail, struct ry_rail_attr *attr);
 	int (*fd)(struct ry_rail *rail);
+	int (*watch)(struct ry_rail *rail, int epfd, void *tag);
 	int (*progress)(struct ry_rail *rail);
 	int (*pending)(struct ry_rail *rail);
 	int (*get_event)(struct ry_rail *rail, struct ry_rail_event *ev);
@@ -519,6 +531,10 @@ static inline int ry__rail_query(struct ry_rail *r, struct ry_rail_attr *a)
 static inline int ry__rail_fd(struct ry_rail *r)
 {
 	return r->ops->fd(r);
+}
+static inline int ry__rail_watch(struct ry_rail *r, int epfd, void *tag)
+{
+	return r->ops->watch(r, epfd, tag);
 }
 static inline int ry__rail_progress(struct ry_rail *r)
 {

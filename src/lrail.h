@@ -139,6 +139,8 @@ void ry__lrail_close(struct ry__lrail *lr);
 /* fd.c: put the rail's fd in the manager's epoll sets, or take it out (a
  * rail without a thread of its own, m_lock held). */
 void ry__lrail_watch(struct ry__lrail *lr, bool on);
+int ry__lrail_wait_in(struct ry__lrail *lr, int epfd, void *tag);
+void ry__lrail_wait_out(struct ry__lrail *lr, int epfd);
 /* reload.c: fail a rail's connections over, then close it (rail_life.c) */
 void ry__rail_remove(struct ry_manager *m, struct ry__lrail *lr,
 		     uint64_t drain_ns, const char *why);

@@ -191,12 +191,13 @@ int ry__lrail_open(struct ry_manager *m, unsigned i,
 	}
 	ret = ry__rail_fd(lr->lr_rail);
 	if (ret >= 0 && lr->lr_rt) {
-		/* reopened (rail_life.c) in a slot a rail thread runs */
-		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = lr};
+		/* reopened (rail_life.c) in a slot a rail thread runs; the
+		 * tag rail_main() tells its rails' events by */
+		int err = ry__lrail_wait_in(lr, lr->lr_rt->rt_epfd, lr);
 
-		if (epoll_ctl(lr->lr_rt->rt_epfd, EPOLL_CTL_ADD, ret, &ev))
-			RY_ERR("mgr", "rail %s: epoll_ctl: %m",
-			       lr->lr_cfg.name);
+		if (err)
+			RY_ERR("mgr", "rail %s: epoll_ctl: %s", lr->lr_cfg.name,
+			       strerror(-err));
 	} else if (ret >= 0) {
 		ry__lrail_watch(lr, true);
 	}

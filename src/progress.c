@@ -829,10 +829,7 @@ static int rthreads_setup(struct ry_manager *m)
 	for (i = 0, k = 0; i < m->m_nrails; i++) {
 		struct ry__lrail *lr = &m->m_rails[i];
 		struct ry__rthread *rt;
-		/* the tag rail_main() tells its rails' fds by, as
-		 * manager.c's for a rail reopened in a running slot */
-		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = lr};
-		int fd;
+		int fd, ret;
 
 		if (!ry__lrail_live(lr))
 			continue;
@@ -842,8 +839,11 @@ static int rthreads_setup(struct ry_manager *m)
 		lr->lr_rt = rt;
 		if (fd >= 0) {
 			ry__lrail_watch(lr, false);
-			if (epoll_ctl(rt->rt_epfd, EPOLL_CTL_ADD, fd, &ev))
-				return -errno;
+			/* tagged lr: rail_main() tells its rails' events by
+			 * it, as manager.c's for a rail reopened here */
+			ret = ry__lrail_wait_in(lr, rt->rt_epfd, lr);
+			if (ret)
+				return ret;
 		}
 	}
 	return 0;

@@ -285,6 +285,7 @@ struct ry__soft_held {
 struct ry__soft_rail {
 	struct ry_rail base;
 	int sock, epfd, tfd, efd, nlfd;
+	int wfd; /* the owner's epoll set holding our fds (watch), or -1 */
 	int ifindex;
 	struct sockaddr_in addr;
 	uint32_t mtu;

@@ -395,6 +395,31 @@ static int soft_fd(struct ry_rail *rail)
 	return to_srail(rail)->epfd;
 }
 
+/* The fds behind soft_fd() are fixed from open to close: moving them is all
+ * watch does. */
+static int soft_watch(struct ry_rail *rail, int epfd, void *tag)
+{
+	struct ry__soft_rail *r = to_srail(rail);
+	const int fds[] = {r->sock, r->tfd, r->efd, r->nlfd};
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = tag};
+	unsigned i;
+	int rc = 0;
+
+	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		if (fds[i] < 0)
+			continue;
+		if (r->wfd >= 0)
+			epoll_ctl(r->wfd, EPOLL_CTL_DEL, fds[i], NULL);
+		if (epfd >= 0 && !rc &&
+		    epoll_ctl(epfd, EPOLL_CTL_ADD, fds[i], &ev))
+			rc = -errno;
+	}
+	r->wfd = epfd;
+	if (rc) /* none of them anywhere */
+		soft_watch(rail, -1, NULL);
+	return rc;
+}
+
 static int soft_query(struct ry_rail *rail, struct ry_rail_attr *attr)
 {
 	struct ry__soft_rail *r = to_srail(rail);
@@ -473,7 +498,7 @@ static int soft_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 		return -ENOMEM;
 	r->base.ops = &ry__soft_ops;
 	snprintf(r->base.name, sizeof(r->base.name), "%s", cfg->name);
-	r->sock = r->epfd = r->tfd = r->efd = r->nlfd = -1;
+	r->sock = r->epfd = r->tfd = r->efd = r->nlfd = r->wfd = -1;
 	ry__list_init(&r->active);
 	if (ry__hidx_init(&r->qpns)) {
 		free(r);
@@ -647,6 +672,7 @@ const struct ry_rail_ops ry__soft_ops = {
     .destroy_cq = ry__soft_destroy_cq,
     .destroy_qp = ry__soft_destroy_qp,
     .fd = soft_fd,
+    .watch = soft_watch,
     .get_event = soft_get_event,
     .get_stats = soft_get_stats,
     .modify_qp = ry__soft_modify_qp,

@@ -348,7 +348,8 @@ int ry__tcp_conn_start(struct ry__tcp_qp *qp)
 void ry__tcp_conn_abort(struct ry__tcp_qp *qp)
 {
 	if (qp->c.fd >= 0) {
-		epoll_ctl(tqp_rail(qp)->epfd, EPOLL_CTL_DEL, qp->c.fd, NULL);
+		ry__tcp_epoll(tqp_rail(qp), EPOLL_CTL_DEL, qp->c.fd, 0,
+			      &qp->c.ep);
 		abort_fd(qp->c.fd);
 	}
 	qp->c.fd = -1;

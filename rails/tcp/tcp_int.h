@@ -107,6 +107,7 @@ enum ry__tcp_ep_kind {
 
 struct ry__tcp_ep {
 	enum ry__tcp_ep_kind kind;
+	uint32_t events; /* what ry__tcp_epoll last asked for */
 };
 
 struct ry__tcp_wqe {
@@ -247,6 +248,8 @@ struct ry__tcp_pend { /* an accepted socket waiting for its HELLO */
 struct ry__tcp_rail {
 	struct ry_rail base;
 	int lfd, epfd, tfd, efd, nlfd;
+	int wfd;    /* the owner's epoll set holding our fds (watch), or -1 */
+	void *wtag; /* their data.ptr there */
 	struct ry__tcp_ep lep, tep, eep, nep;
 	int ifindex;
 	bool nl_up;  /* the interface, from rtnetlink (tcp_link.c) */

@@ -55,12 +55,84 @@ static bool rail_calm(const struct ry__tcp_rail *r)
 	       ry__list_empty(&r->active);
 }
 
+/* Our set, and the owner's (watch) with its tag: the two always hold the
+ * same fds with the same events. */
 int ry__tcp_epoll(struct ry__tcp_rail *r, int op, int fd, uint32_t events,
 		  struct ry__tcp_ep *ep)
 {
 	struct epoll_event ev = {.events = events, .data.ptr = ep};
+	int rc;
 
-	return epoll_ctl(r->epfd, op, fd, &ev) ? -errno : 0;
+	if (epoll_ctl(r->epfd, op, fd, &ev))
+		return -errno;
+	if (op != EPOLL_CTL_DEL)
+		ep->events = events;
+	if (r->wfd < 0)
+		return 0;
+	ev.data.ptr = r->wtag;
+	if (!epoll_ctl(r->wfd, op, fd, &ev) || op == EPOLL_CTL_DEL)
+		return 0;
+	rc = -errno;
+	if (op == EPOLL_CTL_ADD) /* in neither */
+		epoll_ctl(r->epfd, EPOLL_CTL_DEL, fd, NULL);
+	return rc;
+}
+
+/* One fd from the owner's set we are in to the set to (-1: none); rc: an
+ * earlier one failed, so this one only leaves. */
+static int move_fd(const struct ry__tcp_rail *r, int to, void *tag, int fd,
+		   const struct ry__tcp_ep *ep, int rc)
+{
+	struct epoll_event ev = {.events = ep->events, .data.ptr = tag};
+
+	if (fd < 0)
+		return rc;
+	if (r->wfd >= 0)
+		epoll_ctl(r->wfd, EPOLL_CTL_DEL, fd, NULL);
+	if (to >= 0 && !rc && epoll_ctl(to, EPOLL_CTL_ADD, fd, &ev))
+		rc = -errno;
+	return rc;
+}
+
+/*
+ * Every fd in our set, for watch: the listener, timer, eventfd and
+ * rtnetlink socket, the parked sockets and the QPs' connections (fd -1
+ * once closed: a closed fd leaves every epoll set by itself).
+ */
+static int watch_move(struct ry__tcp_rail *r, int to, void *tag)
+{
+	struct ry__list *n;
+	int rc;
+
+	rc = move_fd(r, to, tag, r->lfd, &r->lep, 0);
+	rc = move_fd(r, to, tag, r->tfd, &r->tep, rc);
+	rc = move_fd(r, to, tag, r->efd, &r->eep, rc);
+	rc = move_fd(r, to, tag, r->nlfd, &r->nep, rc);
+	for (n = r->pend.next; n != &r->pend; n = n->next) {
+		struct ry__tcp_pend *p =
+		    container_of(n, struct ry__tcp_pend, link);
+
+		rc = move_fd(r, to, tag, p->fd, &p->ep, rc);
+	}
+	for (n = r->qps.next; n != &r->qps; n = n->next) {
+		struct ry__tcp_qp *qp =
+		    container_of(n, struct ry__tcp_qp, link);
+
+		rc = move_fd(r, to, tag, qp->c.fd, &qp->c.ep, rc);
+	}
+	r->wfd = to;
+	r->wtag = tag;
+	return rc;
+}
+
+static int tcp_watch(struct ry_rail *rail, int epfd, void *tag)
+{
+	struct ry__tcp_rail *r = to_trail(rail);
+	int rc = watch_move(r, epfd, tag);
+
+	if (rc) /* none of them anywhere */
+		watch_move(r, -1, NULL);
+	return rc;
 }
 
 /* ---- CQs ---- */
@@ -480,7 +552,7 @@ static int tcp_open(const struct ry_rail_config *cfg, struct ry_rail **rail_p)
 	r->base.ops = &ry__tcp_ops;
 	snprintf(r->base.name, sizeof(r->base.name), "%s", cfg->name);
 	snprintf(r->ifname, sizeof(r->ifname), "%s", cfg->interface);
-	r->lfd = r->epfd = r->tfd = r->efd = r->nlfd = -1;
+	r->lfd = r->epfd = r->tfd = r->efd = r->nlfd = r->wfd = -1;
 	r->lep.kind = RY__TCP_EP_LISTEN;
 	r->nep.kind = RY__TCP_EP_LINK;
 	r->tep.kind = RY__TCP_EP_TIMER;
@@ -584,6 +656,7 @@ const struct ry_rail_ops ry__tcp_ops = {
     .destroy_cq = tcp_destroy_cq,
     .destroy_qp = ry__tcp_destroy_qp,
     .fd = tcp_fd,
+    .watch = tcp_watch,
     .get_event = tcp_get_event,
     .get_stats = tcp_get_stats,
     .modify_qp = ry__tcp_modify_qp,

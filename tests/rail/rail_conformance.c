@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 
 #include "rail_conformance.h"
 
@@ -1509,6 +1511,140 @@ START_TEST(test_fd_readable)
 }
 END_TEST
 
+/*
+ * The members of epoll set ep (/proc/self/fdinfo): how many, and how many
+ * of them are epoll sets themselves (nested).
+ */
+static int epoll_members(int ep, int *nested)
+{
+	char path[64], line[256], link[64];
+	unsigned n = 0;
+	FILE *f;
+
+	*nested = 0;
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", ep);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f)) {
+		int fd;
+		ssize_t len;
+
+		if (sscanf(line, "tfd: %d", &fd) != 1)
+			continue;
+		n++;
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		len = readlink(path, link, sizeof(link) - 1);
+		ck_assert_int_gt(len, 0);
+		link[len] = '\0';
+		*nested += strstr(link, "eventpoll") != NULL;
+	}
+	fclose(f);
+	return (int)n;
+}
+
+/* One transfer driven by the epoll sets alone: ep[i] wakes for rail i
+ * (events tagged &tags[i]); the two may be one set. */
+static void watch_driven(struct ry_test_pair *p, const int ep[2],
+			 const int tags[2], enum ry_wr_opcode op, size_t len)
+{
+	struct region a, b;
+	struct ry_send_wr wr;
+	struct ry_wc wc;
+
+	region_get(p, 0, &a, len, 3, ALL);
+	region_get(p, 1, &b, len, 4, ALL);
+	wr = wr_make(op, &a, &b, len, 1);
+	ck_assert_int_eq(ry__rail_post_send(p->qp[0], &wr, 1), 0);
+	ck_assert_int_eq(ry__rail_progress(p->r[0]), 0);
+	while (pair_poll(p, 0, &wc, 1) != 1) {
+		struct pollfd sets[2] = {{.fd = ep[0], .events = POLLIN},
+					 {.fd = ep[1], .events = POLLIN}};
+		bool woke[2] = {false, false};
+
+		ck_assert_msg(poll(sets, ep[1] == ep[0] ? 1 : 2, 2000) > 0,
+			      "stalled: no event in the watching sets");
+		for (int s = 0; s < 2; s++) {
+			struct epoll_event evs[16];
+			int n = sets[s].revents
+				    ? epoll_wait(sets[s].fd, evs, 16, 0)
+				    : 0;
+
+			for (int k = 0; k < n; k++) {
+				const int *t = evs[k].data.ptr;
+
+				ck_assert_msg(t == &tags[0] || t == &tags[1],
+					      "an event without a rail's tag");
+				woke[t - tags] = true;
+			}
+		}
+		for (int i = 0; i < 2; i++)
+			if (woke[i])
+				ck_assert_int_eq(ry__rail_progress(p->r[i]), 0);
+	}
+	ck_assert_int_eq(wc.status, RY_WC_SUCCESS);
+	ck_assert(!memcmp(a.mr->addr, b.mr->addr, len));
+	region_put(&a);
+	region_put(&b);
+}
+
+/*
+ * watch(): the rail's fds themselves in the owner's epoll set, none of
+ * them an epoll set (a packet wakes the owner through one set), fds that
+ * come later (connections) included, every event with the owner's tag;
+ * transfers driven by the set alone; a second call moves them, -1 takes
+ * them out, closing the rail empties the set.
+ */
+START_TEST(test_watch)
+{
+	static const int tags[2];
+	struct ry_test_pair p;
+	int ep[2], nested, before;
+
+	pair_open(&p);
+	ep[0] = epoll_create1(EPOLL_CLOEXEC);
+	ep[1] = epoll_create1(EPOLL_CLOEXEC);
+	ck_assert_int_ge(ep[0], 0);
+	ck_assert_int_ge(ep[1], 0);
+	if (ry__rail_watch(p.r[0], ep[0], (void *)&tags[0]) == -EOPNOTSUPP) {
+		/* the owner watches its fd (verbs) */
+		close(ep[0]);
+		close(ep[1]);
+		pair_close(&p);
+		return;
+	}
+	ck_assert_int_eq(ry__rail_watch(p.r[1], ep[0], (void *)&tags[1]), 0);
+	before = epoll_members(ep[0], &nested);
+	ck_assert_int_ge(before, 2);
+	ck_assert_int_eq(nested, 0);
+	pair_connect(&p);
+	watch_driven(&p, (int[]){ep[0], ep[0]}, tags, RY_WR_RDMA_WRITE, 4096);
+	watch_driven(&p, (int[]){ep[0], ep[0]}, tags, RY_WR_RDMA_READ, 1 << 20);
+	ck_assert_int_ge(epoll_members(ep[0], &nested), before);
+	ck_assert_int_eq(nested, 0);
+	ck_assert_int_eq(epoll_members(ep[1], &nested), 0);
+
+	/* rail 0 moves to a set of its own, and works from there */
+	before = epoll_members(ep[0], &nested);
+	ck_assert_int_eq(ry__rail_watch(p.r[0], ep[1], (void *)&tags[0]), 0);
+	ck_assert_int_gt(epoll_members(ep[1], &nested), 0);
+	ck_assert_int_eq(nested, 0);
+	ck_assert_int_eq(epoll_members(ep[0], &nested) +
+			     epoll_members(ep[1], &nested),
+			 before);
+	watch_driven(&p, (int[]){ep[1], ep[0]}, tags, RY_WR_RDMA_WRITE,
+		     1 << 20);
+
+	/* out: rail 1's set holds only its own; closing empties it */
+	ck_assert_int_eq(ry__rail_watch(p.r[0], -1, NULL), 0);
+	ck_assert_int_eq(epoll_members(ep[1], &nested), 0);
+	ck_assert_int_gt(epoll_members(ep[0], &nested), 0);
+	pair_close(&p);
+	ck_assert_int_eq(epoll_members(ep[0], &nested), 0);
+	close(ep[0]);
+	close(ep[1]);
+}
+END_TEST
+
 /* ---- CQs of their own (ry_qp_init.cq) ---- */
 
 /*
@@ -1971,6 +2107,7 @@ void rail_conformance_add(Suite *s)
 	tcase_add_test(tc, test_recv_too_small);
 	tcase_add_test(tc, test_link_events);
 	tcase_add_test(tc, test_fd_readable);
+	tcase_add_test(tc, test_watch);
 	tcase_add_test(tc, test_pending_after_progress);
 	tcase_add_test(tc, test_sends_idle);
 	tcase_add_test(tc, test_cq_per_qp);

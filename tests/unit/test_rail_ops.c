@@ -110,6 +110,7 @@ START_TEST(empty_slots_not_supported)
 
 	ck_assert_int_eq(ry__rail_query(r, &attr), -EOPNOTSUPP);
 	ck_assert_int_eq(ry__rail_fd(r), -EOPNOTSUPP);
+	ck_assert_int_eq(ry__rail_watch(r, -1, NULL), -EOPNOTSUPP);
 	ck_assert_int_eq(ry__rail_progress(r), -EOPNOTSUPP);
 	ck_assert_int_eq(ry__rail_get_event(r, &ev), -EOPNOTSUPP);
 	ck_assert_int_eq(ry__rail_alloc_pd(r, &pdp), -EOPNOTSUPP);
