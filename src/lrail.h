@@ -64,7 +64,9 @@ struct ry__lrail {
 	pthread_mutex_t lr_lock;  /* calls into lr_rail (LOCKING) */
 	uint64_t lr_caught_up_ns; /* ry__rail_catch_up(): last pass */
 	bool lr_polling;	  /* inside ry__poll_rail() (m_lock) */
-	bool lr_always;	       /* no fd or no pending(): run it every round */
+	/* no fd or no pending(): run it every round; set when the rail opens,
+	 * which may be in a slot a rail thread is already running */
+	atomic_bool lr_always;
 	bool lr_unpaired_said; /* a peer without its network was logged */
 	atomic_bool lr_kick;   /* posted to since the last progress */
 	/* a kick's progress left completions or events: the next round

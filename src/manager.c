@@ -201,9 +201,12 @@ int ry__lrail_open(struct ry_manager *m, unsigned i,
 	} else if (ret >= 0) {
 		ry__lrail_watch(lr, true);
 	}
-	lr->lr_always =
+	atomic_store_explicit(
+	    &lr->lr_always,
 	    ret < 0 || ry__rail_pending(lr->lr_rail) == -EOPNOTSUPP ||
-	    (lr->lr_cq[0] && ry__rail_cq_pending(lr->lr_cq[0]) == -EOPNOTSUPP);
+		(lr->lr_cq[0] &&
+		 ry__rail_cq_pending(lr->lr_cq[0]) == -EOPNOTSUPP),
+	    memory_order_relaxed);
 	return ry__recv_setup(lr);
 }
 
@@ -239,7 +242,7 @@ void ry__lrail_close(struct ry__lrail *lr)
 	lr->lr_active = 0;
 	lr->lr_connecting = 0;
 	lr->lr_link = RY_LINK_DOWN;
-	lr->lr_always = false;
+	atomic_store(&lr->lr_always, false);
 	atomic_store(&lr->lr_kick, false);
 	atomic_store(&lr->lr_left, false);
 	memset(&lr->lr_cfg, 0, sizeof(lr->lr_cfg));

@@ -174,7 +174,7 @@ static void rail_handover(struct ry__lrail *lr, uint64_t now, bool all)
  */
 static bool rail_due(struct ry__lrail *lr)
 {
-	return lr->lr_always ||
+	return atomic_load_explicit(&lr->lr_always, memory_order_relaxed) ||
 	       atomic_load_explicit(&lr->lr_kick, memory_order_relaxed) ||
 	       atomic_load_explicit(&lr->lr_left, memory_order_relaxed);
 }
@@ -297,7 +297,9 @@ void ry__kick(struct ry_manager *m)
 			 * extra round cost its depth-1 writes 3-8 % */
 			bool own;
 
-			if (rail_run(lr, &own) && !lr->lr_always &&
+			if (rail_run(lr, &own) &&
+			    !atomic_load_explicit(&lr->lr_always,
+						  memory_order_relaxed) &&
 			    lr->lr_attr.progress_quiet) {
 				atomic_store_explicit(&lr->lr_left, true,
 						      memory_order_relaxed);
