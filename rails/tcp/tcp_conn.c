@@ -152,6 +152,16 @@ static struct ry__tcp_qp *hello_match(struct ry__tcp_rail *r,
 	enum ry__tcp_bad bad = ry__tcp_wire_decode(p->hdr, &m);
 
 	*drop = true;
+	if (bad == RY__TCP_BAD_VERSION && !r->version_said) {
+		/* a node of another release: say why nothing connects */
+		r->version_said = true;
+		RY_WARN("tcp",
+			"rail %s: a connection from %s speaks tcp wire "
+			"version %u, this node %u: closed (both ends need the "
+			"same release; said once per rail)",
+			r->base.name, inet_ntoa(p->from.sin_addr),
+			ry__tcp_get_version(p->hdr), RY__TCP_WIRE_VERSION);
+	}
 	if (bad || m.opcode != RY__TCP_OP_HELLO) {
 		r->st.rx_bad_header++;
 		return NULL;

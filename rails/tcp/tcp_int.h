@@ -264,6 +264,7 @@ struct ry__tcp_rail {
 	enum ry_link_state link; /* set_link: an unplugged cable when DOWN */
 	bool cut; /* set_fault drop_all: a cable cut, no link event */
 	bool efd_set;
+	bool version_said; /* a HELLO of another wire version was logged */
 	/* in progress(): completions and events need no eventfd (the caller
 	 * asks pending() after it) */
 	bool in_progress;

@@ -12,6 +12,8 @@
  *                      untouched and carries data
  *   stale_hello        after a reconnect (new QPs), the old connection's
  *                      HELLO replayed is refused
+ *   old_version_hello  a HELLO of wire version 1 (an older release) is
+ *                      closed and said once a rail; the QPs still work
  *   garbage            a connection that sends no HELLO but bytes is
  *                      closed, and nothing lands
  *   pend_flood         more silent connections than the listener parks:
@@ -40,11 +42,13 @@
 #include <check.h>
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "railyard/railyard.h"
 #include "rail/rail_conformance.h"
 #include "rails/tcp/tcp_wire.h"
 #include "tcp/tcp_provider.h"
@@ -175,6 +179,55 @@ START_TEST(test_forged_hello)
 	}
 	xfer_check(&p, RY_WR_RDMA_WRITE, 1 << 20, 2);
 	xfer_check(&p, RY_WR_RDMA_READ, 1 << 20, 3);
+	pair_close(&p);
+}
+END_TEST
+
+/* Warnings the rail logged (ry_log_set_sink). */
+static char wlog[4][256];
+static unsigned wlog_n;
+
+static void wlog_sink(enum ry_log_level level, const char *component,
+		      const char *message, void *arg)
+{
+	(void)component;
+	(void)arg;
+	if (level <= RY_LOG_WARN && wlog_n < 4)
+		snprintf(wlog[wlog_n++], sizeof(wlog[0]), "%s", message);
+}
+
+/* A node of another release (wire version 1) connecting: closed, said
+ * once a rail, and the QPs' own connection unharmed. */
+START_TEST(test_old_version_hello)
+{
+	struct ry_test_pair p;
+	uint8_t h[RY__TCP_HDR_LEN];
+	int fd, b;
+
+	pair_open(&p);
+	pair_connect(&p);
+	b = 1 - active_side(&p);
+	wlog_n = 0;
+	ry_log_set_sink(wlog_sink, NULL);
+	for (int i = 0; i < 2; i++) {
+		struct ry__tcp_msg m = {.opcode = RY__TCP_OP_HELLO,
+					.qpn = p.qp[b]->qp_num,
+					.cookie = p.qp[b]->local.cookie,
+					.va = p.qp[1 - b]->local.cookie,
+					.rkey = p.qp[1 - b]->qp_num};
+
+		fd = raw_connect(&p, b);
+		ry__tcp_wire_encode(h, &m);
+		ry__tcp_put_version(h, 1);
+		ck_assert_int_eq(send(fd, h, sizeof(h), 0), (ssize_t)sizeof(h));
+		expect_closed(&p, fd);
+	}
+	ry_log_set_sink(NULL, NULL);
+	ck_assert_uint_eq(wlog_n, 1);
+	ck_assert_msg(strstr(wlog[0], "tcp wire version 1") &&
+			  strstr(wlog[0], "this node 2"),
+		      "%s", wlog[0]);
+	xfer_check(&p, RY_WR_RDMA_WRITE, 1 << 20, 2);
 	pair_close(&p);
 }
 END_TEST
@@ -744,6 +797,7 @@ int main(void)
 	tcase_add_test(tc, test_hello_before_rtr);
 	tcase_add_test(tc, test_forged_hello);
 	tcase_add_test(tc, test_stale_hello);
+	tcase_add_test(tc, test_old_version_hello);
 	tcase_add_test(tc, test_garbage);
 	tcase_add_test(tc, test_pend_flood);
 	tcase_add_test(tc, test_err_closes);
