@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 #include <check.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <errno.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 #include <time.h>
 
 #include "rail_fixture.h"
+#include "railyard/railyard.h"
 
 const struct ry_test_provider *ry_test_provider;
 bool ry_test_own_cq;
@@ -281,4 +283,28 @@ bool ry_test_ip_bad_config(void (*config)(struct ry_rail_config *, int),
 	default:
 		return false;
 	}
+}
+
+char test_warn[TEST_WARN_MAX][256];
+unsigned test_warn_n;
+
+static void warn_sink(enum ry_log_level level, const char *component,
+		      const char *message, void *arg)
+{
+	(void)component;
+	(void)arg;
+	if (level <= RY_LOG_WARN && test_warn_n < TEST_WARN_MAX)
+		snprintf(test_warn[test_warn_n++], sizeof(test_warn[0]), "%s",
+			 message);
+}
+
+void test_warn_capture(void)
+{
+	test_warn_n = 0;
+	ry_log_set_sink(warn_sink, NULL);
+}
+
+void test_warn_end(void)
+{
+	ry_log_set_sink(NULL, NULL);
 }

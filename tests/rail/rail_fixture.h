@@ -110,4 +110,12 @@ uint64_t test_now_ms(void);
 void *test_buf(size_t len, unsigned seed);
 void test_fill(void *buf, size_t len, unsigned seed);
 
+/* Warnings and errors logged from test_warn_capture() on (ry_log_set_sink;
+ * the first TEST_WARN_MAX, each cut to 255 bytes) until test_warn_end(). */
+#define TEST_WARN_MAX 4
+extern char test_warn[TEST_WARN_MAX][256];
+extern unsigned test_warn_n;
+void test_warn_capture(void);
+void test_warn_end(void);
+
 #endif

@@ -909,19 +909,6 @@ START_TEST(test_mac_unexpected)
 }
 END_TEST
 
-/* Log lines the soft rail wrote (ry_log_set_sink). */
-static char wlog[4][256];
-static unsigned wlog_n;
-
-static void wlog_sink(enum ry_log_level level, const char *component,
-		      const char *message, void *arg)
-{
-	(void)component;
-	(void)arg;
-	if (level <= RY_LOG_WARN && wlog_n < 4)
-		snprintf(wlog[wlog_n++], sizeof(wlog[0]), "%s", message);
-}
-
 /* A valid packet of wire version 2 (a build with a 56-byte header): dropped
  * like any bad header, nothing touched, and said once per rail, naming
  * the versions, however many arrive. */
@@ -931,20 +918,19 @@ START_TEST(test_old_version_said_once)
 	size_t len;
 
 	forge_setup(&F);
-	wlog_n = 0;
-	ry_log_set_sink(wlog_sink, NULL);
+	test_warn_capture();
 	len = forge_build(&F, &F.f);
 	F.pkt[0] = 2;
 	reseal(F.pkt, len);
 	for (int i = 0; i < 3; i++)
 		forge_inject(&F, len, 0);
-	ry_log_set_sink(NULL, NULL);
+	test_warn_end();
 	ck_assert_uint_eq(STAT(F.p.r[1], rx_bad_header), 3);
 	ck_assert(!memcmp(F.buf, F.snap, sizeof(F.snap)));
-	ck_assert_uint_eq(wlog_n, 1);
-	ck_assert_msg(strstr(wlog[0], "soft wire version 2") &&
-			  strstr(wlog[0], "speaks 3"),
-		      "%s", wlog[0]);
+	ck_assert_uint_eq(test_warn_n, 1);
+	ck_assert_msg(strstr(test_warn[0], "soft wire version 2") &&
+			  strstr(test_warn[0], "speaks 3"),
+		      "%s", test_warn[0]);
 	/* and the connection still works */
 	xfer_check(&F.p, RY_WR_RDMA_WRITE, 5000, 1);
 	forge_teardown(&F);

@@ -183,19 +183,6 @@ START_TEST(test_forged_hello)
 }
 END_TEST
 
-/* Warnings the rail logged (ry_log_set_sink). */
-static char wlog[4][256];
-static unsigned wlog_n;
-
-static void wlog_sink(enum ry_log_level level, const char *component,
-		      const char *message, void *arg)
-{
-	(void)component;
-	(void)arg;
-	if (level <= RY_LOG_WARN && wlog_n < 4)
-		snprintf(wlog[wlog_n++], sizeof(wlog[0]), "%s", message);
-}
-
 /* A node of another release (wire version 1) connecting: closed, said
  * once a rail, and the QPs' own connection unharmed. */
 START_TEST(test_old_version_hello)
@@ -207,8 +194,7 @@ START_TEST(test_old_version_hello)
 	pair_open(&p);
 	pair_connect(&p);
 	b = 1 - active_side(&p);
-	wlog_n = 0;
-	ry_log_set_sink(wlog_sink, NULL);
+	test_warn_capture();
 	for (int i = 0; i < 2; i++) {
 		struct ry__tcp_msg m = {.opcode = RY__TCP_OP_HELLO,
 					.qpn = p.qp[b]->qp_num,
@@ -222,11 +208,11 @@ START_TEST(test_old_version_hello)
 		ck_assert_int_eq(send(fd, h, sizeof(h), 0), (ssize_t)sizeof(h));
 		expect_closed(&p, fd);
 	}
-	ry_log_set_sink(NULL, NULL);
-	ck_assert_uint_eq(wlog_n, 1);
-	ck_assert_msg(strstr(wlog[0], "tcp wire version 1") &&
-			  strstr(wlog[0], "this node 2"),
-		      "%s", wlog[0]);
+	test_warn_end();
+	ck_assert_uint_eq(test_warn_n, 1);
+	ck_assert_msg(strstr(test_warn[0], "tcp wire version 1") &&
+			  strstr(test_warn[0], "this node 2"),
+		      "%s", test_warn[0]);
 	xfer_check(&p, RY_WR_RDMA_WRITE, 1 << 20, 2);
 	pair_close(&p);
 }
