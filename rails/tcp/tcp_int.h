@@ -234,6 +234,7 @@ struct ry__tcp_qp {
 	/* RY__TCP_F_MORE: requester, marked requests in a row; responder,
 	 * the cumulative ACK it owes (owed_psn) for owed_n marked ones */
 	unsigned more_run, owed_n;
+	uint32_t more_bytes;
 	uint32_t owed_psn;
 
 	struct ry__tcp_conn c;

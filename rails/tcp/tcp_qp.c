@@ -259,6 +259,7 @@ static int to_rtr(struct ry__tcp_qp *qp, const struct ry_qp_attr *attr)
 	qp->exp_psn = rem->psn;
 	qp->rnr_dropping = false;
 	qp->more_run = qp->owed_n = 0;
+	qp->more_bytes = 0;
 	qp->c.active = we_connect(qp);
 	/* in RTR already while connecting: a HELLO parked before now
 	 * (tcp_conn.c) matches only a QP in RTR */
@@ -463,8 +464,8 @@ static bool head_check(struct ry__tcp_qp *qp)
  * A request is about to queue behind the last entry of the transmit queue:
  * when that is a request not yet started, it need not ask for its ACK
  * (RY__TCP_F_MORE), this one follows on the stream, except every
- * RY__TCP_MORE_RUN-th in a row, so that some ACK comes while the queue
- * stays full.
+ * RY__TCP_MORE_RUN-th in a row or past RY__TCP_MORE_BYTES, so that some
+ * ACK comes while the queue stays full.
  */
 static void mark_more(struct ry__tcp_qp *qp)
 {
@@ -474,12 +475,15 @@ static void mark_more(struct ry__tcp_qp *qp)
 	if (qp->c.tx_tail == qp->c.tx_head || t->kind != RY__TCP_TX_REQ ||
 	    t->cancel || (prev == qp->c.tx_head && qp->c.tx_off) ||
 	    ry__tcp_get_opcode(t->hdr) == RY__TCP_OP_READ_REQ ||
-	    qp->more_run + 1 >= RY__TCP_MORE_RUN) {
+	    qp->more_run + 1 >= RY__TCP_MORE_RUN ||
+	    qp->more_bytes + t->len > RY__TCP_MORE_BYTES) {
 		qp->more_run = 0;
+		qp->more_bytes = 0;
 		return;
 	}
 	ry__tcp_put_flags(t->hdr, RY__TCP_F_MORE);
 	qp->more_run++;
+	qp->more_bytes += t->len;
 }
 
 void ry__tcp_req_fill(struct ry__tcp_qp *qp)

@@ -39,8 +39,11 @@
  * RY__TCP_F_MORE on a request says that the sender had the next request
  * queued behind it on the stream already: its ACK may wait for theirs
  * (IB's AckReq, inverted so that an unmarked request is answered at
- * once).  The sender marks at most RY__TCP_MORE_RUN requests in a row, so
- * every few requests one asks for the cumulative ACK; the receiver sends
+ * once).  The sender marks fewer than RY__TCP_MORE_RUN requests in a row
+ * and at most RY__TCP_MORE_BYTES of payload, so every few requests one
+ * asks for the cumulative ACK (an ACK is late by at most that many bytes
+ * at the link's rate, behind the WR that asks: the answer timer's
+ * defaults allow for that on links of 25 Mbit/s and up); the receiver sends
  * what it owes before any other answer (a NAK or a READ response names
  * the oldest request still open) and after RY__TCP_MORE_RUN marked ones
  * in any case.  A WR's completion then waits for at most that many
@@ -73,8 +76,10 @@ enum ry__tcp_op {
 
 /* flags */
 #define RY__TCP_F_MORE 0x01 /* the next request follows: the ACK may wait */
-/* Marked requests in a row at most (RY__TCP_F_MORE). */
+/* Marked requests in a row at most (RY__TCP_F_MORE), and their payload
+ * bytes: an ACK waits for at most this much more data on the wire. */
 #define RY__TCP_MORE_RUN 4
+#define RY__TCP_MORE_BYTES (256u << 10)
 
 enum ry__tcp_syn {
 	RY__TCP_SYN_OK = 0,

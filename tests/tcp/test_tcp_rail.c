@@ -36,7 +36,8 @@
  *                      ACK, before a READ response or a NAK, and every
  *                      RY__TCP_MORE_RUN in any case
  *   more_requester     WRs queued together: all but the last marked, at
- *                      most RY__TCP_MORE_RUN - 1 in a row; a lone WR not
+ *                      most RY__TCP_MORE_RUN - 1 in a row and
+ *                      RY__TCP_MORE_BYTES; a lone WR not
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -700,7 +701,9 @@ END_TEST
 START_TEST(test_more_requester)
 {
 	enum { N = 6 };
+	static uint8_t sink[40 << 10]; /* 200 KiB in five */
 	struct ry_send_wr wrs[N];
+	struct region big;
 	struct ry_test_pair p;
 	struct ry__tcp_msg m;
 	struct region r;
@@ -750,6 +753,42 @@ START_TEST(test_more_requester)
 		ck_assert_int_eq(wc.status, RY_WC_SUCCESS);
 		ck_assert_uint_eq(wc.wr_id, (uint64_t)i);
 	}
+	/* past RY__TCP_MORE_BYTES: three WRs of 200 KiB queued together,
+	 * the first marked (200 KiB), the second not (it would make 400),
+	 * the last not (the last) */
+	region_get(&p, b, &big, 200 << 10, 8, ALL);
+	for (i = 0; i < 3; i++)
+		wrs[i] = (struct ry_send_wr){
+		    .wr_id = 20 + (uint64_t)i,
+		    .opcode = RY_WR_RDMA_WRITE,
+		    .sge = {(uintptr_t)big.mr->addr, 200 << 10, big.mr->lkey},
+		    .remote_addr = 0x1000,
+		    .rkey = 1,
+		};
+	ck_assert_int_eq(ry__rail_post_send(p.qp[b], wrs, 3), 0);
+	pair_progress(&p);
+	for (i = 0; i < 3; i++) {
+		next_answer(&p, fd, &m);
+		ck_assert_int_eq(m.opcode, RY__TCP_OP_WRITE);
+		ck_assert_uint_eq(m.len, 200 << 10);
+		ck_assert_msg(!m.flags == (i != 0),
+			      "WR %d of 200 KiB: flags %u", i, m.flags);
+		for (uint32_t got = 0; got < m.len; got += sizeof(sink))
+			raw_recv(&p, fd, sink, sizeof(sink));
+	}
+	{
+		struct ry__tcp_msg am = {.opcode = RY__TCP_OP_ACK,
+					 .qpn = p.qp[b]->qp_num,
+					 .cookie = p.qp[b]->local.cookie,
+					 .psn = m.psn};
+
+		ry__tcp_wire_encode(h, &am);
+		ck_assert_int_eq(send(fd, h, sizeof(h), 0), (ssize_t)sizeof(h));
+	}
+	for (i = 0; i < 3; i++) {
+		pair_wait_wc(&p, b, &wc, 5000);
+		ck_assert_int_eq(wc.status, RY_WC_SUCCESS);
+	}
 	/* a lone WR is never marked */
 	{
 		struct ry_send_wr wr = {
@@ -766,6 +805,7 @@ START_TEST(test_more_requester)
 		ck_assert_int_eq(m.flags, 0);
 	}
 	close(fd);
+	region_put(&big);
 	region_put(&r);
 	pair_close(&p);
 }
