@@ -439,20 +439,8 @@ void ry__tcp_txq_ack(struct ry__tcp_qp *qp, uint32_t psn)
 	queue_ack(qp, psn, 0, RY__TCP_TX_ACK);
 }
 
-/* The ACK held back for requests marked RY__TCP_F_MORE, before any other
- * answer: the requester takes a NAK or a READ response only for its
- * oldest open request. */
-void ry__tcp_ack_owed(struct ry__tcp_qp *qp)
-{
-	if (!qp->owed_n)
-		return;
-	qp->owed_n = 0;
-	ry__tcp_txq_ack(qp, qp->owed_psn);
-}
-
 void ry__tcp_txq_nak(struct ry__tcp_qp *qp, uint32_t psn, uint8_t syn)
 {
-	ry__tcp_ack_owed(qp);
 	if (!queue_ack(qp, psn, syn, RY__TCP_TX_NAK))
 		return;
 	if (syn == RY__TCP_SYN_RNR)

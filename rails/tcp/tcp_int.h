@@ -231,11 +231,6 @@ struct ry__tcp_qp {
 
 	uint32_t exp_psn;  /* responder: the PSN it takes next */
 	bool rnr_dropping; /* after an RNR NAK: drop until exp_psn */
-	/* RY__TCP_F_MORE: requester, marked requests in a row; responder,
-	 * the cumulative ACK it owes (owed_psn) for owed_n marked ones */
-	unsigned more_run, owed_n;
-	uint32_t more_bytes;
-	uint32_t owed_psn;
 
 	struct ry__tcp_conn c;
 };
@@ -354,7 +349,6 @@ void ry__tcp_conn_tx(struct ry__tcp_qp *qp);
 struct ry__tcp_txe *ry__tcp_txq_slot(struct ry__tcp_qp *qp);
 void ry__tcp_txq_commit(struct ry__tcp_qp *qp);
 void ry__tcp_txq_ack(struct ry__tcp_qp *qp, uint32_t psn);
-void ry__tcp_ack_owed(struct ry__tcp_qp *qp);
 void ry__tcp_txq_nak(struct ry__tcp_qp *qp, uint32_t psn, uint8_t syn);
 /* Rewound requests not yet started: skipped. */
 void ry__tcp_txq_cancel_reqs(struct ry__tcp_qp *qp);

@@ -258,8 +258,6 @@ static int to_rtr(struct ry__tcp_qp *qp, const struct ry_qp_attr *attr)
 	qp->peer.sin_port = htons(rem->udp_port);
 	qp->exp_psn = rem->psn;
 	qp->rnr_dropping = false;
-	qp->more_run = qp->owed_n = 0;
-	qp->more_bytes = 0;
 	qp->c.active = we_connect(qp);
 	/* in RTR already while connecting: a HELLO parked before now
 	 * (tcp_conn.c) matches only a QP in RTR */
@@ -460,32 +458,6 @@ static bool head_check(struct ry__tcp_qp *qp)
 	return true;
 }
 
-/*
- * A request is about to queue behind the last entry of the transmit queue:
- * when that is a request not yet started, it need not ask for its ACK
- * (RY__TCP_F_MORE), this one follows on the stream, except every
- * RY__TCP_MORE_RUN-th in a row or past RY__TCP_MORE_BYTES, so that some
- * ACK comes while the queue stays full.
- */
-static void mark_more(struct ry__tcp_qp *qp)
-{
-	uint32_t prev = qp->c.tx_tail - 1;
-	struct ry__tcp_txe *t = &qp->c.txq[prev & (RY__TCP_TXQ - 1)];
-
-	if (qp->c.tx_tail == qp->c.tx_head || t->kind != RY__TCP_TX_REQ ||
-	    t->cancel || (prev == qp->c.tx_head && qp->c.tx_off) ||
-	    ry__tcp_get_opcode(t->hdr) == RY__TCP_OP_READ_REQ ||
-	    qp->more_run + 1 >= RY__TCP_MORE_RUN ||
-	    qp->more_bytes + t->len > RY__TCP_MORE_BYTES) {
-		qp->more_run = 0;
-		qp->more_bytes = 0;
-		return;
-	}
-	ry__tcp_put_flags(t->hdr, RY__TCP_F_MORE);
-	qp->more_run++;
-	qp->more_bytes += t->len;
-}
-
 void ry__tcp_req_fill(struct ry__tcp_qp *qp)
 {
 	struct ry__tcp_rail *r = tqp_rail(qp);
@@ -552,7 +524,6 @@ void ry__tcp_req_fill(struct ry__tcp_qp *qp)
 		    w->wr.opcode == RY_WR_SEND_IMM)
 			m.imm = w->wr.imm_data;
 		ry__tcp_wire_encode(t->hdr, &m);
-		mark_more(qp);
 		t->kind = RY__TCP_TX_REQ;
 		t->idx = qp->sq_next;
 		if (m.len) {
@@ -645,7 +616,6 @@ static bool rx_request(struct ry__tcp_qp *qp)
 			r->st.rx_access_err++;
 			return resp_fatal(qp, RY__TCP_SYN_ACCESS);
 		}
-		ry__tcp_ack_owed(qp); /* the response names the oldest open */
 		t = ry__tcp_txq_slot(qp);
 		if (!t || qp->c.tx_tail - qp->c.tx_head - qp->c.tx_reqs >=
 			      RY__TCP_TXQ - RY__TCP_TXQ_REQ)
@@ -876,13 +846,6 @@ void ry__tcp_rx_done(struct ry__tcp_qp *qp)
 				      m->len, imm, m->imm);
 		}
 		qp->exp_psn = ry__soft_psn_add(qp->exp_psn, 1);
-		if ((m->flags & RY__TCP_F_MORE) &&
-		    qp->owed_n + 1 < RY__TCP_MORE_RUN) {
-			qp->owed_psn = m->psn;
-			qp->owed_n++;
-			break;
-		}
-		qp->owed_n = 0;
 		ry__tcp_txq_ack(qp, m->psn);
 		break;
 	case RY__TCP_DONE_READ_RESP:

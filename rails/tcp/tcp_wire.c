@@ -7,7 +7,6 @@ const char *const ry__tcp_bad_names[RY__TCP_BAD__MAX] = {
     [RY__TCP_BAD_OPCODE] = "opcode", [RY__TCP_BAD_RSVD] = "reserved bits",
     [RY__TCP_BAD_QPN] = "qpn",	     [RY__TCP_BAD_PSN] = "psn",
     [RY__TCP_BAD_LEN] = "length",    [RY__TCP_BAD_SYNDROME] = "syndrome",
-    [RY__TCP_BAD_FLAGS] = "flags",
 };
 
 enum ry__tcp_bad ry__tcp_wire_decode(const uint8_t *h, struct ry__tcp_msg *m)
@@ -17,15 +16,8 @@ enum ry__tcp_bad ry__tcp_wire_decode(const uint8_t *h, struct ry__tcp_msg *m)
 	m->opcode = ry__tcp_get_opcode(h);
 	if (m->opcode < RY__TCP_OP_HELLO || m->opcode >= RY__TCP_OP__MAX)
 		return RY__TCP_BAD_OPCODE;
-	if (ry__tcp_get_rsvd2(h))
+	if (ry__tcp_get_rsvd(h) || ry__tcp_get_rsvd2(h))
 		return RY__TCP_BAD_RSVD;
-	m->flags = ry__tcp_get_flags(h);
-	if (m->flags & ~RY__TCP_F_MORE)
-		return RY__TCP_BAD_FLAGS;
-	if (m->flags && m->opcode != RY__TCP_OP_WRITE &&
-	    m->opcode != RY__TCP_OP_WRITE_IMM && m->opcode != RY__TCP_OP_SEND &&
-	    m->opcode != RY__TCP_OP_SEND_IMM)
-		return RY__TCP_BAD_FLAGS;
 	m->syndrome = ry__tcp_get_syndrome(h);
 	m->qpn = ry__tcp_get_qpn(h);
 	m->psn = ry__tcp_get_psn(h);

@@ -10,8 +10,7 @@
  *                      connection
  *     1    1 opcode    enum ry__tcp_op
  *     2    1 syndrome  ACK only: enum ry__tcp_syn; 0 elsewhere
- *     3    1 flags     RY__TCP_F_MORE on WRITE[_IMM] and SEND[_IMM] only;
- *                      0 elsewhere
+ *     3    1 rsvd      must be 0
  *     4    4 qpn       destination QPN, 24 bits
  *     8    4 psn       24 bits: one PSN per message (per WR)
  *    12    4 len       payload bytes following this header
@@ -35,20 +34,6 @@
  * other than OK is a NAK of that PSN: RNR (no receive posted: the sender
  * retries from that PSN after min_rnr_timer, the receiver drops every
  * request until the retry arrives) or a fatal one.
- *
- * RY__TCP_F_MORE on a request says that the sender had the next request
- * queued behind it on the stream already: its ACK may wait for theirs
- * (IB's AckReq, inverted so that an unmarked request is answered at
- * once).  The sender marks fewer than RY__TCP_MORE_RUN requests in a row
- * and at most RY__TCP_MORE_BYTES of payload, so every few requests one
- * asks for the cumulative ACK (an ACK is late by at most that many bytes
- * at the link's rate, behind the WR that asks: the answer timer's
- * defaults allow for that on links of 25 Mbit/s and up); the receiver sends
- * what it owes before any other answer (a NAK or a READ response names
- * the oldest request still open) and after RY__TCP_MORE_RUN marked ones
- * in any case.  A WR's completion then waits for at most that many
- * requests after it, and only while more are already on their way; the
- * last request queued always asks at once, so depth 1 waits for nothing.
  */
 #ifndef RAILYARD_TCP_WIRE_H
 #define RAILYARD_TCP_WIRE_H
@@ -57,7 +42,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define RY__TCP_WIRE_VERSION 2
+#define RY__TCP_WIRE_VERSION 1
 #define RY__TCP_HDR_LEN 48
 /* No message carries more (a WR's length is below it too). */
 #define RY__TCP_MAX_MSG (1u << 30)
@@ -74,13 +59,6 @@ enum ry__tcp_op {
 	RY__TCP_OP__MAX
 };
 
-/* flags */
-#define RY__TCP_F_MORE 0x01 /* the next request follows: the ACK may wait */
-/* Marked requests in a row at most (RY__TCP_F_MORE), and their payload
- * bytes: an ACK waits for at most this much more data on the wire. */
-#define RY__TCP_MORE_RUN 4
-#define RY__TCP_MORE_BYTES (256u << 10)
-
 enum ry__tcp_syn {
 	RY__TCP_SYN_OK = 0,
 	RY__TCP_SYN_RNR,     /* no receive posted: retry later */
@@ -92,7 +70,7 @@ enum ry__tcp_syn {
 
 /* A decoded header, host order. */
 struct ry__tcp_msg {
-	uint8_t opcode, syndrome, flags;
+	uint8_t opcode, syndrome;
 	uint32_t qpn, psn, len;
 	uint64_t cookie, va;
 	uint32_t rkey, imm, rlen;
@@ -135,13 +113,9 @@ static inline void ry__tcp_put_syndrome(uint8_t *h, uint8_t v)
 {
 	h[2] = v;
 }
-static inline uint8_t ry__tcp_get_flags(const uint8_t *h)
+static inline uint8_t ry__tcp_get_rsvd(const uint8_t *h)
 {
 	return h[3];
-}
-static inline void ry__tcp_put_flags(uint8_t *h, uint8_t v)
-{
-	h[3] = v;
 }
 RY__TCP_FIELD(qpn, uint32_t, 4, 32)
 RY__TCP_FIELD(psn, uint32_t, 8, 32)
@@ -160,7 +134,7 @@ static inline void ry__tcp_wire_encode(uint8_t *h, const struct ry__tcp_msg *m)
 	ry__tcp_put_version(h, RY__TCP_WIRE_VERSION);
 	ry__tcp_put_opcode(h, m->opcode);
 	ry__tcp_put_syndrome(h, m->syndrome);
-	ry__tcp_put_flags(h, m->flags);
+	h[3] = 0;
 	ry__tcp_put_qpn(h, m->qpn);
 	ry__tcp_put_psn(h, m->psn);
 	ry__tcp_put_len(h, m->len);
@@ -178,7 +152,6 @@ enum ry__tcp_bad {
 	RY__TCP_BAD_VERSION,
 	RY__TCP_BAD_OPCODE,
 	RY__TCP_BAD_RSVD,
-	RY__TCP_BAD_FLAGS,
 	RY__TCP_BAD_QPN,
 	RY__TCP_BAD_PSN,
 	RY__TCP_BAD_LEN,

@@ -12,8 +12,8 @@
  *                      untouched and carries data
  *   stale_hello        after a reconnect (new QPs), the old connection's
  *                      HELLO replayed is refused
- *   old_version_hello  a HELLO of wire version 1 (an older release) is
- *                      closed and said once a rail; the QPs still work
+ *   old_version_hello  a HELLO of another wire version (a newer release's)
+ *                      is closed and said once a rail; the QPs still work
  *   garbage            a connection that sends no HELLO but bytes is
  *                      closed, and nothing lands
  *   pend_flood         more silent connections than the listener parks:
@@ -31,13 +31,6 @@
  *                      header behind it, a header-only READ and a WRITE
  *                      in one segment: each lands whole, where its header
  *                      says and nowhere else, and is answered in order
- *   flags_decode       RY__TCP_F_MORE only on WRITE and SEND, no other bit
- *   more_responder     a request marked MORE is answered by the next one's
- *                      ACK, before a READ response or a NAK, and every
- *                      RY__TCP_MORE_RUN in any case
- *   more_requester     WRs queued together: all but the last marked, at
- *                      most RY__TCP_MORE_RUN - 1 in a row and
- *                      RY__TCP_MORE_BYTES; a lone WR not
  */
 #include <arpa/inet.h>
 #include <check.h>
@@ -184,7 +177,7 @@ START_TEST(test_forged_hello)
 }
 END_TEST
 
-/* A node of another release (wire version 1) connecting: closed, said
+/* A node of another release (wire version 2) connecting: closed, said
  * once a rail, and the QPs' own connection unharmed. */
 START_TEST(test_old_version_hello)
 {
@@ -205,14 +198,14 @@ START_TEST(test_old_version_hello)
 
 		fd = raw_connect(&p, b);
 		ry__tcp_wire_encode(h, &m);
-		ry__tcp_put_version(h, 1);
+		ry__tcp_put_version(h, RY__TCP_WIRE_VERSION + 1);
 		ck_assert_int_eq(send(fd, h, sizeof(h), 0), (ssize_t)sizeof(h));
 		expect_closed(&p, fd);
 	}
 	test_warn_end();
 	ck_assert_uint_eq(test_warn_n, 1);
-	ck_assert_msg(strstr(test_warn[0], "tcp wire version 1") &&
-			  strstr(test_warn[0], "this node 2"),
+	ck_assert_msg(strstr(test_warn[0], "tcp wire version 2") &&
+			  strstr(test_warn[0], "this node 1"),
 		      "%s", test_warn[0]);
 	xfer_check(&p, RY_WR_RDMA_WRITE, 1 << 20, 2);
 	pair_close(&p);
@@ -377,32 +370,6 @@ static void raw_msg(uint8_t *h, struct ry_qp *to, uint32_t psn, uint8_t op,
 	ry__tcp_wire_encode(h, &m);
 }
 
-/*
- * qp[*b] in RTS, connected to a raw socket (returned) that speaks for
- * qp[*a], which stays in INIT: a HELLO as qp[*a] would send it.
- */
-static int raw_peer(struct ry_test_pair *p, int *a, int *b)
-{
-	struct ry_qp_attr at;
-	int fd;
-
-	pair_defaults(p);
-	pair_create_qps(p);
-	*a = active_side(p);
-	*b = 1 - *a;
-	at = p->attr;
-	at.mtu = p->mtu;
-	at.remote = p->qp[*a]->local;
-	ck_assert_int_eq(ry__rail_modify_qp(p->qp[*b], RY_QPS_INIT, &at), 0);
-	ck_assert_int_eq(pair_to_rtr(p->qp[*b], &at), 0);
-	ck_assert_int_eq(ry__rail_modify_qp(p->qp[*b], RY_QPS_RTS, &at), 0);
-	fd = raw_connect(p, *b);
-	send_hello(fd, p->qp[*b]->qp_num, p->qp[*b]->local.cookie,
-		   p->qp[*a]->qp_num, p->qp[*a]->local.cookie);
-	pair_spin(p, 20);
-	return fd;
-}
-
 /* Send len bytes of s in pieces ending at cuts[] (ascending, < len), the
  * rail run between them so that it reads each piece alone. */
 static void send_cut(struct ry_test_pair *p, int fd, const uint8_t *s,
@@ -505,6 +472,7 @@ START_TEST(test_split_stream)
 {
 	enum { LEN = 1000, MSG = RY__TCP_HDR_LEN + LEN };
 	struct ry_test_pair p;
+	struct ry_qp_attr at;
 	struct region r;
 	struct ry__tcp_msg m;
 	uint8_t s[4 * MSG + RY__TCP_HDR_LEN], *snap, *pay;
@@ -518,10 +486,24 @@ START_TEST(test_split_stream)
 			       2 * MSG + RY__TCP_HDR_LEN};
 
 	pair_open(&p);
-	fd = raw_peer(&p, &a, &b);
+	pair_defaults(&p);
+	pair_create_qps(&p);
+	a = active_side(&p);
+	b = 1 - a;
+	/* qp[a] stays in INIT: the raw socket speaks for it */
+	at = p.attr;
+	at.mtu = p.mtu;
+	at.remote = p.qp[a]->local;
+	ck_assert_int_eq(ry__rail_modify_qp(p.qp[b], RY_QPS_INIT, &at), 0);
+	ck_assert_int_eq(pair_to_rtr(p.qp[b], &at), 0);
+	ck_assert_int_eq(ry__rail_modify_qp(p.qp[b], RY_QPS_RTS, &at), 0);
 	region_get(&p, b, &r, 4 * LEN, 7, ALL);
 	snap = malloc(4 * LEN + 2 * GUARD);
 	memcpy(snap, r.buf, 4 * LEN + 2 * GUARD);
+	fd = raw_connect(&p, b);
+	send_hello(fd, p.qp[b]->qp_num, p.qp[b]->local.cookie, p.qp[a]->qp_num,
+		   p.qp[a]->local.cookie);
+	pair_spin(&p, 20);
 	psn = p.qp[a]->local.psn;
 	for (int i = 0; i < 4; i++) {
 		pay = s + i * MSG + RY__TCP_HDR_LEN;
@@ -553,264 +535,6 @@ START_TEST(test_split_stream)
 }
 END_TEST
 
-/* The next message the rail sends the raw peer: its header, decoded. */
-static void next_answer(struct ry_test_pair *p, int fd, struct ry__tcp_msg *m)
-{
-	uint8_t h[RY__TCP_HDR_LEN];
-
-	raw_recv(p, fd, h, sizeof(h));
-	ck_assert_int_eq(ry__tcp_wire_decode(h, m), 0);
-}
-
-/* Nothing from the rail while it runs for ms. */
-static void expect_silence(struct ry_test_pair *p, int fd, int ms)
-{
-	uint64_t end = test_now_ms() + (uint64_t)ms;
-	char c;
-
-	while (test_now_ms() < end) {
-		pair_progress(p);
-		ck_assert_msg(recv(fd, &c, 1, MSG_DONTWAIT | MSG_PEEK) < 0 &&
-				  errno == EAGAIN,
-			      "the rail answered a request marked MORE");
-		usleep(1000);
-	}
-}
-
-/* One marked (RY__TCP_F_MORE) or unmarked WRITE of the raw peer. */
-static void raw_write(struct ry_test_pair *p, int fd, struct ry_qp *to,
-		      uint32_t psn, bool more, struct region *r, size_t off)
-{
-	uint8_t h[RY__TCP_HDR_LEN + 64];
-
-	raw_msg(h, to, psn, RY__TCP_OP_WRITE, r, off, 64);
-	if (more)
-		ry__tcp_put_flags(h, RY__TCP_F_MORE);
-	memset(h + RY__TCP_HDR_LEN, (int)(psn & 0xff), 64);
-	ck_assert_int_eq(send(fd, h, sizeof(h), 0), (ssize_t)sizeof(h));
-	pair_spin(p, 2);
-}
-
-/* The decoder takes RY__TCP_F_MORE on WRITE and SEND only, and no other
- * bit. */
-START_TEST(test_flags_decode)
-{
-	static const uint8_t ops[] = {
-	    RY__TCP_OP_HELLO,	  RY__TCP_OP_WRITE,    RY__TCP_OP_WRITE_IMM,
-	    RY__TCP_OP_SEND,	  RY__TCP_OP_SEND_IMM, RY__TCP_OP_READ_REQ,
-	    RY__TCP_OP_READ_RESP, RY__TCP_OP_ACK,
-	};
-	uint8_t h[RY__TCP_HDR_LEN];
-	struct ry__tcp_msg m;
-
-	for (unsigned i = 0; i < sizeof(ops); i++) {
-		struct ry__tcp_msg in = {.opcode = ops[i], .qpn = 5, .psn = 9};
-		bool may =
-		    ops[i] >= RY__TCP_OP_WRITE && ops[i] <= RY__TCP_OP_SEND_IMM;
-
-		if (ops[i] == RY__TCP_OP_HELLO)
-			in.rkey = 6;
-		ry__tcp_wire_encode(h, &in);
-		ck_assert_int_eq(ry__tcp_wire_decode(h, &m), 0);
-		ck_assert_int_eq(m.flags, 0);
-		ry__tcp_put_flags(h, RY__TCP_F_MORE);
-		ck_assert_int_eq(ry__tcp_wire_decode(h, &m),
-				 may ? RY__TCP_BAD_NONE : RY__TCP_BAD_FLAGS);
-		if (may)
-			ck_assert_int_eq(m.flags, RY__TCP_F_MORE);
-		ry__tcp_put_flags(h, 0x02);
-		ck_assert_int_eq(ry__tcp_wire_decode(h, &m), RY__TCP_BAD_FLAGS);
-	}
-}
-END_TEST
-
-/*
- * The responder and RY__TCP_F_MORE: a marked WRITE's ACK waits for the
- * next request's (one cumulative ACK), is sent before a READ response or
- * a NAK (the requester takes those only for its oldest open request), and
- * a peer marking every request still gets an ACK every RY__TCP_MORE_RUN.
- */
-START_TEST(test_more_responder)
-{
-	struct ry_test_pair p;
-	struct ry__tcp_msg m;
-	struct region r;
-	uint8_t h[RY__TCP_HDR_LEN];
-	uint32_t psn;
-	int a, b, fd, i;
-
-	pair_open(&p);
-	fd = raw_peer(&p, &a, &b);
-	region_get(&p, b, &r, 4096, 7, ALL);
-	psn = p.qp[a]->local.psn;
-	/* two marked, then one not: one ACK, for the third */
-	raw_write(&p, fd, p.qp[b], psn, true, &r, 0);
-	expect_silence(&p, fd, 50);
-	raw_write(&p, fd, p.qp[b], psn + 1, true, &r, 64);
-	expect_silence(&p, fd, 20);
-	raw_write(&p, fd, p.qp[b], psn + 2, false, &r, 128);
-	next_answer(&p, fd, &m);
-	ck_assert_int_eq(m.opcode, RY__TCP_OP_ACK);
-	ck_assert_uint_eq(m.psn, (psn + 2) & 0xffffff);
-	for (i = 0; i < 3; i++)
-		ck_assert_uint_eq(r.buf[GUARD + (size_t)i * 64],
-				  (uint8_t)((psn + (uint32_t)i) & 0xff));
-	/* a marked WRITE, then a READ: its ACK, then the response */
-	raw_write(&p, fd, p.qp[b], psn + 3, true, &r, 192);
-	raw_msg(h, p.qp[b], psn + 4, RY__TCP_OP_READ_REQ, &r, 0, 16);
-	ck_assert_int_eq(send(fd, h, sizeof(h), 0), (ssize_t)sizeof(h));
-	next_answer(&p, fd, &m);
-	ck_assert_int_eq(m.opcode, RY__TCP_OP_ACK);
-	ck_assert_uint_eq(m.psn, (psn + 3) & 0xffffff);
-	next_answer(&p, fd, &m);
-	ck_assert_int_eq(m.opcode, RY__TCP_OP_READ_RESP);
-	ck_assert_uint_eq(m.psn, (psn + 4) & 0xffffff);
-	raw_recv(&p, fd, h, 16);
-	/* a marked WRITE, then a SEND with no receive posted: ACK, RNR NAK */
-	raw_write(&p, fd, p.qp[b], psn + 5, true, &r, 256);
-	raw_msg(h, p.qp[b], psn + 6, RY__TCP_OP_SEND, &r, 0, 0);
-	ck_assert_int_eq(send(fd, h, sizeof(h), 0), (ssize_t)sizeof(h));
-	next_answer(&p, fd, &m);
-	ck_assert_int_eq(m.opcode, RY__TCP_OP_ACK);
-	ck_assert_int_eq(m.syndrome, RY__TCP_SYN_OK);
-	ck_assert_uint_eq(m.psn, (psn + 5) & 0xffffff);
-	next_answer(&p, fd, &m);
-	ck_assert_int_eq(m.syndrome, RY__TCP_SYN_RNR);
-	ck_assert_uint_eq(m.psn, (psn + 6) & 0xffffff);
-	/* every WRITE marked (the retry of psn + 6 first): an ACK anyway,
-	 * at the RY__TCP_MORE_RUN-th */
-	for (i = 0; i < RY__TCP_MORE_RUN; i++)
-		raw_write(&p, fd, p.qp[b], psn + 6 + (uint32_t)i, true, &r,
-			  320 + (size_t)i * 64);
-	next_answer(&p, fd, &m);
-	ck_assert_int_eq(m.opcode, RY__TCP_OP_ACK);
-	ck_assert_uint_eq(m.psn, (psn + 5 + RY__TCP_MORE_RUN) & 0xffffff);
-	ck_assert_int_eq(p.qp[b]->state, RY_QPS_RTS);
-	close(fd);
-	region_put(&r);
-	pair_close(&p);
-}
-END_TEST
-
-/*
- * The requester and RY__TCP_F_MORE: of WRITEs queued together all but
- * the last are marked (the last asks for its ACK, so a lone WR at depth 1
- * waits for nothing), never more than RY__TCP_MORE_RUN - 1 in a row, and
- * one cumulative ACK completes them all.
- */
-START_TEST(test_more_requester)
-{
-	enum { N = 6 };
-	static uint8_t sink[40 << 10]; /* 200 KiB in five */
-	struct ry_send_wr wrs[N];
-	struct region big;
-	struct ry_test_pair p;
-	struct ry__tcp_msg m;
-	struct region r;
-	uint8_t pay[64];
-	struct ry_wc wc;
-	uint8_t h[RY__TCP_HDR_LEN];
-	unsigned run = 0;
-	int a, b, fd, i;
-
-	pair_open(&p);
-	fd = raw_peer(&p, &a, &b);
-	region_get(&p, b, &r, 4096, 7, ALL);
-	for (i = 0; i < N; i++)
-		wrs[i] = (struct ry_send_wr){
-		    .wr_id = (uint64_t)i,
-		    .opcode = RY_WR_RDMA_WRITE,
-		    .sge = {(uintptr_t)r.mr->addr, 64, r.mr->lkey},
-		    .remote_addr = 0x1000,
-		    .rkey = 1,
-		};
-	/* in one call: queued together */
-	ck_assert_int_eq(ry__rail_post_send(p.qp[b], wrs, N), 0);
-	pair_progress(&p);
-	for (i = 0; i < N; i++) {
-		next_answer(&p, fd, &m);
-		ck_assert_int_eq(m.opcode, RY__TCP_OP_WRITE);
-		raw_recv(&p, fd, pay, sizeof(pay));
-		if (i == N - 1)
-			ck_assert_msg(!m.flags, "the last WR queued is marked");
-		run = m.flags ? run + 1 : 0;
-		ck_assert_uint_lt(run, RY__TCP_MORE_RUN);
-		ck_assert_msg(i != 0 || m.flags, "the first of %d not marked",
-			      N);
-	}
-	/* one ACK for the last: all six complete, in order */
-	{
-		struct ry__tcp_msg am = {.opcode = RY__TCP_OP_ACK,
-					 .qpn = p.qp[b]->qp_num,
-					 .cookie = p.qp[b]->local.cookie,
-					 .psn = m.psn};
-
-		ry__tcp_wire_encode(h, &am);
-		ck_assert_int_eq(send(fd, h, sizeof(h), 0), (ssize_t)sizeof(h));
-	}
-	for (i = 0; i < N; i++) {
-		pair_wait_wc(&p, b, &wc, 5000);
-		ck_assert_int_eq(wc.status, RY_WC_SUCCESS);
-		ck_assert_uint_eq(wc.wr_id, (uint64_t)i);
-	}
-	/* past RY__TCP_MORE_BYTES: three WRs of 200 KiB queued together,
-	 * the first marked (200 KiB), the second not (it would make 400),
-	 * the last not (the last) */
-	region_get(&p, b, &big, 200 << 10, 8, ALL);
-	for (i = 0; i < 3; i++)
-		wrs[i] = (struct ry_send_wr){
-		    .wr_id = 20 + (uint64_t)i,
-		    .opcode = RY_WR_RDMA_WRITE,
-		    .sge = {(uintptr_t)big.mr->addr, 200 << 10, big.mr->lkey},
-		    .remote_addr = 0x1000,
-		    .rkey = 1,
-		};
-	ck_assert_int_eq(ry__rail_post_send(p.qp[b], wrs, 3), 0);
-	pair_progress(&p);
-	for (i = 0; i < 3; i++) {
-		next_answer(&p, fd, &m);
-		ck_assert_int_eq(m.opcode, RY__TCP_OP_WRITE);
-		ck_assert_uint_eq(m.len, 200 << 10);
-		ck_assert_msg(!m.flags == (i != 0),
-			      "WR %d of 200 KiB: flags %u", i, m.flags);
-		for (uint32_t got = 0; got < m.len; got += sizeof(sink))
-			raw_recv(&p, fd, sink, sizeof(sink));
-	}
-	{
-		struct ry__tcp_msg am = {.opcode = RY__TCP_OP_ACK,
-					 .qpn = p.qp[b]->qp_num,
-					 .cookie = p.qp[b]->local.cookie,
-					 .psn = m.psn};
-
-		ry__tcp_wire_encode(h, &am);
-		ck_assert_int_eq(send(fd, h, sizeof(h), 0), (ssize_t)sizeof(h));
-	}
-	for (i = 0; i < 3; i++) {
-		pair_wait_wc(&p, b, &wc, 5000);
-		ck_assert_int_eq(wc.status, RY_WC_SUCCESS);
-	}
-	/* a lone WR is never marked */
-	{
-		struct ry_send_wr wr = {
-		    .wr_id = 9,
-		    .opcode = RY_WR_RDMA_WRITE,
-		    .sge = {(uintptr_t)r.mr->addr, 64, r.mr->lkey},
-		    .remote_addr = 0x1000,
-		    .rkey = 1,
-		};
-
-		ck_assert_int_eq(ry__rail_post_send(p.qp[b], &wr, 1), 0);
-		pair_progress(&p);
-		next_answer(&p, fd, &m);
-		ck_assert_int_eq(m.flags, 0);
-	}
-	close(fd);
-	region_put(&big);
-	region_put(&r);
-	pair_close(&p);
-}
-END_TEST
-
 int main(void)
 {
 	Suite *s = suite_create("tcp_rail");
@@ -829,9 +553,6 @@ int main(void)
 	tcase_add_test(tc, test_err_closes);
 	tcase_add_test(tc, test_unanswered);
 	tcase_add_test(tc, test_split_stream);
-	tcase_add_test(tc, test_flags_decode);
-	tcase_add_test(tc, test_more_responder);
-	tcase_add_test(tc, test_more_requester);
 	rail_same_bytes_add(tc);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
