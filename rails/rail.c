@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/epoll.h>
 
 #include "rails/rail.h"
 #include "rails/soft/soft.h"
@@ -192,4 +193,18 @@ const char *ry_qp_state_str(enum ry_qp_state s)
 	if ((unsigned)s > RY_QPS_ERR)
 		return "?";
 	return qp_state_names[s];
+}
+
+int ry__rail_watch_move(int from, int to, int fd, uint32_t events, void *tag,
+			int rc)
+{
+	struct epoll_event ev = {.events = events, .data.ptr = tag};
+
+	if (fd < 0)
+		return rc;
+	if (from >= 0)
+		epoll_ctl(from, EPOLL_CTL_DEL, fd, NULL);
+	if (to >= 0 && !rc && epoll_ctl(to, EPOLL_CTL_ADD, fd, &ev))
+		rc = -errno;
+	return rc;
 }

@@ -505,6 +505,11 @@ struct ry_qp {
  * provides.
  */
 const struct ry_rail_ops *ry__rail_ops(enum ry_provider provider);
+/* For a provider's watch: fd out of the owner's set from (-1: none) and
+ * into to (-1: none) with events and tag; rc is an earlier fd's failure,
+ * and then this one only leaves.  Returns rc or this fd's -errno. */
+int ry__rail_watch_move(int from, int to, int fd, uint32_t events, void *tag,
+			int rc);
 
 /*
  * Put a test provider at kind (RY__PROVIDER_TEST .. RY__PROVIDER_MAX - 1).

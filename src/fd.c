@@ -55,7 +55,8 @@ int ry__lrail_wait_in(struct ry__lrail *lr, int epfd, void *tag)
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
 }
 
-/* The rail leaves epfd, however it was put there. */
+/* The rail leaves epfd, however it was put there (its fd too: wait_in
+ * falls back to it when watch fails). */
 void ry__lrail_wait_out(struct ry__lrail *lr, int epfd)
 {
 	int fd = ry__rail_fd(lr->lr_rail);

@@ -401,19 +401,11 @@ static int soft_watch(struct ry_rail *rail, int epfd, void *tag)
 {
 	struct ry__soft_rail *r = to_srail(rail);
 	const int fds[] = {r->sock, r->tfd, r->efd, r->nlfd};
-	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = tag};
-	unsigned i;
 	int rc = 0;
 
-	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
-		if (fds[i] < 0)
-			continue;
-		if (r->wfd >= 0)
-			epoll_ctl(r->wfd, EPOLL_CTL_DEL, fds[i], NULL);
-		if (epfd >= 0 && !rc &&
-		    epoll_ctl(epfd, EPOLL_CTL_ADD, fds[i], &ev))
-			rc = -errno;
-	}
+	for (unsigned i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		rc =
+		    ry__rail_watch_move(r->wfd, epfd, fds[i], EPOLLIN, tag, rc);
 	r->wfd = epfd;
 	if (rc) /* none of them anywhere */
 		soft_watch(rail, -1, NULL);

@@ -78,22 +78,6 @@ int ry__tcp_epoll(struct ry__tcp_rail *r, int op, int fd, uint32_t events,
 	return rc;
 }
 
-/* One fd from the owner's set we are in to the set to (-1: none); rc: an
- * earlier one failed, so this one only leaves. */
-static int move_fd(const struct ry__tcp_rail *r, int to, void *tag, int fd,
-		   const struct ry__tcp_ep *ep, int rc)
-{
-	struct epoll_event ev = {.events = ep->events, .data.ptr = tag};
-
-	if (fd < 0)
-		return rc;
-	if (r->wfd >= 0)
-		epoll_ctl(r->wfd, EPOLL_CTL_DEL, fd, NULL);
-	if (to >= 0 && !rc && epoll_ctl(to, EPOLL_CTL_ADD, fd, &ev))
-		rc = -errno;
-	return rc;
-}
-
 /*
  * Every fd in our set, for watch: the listener, timer, eventfd and
  * rtnetlink socket, the parked sockets and the QPs' connections (fd -1
@@ -104,21 +88,23 @@ static int watch_move(struct ry__tcp_rail *r, int to, void *tag)
 	struct ry__list *n;
 	int rc;
 
-	rc = move_fd(r, to, tag, r->lfd, &r->lep, 0);
-	rc = move_fd(r, to, tag, r->tfd, &r->tep, rc);
-	rc = move_fd(r, to, tag, r->efd, &r->eep, rc);
-	rc = move_fd(r, to, tag, r->nlfd, &r->nep, rc);
+	rc = ry__rail_watch_move(r->wfd, to, r->lfd, r->lep.events, tag, 0);
+	rc = ry__rail_watch_move(r->wfd, to, r->tfd, r->tep.events, tag, rc);
+	rc = ry__rail_watch_move(r->wfd, to, r->efd, r->eep.events, tag, rc);
+	rc = ry__rail_watch_move(r->wfd, to, r->nlfd, r->nep.events, tag, rc);
 	for (n = r->pend.next; n != &r->pend; n = n->next) {
 		struct ry__tcp_pend *p =
 		    container_of(n, struct ry__tcp_pend, link);
 
-		rc = move_fd(r, to, tag, p->fd, &p->ep, rc);
+		rc = ry__rail_watch_move(r->wfd, to, p->fd, p->ep.events, tag,
+					 rc);
 	}
 	for (n = r->qps.next; n != &r->qps; n = n->next) {
 		struct ry__tcp_qp *qp =
 		    container_of(n, struct ry__tcp_qp, link);
 
-		rc = move_fd(r, to, tag, qp->c.fd, &qp->c.ep, rc);
+		rc = ry__rail_watch_move(r->wfd, to, qp->c.fd, qp->c.ep.events,
+					 tag, rc);
 	}
 	r->wfd = to;
 	r->wtag = tag;

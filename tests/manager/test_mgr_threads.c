@@ -29,40 +29,15 @@
 #include "src/manager.h"
 #include "tests/manager/fixture.h"
 #include "tests/manager/mgr_common.h"
+#include "tests/rail/epoll_members.h"
 
 /* ---- completion styles and threads ---- */
-
-/* How many members of epoll set ep (/proc/self/fdinfo) are epoll sets. */
-static unsigned nested_sets(int ep)
-{
-	char path[64], line[256], link[64];
-	unsigned n = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", ep);
-	f = fopen(path, "r");
-	ck_assert_ptr_nonnull(f);
-	while (fgets(line, sizeof(line), f)) {
-		ssize_t len;
-		int fd;
-
-		if (sscanf(line, "tfd: %d", &fd) != 1)
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		len = readlink(path, link, sizeof(link) - 1);
-		ck_assert_int_gt(len, 0);
-		link[len] = '\0';
-		n += strstr(link, "eventpoll") != NULL;
-	}
-	fclose(f);
-	return n;
-}
 
 START_TEST(poll_mode_and_event_fd)
 {
 	struct ry_completion cpl[8];
 	struct epoll_event ev = {.events = EPOLLIN};
-	int ep, fd, n = 0, got;
+	int ep, fd, n = 0, got, nested;
 	unsigned i;
 	uint64_t end;
 
@@ -71,7 +46,8 @@ START_TEST(poll_mode_and_event_fd)
 	ck_assert_int_ge(fd, 0);
 	/* a packet wakes whoever sleeps on it through this one set: the
 	 * rails' own fds are in it (ry_rail_ops.watch), not their sets */
-	ck_assert_uint_eq(nested_sets(fd), 0);
+	test_epoll_members(fd, &nested);
+	ck_assert_int_eq(nested, 0);
 	ep = epoll_create1(0);
 	ck_assert_int_ge(ep, 0);
 	ck_assert_int_eq(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);

@@ -19,6 +19,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include "epoll_members.h"
 #include "rail_conformance.h"
 
 #define MIB (1u << 20)
@@ -1511,37 +1512,6 @@ START_TEST(test_fd_readable)
 }
 END_TEST
 
-/*
- * The members of epoll set ep (/proc/self/fdinfo): how many, and how many
- * of them are epoll sets themselves (nested).
- */
-static int epoll_members(int ep, int *nested)
-{
-	char path[64], line[256], link[64];
-	unsigned n = 0;
-	FILE *f;
-
-	*nested = 0;
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", ep);
-	f = fopen(path, "r");
-	ck_assert_ptr_nonnull(f);
-	while (fgets(line, sizeof(line), f)) {
-		int fd;
-		ssize_t len;
-
-		if (sscanf(line, "tfd: %d", &fd) != 1)
-			continue;
-		n++;
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		len = readlink(path, link, sizeof(link) - 1);
-		ck_assert_int_gt(len, 0);
-		link[len] = '\0';
-		*nested += strstr(link, "eventpoll") != NULL;
-	}
-	fclose(f);
-	return (int)n;
-}
-
 /* One transfer driven by the epoll sets alone: ep[i] wakes for rail i
  * (events tagged &tags[i]); the two may be one set. */
 static void watch_driven(struct ry_test_pair *p, const int ep[2],
@@ -1613,33 +1583,33 @@ START_TEST(test_watch)
 		return;
 	}
 	ck_assert_int_eq(ry__rail_watch(p.r[1], ep[0], (void *)&tags[1]), 0);
-	before = epoll_members(ep[0], &nested);
+	before = test_epoll_members(ep[0], &nested);
 	ck_assert_int_ge(before, 2);
 	ck_assert_int_eq(nested, 0);
 	pair_connect(&p);
 	watch_driven(&p, (int[]){ep[0], ep[0]}, tags, RY_WR_RDMA_WRITE, 4096);
 	watch_driven(&p, (int[]){ep[0], ep[0]}, tags, RY_WR_RDMA_READ, 1 << 20);
-	ck_assert_int_ge(epoll_members(ep[0], &nested), before);
+	ck_assert_int_ge(test_epoll_members(ep[0], &nested), before);
 	ck_assert_int_eq(nested, 0);
-	ck_assert_int_eq(epoll_members(ep[1], &nested), 0);
+	ck_assert_int_eq(test_epoll_members(ep[1], &nested), 0);
 
 	/* rail 0 moves to a set of its own, and works from there */
-	before = epoll_members(ep[0], &nested);
+	before = test_epoll_members(ep[0], &nested);
 	ck_assert_int_eq(ry__rail_watch(p.r[0], ep[1], (void *)&tags[0]), 0);
-	ck_assert_int_gt(epoll_members(ep[1], &nested), 0);
+	ck_assert_int_gt(test_epoll_members(ep[1], &nested), 0);
 	ck_assert_int_eq(nested, 0);
-	ck_assert_int_eq(epoll_members(ep[0], &nested) +
-			     epoll_members(ep[1], &nested),
+	ck_assert_int_eq(test_epoll_members(ep[0], &nested) +
+			     test_epoll_members(ep[1], &nested),
 			 before);
 	watch_driven(&p, (int[]){ep[1], ep[0]}, tags, RY_WR_RDMA_WRITE,
 		     1 << 20);
 
 	/* out: rail 1's set holds only its own; closing empties it */
 	ck_assert_int_eq(ry__rail_watch(p.r[0], -1, NULL), 0);
-	ck_assert_int_eq(epoll_members(ep[1], &nested), 0);
-	ck_assert_int_gt(epoll_members(ep[0], &nested), 0);
+	ck_assert_int_eq(test_epoll_members(ep[1], &nested), 0);
+	ck_assert_int_gt(test_epoll_members(ep[0], &nested), 0);
 	pair_close(&p);
-	ck_assert_int_eq(epoll_members(ep[0], &nested), 0);
+	ck_assert_int_eq(test_epoll_members(ep[0], &nested), 0);
 	close(ep[0]);
 	close(ep[1]);
 }
