@@ -53,8 +53,9 @@ const struct ry__opt ry__opts[] = {
 	ZD | RY__OPT_OWN_CHECK, "bytes", NULL),
     TOP(wr_per_qp, RY__OPT_INT, "256", 1, 16384, ZD, "work requests",
 	"work requests per QP; 256 is the default"),
-    TOP(frags_per_wr, RY__OPT_INT, "16", 1, 256, ZD, "fragments",
-	"fragments merged in one work request; 16 is the default"),
+    /* 0 is decided when the manager adopts the config (manager.c) */
+    TOP(frags_per_wr, RY__OPT_INT, "0", 0, 256, 0, "fragments",
+	"0 (16, or 64 on a node whose rails are all tcp) or 1 to 256"),
     TOP(reg_cache_bytes, RY__OPT_SIZE, "0", 0, 1ll << 48, 0, "bytes",
 	"registrations ry_mr_cache_get() keeps; 0 turns the cache off"),
     TOP(progress_threads, RY__OPT_INT, "0", 0, RY_MAX_RAILS, 0, "threads",

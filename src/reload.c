@@ -559,6 +559,8 @@ static int reload(struct ry_manager *m, const struct ry_config *cfg,
 	}
 	ry__opt_fill_zero(&c);
 	/* what ry_manager_create() filled in stays as it was */
+	if (!c.frags_per_wr)
+		c.frags_per_wr = m->m_cfg.frags_per_wr;
 	if (!c.node[0])
 		snprintf(c.node, sizeof(c.node), "%s", m->m_cfg.node);
 	if (!c.control[0])

@@ -151,8 +151,10 @@ struct ry_config {
 	uint32_t ops_in_flight;	   /* per peer */
 	uint64_t max_op_size;	   /* bytes */
 	uint32_t wr_per_qp;	   /* work requests outstanding per QP */
-	uint32_t frags_per_wr;	   /* adjacent fragments merged in one WR */
-	uint64_t reg_cache_bytes;  /* idle registrations cached; 0: off */
+	/* adjacent fragments merged in one WR; 0: 64 when every rail is
+	 * tcp (a tcp WR costs a header, a wake-up and an ACK), else 16 */
+	uint32_t frags_per_wr;
+	uint64_t reg_cache_bytes; /* idle registrations cached; 0: off */
 	/* threads doing the rails' protocol work once
 	 * ry_progress_thread_start() runs; 0: one per rail, at most one per
 	 * core */

@@ -235,6 +235,41 @@ START_TEST(unequal_rates)
 }
 END_TEST
 
+/*
+ * frags_per_wr left 0: a node whose rails are all tcp merges up to 64
+ * fragments in a WR (each tcp WR costs a header, a wake-up and an ACK),
+ * any other up to 16; a value set is kept whatever the rails.
+ */
+static double frags_per_wr_seen(uint32_t set)
+{
+	struct ry_counters c0, c1;
+
+	setup_opts(&(struct fx_opts){.frags_per_wr = set});
+	ck_assert_int_eq(write_verify(0, MiB, 1), RY_OK);
+	ck_assert_int_eq(ry_peer_counters(F.ab, &c0), 0);
+	for (unsigned i = 0; i < 8; i++)
+		ck_assert_int_eq(write_verify(0, MiB, i + 2), RY_OK);
+	ck_assert_int_eq(ry_peer_counters(F.ab, &c1), 0);
+	teardown();
+	ck_assert_uint_eq(c1.fragments - c0.fragments, 8 * 256);
+	return (double)(c1.fragments - c0.fragments) /
+	       (double)(c1.work_requests - c0.work_requests);
+}
+
+START_TEST(frags_per_wr_default)
+{
+	double dflt = frags_per_wr_seen(0), set = frags_per_wr_seen(8);
+
+	if (FX_PROVIDER == RY_PROVIDER_TCP)
+		ck_assert_msg(dflt > 16 && dflt <= 64,
+			      "tcp rails: %.1f fragments per WR", dflt);
+	else
+		ck_assert_msg(dflt > 4 && dflt <= 16, "%.1f fragments per WR",
+			      dflt);
+	ck_assert_msg(set <= 8, "frags_per_wr = 8: %.1f per WR", set);
+}
+END_TEST
+
 START_TEST(ops_in_flight_limit)
 {
 	struct fx_done d = {0};
@@ -345,6 +380,7 @@ int main(void)
 	    {"manager", probe_rkey_reaches_its_slice_only, MGR_ANY},
 	    {"manager", all_sizes, MGR_ANY},
 	    {"manager", unequal_rates, MGR_ANY},
+	    {"manager", frags_per_wr_default, MGR_ANY},
 	    {"manager", ops_in_flight_limit, MGR_ANY},
 	    {"manager", progress_wait, MGR_ANY},
 	    {"manager", lanes, MGR_NOT_LOOP},
