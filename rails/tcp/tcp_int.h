@@ -78,6 +78,9 @@
 #define RY__TCP_LINGER_NS (1000ull * 1000000)
 #define RY__TCP_LINGER_TICK_NS (5ull * 1000000)
 #define RY__TCP_SCRATCH (64u << 10)
+/* a payload with at least this much still to come sleeps till it is all
+ * there (SO_RCVLOWAT) instead of waking for every segment: tcp_conn.c */
+#define RY__TCP_LOWAT_MIN (16u << 10)
 #define RY__TCP_EVENTS 64
 #define RY__TCP_STALL_NS (10ull * 1000000)
 /* A connect not done by then starts over with a new socket: a SYN lost
@@ -187,6 +190,8 @@ struct ry__tcp_conn {
 		unsigned access;
 		uint64_t va;
 		uint32_t left, off;
+		/* SO_RCVLOWAT asked of the socket; 0: never (the kernel's 1) */
+		uint32_t lowat;
 		bool has_rwqe; /* SEND / WRITE_IMM took a receive */
 		struct ry_recv_wr rwqe;
 	} rx;

@@ -535,6 +535,91 @@ START_TEST(test_split_stream)
 }
 END_TEST
 
+/*
+ * A large payload read in part does not wake the rail again for each
+ * piece that follows: its fd becomes readable once the rest is all there
+ * (SO_RCVLOWAT), and again for a small message after it.  The bytes land
+ * where the header said either way.
+ */
+START_TEST(test_payload_wakes_once)
+{
+	enum { LEN = 200 << 10, SMALL = 1000 };
+	struct ry_test_pair p;
+	struct ry_qp_attr at;
+	struct region r;
+	uint8_t *s, *snap;
+	struct pollfd pf;
+	uint32_t psn;
+	size_t at_byte;
+	int a, b, fd;
+
+	pair_open(&p);
+	pair_defaults(&p);
+	pair_create_qps(&p);
+	a = active_side(&p);
+	b = 1 - a;
+	at = p.attr;
+	at.mtu = p.mtu;
+	at.remote = p.qp[a]->local;
+	ck_assert_int_eq(ry__rail_modify_qp(p.qp[b], RY_QPS_INIT, &at), 0);
+	ck_assert_int_eq(pair_to_rtr(p.qp[b], &at), 0);
+	ck_assert_int_eq(ry__rail_modify_qp(p.qp[b], RY_QPS_RTS, &at), 0);
+	region_get(&p, b, &r, LEN + SMALL, 9, ALL);
+	snap = malloc(LEN + SMALL + 2 * GUARD);
+	s = malloc(2 * RY__TCP_HDR_LEN + LEN + SMALL);
+	ck_assert(snap && s);
+	memcpy(snap, r.buf, LEN + SMALL + 2 * GUARD);
+	fd = raw_connect(&p, b);
+	send_hello(fd, p.qp[b]->qp_num, p.qp[b]->local.cookie, p.qp[a]->qp_num,
+		   p.qp[a]->local.cookie);
+	pair_spin(&p, 20);
+	psn = p.qp[a]->local.psn;
+	raw_msg(s, p.qp[b], psn, RY__TCP_OP_WRITE, &r, 0, LEN);
+	raw_msg(s + RY__TCP_HDR_LEN + LEN, p.qp[b], psn + 1, RY__TCP_OP_WRITE,
+		&r, LEN, SMALL);
+	for (size_t k = 0; k < LEN + SMALL; k++) {
+		size_t o =
+		    k < LEN ? RY__TCP_HDR_LEN + k : 2 * RY__TCP_HDR_LEN + k;
+
+		s[o] = (uint8_t)(k * 13 + 5);
+		snap[GUARD + k] = s[o];
+	}
+	/* the header and a first piece: read, the rest awaited */
+	at_byte = RY__TCP_HDR_LEN + 40000;
+	ck_assert_int_eq(send(fd, s, at_byte, 0), (ssize_t)at_byte);
+	pair_spin(&p, 50);
+	/* a second piece arrives: no wake-up for it */
+	ck_assert_int_eq(send(fd, s + at_byte, 40000, 0), 40000);
+	at_byte += 40000;
+	usleep(50000);
+	pf = (struct pollfd){.fd = ry__rail_fd(p.r[b]), .events = POLLIN};
+	ck_assert_msg(poll(&pf, 1, 0) == 0,
+		      "the rail woke for a piece of a payload");
+	/* the rest: one wake-up, the whole write in place, its ACK */
+	ck_assert_int_eq(
+	    send(fd, s + at_byte, RY__TCP_HDR_LEN + LEN - at_byte, 0),
+	    (ssize_t)(RY__TCP_HDR_LEN + LEN - at_byte));
+	ck_assert_msg(poll(&pf, 1, 2000) == 1,
+		      "the rail did not wake for the payload's end");
+	expect_ack(&p, fd, psn);
+	ck_assert(!memcmp(snap + GUARD, r.buf + GUARD, LEN));
+	/* a small write after it wakes the rail by itself */
+	ck_assert_int_eq(
+	    send(fd, s + RY__TCP_HDR_LEN + LEN, RY__TCP_HDR_LEN + SMALL, 0),
+	    RY__TCP_HDR_LEN + SMALL);
+	ck_assert_msg(poll(&pf, 1, 2000) == 1,
+		      "the rail did not wake for a small message");
+	expect_ack(&p, fd, psn + 1);
+	ck_assert(!memcmp(snap, r.buf, LEN + SMALL + 2 * GUARD));
+	ck_assert_int_eq(p.qp[b]->state, RY_QPS_RTS);
+	close(fd);
+	free(s);
+	free(snap);
+	region_put(&r);
+	pair_close(&p);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("tcp_rail");
@@ -553,6 +638,7 @@ int main(void)
 	tcase_add_test(tc, test_err_closes);
 	tcase_add_test(tc, test_unanswered);
 	tcase_add_test(tc, test_split_stream);
+	tcase_add_test(tc, test_payload_wakes_once);
 	rail_same_bytes_add(tc);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
