@@ -72,7 +72,9 @@
 #
 # usage (root): ratio.sh [BUILD_DIR]      (default build/gcc)
 #   env: RUNS=3, T=4 (seconds per case), ROWS="4x2g 1r1500 ..." (a subset),
-#        KEEP=DIR (copy the raw JSON/logs there)
+#        KEEP=DIR (copy the raw JSON/logs there), CPU_SIZE=1M (the op
+#        size of the cpu4x1g rows at depth 8: 256K moves the same bytes
+#        through a quarter of the memory, RESULTS.md "footprint")
 # Not a test: prints numbers, asserts nothing.  CPU-s/GB is machine-wide
 # (/proc/stat): other work on the machine counts too, both sides alike.
 set -euo pipefail
@@ -298,7 +300,7 @@ row_cpu() { # [ROW PROCROW TPUTROW]
 	set_mtu 1500
 	serve_start 4 1500
 	s0=$(serve_cpu)
-	j=$(bench "$work/$row.$run.json" --size 1M --depth 8)
+	j=$(bench "$work/$row.$run.json" --size "${CPU_SIZE:-1M}" --depth 8)
 	s1=$(serve_cpu)
 	serve_stop
 	bytes=$(jq -r '.bytes // 0' "$work/$row.$run.json")
