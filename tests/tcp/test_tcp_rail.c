@@ -468,11 +468,34 @@ START_TEST(test_unanswered)
 }
 END_TEST
 
+/*
+ * A pair whose qp[b] is in RTS and whose qp[a] stays in INIT: a raw
+ * socket speaks for it (raw_connect, send_hello).  Returns b, *a_out a.
+ */
+static int raw_pair(struct ry_test_pair *p, int *a_out)
+{
+	struct ry_qp_attr at;
+	int a, b;
+
+	pair_open(p);
+	pair_defaults(p);
+	pair_create_qps(p);
+	a = active_side(p);
+	b = 1 - a;
+	at = p->attr;
+	at.mtu = p->mtu;
+	at.remote = p->qp[a]->local;
+	ck_assert_int_eq(ry__rail_modify_qp(p->qp[b], RY_QPS_INIT, &at), 0);
+	ck_assert_int_eq(pair_to_rtr(p->qp[b], &at), 0);
+	ck_assert_int_eq(ry__rail_modify_qp(p->qp[b], RY_QPS_RTS, &at), 0);
+	*a_out = a;
+	return b;
+}
+
 START_TEST(test_split_stream)
 {
 	enum { LEN = 1000, MSG = RY__TCP_HDR_LEN + LEN };
 	struct ry_test_pair p;
-	struct ry_qp_attr at;
 	struct region r;
 	struct ry__tcp_msg m;
 	uint8_t s[4 * MSG + RY__TCP_HDR_LEN], *snap, *pay;
@@ -485,18 +508,7 @@ START_TEST(test_split_stream)
 	const size_t cuts[] = {10, 30, RY__TCP_HDR_LEN + 500, MSG + 20,
 			       2 * MSG + RY__TCP_HDR_LEN};
 
-	pair_open(&p);
-	pair_defaults(&p);
-	pair_create_qps(&p);
-	a = active_side(&p);
-	b = 1 - a;
-	/* qp[a] stays in INIT: the raw socket speaks for it */
-	at = p.attr;
-	at.mtu = p.mtu;
-	at.remote = p.qp[a]->local;
-	ck_assert_int_eq(ry__rail_modify_qp(p.qp[b], RY_QPS_INIT, &at), 0);
-	ck_assert_int_eq(pair_to_rtr(p.qp[b], &at), 0);
-	ck_assert_int_eq(ry__rail_modify_qp(p.qp[b], RY_QPS_RTS, &at), 0);
+	b = raw_pair(&p, &a);
 	region_get(&p, b, &r, 4 * LEN, 7, ALL);
 	snap = malloc(4 * LEN + 2 * GUARD);
 	memcpy(snap, r.buf, 4 * LEN + 2 * GUARD);
@@ -545,7 +557,6 @@ START_TEST(test_payload_wakes_once)
 {
 	enum { LEN = 200 << 10, SMALL = 1000 };
 	struct ry_test_pair p;
-	struct ry_qp_attr at;
 	struct region r;
 	uint8_t *s, *snap;
 	struct pollfd pf;
@@ -553,17 +564,7 @@ START_TEST(test_payload_wakes_once)
 	size_t at_byte;
 	int a, b, fd;
 
-	pair_open(&p);
-	pair_defaults(&p);
-	pair_create_qps(&p);
-	a = active_side(&p);
-	b = 1 - a;
-	at = p.attr;
-	at.mtu = p.mtu;
-	at.remote = p.qp[a]->local;
-	ck_assert_int_eq(ry__rail_modify_qp(p.qp[b], RY_QPS_INIT, &at), 0);
-	ck_assert_int_eq(pair_to_rtr(p.qp[b], &at), 0);
-	ck_assert_int_eq(ry__rail_modify_qp(p.qp[b], RY_QPS_RTS, &at), 0);
+	b = raw_pair(&p, &a);
 	region_get(&p, b, &r, LEN + SMALL, 9, ALL);
 	snap = malloc(LEN + SMALL + 2 * GUARD);
 	s = malloc(2 * RY__TCP_HDR_LEN + LEN + SMALL);
