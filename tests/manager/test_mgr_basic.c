@@ -238,14 +238,19 @@ END_TEST
 /*
  * frags_per_wr left 0: a node whose rails are all tcp merges up to 64
  * fragments in a WR (each tcp WR costs a header, a wake-up and an ACK),
- * any other up to 16; a value set is kept whatever the rails.
+ * any other up to 16; a value set is kept whatever the rails, and a reload
+ * that leaves it 0 keeps what it became.
  */
 static double frags_per_wr_seen(uint32_t set)
 {
 	struct ry_counters c0, c1;
+	struct ry_config c;
 
 	setup_opts(&(struct fx_opts){.frags_per_wr = set});
 	ck_assert_int_eq(write_verify(0, MiB, 1), RY_OK);
+	/* the same config again: 0 stays what it became at creation */
+	fx_config(&c, &F.o, false);
+	ck_assert_int_eq(ry_manager_reload(F.a, &c, NULL, NULL), 0);
 	ck_assert_int_eq(ry_peer_counters(F.ab, &c0), 0);
 	for (unsigned i = 0; i < 8; i++)
 		ck_assert_int_eq(write_verify(0, MiB, i + 2), RY_OK);
