@@ -80,7 +80,8 @@ if [[ $host == b ]]; then
 			length == 1' >/dev/null && break
 		sleep 0.1
 	done
-	st=$("$ry" status --socket "$work/b.sock" --json)
+	st=$("$ry" status --socket "$work/b.sock" --json) ||
+		fail "serve does not answer (its log's end below)"
 	jq -e '[.rails[] | select(.up == 1)] | length == 4' <<<"$st" >/dev/null ||
 		fail "r1 not open in b 3 s after its return: $st"
 fi
