@@ -338,7 +338,7 @@ int ry__tcp_conn_start(struct ry__tcp_qp *qp)
 	qp->c.ep.kind = RY__TCP_EP_CONN;
 	qp->c.rx.state = RY__TCP_RX_HDR;
 	qp->c.rx.got = 0;
-	qp->c.rx.lowat = 0;
+	qp->c.rx.lowat = 1;
 	if (qp->c.active)
 		return connect_active(qp);
 	qp->c.state = RY__TCP_C_WAIT;
@@ -373,7 +373,7 @@ void ry__tcp_conn_abort(struct ry__tcp_qp *qp)
 	qp->c.tx_reqs = 0;
 	qp->c.rx.state = RY__TCP_RX_HDR;
 	qp->c.rx.got = 0;
-	qp->c.rx.lowat = 0;
+	qp->c.rx.lowat = 1;
 }
 
 /* ---- the transmit queue ---- */
@@ -801,7 +801,7 @@ static void conn_rx_round(struct ry__tcp_qp *qp)
  */
 static void rx_lowat(struct ry__tcp_qp *qp)
 {
-	uint32_t want = 1, cur = qp->c.rx.lowat ? qp->c.rx.lowat : 1;
+	uint32_t want = 1;
 	int v;
 
 	if (qp->c.fd < 0 || qp->c.closing)
@@ -810,7 +810,7 @@ static void rx_lowat(struct ry__tcp_qp *qp)
 	     qp->c.rx.state == RY__TCP_RX_DRAIN) &&
 	    qp->c.rx.left >= RY__TCP_LOWAT_MIN)
 		want = qp->c.rx.left > INT_MAX ? INT_MAX : qp->c.rx.left;
-	if (want == cur)
+	if (want == qp->c.rx.lowat)
 		return;
 	v = (int)want;
 	if (!setsockopt(qp->c.fd, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof(v)))

@@ -190,7 +190,7 @@ struct ry__tcp_conn {
 		unsigned access;
 		uint64_t va;
 		uint32_t left, off;
-		/* SO_RCVLOWAT asked of the socket; 0: never (the kernel's 1) */
+		/* the socket's SO_RCVLOWAT (a new socket's: 1) */
 		uint32_t lowat;
 		bool has_rwqe; /* SEND / WRITE_IMM took a receive */
 		struct ry_recv_wr rwqe;
