@@ -26,6 +26,14 @@ typedef void ry__link_fn(void *arg, enum ry__link_news what, unsigned flags);
  */
 bool ry__link_flags_up(unsigned flags);
 
+/*
+ * A nonblocking rtnetlink socket subscribed to RTMGRP_LINK that the kernel
+ * lets only ifindex's messages (and overruns) into: on a host where
+ * containers come and go, every veth created or moved elsewhere would
+ * otherwise wake every rail's thread.  The fd, or -errno.
+ */
+int ry__link_watch_open(int ifindex);
+
 /* Reads all that waits on the nonblocking rtnetlink socket fd and calls fn
  * for each message about ifindex, and once for each overrun. */
 void ry__link_watch_read(int fd, int ifindex, ry__link_fn *fn, void *arg);

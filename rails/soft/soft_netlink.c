@@ -40,8 +40,6 @@ static void gone(struct ry__soft_rail *r)
 
 int ry__soft_nl_open(struct ry__soft_rail *r, const char *ifname)
 {
-	struct sockaddr_nl sa = {.nl_family = AF_NETLINK,
-				 .nl_groups = RTMGRP_LINK};
 	struct ifreq ifr;
 
 	r->ifindex = (int)if_nametoindex(ifname);
@@ -50,15 +48,14 @@ int ry__soft_nl_open(struct ry__soft_rail *r, const char *ifname)
 		       ifname);
 		return -ENODEV;
 	}
-	r->nlfd = socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC,
-			 NETLINK_ROUTE);
+	r->nlfd = ry__link_watch_open(r->ifindex);
 	if (r->nlfd < 0) {
-		RY_ERR("soft", "rail %s: netlink socket: %m", r->base.name);
-		return -errno;
-	}
-	if (bind(r->nlfd, (struct sockaddr *)&sa, sizeof(sa))) {
-		RY_ERR("soft", "rail %s: netlink bind: %m", r->base.name);
-		return -errno;
+		int rc = r->nlfd;
+
+		RY_ERR("soft", "rail %s: netlink socket: %s", r->base.name,
+		       strerror(-rc));
+		r->nlfd = -1;
+		return rc;
 	}
 	/* Subscribed first, then read the state: no change slips between.
 	 * The ioctl's 16 flag bits lack LOWER_UP, so only IFF_UP counts

@@ -37,8 +37,6 @@ static bool ioctl_up(int fd, int ifindex)
 
 int ry__tcp_link_open(struct ry__tcp_rail *r)
 {
-	struct sockaddr_nl sa = {.nl_family = AF_NETLINK,
-				 .nl_groups = RTMGRP_LINK};
 	char name[RY_NAME_MAX];
 
 	r->nl_up = true;
@@ -53,11 +51,14 @@ int ry__tcp_link_open(struct ry__tcp_rail *r)
 		RY_ERR("tcp", "rail %s: interface %s: %m", r->base.name, name);
 		return -ENODEV;
 	}
-	r->nlfd = socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC,
-			 NETLINK_ROUTE);
-	if (r->nlfd < 0 || bind(r->nlfd, (struct sockaddr *)&sa, sizeof(sa))) {
-		RY_ERR("tcp", "rail %s: netlink: %m", r->base.name);
-		return -errno;
+	r->nlfd = ry__link_watch_open(r->ifindex);
+	if (r->nlfd < 0) {
+		int rc = r->nlfd;
+
+		RY_ERR("tcp", "rail %s: netlink: %s", r->base.name,
+		       strerror(-rc));
+		r->nlfd = -1;
+		return rc;
 	}
 	/* subscribed first, then the state read: no change slips between */
 	r->nl_up = ioctl_up(r->lfd, r->ifindex);
