@@ -319,7 +319,7 @@ static int soft_progress(struct ry_rail *rail)
 	rc = n < 0 ? n : 0;
 	/* Link changes are needed within milliseconds, not per call: a
 	 * busy-polling owner must not pay a netlink syscall each time.  But
-	 * any link change in the namespace makes the netlink socket, and so
+	 * a change to the rail's interface makes the netlink socket, and so
 	 * fd(), readable: every second call in a row that read no datagram
 	 * reads it too, or an epoll owner would spin until the millisecond
 	 * is up. */

@@ -593,9 +593,8 @@ START_TEST(test_payload_wakes_once)
 	at_byte = RY__TCP_HDR_LEN + 40000;
 	ck_assert_int_eq(send(fd, s, at_byte, 0), (ssize_t)at_byte);
 	pair_spin(&p, 50);
-	/* a second piece arrives: its socket does not say readable (which
-	 * is what wakes the rail; the rail's fd as a whole may also wake
-	 * for a link event of another test's namespaces) */
+	/* a second piece arrives: its socket, which is what would wake the
+	 * rail for it, does not say readable */
 	ck_assert_int_eq(send(fd, s + at_byte, 40000, 0), 40000);
 	at_byte += 40000;
 	usleep(50000);
