@@ -32,8 +32,9 @@
 #             M fragments/s of both (wall clock)
 #   tcp1r1500, tcp4x2g, tcpcpu4x1g (+ tcpcpuproc), tcplat_d1
 #             the rows above with tcp rails (rails/tcp) instead of soft
-#   tcpread4x64, tcpwrite4x64
-#             read4x64 and write4x64 with tcp rails
+#   tcpread4x64, tcpwrite4x64, tcplat4
+#             read4x64, write4x64 and lat4 with tcp rails (tcplat4 is
+#             not in the default ROWS and has no target of its own)
 #   tcppull   drill 4 tcp rails at tbf 1gbit,    3/4 of the healthy MB/s:
 #             a's r1 unplugged for the middle    ratio = outage /
 #             third: mean MB/s while it is out   (0.75 x healthy)
@@ -528,7 +529,7 @@ row_many() {
 }
 # NCLI clients at 4K depth 1 against NCLI sockperf flows, one server each
 row_lat4() {
-	local row=lat4 out k sq=() cp=() ry50 ry99 sp50 sp99
+	local row=${1:-lat4} out k sq=() cp=() ry50 ry99 sp50 sp99
 	shape none
 	set_mtu 1500
 	lanes=$LANES
@@ -603,6 +604,7 @@ for run in $(seq "$RUNS"); do
 			row_many tcpread4x64k read 64K; PROV=soft ;;
 		tcpwrite4x64) PROV=tcp; row_many tcpwrite4x4k write 4K
 			row_many tcpwrite4x64k write 64K; PROV=soft ;;
+		tcplat4) PROV=tcp; row_lat4 tcplat4; PROV=soft ;;
 		tcppull) row_pull ;;
 		mptcp4x2g) row_mptcp ;;
 		mptcppull) row_mptcp_pull ;;
@@ -631,6 +633,7 @@ declare -A LABEL=(
 	[write4x4k]="4 clients 4K writes d64, MB/s vs 4 x iperf3"
 	[write4x64k]="4 clients 64K writes d64, MB/s vs 4 x iperf3"
 	[lat4]="4 clients 4K d1 p50 us vs 4 sockperf RTT (lower)"
+	[tcplat4]="tcp: 4 clients 4K d1 p50 vs 4 sockperf RTT (lower)"
 	[tcp1r1500]="tcp: 1 rail mtu 1500, MB/s vs iperf3 1 stream"
 	[tcp4x2g]="tcp: 4x2gbit tbf, MB/s vs 4 x iperf3"
 	[tcpcpu4x1g]="tcp: CPU-s/GB 4x1gbit, ry/iperf3 (lower=better)"
@@ -649,7 +652,7 @@ declare -A TARGET=([4x2g]=">=0.97" [1r1500]=">=1.0" [1r9000]=">=1.0"
 	[cpu4x1g]="<=1.2" [cpuproc]="<=1.2" [tput4x1g]=">=0.98" [4k_d64]=">=1.0" [lat_d1]="<=1.2" [null4]=">=1.0" [thr2]=">=1.6"
 	[read4x4k]=">=1.0" [read4x64k]=">=1.0" [write4x4k]=">=1.0" [write4x64k]=">=1.0" [lat4]="<=1.2"
 	[tcp1r1500]=">=1.0" [tcp4x2g]=">=0.97" [tcpcpu4x1g]="<=1.2" [tcpcpuproc]="<=1.2" [tcptput4x1g]=">=0.97"
-	[tcplat_d1]="<=1.1" [tcppull]=">=0.97" [mptcp4x2g]="-" [mptcppull]="-"
+	[tcplat_d1]="<=1.1" [tcplat4]="-" [tcppull]=">=0.97" [mptcp4x2g]="-" [mptcppull]="-"
 	[tcpread4x4k]=">=1.0" [tcpread4x64k]=">=1.0" [tcpwrite4x4k]=">=1.0"
 	[tcpwrite4x64k]=">=1.0")
 printf "%-48s %-20s %-22s %-22s %-7s %s\n" row "ratio min/med/max" \
@@ -682,7 +685,7 @@ for row in $rows; do
 		ex="MB/s while r1 out ry/mptcp/ops failed: ${EXTRA[$row]//\"/}"
 	[[ $row == *read4x* || $row == *write4x* ]] &&
 		ex="worst client p99/p50 $(mmm "${EXTRA[$row]}" | tr ' ' /) (target <=5)"
-	[[ $row == lat4 ]] && ex="worst p99 ratio $(mmm "${EXTRA[$row]}" | tr ' ' /) (target <=2)"
+	[[ $row == *lat4 ]] && ex="worst p99 ratio $(mmm "${EXTRA[$row]}" | tr ' ' /) (target <=2)"
 	[[ $row == *cpu4x1g ]] && ex="railyard MB/s $(mmm "${EXTRA[$row]}" | tr ' ' /)"
 	[[ $row == *tput4x1g ]] && ex="retransmits % of packets $(mmm "${EXTRA[$row]}" | tr ' ' /)"
 	printf "%-48s %-20s %-22s %-22s %-7s %s\n" "${LABEL[$row]}" "$a/$b/$c" \
