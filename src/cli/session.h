@@ -99,6 +99,9 @@ struct cli_session_result {
 	bool resumed;		/* traffic resumed after the last restart */
 	uint64_t bytes;		/* payload bytes of successful operations */
 	uint64_t verify_errors; /* bytes that differed on read-back */
+	/* a read bench's writes of its slices before it reads them (not in
+	 * ops_ok or bytes) */
+	uint64_t ops_laid;
 	double seconds;
 	double gbit_per_s;
 	double lat_avg_us, lat_p50_us, lat_p99_us, lat_max_us;

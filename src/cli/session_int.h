@@ -29,7 +29,8 @@ static inline double cli__now_s(void)
 #define MAX_EVENTS 4096
 
 /* FULL: the drill's pairs only, written and waiting to be read back */
-enum phase { IDLE = 0, WRITING, READING, FULL };
+/* LAYING: a read bench's first write of its slice, not counted */
+enum phase { IDLE = 0, WRITING, READING, FULL, LAYING };
 
 struct slot {
 	struct cli_session *s;
@@ -38,6 +39,7 @@ struct slot {
 	uint64_t seq;
 	double t_post;
 	bool filled;	/* src holds a pattern (write without read-back) */
+	bool laid;	/* read bench: its slice written, in generation gen */
 	unsigned gen;	/* the target generation its last write went to */
 	unsigned slice; /* streams: the slice it writes or reads */
 };
@@ -105,6 +107,7 @@ struct cli_session {
 	int fatal;
 
 	uint64_t ops_ok, ops_failed, bytes, verify_errors;
+	uint64_t ops_laid; /* read bench: its slices written first */
 	char first_error[256];
 	char last_error[256];
 	double *lat;	/* the last LAT_SAMPLES latencies */

@@ -33,6 +33,7 @@ void cli_session_result(const struct cli_session *s,
 	r->resumed = !s->resume_wait;
 	r->bytes = s->bytes;
 	r->verify_errors = s->verify_errors;
+	r->ops_laid = s->ops_laid;
 	r->seconds = s->t_stop > s->t0 ? s->t_stop - s->t0 : 0;
 	r->gbit_per_s =
 	    r->seconds > 0 ? (double)r->bytes * 8 / r->seconds / 1e9 : 0;
@@ -84,6 +85,7 @@ void cli_session_json(const struct cli_session *s, FILE *out)
 	cli_json_str(out, r.first_error);
 	/* the peer's restarts: ops_stale failed only because their target
 	 * died with the old incarnation */
+	fprintf(out, ",\"ops_laid\":%" PRIu64, r.ops_laid);
 	fprintf(out, ",\"ops_stale\":%" PRIu64 ",\"restarts\":[", r.ops_stale);
 	for (unsigned i = 0; i < s->n_restarts; i++) {
 		const struct restart *rs = &s->restarts[i];
@@ -219,6 +221,11 @@ void cli_session_summary(const struct cli_session *s, FILE *out)
 	    out,
 	    "latency per operation: avg %.0f us, p50 %.0f us, p99 %.0f us\n",
 	    r.lat_avg_us, r.lat_p50_us, r.lat_p99_us);
+	if (r.ops_laid)
+		fprintf(out,
+			"%" PRIu64 " slices written first, to be read (not "
+			"counted above)\n",
+			r.ops_laid);
 	for (unsigned e = 0; e < rep->n_events; e++) {
 		const struct cli_report_event *ev = &rep->events[e];
 

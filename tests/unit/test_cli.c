@@ -364,6 +364,18 @@ START_TEST(test_serve_bench_status)
 	ck_assert_double_eq(json_num("ops_in_flight"), 64);
 	ck_assert_msg(strstr(out, "\"ops_failed\":0,"), "%s", out);
 
+	/* a read bench reads data: each slot writes its slice once first
+	 * (ops_laid, not in ops_ok), never memory serve did not write */
+	snprintf(args, sizeof(args),
+		 "bench -c %s --peer sb --op read --count 40 --size 64K "
+		 "--depth 4 --json",
+		 path);
+	ck_assert_msg(run(args, out, sizeof(out)) == 0, "%s", out);
+	ck_assert_double_eq(json_num("ops_ok"), 40);
+	ck_assert_double_eq(json_num("ops_laid"), 4);
+	ck_assert_double_eq(json_num("bytes"), 40 * 65536);
+	ck_assert_msg(strstr(out, "\"ops_failed\":0,"), "%s", out);
+
 	snprintf(args, sizeof(args), "status --socket %s", sock);
 	ck_assert_int_eq(run(args, out, sizeof(out)), 0);
 	ck_assert_ptr_nonnull(strstr(out, "node sb"));
