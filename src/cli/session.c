@@ -166,7 +166,9 @@ static void post_read(struct slot *sl, bool new_seq)
 
 	if (new_seq)
 		sl->seq = ++s->posted;
-	memset(dst_of(sl), 0, s->o.size);
+	/* a read that is compared must not pass on what was there before */
+	if (s->o.verify || s->o.mode == CLI_SESSION_DRILL)
+		memset(dst_of(sl), 0, s->o.size);
 	sl->phase = READING;
 	sl->t_post = cli__now_s();
 	ret = ry_read(s->peer, s->local, off, s->desc, s->desc_len,
