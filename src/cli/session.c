@@ -124,6 +124,17 @@ static void fatal(struct cli_session *s, const char *what, int err)
 	s->fatal = err;
 }
 
+/* After a post: -ESTALE idles the slot until the restarted peer's new
+ * target comes (its event is on its way); any other error ends the run. */
+static void post_result(struct slot *sl, int ret, const char *what)
+{
+	if (!ret)
+		return;
+	sl->phase = IDLE;
+	if (ret != -ESTALE)
+		fatal(sl->s, what, ret);
+}
+
 static void post_write(struct slot *sl)
 {
 	struct cli_session *s = sl->s;
@@ -142,20 +153,12 @@ static void post_write(struct slot *sl)
 	sl->gen = s->gen;
 	ret = ry_write(s->peer, s->local, off, s->desc, s->desc_len,
 		       (size_t)sl->idx * s->o.size, s->o.size, on_done, sl);
-	if (ret == -ESTALE) {
-		/* the restart's event is on its way: refetch then */
-		sl->phase = IDLE;
+	if (ret == -ESTALE)
 		s->posted--;
-		return;
-	}
-	if (ret) {
-		sl->phase = IDLE;
-		fatal(s,
-		      ret == -EINVAL ? "write rejected (is the peer's target "
-				       "region large enough for depth x size?)"
-				     : "write rejected",
-		      ret);
-	}
+	post_result(sl, ret,
+		    ret == -EINVAL ? "write rejected (is the peer's target "
+				     "region large enough for depth x size?)"
+				   : "write rejected");
 }
 
 static void post_read(struct slot *sl, bool new_seq)
@@ -173,14 +176,7 @@ static void post_read(struct slot *sl, bool new_seq)
 	sl->t_post = cli__now_s();
 	ret = ry_read(s->peer, s->local, off, s->desc, s->desc_len,
 		      (size_t)sl->idx * s->o.size, s->o.size, on_done, sl);
-	if (ret == -ESTALE) {
-		sl->phase = IDLE;
-		return;
-	}
-	if (ret) {
-		sl->phase = IDLE;
-		fatal(s, "read rejected", ret);
-	}
+	post_result(sl, ret, "read rejected");
 }
 
 /*
@@ -201,14 +197,7 @@ static void post_layout(struct slot *sl)
 	sl->gen = s->gen;
 	ret = ry_write(s->peer, s->local, off, s->desc, s->desc_len,
 		       (size_t)sl->idx * s->o.size, s->o.size, on_done, sl);
-	if (ret == -ESTALE) {
-		sl->phase = IDLE;
-		return;
-	}
-	if (ret) {
-		sl->phase = IDLE;
-		fatal(s, "write rejected", ret);
-	}
+	post_result(sl, ret, "write rejected");
 }
 
 static void next(struct slot *sl)
