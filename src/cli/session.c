@@ -135,6 +135,13 @@ static void post_result(struct slot *sl, int ret, const char *what)
 		fatal(sl->s, what, ret);
 }
 
+static const char *write_rejected(int ret)
+{
+	return ret == -EINVAL ? "write rejected (is the peer's target region "
+				"large enough for depth x size?)"
+			      : "write rejected";
+}
+
 static void post_write(struct slot *sl)
 {
 	struct cli_session *s = sl->s;
@@ -155,10 +162,7 @@ static void post_write(struct slot *sl)
 		       (size_t)sl->idx * s->o.size, s->o.size, on_done, sl);
 	if (ret == -ESTALE)
 		s->posted--;
-	post_result(sl, ret,
-		    ret == -EINVAL ? "write rejected (is the peer's target "
-				     "region large enough for depth x size?)"
-				   : "write rejected");
+	post_result(sl, ret, write_rejected(ret));
 }
 
 static void post_read(struct slot *sl, bool new_seq)
@@ -197,7 +201,7 @@ static void post_layout(struct slot *sl)
 	sl->gen = s->gen;
 	ret = ry_write(s->peer, s->local, off, s->desc, s->desc_len,
 		       (size_t)sl->idx * s->o.size, s->o.size, on_done, sl);
-	post_result(sl, ret, "write rejected");
+	post_result(sl, ret, write_rejected(ret));
 }
 
 static void next(struct slot *sl)

@@ -375,6 +375,15 @@ START_TEST(test_serve_bench_status)
 	ck_assert_double_eq(json_num("ops_laid"), 4);
 	ck_assert_double_eq(json_num("bytes"), 40 * 65536);
 	ck_assert_msg(strstr(out, "\"ops_failed\":0,"), "%s", out);
+	/* and one whose slots do not fit serve's 64 MiB region is told why */
+	snprintf(args, sizeof(args),
+		 "bench -c %s --peer sb --op read --count 8 --size 16M "
+		 "--depth 5 --json",
+		 path);
+	ck_assert_int_eq(run(args, out, sizeof(out)), 1);
+	ck_assert_msg(strstr(out, "write rejected (is the peer's target "
+				  "region large enough for depth x size?)"),
+		      "%s", out);
 
 	snprintf(args, sizeof(args), "status --socket %s", sock);
 	ck_assert_int_eq(run(args, out, sizeof(out)), 0);
