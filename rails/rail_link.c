@@ -7,10 +7,12 @@
 #include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <stddef.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "rails/rail_link.h"
+#include "src/util/log.h"
 
 /* linux/if.h's IFF_LOWER_UP; that header clashes with net/if.h */
 #define RY_IFF_LOWER_UP 0x10000u
@@ -20,7 +22,7 @@ bool ry__link_flags_up(unsigned flags)
 	return (flags & IFF_UP) && (flags & (RY_IFF_LOWER_UP | IFF_RUNNING));
 }
 
-int ry__link_watch_open(int ifindex)
+static int watch_socket(int ifindex)
 {
 	/*
 	 * Classic BPF loads are big-endian and netlink is host order, so the
@@ -58,6 +60,26 @@ int ry__link_watch_open(int ifindex)
 		return err;
 	}
 	return fd;
+}
+
+int ry__link_watch_open(const char *comp, const char *rail, const char *ifname,
+			int *ifindex, int *fd)
+{
+	*ifindex = (int)if_nametoindex(ifname);
+	if (!*ifindex) {
+		RY_ERR(comp, "rail %s: interface %s: %m", rail, ifname);
+		return -ENODEV;
+	}
+	*fd = watch_socket(*ifindex);
+	if (*fd < 0) {
+		int rc = *fd;
+
+		RY_ERR(comp, "rail %s: netlink socket: %s", rail,
+		       strerror(-rc));
+		*fd = -1;
+		return rc;
+	}
+	return 0;
 }
 
 void ry__link_watch_read(int fd, int ifindex, ry__link_fn *fn, void *arg)

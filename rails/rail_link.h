@@ -27,12 +27,15 @@ typedef void ry__link_fn(void *arg, enum ry__link_news what, unsigned flags);
 bool ry__link_flags_up(unsigned flags);
 
 /*
- * A nonblocking rtnetlink socket subscribed to RTMGRP_LINK that the kernel
- * lets only ifindex's messages (and overruns) into: on a host where
- * containers come and go, every veth created or moved elsewhere would
- * otherwise wake every rail's thread.  The fd, or -errno.
+ * Rail `rail`'s watch of interface ifname: its index in *ifindex, and in
+ * *fd a nonblocking rtnetlink socket subscribed to RTMGRP_LINK that the
+ * kernel lets only that interface's messages (and overruns) into: on a
+ * host where containers come and go, every veth created or moved
+ * elsewhere would otherwise wake every rail's thread.  0, or -errno said
+ * under log component comp (*fd stays -1).
  */
-int ry__link_watch_open(int ifindex);
+int ry__link_watch_open(const char *comp, const char *rail, const char *ifname,
+			int *ifindex, int *fd);
 
 /* Reads all that waits on the nonblocking rtnetlink socket fd and calls fn
  * for each message about ifindex, and once for each overrun. */

@@ -41,22 +41,12 @@ static void gone(struct ry__soft_rail *r)
 int ry__soft_nl_open(struct ry__soft_rail *r, const char *ifname)
 {
 	struct ifreq ifr;
+	int rc;
 
-	r->ifindex = (int)if_nametoindex(ifname);
-	if (!r->ifindex) {
-		RY_ERR("soft", "rail %s: interface %s: %m", r->base.name,
-		       ifname);
-		return -ENODEV;
-	}
-	r->nlfd = ry__link_watch_open(r->ifindex);
-	if (r->nlfd < 0) {
-		int rc = r->nlfd;
-
-		RY_ERR("soft", "rail %s: netlink socket: %s", r->base.name,
-		       strerror(-rc));
-		r->nlfd = -1;
+	rc = ry__link_watch_open("soft", r->base.name, ifname, &r->ifindex,
+				 &r->nlfd);
+	if (rc)
 		return rc;
-	}
 	/* Subscribed first, then read the state: no change slips between.
 	 * The ioctl's 16 flag bits lack LOWER_UP, so only IFF_UP counts
 	 * here; a missing carrier shows in the next netlink message. */

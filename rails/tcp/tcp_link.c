@@ -38,6 +38,7 @@ static bool ioctl_up(int fd, int ifindex)
 int ry__tcp_link_open(struct ry__tcp_rail *r)
 {
 	char name[RY_NAME_MAX];
+	int rc;
 
 	r->nl_up = true;
 	if (r->ifname[0])
@@ -46,20 +47,10 @@ int ry__tcp_link_open(struct ry__tcp_rail *r)
 		ry__rail_addr_owner(&r->addr, name, sizeof(name));
 	if (!name[0])
 		return 0;
-	r->ifindex = (int)if_nametoindex(name);
-	if (!r->ifindex) {
-		RY_ERR("tcp", "rail %s: interface %s: %m", r->base.name, name);
-		return -ENODEV;
-	}
-	r->nlfd = ry__link_watch_open(r->ifindex);
-	if (r->nlfd < 0) {
-		int rc = r->nlfd;
-
-		RY_ERR("tcp", "rail %s: netlink: %s", r->base.name,
-		       strerror(-rc));
-		r->nlfd = -1;
+	rc = ry__link_watch_open("tcp", r->base.name, name, &r->ifindex,
+				 &r->nlfd);
+	if (rc)
 		return rc;
-	}
 	/* subscribed first, then the state read: no change slips between */
 	r->nl_up = ioctl_up(r->lfd, r->ifindex);
 	return ry__tcp_epoll(r, EPOLL_CTL_ADD, r->nlfd, EPOLLIN, &r->nep);

@@ -421,62 +421,79 @@ START_TEST(test_config_fault)
 END_TEST
 
 /*
+ * In the caller's fresh network namespace: a veth pair ry0/ry1 up with
+ * 198.18.0.1 on ry0, and a soft rail bound to ry0 once the carrier is up
+ * (it comes asynchronously) and the fd calm, its events so far read.
+ */
+static struct ry_rail *veth_rail(void)
+{
+	struct ry_rail_config cfg = {0};
+	struct ry_rail_event ev;
+	struct ry_rail *r;
+	struct pollfd pfd;
+
+	if (system("ip link set lo up && ip link add ry0 type veth peer name "
+		   "ry1 && ip addr add 198.18.0.1/24 dev ry0 && "
+		   "ip link set ry1 up && ip link set ry0 up"))
+		return NULL;
+	cfg.provider = RY_PROVIDER_SOFT;
+	snprintf(cfg.name, sizeof(cfg.name), "nl");
+	snprintf(cfg.address, sizeof(cfg.address), "198.18.0.1:0");
+	snprintf(cfg.interface, sizeof(cfg.interface), "ry0");
+	if (ry__rail_open(&cfg, &r))
+		return NULL;
+	pfd = (struct pollfd){.fd = ry__rail_fd(r), .events = POLLIN};
+	for (uint64_t t0 = test_now_ms(); test_now_ms() - t0 < 2000;) {
+		struct ry_rail_attr a;
+
+		ry__rail_progress(r);
+		ry__rail_progress(r);
+		ry__rail_query(r, &a);
+		if (a.link == RY_LINK_UP && poll(&pfd, 1, 0) == 0)
+			break;
+		usleep(1000);
+	}
+	while (!ry__rail_get_event(r, &ev))
+		;
+	return r;
+}
+
+/* The type of the rail's next event within a second; -1: none. */
+static int next_event(struct ry_rail *r)
+{
+	struct ry_rail_event ev;
+
+	for (uint64_t t0 = test_now_ms(); test_now_ms() - t0 < 1000;) {
+		ry__rail_progress(r);
+		if (!ry__rail_get_event(r, &ev))
+			return (int)ev.type;
+	}
+	return -1;
+}
+
+/*
  * rtnetlink: `ip link set DEV down` on the rail's interface is seen as
  * RY_RAIL_EV_LINK_DOWN within milliseconds.  Runs in a child in a private
  * network namespace with a veth pair on 198.18.0.1.
  */
 static int netns_child(void)
 {
-	struct ry_rail_config cfg = {0};
-	struct ry_rail_event ev;
 	struct ry_rail *r;
 	uint64_t t0;
 
 	if (unshare(CLONE_NEWNET))
 		return 10;
-	if (system("ip link set lo up && ip link add ry0 type veth peer name "
-		   "ry1 && "
-		   "ip addr add 198.18.0.1/24 dev ry0 && ip link set ry1 up && "
-		   "ip link set ry0 up"))
+	r = veth_rail();
+	if (!r)
 		return 11;
-	cfg.provider = RY_PROVIDER_SOFT;
-	snprintf(cfg.name, sizeof(cfg.name), "nl");
-	snprintf(cfg.address, sizeof(cfg.address), "198.18.0.1:0");
-	snprintf(cfg.interface, sizeof(cfg.interface), "ry0");
-	if (ry__rail_open(&cfg, &r))
-		return 12;
-	/* The veth carrier comes up asynchronously: wait for it, then
-	 * forget the events so far. */
-	for (t0 = test_now_ms(); test_now_ms() - t0 < 2000;) {
-		struct ry_rail_attr a;
-
-		ry__rail_progress(r);
-		ry__rail_query(r, &a);
-		if (a.link == RY_LINK_UP)
-			break;
-		usleep(1000);
-	}
-	while (!ry__rail_get_event(r, &ev))
-		;
-	memset(&ev, 0xff, sizeof(ev));
 	if (system("ip link set ry0 down"))
 		return 13;
-	for (t0 = test_now_ms(); test_now_ms() - t0 < 1000;) {
-		ry__rail_progress(r);
-		if (!ry__rail_get_event(r, &ev))
-			break;
-	}
-	if (ev.type != RY_RAIL_EV_LINK_DOWN || test_now_ms() - t0 > 100)
+	t0 = test_now_ms();
+	if (next_event(r) != RY_RAIL_EV_LINK_DOWN || test_now_ms() - t0 > 100)
 		return 14;
-	memset(&ev, 0xff, sizeof(ev));
 	if (system("ip link set ry0 up"))
 		return 15;
-	for (t0 = test_now_ms(); test_now_ms() - t0 < 1000;) {
-		ry__rail_progress(r);
-		if (!ry__rail_get_event(r, &ev))
-			break;
-	}
-	if (ev.type != RY_RAIL_EV_LINK_UP)
+	if (next_event(r) != RY_RAIL_EV_LINK_UP)
 		return 16;
 	ry__rail_close(r);
 	return 0;
@@ -524,43 +541,20 @@ END_TEST
  */
 static int netns_calm_child(void)
 {
-	struct ry_rail_config cfg = {0};
-	struct ry_rail_event ev;
 	struct ry_rail *r;
 	struct pollfd pfd;
 	unsigned seen = 0;
-	uint64_t t0;
 	pid_t sh;
-	int status;
+	int status = -1, ev;
 
 	if (unshare(CLONE_NEWNET))
 		return 20;
-	if (system("ip link set lo up && ip link add ry0 type veth peer name "
-		   "ry1 && ip addr add 198.18.0.1/24 dev ry0 && "
-		   "ip link set ry1 up && ip link set ry0 up && "
-		   "ip link add ry2 type veth peer name ry3"))
+	if (system("ip link add ry2 type veth peer name ry3"))
 		return 21;
-	cfg.provider = RY_PROVIDER_SOFT;
-	snprintf(cfg.name, sizeof(cfg.name), "nl");
-	snprintf(cfg.address, sizeof(cfg.address), "198.18.0.1:0");
-	snprintf(cfg.interface, sizeof(cfg.interface), "ry0");
-	if (ry__rail_open(&cfg, &r))
+	r = veth_rail();
+	if (!r)
 		return 22;
 	pfd = (struct pollfd){.fd = ry__rail_fd(r), .events = POLLIN};
-	/* the veth's carrier comes up asynchronously: until then, and its
-	 * messages read, the fd may be readable */
-	for (t0 = test_now_ms(); test_now_ms() - t0 < 2000;) {
-		struct ry_rail_attr a;
-
-		ry__rail_progress(r);
-		ry__rail_progress(r);
-		ry__rail_query(r, &a);
-		if (a.link == RY_LINK_UP && poll(&pfd, 1, 0) == 0)
-			break;
-		usleep(1000);
-	}
-	while (!ry__rail_get_event(r, &ev))
-		;
 	if (poll(&pfd, 1, 0) != 0)
 		return 23;
 	fflush(NULL);
@@ -571,7 +565,7 @@ static int netns_calm_child(void)
 		_exit(
 		    system("for i in 1 2 3 4 5 6 7 8 9 10; do ip link set ry2 "
 			   "up; ip link set ry2 down; done; ip link del ry2"));
-	for (t0 = test_now_ms(); test_now_ms() - t0 < 10000;) {
+	for (uint64_t t0 = test_now_ms(); test_now_ms() - t0 < 10000;) {
 		if (waitpid(sh, &status, WNOHANG) == sh)
 			break;
 		if (poll(&pfd, 1, 1) == 1) {
@@ -595,14 +589,9 @@ static int netns_calm_child(void)
 		return 27;
 	if (poll(&pfd, 1, 2000) != 1)
 		return 28;
-	memset(&ev, 0xff, sizeof(ev));
-	for (t0 = test_now_ms(); test_now_ms() - t0 < 1000;) {
-		ry__rail_progress(r);
-		if (!ry__rail_get_event(r, &ev))
-			break;
-	}
+	ev = next_event(r);
 	ry__rail_close(r);
-	return ev.type == RY_RAIL_EV_LINK_DOWN ? 0 : 29;
+	return ev == RY_RAIL_EV_LINK_DOWN ? 0 : 29;
 }
 
 START_TEST(test_netlink_other_link_silent)
